@@ -1,0 +1,20 @@
+# catbench: how do Qserv-style catalogs load, answer queries and restart on each disk?
+# Stages are in workflow/rules/*.smk; the logic is in the catbench package (workflow/catbench).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/catalog.smk"
+include: "workflow/rules/partition.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.catalog.input,
+        rules.partition.input,

@@ -1,0 +1,54 @@
+"""fio storage tests on small real directories (1 s per test)."""
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from catbench.fio import DATA_FILE, direct_io_supported, run_fio
+
+from test_targets import mounted
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (apt-get install fio)")
+COLUMNS = {"target", "test", "MBps", "iops", "clat_p50_us", "clat_p99_us", "direct"}
+
+
+@pytest.fixture
+def tmp():
+    d = tempfile.mkdtemp(prefix="cbf-", dir="/tmp")
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_fio_on_disk(tmp):
+    rows = run_fio("disk", tmp / "target", "8M", 1, 2, tmp / "out")
+    assert [r["test"] for r in rows] == ["seq-write", "seq-read", "rand-read", "rand-write"]
+    for r in rows:
+        assert COLUMNS <= set(r) and r["target"] == "disk"
+        assert r["MBps"] > 0 and r["iops"] > 0 and r["clat_p99_us"] >= r["clat_p50_us"] > 0
+        assert json.loads(Path(r["json"]).read_text())["jobs"]
+    assert {r["numjobs"] for r in rows if r["test"].startswith("rand")} == {2}
+    assert not list((tmp / "target").iterdir()), "fio test files left behind"
+
+
+def test_fio_falls_back_to_buffered_without_o_direct(tmp):
+    # ramfs refuses O_DIRECT (EINVAL), like tmpfs before Linux 6.6
+    with mounted("ramfs", "mode=755") as d:
+        rows = run_fio("ram", d, "4M", 1, 2, tmp / "out", tests=("seq-write", "rand-read"))
+        assert [r["direct"] for r in rows] == [False, False]
+        assert all(r["MBps"] > 0 for r in rows)
+        assert not list(d.iterdir())
+
+
+def test_fio_on_dev_shm_records_direct_honestly(tmp):
+    # tmpfs accepts O_DIRECT since Linux 6.6, so "direct" must follow what the kernel does
+    d = Path(tempfile.mkdtemp(prefix="cbf-", dir="/dev/shm"))
+    try:
+        rows = run_fio("shm", d, "4M", 1, 2, tmp / "out", tests=("seq-write",))
+        assert rows[0]["direct"] is direct_io_supported(d)
+        assert rows[0]["MBps"] > 0
+        assert not (d / DATA_FILE).exists()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

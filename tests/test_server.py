@@ -1,0 +1,179 @@
+"""Private MariaDB/MySQL server: lifecycle, failures, stale state, networking, auth (real server)."""
+
+import logging
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+from catbench.server import (Server, ServerError, find_server_binary, server_version, status_counters,
+                             validate_settings, variables)
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture
+def basedir():
+    # short base path: the unix socket path must stay under 107 bytes
+    d = tempfile.mkdtemp(prefix="cbs-", dir="/tmp")
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def srv():
+    d = tempfile.mkdtemp(prefix="cbm-", dir="/tmp")
+    s = Server("modsrv", d, {"innodb_buffer_pool_size": "64M"})
+    try:
+        with s:
+            yield s
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _server_procs(basedir: Path):
+    out = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if p.info["name"] in ("mariadbd", "mysqld") and any(str(basedir) in a for a in p.info["cmdline"] or []):
+            out.append(p)
+    return out
+
+
+def test_binary_and_version():
+    binary = find_server_binary()
+    assert Path(binary).name in ("mariadbd", "mysqld")
+    assert "Ver" in server_version(binary)
+
+
+def test_missing_binary_says_what_to_install():
+    with pytest.raises(ServerError, match="apt-get install mariadb-server"):
+        find_server_binary("/nonexistent/mariadbd")
+
+
+def test_lifecycle_and_timings(basedir):
+    with Server("life", basedir) as s:
+        pid = s.pid
+        conn = s.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT 1")
+        assert cur.fetchall() == [(1,)]
+        assert s.socket.exists() and s.pid_file.exists()
+    assert s.timings["init_s"] > 0 and s.timings["start_s"] > 0 and s.timings["stop_s"] > 0
+    assert not psutil.pid_exists(pid)
+    assert not s.socket.exists()
+    # a second start reuses the initialised datadir
+    with s:
+        assert s.running
+    assert not _server_procs(basedir)
+
+
+def test_bad_setting_fails_with_log_tail(basedir):
+    s = Server("badtarget", basedir, {"innodb_buffer_pool_size": "banana"})
+    with pytest.raises(ServerError) as err:
+        with s:
+            pass
+    msg = str(err.value)
+    assert "badtarget" in msg and "banana" in msg  # the log tail names the bad value
+    assert not _server_procs(basedir)
+
+
+@pytest.mark.parametrize("settings", [{"innodb buffer": 1}, {"Innodb_X": 1}, {"x": "1; DROP"},
+                                      {"x": "a\nb"}, {"datadir": "/elsewhere"}, {"x": [1]}])
+def test_settings_are_validated(settings):
+    with pytest.raises(ServerError):
+        validate_settings(settings)
+
+
+def test_setting_rendering():
+    assert validate_settings({"innodb_doublewrite": False, "innodb_log_file_size": "1G", "x": 2}) == {
+        "innodb_doublewrite": "0", "innodb_log_file_size": "1G", "x": "2"}
+
+
+def test_no_server_left_after_exception_inside_with(basedir):
+    with pytest.raises(RuntimeError, match="boom"):
+        with Server("boom", basedir) as s:
+            pid = s.pid
+            raise RuntimeError("boom")
+    assert not psutil.pid_exists(pid)
+    assert not _server_procs(basedir)
+
+
+def test_stale_dead_pid_and_socket(basedir, caplog):
+    s = Server("stale", basedir)
+    s.initialize()
+    s.start()
+    s.kill()  # crash: pid file and socket stay behind
+    assert s.pid_file.exists() and s.socket.exists()
+    with caplog.at_level(logging.WARNING, logger="catbench.server"):
+        s.start()
+    try:
+        assert "stale pid file" in caplog.text and "stale socket" in caplog.text
+        assert s.connect().is_connected()
+    finally:
+        s.stop()
+
+
+def test_stale_live_server_is_stopped(basedir, caplog):
+    first = Server("live", basedir)
+    first.initialize()
+    first.start()
+    old = first.pid
+    second = Server("live", basedir)
+    with caplog.at_level(logging.WARNING, logger="catbench.server"):
+        second.start()
+    try:
+        assert f"stopped leftover server pid {old}" in caplog.text
+        assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
+        assert second.connect().is_connected()
+    finally:
+        second.stop()
+        first.kill()  # reaps the old child, no-op otherwise
+    assert not _server_procs(basedir)
+
+
+def test_socket_only_by_default(srv):
+    listening = [c for c in psutil.Process(srv.pid).net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+    assert listening == []
+    assert "skip-networking" in srv.config_file.read_text()
+
+
+def test_tcp_listens_on_localhost_only(basedir):
+    with Server("tcp", basedir, tcp=True) as s:
+        listening = [c for c in psutil.Process(s.pid).net_connections(kind="inet")
+                     if c.status == psutil.CONN_LISTEN]
+        assert listening, "no TCP listener"
+        assert {c.laddr.ip for c in listening} == {"127.0.0.1"}
+        assert {c.laddr.port for c in listening} == {s.port}
+
+
+def test_password_auth_credentials_file(basedir):
+    with Server("pw", basedir, auth="password") as s:
+        assert stat.S_IMODE(os.stat(s.credentials_file).st_mode) == 0o600
+        conn = s.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT CURRENT_USER()")
+        assert cur.fetchall()[0][0].startswith(s.user + "@")
+        pw = s._password()
+    assert pw and all(pw not in f.read_text(errors="replace")
+                      for f in (s.config_file, s.error_log, basedir / "install.log"))
+    with s:  # restart reads the stored password
+        assert s.connect().is_connected()
+
+
+def test_socket_path_too_long():
+    with pytest.raises(ServerError, match="107"):
+        Server("long", "/tmp/" + "x" * 120)
+
+
+def test_counters_and_variables(srv):
+    conn = srv.connect()
+    c = status_counters(conn)
+    assert c["Innodb_buffer_pool_pages_total"] > 0 and "Innodb_data_written" in c
+    v = variables(conn, ["innodb_buffer_pool_size", "datadir"])
+    assert int(v["innodb_buffer_pool_size"]) == 64 << 20
+    assert v["datadir"].rstrip("/") == str(srv.datadir)
+    conn.close()

@@ -1,0 +1,198 @@
+"""Synthetic Object/Source catalog: a seeded base patch, duplicated over the sky.
+
+The base patch sits at dec 0 (ra in [0, width), dec in [-height/2, height/2)) and
+wraps periodically, so copies tile without seams in density. Each copy is shifted in
+dec and stretched in ra by cos(dec_old)/cos(dec_new), which keeps the density per unit
+area (the DMTR-21 150-node duplication). See catalog.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+BANDS = "ugrizy"
+COPY_STRIDE = 1 << 20          # ids: permuted local id * COPY_STRIDE + copy
+MAX_COPIES = COPY_STRIDE
+# Single-visit 5-sigma depths (AB mag), LSST-like; flux sigma = depth flux / 5.
+_DEPTH = np.array([23.9, 25.0, 24.7, 24.0, 23.3, 22.1])
+_RED_FRACTION = 0.002          # i-z > 4 "dropouts", so HV2's colour cut selects a few
+
+
+def mag_to_flux(mag):
+    """AB magnitude -> flux in erg/s/cm^2/Hz, the inverse of fluxToAbMag."""
+    return np.power(10.0, -(np.asarray(mag) + 48.6) / 2.5)
+
+
+def object_schema(filler_columns: int) -> pa.Schema:
+    fields = [("objectId", pa.int64()), ("ra_PS", pa.float64()), ("decl_PS", pa.float64())]
+    for b in BANDS:
+        fields += [(f"{b}Flux_PS", pa.float64()), (f"{b}Flux_PS_Sigma", pa.float64())]
+    # Filler columns are FLOAT, as most columns of a real Object table are.
+    fields += [(f"filler_{k:02d}", pa.float32()) for k in range(filler_columns)]
+    return pa.schema(fields)
+
+
+SOURCE_SCHEMA = pa.schema([
+    ("sourceId", pa.int64()), ("objectId", pa.int64()), ("ra", pa.float64()),
+    ("decl", pa.float64()), ("taiMidPoint", pa.float64()), ("filterId", pa.int8()),
+    ("psfFlux", pa.float64()), ("psfFluxSigma", pa.float64()),
+])
+
+
+@dataclass
+class Patch:
+    """The base patch: local ids 0..n-1 plus columns; sources sorted by object."""
+    objects: pa.Table   # objectId holds the permuted local id (1..n)
+    sources: pa.Table   # sourceId permuted local id; objectId as in objects
+
+
+def generate_patch(cat: dict, seed: int) -> Patch:
+    """The seeded base patch described by the ``catalog`` config section."""
+    p = cat["patch"]
+    rng = np.random.default_rng([seed, 1])
+    n = int(p["objects"])
+    width, height = float(p["ra_width_deg"]), float(p["dec_height_deg"])
+
+    # Positions: a uniform background plus Gaussian clusters (chunk sizes then vary).
+    n_cl = int(round(n * p["cluster_fraction"])) if p["cluster_count"] > 0 else 0
+    s_lo, s_hi = math.sin(math.radians(-height / 2)), math.sin(math.radians(height / 2))
+    ra = rng.uniform(0.0, width, n)
+    dec = np.degrees(np.arcsin(rng.uniform(s_lo, s_hi, n)))
+    if n_cl:
+        centres = rng.integers(0, p["cluster_count"], n_cl)
+        c_ra = rng.uniform(0.0, width, p["cluster_count"])
+        c_dec = rng.uniform(-height / 2, height / 2, p["cluster_count"])
+        sig = p["cluster_sigma_deg"] * rng.uniform(0.3, 1.7, p["cluster_count"])
+        ra[:n_cl] = c_ra[centres] + rng.normal(0.0, 1.0, n_cl) * sig[centres]
+        dec[:n_cl] = c_dec[centres] + rng.normal(0.0, 1.0, n_cl) * sig[centres]
+    ra = np.mod(ra, width)                                   # periodic patch
+    dec = np.mod(dec + height / 2, height) - height / 2
+
+    mags = _magnitudes(rng, n)
+    flux_true = mag_to_flux(mags)
+    sigma = mag_to_flux(_DEPTH) / 5.0
+    cols = {"objectId": rng.permutation(n).astype(np.int64) + 1, "ra_PS": ra, "decl_PS": dec}
+    for k, b in enumerate(BANDS):
+        cols[f"{b}Flux_PS"] = flux_true[:, k] + rng.normal(0.0, sigma[k], n)
+        cols[f"{b}Flux_PS_Sigma"] = np.full(n, sigma[k]) * rng.uniform(0.9, 1.1, n)
+    for k in range(int(cat["filler_columns"])):
+        cols[f"filler_{k:02d}"] = rng.normal(0.0, 1.0, n).astype(np.float32)
+    objects = pa.table(cols, schema=object_schema(int(cat["filler_columns"])))
+
+    # Sources: Poisson count per object, scattered around it, sorted by object.
+    counts = rng.poisson(cat["sources_per_object"], n)
+    owner = np.repeat(np.arange(n), counts)
+    m = len(owner)
+    scatter = cat["source_scatter_arcsec"] / 3600.0
+    s_dec = dec[owner] + rng.normal(0.0, scatter, m)
+    s_ra = ra[owner] + rng.normal(0.0, scatter, m) / np.cos(np.radians(dec[owner]))
+    filt = rng.integers(0, 6, m).astype(np.int8)
+    s_sigma = sigma[filt] * rng.uniform(0.9, 1.1, m)
+    variability = 1.0 + rng.normal(0.0, 0.02, m)
+    sources = pa.table({
+        "sourceId": rng.permutation(m).astype(np.int64) + 1,
+        "objectId": cols["objectId"][owner],
+        "ra": s_ra, "decl": s_dec,
+        "taiMidPoint": rng.uniform(59580.0, 63230.0, m),
+        "filterId": filt,
+        "psfFlux": flux_true[owner, filt] * variability + rng.normal(0.0, 1.0, m) * s_sigma,
+        "psfFluxSigma": s_sigma,
+    }, schema=SOURCE_SCHEMA)
+    return Patch(objects, sources)
+
+
+def _magnitudes(rng, n):
+    """(n, 6) true AB magnitudes: galaxy-like counts and colours, plus red dropouts."""
+    u01 = rng.uniform(0.0, 1.0, n)
+    lo, hi, slope = 16.0, 25.5, 0.35 * math.log(10.0)       # N(<m) ~ 10^(0.35 m)
+    r = np.log(np.exp(slope * lo) + u01 * (np.exp(slope * hi) - np.exp(slope * lo))) / slope
+    g = r + rng.normal(0.6, 0.3, n)
+    u = g + rng.normal(1.2, 0.4, n)
+    i = r - rng.normal(0.3, 0.2, n)
+    z = i - rng.normal(0.15, 0.15, n)
+    y = z - rng.normal(0.1, 0.1, n)
+    red = rng.uniform(0.0, 1.0, n) < _RED_FRACTION
+    k = int(red.sum())
+    z[red] = rng.uniform(17.0, 19.5, k)
+    i[red] = z[red] + rng.uniform(4.2, 5.5, k)
+    r[red], g[red], u[red] = i[red] + 1.0, i[red] + 2.0, i[red] + 3.0
+    y[red] = z[red] - 0.3
+    return np.stack([u, g, r, i, z, y], axis=1)
+
+
+# -- duplication ----------------------------------------------------------------------
+
+def copy_layout(cat: dict) -> np.ndarray:
+    """One row per copy: dec centre, ra start. Copies are ordered band by band from
+    dec_min; a band whose stretched slot is wider than the ra range gets none."""
+    p, sky = cat["patch"], cat["sky"]
+    width, height = float(p["ra_width_deg"]), float(p["dec_height_deg"])
+    ra_range = sky["ra_max_deg"] - sky["ra_min_deg"]
+    n_bands = int(math.floor((sky["dec_max_deg"] - sky["dec_min_deg"]) / height + 1e-9))
+    rows = []
+    for b in range(n_bands):
+        centre = sky["dec_min_deg"] + (b + 0.5) * height
+        edge = min(max(abs(centre - height / 2), abs(centre + height / 2)), 90.0)
+        cos_edge = math.cos(math.radians(edge))
+        if cos_edge <= 1e-12:
+            continue
+        slot = width / cos_edge        # widest stretched extent of a copy in this band
+        for k in range(int(math.floor(ra_range / slot + 1e-9))):
+            rows.append((centre, sky["ra_min_deg"] + k * slot))
+    return np.array(rows, dtype=[("dec_centre", "f8"), ("ra_start", "f8")])
+
+
+def n_copies(cat: dict) -> int:
+    return len(copy_layout(cat))
+
+
+def part_copies(cat: dict) -> list[range]:
+    """Copies of each catalog part: ``max_objects_per_part`` bounds a part's memory."""
+    per = max(1, int(cat["max_objects_per_part"]) // int(cat["patch"]["objects"]))
+    n = n_copies(cat)
+    return [range(s, min(s + per, n)) for s in range(0, n, per)]
+
+
+def _move(ra, dec, dec_centre, ra_start):
+    dec_new = dec + dec_centre
+    stretch = np.cos(np.radians(dec)) / np.cos(np.radians(np.clip(dec_new, -90.0, 90.0)))
+    return np.mod(ra_start + ra * stretch, 360.0), np.clip(dec_new, -90.0, 90.0)
+
+
+def duplicate(patch: Patch, layout: np.ndarray, copy: int) -> tuple[pa.Table, pa.Table]:
+    """Copy number ``copy`` of the patch: moved, with ids unique across copies."""
+    if copy >= MAX_COPIES:
+        raise ValueError(f"copy {copy} exceeds the id scheme's {MAX_COPIES} copies")
+    dc, rs = layout["dec_centre"][copy], layout["ra_start"][copy]
+    o, s = patch.objects, patch.sources
+    ra, dec = _move(o["ra_PS"].to_numpy(), o["decl_PS"].to_numpy(), dc, rs)
+    oid = o["objectId"].to_numpy() * COPY_STRIDE + copy
+    obj = (o.set_column(0, "objectId", pa.array(oid))
+            .set_column(1, "ra_PS", pa.array(ra)).set_column(2, "decl_PS", pa.array(dec)))
+    sra, sdec = _move(s["ra"].to_numpy(), s["decl"].to_numpy(), dc, rs)
+    src = (s.set_column(0, "sourceId", pa.array(s["sourceId"].to_numpy() * COPY_STRIDE + copy))
+            .set_column(1, "objectId", pa.array(s["objectId"].to_numpy() * COPY_STRIDE + copy))
+            .set_column(2, "ra", pa.array(sra)).set_column(3, "decl", pa.array(sdec)))
+    return obj, src
+
+
+def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, source_path,
+               progress=None) -> dict:
+    """Write one catalog part (one row group per copy); return its row counts."""
+    n_obj = n_src = 0
+    with pq.ParquetWriter(object_path, patch.objects.schema) as ow, \
+            pq.ParquetWriter(source_path, patch.sources.schema) as sw:
+        for k, c in enumerate(copies):
+            obj, src = duplicate(patch, layout, c)
+            ow.write_table(obj)
+            sw.write_table(src)
+            n_obj += obj.num_rows
+            n_src += src.num_rows
+            if progress:
+                progress(k + 1, len(copies), n_obj + n_src)
+    return {"copies": len(copies), "objects": n_obj, "sources": n_src}

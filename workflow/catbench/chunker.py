@@ -1,0 +1,193 @@
+"""Qserv's sky partitioning (chunks, sub-chunks, overlap), vectorised with numpy.
+
+Same geometry as Qserv ``src/partition/Chunker.cc`` and ``lsst.sphgeom.Chunker``;
+see ``chunker.md`` beside this file for the algorithm and the edge-case choices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_POLE_EPS_RAD = 4.85e-6  # ~1 arcsec: sphgeom treats latitudes this close to a pole as polar
+
+
+class CoordinateError(ValueError):
+    """Coordinates that cannot be placed on the sky (NaN, out of range)."""
+
+
+def segments(lat_min: float, lat_max: float, width: float) -> int:
+    """Number of segments of angular ``width`` that fit in a latitude band (radians)."""
+    lat = max(abs(lat_min), abs(lat_max))
+    if lat > 0.5 * math.pi - _POLE_EPS_RAD or width >= math.pi:
+        return 1
+    x = math.cos(width) - math.sin(lat) ** 2
+    u = math.cos(lat) ** 2
+    y = math.sqrt(abs(u * u - x * x))
+    return int(math.floor(2.0 * math.pi / abs(math.atan2(y, x))))
+
+
+def max_alpha(radius: float, lat: float) -> float:
+    """Half-width in ra (degrees) of a box that contains every circle of ``radius``
+    (degrees) centred at |latitude| <= ``lat``; 180 when the circle reaches a pole."""
+    if radius == 0.0:
+        return 0.0
+    if abs(lat) + radius > 90.0 - 1.0 / 3600.0:
+        return 180.0
+    r, la = math.radians(radius), math.radians(lat)
+    y = math.sin(r)
+    x = math.sqrt(abs(math.cos(la - r) * math.cos(la + r)))
+    return math.degrees(abs(math.atan(y / x)))
+
+
+@dataclass
+class Chunker:
+    """``Chunker(num_stripes, num_sub_stripes_per_stripe, overlap_deg)``."""
+
+    num_stripes: int
+    num_sub_stripes: int
+    overlap: float = 0.0
+    # Per sub-stripe lookup tables, filled in __post_init__.
+    ss_height: float = field(init=False)
+    chunks_per_stripe: np.ndarray = field(init=False, repr=False)
+    sub_chunks_per_chunk: np.ndarray = field(init=False, repr=False)
+    sub_chunk_width: np.ndarray = field(init=False, repr=False)
+    alpha: np.ndarray = field(init=False, repr=False)
+    max_sub_chunks: int = field(init=False)
+
+    def __post_init__(self):
+        if self.num_stripes < 1 or self.num_sub_stripes < 1:
+            raise ValueError("num_stripes and num_sub_stripes must be >= 1")
+        ns, nss = self.num_stripes, self.num_sub_stripes
+        n_sub = ns * nss
+        stripe_h = math.pi / ns
+        sub_h = math.pi / n_sub
+        nc = np.zeros(ns, dtype=np.int64)
+        nsc = np.zeros(n_sub, dtype=np.int64)
+        for s in range(ns):
+            lat0 = s * stripe_h - 0.5 * math.pi
+            lat1 = (s + 1) * stripe_h - 0.5 * math.pi
+            nc[s] = segments(lat0, lat1, stripe_h)
+            for t in range(nss):
+                a = lat0 + t * sub_h
+                nsc[s * nss + t] = segments(a, a + sub_h, sub_h) // nc[s]
+        self.ss_height = 180.0 / n_sub
+        if not 0.0 <= self.overlap <= self.ss_height:
+            raise ValueError(
+                f"overlap {self.overlap} deg must be between 0 and the sub-stripe height "
+                f"{self.ss_height:.6f} deg")
+        self.chunks_per_stripe = nc
+        self.sub_chunks_per_chunk = nsc
+        self.sub_chunk_width = 360.0 / (nsc * np.repeat(nc, nss))
+        self.max_sub_chunks = int(nsc.max())
+        lat_lo = np.arange(n_sub) * self.ss_height - 90.0
+        self.alpha = np.array([max_alpha(self.overlap, max(abs(lo), abs(lo + self.ss_height)))
+                               for lo in lat_lo])
+
+    # -- ids ---------------------------------------------------------------------------
+    @property
+    def num_chunks(self) -> int:
+        return int(self.chunks_per_stripe.sum())
+
+    def all_chunks(self) -> np.ndarray:
+        ids = [s * 2 * self.num_stripes + c
+               for s in range(self.num_stripes) for c in range(self.chunks_per_stripe[s])]
+        return np.array(ids, dtype=np.int64)
+
+    def _ids(self, ss, sc):
+        """(chunkId, subChunkId) of sub-stripe ``ss`` and ra sub-chunk column ``sc``."""
+        stripe = ss // self.num_sub_stripes
+        nsc = self.sub_chunks_per_chunk[ss]
+        chunk = sc // nsc
+        chunk_id = stripe * 2 * self.num_stripes + chunk
+        sub_id = (ss - stripe * self.num_sub_stripes) * self.max_sub_chunks + (sc - chunk * nsc)
+        return chunk_id.astype(np.int32), sub_id.astype(np.int32)
+
+    # -- locate ------------------------------------------------------------------------
+    def _sub_stripe(self, dec):
+        n_sub = self.num_stripes * self.num_sub_stripes
+        return np.clip(np.floor((dec + 90.0) / self.ss_height).astype(np.int64), 0, n_sub - 1)
+
+    def _column(self, ra, ss):
+        n = self.sub_chunks_per_chunk[ss] * self.chunks_per_stripe[ss // self.num_sub_stripes]
+        col = np.floor(ra / self.sub_chunk_width[ss]).astype(np.int64)
+        return np.minimum(col, n - 1)
+
+    def locate(self, ra, dec, where: str = "input"):
+        """chunkId and subChunkId (int32 arrays) of each position (degrees).
+
+        ra = 360 wraps to 0; dec = +-90 lands in the polar sub-stripe. NaN or
+        out-of-range values raise CoordinateError naming ``where`` and the first bad row.
+        """
+        ra, dec = check_coordinates(ra, dec, where)
+        ss = self._sub_stripe(dec)
+        return self._ids(ss, self._column(ra, ss))
+
+    def overlap_locations(self, ra, dec, where: str = "input"):
+        """Every (row, chunkId, subChunkId) whose sub-chunk box, widened by the overlap
+        radius (dec) and alpha (ra), contains the row, excluding the row's own sub-chunk.
+        Rows come out ordered by row index."""
+        ra, dec = check_coordinates(ra, dec, where)
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
+        if self.overlap == 0.0 or len(ra) == 0:
+            return empty
+        n_sub = self.num_stripes * self.num_sub_stripes
+        own_ss = self._sub_stripe(dec)
+        own_col = self._column(ra, own_ss)
+        lo = np.floor((dec - self.overlap + 90.0) / self.ss_height).astype(np.int64)
+        hi = np.floor((dec + self.overlap + 90.0) / self.ss_height).astype(np.int64)
+        rows_out, ss_out, col_out = [], [], []
+        rows = np.arange(len(ra), dtype=np.int64)
+        for off in (-1, 0, 1):  # overlap <= sub-stripe height: at most one neighbour each way
+            ss = own_ss + off
+            m = (ss >= np.maximum(lo, 0)) & (ss <= np.minimum(hi, n_sub - 1))
+            if not m.any():
+                continue
+            r, s, x = rows[m], ss[m], ra[m]
+            width = self.sub_chunk_width[s]
+            alpha = self.alpha[s]
+            n = self.sub_chunks_per_chunk[s] * self.chunks_per_stripe[s // self.num_sub_stripes]
+            first = np.floor((x - alpha) / width).astype(np.int64)
+            count = np.floor((x + alpha) / width).astype(np.int64) - first + 1
+            full = count >= n
+            first = np.where(full, 0, first)
+            count = np.minimum(count, n)
+            for k in range(int(count.max())):
+                mk = k < count
+                col = np.mod(first[mk] + k, n[mk])
+                keep = ~((s[mk] == own_ss[r[mk]]) & (col == own_col[r[mk]]))
+                rows_out.append(r[mk][keep])
+                ss_out.append(s[mk][keep])
+                col_out.append(col[keep])
+        if not rows_out:
+            return empty
+        r = np.concatenate(rows_out)
+        order = np.argsort(r, kind="stable")
+        chunk_id, sub_id = self._ids(np.concatenate(ss_out)[order], np.concatenate(col_out)[order])
+        return r[order], chunk_id, sub_id
+
+    # -- geometry for tests and queries ------------------------------------------------
+    def sub_chunk_box(self, chunk_id: int, sub_chunk_id: int):
+        """(ra_min, ra_max, dec_min, dec_max) in degrees of one sub-chunk."""
+        stripe, chunk = divmod(int(chunk_id), 2 * self.num_stripes)
+        ss = stripe * self.num_sub_stripes + sub_chunk_id // self.max_sub_chunks
+        col = chunk * self.sub_chunks_per_chunk[ss] + sub_chunk_id % self.max_sub_chunks
+        w = self.sub_chunk_width[ss]
+        dec0 = ss * self.ss_height - 90.0
+        return col * w, (col + 1) * w, dec0, dec0 + self.ss_height
+
+
+def check_coordinates(ra, dec, where: str = "input"):
+    """Validated float64 copies of ra/dec; ra == 360 wraps to 0."""
+    ra = np.asarray(ra, dtype=np.float64)
+    dec = np.asarray(dec, dtype=np.float64)
+    bad = ~((ra >= 0.0) & (ra <= 360.0) & (dec >= -90.0) & (dec <= 90.0))  # NaN fails too
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CoordinateError(
+            f"{where}: row {i}: coordinates ra={ra[i]!r}, dec={dec[i]!r} are NaN or out of "
+            f"range (need 0 <= ra <= 360, -90 <= dec <= 90); {int(bad.sum())} bad row(s) in "
+            f"all. Fix the input catalog.")
+    return np.where(ra == 360.0, 0.0, ra), dec

@@ -1,0 +1,143 @@
+"""``catbench`` command line: one sub-command per workflow step. The Snakemake rules
+call these; they work the same by hand (``catbench --help``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from . import catalog as catalog_mod
+from . import partition as partition_mod
+from .config import ConfigError, validate
+from .metrics import JobTimer, Progress, setup_logging, summarise
+
+log = logging.getLogger("catbench")
+
+
+def _config(text: str) -> dict:
+    """--config takes a JSON object or a path to a YAML/JSON file."""
+    if text.lstrip().startswith("{"):
+        cfg = json.loads(text)
+    else:
+        import yaml
+        cfg = yaml.safe_load(Path(text).read_text())
+    return validate(cfg)
+
+
+def cmd_validate(a):
+    cfg = _config(a.config)
+    from .config import estimated_rows, n_groups
+    print(json.dumps({"run": cfg["run"], "copies": catalog_mod.n_copies(cfg["catalog"]),
+                      "parts": len(catalog_mod.part_copies(cfg["catalog"])),
+                      "groups": n_groups(cfg), "estimated_rows": estimated_rows(cfg)}))
+
+
+def cmd_patch(a):
+    cfg = _config(a.config)
+    with JobTimer("patch", a.metrics) as t:
+        patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
+        for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            from .files import write_parquet
+            write_parquet(table, path)
+        t.extra.update(rows=patch.objects.num_rows + patch.sources.num_rows,
+                       objects=patch.objects.num_rows, sources=patch.sources.num_rows)
+
+
+def cmd_catalog_part(a):
+    cfg = _config(a.config)
+    from .files import read_parquet
+    patch = catalog_mod.Patch(read_parquet(a.patch_objects), read_parquet(a.patch_sources))
+    copies = catalog_mod.part_copies(cfg["catalog"])[a.part]
+    layout = catalog_mod.copy_layout(cfg["catalog"])
+    for p in (a.objects, a.sources):
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+    with JobTimer("catalog", a.metrics) as t:
+        prog = Progress(f"catalog part {a.part} (copies)", len(copies))
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, prog)
+        t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
+
+
+def cmd_partition_map(a):
+    cfg = _config(a.config)
+    with JobTimer("partition_map", a.metrics) as t:
+        r = partition_mod.map_part(cfg, a.objects, a.sources, a.out, a.groups)
+        t.extra.update(rows=r["objects"] + r["sources"], **r)
+
+
+def cmd_partition_reduce(a):
+    with JobTimer("partition_reduce", a.metrics) as t:
+        r = partition_mod.reduce_group(a.staging, a.group, a.chunks, a.manifest)
+        t.extra.update(group=a.group, **r)
+
+
+def cmd_index_input(a):
+    with JobTimer("index_input", a.metrics) as t:
+        r = partition_mod.write_index_input(a.staging, a.files, a.out, a.out_seed)
+        t.extra.update(**r)
+
+
+def cmd_chunk_list(a):
+    import duckdb
+    files = ", ".join(f"'{m}'" for m in a.manifests)
+    con = duckdb.connect()
+    con.execute(f"""
+        COPY (SELECT chunkId,
+                     SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
+                     SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
+                     SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
+                     SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes
+              FROM read_csv([{files}], delim='\t', header=true)
+              GROUP BY chunkId ORDER BY chunkId)
+        TO '{a.out}' (FORMAT csv, DELIMITER '\t', HEADER true)""")
+    summarise(a.job_metrics, a.summary)
+
+
+def main(argv=None):
+    setup_logging()
+    ap = argparse.ArgumentParser(prog="catbench", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def add(name, fn, *args):
+        p = sub.add_parser(name, help=fn.__doc__)
+        p.set_defaults(fn=fn)
+        p.add_argument("--config", required=name not in ("partition-reduce", "index-input",
+                                                        "chunk-list"),
+                       help="config as JSON text or a YAML file")
+        for spec in args:
+            flag, kw = spec if isinstance(spec, tuple) else (spec, {})
+            p.add_argument(flag, **({"required": True} | kw))
+        return p
+
+    add("validate", cmd_validate)
+    add("patch", cmd_patch, "--objects", "--sources", "--metrics")
+    add("catalog-part", cmd_catalog_part, ("--part", {"type": int}), "--patch-objects",
+        "--patch-sources", "--objects", "--sources", "--metrics")
+    add("partition-map", cmd_partition_map, "--objects", "--sources", "--out",
+        ("--groups", {"type": int}), "--metrics")
+    add("partition-reduce", cmd_partition_reduce, ("--staging", {"nargs": "+"}),
+        ("--group", {"type": int}), "--chunks", "--manifest", "--metrics")
+    add("index-input", cmd_index_input, ("--staging", {"nargs": "+"}),
+        ("--files", {"type": int}), "--out", "--out-seed", "--metrics")
+    add("chunk-list", cmd_chunk_list, ("--manifests", {"nargs": "+"}), "--out",
+        ("--job-metrics", {"nargs": "+"}), "--summary")
+    try:
+        from . import cli_storage
+        cli_storage.add_subcommands(sub)
+    except ImportError:
+        pass
+    a = ap.parse_args(argv)
+    try:
+        a.fn(a)
+    except (ConfigError, ValueError, OSError) as e:
+        log.error("%s", e)
+        print(f"catbench {a.cmd}: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

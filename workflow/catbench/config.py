@@ -1,0 +1,110 @@
+"""Load and validate the run configuration against workflow/schemas/config.schema.yaml,
+plus the checks a JSON schema cannot express (cross-field limits). Every error names
+the config key."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _fill_defaults(schema: dict, data: dict):
+    for name, sub in schema.get("properties", {}).items():
+        if name not in data:
+            if "default" in sub:
+                data[name] = copy.deepcopy(sub["default"])
+            elif sub.get("type") == "object" and "properties" in sub:
+                data[name] = {}
+        if isinstance(data.get(name), dict) and sub.get("type") == "object":
+            _fill_defaults(sub, data[name])
+
+
+def load_schema() -> dict:
+    with open(SCHEMA_PATH) as f:
+        return yaml.safe_load(f)
+
+
+def validate(config: dict) -> dict:
+    """A validated copy of ``config`` with defaults filled in; raises ConfigError."""
+    schema = load_schema()
+    cfg = copy.deepcopy(dict(config))
+    if isinstance(cfg, dict):
+        _fill_defaults(schema, cfg)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(cfg),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = []
+        for e in errors:
+            if e.validator == "additionalProperties":
+                extra = sorted(set(e.instance) - set(e.schema.get("properties", {})))
+                for k in extra:
+                    lines.append(f"config key '{_key(list(e.absolute_path) + [k])}': unknown "
+                                 f"key (allowed here: {', '.join(e.schema['properties'])})")
+            else:
+                lines.append(f"config key '{_key(e.absolute_path)}': {e.message}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+    _check_semantics(cfg)
+    return cfg
+
+
+def _check_semantics(cfg: dict):
+    cat, part = cfg["catalog"], cfg["partition"]
+    sky = cat["sky"]
+    if sky["ra_max_deg"] <= sky["ra_min_deg"]:
+        raise ConfigError("config key 'catalog.sky.ra_max_deg': must be greater than "
+                          f"catalog.sky.ra_min_deg ({sky['ra_min_deg']}): the sky region is empty")
+    if sky["dec_max_deg"] <= sky["dec_min_deg"]:
+        raise ConfigError("config key 'catalog.sky.dec_max_deg': must be greater than "
+                          f"catalog.sky.dec_min_deg ({sky['dec_min_deg']}): the sky region is empty")
+    height = cat["patch"]["dec_height_deg"]
+    if sky["dec_max_deg"] - sky["dec_min_deg"] < height:
+        raise ConfigError(f"config key 'catalog.sky': the dec range {sky['dec_min_deg']}.."
+                          f"{sky['dec_max_deg']} is lower than one patch "
+                          f"(catalog.patch.dec_height_deg = {height}): no copy fits")
+    sub_height = 180.0 / (part["num_stripes"] * part["num_sub_stripes_per_stripe"])
+    if part["overlap_deg"] > sub_height:
+        raise ConfigError(f"config key 'partition.overlap_deg': {part['overlap_deg']} is larger "
+                          f"than a sub-stripe ({sub_height:.6f} deg for "
+                          f"{part['num_stripes']} x {part['num_sub_stripes_per_stripe']})")
+    from .catalog import MAX_COPIES, n_copies
+    n = n_copies(cat)
+    if n == 0:
+        raise ConfigError("config key 'catalog.sky': the patch does not fit in the sky region "
+                          "(it is wider than the ra range at these declinations)")
+    if n > MAX_COPIES:
+        raise ConfigError(f"config key 'catalog.patch.objects': {n} copies exceed the id scheme's "
+                          f"{MAX_COPIES}; make the patch larger")
+
+
+def load(path, overrides: dict | None = None) -> dict:
+    with open(path) as f:
+        cfg = yaml.safe_load(f) or {}
+    cfg.update(overrides or {})
+    return validate(cfg)
+
+
+# -- derived sizes, used by the rules to lay out the DAG -------------------------------
+
+def estimated_rows(cfg: dict) -> int:
+    from .catalog import n_copies
+    cat = cfg["catalog"]
+    return int(n_copies(cat) * cat["patch"]["objects"] * (1 + cat["sources_per_object"]))
+
+
+def n_groups(cfg: dict) -> int:
+    """Reduce jobs of the partition stage: each holds at most max_rows_per_group rows."""
+    return max(1, math.ceil(estimated_rows(cfg) / cfg["partition"]["max_rows_per_group"]))

@@ -1,0 +1,59 @@
+"""File formats of the data products: Parquet and LOAD DATA-ready TSV, written
+atomically (a temp name renamed at the end) so a failed job leaves nothing that
+looks complete."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+# Random doubles do not dictionary-encode; trying costs 10x the write time.
+PARQUET_OPTIONS = {"use_dictionary": False, "compression": "snappy"}
+TSV_OPTIONS = pcsv.WriteOptions(include_header=False, delimiter="\t",
+                                quoting_style="none", null_string="\\N")
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary sibling path; rename it to ``path`` only on success."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_parquet(table: pa.Table, path, **options):
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, **{**PARQUET_OPTIONS, **options})
+
+
+def write_tsv(table: pa.Table, path):
+    """Tab-separated, no header, ``\\N`` for NULL: what ``LOAD DATA INFILE`` reads."""
+    with atomic_path(path) as tmp:
+        pcsv.write_csv(table, tmp, TSV_OPTIONS)
+
+
+def read_parquet(path, columns=None) -> pa.Table:
+    """Read a Parquet file; a truncated or foreign file fails naming the path."""
+    try:
+        return pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as e:
+        raise ValueError(f"{path}: not a readable Parquet file ({e}); re-run the stage "
+                         f"that writes it") from e
+
+
+def open_parquet(path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as e:
+        raise ValueError(f"{path}: not a readable Parquet file ({e}); re-run the stage "
+                         f"that writes it") from e

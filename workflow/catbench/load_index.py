@@ -1,0 +1,480 @@
+"""Secondary ("director") index loading: the seed's protocol, strategy ``sequential``.
+
+One connection, one ``LOAD DATA LOCAL INFILE`` per input TSV (``key\\tchunkId\\tsubChunkId``)
+in order. Every file is validated before it is loaded, and after it is loaded the rows
+affected must equal its line count with no warnings: LOCAL silently skips duplicate keys,
+which we never let pass. Then an order-independent checksum of the table is compared
+with the input, OPTIMIZE TABLE is tried under a time limit and point lookups are timed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import logging
+import random
+import re
+import shutil
+import tempfile
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import mysql.connector
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .sampler import Sampler
+from .server import SOCKET_PATH_MAX, Server, variables
+from .targets import check_target, describe_target, device_for
+
+log = logging.getLogger(__name__)
+
+DATABASE = "secondary_index"
+STRATEGIES = ("sequential",)
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    key: str
+    columns: str
+    line: re.Pattern  # fast path; lines that fail it get a precise reason from _line_problem
+
+
+VARIANTS = {
+    # The seed's table, exactly (CHAR(28) keys, nullable ints, latin1).
+    "seed": Variant("seed", "source_id",
+                    "`source_id` CHAR(28) NOT NULL, `chunkId` INT DEFAULT NULL, "
+                    "`subChunkId` INT DEFAULT NULL, PRIMARY KEY (`source_id`)",
+                    re.compile(rb"([!-~]{1,28})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?")),
+    # Today's Qserv director index: the object id's own type.
+    "qserv": Variant("qserv", "objectId",
+                     "`objectId` BIGINT NOT NULL, `chunkId` INT NOT NULL, "
+                     "`subChunkId` INT NOT NULL, PRIMARY KEY (`objectId`)",
+                     re.compile(rb"(-?[0-9]{1,19})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?")),
+}
+
+
+class LoadError(RuntimeError):
+    """The load did not put exactly the input into the table; the message names file and line."""
+
+
+@dataclass
+class FileInfo:
+    path: Path
+    rows: int
+    bytes: int
+    checksum: int
+
+
+def get_variant(name: str) -> Variant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise LoadError(f"unknown schema variant {name!r}; choose one of {sorted(VARIANTS)}") from None
+
+
+def list_input(input_dir) -> list[Path]:
+    """Input TSV files in load order (sorted by name, as the partitioner numbers them)."""
+    files = sorted(Path(input_dir).glob("*.tsv"))
+    if not files:
+        raise LoadError(f"no *.tsv files in {input_dir}; run the partition step first")
+    return files
+
+
+def _line_problem(line: bytes, variant: Variant) -> str:
+    if line.endswith(b"\r\n"):
+        return "has a Windows line ending (\\r\\n); convert the file to \\n"
+    fields = line.rstrip(b"\n").split(b"\t")
+    if len(fields) != 3:
+        return f"has {len(fields)} tab-separated fields, expected 3 (key, chunkId, subChunkId)"
+    key, chunk, sub = fields
+    if variant.name == "seed":
+        if not 1 <= len(key) <= 28:
+            return f"key is {len(key)} characters, the seed schema allows 1 to 28"
+        if not re.fullmatch(rb"[!-~]+", key):
+            return "key has characters other than printable ASCII without spaces"
+    elif not re.fullmatch(rb"-?[0-9]{1,19}", key) or not INT64[0] <= int(key) <= INT64[1]:
+        return f"key {key[:40]!r} is not a BIGINT"
+    for name, v in (("chunkId", chunk), ("subChunkId", sub)):
+        if not re.fullmatch(rb"-?[0-9]{1,10}", v) or not INT32[0] <= int(v) <= INT32[1]:
+            return f"{name} {v[:40]!r} is not an INT"
+    return "is malformed"
+
+
+def scan_file(path, variant: Variant) -> FileInfo:
+    """Validate every line and compute the file's checksum (see checksum_line)."""
+    path = Path(path)
+    rows, total = 0, 0
+    match, crc = variant.line.fullmatch, zlib.crc32
+    seed = variant.name == "seed"
+    with open(path, "rb") as f:
+        for rows, line in enumerate(f, 1):
+            m = match(line)
+            if m is None:
+                raise LoadError(f"{path}: line {rows} {_line_problem(line, variant)}")
+            key, chunk, sub = m.groups()
+            c, s = int(chunk), int(sub)
+            k = key if seed else b"%d" % int(key)
+            if not (INT32[0] <= c <= INT32[1] and INT32[0] <= s <= INT32[1]) or (
+                    not seed and not INT64[0] <= int(k) <= INT64[1]):
+                raise LoadError(f"{path}: line {rows} {_line_problem(line, variant)}")
+            total += crc(b"%s\t%d\t%d" % (k, c, s))
+    return FileInfo(path, rows, path.stat().st_size, total)
+
+
+def checksum_sql(variant: Variant) -> str:
+    """The table-side twin of scan_file's checksum."""
+    return (f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('\\t', `{variant.key}`, `chunkId`, "
+            f"`subChunkId`))), 0) FROM `{DATABASE}`.`{{table}}`")
+
+
+def create_table(conn, variant: Variant, table: str):
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
+    cur.execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{table}`")
+    cur.execute(f"CREATE TABLE `{DATABASE}`.`{table}` ({variant.columns}) ENGINE=InnoDB DEFAULT CHARSET=latin1")
+
+
+def _find_key(path: Path, key: bytes, variant: Variant) -> list[int]:
+    want = key if variant.name == "seed" else int(key)
+    hits = []
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            k = line.split(b"\t", 1)[0]
+            if (k if variant.name == "seed" else int(k)) == want:
+                hits.append(n)
+    return hits
+
+
+def _explain_warnings(info: FileInfo, warnings, affected: int, variant: Variant, earlier: list[Path]) -> str:
+    head = f"{info.path}: loaded {affected} of {info.rows} rows"
+    for level, code, msg in warnings:
+        m = re.search(r"Duplicate entry '(.*)' for key", msg)
+        if m:
+            key = m.group(1).encode("latin1")
+            hits = _find_key(info.path, key, variant)
+            if len(hits) > 1:
+                return f"{head}: line {hits[1]} repeats key {m.group(1)!r} of line {hits[0]} (duplicate key)"
+            for prev in reversed(earlier):
+                prev_hits = _find_key(prev, key, variant)
+                if prev_hits:
+                    return (f"{head}: line {hits[0] if hits else '?'} key {m.group(1)!r} was already loaded "
+                            f"from {prev} line {prev_hits[0]} (duplicate key)")
+            return f"{head}: duplicate key {m.group(1)!r} (line {hits[0] if hits else '?'})"
+        m = re.search(r"at row (\d+)", msg)
+        if m:
+            return f"{head}: line {m.group(1)}: {level} {code}: {msg}"
+    if warnings:
+        level, code, msg = warnings[0]
+        return f"{head}: {level} {code}: {msg}"
+    return f"{head} and the server gave no warning; check the file for empty lines"
+
+
+def load_file(conn, table: str, info: FileInfo, variant: Variant, earlier: list[Path]) -> int:
+    """LOAD DATA LOCAL one file; rows affected must equal its lines, with no warnings."""
+    cur = conn.cursor()
+    # ESCAPED BY '': the data are taken literally, exactly like the checksum in scan_file.
+    cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{DATABASE}`.`{table}` CHARACTER SET latin1 "
+                f"FIELDS TERMINATED BY '\\t' ESCAPED BY '' LINES TERMINATED BY '\\n' "
+                f"(`{variant.key}`, `chunkId`, `subChunkId`)", (str(info.path),))
+    affected = cur.rowcount
+    cur.execute("SHOW WARNINGS")
+    warnings = cur.fetchall()
+    if affected != info.rows or warnings:
+        raise LoadError(_explain_warnings(info, warnings, affected, variant, earlier))
+    return affected
+
+
+def optimize_table(server: Server, conn, table: str, limit_s: float) -> dict:
+    """OPTIMIZE TABLE, killed via ``KILL QUERY`` from a second connection after ``limit_s``."""
+    fired = threading.Event()
+    cid = conn.connection_id
+
+    def kill():
+        k = server.connect()
+        try:
+            k.cursor().execute(f"KILL QUERY {cid}")
+        finally:
+            k.close()
+        fired.set()
+
+    timer = threading.Timer(limit_s, kill)
+    cur = conn.cursor()
+    t0 = time.monotonic()
+    timer.start()
+    error = None
+    try:
+        cur.execute(f"OPTIMIZE TABLE `{DATABASE}`.`{table}`")
+        result = cur.fetchall()
+        error = next((r[3] for r in result if str(r[2]).lower() == "error"), None)
+    except mysql.connector.Error as exc:
+        error = str(exc)
+    finally:
+        timer.cancel()
+        timer.join()
+    seconds = time.monotonic() - t0
+    if fired.is_set():
+        try:  # a KILL that lands just after completion must not hit the next statement
+            cur.execute("SELECT 1")
+            cur.fetchall()
+        except mysql.connector.Error:
+            pass
+    if error and not fired.is_set():
+        raise LoadError(f"OPTIMIZE TABLE {table} failed: {error}")
+    stopped = bool(error) and fired.is_set()
+    log.info("OPTIMIZE TABLE %s: %s after %.2f s", table, "stopped" if stopped else "done", seconds)
+    return {"optimize_seconds": None if stopped else seconds, "optimize_stopped": stopped,
+            "optimize_elapsed_s": seconds}
+
+
+def pick_lookup_keys(infos: list[FileInfo], n: int, variant: Variant, seed: int = 42) -> list[tuple]:
+    """Up to ``n`` random (key, chunkId, subChunkId) rows from the input, files weighted by rows."""
+    rng = random.Random(seed)
+    total = sum(i.rows for i in infos)
+    n = min(n, total)
+    if n <= 0:
+        return []
+    wanted: dict[int, set[int]] = {}
+    for _ in range(n):
+        fi = rng.choices(range(len(infos)), weights=[i.rows for i in infos])[0] if len(infos) > 1 else 0
+        wanted.setdefault(fi, set()).add(rng.randrange(1, infos[fi].rows + 1))
+    out = []
+    for fi, lines in wanted.items():
+        with open(infos[fi].path, "rb") as f:
+            for no, line in enumerate(f, 1):
+                if no in lines:
+                    k, c, s = line.rstrip(b"\n").split(b"\t")
+                    out.append((k.decode() if variant.name == "seed" else int(k), int(c), int(s)))
+    rng.shuffle(out)
+    return out
+
+
+def lookup_benchmark(server: Server, table: str, variant: Variant, keys: list[tuple], threads: int = 4,
+                     count: int = 10000, seconds: float | None = None) -> dict:
+    """Point lookups by key, ``threads`` connections; stops at ``count`` lookups or ``seconds``."""
+    if not keys or count <= 0:
+        return {"lookups": 0, "lookup_qps": None, "lookup_p50_s": None, "lookup_p99_s": None,
+                "lookup_threads": threads}
+    sql = f"SELECT `chunkId`, `subChunkId` FROM `{DATABASE}`.`{table}` WHERE `{variant.key}` = %s"
+    lock = threading.Lock()
+    issued = [0]
+    lat: list[list[float]] = [[] for _ in range(threads)]
+    wrong: list[str] = []
+    start = threading.Barrier(threads + 1)
+    deadline = [0.0]
+
+    def worker(w: int):
+        conn = server.connect()
+        cur = conn.cursor()
+        rng = random.Random(w)
+        mine = lat[w]
+        start.wait()
+        try:
+            while True:
+                with lock:
+                    if issued[0] >= count or (seconds and time.monotonic() > deadline[0]):
+                        return
+                    issued[0] += 1
+                key, c, s = keys[rng.randrange(len(keys))]
+                t = time.perf_counter()
+                cur.execute(sql, (key,))
+                got = cur.fetchall()
+                mine.append(time.perf_counter() - t)
+                if got != [(c, s)]:
+                    wrong.append(f"key {key!r}: expected {(c, s)}, got {got}")
+        finally:
+            conn.close()
+
+    with cf.ThreadPoolExecutor(threads) as ex:
+        futs = [ex.submit(worker, w) for w in range(threads)]
+        start.wait()
+        t0 = time.monotonic()
+        deadline[0] = t0 + (seconds or 0)
+        for f in futs:
+            f.result()
+        wall = time.monotonic() - t0
+    if wrong:
+        raise LoadError(f"{len(wrong)} point lookups returned wrong rows, e.g. {wrong[0]}")
+    all_lat = np.concatenate([np.asarray(x) for x in lat]) if any(lat) else np.zeros(0)
+    return {"lookups": int(all_lat.size), "lookup_threads": threads,
+            "lookup_qps": all_lat.size / wall if wall > 0 else None,
+            "lookup_p50_s": float(np.percentile(all_lat, 50)) if all_lat.size else None,
+            "lookup_p99_s": float(np.percentile(all_lat, 99)) if all_lat.size else None}
+
+
+def default_interval(total_s: float) -> float:
+    """Total time / 20, rounded to whole seconds (at least 1 s)."""
+    return max(1.0, float(round(total_s / 20)))
+
+
+def _at(samples: list[dict], col: str, t: float) -> float | None:
+    pts = [(r["time"], r[col]) for r in samples if r.get(col) is not None]
+    if not pts:
+        return None
+    xs, ys = zip(*pts)
+    return float(np.interp(t, xs, ys))
+
+
+def interval_table(trace: list[dict], samples: list[dict], t0: float, t1: float, interval_s: float) -> list[dict]:
+    """Per-interval files/rows loaded, input read MB/s, target write MB/s, table bytes at end."""
+    rows = []
+    n = max(1, int(np.ceil((t1 - t0) / interval_s - 1e-9)))
+    for i in range(n):
+        a, b = t0 + i * interval_s, min(t1, t0 + (i + 1) * interval_s)
+        done = [r for r in trace if a <= r["end"] < b or (i == n - 1 and r["end"] == b)]
+        span = max(b - a, 1e-9)
+
+        def rate(col):
+            x, y = _at(samples, col, a), _at(samples, col, b)
+            return None if x is None or y is None else (y - x) / 1e6 / span
+
+        rows.append({"interval": i, "start_s": a - t0, "end_s": b - t0, "files": len(done),
+                     "rows": sum(r["rows"] for r in done),
+                     "rows_per_s": sum(r["rows"] for r in done) / span,
+                     "input_read_MBps": sum(r["bytes"] for r in done) / 1e6 / span,
+                     "target_write_MBps": rate("dev_write_bytes"),
+                     "innodb_write_MBps": rate("Innodb_data_written"),
+                     "table_bytes": _at(samples, "table_bytes", b)})
+    return rows
+
+
+def _fmt_eta(s: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(max(0, s)))
+
+
+def load_sequential(conn, table: str, files: list[Path], variant: Variant) -> tuple[list[dict], list[FileInfo]]:
+    """The seed's loop; validation of file i+1 overlaps the load of file i."""
+    trace, infos = [], []
+    cumulative, t_start, last_log = 0, time.time(), 0.0
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-scan") as ex:
+        nxt = ex.submit(scan_file, files[0], variant)
+        for i, path in enumerate(files):
+            info = nxt.result()
+            if i + 1 < len(files):
+                nxt = ex.submit(scan_file, files[i + 1], variant)
+            start = time.time()
+            rows = load_file(conn, table, info, variant, files[:i])
+            end = time.time()
+            cumulative += rows
+            infos.append(info)
+            trace.append({"file": str(path), "rows": rows, "bytes": info.bytes, "start": start, "end": end,
+                          "seconds": end - start, "cumulative_rows": cumulative})
+            if end - last_log >= 5 or i + 1 == len(files):
+                last_log = end
+                rate = cumulative / max(end - t_start, 1e-9)
+                left = (end - t_start) / (i + 1) * (len(files) - i - 1)
+                log.info("loaded %d/%d files, %d rows, %.0f rows/s, ETA %s", i + 1, len(files), cumulative,
+                         rate, _fmt_eta(left))
+    return trace, infos
+
+
+def _write_table(rows: list[dict], path: Path):
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed", strategy: str = "sequential",
+                   settings: dict | None = None, binary: str | None = None, tcp: bool = False,
+                   sample_interval_s: float = 1.0, interval_s: float | None = None,
+                   optimize_limit_s: float = 0, lookup_threads: int = 4, lookup_count: int = 10000,
+                   lookup_seconds: float | None = None, keep_data: bool = False,
+                   start_timeout: float = 120) -> dict:
+    """Start a private server on ``path``, load ``files``, verify, measure; write results to ``out_dir``.
+
+    Writes trace.parquet, samples.parquet, intervals.parquet/.csv and summary.json into a
+    temporary directory renamed to ``out_dir`` only on success.
+    """
+    v = get_variant(variant)
+    if strategy not in STRATEGIES:
+        raise LoadError(f"unknown loading strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+    files = [Path(f).absolute() for f in files]
+    if not files:
+        raise LoadError("no input files given")
+    input_bytes = sum(f.stat().st_size for f in files)
+    # InnoDB needs roughly 3x the TSV size for a CHAR(28) key index, plus redo logs.
+    check_target(target, path, need_bytes=3 * input_bytes + (512 << 20))
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    table = f"{v.name}_{strategy}"
+    basedir = Path(path).absolute() / f"catbench-load_index-{v.name}-{strategy}"
+    sock = basedir / "mysqld.sock"
+    sock_dir = None
+    if len(str(sock).encode()) > SOCKET_PATH_MAX:
+        sock_dir = tempfile.mkdtemp(prefix="cb-", dir="/tmp")  # socket I/O is not what we measure
+        sock = Path(sock_dir) / "mysqld.sock"
+    ok = False
+    try:
+        srv = Server(target, basedir, settings, binary=binary, tcp=tcp, socket_path=sock,
+                     start_timeout=start_timeout)
+        srv.cleanup_stale()
+        if basedir.exists():
+            log.info("target %s: removing the previous run's %s", target, basedir)
+            shutil.rmtree(basedir)
+        summary = {"target": target, "variant": v.name, "strategy": strategy, "table": f"{DATABASE}.{table}",
+                   "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path)}
+        with srv:
+            conn = srv.connect()
+            summary["server"] = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
+                                 "variables": variables(conn)}
+            create_table(conn, v, table)
+            sampler = Sampler(srv, device=device_for(path), table_glob=f"{DATABASE}/{table}*.ibd",
+                              interval_s=sample_interval_s)
+            with sampler:
+                t0 = time.time()
+                trace, infos = load_sequential(conn, table, files, v)
+                t1 = time.time()
+            rows = trace[-1]["cumulative_rows"]
+            cur = conn.cursor()
+            cur.execute(checksum_sql(v).format(table=table))
+            n_table, sum_table = cur.fetchone()
+            sum_input = sum(i.checksum for i in infos)
+            if int(n_table) != rows or int(sum_table) != sum_input:
+                raise LoadError(f"table {DATABASE}.{table} on target {target} holds {n_table} rows with checksum "
+                                f"{sum_table}, the input has {rows} rows with checksum {sum_input}")
+            table_bytes = sampler.table_bytes()
+            opt = {"optimize_seconds": None, "optimize_stopped": False, "optimize_skipped": True}
+            if optimize_limit_s and optimize_limit_s > 0:
+                opt = {**optimize_table(srv, conn, table, optimize_limit_s), "optimize_skipped": False}
+            keys = pick_lookup_keys(infos, min(lookup_count, 100_000), v)
+            lookups = lookup_benchmark(srv, table, v, keys, lookup_threads, lookup_count, lookup_seconds)
+            summary.update({
+                "rows": rows, "seconds": t1 - t0, "rows_per_s": rows / (t1 - t0) if t1 > t0 else None,
+                "table_bytes": table_bytes, "table_bytes_final": sampler.table_bytes(),
+                "checksum_input": sum_input, "checksum_table": int(sum_table), "checksum_ok": True,
+                **opt, "optimize_limit_s": optimize_limit_s, **lookups,
+            })
+            conn.close()
+        summary["server"]["timings"] = dict(srv.timings)
+        interval = interval_s or default_interval(t1 - t0)
+        intervals = interval_table(trace, sampler.rows, t0, t1, interval)
+        summary["interval_s"] = interval
+        _write_table(trace, work / "trace.parquet")
+        sampler.to_parquet(work / "samples.parquet")
+        _write_table(intervals, work / "intervals.parquet")
+        pacsv.write_csv(pa.Table.from_pylist(intervals), work / "intervals.csv")
+        (work / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        work.rename(out_dir)
+        log.info("target %s: %d rows in %.1f s (%.0f rows/s); results in %s", target, rows, t1 - t0,
+                 summary["rows_per_s"] or 0, out_dir)
+        ok = True
+        return summary
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if sock_dir:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+        if not keep_data and ok:
+            shutil.rmtree(basedir, ignore_errors=True)
+        elif not keep_data:
+            # a failed load keeps its error log and config for diagnosis, not the data
+            for sub in ("data", "tmp"):
+                shutil.rmtree(basedir / sub, ignore_errors=True)

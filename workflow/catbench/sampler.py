@@ -1,0 +1,111 @@
+"""Background sampling of table size, device I/O, server CPU/RSS and InnoDB counters
+(what the seed did by hand with ls, iostat and top)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .server import status_counters
+
+log = logging.getLogger(__name__)
+
+
+class Sampler:
+    """``with Sampler(server, device="vda", table_glob="db/*.ibd"):`` samples every ``interval_s``.
+
+    ``server`` needs ``pid``, ``datadir`` and ``connect()`` (a catbench.server.Server).
+    Device counters are cumulative bytes since boot; None when the target has no block device.
+    """
+
+    def __init__(self, server, device: str | None = None, table_glob: str = "**/*.ibd",
+                 interval_s: float = 1.0):
+        self.server = server
+        self.device = device
+        self.table_glob = table_glob
+        self.interval_s = interval_s
+        self.rows: list[dict] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conn = None
+        self._proc = None
+
+    def table_bytes(self) -> int:
+        total = 0
+        for f in Path(self.server.datadir).glob(self.table_glob):
+            try:
+                total += f.stat().st_size
+            except OSError:  # dropped between glob and stat
+                pass
+        return total
+
+    def sample(self) -> dict:
+        """Take one sample now (also usable without the thread)."""
+        row = {"time": time.time(), "table_bytes": self.table_bytes(),
+               "dev_read_bytes": None, "dev_write_bytes": None, "cpu_percent": None, "rss_bytes": None}
+        if self.device:
+            io = (psutil.disk_io_counters(perdisk=True) or {}).get(self.device)
+            if io:
+                row["dev_read_bytes"], row["dev_write_bytes"] = io.read_bytes, io.write_bytes
+        try:
+            if self._proc is None or self._proc.pid != self.server.pid:
+                self._proc = psutil.Process(self.server.pid)
+                self._proc.cpu_percent(None)  # first call only primes the counter
+            row["cpu_percent"] = self._proc.cpu_percent(None)
+            row["rss_bytes"] = self._proc.memory_info().rss
+        except (psutil.Error, TypeError, ValueError):
+            self._proc = None
+        try:
+            if self._conn is None:
+                self._conn = self.server.connect(connection_timeout=5)
+            row.update(status_counters(self._conn))
+        except Exception as exc:  # noqa: BLE001 - a sampler must never kill the measurement
+            log.debug("sampler: no InnoDB counters (%s)", exc)
+            self._close()
+        self.rows.append(row)
+        return row
+
+    def _run(self):
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def start(self):
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="catbench-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        if self._thread:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            self.sample()  # closing sample so intervals have an end point
+        self._close()
+
+    def _close(self):
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._conn = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_pylist(self.rows)
+
+    def to_parquet(self, path):
+        pq.write_table(self.to_table(), path)

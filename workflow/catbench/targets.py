@@ -1,0 +1,140 @@
+"""Storage targets: check them before any work starts, and describe them for provenance."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import psutil
+
+
+class TargetError(RuntimeError):
+    """A storage target cannot be used; the message says which and what to do."""
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+
+
+def parse_size(text) -> int:
+    """Bytes from ``4096``, ``"256M"``, ``"1.5G"``, ``"2GiB"`` (binary units)."""
+    if isinstance(text, (int, float)):
+        return int(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGTP]?)(?:i?B)?\s*", str(text), re.I)
+    if not m:
+        raise ValueError(f"cannot read size {text!r}; use a number of bytes or e.g. 256M, 4G")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def human(n: float | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return str(n)
+
+
+def check_target(name: str, path, need_bytes: int = 0) -> dict:
+    """Make sure ``path`` is a writable directory with ``need_bytes`` free; returns describe_target()."""
+    p = Path(path)
+    where = f"storage target '{name}' ({p})"
+    if p.exists() and not p.is_dir():
+        raise TargetError(f"{where} is not a directory; point targets.{name}.path at a directory")
+    if not p.exists():
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TargetError(f"{where} does not exist and cannot be created ({exc.strerror}); "
+                              f"create it or fix targets.{name}.path") from exc
+    try:
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".catbench-write-test-"):
+            pass
+    except OSError as exc:
+        # os.access() is not enough: root passes it on any mode, only a real write tells.
+        raise TargetError(f"{where} is not writable ({exc.strerror}); fix its permissions or mount "
+                          f"options, or choose another path") from exc
+    st = os.statvfs(p)
+    free = st.f_bavail * st.f_frsize
+    # f_blocks == 0: the filesystem reports no size at all (ramfs); nothing to check against
+    if need_bytes and st.f_blocks and free < need_bytes:
+        raise TargetError(f"{where} has {human(free)} free but this step needs {human(need_bytes)}; "
+                          f"free space there, use a bigger disk or lower the scale in the config")
+    return describe_target(p)
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_of(path) -> dict:
+    """The /proc/self/mountinfo entry whose mount point holds ``path`` (longest match)."""
+    real = os.path.realpath(path)
+    best = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.rstrip("\n").partition(" - ")
+            lf, rf = left.split(), right.split()
+            mnt = _unescape(lf[4])
+            inside = real == mnt or real.startswith(mnt.rstrip("/") + "/")
+            # later lines win on equal length: the top of a stack of mounts on one point
+            if inside and (best is None or len(mnt) >= len(best["mount_point"])):
+                best = {"mount_point": mnt, "major_minor": lf[2], "fstype": rf[0],
+                        "source": _unescape(rf[1]) if len(rf) > 1 else None,
+                        "options": lf[5], "read_only": "ro" in lf[5].split(",")}
+    return best or {"mount_point": "/", "major_minor": None, "fstype": None, "source": None,
+                    "options": "", "read_only": False}
+
+
+def _block_name(major: int, minor: int) -> str | None:
+    link = Path(f"/sys/dev/block/{major}:{minor}")
+    return link.resolve().name if link.exists() else None
+
+
+def device_for(path) -> str | None:
+    """Block device name as in ``psutil.disk_io_counters(perdisk=True)``; None (tmpfs, overlay, NFS...)."""
+    known = set((psutil.disk_io_counters(perdisk=True) or {}).keys())
+    st = os.stat(path)
+    candidates = [_block_name(os.major(st.st_dev), os.minor(st.st_dev))]
+    src = mount_of(path)["source"]
+    if src and src.startswith("/dev/"):
+        # btrfs and friends report an anonymous st_dev; the mount source names the device
+        candidates.append(Path(os.path.realpath(src)).name)
+    for name in candidates:
+        if name and name in known:
+            return name
+    return None
+
+
+def _sys_block(dev: str, leaf: str) -> str | None:
+    for base in (Path(f"/sys/class/block/{dev}"), Path(f"/sys/class/block/{dev}/..")):
+        f = base / leaf
+        if f.exists():
+            try:
+                return f.read_text().strip()
+            except OSError:
+                return None
+    return None
+
+
+def describe_target(path) -> dict:
+    """Filesystem type, device, mount point, total/free bytes of the filesystem holding ``path``."""
+    p = Path(path)
+    st = os.statvfs(p)
+    m = mount_of(p)
+    dev = device_for(p)
+    return {
+        "path": str(p.absolute()),
+        "mount_point": m["mount_point"],
+        "fstype": m["fstype"],
+        "source": m["source"],
+        "read_only": m["read_only"],
+        "device": dev,
+        "rotational": _sys_block(dev, "queue/rotational") if dev else None,
+        "model": _sys_block(dev, "device/model") if dev else None,
+        "total_bytes": st.f_blocks * st.f_frsize,
+        "free_bytes": st.f_bavail * st.f_frsize,
+    }

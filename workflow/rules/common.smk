@@ -1,0 +1,39 @@
+# Shared by every rule file: config validation (before any job runs), the results
+# folder and the DAG's sizes derived from the config.
+import json
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importable uninstalled
+from catbench import catalog as cb_catalog  # noqa: E402
+from catbench import config as cb_config  # noqa: E402
+
+try:
+    _validated = cb_config.validate(config)
+except cb_config.ConfigError as e:
+    raise WorkflowError(str(e))
+config.clear()
+config.update(_validated)
+
+RES = f"results/{config['run']}"
+ENV_PY = "../../envs/python.yaml"
+PARTS = [f"{p:05d}" for p in range(len(cb_catalog.part_copies(config["catalog"])))]
+GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
+# Memory per job scales with a part or group, never with the whole catalog.
+_ROW_BYTES = 8 * (16 + config["catalog"]["filler_columns"])
+PART_MEM_MB = 500 + 6 * _ROW_BYTES * config["catalog"]["max_objects_per_part"] * (
+    1 + config["catalog"]["sources_per_object"]) // 2**20
+GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] // 2**20
+
+
+wildcard_constraints:
+    part=r"\d{5}",
+    group=r"\d{5}",
+
+
+def cfg_json(*sections):
+    """The config sections a rule depends on, as JSON: a change re-runs only the rules
+    that read the changed section (Snakemake's params rerun trigger)."""
+    return json.dumps({k: config[k] for k in sections}, sort_keys=True)

@@ -1,0 +1,107 @@
+# Stage `partition`: Qserv chunks as a map/reduce (see workflow/catbench/partition.md):
+# one map job per catalog part, one reduce job per group of chunks, never one per chunk.
+
+
+rule partition_map:
+    input:
+        objects=rules.catalog_part.output.objects,
+        sources=rules.catalog_part.output.sources,
+    output:
+        staging=temp(directory(f"{RES}/partition/staging/part-{{part}}")),
+        metrics=f"{RES}/metrics/jobs/partition_map-{{part}}.json",
+    params:
+        cfg=cfg_json("partition"),
+        groups=len(GROUPS),
+    log:
+        f"{RES}/logs/partition/map-{{part}}.log",
+    benchmark:
+        f"{RES}/benchmarks/partition/map-{{part}}.tsv"
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=PART_MEM_MB,
+        runtime=60,
+    shell:
+        "catbench partition-map --config {params.cfg:q} --objects {input.objects} "
+        "--sources {input.sources} --out {output.staging} --groups {params.groups} "
+        "--metrics {output.metrics} > {log} 2>&1"
+
+
+rule partition_reduce:
+    input:
+        staging=expand(f"{RES}/partition/staging/part-{{part}}", part=PARTS),
+    output:
+        manifest=f"{RES}/chunks/groups/group-{{group}}.tsv",
+        metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
+    params:
+        chunks=f"{RES}/chunks",
+    log:
+        f"{RES}/logs/partition/reduce-{{group}}.log",
+    benchmark:
+        f"{RES}/benchmarks/partition/reduce-{{group}}.tsv"
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=GROUP_MEM_MB,
+        runtime=60,
+    shell:
+        "catbench partition-reduce --staging {input.staging} --group {wildcards.group} "
+        "--chunks {params.chunks} --manifest {output.manifest} --metrics {output.metrics} "
+        "> {log} 2>&1"
+
+
+rule index_input:
+    input:
+        staging=expand(f"{RES}/partition/staging/part-{{part}}", part=PARTS),
+    output:
+        numeric=directory(f"{RES}/index/input"),
+        seed=directory(f"{RES}/index/input_seed"),
+        metrics=f"{RES}/metrics/jobs/index_input.json",
+    params:
+        files=config["partition"]["index_files"],
+    log:
+        f"{RES}/logs/partition/index_input.log",
+    benchmark:
+        f"{RES}/benchmarks/partition/index_input.tsv"
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=PART_MEM_MB,
+        runtime=60,
+    shell:
+        "catbench index-input --staging {input.staging} --files {params.files} "
+        "--out {output.numeric} --out-seed {output.seed} --metrics {output.metrics} "
+        "> {log} 2>&1"
+
+
+rule chunk_list:
+    input:
+        manifests=expand(rules.partition_reduce.output.manifest, group=GROUPS),
+        jobs=[
+            rules.catalog_patch.output.metrics,
+            *expand(rules.catalog_part.output.metrics, part=PARTS),
+            *expand(rules.partition_map.output.metrics, part=PARTS),
+            *expand(rules.partition_reduce.output.metrics, group=GROUPS),
+            rules.index_input.output.metrics,
+        ],
+    output:
+        chunks=f"{RES}/chunks/chunks.tsv",
+        summary=f"{RES}/metrics/partition.json",
+    log:
+        f"{RES}/logs/partition/chunk_list.log",
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "catbench chunk-list --manifests {input.manifests} --out {output.chunks} "
+        "--job-metrics {input.jobs} --summary {output.summary} > {log} 2>&1"
+
+
+rule partition:
+    input:
+        rules.chunk_list.output.chunks,
+        rules.chunk_list.output.summary,
+        rules.index_input.output.numeric,
+        rules.index_input.output.seed,
