@@ -9,6 +9,13 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+
+
+wildcard_constraints:
+    part=r"\d{5}",
+    group=r"\d{5}",
+
+
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/partition.smk"
 

@@ -177,3 +177,49 @@ def test_counters_and_variables(srv):
     assert int(v["innodb_buffer_pool_size"]) == 64 << 20
     assert v["datadir"].rstrip("/") == str(srv.datadir)
     conn.close()
+
+
+CHILD = """
+import sys, time
+from catbench.server import Server
+s = Server("sig", sys.argv[1])
+s.__enter__()
+print(s.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _gone(pid: int, timeout: float = 30) -> bool:
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_killed_job_leaves_no_server(basedir, sig):
+    """SIGTERM/SIGINT: the handler stops the server; SIGKILL: the parent-death signal does."""
+    import signal
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(basedir)], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(child.stdout.readline())
+        assert psutil.pid_exists(server_pid)
+        child.send_signal(getattr(signal, sig))
+        child.wait(60)
+        assert _gone(server_pid), f"server {server_pid} survived {sig} of its job"
+        if sig == "SIGTERM":
+            assert child.returncode == 128 + signal.SIGTERM
+        # every path ends in a clean InnoDB shutdown, not a crash
+        assert "Shutdown complete" in (basedir / "error.log").read_text()
+    finally:
+        child.kill()
+        child.wait()
+    assert not [p for p in _server_procs(basedir) if p.status() != psutil.STATUS_ZOMBIE]

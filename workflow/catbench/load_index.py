@@ -323,6 +323,10 @@ def _at(samples: list[dict], col: str, t: float) -> float | None:
     return float(np.interp(t, xs, ys))
 
 
+def _int(x):
+    return None if x is None else int(round(x))
+
+
 def interval_table(trace: list[dict], samples: list[dict], t0: float, t1: float, interval_s: float) -> list[dict]:
     """Per-interval files/rows loaded, input read MB/s, target write MB/s, table bytes at end."""
     rows = []
@@ -342,7 +346,7 @@ def interval_table(trace: list[dict], samples: list[dict], t0: float, t1: float,
                      "input_read_MBps": sum(r["bytes"] for r in done) / 1e6 / span,
                      "target_write_MBps": rate("dev_write_bytes"),
                      "innodb_write_MBps": rate("Innodb_data_written"),
-                     "table_bytes": _at(samples, "table_bytes", b)})
+                     "table_bytes": _int(_at(samples, "table_bytes", b))})
     return rows
 
 

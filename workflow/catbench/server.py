@@ -128,7 +128,7 @@ def _set_pdeathsig():
 # ---- process-wide safety net: stop every running server on exit or signal ----
 _running: set["Server"] = set()
 _prev_handlers: dict[int, object] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered when a signal arrives inside start()
 
 
 def _stop_all_now():
@@ -140,9 +140,9 @@ def _stop_all_now():
 
 
 def _on_signal(signum, frame):
+    prev = _prev_handlers.get(signum, signal.SIG_DFL)  # before stopping: that restores handlers
     log.warning("signal %d: stopping %d private server(s)", signum, len(_running))
     _stop_all_now()
-    prev = _prev_handlers.get(signum, signal.SIG_DFL)
     _restore_handlers()
     if callable(prev):
         prev(signum, frame)

@@ -1,4 +1,4 @@
-# Shared by every rule file: config validation (before any job runs), the results
+# Shared by all the .smk files: config validation (before any job runs), the results
 # folder and the DAG's sizes derived from the config.
 import json
 import sys
@@ -28,12 +28,7 @@ PART_MEM_MB = 500 + 6 * _ROW_BYTES * config["catalog"]["max_objects_per_part"] *
 GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] // 2**20
 
 
-wildcard_constraints:
-    part=r"\d{5}",
-    group=r"\d{5}",
-
-
 def cfg_json(*sections):
-    """The config sections a rule depends on, as JSON: a change re-runs only the rules
+    """The config sections a job depends on, as JSON: a change re-runs only the rules
     that read the changed section (Snakemake's params rerun trigger)."""
     return json.dumps({k: config[k] for k in sections}, sort_keys=True)

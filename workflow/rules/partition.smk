@@ -34,7 +34,7 @@ rule partition_reduce:
         manifest=f"{RES}/chunks/groups/group-{{group}}.tsv",
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
     params:
-        chunks=f"{RES}/chunks",
+        chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
     log:
         f"{RES}/logs/partition/reduce-{{group}}.log",
     benchmark:

@@ -1,0 +1,36 @@
+# The two commands a user needs: `make run` and `make test`. Each does all set-up
+# first (Python venv with pinned packages, system tools) and is fast when done already.
+SHELL := /bin/bash
+VENV ?= .venv
+CORES ?= all
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: env system run test bench lint clean-results
+
+env: $(STAMP) system
+
+$(STAMP): requirements.txt pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements.txt
+	$(VENV)/bin/pip install --quiet --no-deps -e .
+	touch $@
+
+system:
+	@bash workflow/scripts/install-system.sh
+
+run: env
+	snakemake --cores $(CORES)
+
+test: env
+	pytest
+
+bench: env
+	snakemake --cores $(CORES) --configfile config/bench.yaml
+
+lint: env
+	snakemake --lint
+
+clean-results:
+	rm -rf results/*/ .snakemake

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# System tools catbench drives: a MariaDB/MySQL server binary and fio.
+# Installs the missing ones with apt-get when we are root on Debian/Ubuntu; otherwise
+# prints the exact command (or the conda env) and fails, so nothing half-works later.
+set -euo pipefail
+
+missing=()
+command -v mariadbd >/dev/null || command -v mysqld >/dev/null \
+  || [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ] || missing+=(mariadb-server)
+command -v mariadb-install-db >/dev/null || command -v mysql_install_db >/dev/null \
+  || [ -x /usr/bin/mariadb-install-db ] || missing+=(mariadb-server)
+command -v fio >/dev/null || missing+=(fio)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  echo "install-system: installing $pkgs with apt-get" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $pkgs
+  exit 0
+fi
+cat >&2 <<MSG
+catbench needs these system packages: $pkgs
+Install them, then run make again:
+  sudo apt-get install -y $pkgs
+or, without root, use the conda environments in envs/:
+  conda env create -f envs/server.yaml && conda env create -f envs/fio.yaml
+MSG
+exit 1
