@@ -14,10 +14,14 @@ include: "workflow/rules/common.smk"
 wildcard_constraints:
     part=r"\d{5}",
     group=r"\d{5}",
+    target=r"[A-Za-z][A-Za-z0-9_]*",
+    variant=r"seed|qserv",
+    strategy=r"[a-z-]+",
 
 
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/partition.smk"
+include: "workflow/rules/storage.smk"
 
 
 rule all:
@@ -25,3 +29,5 @@ rule all:
     input:
         rules.catalog.input,
         rules.partition.input,
+        rules.fio.input,
+        rules.load_index.output,

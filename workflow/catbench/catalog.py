@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .files import PARQUET_OPTIONS, atomic_path
+
 BANDS = "ugrizy"
 COPY_STRIDE = 1 << 20          # ids: permuted local id * COPY_STRIDE + copy
 MAX_COPIES = COPY_STRIDE
@@ -185,8 +187,9 @@ def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, sou
                progress=None) -> dict:
     """Write one catalog part (one row group per copy); return its row counts."""
     n_obj = n_src = 0
-    with pq.ParquetWriter(object_path, patch.objects.schema) as ow, \
-            pq.ParquetWriter(source_path, patch.sources.schema) as sw:
+    with atomic_path(object_path) as otmp, atomic_path(source_path) as stmp, \
+            pq.ParquetWriter(otmp, patch.objects.schema, **PARQUET_OPTIONS) as ow, \
+            pq.ParquetWriter(stmp, patch.sources.schema, **PARQUET_OPTIONS) as sw:
         for k, c in enumerate(copies):
             obj, src = duplicate(patch, layout, c)
             ow.write_table(obj)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from . import catalog as catalog_mod
 from . import partition as partition_mod
+from . import cli_storage
 from .config import ConfigError, validate
+from .targets import TargetError
 from .metrics import JobTimer, Progress, setup_logging, summarise
 
 log = logging.getLogger("catbench")
@@ -96,6 +98,26 @@ def cmd_chunk_list(a):
     summarise(a.job_metrics, a.summary)
 
 
+def cmd_target_info(a):
+    """Check one storage target (exists or can be created, writable, room for the
+    estimated data) and record its filesystem, device and size."""
+    cfg = _config(a.config)
+    from .config import target_dir
+    from .storage import check_targets
+    info = check_targets(cfg, [a.target])[a.target]
+    info["run_dir"] = str(target_dir(cfg, a.target))
+    from .files import atomic_path
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(a.out) as tmp:
+        tmp.write_text(json.dumps(info, indent=1, default=str) + "\n")
+
+
+def cmd_load_compare(a):
+    """One row per load (target, variant, strategy) with speed-up vs sequential."""
+    from .storage import compare_loads
+    compare_loads(a.summaries, a.out)
+
+
 def main(argv=None):
     setup_logging()
     ap = argparse.ArgumentParser(prog="catbench", description=__doc__)
@@ -105,7 +127,7 @@ def main(argv=None):
         p = sub.add_parser(name, help=fn.__doc__)
         p.set_defaults(fn=fn)
         p.add_argument("--config", required=name not in ("partition-reduce", "index-input",
-                                                        "chunk-list"),
+                                                        "chunk-list", "load-compare"),
                        help="config as JSON text or a YAML file")
         for spec in args:
             flag, kw = spec if isinstance(spec, tuple) else (spec, {})
@@ -124,15 +146,16 @@ def main(argv=None):
         ("--files", {"type": int}), "--out", "--out-seed", "--metrics")
     add("chunk-list", cmd_chunk_list, ("--manifests", {"nargs": "+"}), "--out",
         ("--job-metrics", {"nargs": "+"}), "--summary")
-    try:
-        from . import cli_storage
-        cli_storage.add_subcommands(sub)
-    except ImportError:
-        pass
+    add("target-info", cmd_target_info, "--target", "--out")
+    add("load-compare", cmd_load_compare, ("--summaries", {"nargs": "+"}), "--out")
+    cli_storage.add_subcommands(sub)
+    logging.getLogger("mysql.connector").setLevel(logging.WARNING)
     a = ap.parse_args(argv)
+    if hasattr(a, "func"):          # storage sub-commands return their exit code
+        return a.func(a)
     try:
         a.fn(a)
-    except (ConfigError, ValueError, OSError) as e:
+    except (ConfigError, ValueError, OSError, TargetError) as e:
         log.error("%s", e)
         print(f"catbench {a.cmd}: error: {e}", file=sys.stderr)
         return 1

@@ -80,6 +80,7 @@ def _check_semantics(cfg: dict):
         raise ConfigError(f"config key 'partition.overlap_deg': {part['overlap_deg']} is larger "
                           f"than a sub-stripe ({sub_height:.6f} deg for "
                           f"{part['num_stripes']} x {part['num_sub_stripes_per_stripe']})")
+    _check_targets(cfg)
     from .catalog import MAX_COPIES, n_copies
     n = n_copies(cat)
     if n == 0:
@@ -88,6 +89,20 @@ def _check_semantics(cfg: dict):
     if n > MAX_COPIES:
         raise ConfigError(f"config key 'catalog.patch.objects': {n} copies exceed the id scheme's "
                           f"{MAX_COPIES}; make the patch larger")
+
+
+def _check_targets(cfg: dict):
+    seen = {}
+    for name, t in cfg["targets"].items():
+        p = Path(t["path"]).expanduser().resolve()
+        if p.exists() and not p.is_dir():
+            raise ConfigError(f"config key 'targets.{name}.path': {p} is a file, not a directory")
+        for other, q in seen.items():
+            if p == q or q in p.parents or p in q.parents:
+                raise ConfigError(f"config key 'targets.{name}.path': {p} is the same directory "
+                                  f"as (or nested in) targets.{other}.path ({q}); each target "
+                                  "needs its own directory")
+        seen[name] = p
 
 
 def load(path, overrides: dict | None = None) -> dict:
@@ -103,6 +118,16 @@ def estimated_rows(cfg: dict) -> int:
     from .catalog import n_copies
     cat = cfg["catalog"]
     return int(n_copies(cat) * cat["patch"]["objects"] * (1 + cat["sources_per_object"]))
+
+
+def estimated_objects(cfg: dict) -> int:
+    from .catalog import n_copies
+    return int(n_copies(cfg["catalog"]) * cfg["catalog"]["patch"]["objects"])
+
+
+def target_dir(cfg: dict, name: str) -> Path:
+    """Where a run keeps its files on a target: <path>/<run>, so runs don't collide."""
+    return Path(cfg["targets"][name]["path"]).expanduser() / cfg["run"]
 
 
 def n_groups(cfg: dict) -> int:

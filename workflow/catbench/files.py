@@ -8,14 +8,12 @@ import contextlib
 import os
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
-import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 # Random doubles do not dictionary-encode; trying costs 10x the write time.
 PARQUET_OPTIONS = {"use_dictionary": False, "compression": "snappy"}
-TSV_OPTIONS = pcsv.WriteOptions(include_header=False, delimiter="\t",
-                                quoting_style="none", null_string="\\N")
 
 
 @contextlib.contextmanager
@@ -37,9 +35,12 @@ def write_parquet(table: pa.Table, path, **options):
 
 
 def write_tsv(table: pa.Table, path):
-    """Tab-separated, no header, ``\\N`` for NULL: what ``LOAD DATA INFILE`` reads."""
+    """Tab-separated, no header, ``\\N`` for NULL: what ``LOAD DATA INFILE`` reads.
+    Floats are written in their shortest exact form (polars' writer, 1.5-3x faster
+    than Arrow's at formatting floats, which dominates partitioning time)."""
     with atomic_path(path) as tmp:
-        pcsv.write_csv(table, tmp, TSV_OPTIONS)
+        pl.from_arrow(table).write_csv(tmp, separator="\t", include_header=False,
+                                       null_value="\\N", quote_style="never")
 
 
 def read_parquet(path, columns=None) -> pa.Table:

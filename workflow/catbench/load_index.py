@@ -102,10 +102,10 @@ def _line_problem(line: bytes, variant: Variant) -> str:
         if not re.fullmatch(rb"[!-~]+", key):
             return "key has characters other than printable ASCII without spaces"
     elif not re.fullmatch(rb"-?[0-9]{1,19}", key) or not INT64[0] <= int(key) <= INT64[1]:
-        return f"key {key[:40]!r} is not a BIGINT"
+        return f"key {key[:40].decode('latin1')!r} is not a BIGINT"
     for name, v in (("chunkId", chunk), ("subChunkId", sub)):
         if not re.fullmatch(rb"-?[0-9]{1,10}", v) or not INT32[0] <= int(v) <= INT32[1]:
-            return f"{name} {v[:40]!r} is not an INT"
+            return f"{name} {v[:40].decode('latin1')!r} is not an INT"
     return "is malformed"
 
 

@@ -74,7 +74,7 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
     src = read_parquet(source_path)
     sorted_idx = np.argsort(oid, kind="stable")
     s_oid = src["objectId"].to_numpy()
-    pos = np.searchsorted(oid, s_oid, sorter=sorted_idx)
+    pos = np.searchsorted(oid[sorted_idx], s_oid)
     pos = sorted_idx[np.minimum(pos, len(oid) - 1)] if len(oid) else pos
     orphan = (oid[pos] != s_oid) if len(oid) else np.ones(len(s_oid), bool)
     if orphan.any():
@@ -135,6 +135,7 @@ def reduce_group(staging_dirs, group: int, chunks_dir, manifest_path) -> dict:
             table = pa.concat_tables(slices[cid])
             manifest.append(_write_chunk(table, folder, cid, name, suffix))
     manifest.sort(key=lambda r: (r["chunkId"], r["table"]))
+    Path(manifest_path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(manifest_path) as tmp:
         with open(tmp, "w") as f:
             f.write("chunkId\ttable\trows\tparquet_bytes\ttsv_bytes\n")

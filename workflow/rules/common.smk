@@ -9,6 +9,8 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importable uninstalled
 from catbench import catalog as cb_catalog  # noqa: E402
 from catbench import config as cb_config  # noqa: E402
+from catbench import storage as cb_storage  # noqa: E402
+from catbench.targets import TargetError  # noqa: E402
 
 try:
     _validated = cb_config.validate(config)
@@ -17,8 +19,20 @@ except cb_config.ConfigError as e:
 config.clear()
 config.update(_validated)
 
+# Targets without a SLURM node are checked now, before any job runs (exists or can be
+# created, writable, room for the estimated data); node-local ones in their first job.
+try:
+    cb_storage.check_targets(
+        config, [t for t, v in config["targets"].items() if not v.get("node")]
+    )
+except TargetError as e:
+    raise WorkflowError(str(e))
+
 RES = f"results/{config['run']}"
 ENV_PY = "../../envs/python.yaml"
+ENV_FIO = "../../envs/fio.yaml"
+ENV_SERVER = "../../envs/server.yaml"
+TARGETS = list(config["targets"])
 PARTS = [f"{p:05d}" for p in range(len(cb_catalog.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
 # Memory per job scales with a part or group, never with the whole catalog.
@@ -26,7 +40,17 @@ _ROW_BYTES = 8 * (16 + config["catalog"]["filler_columns"])
 PART_MEM_MB = 500 + 6 * _ROW_BYTES * config["catalog"]["max_objects_per_part"] * (
     1 + config["catalog"]["sources_per_object"]) // 2**20
 GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] // 2**20
-
+# Loader client memory (keys for lookups, sort buffers) plus the server's buffer pool.
+LOAD_MEM_MB = 1500 + cb_storage.settings_mb(config["server"]["settings"])
+_load = config["load"]
+LOAD_OPTIONS = (
+    f"--sample-interval {_load['sample_interval_s']} "
+    f"--optimize-limit-s {_load['optimize_limit_s']} "
+    f"--lookup-threads {_load['lookup_threads']} --lookup-count {_load['lookup_count']}"
+    + (f" --interval-s {_load['interval_s']}" if _load["interval_s"] else "")
+    + (f" --server-binary {config['server']['binary']}" if config["server"]["binary"] else "")
+    + (" --tcp" if config["server"]["tcp"] else "")
+)
 
 def cfg_json(*sections):
     """The config sections a job depends on, as JSON: a change re-runs only the rules

@@ -1,0 +1,159 @@
+"""Config validation: the default config is valid; every bad config fails naming the key,
+both through catbench.config.validate and through the real snakemake."""
+
+import copy
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from catbench import catalog as cat_mod
+from catbench.config import ConfigError, load, n_groups, validate
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = REPO / ".venv" / "bin"
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def test_default_config_validates():
+    cfg = validate(DEFAULT)
+    assert cfg == load(REPO / "config" / "config.yaml")
+    assert cfg["partition"]["num_stripes"] == 85
+    assert cfg["partition"]["num_sub_stripes_per_stripe"] == 12
+    assert cfg["run"] == "default"
+    # validate returns a copy and does not touch its input
+    assert DEFAULT == yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def test_defaults_are_filled_in():
+    cfg = validate({"catalog": {"patch": {}, "sky": {}}, "partition": {}})
+    assert cfg["run"] == "default" and cfg["seed"] == 20131208
+    assert cfg["catalog"]["patch"]["objects"] == 6000
+    assert cfg["catalog"]["sky"] == {"ra_min_deg": 0, "ra_max_deg": 360,
+                                     "dec_min_deg": -90, "dec_max_deg": 90}
+    assert cfg["partition"]["overlap_deg"] == pytest.approx(1 / 60, rel=1e-3)
+    assert n_groups(cfg) >= 1 and cat_mod.n_copies(cfg["catalog"]) > 1000
+
+
+def with_change(dotted: str, value, delete=False):
+    cfg = copy.deepcopy(DEFAULT)
+    *path, last = dotted.split(".")
+    d = cfg
+    for k in path:
+        d = d.setdefault(k, {})
+    if delete:
+        del d[last]
+    else:
+        d[last] = value
+    return cfg
+
+
+BAD = [
+    # (key set, value, key named in the error)
+    ("bogus", 1, "bogus"),
+    ("catalog.bogus", 1, "catalog.bogus"),
+    ("catalog.patch.objectz", 10, "catalog.patch.objectz"),
+    ("partition.num_stripe", 85, "partition.num_stripe"),
+    ("partition.num_stripes", "x", "partition.num_stripes"),
+    ("partition.num_stripes", 85.5, "partition.num_stripes"),
+    ("partition.num_stripes", 0, "partition.num_stripes"),
+    ("partition.num_sub_stripes_per_stripe", 0, "partition.num_sub_stripes_per_stripe"),
+    ("partition.overlap_deg", -0.1, "partition.overlap_deg"),
+    ("partition.overlap_deg", 0.2, "partition.overlap_deg"),   # > 180/1020 deg
+    ("partition.index_files", 0, "partition.index_files"),
+    ("partition.max_rows_per_group", -5, "partition.max_rows_per_group"),
+    ("catalog.patch.objects", -1, "catalog.patch.objects"),
+    ("catalog.patch.objects", 0, "catalog.patch.objects"),
+    ("catalog.patch.cluster_count", -2, "catalog.patch.cluster_count"),
+    ("catalog.patch.cluster_fraction", 1.5, "catalog.patch.cluster_fraction"),
+    ("catalog.sources_per_object", -1, "catalog.sources_per_object"),
+    ("catalog.filler_columns", -1, "catalog.filler_columns"),
+    ("catalog.max_objects_per_part", 0, "catalog.max_objects_per_part"),
+    ("catalog.sky.ra_max_deg", 0, "catalog.sky.ra_max_deg"),        # ra_max <= ra_min
+    ("catalog.sky.dec_max_deg", -4, "catalog.sky.dec_max_deg"),     # dec_max <= dec_min
+    ("catalog.sky.dec_max_deg", -10, "catalog.sky.dec_max_deg"),    # dec_max < dec_min
+    ("catalog.sky.dec_min_deg", -91, "catalog.sky.dec_min_deg"),
+    ("catalog.sky.ra_max_deg", 361, "catalog.sky.ra_max_deg"),
+    ("seed", -1, "seed"),
+    ("seed", "abc", "seed"),
+    ("run", "a/b", "run"),
+    ("run", "", "run"),
+    ("catalog.patch", "big", "catalog.patch"),
+]
+
+
+@pytest.mark.parametrize("key,value,named", BAD, ids=[f"{k}={v!r}" for k, v, _ in BAD])
+def test_bad_config_names_the_key(key, value, named):
+    with pytest.raises(ConfigError, match=rf"config key '{named}'"):
+        validate(with_change(key, value))
+
+
+def test_missing_sections_take_the_schema_defaults():
+    assert validate({}) == validate({"catalog": {"patch": {}, "sky": {}}, "partition": {}})
+
+
+def test_sky_lower_than_a_patch_or_narrower_than_a_patch():
+    cfg = with_change("catalog.sky", {"ra_min_deg": 0, "ra_max_deg": 10,
+                                      "dec_min_deg": 0, "dec_max_deg": 1})
+    with pytest.raises(ConfigError, match=r"config key 'catalog\.sky'"):
+        validate(cfg)
+    cfg = with_change("catalog.sky", {"ra_min_deg": 0, "ra_max_deg": 1.5,
+                                      "dec_min_deg": 0, "dec_max_deg": 4})
+    with pytest.raises(ConfigError, match=r"config key 'catalog\.sky'.*does not fit"):
+        validate(cfg)
+
+
+def test_overlap_equal_to_a_sub_stripe_is_allowed():
+    cfg = with_change("partition.overlap_deg", 180.0 / 1020)
+    assert validate(cfg)["partition"]["overlap_deg"] == 180.0 / 1020
+
+
+def test_several_errors_are_all_reported():
+    cfg = with_change("bogus", 1)
+    cfg["partition"]["num_stripes"] = "x"
+    cfg["catalog"]["patch"]["objects"] = -1
+    with pytest.raises(ConfigError) as e:
+        validate(cfg)
+    msg = str(e.value)
+    for key in ("bogus", "partition.num_stripes", "catalog.patch.objects"):
+        assert f"config key '{key}'" in msg
+
+
+# -- through the real snakemake ------------------------------------------------------
+
+def snakemake_dry_run(tmp_path, cfg_text, *extra):
+    cfgfile = tmp_path / "bad.yaml"
+    cfgfile.write_text(cfg_text)
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    return subprocess.run(
+        [str(VENV_BIN / "snakemake"), "partition", "-n", "-s", str(REPO / "Snakefile"),
+         "-d", str(tmp_path / "wd"), "--configfile", str(cfgfile), *extra],
+        capture_output=True, text=True, env=env, timeout=120)
+
+
+SNAKEMAKE_BAD = [
+    ("partition: {num_stripes: 0}\n", "partition.num_stripes"),
+    ("partition: {num_stripes: x}\n", "partition.num_stripes"),
+    ("catalog: {patch: {objects: -1}, sky: {}}\n", "catalog.patch.objects"),
+    ("bogus: 3\n", "bogus"),
+    ("partition: {overlap_deg: 0.5}\n", "partition.overlap_deg"),
+    ("catalog:\n  patch: {}\n  sky: {ra_min_deg: 20, ra_max_deg: 10}\n", "catalog.sky.ra_max_deg"),
+]
+
+
+@pytest.mark.parametrize("text,named", SNAKEMAKE_BAD, ids=[n for _, n in SNAKEMAKE_BAD])
+def test_snakemake_refuses_bad_config_naming_the_key(tmp_path, text, named):
+    r = snakemake_dry_run(tmp_path, text)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert f"config key '{named}'" in out, out
+    assert not (tmp_path / "wd" / "results").exists()  # nothing ran
+
+
+def test_snakemake_accepts_a_good_config(tmp_path):
+    text = yaml.safe_dump(with_change("run", "ok"))
+    r = snakemake_dry_run(tmp_path, text)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "catalog_patch" in r.stdout and "partition_reduce" in r.stdout

@@ -1,0 +1,359 @@
+"""Partition stage (map per catalog part, reduce per chunk group, index input) on a small
+real catalog: conservation, locations, overlap, TSV round trip, index input files."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from catbench import catalog as cat_mod
+from catbench import partition as part_mod
+from catbench.chunker import Chunker, CoordinateError
+from catbench.config import validate
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_chunker import brute_force_overlap  # noqa: E402
+
+GROUPS = 3
+INDEX_FILES = 5
+
+
+def small_config(**partition):
+    return validate({
+        "run": "ptest", "seed": 42,
+        "catalog": {"patch": {"objects": 2000}, "sources_per_object": 3,
+                    "max_objects_per_part": 2000 * 4,
+                    "sky": {"ra_min_deg": 0, "ra_max_deg": 20, "dec_min_deg": -3, "dec_max_deg": 3}},
+        "partition": {"index_files": INDEX_FILES, **partition},
+    })
+
+
+def build_catalog(cfg, out: Path):
+    cat = cfg["catalog"]
+    patch = cat_mod.generate_patch(cat, cfg["seed"])
+    layout = cat_mod.copy_layout(cat)
+    parts = []
+    for k, copies in enumerate(cat_mod.part_copies(cat)):
+        o, s = out / f"Object/part-{k:05d}.parquet", out / f"Source/part-{k:05d}.parquet"
+        o.parent.mkdir(parents=True, exist_ok=True)
+        s.parent.mkdir(parents=True, exist_ok=True)
+        cat_mod.write_part(patch, layout, copies, o, s)
+        parts.append((o, s))
+    return parts
+
+
+def run_partition(cfg, parts, out: Path, groups: int):
+    staging = []
+    for k, (o, s) in enumerate(parts):
+        d = out / f"staging/part-{k:05d}"
+        part_mod.map_part(cfg, o, s, d, groups)
+        staging.append(d)
+    for g in range(groups):
+        part_mod.reduce_group(staging, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv")
+    part_mod.write_index_input(staging, cfg["partition"]["index_files"], out / "index/input",
+                               out / "index/input_seed")
+    return out
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("partition")
+    cfg = small_config()
+    parts = build_catalog(cfg, root / "catalog")
+    assert len(parts) >= 3  # several parts: merging across parts is exercised
+    run_partition(cfg, parts, root, GROUPS)
+    objects = pa.concat_tables([pq.read_table(o) for o, _ in parts])
+    sources = pa.concat_tables([pq.read_table(s) for _, s in parts])
+    return {"cfg": cfg, "root": root, "parts": parts, "objects": objects, "sources": sources,
+            "chunker": part_mod.chunker_from(cfg)}
+
+
+def chunk_files(root: Path, table: str, kind: str, ext="parquet"):
+    """{chunkId: path} for Object / Source / overlap chunk files."""
+    folder = root / "chunks" / table
+    pat = re.compile(rf"chunk_(\d+){'_overlap' if kind == 'overlap' else ''}\.{ext}$")
+    return {int(m.group(1)): p for p in sorted(folder.iterdir()) if (m := pat.fullmatch(p.name))}
+
+
+def read_all(files: dict) -> pa.Table:
+    return pa.concat_tables([pq.read_table(p) for _, p in sorted(files.items())])
+
+
+def test_every_object_in_exactly_one_chunk_at_its_location(run):
+    root, objs, ch = run["root"], run["objects"], run["chunker"]
+    files = chunk_files(root, "Object", "main")
+    assert len(files) > 10
+    seen = []
+    for cid, p in files.items():
+        t = pq.read_table(p)
+        assert t.num_rows > 0
+        assert t.schema.names[-2:] == ["chunkId", "subChunkId"]
+        assert np.all(t["chunkId"].to_numpy() == cid)
+        # location = Chunker.locate of the row's own coordinates
+        c, s = ch.locate(t["ra_PS"].to_numpy(), t["decl_PS"].to_numpy())
+        assert np.array_equal(c, t["chunkId"].to_numpy())
+        assert np.array_equal(s, t["subChunkId"].to_numpy())
+        seen.append(t["objectId"].to_numpy())
+    seen = np.concatenate(seen)
+    assert len(seen) == objs.num_rows
+    assert len(np.unique(seen)) == len(seen)
+    assert set(seen.tolist()) == set(objs["objectId"].to_numpy().tolist())
+    # chunk ids are exactly those the catalog's positions locate to
+    c, _ = ch.locate(objs["ra_PS"].to_numpy(), objs["decl_PS"].to_numpy())
+    assert set(files) == set(np.unique(c).tolist())
+
+
+def test_chunk_rows_keep_all_columns_and_generation_order(run):
+    root, objs = run["root"], run["objects"]
+    order = {int(k): i for i, k in enumerate(objs["objectId"].to_numpy())}
+    for cid, p in chunk_files(root, "Object", "main").items():
+        t = pq.read_table(p)
+        idx = np.array([order[int(k)] for k in t["objectId"].to_numpy()])
+        assert np.all(np.diff(idx) > 0), f"chunk {cid} not in generation order"
+        # the row content is the catalog's row, unchanged
+        assert t.drop_columns(["chunkId", "subChunkId"]).equals(objs.take(idx))
+
+
+def test_sources_conserved_and_follow_their_object(run):
+    root, objs, srcs = run["root"], run["objects"], run["sources"]
+    obj_chunks = read_all(chunk_files(root, "Object", "main"))
+    loc = {int(k): (int(c), int(s)) for k, c, s in zip(obj_chunks["objectId"].to_numpy(),
+                                                       obj_chunks["chunkId"].to_numpy(),
+                                                       obj_chunks["subChunkId"].to_numpy())}
+    files = chunk_files(root, "Source", "main")
+    total = 0
+    ids = []
+    for cid, p in files.items():
+        t = pq.read_table(p)
+        assert t.schema.names[-2:] == ["chunkId", "subChunkId"]
+        assert np.all(t["chunkId"].to_numpy() == cid)
+        for o, c, s in zip(t["objectId"].to_numpy(), t["chunkId"].to_numpy(),
+                           t["subChunkId"].to_numpy()):
+            assert loc[int(o)] == (int(c), int(s))
+        total += t.num_rows
+        ids.append(t["sourceId"].to_numpy())
+    ids = np.concatenate(ids)
+    assert total == srcs.num_rows > objs.num_rows
+    assert len(np.unique(ids)) == len(ids)
+    assert set(ids.tolist()) == set(srcs["sourceId"].to_numpy().tolist())
+
+
+def test_overlap_files_hold_exactly_the_predicted_rows(run):
+    root, objs, ch = run["root"], run["objects"], run["chunker"]
+    ra, dec = objs["ra_PS"].to_numpy(), objs["decl_PS"].to_numpy()
+    rows, c, s = ch.overlap_locations(ra, dec)  # one call over the whole catalog
+    oid = objs["objectId"].to_numpy()
+    expect = sorted(zip(oid[rows].tolist(), c.tolist(), s.tolist()))
+    assert len(expect) > 100
+    files = chunk_files(root, "Object", "overlap")
+    got = []
+    for cid, p in files.items():
+        t = pq.read_table(p)
+        assert t.schema.names[-2:] == ["chunkId", "subChunkId"]
+        assert np.all(t["chunkId"].to_numpy() == cid)
+        got += zip(t["objectId"].to_numpy().tolist(), t["chunkId"].to_numpy().tolist(),
+                   t["subChunkId"].to_numpy().tolist())
+        # rows are copies of the Object rows (same columns, same values)
+        idx = np.searchsorted(oid, t["objectId"].to_numpy(), sorter=np.argsort(oid))
+        idx = np.argsort(oid)[idx]
+        assert t.drop_columns(["chunkId", "subChunkId"]).equals(objs.take(idx))
+    assert sorted(got) == expect  # no row missing, none extra, none twice
+    # every chunk with Objects has an overlap file (possibly empty)
+    assert set(chunk_files(root, "Object", "main")) <= set(files)
+    # overlap wraps around ra = 0: objects at ra ~0 land in chunks near ra 360
+    assert any(ch.sub_chunk_box(ci, si)[1] > 350 for _, ci, si in expect)
+
+
+def test_overlap_rows_agree_with_brute_force_sample(run):
+    """Independent check of the per-row overlap on a sample near sub-chunk edges."""
+    import lsst.sphgeom as sg
+    root, ch = run["root"], run["chunker"]
+    cfg = run["cfg"]["partition"]
+    ref = sg.Chunker(cfg["num_stripes"], cfg["num_sub_stripes_per_stripe"])
+    ov = read_all(chunk_files(root, "Object", "overlap"))
+    got = {}
+    for o, c, s in zip(ov["objectId"].to_numpy(), ov["chunkId"].to_numpy(),
+                       ov["subChunkId"].to_numpy()):
+        got.setdefault(int(o), set()).add((int(c), int(s)))
+    objs = run["objects"]
+    rng = np.random.default_rng(0)
+    # half from rows that have overlap, half random
+    with_ov = np.flatnonzero(np.isin(objs["objectId"].to_numpy(), list(got)))
+    sample = np.r_[rng.choice(with_ov, 150, replace=False),
+                   rng.choice(objs.num_rows, 150, replace=False)]
+    for i in sample:
+        ra, dec = objs["ra_PS"][int(i)].as_py(), objs["decl_PS"][int(i)].as_py()
+        expect = brute_force_overlap(ref, ch, ra, dec, cfg["overlap_deg"])
+        assert got.get(objs["objectId"][int(i)].as_py(), set()) == expect
+
+
+def read_tsv(path: Path, schema: pa.Schema) -> pa.Table:
+    return pcsv.read_csv(
+        path, read_options=pcsv.ReadOptions(column_names=schema.names),
+        parse_options=pcsv.ParseOptions(delimiter="\t", quote_char=False),
+        convert_options=pcsv.ConvertOptions(column_types=schema, null_values=["\\N"],
+                                            strings_can_be_null=True))
+
+
+def test_tsv_files_parse_back_to_the_parquet_values(run):
+    root = run["root"]
+    n = 0
+    for table, kind in (("Object", "main"), ("Object", "overlap"), ("Source", "main")):
+        pqf = chunk_files(root, table, kind)
+        tsv = chunk_files(root, table, kind, "tsv")
+        assert set(pqf) == set(tsv)
+        for cid, p in pqf.items():
+            t = pq.read_table(p)
+            text = tsv[cid].read_text()
+            lines = text.splitlines()
+            assert len(lines) == t.num_rows  # no header
+            if t.num_rows == 0:
+                continue
+            assert lines[0].count("\t") == t.num_columns - 1
+            assert not lines[0].split("\t")[0].isalpha()
+            back = read_tsv(tsv[cid], t.schema)
+            assert back.equals(t), f"{tsv[cid]} differs from {p}"
+            n += 1
+            # and by plain Python float(): doubles round-trip exactly
+            first = lines[0].split("\t")
+            for k, f in enumerate(t.schema):
+                if f.type == pa.float64():
+                    assert float(first[k]) == t[k][0].as_py()
+    assert n > 20
+
+
+def test_manifests_count_the_rows(run):
+    root = run["root"]
+    rows = {"Object": 0, "ObjectOverlap": 0, "Source": 0}
+    for g in range(GROUPS):
+        lines = (root / f"chunks/groups/group-{g:05d}.tsv").read_text().splitlines()
+        assert lines[0].split("\t") == ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"]
+        for line in lines[1:]:
+            cid, table, n, pb, tb = line.split("\t")
+            assert int(cid) % GROUPS == g
+            rows[table] += int(n)
+            assert int(pb) > 0
+    assert rows["Object"] == run["objects"].num_rows
+    assert rows["Source"] == run["sources"].num_rows
+    assert rows["ObjectOverlap"] == len(read_all(chunk_files(root, "Object", "overlap")))
+
+
+def test_chunk_files_do_not_depend_on_the_number_of_groups(run, tmp_path):
+    other = run_partition(run["cfg"], run["parts"], tmp_path, groups=1)
+    for table, kind in (("Object", "main"), ("Object", "overlap"), ("Source", "main")):
+        a, b = chunk_files(run["root"], table, kind), chunk_files(other, table, kind)
+        assert set(a) == set(b)
+        for cid in a:
+            assert pq.read_table(a[cid]).equals(pq.read_table(b[cid]))
+            ta = chunk_files(run["root"], table, kind, "tsv")[cid].read_bytes()
+            assert ta == chunk_files(other, table, kind, "tsv")[cid].read_bytes()
+
+
+def index_rows(folder: Path):
+    files = sorted(folder.glob("part-*.tsv"))
+    rows = [line.split("\t") for f in files for line in f.read_text().splitlines()]
+    return files, rows
+
+
+def test_index_input_files(run):
+    root, objs, ch = run["root"], run["objects"], run["chunker"]
+    oid = objs["objectId"].to_numpy()
+    c, s = ch.locate(objs["ra_PS"].to_numpy(), objs["decl_PS"].to_numpy())
+    files, rows = index_rows(root / "index/input")
+    assert [f.name for f in files] == [f"part-{k:05d}.tsv" for k in range(INDEX_FILES)]
+    sizes = [len(f.read_text().splitlines()) for f in files]
+    assert max(sizes) - min(sizes) <= 1  # evenly split
+    assert all(len(r) == 3 for r in rows)
+    # concatenated in file order = the catalog's objects in generation order
+    assert [int(r[0]) for r in rows] == oid.tolist()
+    assert [int(r[1]) for r in rows] == c.tolist()
+    assert [int(r[2]) for r in rows] == s.tolist()
+    seed_files, seed_rows = index_rows(root / "index/input_seed")
+    assert [f.name for f in seed_files] == [f.name for f in files]
+    assert all(len(r[0]) == 28 and r[0].isdigit() for r in seed_rows)
+    assert [int(r[0]) for r in seed_rows] == oid.tolist()
+    assert [r[1:] for r in seed_rows] == [r[1:] for r in rows]
+    assert seed_rows[0][0] == f"{oid[0]:028d}"
+
+
+def test_index_files_capped_by_rows_and_split_across_parts(tmp_path):
+    """Fewer rows than files: one row per file; files may span staging parts."""
+    dirs = []
+    for k, ids in enumerate(([5, 9], [], [7, 1, 3], [2, 8])):
+        d = tmp_path / f"st{k}"
+        d.mkdir()
+        pq.write_table(pa.table({"objectId": pa.array(ids, pa.int64()),
+                                 "chunkId": pa.array([k] * len(ids), pa.int32()),
+                                 "subChunkId": pa.array([10 + k] * len(ids), pa.int32())}),
+                       d / "index.parquet")
+        dirs.append(d)
+    r = part_mod.write_index_input(dirs, 20, tmp_path / "a", tmp_path / "b")
+    assert r == {"files": 7, "rows": 7}
+    files, rows = index_rows(tmp_path / "a")
+    assert len(files) == 7 and all(len(f.read_text().splitlines()) == 1 for f in files)
+    assert rows == [["5", "0", "10"], ["9", "0", "10"], ["7", "2", "12"], ["1", "2", "12"],
+                    ["3", "2", "12"], ["2", "3", "13"], ["8", "3", "13"]]
+    r = part_mod.write_index_input(dirs, 3, tmp_path / "c", tmp_path / "d")
+    files, rows3 = index_rows(tmp_path / "c")
+    assert [len(f.read_text().splitlines()) for f in files] == [2, 2, 3]
+    assert rows3 == rows
+    _, seed = index_rows(tmp_path / "d")
+    assert seed[0] == ["0" * 27 + "5", "0", "10"]
+
+
+def write_bad_part(tmp_path, bad_row: int):
+    cfg = small_config()
+    cat = cfg["catalog"]
+    patch = cat_mod.generate_patch(cat, cfg["seed"])
+    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cat), 0)
+    dec = o["decl_PS"].to_numpy().copy()
+    dec[bad_row] = np.nan
+    o = o.set_column(2, "decl_PS", pa.array(dec))
+    po, ps = tmp_path / "Object-part-00003.parquet", tmp_path / "Source-part-00003.parquet"
+    pq.write_table(o, po)
+    pq.write_table(s, ps)
+    return cfg, po, ps
+
+
+def test_nan_coordinates_name_the_file_and_row(tmp_path):
+    cfg, po, ps = write_bad_part(tmp_path, 1234)
+    with pytest.raises(CoordinateError) as e:
+        part_mod.map_part(cfg, po, ps, tmp_path / "staging", 2)
+    assert str(po) in str(e.value) and "row 1234" in str(e.value)
+    assert not (tmp_path / "staging" / "Object.parquet").exists()
+
+
+def test_nan_coordinates_cli_exit_status(tmp_path):
+    import json
+    cfg, po, ps = write_bad_part(tmp_path, 7)
+    catbench = Path(sys.executable).parent / "catbench"
+    r = subprocess.run([str(catbench), "partition-map", "--config", json.dumps(cfg),
+                        "--objects", str(po), "--sources", str(ps), "--out",
+                        str(tmp_path / "st"), "--groups", "2", "--metrics",
+                        str(tmp_path / "m.json")], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert str(po) in r.stderr and "row 7" in r.stderr
+    assert not (tmp_path / "m.json").exists()  # a failed job writes no metrics
+
+
+def test_orphan_source_is_an_error(tmp_path):
+    cfg = small_config()
+    patch = cat_mod.generate_patch(cfg["catalog"], cfg["seed"])
+    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cfg["catalog"]), 0)
+    po, ps = tmp_path / "o.parquet", tmp_path / "s.parquet"
+    pq.write_table(o.slice(1), po)  # drop the first Object, keep its Sources
+    pq.write_table(s, ps)
+    with pytest.raises(ValueError, match="has no Object"):
+        part_mod.map_part(cfg, po, ps, tmp_path / "st", 2)
+
+
+def test_chunker_from_config(run):
+    ch = run["chunker"]
+    assert isinstance(ch, Chunker)
+    assert (ch.num_stripes, ch.num_sub_stripes, ch.overlap) == (85, 12, 0.01667)

@@ -1,0 +1,182 @@
+"""End to end with the real snakemake: the partition target on a small config, the
+results contract, byte-for-byte determinism, lint, and the full-sky DAG size/time."""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from catbench.catalog import part_copies
+from catbench.chunker import Chunker
+from catbench.config import n_groups, validate
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = REPO / ".venv" / "bin"
+SNAKEMAKE = str(VENV_BIN / "snakemake")
+ENV = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
+
+SMALL = {
+    "run": "test",
+    "seed": 7,
+    "catalog": {
+        "patch": {"objects": 2000},
+        "sources_per_object": 3,
+        "filler_columns": 4,
+        "sky": {"ra_min_deg": 0, "ra_max_deg": 20, "dec_min_deg": -3, "dec_max_deg": 3},
+        "max_objects_per_part": 8000,   # 4 copies per part -> several parts
+    },
+    "partition": {"num_stripes": 85, "num_sub_stripes_per_stripe": 12, "overlap_deg": 0.01667,
+                  "max_rows_per_group": 100000, "index_files": 8},
+}
+
+
+def snakemake(workdir: Path, configfile: Path, *args, timeout=600):
+    cmd = [SNAKEMAKE, *args, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(configfile)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout,
+                          cwd=workdir.parent)
+
+
+def run_small(root: Path, name: str):
+    cfgfile = root / f"{name}.yaml"
+    cfgfile.write_text(yaml.safe_dump(SMALL))
+    wd = root / name
+    t0 = time.monotonic()
+    r = snakemake(wd, cfgfile, "partition", "--cores", "2")
+    print(f"snakemake partition ({name}): {time.monotonic() - t0:.1f} s")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    return wd / "results" / SMALL["run"]
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    return run_small(root, "a"), run_small(root, "b")
+
+
+def data_files(res: Path):
+    """Every Parquet and TSV data product (benchmark TSVs hold timings: not data)."""
+    return sorted(p.relative_to(res) for p in res.rglob("*")
+                  if p.suffix in (".parquet", ".tsv") and p.is_file()
+                  and p.relative_to(res).parts[0] != "benchmarks")
+
+
+@pytest.mark.slow
+def test_partition_results_contract(two_runs):
+    res, _ = two_runs
+    obj_parts = sorted((res / "catalog/Object").glob("part-*.parquet"))
+    src_parts = sorted((res / "catalog/Source").glob("part-*.parquet"))
+    assert len(obj_parts) == len(src_parts) == 7  # 27 copies, 4 per part
+    n_obj = sum(pq.ParquetFile(p).metadata.num_rows for p in obj_parts)
+    n_src = sum(pq.ParquetFile(p).metadata.num_rows for p in src_parts)
+    assert n_obj == 27 * 2000
+
+    chunks = res / "chunks"
+    obj_chunks = sorted(p for p in (chunks / "Object").glob("chunk_*.parquet")
+                        if "_overlap" not in p.name)
+    assert len(obj_chunks) > 10
+    ch = Chunker(85, 12, 0.01667)
+    total = 0
+    for p in obj_chunks:
+        cid = int(re.fullmatch(r"chunk_(\d+)\.parquet", p.name).group(1))
+        for other in (p.with_suffix(".tsv"), p.with_name(f"chunk_{cid}_overlap.parquet"),
+                      p.with_name(f"chunk_{cid}_overlap.tsv")):
+            assert other.is_file(), other
+        t = pq.read_table(p)
+        assert {"chunkId", "subChunkId"} <= set(t.schema.names)
+        c, s = ch.locate(t["ra_PS"].to_numpy(), t["decl_PS"].to_numpy())
+        assert (c == cid).all() and (s == t["subChunkId"].to_numpy()).all()
+        total += t.num_rows
+    assert total == n_obj
+    src_chunks = sorted((chunks / "Source").glob("chunk_*.parquet"))
+    assert sum(pq.ParquetFile(p).metadata.num_rows for p in src_chunks) == n_src
+    assert all(p.with_suffix(".tsv").is_file() for p in src_chunks)
+    assert all({"chunkId", "subChunkId"} <= set(pq.read_schema(p).names) for p in src_chunks)
+
+    idx = sorted((res / "index/input").glob("part-*.tsv"))
+    assert [p.name for p in idx] == [f"part-{k:05d}.tsv" for k in range(8)]
+    lines = [ln for p in idx for ln in p.read_text().splitlines()]
+    assert len(lines) == n_obj and all(len(ln.split("\t")) == 3 for ln in lines)
+    seed = sorted((res / "index/input_seed").glob("part-*.tsv"))
+    assert len(seed) == 8
+    assert len(seed[0].read_text().splitlines()[0].split("\t")[0]) == 28
+
+    listing = (chunks / "chunks.tsv").read_text().splitlines()
+    header = listing[0].split("\t")
+    assert header[:4] == ["chunkId", "object_rows", "source_rows", "overlap_rows"]
+    rows = [dict(zip(header, ln.split("\t"))) for ln in listing[1:]]
+    assert {int(r["chunkId"]) for r in rows} >= {
+        int(re.match(r"chunk_(\d+)", p.name).group(1)) for p in obj_chunks}
+    assert sum(int(r["object_rows"] or 0) for r in rows) == n_obj
+    assert sum(int(r["source_rows"] or 0) for r in rows) == n_src
+
+    m = json.loads((res / "metrics/partition.json").read_text())
+    e2e = m["end_to_end"]
+    assert e2e["rows_per_s"] > 0 and e2e["peak_rss_mb"] > 0
+    assert e2e["rows"] == n_obj + n_src
+    for stage in ("patch", "catalog", "partition_map", "partition_reduce", "index_input"):
+        assert m["stages"][stage]["rows_per_s"] is None or m["stages"][stage]["rows_per_s"] > 0
+        assert m["stages"][stage]["peak_rss_mb"] > 0
+    assert m["stages"]["partition_reduce"]["jobs"] == 3  # 216k rows / 100k per group
+    # staging files are temporary: removed once the reduce and index jobs are done
+    staging = res / "partition" / "staging"
+    assert not staging.exists() or not list(staging.glob("part-*"))
+
+
+@pytest.mark.slow
+def test_two_runs_are_byte_identical(two_runs):
+    a, b = two_runs
+    fa, fb = data_files(a), data_files(b)
+    assert fa == fb
+    assert len([f for f in fa if f.suffix == ".parquet"]) > 20
+    assert len([f for f in fa if f.suffix == ".tsv"]) > 20
+    differ = [str(f) for f in fa if hashlib.sha256((a / f).read_bytes()).digest()
+              != hashlib.sha256((b / f).read_bytes()).digest()]
+    assert not differ, f"non-deterministic outputs: {differ[:10]}"
+
+
+@pytest.mark.slow
+def test_rerun_is_up_to_date(two_runs, tmp_path):
+    res, _ = two_runs
+    wd = res.parent.parent
+    r = snakemake(wd, wd.parent / "a.yaml", "partition", "-n")
+    assert r.returncode == 0, r.stderr
+    assert "Nothing to be done" in r.stdout + r.stderr
+
+
+def test_lint():
+    r = subprocess.run([SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True,
+                       env=ENV, timeout=120)
+    print(r.stdout, r.stderr)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_full_sky_dry_run_builds_dag_quickly(tmp_path):
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["run"] = "fullsky"
+    cfg["catalog"]["sky"] = {"ra_min_deg": 0, "ra_max_deg": 360,
+                             "dec_min_deg": -90, "dec_max_deg": 90}
+    cfgfile = tmp_path / "full.yaml"
+    cfgfile.write_text(yaml.safe_dump(cfg))
+    t0 = time.monotonic()
+    r = snakemake(tmp_path / "wd", cfgfile, "partition", "-n")
+    dt = time.monotonic() - t0
+    print(f"full-sky 85x12 dry run: {dt:.1f} s")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout + r.stderr
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)\s*$", out, re.M)}
+    valid = validate(cfg)
+    parts = len(part_copies(valid["catalog"]))
+    # one map job per catalog part, reduce jobs per chunk group: never one job per chunk
+    assert parts > 10
+    assert counts["catalog_part"] == counts["partition_map"] == parts
+    assert counts["partition_reduce"] == n_groups(valid)
+    assert 1 < counts["partition_reduce"] < Chunker(85, 12).num_chunks // 10
+    assert dt < 30

@@ -1,0 +1,107 @@
+# Stages `fio` and `load_index`: each storage target characterised with fio, and the
+# secondary index loaded on a private server per target x variant x strategy.
+# Measuring jobs take every core, so nothing else runs beside them on a workstation.
+
+
+rule target_info:
+    output:
+        f"{RES}/targets/{{target}}.json",
+    params:
+        cfg=cfg_json("run", "seed", "catalog", "targets", "fio"),
+    log:
+        f"{RES}/logs/targets/{{target}}.log",
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=500,
+        runtime=5,
+    shell:
+        "catbench target-info --config {params.cfg:q} --target {wildcards.target} "
+        "--out {output} > {log} 2>&1"
+
+
+rule fio_run:
+    input:
+        rules.target_info.output,
+    output:
+        csv=f"{RES}/fio/{{target}}/fio.csv",
+        json=directory(f"{RES}/fio/{{target}}/json"),
+    params:
+        path=lambda wildcards: cb_config.target_dir(config, wildcards.target) / "fio",
+        size=config["fio"]["size"],
+        runtime=config["fio"]["runtime_s"],
+        numjobs=config["fio"]["numjobs"],
+        out=lambda wildcards, output: Path(output.csv).parent,
+    threads: workflow.cores
+    log:
+        f"{RES}/logs/fio/{{target}}.log",
+    benchmark:
+        f"{RES}/benchmarks/fio/{{target}}.tsv"
+    conda:
+        ENV_FIO
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    shell:
+        "catbench fio --target {wildcards.target} --path {params.path} --out {params.out} "
+        "--size {params.size} --runtime-s {params.runtime} --numjobs {params.numjobs} "
+        "> {log} 2>&1"
+
+
+rule fio:
+    input:
+        expand(rules.fio_run.output.csv, target=TARGETS),
+
+
+def index_input_dir(wildcards):
+    """The seed's CHAR(28) keys for variant `seed`, numeric objectIds for `qserv`."""
+    out = rules.index_input.output
+    return out.seed if wildcards.variant == "seed" else out.numeric
+
+
+rule load_index_run:
+    input:
+        index=index_input_dir,
+        target=rules.target_info.output,
+    output:
+        directory(f"{RES}/load/{{target}}/{{variant}}/{{strategy}}"),
+    params:
+        path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        settings=json.dumps(config["server"]["settings"]),
+        options=LOAD_OPTIONS,
+    threads: workflow.cores
+    log:
+        f"{RES}/logs/load/{{target}}-{{variant}}-{{strategy}}.log",
+    benchmark:
+        f"{RES}/benchmarks/load/{{target}}-{{variant}}-{{strategy}}.tsv"
+    conda:
+        ENV_SERVER
+    resources:
+        mem_mb=LOAD_MEM_MB,
+        runtime=240,
+    shell:
+        "catbench load-index --target {wildcards.target} --path {params.path} "
+        "--input-dir {input.index} --variant {wildcards.variant} "
+        "--strategy {wildcards.strategy} --settings-json {params.settings:q} "
+        "{params.options} --out {output} > {log} 2>&1"
+
+
+rule load_index:
+    input:
+        expand(
+            f"{RES}/load/{{target}}/{{variant}}/{{strategy}}",
+            target=TARGETS,
+            variant=config["load"]["variants"],
+            strategy=config["load"]["strategies"],
+        ),
+    output:
+        f"{RES}/load/comparison.csv",
+    log:
+        f"{RES}/logs/load/comparison.log",
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=500,
+        runtime=5,
+    shell:
+        "catbench load-compare --summaries {input} --out {output} > {log} 2>&1"
