@@ -33,6 +33,8 @@ ENV_PY = "../../envs/python.yaml"
 ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"
 TARGETS = list(config["targets"])
+# Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds.
+INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
 PARTS = [f"{p:05d}" for p in range(len(cb_catalog.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
 # Memory per job scales with a part or group, never with the whole catalog.

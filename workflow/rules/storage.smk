@@ -53,15 +53,9 @@ rule fio:
         expand(rules.fio_run.output.csv, target=TARGETS),
 
 
-def index_input_dir(wildcards):
-    """The seed's CHAR(28) keys for variant `seed`, numeric objectIds for `qserv`."""
-    out = rules.index_input.output
-    return out.seed if wildcards.variant == "seed" else out.numeric
-
-
 rule load_index_run:
     input:
-        index=index_input_dir,
+        index=lambda wildcards: INDEX_INPUT[wildcards.variant],
         target=rules.target_info.output,
     output:
         directory(f"{RES}/load/{{target}}/{{variant}}/{{strategy}}"),
