@@ -157,3 +157,21 @@ def test_snakemake_accepts_a_good_config(tmp_path):
     r = snakemake_dry_run(tmp_path, text)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "catalog_patch" in r.stdout and "partition_reduce" in r.stdout
+
+
+def test_snakemake_config_override_names_the_key(tmp_path):
+    """--config on top of a valid --configfile. Snakemake passes nested values of
+    --config as strings ('0'), so the error is a type error, but it names the key."""
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(with_change("run", "ok")))
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    base = [str(VENV_BIN / "snakemake"), "partition", "-n", "-s", str(REPO / "Snakefile"),
+            "-d", str(tmp_path / "wd"), "--configfile", str(good)]
+    for override, named in (("partition={num_stripes: 0}", "partition.num_stripes"),
+                            ("seed=-3", "seed"),
+                            ("catalog={patch: {objects: 10}, sky: {}, colour: 1}",
+                             "catalog.colour")):
+        r = subprocess.run([*base, "--config", override], capture_output=True, text=True,
+                           env=env, timeout=120)
+        assert r.returncode != 0, override
+        assert f"config key '{named}'" in r.stdout + r.stderr, r.stderr[-2000:]

@@ -17,6 +17,7 @@ import pyarrow.csv as pacsv
 
 from .fio import TESTS, FioError, run_fio
 from .load_index import STRATEGIES, VARIANTS, LoadError, list_input, run_load_index
+from .strategies import LoadOptions
 from .server import ServerError
 from .targets import TargetError, parse_size
 
@@ -54,9 +55,15 @@ def cmd_load_index(args) -> int:
         settings=_settings(args.settings_json), binary=args.server_binary, tcp=args.tcp,
         sample_interval_s=args.sample_interval, interval_s=args.interval_s,
         optimize_limit_s=args.optimize_limit_s, lookup_threads=args.lookup_threads,
-        lookup_count=args.lookup_count, lookup_seconds=args.lookup_seconds, keep_data=args.keep_data)
-    print(json.dumps({k: summary[k] for k in ("target", "variant", "rows", "seconds", "rows_per_s",
-                                              "lookup_qps")}, default=str))
+        lookup_count=args.lookup_count, lookup_seconds=args.lookup_seconds, keep_data=args.keep_data,
+        options=LoadOptions(connections=args.connections, transaction_rows=args.transaction_rows,
+                            batch_files=args.batch_files, consolidate=args.consolidate,
+                            sort_memory=args.sort_memory, sort_threads=args.sort_threads,
+                            chunk_rows=args.chunk_rows))
+    print(json.dumps({k: summary.get(k) for k in (
+        "target", "variant", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",
+        "index_build_seconds", "consolidate_seconds", "duplicate_check_seconds", "table_bytes", "lookup_qps",
+        "lookup_p50_s", "lookup_p99_s")}, default=str))
     return 0
 
 
@@ -104,6 +111,22 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--lookup-count", type=int, default=20000, help="point lookups in total (default 20000)")
     p.add_argument("--lookup-seconds", type=float, help="time budget of the lookups (optional)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir after the load")
+    d = LoadOptions()
+    g = p.add_argument_group("strategy options (ignored by strategies that do not use them)")
+    g.add_argument("--connections", type=int, default=d.connections,
+                   help=f"parallel, deferred-pk, trans-partitioned: loading connections (default {d.connections})")
+    g.add_argument("--transaction-rows", type=int, default=d.transaction_rows,
+                   help="bulk: rows per transaction, 0 = one transaction for everything (default 0)")
+    g.add_argument("--batch-files", type=int, default=d.batch_files,
+                   help=f"trans-partitioned: input files per partition (default {d.batch_files})")
+    g.add_argument("--consolidate", action=argparse.BooleanOptionalAction, default=d.consolidate,
+                   help="trans-partitioned: ALTER TABLE ... REMOVE PARTITIONING at the end (default on)")
+    g.add_argument("--sort-memory", default=d.sort_memory,
+                   help=f"sorted, bulk: DuckDB memory limit of the external sort (default {d.sort_memory})")
+    g.add_argument("--sort-threads", type=int, default=d.sort_threads,
+                   help="sorted, bulk: DuckDB threads, 0 = all cores (default 0)")
+    g.add_argument("--chunk-rows", type=int, default=d.chunk_rows,
+                   help=f"sorted, bulk: rows per sorted TSV chunk (default {d.chunk_rows})")
     p.set_defaults(func=_guarded(cmd_load_index))
 
 

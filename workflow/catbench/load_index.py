@@ -1,4 +1,5 @@
-"""Secondary ("director") index loading: the seed's protocol, strategy ``sequential``.
+"""Secondary ("director") index loading: the seed's protocol, strategy ``sequential``,
+and the driver of every other strategy (see strategies.py).
 
 One connection, one ``LOAD DATA LOCAL INFILE`` per input TSV (``key\\tchunkId\\tsubChunkId``)
 in order. Every file is validated before it is loaded, and after it is loaded the rows
@@ -30,12 +31,12 @@ import pyarrow.parquet as pq
 
 from .sampler import Sampler
 from .server import SOCKET_PATH_MAX, Server, variables
+from .strategies import STRATEGIES, LoadOptions, run_strategy, table_ddl, table_name
 from .targets import check_target, describe_target, device_for
 
 log = logging.getLogger(__name__)
 
 DATABASE = "secondary_index"
-STRATEGIES = ("sequential",)
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -109,9 +110,56 @@ def _line_problem(line: bytes, variant: Variant) -> str:
     return "is malformed"
 
 
+# Fast path of scan_file: whole blocks matched by one regex, canonical numbers only (no
+# leading zeros, no "-0", at most 18/9 digits so no range check is needed); then the
+# checksum line is the input line itself. Anything else goes through the exact per-line scan.
+_FAST = {
+    "qserv": (re.compile(rb"(?:-?[0-9]{1,18}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
+              re.compile(rb"[\t\n]-?0[0-9]|[\t\n]-0[\t\n]")),
+    "seed": (re.compile(rb"(?:[!-~]{1,28}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
+             re.compile(rb"\t-?0[0-9]|\t-0[\t\n]")),
+}
+_BLOCK = 8 << 20
+
+
+def _fast_scan(path: Path, variant: Variant) -> tuple[int, int] | None:
+    """(rows, checksum) if every line is canonical, else None."""
+    shape, noncanonical = _FAST[variant.name]
+    rows, total, crc = 0, 0, zlib.crc32
+    rest = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(_BLOCK)
+            if not block:
+                break
+            data = rest + block
+            cut = data.rfind(b"\n") + 1
+            data, rest = data[:cut], data[cut:]
+            if not data:
+                continue
+            if shape.fullmatch(data) is None or noncanonical.search(data) is not None:
+                return None
+            if variant.name == "qserv" and (data[:1] == b"0" and data[1:2] != b"\t" or data[:2] == b"-0"):
+                return None
+            lines = data.split(b"\n")
+            lines.pop()
+            rows += len(lines)
+            total += sum(map(crc, lines))
+    if rest:
+        return None  # no final newline: let the exact scan judge it
+    return rows, total
+
+
 def scan_file(path, variant: Variant) -> FileInfo:
-    """Validate every line and compute the file's checksum (see checksum_line)."""
+    """Validate every line and compute the file's checksum (see checksum_sql)."""
     path = Path(path)
+    fast = _fast_scan(path, variant)
+    if fast is not None:
+        return FileInfo(path, fast[0], path.stat().st_size, fast[1])
+    return _scan_file_exact(path, variant)
+
+
+def _scan_file_exact(path: Path, variant: Variant) -> FileInfo:
     rows, total = 0, 0
     match, crc = variant.line.fullmatch, zlib.crc32
     seed = variant.name == "seed"
@@ -384,30 +432,60 @@ def _write_table(rows: list[dict], path: Path):
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
+def _phase_at(phases: list[dict], t: float) -> str | None:
+    live = [p["phase"] for p in phases if p["start"] <= t <= p["end"]]
+    return "+".join(dict.fromkeys(live)) if live else None
+
+
+def _clean_stale_partials(out_dir: Path):
+    """Remove what a killed earlier run of this out_dir left: its partial dirs and old results."""
+    for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
+        log.warning("removing %s left by an interrupted run", stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    if out_dir.exists():
+        # a re-run replaces the results; if it is killed, nothing finished-looking may remain
+        log.info("removing the previous results in %s", out_dir)
+        shutil.rmtree(out_dir)
+
+
 def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed", strategy: str = "sequential",
                    settings: dict | None = None, binary: str | None = None, tcp: bool = False,
                    sample_interval_s: float = 1.0, interval_s: float | None = None,
                    optimize_limit_s: float = 0, lookup_threads: int = 4, lookup_count: int = 10000,
                    lookup_seconds: float | None = None, keep_data: bool = False,
-                   start_timeout: float = 120) -> dict:
-    """Start a private server on ``path``, load ``files``, verify, measure; write results to ``out_dir``.
+                   start_timeout: float = 120, options: LoadOptions | None = None, **option_kw) -> dict:
+    """Start a private server on ``path``, load ``files`` with ``strategy``, verify, measure.
 
-    Writes trace.parquet, samples.parquet, intervals.parquet/.csv and summary.json into a
-    temporary directory renamed to ``out_dir`` only on success.
+    Strategy knobs come as ``options`` (a LoadOptions) or as keyword arguments of the same
+    names (connections, transaction_rows, batch_files, consolidate, sort_memory,
+    sort_threads, chunk_rows). Writes trace.parquet, samples.parquet,
+    intervals.parquet/.csv, phases.parquet and summary.json into a temporary directory
+    renamed to ``out_dir`` only on success; a previous ``out_dir`` is removed at the start.
     """
     v = get_variant(variant)
     if strategy not in STRATEGIES:
         raise LoadError(f"unknown loading strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+    if options is None:
+        try:
+            options = LoadOptions(**option_kw)
+        except TypeError as exc:
+            raise LoadError(f"unknown load option: {exc}") from None
+    elif option_kw:
+        raise LoadError("pass either options= or option keywords, not both")
+    options.check()
     files = [Path(f).absolute() for f in files]
     if not files:
         raise LoadError("no input files given")
     input_bytes = sum(f.stat().st_size for f in files)
-    # InnoDB needs roughly 3x the TSV size for a CHAR(28) key index, plus redo logs.
-    check_target(target, path, need_bytes=3 * input_bytes + (512 << 20))
+    # InnoDB needs roughly 3x the TSV size for a CHAR(28) key index, plus redo logs;
+    # the sorting strategies also keep a sorted copy and DuckDB's spill files on the target.
+    extra = 2 * input_bytes if strategy in ("sorted", "bulk") else 0
+    check_target(target, path, need_bytes=3 * input_bytes + extra + (512 << 20))
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale_partials(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
-    table = f"{v.name}_{strategy}"
+    table = table_name(v, strategy)
     basedir = Path(path).absolute() / f"catbench-load_index-{v.name}-{strategy}"
     sock = basedir / "mysqld.sock"
     sock_dir = None
@@ -423,34 +501,52 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
             log.info("target %s: removing the previous run's %s", target, basedir)
             shutil.rmtree(basedir)
         summary = {"target": target, "variant": v.name, "strategy": strategy, "table": f"{DATABASE}.{table}",
-                   "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path)}
+                   "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path),
+                   "options": options.as_dict()}
         with srv:
             conn = srv.connect()
             summary["server"] = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
                                  "variables": variables(conn)}
-            create_table(conn, v, table)
+            cur = conn.cursor()
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
+            cur.execute(table_ddl(v, strategy, DATABASE, table))
             sampler = Sampler(srv, device=device_for(path), table_glob=f"{DATABASE}/{table}*.ibd",
                               interval_s=sample_interval_s)
+            log.info("target %s: loading %d files with strategy %s (%s)", target, len(files), strategy,
+                     options.as_dict())
             with sampler:
                 t0 = time.time()
-                trace, infos = load_sequential(conn, table, files, v)
+                outcome = run_strategy(strategy, srv, conn, table, v, files, options, srv.tmpdir)
                 t1 = time.time()
-            rows = trace[-1]["cumulative_rows"]
+            trace, infos = outcome.trace, outcome.infos
+            rows = sum(i.rows for i in infos)
+            loaded = trace[-1]["cumulative_rows"] if trace else 0
+            v0 = time.time()
             cur = conn.cursor()
             cur.execute(checksum_sql(v).format(table=table))
             n_table, sum_table = cur.fetchone()
+            verify_s = time.time() - v0
             sum_input = sum(i.checksum for i in infos)
-            if int(n_table) != rows or int(sum_table) != sum_input:
+            if int(n_table) != rows or int(sum_table) != sum_input or loaded != rows:
                 raise LoadError(f"table {DATABASE}.{table} on target {target} holds {n_table} rows with checksum "
-                                f"{sum_table}, the input has {rows} rows with checksum {sum_input}")
+                                f"{sum_table} ({loaded} rows reported loaded), the input has {rows} rows with "
+                                f"checksum {sum_input}")
             table_bytes = sampler.table_bytes()
             opt = {"optimize_seconds": None, "optimize_stopped": False, "optimize_skipped": True}
             if optimize_limit_s and optimize_limit_s > 0:
                 opt = {**optimize_table(srv, conn, table, optimize_limit_s), "optimize_skipped": False}
             keys = pick_lookup_keys(infos, min(lookup_count, 100_000), v)
             lookups = lookup_benchmark(srv, table, v, keys, lookup_threads, lookup_count, lookup_seconds)
+            timings = {k: outcome.timings.get(k, 0.0) for k in (
+                "scan_seconds", "sort_seconds", "load_seconds", "index_build_seconds", "consolidate_seconds",
+                "duplicate_check_seconds")}
             summary.update({
                 "rows": rows, "seconds": t1 - t0, "rows_per_s": rows / (t1 - t0) if t1 > t0 else None,
+                **timings, "verify_seconds": verify_s,
+                "connections": outcome.extra.get("connections", 1),
+                "transaction_rows": outcome.extra.get("transaction_rows"),
+                "strategy_details": {k: val for k, val in outcome.extra.items()
+                                     if k not in ("connections", "transaction_rows")},
                 "table_bytes": table_bytes, "table_bytes_final": sampler.table_bytes(),
                 "checksum_input": sum_input, "checksum_table": int(sum_table), "checksum_ok": True,
                 **opt, "optimize_limit_s": optimize_limit_s, **lookups,
@@ -459,17 +555,22 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
         summary["server"]["timings"] = dict(srv.timings)
         interval = interval_s or default_interval(t1 - t0)
         intervals = interval_table(trace, sampler.rows, t0, t1, interval)
+        for r in intervals:
+            r["phase"] = _phase_at(outcome.phases, t0 + r["end_s"] - 1e-6)
         summary["interval_s"] = interval
+        summary["phases"] = [{**p, "start_s": p["start"] - t0, "end_s": p["end"] - t0} for p in outcome.phases]
         _write_table(trace, work / "trace.parquet")
         sampler.to_parquet(work / "samples.parquet")
         _write_table(intervals, work / "intervals.parquet")
+        _write_table(summary["phases"] or [{"phase": None, "start": t0, "end": t1, "seconds": 0.0}],
+                     work / "phases.parquet")
         pacsv.write_csv(pa.Table.from_pylist(intervals), work / "intervals.csv")
         (work / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         if out_dir.exists():
             shutil.rmtree(out_dir)
         work.rename(out_dir)
-        log.info("target %s: %d rows in %.1f s (%.0f rows/s); results in %s", target, rows, t1 - t0,
-                 summary["rows_per_s"] or 0, out_dir)
+        log.info("target %s: %s/%s: %d rows in %.1f s (%.0f rows/s); results in %s", target, v.name, strategy,
+                 rows, t1 - t0, summary["rows_per_s"] or 0, out_dir)
         ok = True
         return summary
     finally:

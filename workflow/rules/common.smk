@@ -1,6 +1,7 @@
 # Shared by all the .smk files: config validation (before any job runs), the results
 # folder and the DAG's sizes derived from the config.
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -33,6 +34,9 @@ ENV_PY = "../../envs/python.yaml"
 ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"
 TARGETS = list(config["targets"])
+# Measuring jobs ask for the whole machine (capped at --cores), so on a workstation
+# nothing else runs beside them; a cluster profile sets their threads instead.
+MEASURE_THREADS = os.cpu_count() or 1
 # Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds.
 INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
 PARTS = [f"{p:05d}" for p in range(len(cb_catalog.part_copies(config["catalog"])))]

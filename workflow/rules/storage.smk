@@ -32,7 +32,7 @@ rule fio_run:
         runtime=config["fio"]["runtime_s"],
         numjobs=config["fio"]["numjobs"],
         out=lambda wildcards, output: Path(output.csv).parent,
-    threads: workflow.cores
+    threads: MEASURE_THREADS
     log:
         f"{RES}/logs/fio/{{target}}.log",
     benchmark:
@@ -63,7 +63,7 @@ rule load_index_run:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         settings=json.dumps(config["server"]["settings"]),
         options=LOAD_OPTIONS,
-    threads: workflow.cores
+    threads: MEASURE_THREADS
     log:
         f"{RES}/logs/load/{{target}}-{{variant}}-{{strategy}}.log",
     benchmark:

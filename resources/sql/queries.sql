@@ -1,0 +1,29 @@
+-- queries.csv: query latency, one row per target x engine x query x cache state.
+-- Input view query_runs = every results/<run>/queries/<target>/<engine>/results.parquet (or .json)
+--   (target, engine, query, cache ['cold'|'warm'], run, seconds, result_rows, answer, digest).
+-- `agrees` is true when every run of the query, on every target and engine, returned the same
+-- result (same digest -- or same answer where no digest was recorded -- and same row count).
+WITH per_query AS (
+    SELECT query,
+           count(DISTINCT coalesce(digest, answer)) AS results,
+           count(DISTINCT result_rows)              AS row_counts
+    FROM query_runs
+    GROUP BY query
+)
+SELECT
+    r.target,
+    r.engine,
+    r.query,
+    r.cache,
+    count(*)                                    AS runs,
+    round(quantile_cont(r.seconds, 0.5), 6)     AS p50_s,
+    round(quantile_cont(r.seconds, 0.95), 6)    AS p95_s,
+    round(max(r.seconds), 6)                    AS max_s,
+    max(r.result_rows)                          AS result_rows,
+    mode(r.answer)                              AS answer,
+    mode(r.digest)                              AS digest,
+    any_value(q.results <= 1 AND q.row_counts <= 1) AS agrees
+FROM query_runs AS r
+JOIN per_query AS q USING (query)
+GROUP BY r.target, r.engine, r.query, r.cache
+ORDER BY r.query, r.target, r.engine, r.cache

@@ -1,0 +1,17 @@
+-- restart.csv: server restart / crash-recovery phases, one row per target x kind x repetition x phase.
+-- Input view restart_phases = every results/<run>/restart/<target>/<kind>.json
+--   (target, kind, repetition, phase, seconds, rows_expected, rows_found, rows_lost,
+--    redo_bytes, recovery_MBps).
+SELECT
+    target,
+    kind,
+    repetition,
+    phase,
+    round(seconds, 4)        AS seconds,
+    rows_lost,
+    redo_bytes,
+    round(recovery_MBps, 3)  AS recovery_MBps,
+    rows_expected,
+    rows_found
+FROM restart_phases
+ORDER BY target, kind, repetition, phase_order, phase

@@ -1,0 +1,154 @@
+"""A real single-node Slurm for tests: munged + slurmctld + slurmd on this machine, all
+private (own munge socket and key, own ports, state in a temp dir, no accounting
+database), stopped on exit whatever happens."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+DAEMONS = ("munged", "slurmctld", "slurmd")
+
+
+def available() -> str | None:
+    """None when Slurm and munge can run here, else the reason."""
+    for tool in (*DAEMONS, "sbatch", "squeue", "sinfo", "srun"):
+        if not (shutil.which(tool) or Path(f"/usr/sbin/{tool}").exists()):
+            return f"{tool} not installed (make env installs slurm-wlm and munge as root)"
+    if os.geteuid() != 0:
+        return "a private slurmd must run as root here"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(cond, timeout, what, logs=()):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if cond():
+            return
+        time.sleep(0.3)
+    tails = "\n".join(f"--- {p}:\n" + (Path(p).read_text()[-2000:] if Path(p).exists() else "(none)")
+                      for p in logs)
+    raise RuntimeError(f"timed out after {timeout}s waiting for {what}\n{tails}")
+
+
+def _sbin(tool):
+    return shutil.which(tool) or f"/usr/sbin/{tool}"
+
+
+@contextlib.contextmanager
+def slurm_cluster(cpus: int | None = None, memory_mb: int | None = None):
+    """Yield the environment (with SLURM_CONF) under which sbatch/squeue/srun reach the
+    private cluster."""
+    base = Path(tempfile.mkdtemp(prefix="cbslurm-", dir="/tmp"))
+    procs: list[subprocess.Popen] = []
+    host = socket.gethostname()
+    cpus = cpus or os.cpu_count()
+    memory_mb = memory_mb or int(psutil.virtual_memory().total / 2**20 * 0.8)
+    for d in ("state", "spool", "munge"):
+        (base / d).mkdir()
+    os.chmod(base / "munge", 0o700)
+    key = base / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    os.chmod(key, 0o400)
+    msock = base / "munge" / "munge.sock"
+    conf = base / "slurm.conf"
+    conf.write_text(f"""\
+ClusterName=catbench-test
+SlurmctldHost={host}
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+AuthType=auth/munge
+AuthInfo=socket={msock}
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={base}/state
+SlurmdSpoolDir={base}/spool
+SlurmctldPidFile={base}/slurmctld.pid
+SlurmdPidFile={base}/slurmd.pid
+SlurmctldLogFile={base}/slurmctld.log
+SlurmdLogFile={base}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+# Finished jobs stay visible to squeue long enough for Snakemake's status checks.
+MinJobAge=3600
+ReturnToService=2
+MpiDefault=none
+NodeName={host} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+""")
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    # Job steps (srun inside a batch job) look for the config at the default path,
+    # not in SLURM_CONF: put ours there for the test's lifetime, never over another.
+    system_conf = Path("/etc/slurm/slurm.conf")
+    if system_conf.exists() or system_conf.is_symlink():
+        shutil.rmtree(base, ignore_errors=True)
+        raise RuntimeError(f"{system_conf} exists: refusing to replace a real Slurm config")
+    system_conf.parent.mkdir(parents=True, exist_ok=True)
+    system_conf.symlink_to(conf)
+    try:
+        procs.append(subprocess.Popen(
+            [_sbin("munged"), "--foreground", "--force", f"--socket={msock}", f"--key-file={key}",
+             f"--pid-file={base}/munge/munged.pid", f"--log-file={base}/munge/munged.log",
+             f"--seed-file={base}/munge/seed"],
+            stdout=subprocess.DEVNULL, stderr=open(base / "munged.err", "w")))
+        _wait(msock.exists, 20, "munged", [base / "munged.err", base / "munge/munged.log"])
+        procs.append(subprocess.Popen([_sbin("slurmctld"), "-D", "-i", "-f", str(conf)], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+        procs.append(subprocess.Popen([_sbin("slurmd"), "-D", "-f", str(conf)], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
+
+        def idle():
+            r = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True)
+            return r.returncode == 0 and "idle" in r.stdout
+        _wait(idle, 60, "the Slurm node to be idle", [base / "slurmctld.log", base / "slurmd.log"])
+        yield env
+    finally:
+        # Jobs first (scancel), then the daemons; SIGKILL whatever does not stop.
+        subprocess.run(["scancel", "--full", "-u", "root"], env=env, capture_output=True)
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            if proc.info["name"] in (*DAEMONS, "slurmstepd") and \
+                    any(str(base) in c for c in proc.info["cmdline"] or []):
+                proc.kill()
+        if system_conf.is_symlink() and os.readlink(system_conf) == str(conf):
+            system_conf.unlink()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def leftover_daemons(base_prefix: str = "/tmp/cbslurm-") -> list[str]:
+    out = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if proc.info["name"] in (*DAEMONS, "slurmstepd") and base_prefix in cmd:
+            out.append(f"{proc.pid} {cmd}")
+    return out

@@ -1,0 +1,111 @@
+"""The HTML report and `catbench compare`, on real metrics files written into tmp_path."""
+
+import argparse
+import csv
+import re
+from pathlib import Path
+
+import pytest
+
+from catbench import cli_report
+from catbench.compare import compare
+from catbench.report import PLOTS, make_report, referenced_files
+from catbench.tables import MetricsError, make_tables
+
+from test_tables import make_run
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def cli(*argv) -> int:
+    parser = argparse.ArgumentParser()
+    cli_report.add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([str(a) for a in argv])
+    return args.func(args)
+
+
+def check_index(index: Path) -> str:
+    html = index.read_text()
+    refs = referenced_files(index)
+    assert refs, "index.html references nothing"
+    for ref in refs:
+        assert not ref.startswith("/"), f"absolute path {ref}"
+        assert (index.parent / ref).is_file(), f"index.html references missing {ref}"
+    assert not re.search(r'(src|href)="(https?:)?//', html), "index.html needs the network"
+    for ref in refs:
+        if ref.endswith(".png"):
+            assert (index.parent / ref).read_bytes()[:8] == PNG
+    return html
+
+
+def test_report_with_every_stage(tmp_path):
+    run = make_run(tmp_path)
+    assert cli("tables", "--results", run) == 0
+    assert cli("report", "--results", run) == 0
+    index = run / "report" / "index.html"
+    html = check_index(index)
+    for name in PLOTS:   # all stages present: every plot shown, with its caption
+        assert f'src="{name}.png"' in html
+    assert "Load rate (rows per second) against the number of rows" in html
+    for t in ("storage", "load_time", "load_rate", "queries", "restart", "chunks", "stages"):
+        assert f'href="tables/{t}.csv"' in html
+    assert "does not return the same result" in html and "hunter2" not in html
+
+
+def test_report_without_tables_and_optional_stages(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    out = tmp_path / "elsewhere"
+    index = make_report(run, out)            # tables not built: built on the fly
+    html = check_index(index)
+    assert 'src="load_rate.png"' in html and 'src="query_latency.png"' not in html
+    assert "query latency: no data in this run" in html
+    for name in PLOTS:   # declared rule outputs always exist
+        assert (out / f"{name}.png").read_bytes()[:8] == PNG
+    assert (out / "tables" / "queries.csv").read_text().startswith("target,engine,query,cache")
+
+
+def test_report_fails_naming_a_corrupt_file(tmp_path):
+    run = make_run(tmp_path)
+    bad = run / "load" / "a" / "seed" / "sequential" / "trace.parquet"
+    bad.write_text("nope")
+    with pytest.raises(MetricsError, match=re.escape(str(bad))):
+        make_report(run, tmp_path / "r")
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
+    a = make_run(tmp_path, "runA")
+    b = make_run(tmp_path, "runB", factor=0.5)
+    (b / "fio" / "c").mkdir()
+    (b / "fio" / "c" / "fio.csv").write_text(
+        "target,test,MBps,iops,clat_p50_us,clat_p99_us\nc,seq-read,1,1,1,1\n")
+    make_tables(a)
+    make_tables(b)
+    assert cli("compare", a, b) == 0
+    out = b / "tables" / "compare_runA.csv"
+    printed = capsys.readouterr().out
+    assert str(out) in printed and "load_time" in printed
+    rows = {(r["table"], r["key"], r["column"]): r for r in _rows(out)}
+    r = rows[("load_time", "target=a, variant=seed, strategy=parallel", "seconds")]
+    assert float(r["a"]) == 4.0 and float(r["b"]) == 2.0 and float(r["ratio"]) == 0.5
+    assert float(rows[("load_time", "target=a, variant=seed, strategy=parallel", "rows_per_s")]["ratio"]) == 2.0
+    assert float(rows[("load_time", "target=a, variant=seed, strategy=parallel", "rows")]["ratio"]) == 1.0
+    assert float(rows[("storage", "target=b, test=seq-read", "MBps")]["ratio"]) == 0.5
+    assert rows[("storage", "target=c, test=seq-read", "(row)")]["note"] == "only in B"
+    assert float(rows[("queries", "target=b, engine=mariadb, query=q1, cache=cold", "p50_s")]["ratio"]) == 0.5
+    assert float(rows[("chunks", "chunkId=11", "tsv_bytes")]["ratio"]) == 1.0
+    # same data in the API, and --out
+    assert any(x["column"] == "seconds" and x["ratio"] == 0.5 for x in compare(a, b))
+    assert cli("compare", a / "tables", b, "--out", tmp_path / "c.csv") == 0
+    assert _rows(tmp_path / "c.csv") == _rows(out)
+
+
+def test_compare_without_tables_fails_clearly(tmp_path, capsys):
+    a = make_run(tmp_path, "runA")
+    make_tables(a)
+    assert cli("compare", a, tmp_path / "nothing") == 1
+    assert str(tmp_path / "nothing") in capsys.readouterr().err

@@ -1,0 +1,194 @@
+"""Every loading strategy with a real private server: exact rows, duplicates named, kill-safe."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+from catbench.load_index import LoadError, run_load_index
+from catbench.strategies import STRATEGIES, LoadOptions, columns_without_pk, table_ddl
+from catbench.load_index import VARIANTS
+
+pytestmark = pytest.mark.server
+VENV_BIN = Path(sys.executable).parent
+
+
+def make_key(variant: str, i: int) -> str:
+    return f"{i:028d}" if variant == "seed" else str(1_000_000_000_000 + i)
+
+
+def write_files(d: Path, variant: str, nfiles: int, rows: int, seed: int = 1) -> list[Path]:
+    """Index input with keys in random order across and within files (like the real input)."""
+    rng = random.Random(seed)
+    keys = list(range(nfiles * rows))
+    rng.shuffle(keys)
+    d.mkdir(parents=True, exist_ok=True)
+    files = []
+    for f in range(nfiles):
+        p = d / f"part-{f:05d}.tsv"
+        with open(p, "w") as out:
+            for k in keys[f * rows:(f + 1) * rows]:
+                out.write(f"{make_key(variant, k)}\t{rng.randrange(9000)}\t{rng.randrange(600)}\n")
+        files.append(p)
+    return files
+
+
+def key_at(p: Path, lineno: int) -> str:
+    return p.read_text().splitlines()[lineno - 1].split("\t")[0]
+
+
+def replace_line(p: Path, lineno: int, text: str):
+    lines = p.read_text().splitlines(keepends=True)
+    lines[lineno - 1] = text + "\n"
+    p.write_text("".join(lines))
+
+
+@pytest.fixture(scope="module")
+def root():
+    d = Path(tempfile.mkdtemp(prefix="cbs-", dir="/tmp"))
+    yield d
+    # no server of this module may outlive it
+    deadline = time.time() + 30
+    while time.time() < deadline and _servers(d):
+        time.sleep(0.2)
+    left = _servers(d)
+    shutil.rmtree(d, ignore_errors=True)
+    assert not left, f"mariadbd left running: {left}"
+
+
+def _servers(d: Path) -> list[int]:
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if str(d) in cmd and "mariadbd" in cmd or str(d) in cmd and "mysqld" in cmd:
+            out.append(p.info["pid"])
+    return out
+
+
+OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0)
+
+
+def run(root: Path, name: str, files, variant, strategy, **kw):
+    opts = {**OPTS, **kw}
+    return run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant=variant,
+                          strategy=strategy, sample_interval_s=0.2, lookup_threads=2, lookup_count=200,
+                          **opts)
+
+
+def test_ddl_follows_qserv_director_index():
+    v = VARIANTS["qserv"]
+    ddl = table_ddl(v, "trans-partitioned", "db", "t")
+    assert "`qserv_trans_id` INT NOT NULL" in ddl and "PRIMARY KEY" not in ddl
+    assert "UNIQUE KEY `trans_key` (`qserv_trans_id`, `objectId`)" in ddl and "KEY `key` (`objectId`)" in ddl
+    assert "PARTITION BY LIST (`qserv_trans_id`) (PARTITION `p0` VALUES IN (0))" in ddl
+    assert "PRIMARY KEY" not in columns_without_pk(VARIANTS["seed"])
+
+
+def test_bad_options_are_named(root):
+    with pytest.raises(LoadError, match="connections"):
+        LoadOptions(connections=0).check()
+    with pytest.raises(LoadError, match="sort_memory"):
+        LoadOptions(sort_memory="lots").check()
+
+
+@pytest.mark.parametrize("variant", ["qserv", "seed"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_loads_exactly_the_input(root, strategy, variant):
+    name = f"{variant}-{strategy}"
+    files = write_files(root / "in" / name, variant, 4, 1000, seed=zlib.crc32(name.encode()))
+    s = run(root, name, files, variant, strategy)
+    assert s["rows"] == 4000 and s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
+    assert s["strategy"] == strategy and s["table_bytes"] > 0 and s["rows_per_s"] > 0
+    assert s["lookups"] == 200 and 0 < s["lookup_p50_s"] <= s["lookup_p99_s"]
+    for k in ("sort_seconds", "load_seconds", "index_build_seconds", "consolidate_seconds",
+              "duplicate_check_seconds"):
+        assert s[k] >= 0
+    if strategy in ("sorted", "bulk"):
+        assert s["sort_seconds"] > 0 and s["strategy_details"]["chunks"] == 6  # 4000 rows / 700
+    if strategy == "deferred-pk":
+        assert s["index_build_seconds"] > 0
+    if strategy == "trans-partitioned":
+        assert s["consolidate_seconds"] > 0 and s["duplicate_check_seconds"] > 0
+        assert s["strategy_details"]["partitions"] == 2
+    out = root / "results" / name
+    on_disk = json.loads((out / "summary.json").read_text())
+    assert on_disk["strategy"] == strategy and on_disk["rows"] == 4000
+    trace = pq.read_table(out / "trace.parquet").to_pylist()
+    assert trace[-1]["cumulative_rows"] == 4000
+    assert pq.read_table(out / "samples.parquet").num_rows >= 2
+    assert sum(r["rows"] for r in pq.read_table(out / "intervals.parquet").to_pylist()) == 4000
+    assert not (root / "target" / f"catbench-load_index-{variant}-{strategy}").exists()
+    assert not list((root / "results").glob(f".{name}.partial-*"))
+
+
+def test_trans_partitioned_without_consolidation(root):
+    files = write_files(root / "in" / "tp-nocons", "qserv", 5, 300)
+    s = run(root, "tp-nocons", files, "qserv", "trans-partitioned", consolidate=False)
+    assert s["rows"] == 1500 and s["consolidate_seconds"] == 0 and s["strategy_details"]["partitions"] == 3
+
+
+def test_parallel_with_more_connections_than_files(root):
+    files = write_files(root / "in" / "par-many", "qserv", 2, 500)
+    s = run(root, "par-many", files, "qserv", "parallel", connections=8)
+    assert s["rows"] == 1000 and s["connections"] == 8
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("where", ["within", "across"])
+def test_duplicates_are_caught_and_named(root, strategy, where):
+    variant = "seed" if (STRATEGIES.index(strategy) + (where == "across")) % 2 else "qserv"
+    name = f"dup-{where}-{strategy}"
+    files = write_files(root / "in" / name, variant, 4, 200)
+    if where == "within":
+        dup, src, dst = key_at(files[1], 5), files[1], files[1]
+        replace_line(files[1], 150, f"{dup}\t1\t1")
+    else:  # file 0 and file 3: different partitions for trans-partitioned (batch_files=2)
+        dup, src, dst = key_at(files[0], 7), files[0], files[3]
+        replace_line(files[3], 120, f"{dup}\t1\t1")
+    with pytest.raises(LoadError) as err:
+        run(root, name, files, variant, strategy)
+    msg = str(err.value)
+    assert dup in msg and src.name in msg and dst.name in msg, msg
+    assert "duplicate" in msg.lower() or "repeats" in msg, msg
+    assert not (root / "results" / name).exists()
+
+
+def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
+    files = write_files(root / "in" / "kill", "seed", 40, 5000)
+    out = root / "results" / "kill"
+    target = root / "target-kill"
+    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "seed",
+           "--strategy", "bulk", "--chunk-rows", "5000", "--optimize-limit-s", "0", "--lookup-count", "100",
+           "--sort-memory", "64MB"]
+    log = root / "kill.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and b"with strategy bulk" not in log.read_bytes():
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.05)
+    time.sleep(0.5)  # sorting/loading now
+    assert proc.poll() is None, "the load finished before it could be killed; make the input bigger"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    basedir = target / "catbench-load_index-seed-bulk"
+    assert basedir.exists()  # a stale datadir, removed by the re-run
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["rows"] == 200_000 and s["checksum_ok"] and s["strategy"] == "bulk"
+    assert not basedir.exists()
+    assert not list(out.parent.glob(".kill.partial-*"))

@@ -1,0 +1,289 @@
+"""Final tables from a fixed set of real metrics files written into tmp_path."""
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from catbench import cli_report
+from catbench.tables import TABLES, MetricsError, collect, make_tables, resources_dir
+
+COLUMNS_MD = resources_dir() / "report" / "columns.md"
+
+# (target, variant, strategy) -> (seconds, rows, checksum_ok, optimize_stopped)
+LOADS = {
+    ("a", "seed", "sequential"): (10.0, 1000, True, False),
+    ("a", "seed", "parallel"): (4.0, 1000, True, True),
+    ("b", "seed", "sequential"): (5.0, 1000, False, False),
+}
+
+
+def _csv(path: Path, header: list, rows: list, delimiter=","):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter=delimiter)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def _json(path: Path, doc):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def write_load(run: Path, target, variant, strategy, seconds, rows, checksum_ok, stopped,
+               intervals_csv=False):
+    d = run / "load" / target / variant / strategy
+    _json(d / "summary.json", {
+        "target": target, "variant": variant, "strategy": strategy, "files": 4, "rows": rows,
+        "seconds": seconds, "rows_per_s": rows / seconds, "table_bytes": 2**20 * int(seconds),
+        "checksum_ok": checksum_ok, "optimize_seconds": 1.5, "optimize_stopped": stopped,
+        "lookup_qps": 1000.0, "lookup_p50_s": 0.001, "lookup_p99_s": 0.0025,
+        "storage": {"fstype": "ext4", "device": "vda"},
+        "server": {"version": "mariadbd Ver 10.11", "binary": "/usr/sbin/mariadbd",
+                   "settings": {"innodb_buffer_pool_size": "256M", "password": "hunter2"},
+                   "variables": {"version": "10.11.9-MariaDB", "innodb_buffer_pool_size": "268435456",
+                                 "datadir": f"/x/{target}/{strategy}/data/"}},
+    })
+    t0 = 1000.0
+    per = rows // 4
+    pq.write_table(pa.table({
+        "file": [f"part-{i:05d}.tsv" for i in range(4)], "rows": [per] * 4, "bytes": [per * 30] * 4,
+        "start": [t0 + i * seconds / 4 for i in range(4)],
+        "end": [t0 + (i + 1) * seconds / 4 for i in range(4)],
+        "seconds": [seconds / 4] * 4, "cumulative_rows": [per * (i + 1) for i in range(4)]}),
+        d / "trace.parquet")
+    pq.write_table(pa.table({"time": [t0, t0 + seconds / 2, t0 + seconds],
+                             "table_bytes": [0, 2**19, 2**20], "cpu_percent": [0.0, 50.0, 60.0]}),
+                   d / "samples.parquet")
+    iv = {"interval": [0, 1], "start_s": [0.0, seconds / 2], "end_s": [seconds / 2, seconds],
+          "files": [2, 2], "rows": [rows // 2, rows // 2], "rows_per_s": [rows / seconds] * 2,
+          "input_read_MBps": [1.5, 2.5], "target_write_MBps": [3.0, 4.0],
+          "innodb_write_MBps": [1.0, 1.0], "table_bytes": [2**19, 2**20]}
+    if intervals_csv:
+        _csv(d / "intervals.csv", list(iv), list(zip(*iv.values())))
+    else:
+        pq.write_table(pa.table(iv), d / "intervals.parquet")
+
+
+def make_run(root: Path, name="run1", factor=1.0, with_optional=True) -> Path:
+    """A complete results/<run> directory; ``factor`` scales load seconds and fio MBps."""
+    run = root / name
+    for tg, mbps in (("a", 100.0), ("b", 400.0)):
+        _csv(run / "fio" / tg / "fio.csv",
+             ["target", "test", "MBps", "iops", "clat_p50_us", "clat_p99_us", "direct", "numjobs",
+              "size_bytes", "runtime_s", "json"],
+             [[tg, "seq-read", mbps * factor, mbps, 10.0, 20.0, "true", 1, 1024, 1, "x.json"],
+              [tg, "rand-read", mbps / 10 * factor, mbps * 100, 5.0, 9.0, "false", 4, 1024, 1, "y.json"]])
+    for i, ((tg, v, s), (sec, rows, ok, stopped)) in enumerate(LOADS.items()):
+        write_load(run, tg, v, s, sec * factor, rows, ok, stopped, intervals_csv=(i == 2))
+    _csv(run / "chunks" / "chunks.tsv",
+         ["chunkId", "object_rows", "source_rows", "overlap_rows", "parquet_bytes", "tsv_bytes"],
+         [[10, 1, 9, 2, 50, 100], [11, 2, 18, 3, 90, 200], [12, 4, 36, 5, 170, 400]], delimiter="\t")
+    _json(run / "metrics" / "partition.json",
+          {"stages": {"patch": {"jobs": 1, "rows": 10, "wall_seconds": 2.0, "busy_seconds": 2.0,
+                                "rows_per_s": 5.0, "peak_rss_mb": 100.0, "start": 1.0},
+                      "catalog": {"jobs": 2, "rows": 100, "wall_seconds": 4.0, "busy_seconds": 7.0,
+                                  "rows_per_s": 25.0, "peak_rss_mb": 150.0, "start": 2.0}}})
+    _json(run / "metrics" / "jobs" / "patch.json", {"stage": "patch", "seconds": 2.0})
+    _json(run / "targets" / "a.json", {"path": "/x/a", "fstype": "ext4", "device": "vda",
+                                       "total_bytes": 10**12})
+    _json(run / "targets" / "b.json", {"path": "/x/b", "fstype": "tmpfs", "device": None,
+                                       "total_bytes": 10**10})
+    if with_optional:
+        q = [{"query": "q1", "cache": "cold", "run": i, "seconds": s, "result_rows": 1,
+              "answer": 42, "digest": "d42"} for i, s in enumerate([1.0, 2.0, 3.0])]
+        q += [{"query": "q2", "cache": "warm", "run": 0, "seconds": 0.5, "result_rows": 3,
+               "answer": "abc", "digest": "dabc"}]
+        _json(run / "queries" / "a" / "mariadb" / "results.json", {"rows": q})
+        d = run / "queries" / "b" / "mariadb"
+        d.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist([
+            {"query": "q1", "cache": "cold", "run": 0, "seconds": 0.5 * factor, "result_rows": 1,
+             "answer": "41", "digest": "d41"},
+            {"query": "q2", "cache": "warm", "run": 0, "seconds": 0.25, "result_rows": 3,
+             "answer": "abc", "digest": "dabc"}]), d / "results.parquet")
+        _json(run / "restart" / "a" / "crash.json", [
+            {"repetition": 0, "phase": "shutdown", "seconds": 1.0},
+            {"repetition": 0, "phase": "recovery", "seconds": 3.0, "rows_expected": 100,
+             "rows_found": 95, "rows_lost": 5, "redo_bytes": 3_000_000, "recovery_MBps": 1.0}])
+    return run
+
+
+def read(path: Path) -> list:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def header(path: Path) -> list:
+    with open(path, newline="") as fh:
+        return next(csv.reader(fh))
+
+
+def documented_columns() -> dict:
+    """{table: [columns]} from the '## <table>.csv' sections of columns.md."""
+    out, current = {}, None
+    for line in COLUMNS_MD.read_text().splitlines():
+        m = re.match(r"^## (\w+)\.csv\s*$", line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+            continue
+        if line.startswith("## "):
+            current = None
+        elif current is not None:
+            m = re.match(r"^\| `([^`]+)` \|", line)
+            if m:
+                current.append(m.group(1))
+    return out
+
+
+@pytest.fixture
+def built(tmp_path):
+    run = make_run(tmp_path)
+    make_tables(run)
+    return run / "tables"
+
+
+def by(rows, *keys):
+    return {tuple(r[k] for k in keys): r for r in rows}
+
+
+def test_storage_and_load_tables_have_known_values(built):
+    st = by(read(built / "storage.csv"), "target", "test")
+    assert float(st[("b", "seq-read")]["MBps"]) == 400.0
+    assert st[("a", "rand-read")]["direct"] == "false" and st[("a", "rand-read")]["numjobs"] == "4"
+    assert [r["test"] for r in read(built / "storage.csv")][:2] == ["seq-read", "rand-read"]
+
+    lt = by(read(built / "load_time.csv"), "target", "variant", "strategy")
+    assert len(lt) == 3
+    par = lt[("a", "seed", "parallel")]
+    assert float(par["speedup_vs_sequential"]) == 2.5
+    assert float(par["rows_per_s"]) == 250.0
+    assert float(par["lookup_p50_ms"]) == 1.0 and float(par["lookup_p99_ms"]) == 2.5
+    assert float(par["optimize_seconds"]) == 1.5 and par["optimize_stopped"] == "true"
+    assert lt[("b", "seed", "sequential")]["checksum_ok"] == "false"
+    assert float(lt[("b", "seed", "sequential")]["speedup_vs_sequential"]) == 1.0
+    assert int(lt[("a", "seed", "sequential")]["table_bytes"]) == 10 * 2**20
+
+    lr = by(read(built / "load_rate.csv"), "target", "strategy", "interval")
+    assert len(lr) == 6
+    r = lr[("b", "sequential", "1")]          # from intervals.csv
+    assert float(r["interval_s"]) == 2.5 and r["files_loaded"] == "2" and r["rows_loaded"] == "500"
+    assert float(r["input_read_MBps"]) == 2.5 and float(r["target_write_MBps"]) == 4.0
+    assert int(r["table_bytes_end"]) == 2**20 and float(r["rows_per_s"]) == 200.0
+
+
+def test_queries_restart_chunks_stages(built):
+    q = by(read(built / "queries.csv"), "target", "query", "cache")
+    q1 = q[("a", "q1", "cold")]
+    assert q1["runs"] == "3" and float(q1["p50_s"]) == 2.0 and float(q1["max_s"]) == 3.0
+    assert float(q1["p95_s"]) == pytest.approx(2.9)
+    assert q1["answer"] == "42" and q1["agrees"] == "false"          # b answered 41
+    assert q[("b", "q2", "warm")]["agrees"] == "true" and q[("b", "q2", "warm")]["engine"] == "mariadb"
+
+    rs = read(built / "restart.csv")
+    assert [r["phase"] for r in rs] == ["shutdown", "recovery"]      # order of the file
+    assert rs[1]["target"] == "a" and rs[1]["kind"] == "crash" and rs[1]["rows_lost"] == "5"
+    assert int(rs[1]["redo_bytes"]) == 3_000_000
+
+    ch = read(built / "chunks.csv")
+    assert [float(r["tsv_bytes_vs_median"]) for r in ch] == [0.5, 1.0, 2.0]
+    assert [float(r["rows_vs_median"]) for r in ch] == [0.5, 1.0, 2.0]
+
+    sg = read(built / "stages.csv")
+    assert [r["stage"] for r in sg] == ["patch", "catalog"] and float(sg[1]["wall_seconds"]) == 4.0
+
+
+def test_every_csv_has_exactly_its_documented_columns(built, tmp_path):
+    doc = documented_columns()
+    assert set(TABLES) <= set(doc)
+    for t in TABLES:
+        assert header(built / f"{t}.csv") == doc[t], t
+    # a run with absent stages: header-only files, same columns
+    run = tmp_path / "bare"
+    _csv(run / "fio" / "x" / "fio.csv", ["target", "test", "MBps", "iops", "clat_p50_us", "clat_p99_us"],
+         [["x", "seq-read", 1.0, 1.0, 1.0, 2.0]])
+    make_tables(run)
+    for t in TABLES:
+        assert header(run / "tables" / f"{t}.csv") == doc[t], t
+        if t != "storage":
+            assert read(run / "tables" / f"{t}.csv") == [], t
+
+
+def test_summary_names_fastest_and_failed_checks(built):
+    md = (built / "summary.md").read_text()
+    assert "Fastest load of variant seed: a with strategy parallel" in md
+    assert "Fastest target for seed/sequential: b" in md
+    assert "checksum of the loaded table does not match" in md and "b/seed/sequential" in md
+    assert "5 rows lost" in md
+    assert "Query q1 does not return the same result" in md
+    assert "OPTIMIZE TABLE was stopped" in md
+    assert "| target | filesystem |" in md and "ext4" in md       # storage | load time
+    assert "Load rate per interval (seed/sequential)" in md
+
+
+def test_provenance_has_versions_settings_hardware_and_no_password(built):
+    text = (built / "provenance.json").read_text()
+    assert "hunter2" not in text and '"password"' not in text
+    p = json.loads(text)
+    for k in ("catbench", "duckdb", "pyarrow", "polars", "numpy", "kernel", "fio", "snakemake",
+              "mysql-connector-python"):
+        assert k in p["versions"]
+    assert p["versions"]["server"] == "10.11.9-MariaDB"
+    assert p["server"]["variables"]["innodb_buffer_pool_size"] == "268435456"
+    assert p["host"]["cpu"]["logical_cpus"] >= 1 and p["host"]["memory"]["MemTotal_bytes"] > 0
+    assert p["targets"]["b"]["fstype"] == "tmpfs"
+
+
+def _corrupt(path: Path, text: bytes = b"\x00\x01 not what it should be \xff"):
+    path.write_bytes(text)
+
+
+@pytest.mark.parametrize("rel, action", [
+    ("load/a/seed/parallel/trace.parquet", "delete"),
+    ("load/a/seed/parallel/summary.json", "delete"),
+    ("load/b/seed/sequential/samples.parquet", "corrupt"),
+    ("load/a/seed/sequential/summary.json", "corrupt"),
+    ("fio/a/fio.csv", "delete"),
+    ("fio/b/fio.csv", "header-only-wrong"),
+    ("chunks/chunks.tsv", "delete"),
+    ("metrics/partition.json", "corrupt"),
+    ("metrics/jobs/patch.json", "corrupt"),
+    ("queries/a/mariadb/results.json", "corrupt"),
+    ("queries/b/mariadb/results.parquet", "corrupt"),
+    ("restart/a/crash.json", "wrong-types"),
+])
+def test_missing_or_corrupt_file_fails_naming_it(tmp_path, rel, action, capsys):
+    run = make_run(tmp_path)
+    path = run / rel
+    if action == "delete":
+        path.unlink()
+    elif action == "corrupt":
+        _corrupt(path)
+    elif action == "header-only-wrong":
+        path.write_text("target,what\nb,1\n")
+    elif action == "wrong-types":
+        _json(path, [{"phase": "x", "seconds": "not a number"}])
+    with pytest.raises(MetricsError) as exc:
+        make_tables(run, tmp_path / "out")
+    assert str(path) in str(exc.value)
+    # the CLI: exit code 1, the path on stderr, no traceback
+    import argparse
+    parser = argparse.ArgumentParser()
+    cli_report.add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["tables", "--results", str(run), "--out", str(tmp_path / "out2")])
+    assert args.func(args) == 1
+    err = capsys.readouterr().err
+    assert str(path) in err and "Traceback" not in err
+
+
+def test_require_a_missing_stage(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    inp = collect(run, require=("fio", "load"))
+    assert inp.views["query_runs"].num_rows == 0
+    with pytest.raises(MetricsError, match="queries"):
+        collect(run, require=("queries",))

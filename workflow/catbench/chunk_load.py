@@ -1,0 +1,213 @@
+"""Chunk tables on a private server, the Qserv way: ``Object_<chunkId>``, ``Source_<chunkId>``
+and ``ObjectFullOverlap_<chunkId>`` created from the chunk files' schema, then loaded with
+``LOAD DATA LOCAL INFILE`` over N parallel connections. Every file's rows affected must
+equal its row count (from ``chunks.tsv`` and the file's own line count) with no warning.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .load_index import DATABASE as INDEX_DATABASE
+from .load_index import create_table as create_index_table
+from .load_index import get_variant, load_sequential
+
+log = logging.getLogger(__name__)
+
+DATABASE = "LSST"
+INDEX_TABLE = "objectId_index"
+_TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.int16(): "SMALLINT", pa.int8(): "TINYINT",
+          pa.float64(): "DOUBLE", pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN"}
+# table kind -> (file folder, file suffix, keys)
+KINDS = {
+    "Object": ("Object", "", "PRIMARY KEY (`objectId`), KEY `subChunkId` (`subChunkId`)"),
+    "ObjectFullOverlap": ("Object", "_overlap", "PRIMARY KEY (`subChunkId`, `objectId`)"),
+    "Source": ("Source", "", "PRIMARY KEY (`sourceId`), KEY `objectId` (`objectId`)"),
+}
+
+
+class ChunkLoadError(RuntimeError):
+    """A chunk file did not load exactly; the message names the file."""
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    chunk_id: int
+    object_rows: int
+    source_rows: int
+    overlap_rows: int
+
+
+def read_chunk_list(chunks_dir) -> list[ChunkInfo]:
+    """Chunks with Objects, from ``chunks.tsv`` (overlap-only chunks hold no Object, so no
+    query ever starts from them; they are skipped)."""
+    path = Path(chunks_dir) / "chunks.tsv"
+    if not path.exists():
+        raise ChunkLoadError(f"{path} not found; run the partition step first")
+    out = []
+    lines = path.read_text().splitlines()
+    head = lines[0].split("\t")
+    col = {n: head.index(n) for n in ("chunkId", "object_rows", "source_rows", "overlap_rows")}
+    for line in lines[1:]:
+        f = line.split("\t")
+
+        def num(n):
+            v = f[col[n]].strip()
+            return int(float(v)) if v else 0
+        if num("object_rows") > 0:
+            out.append(ChunkInfo(int(f[col["chunkId"]]), num("object_rows"), num("source_rows"),
+                                 num("overlap_rows")))
+    if not out:
+        raise ChunkLoadError(f"{path} lists no chunk with Objects")
+    return out
+
+
+def chunk_file(chunks_dir, kind: str, chunk_id: int, ext: str) -> Path:
+    folder, suffix, _ = KINDS[kind]
+    return Path(chunks_dir) / folder / f"chunk_{chunk_id}{suffix}.{ext}"
+
+
+def table_name(kind: str, chunk_id: int) -> str:
+    return f"{kind}_{chunk_id}"
+
+
+def columns_ddl(schema: pa.Schema) -> str:
+    cols = []
+    for f in schema:
+        t = _TYPES.get(f.type)
+        if t is None:
+            raise ChunkLoadError(f"column {f.name}: no SQL type for Arrow type {f.type}")
+        cols.append(f"`{f.name}` {t} NOT NULL" if f.name in ("objectId", "sourceId", "chunkId", "subChunkId")
+                    else f"`{f.name}` {t}")
+    return ", ".join(cols)
+
+
+def _line_count(path: Path) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += block.count(b"\n")
+    return n
+
+
+def _load_one(conn, kind: str, chunk_id: int, path: Path, expected: int) -> dict:
+    lines = _line_count(path)
+    if lines != expected:
+        raise ChunkLoadError(f"{path}: {lines} lines, chunks.tsv says {expected} rows; re-run the partition step")
+    cur = conn.cursor()
+    t0 = time.monotonic()
+    cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{DATABASE}`.`{table_name(kind, chunk_id)}` "
+                f"FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n'", (str(path),))
+    affected = cur.rowcount
+    cur.execute("SHOW WARNINGS")
+    warnings = cur.fetchall()
+    seconds = time.monotonic() - t0
+    if affected != lines or warnings:
+        detail = "; ".join(f"{lvl} {code}: {msg}" for lvl, code, msg in warnings[:3])
+        raise ChunkLoadError(f"{path}: loaded {affected} of {lines} rows into {table_name(kind, chunk_id)}"
+                             + (f"; warnings: {detail}" if detail else ""))
+    return {"kind": kind, "chunkId": chunk_id, "rows": affected, "bytes": path.stat().st_size,
+            "seconds": seconds}
+
+
+def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: int = 2) -> dict:
+    """Create and load every chunk table; returns timings (create, load, total) and counts."""
+    chunks_dir = Path(chunks_dir)
+    schemas = {k: pq.read_schema(chunk_file(chunks_dir, k, chunks[0].chunk_id, "parquet"))
+               for k in KINDS}
+    conn = server.connect()
+    cur = conn.cursor()
+    t0 = time.monotonic()
+    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
+    tasks = []
+    for c in chunks:
+        for kind, (_, _, keys) in KINDS.items():
+            cur.execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{table_name(kind, c.chunk_id)}`")
+            cur.execute(f"CREATE TABLE `{DATABASE}`.`{table_name(kind, c.chunk_id)}` "
+                        f"({columns_ddl(schemas[kind])}, {keys}) ENGINE=InnoDB")
+            rows = {"Object": c.object_rows, "Source": c.source_rows, "ObjectFullOverlap": c.overlap_rows}[kind]
+            path = chunk_file(chunks_dir, kind, c.chunk_id, "tsv")
+            if rows or path.exists():
+                if not path.exists():
+                    raise ChunkLoadError(f"{path} not found but chunks.tsv lists {rows} rows")
+                tasks.append((kind, c.chunk_id, path, rows))
+    conn.close()
+    t1 = time.monotonic()
+    # Largest files first: the pool finishes together.
+    tasks.sort(key=lambda t: -t[3])
+    pool = [server.connect() for _ in range(max(1, connections))]
+    free = list(pool)
+    import threading
+    lock = threading.Lock()
+
+    def work(task):
+        with lock:
+            c = free.pop()
+        try:
+            return _load_one(c, *task)
+        finally:
+            with lock:
+                free.append(c)
+
+    try:
+        with cf.ThreadPoolExecutor(len(pool), thread_name_prefix="catbench-chunkload") as ex:
+            trace = list(ex.map(work, tasks))
+    finally:
+        for c in pool:
+            c.close()
+    t2 = time.monotonic()
+    rows = sum(t["rows"] for t in trace)
+    nbytes = sum(t["bytes"] for t in trace)
+    log.info("chunk tables: %d files, %d rows, %.1f MB in %.2f s (create %.2f s, load %.2f s, %d connections)",
+             len(trace), rows, nbytes / 1e6, t2 - t0, t1 - t0, t2 - t1, len(pool))
+    by_kind = {k: sum(t["rows"] for t in trace if t["kind"] == k) for k in KINDS}
+    return {"chunks": len(chunks), "files": len(trace), "rows": rows, "bytes": nbytes,
+            "create_s": t1 - t0, "load_s": t2 - t1, "seconds": t2 - t0, "connections": len(pool),
+            "rows_per_s": rows / (t2 - t1) if t2 > t1 else None, "rows_by_table": by_kind}
+
+
+def load_secondary_index(server, files: list[Path], variant: str = "qserv") -> dict:
+    """The director index (objectId -> chunkId, subChunkId), loaded as load_index does."""
+    v = get_variant(variant)
+    conn = server.connect()
+    try:
+        create_index_table(conn, v, INDEX_TABLE)
+        t0 = time.monotonic()
+        trace, _ = load_sequential(conn, INDEX_TABLE, [Path(f) for f in files], v)
+        seconds = time.monotonic() - t0
+    finally:
+        conn.close()
+    rows = trace[-1]["cumulative_rows"] if trace else 0
+    return {"variant": v.name, "key": v.key, "table": f"{INDEX_DATABASE}.{INDEX_TABLE}", "files": len(files),
+            "rows": rows, "seconds": seconds}
+
+
+def install_functions(conn, path) -> None:
+    """Create the suite's stored functions (udf_mysql.sql) in the chunk database."""
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
+    cur.execute(f"USE `{DATABASE}`")
+    for stmt in split_statements(Path(path).read_text()):
+        cur.execute(stmt)
+
+
+def split_statements(text: str) -> list[str]:
+    """Statements separated by lines ending in ';' (comment lines dropped)."""
+    out, buf = [], []
+    for line in text.splitlines():
+        if line.strip().startswith("--") or not line.strip():
+            continue
+        buf.append(line)
+        if line.rstrip().endswith(";"):
+            out.append("\n".join(buf).rstrip().rstrip(";"))
+            buf = []
+    if "".join(buf).strip():
+        out.append("\n".join(buf))
+    return out

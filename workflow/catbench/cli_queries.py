@@ -1,0 +1,129 @@
+"""CLI sub-commands of the query stage: ``catbench queries`` and ``catbench queries-check``.
+
+Hook into the main CLI with ``add_subcommands(subparsers)``; each sets ``func`` (called
+with the parsed args, returns an exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .chunk_load import ChunkLoadError
+from .config import ConfigError
+from .config import load as load_config
+from .load_index import LoadError
+from .server import ServerError
+from .suite import QUERY_NAMES, QueryError
+
+log = logging.getLogger(__name__)
+EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSError, ValueError)
+
+
+def _config(text: str) -> dict:
+    if text.lstrip().startswith("{"):
+        from .config import validate
+        return validate(json.loads(text))
+    return load_config(text)
+
+
+def _json_arg(text: str | None, what: str):
+    if not text:
+        return None
+    try:
+        p = Path(text)
+        return json.loads(p.read_text() if not text.lstrip().startswith("{") and p.exists() else text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"{what} is not valid JSON ({exc})")
+
+
+def cmd_queries(args) -> int:
+    """Run the query suite (cold, warm, concurrency) on one target (mysql) or over the
+    Parquet chunk files (duckdb); writes <out>/{results.parquet,summary.json,answers.json}."""
+    from .queries import run_queries, run_queries_duckdb
+    cfg = _config(args.config)
+    results = Path(args.results)
+    conc = {}
+    if args.streams is not None:
+        conc["streams"] = args.streams
+    if args.concurrency_seconds is not None:
+        conc["seconds"] = args.concurrency_seconds
+    common = dict(repetitions=args.repetitions, concurrency=conc or None, names=args.queries,
+                  cold=False if args.no_cold else None, params=_json_arg(args.params_json, "--params-json"))
+    if args.engine == "duckdb":
+        s = run_queries_duckdb(cfg, results / "chunks", args.out, target=args.target or "parquet", **common)
+    else:
+        if not args.target or not args.path:
+            raise SystemExit("--engine mysql needs --target and --path")
+        srv = cfg.get("server") or {}
+        s = run_queries(cfg, args.target, args.path, results / "chunks", results / "index" / "input", args.out,
+                        settings=_json_arg(args.settings_json, "--settings-json"),
+                        binary=args.server_binary or srv.get("binary"), tcp=bool(srv.get("tcp")),
+                        keep_data=args.keep_data, **common)
+    warm = {q: round(v["warm"]["p50_s"], 6) for q, v in s["stats"].items() if "warm" in v}
+    print(json.dumps({"target": s["target"], "engine": s["engine"], "cold_method": s["cold_method"],
+                      "warm_p50_s": warm, "answers": s["answers"]}, default=str))
+    return 0
+
+
+def cmd_queries_check(args) -> int:
+    """Compare every query's answer across targets and engines; fails naming the query."""
+    from .queries import check_answers
+    r = check_answers(args.inputs, args.out)
+    print(json.dumps({"ok": r["ok"], "queries": {q: v["agree"] for q, v in r["queries"].items()}}))
+    return 0
+
+
+def _guarded(func):
+    def run(args) -> int:
+        try:
+            return func(args)
+        except EXPECTED as exc:
+            log.error("%s", exc)
+            print(f"catbench {args.command if hasattr(args, 'command') else ''}: error: {exc}", file=sys.stderr)
+            return 1
+    run.__doc__ = func.__doc__
+    return run
+
+
+def add_subcommands(subparsers) -> None:
+    p = subparsers.add_parser("queries", help="query suite on one target (mysql) or the Parquet files (duckdb)",
+                              description=cmd_queries.__doc__)
+    p.add_argument("--engine", choices=("mysql", "duckdb"), default="mysql")
+    p.add_argument("--target", help="storage target name (mysql: required; duckdb: label, default 'parquet')")
+    p.add_argument("--path", help="directory on the target for the private server (mysql)")
+    p.add_argument("--results", required=True, help="results/<run> directory (chunks/, index/input/)")
+    p.add_argument("--config", required=True, help="config YAML file or JSON text")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--repetitions", type=int, help="runs per query and cache state (default queries.repetitions)")
+    p.add_argument("--queries", nargs="*", choices=QUERY_NAMES, help="subset of the suite (default all)")
+    p.add_argument("--no-cold", action="store_true", help="skip the cold runs")
+    p.add_argument("--streams", type=int, help="HV2 streams of the concurrency run (0 skips it)")
+    p.add_argument("--concurrency-seconds", type=float, help="duration of each concurrency phase")
+    p.add_argument("--params-json", help="query parameters (JSON text or file) instead of drawing them")
+    p.add_argument("--settings-json", help="server options as a JSON object (default server.settings)")
+    p.add_argument("--server-binary", help="mariadbd/mysqld to use (default server.binary or search)")
+    p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
+    p.set_defaults(func=_guarded(cmd_queries))
+
+    p = subparsers.add_parser("queries-check", help="cross-check query answers of all targets and engines",
+                              description=cmd_queries_check.__doc__)
+    p.add_argument("--inputs", nargs="+", required=True, help="output directories of `catbench queries`")
+    p.add_argument("--out", required=True, help="check result (JSON)")
+    p.set_defaults(func=_guarded(cmd_queries_check))
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mysql.connector").setLevel(logging.WARNING)
+    parser = argparse.ArgumentParser(prog="catbench-queries")
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

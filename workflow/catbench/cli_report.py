@@ -1,0 +1,117 @@
+"""CLI subcommands for the final product: ``catbench tables``, ``report``, ``compare``,
+``provenance``.
+
+Hook into the main CLI with ``add_subcommands(subparsers)``; each subcommand sets ``func``
+(called with the parsed args, returns an exit code: 0 ok, 1 bad/missing metrics file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .tables import STAGES, MetricsError
+
+log = logging.getLogger(__name__)
+
+
+def cmd_tables(args) -> int:
+    """Final tables of a run (DuckDB SQL in resources/sql/) -> <out>/{storage,load_time,load_rate,
+    queries,restart,chunks,stages}.csv, summary.md, provenance.json."""
+    from .tables import make_tables
+    written = make_tables(args.results, args.out, require=args.require or ())
+    for name, path in written.items():
+        print(f"{name}: {path}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    """Plots (PNG) and a self-contained index.html for a run."""
+    from .report import make_report
+    index = make_report(args.results, args.out, args.tables)
+    print(index)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    """Differences between two runs' tables, joined on key columns, with ratios B/A."""
+    from . import compare as cmp
+    rows = cmp.compare(args.results_a, args.results_b)
+    out = Path(args.out) if args.out else \
+        cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
+    cmp.write(rows, out)
+    print(f"A = {args.results_a}\nB = {args.results_b}\n")
+    print(cmp.format_rows(rows, args.limit))
+    print(f"\n{len(rows)} comparisons written to {out}")
+    return 0
+
+
+def cmd_provenance(args) -> int:
+    """provenance.json of a run: versions, server settings in force, CPU, memory, targets."""
+    from .provenance import collect
+    doc = json.dumps(collect(args.results), indent=1, default=str) + "\n"
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(doc)
+        print(args.out)
+    else:
+        sys.stdout.write(doc)
+    return 0
+
+
+def _guarded(func):
+    def run(args) -> int:
+        try:
+            return func(args)
+        except MetricsError as exc:
+            log.error("%s", exc)
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    run.__doc__ = func.__doc__
+    return run
+
+
+def add_subcommands(subparsers) -> None:
+    p = subparsers.add_parser("tables", help="final CSV tables, summary.md and provenance.json of a run",
+                              description=cmd_tables.__doc__)
+    p.add_argument("--results", required=True, help="the run's results directory, results/<run>")
+    p.add_argument("--out", help="output directory (default RESULTS/tables)")
+    p.add_argument("--require", nargs="*", choices=STAGES, metavar="STAGE",
+                   help=f"stages that must have metrics ({', '.join(STAGES)}); default none")
+    p.set_defaults(func=_guarded(cmd_tables))
+
+    p = subparsers.add_parser("report", help="plots and index.html of a run",
+                              description=cmd_report.__doc__)
+    p.add_argument("--results", required=True, help="the run's results directory, results/<run>")
+    p.add_argument("--tables", help="tables directory (default RESULTS/tables; built if absent)")
+    p.add_argument("--out", help="output directory (default RESULTS/report)")
+    p.set_defaults(func=_guarded(cmd_report))
+
+    p = subparsers.add_parser("compare", help="compare two runs' tables (ratios B/A)",
+                              description=cmd_compare.__doc__)
+    p.add_argument("results_a", metavar="RESULTS_A", help="run A: results/<run> or its tables/")
+    p.add_argument("results_b", metavar="RESULTS_B", help="run B: results/<run> or its tables/")
+    p.add_argument("--out", help="CSV to write (default RESULTS_B/tables/compare_<A>.csv)")
+    p.add_argument("--limit", type=int, default=40, help="rows printed per table (default 40)")
+    p.set_defaults(func=_guarded(cmd_compare))
+
+    p = subparsers.add_parser("provenance", help="versions, settings, hardware of a run",
+                              description=cmd_provenance.__doc__)
+    p.add_argument("--results", required=True, help="the run's results directory, results/<run>")
+    p.add_argument("--out", help="file to write (default: print)")
+    p.set_defaults(func=_guarded(cmd_provenance))
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser = argparse.ArgumentParser(prog="catbench-report")
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""``catbench compare RESULTS_A RESULTS_B``: the two runs' final tables side by side.
+
+Each table is joined on its key columns (full outer join, DuckDB); every numeric column gives a
+row ``table, key, column, a, b, ratio`` with ratio = B / A; other columns give a row only when
+they differ; a key present in one run only gives one row with ``column`` = ``(row)``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pyarrow as pa
+
+from . import tables as T
+
+KEYS = {
+    "storage": ("target", "test"),
+    "load_time": ("target", "variant", "strategy"),
+    "load_rate": ("target", "variant", "strategy", "interval"),
+    "queries": ("target", "engine", "query", "cache"),
+    "restart": ("target", "kind", "repetition", "phase"),
+    "chunks": ("chunkId",),
+    "stages": ("stage",),
+}
+COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note")
+NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",
+           "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
+
+
+def tables_dir(path) -> Path:
+    """A run directory (results/<run>) or its tables/ directory."""
+    p = Path(path)
+    if (p / "tables").is_dir():
+        return p / "tables"
+    if p.is_dir() and any((p / f"{n}.csv").is_file() for n in KEYS):
+        return p
+    raise T.MetricsError(f"{p}: no tables here (run `catbench tables --results {p}` first)")
+
+
+def run_name(path) -> str:
+    p = Path(path).resolve()
+    return p.parent.name if p.name == "tables" else p.name
+
+
+def _read(con, path: Path, name: str):
+    """(column names, numeric column names, rows) of one CSV, or None when absent."""
+    import duckdb
+    if not path.is_file():
+        return None
+    try:
+        rel = con.sql(f"SELECT * FROM read_csv('{str(path).replace(chr(39), chr(39) * 2)}', "
+                      "header = true, auto_detect = true)")
+        cols = rel.columns
+        types = [str(t).upper() for t in rel.types]
+        rows = rel.fetchall()
+    except duckdb.Error as exc:
+        raise T.MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
+    numeric = {c for c, t in zip(cols, types) if t.split("(")[0] in NUMERIC}
+    return cols, numeric, [dict(zip(cols, r)) for r in rows]
+
+
+def _keystr(keys, row) -> str:
+    return ", ".join(f"{k}={row.get(k)}" for k in keys)
+
+
+def _ratio(a, b):
+    if a is None or b is None:
+        return None
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return None
+    if a == 0:
+        return 1.0 if b == 0 else None
+    r = b / a
+    return None if math.isnan(r) else r
+
+
+def compare(results_a, results_b) -> list:
+    """Rows of the comparison (dicts with COLUMNS)."""
+    import duckdb
+    da, db = tables_dir(results_a), tables_dir(results_b)
+    con = duckdb.connect()
+    out = []
+    try:
+        for name, keys in KEYS.items():
+            ta, tb = _read(con, da / f"{name}.csv", name), _read(con, db / f"{name}.csv", name)
+            if ta is None or tb is None:
+                if ta is not None or tb is not None:
+                    out.append({"table": name, "key": "", "column": "(table)", "a": None, "b": None,
+                                "ratio": None, "note": f"only in {'A' if tb is None else 'B'}"})
+                continue
+            (ca, na, ra), (cb, nb, rb) = ta, tb
+            ks = [k for k in keys if k in ca and k in cb]
+            ia = {tuple(str(r[k]) for k in ks): r for r in ra}
+            ib = {tuple(str(r[k]) for k in ks): r for r in rb}
+            for key in list(dict.fromkeys(list(ia) + list(ib))):
+                a, b = ia.get(key), ib.get(key)
+                kstr = ", ".join(f"{k}={v}" for k, v in zip(ks, key))
+                if a is None or b is None:
+                    out.append({"table": name, "key": kstr, "column": "(row)", "a": None, "b": None,
+                                "ratio": None, "note": f"only in {'A' if b is None else 'B'}"})
+                    continue
+                for c in [c for c in ca if c in cb and c not in ks]:
+                    va, vb = a.get(c), b.get(c)
+                    if c in na and c in nb:
+                        r = _ratio(va, vb)
+                        note = "" if va == vb else ("differs" if r is None else "")
+                        out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
+                                    "ratio": None if r is None else round(r, 6), "note": note})
+                    elif str(va) != str(vb):
+                        out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
+                                    "ratio": None, "note": "differs"})
+    finally:
+        con.close()
+    return out
+
+
+def write(rows: list, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cols = {c: pa.array([None if r[c] is None else str(r[c]) for r in rows], pa.string())
+            for c in COLUMNS if c not in ("ratio",)}
+    cols["ratio"] = pa.array([r["ratio"] for r in rows], pa.float64())
+    T.write_csv(pa.table({c: cols[c] for c in COLUMNS}), path)
+
+
+def format_rows(rows: list, limit: int = 40) -> str:
+    """Plain-text listing, at most ``limit`` rows per table (all rows go to the CSV)."""
+    lines, seen = [], {}
+    for r in rows:
+        seen[r["table"]] = seen.get(r["table"], 0) + 1
+        if seen[r["table"]] > limit:
+            continue
+        ratio = "" if r["ratio"] is None else f"x{r['ratio']:.3g}"
+        lines.append(f"{r['table']:<10} {r['key']:<45} {r['column']:<24} "
+                     f"{_short(r['a']):>14} -> {_short(r['b']):<14} {ratio:<9} {r['note']}".rstrip())
+    for t, n in seen.items():
+        if n > limit:
+            lines.append(f"{t}: {n - limit} more rows in the CSV")
+    return "\n".join(lines)
+
+
+def _short(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    s = str(v)
+    return s if len(s) <= 14 else s[:13] + "…"

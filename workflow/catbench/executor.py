@@ -1,0 +1,207 @@
+"""Query engines: ``mysql`` (Qserv's plan: secondary index, one query per chunk on a pool
+of connections, merge) and ``duckdb`` (the logical query over the Parquet chunk files).
+
+Both return an :class:`~catbench.suite.Answer`; the suite's SQL lives in resources/queries.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import queue
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from .chunk_load import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, split_statements, table_name
+from .load_index import DATABASE as INDEX_DATABASE
+from .server import resources_dir
+from .suite import Answer, Query, QueryError, bind
+
+log = logging.getLogger(__name__)
+MYSQL_FLOAT = 4  # mysql.connector FieldType.FLOAT
+
+
+def udf_path(engine: str) -> Path:
+    return resources_dir() / "sql" / f"udf_{engine}.sql"
+
+
+def sphgeom_chunker(num_stripes: int, num_sub_stripes: int):
+    try:
+        from lsst.sphgeom import Chunker
+    except ImportError as exc:  # pragma: no cover - dependency missing
+        raise QueryError("the mysql engine needs lsst-sphgeom for the chunk geometry "
+                         "(pip install lsst-sphgeom)") from exc
+    return Chunker(num_stripes, num_sub_stripes)
+
+
+def box_region(params: dict):
+    from lsst.sphgeom import Box
+    ra0, ra1, d0, d1 = (float(params[k]) for k in ("ra_min", "ra_max", "dec_min", "dec_max"))
+    if not (0 <= ra0 <= ra1 <= 360 and -90 <= d0 <= d1 <= 90):
+        raise QueryError(f"box ra [{ra0}, {ra1}] dec [{d0}, {d1}] is not a box with 0 <= ra_min <= ra_max "
+                         f"<= 360 and -90 <= dec_min <= dec_max <= 90 (boxes across ra = 0 are not supported)")
+    return Box.fromDegrees(ra0, d0, ra1, d1)
+
+
+class MysqlEngine:
+    """Runs the suite against one private server; ``connections`` chunk queries in flight."""
+
+    name = "mysql"
+
+    def __init__(self, server, chunks: list[ChunkInfo], partition: dict, connections: int = 4):
+        self.server = server
+        self.chunk_ids = sorted(c.chunk_id for c in chunks)
+        self._loaded = set(self.chunk_ids)
+        self.sphgeom = sphgeom_chunker(partition["num_stripes"], partition["num_sub_stripes_per_stripe"])
+        self.connections = max(1, int(connections))
+        self._pool: queue.Queue | None = None
+        self._conns: list = []
+        self._ex: cf.ThreadPoolExecutor | None = None
+        self._merge = duckdb.connect()
+        self.open()
+
+    # -- connections: reopened after every server restart --
+    def open(self):
+        self.close_pool()
+        self._conns = [self.server.connect() for _ in range(self.connections)]
+        self._pool = queue.Queue()
+        for c in self._conns:
+            c.cursor().execute(f"USE `{DATABASE}`")
+            self._pool.put(c)
+        self._ex = cf.ThreadPoolExecutor(self.connections, thread_name_prefix="catbench-chunkq")
+
+    def close_pool(self):
+        if self._ex:
+            self._ex.shutdown(wait=True)
+            self._ex = None
+        for c in self._conns:
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - the server may be gone already
+                pass
+        self._conns = []
+
+    def close(self):
+        self.close_pool()
+        self._merge.close()
+
+    def _execute(self, sql: str, args: dict):
+        conn = self._pool.get()
+        try:
+            cur = conn.cursor()
+            cur.execute(sql, args)
+            rows = cur.fetchall()
+            desc = cur.description or []
+            return [d[0] for d in desc], {d[0] for d in desc if d[1] == MYSQL_FLOAT}, rows
+        finally:
+            self._pool.put(conn)
+
+    # -- dispatch --
+    def tasks(self, q: Query, params: dict) -> list[tuple[int, list[int] | None]]:
+        """(chunkId, sub-chunk ids or None) the query must run on."""
+        if q.dispatch == "all":
+            return [(c, None) for c in self.chunk_ids]
+        if q.dispatch == "index":
+            _, _, rows = self._execute(
+                f"SELECT chunkId FROM `{INDEX_DATABASE}`.`{INDEX_TABLE}` WHERE objectId = %(id)s",
+                {"id": int(params["object_id"])})
+            return [(int(r[0]), None) for r in rows if int(r[0]) in self._loaded]
+        region = box_region(params)
+        if q.dispatch == "box":
+            return [(int(c), None) for c in sorted(self.sphgeom.getChunksIntersecting(region))
+                    if int(c) in self._loaded]
+        out = []
+        for c, subs in self.sphgeom.getSubChunksIntersecting(region):
+            if int(c) in self._loaded and len(subs):
+                out.append((int(c), sorted(int(s) for s in subs)))
+        return sorted(out)
+
+    @staticmethod
+    def chunk_sql(template: str, chunk_id: int, subs) -> str:
+        return template.format(
+            Object=f"`{table_name('Object', chunk_id)}`", Source=f"`{table_name('Source', chunk_id)}`",
+            ObjectFullOverlap=f"`{table_name('ObjectFullOverlap', chunk_id)}`",
+            subChunkIds=",".join(str(s) for s in subs) if subs else "NULL")
+
+    def run(self, q: Query, params: dict) -> Answer:
+        tasks = self.tasks(q, params)
+        sql, args = bind(q, q.chunk_sql, params, "pyformat")
+        futs = [self._ex.submit(self._execute, self.chunk_sql(sql, c, subs), args) for c, subs in tasks]
+        columns, f32, rows = None, set(), []
+        for f in futs:
+            cols, fl, r = f.result()
+            columns = columns or cols
+            f32 |= fl
+            rows.extend(r)
+        columns = columns or []
+        if q.merge_sql:
+            return self.merge(q, columns, rows, f32)
+        return Answer(columns, rows, f32)
+
+    def merge(self, q: Query, columns: list[str], rows: list[tuple], f32: set) -> Answer:
+        if not columns:
+            raise QueryError(f"query {q.name}: no chunk to run on, nothing to merge")
+        data = {c: pa.array([r[i] for r in rows]) for i, c in enumerate(columns)}
+        partials = pa.table(data)
+        self._merge.register("partials", partials)
+        try:
+            cur = self._merge.execute(q.merge_sql)
+            out = cur.fetchall()
+            cols = [d[0] for d in cur.description]
+        finally:
+            self._merge.unregister("partials")
+        return Answer(cols, out, {c for c in cols if c in f32})
+
+
+class DuckdbEngine:
+    """The logical queries over the Parquet chunk files (embedded, no server)."""
+
+    name = "duckdb"
+
+    def __init__(self, chunks_dir, chunks: list[ChunkInfo], threads: int | None = None):
+        self.chunks_dir = Path(chunks_dir)
+        self.chunks = chunks
+        self.threads = threads
+        self.con = None
+        self.open()
+
+    def _files(self, kind: str, attr: str) -> list[str]:
+        out = []
+        for c in self.chunks:
+            if getattr(c, attr) > 0:
+                p = chunk_file(self.chunks_dir, kind, c.chunk_id, "parquet")
+                if not p.exists():
+                    raise QueryError(f"{p} not found but chunks.tsv lists rows for it")
+                out.append(str(p))
+        return out
+
+    def open(self):
+        """A fresh in-process database (the 'restart' of an embedded engine)."""
+        if self.con is not None:
+            self.con.close()
+        self.con = duckdb.connect()
+        if self.threads:
+            self.con.execute(f"SET threads = {int(self.threads)}")
+        for stmt in split_statements(udf_path("duckdb").read_text()):
+            self.con.execute(stmt)
+        for view, kind, attr in (("Object", "Object", "object_rows"), ("Source", "Source", "source_rows")):
+            files = self._files(kind, attr)
+            lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            self.con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM read_parquet([{lst}])")
+
+    def cursor(self):
+        return self.con.cursor()
+
+    def close(self):
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    def run(self, q: Query, params: dict, con=None) -> Answer:
+        sql, args = bind(q, q.sql, params, "dollar")
+        cur = (con or self.con).execute(sql, args)
+        rows = cur.fetchall()
+        desc = cur.description
+        return Answer([d[0] for d in desc], rows, {d[0] for d in desc if str(d[1]) == "FLOAT"})
