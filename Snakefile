@@ -22,6 +22,7 @@ wildcard_constraints:
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/storage.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
@@ -31,3 +32,4 @@ rule all:
         rules.partition.input,
         rules.fio.input,
         rules.load_index.output,
+        rules.report.input,

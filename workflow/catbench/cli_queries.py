@@ -77,13 +77,13 @@ def cmd_queries_check(args) -> int:
     return 0
 
 
-def _guarded(func):
+def _guarded(func, name: str):
     def run(args) -> int:
         try:
             return func(args)
         except EXPECTED as exc:
             log.error("%s", exc)
-            print(f"catbench {args.command if hasattr(args, 'command') else ''}: error: {exc}", file=sys.stderr)
+            print(f"catbench {name}: error: {exc}", file=sys.stderr)
             return 1
     run.__doc__ = func.__doc__
     return run
@@ -107,13 +107,13 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--settings-json", help="server options as a JSON object (default server.settings)")
     p.add_argument("--server-binary", help="mariadbd/mysqld to use (default server.binary or search)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
-    p.set_defaults(func=_guarded(cmd_queries))
+    p.set_defaults(func=_guarded(cmd_queries, "queries"))
 
     p = subparsers.add_parser("queries-check", help="cross-check query answers of all targets and engines",
                               description=cmd_queries_check.__doc__)
     p.add_argument("--inputs", nargs="+", required=True, help="output directories of `catbench queries`")
     p.add_argument("--out", required=True, help="check result (JSON)")
-    p.set_defaults(func=_guarded(cmd_queries_check))
+    p.set_defaults(func=_guarded(cmd_queries_check, "queries-check"))
 
 
 def main(argv=None) -> int:

@@ -60,10 +60,6 @@ def _read(con, path: Path, name: str):
     return cols, numeric, [dict(zip(cols, r)) for r in rows]
 
 
-def _keystr(keys, row) -> str:
-    return ", ".join(f"{k}={row.get(k)}" for k in keys)
-
-
 def _ratio(a, b):
     if a is None or b is None:
         return None
@@ -128,12 +124,14 @@ def write(rows: list, path: Path) -> None:
 def format_rows(rows: list, limit: int = 40) -> str:
     """Plain-text listing, at most ``limit`` rows per table (all rows go to the CSV)."""
     lines, seen = [], {}
+    kw = min(max([len(r["key"]) for r in rows] + [10]), 70)
+    cw = min(max([len(r["column"]) for r in rows] + [6]), 30)
     for r in rows:
         seen[r["table"]] = seen.get(r["table"], 0) + 1
         if seen[r["table"]] > limit:
             continue
         ratio = "" if r["ratio"] is None else f"x{r['ratio']:.3g}"
-        lines.append(f"{r['table']:<10} {r['key']:<45} {r['column']:<24} "
+        lines.append(f"{r['table']:<10} {r['key']:<{kw}} {r['column']:<{cw}} "
                      f"{_short(r['a']):>14} -> {_short(r['b']):<14} {ratio:<9} {r['note']}".rstrip())
     for t, n in seen.items():
         if n > limit:

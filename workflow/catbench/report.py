@@ -169,7 +169,8 @@ def _bars(ax, groups: list, series: list, value, err=None, ylabel="", log=False)
         ys = [v if v is not None else 0 for v in vals]
         kw = {}
         if err is not None:
-            kw["yerr"] = [[0] * len(groups), [max((err(g, s) or y) - y, 0) for g, y in zip(groups, ys)]]
+            kw["yerr"] = [[0] * len(groups), [0 if v is None else max((err(g, s) or v) - v, 0)
+                                              for g, v in zip(groups, vals)]]
             kw["capsize"] = 3
         ax.bar(xs, ys, width, label=str(s), **kw)
     ax.set_xticks(range(len(groups)))
@@ -209,6 +210,7 @@ def plot_queries(plt, queries: list, path: Path) -> bool:
     fig, axes = plt.subplots(len(caches), 1, figsize=(max(6, 1.2 * len(qs) * max(1, len(series) / 2)),
                                                       3.8 * len(caches)), squeeze=False)
     for ax, cache in zip([a for row in axes for a in row], caches):
+        qs = list(dict.fromkeys(r["query"] for r in queries if r["cache"] == cache))
         _bars(ax, qs, series, lambda g, s: by.get((g, cache, s), {}).get("p50_s"),
               err=lambda g, s: by.get((g, cache, s), {}).get("p95_s"), ylabel="seconds")
         ax.set_title(f"{cache} cache: median, whisker to p95")

@@ -134,13 +134,6 @@ class RunInputs:
         return self.views[view].to_pylist()
 
 
-def _rel(path: Path, base: Path) -> str:
-    try:
-        return str(path.relative_to(base.parent))
-    except ValueError:
-        return str(path)
-
-
 def _json(path: Path):
     if not path.is_file():
         raise MetricsError(f"{path}: missing metrics file")

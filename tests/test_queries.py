@@ -1,0 +1,222 @@
+"""Query stage on a small real catalog spanning several chunks: the mysql engine (private
+server, chunk tables, secondary index, per-chunk queries) and the duckdb engine agree on
+every query, SHV1 equals a brute-force pair count, every query returns data, and the
+cross-check names a query whose answer was altered."""
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from catbench import catalog as cat_mod
+from catbench import partition as part_mod
+from catbench.cli_queries import main as cli_main
+from catbench.config import validate
+from catbench.queries import check_answers, run_queries, run_queries_duckdb, settings_of
+from catbench.suite import QUERY_NAMES, Answer, QueryError, bind, compare, load_suite
+
+SHV1_BOX = {"ra_min": 1.0, "ra_max": 5.5, "dec_min": -1.9, "dec_max": 1.9}  # crosses chunk and stripe edges
+
+
+def small_config():
+    cfg = validate({
+        "run": "qtest", "seed": 7,
+        "catalog": {"patch": {"objects": 2000}, "sources_per_object": 3, "max_objects_per_part": 8000,
+                    "sky": {"ra_min_deg": 0, "ra_max_deg": 8, "dec_min_deg": -2, "dec_max_deg": 2}},
+        "partition": {"index_files": 4},
+        "server": {"settings": {"innodb_buffer_pool_size": "64M"}},
+    })
+    cfg["queries"] = {"repetitions": 1, "connections": 3, "load_connections": 2,
+                      "concurrency": {"streams": 1, "seconds": 1.0, "lv1_interval_s": 0.05},
+                      "parameters": {"SHV1": dict(SHV1_BOX)}}
+    return cfg
+
+
+def build(cfg, root: Path):
+    cat = cfg["catalog"]
+    patch = cat_mod.generate_patch(cat, cfg["seed"])
+    layout = cat_mod.copy_layout(cat)
+    staging = []
+    for k, copies in enumerate(cat_mod.part_copies(cat)):
+        o, s = root / f"catalog/Object/part-{k:05d}.parquet", root / f"catalog/Source/part-{k:05d}.parquet"
+        o.parent.mkdir(parents=True, exist_ok=True)
+        s.parent.mkdir(parents=True, exist_ok=True)
+        cat_mod.write_part(patch, layout, copies, o, s)
+        d = root / f"staging/part-{k:05d}"
+        part_mod.map_part(cfg, o, s, d, 2)
+        staging.append(d)
+    manifests = []
+    for g in range(2):
+        m = root / f"chunks/groups/group-{g:05d}.tsv"
+        part_mod.reduce_group(staging, g, root / "chunks", m)
+        manifests.append(m)
+    part_mod.write_index_input(staging, cfg["partition"]["index_files"], root / "index/input",
+                               root / "index/input_seed")
+    # chunks.tsv as the chunk-list step writes it
+    import duckdb
+    files = ", ".join(f"'{m}'" for m in manifests)
+    duckdb.connect().execute(f"""
+        COPY (SELECT chunkId,
+                     SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
+                     SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
+                     SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
+                     SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes
+              FROM read_csv([{files}], delim='\t', header=true) GROUP BY chunkId ORDER BY chunkId)
+        TO '{root / "chunks/chunks.tsv"}' (FORMAT csv, DELIMITER '\t', HEADER true)""")
+    objects = pa.concat_tables([pq.read_table(p) for p in sorted((root / "catalog/Object").glob("*.parquet"))])
+    return objects
+
+
+def our_servers(root: Path):
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "mariadbd" in cmd or "mysqld" in cmd:
+            if str(root) in cmd:
+                out.append(p.pid)
+    return out
+
+
+@pytest.fixture(scope="module")
+def run():
+    root = Path(tempfile.mkdtemp(prefix="cbqt-", dir="/tmp"))
+    try:
+        cfg = small_config()
+        objects = build(cfg, root)
+        duck = run_queries_duckdb(cfg, root / "chunks", root / "out/parquet/duckdb")
+        my = run_queries(cfg, "t1", root / "target", root / "chunks", root / "index/input",
+                         root / "out/t1/mysql", settings=cfg["server"]["settings"])
+        yield {"cfg": cfg, "root": root, "objects": objects, "duck": duck, "mysql": my}
+    finally:
+        leftover = our_servers(root)
+        shutil.rmtree(root, ignore_errors=True)
+        assert not leftover, f"servers left running: {leftover}"
+
+
+def haversine_deg(ra1, d1, ra2, d2):
+    ra1, d1, ra2, d2 = map(np.radians, (ra1, d1, ra2, d2))
+    a = np.sin((d2 - d1) / 2) ** 2 + np.cos(d1) * np.cos(d2) * np.sin((ra2 - ra1) / 2) ** 2
+    return np.degrees(2 * np.arcsin(np.minimum(1.0, np.sqrt(a))))
+
+
+@pytest.mark.server
+def test_several_chunks_and_both_engines_agree(run):
+    assert run["duck"]["chunks"] >= 6
+    res = check_answers([run["root"] / "out/parquet/duckdb", run["root"] / "out/t1/mysql"],
+                        run["root"] / "out/check.json")
+    assert res["ok"] and set(res["queries"]) == set(QUERY_NAMES)
+    assert all(v["agree"] for v in res["queries"].values())
+    # same digests, not only within tolerance
+    assert run["duck"]["digests"] == run["mysql"]["digests"]
+    assert json.loads((run["root"] / "out/check.json").read_text())["ok"]
+
+
+@pytest.mark.server
+def test_every_query_returns_data(run):
+    for s in (run["duck"], run["mysql"]):
+        answers = json.loads((Path(run["root"]) / "out" / ("parquet/duckdb" if s["engine"] == "duckdb"
+                                                          else "t1/mysql") / "answers.json").read_text())
+        for q in QUERY_NAMES:
+            a = Answer.from_json(answers[q])
+            assert a.rows, f"{q} returned no rows"
+            if a.columns == ["n"]:
+                assert a.rows[0][0] > 0, f"{q} counted 0"
+
+
+@pytest.mark.server
+def test_shv1_equals_brute_force(run):
+    o = run["objects"]
+    ra, dec = o["ra_PS"].to_numpy(), o["decl_PS"].to_numpy()
+    b = SHV1_BOX
+    m = (ra >= b["ra_min"]) & (ra <= b["ra_max"]) & (dec >= b["dec_min"]) & (dec <= b["dec_max"])
+    ra, dec = ra[m], dec[m]
+    r = run["cfg"]["partition"]["overlap_deg"]
+    i, j = np.triu_indices(len(ra), 1)
+    sep = haversine_deg(ra[i], dec[i], ra[j], dec[j])
+    close = sep < r
+    expected = int(close.sum())
+    assert run["mysql"]["answers"]["SHV1"] == f"n={expected}"
+    assert run["duck"]["answers"]["SHV1"] == f"n={expected}"
+    # the overlap path is exercised: some pairs straddle sub-chunks and chunks
+    ch = part_mod.chunker_from(run["cfg"])
+    c, s = ch.locate(ra, dec)
+    cross_sub = ((c[i] != c[j]) | (s[i] != s[j]))[close]
+    cross_chunk = (c[i] != c[j])[close]
+    assert cross_sub.sum() > 0 and cross_chunk.sum() > 0, (cross_sub.sum(), cross_chunk.sum())
+
+
+@pytest.mark.server
+def test_results_layout_and_figures(run):
+    out = run["root"] / "out/t1/mysql"
+    t = pq.read_table(out / "results.parquet").to_pylist()
+    caches = {r["cache"] for r in t}
+    assert {"cold", "warm", "concurrent-alone", "concurrent-load"} <= caches
+    assert {r["query"] for r in t if r["cache"] == "cold"} == set(QUERY_NAMES)
+    assert all(r["seconds"] > 0 and r["digest"] for r in t)
+    s = run["mysql"]
+    assert s["cold_method"] in ("server-restart+drop_caches", "server-restart-only")
+    load = s["load"]["chunk_tables"]
+    assert load["seconds"] > 0 and load["rows_by_table"]["Object"] == run["objects"].num_rows
+    assert s["load"]["secondary_index"]["rows"] == run["objects"].num_rows
+    assert s["concurrency"]["lv1_load"]["n"] > 0 and s["concurrency"]["hv2"]["n"] > 0
+    assert s["stats"]["HV2"]["warm"]["p50_s"] > 0
+    # the server's data are gone, its logs stay
+    assert not (run["root"] / "target/catbench-queries/data").exists()
+
+
+@pytest.mark.server
+def test_altered_answer_is_named(run, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(run["root"] / "out/t1/mysql", bad)
+    answers = json.loads((bad / "answers.json").read_text())
+    answers["HV1"]["rows"][0][0] += 1
+    (bad / "answers.json").write_text(json.dumps(answers))
+    s = json.loads((bad / "summary.json").read_text())
+    s["digests"]["HV1"] = "0" * 64
+    s["target"] = "bad"
+    (bad / "summary.json").write_text(json.dumps(s))
+    with pytest.raises(QueryError, match=r"query HV1: answers differ"):
+        check_answers([run["root"] / "out/parquet/duckdb", bad], tmp_path / "check.json")
+    assert not json.loads((tmp_path / "check.json").read_text())["ok"]
+    rc = cli_main(["queries-check", "--inputs", str(run["root"] / "out/parquet/duckdb"), str(bad),
+                   "--out", str(tmp_path / "check2.json")])
+    assert rc == 1
+
+
+# ---- unit tests (no server) -------------------------------------------------------------
+
+def test_suite_files_parse_and_bind():
+    suite = load_suite()
+    assert set(suite) == set(QUERY_NAMES)
+    sql, args = bind(suite["LV1"], suite["LV1"].chunk_sql, {"object_id": 5, "extra": 1}, "pyformat")
+    assert "%(object_id)s" in sql and args == {"object_id": 5}
+    sql, args = bind(suite["SHV1"], suite["SHV1"].sql, {**SHV1_BOX, "radius_deg": 0.01}, "dollar")
+    assert "$radius_deg" in sql and ":" not in sql.replace("::", "")
+    with pytest.raises(QueryError, match="LV3: no value for parameter"):
+        bind(suite["LV3"], suite["LV3"].sql, {}, "dollar")
+
+
+def test_compare_tolerance_and_float32():
+    a = Answer(["chunkId", "avg_ra"], [(2, 1.0), (1, 0.123456789012)]).canonical(("chunkId",))
+    b = Answer(["chunkId", "avg_ra"], [(1, 0.123456789012 * (1 + 1e-13)), (2, 1.0)]).canonical(("chunkId",))
+    assert compare("HV3", a, b) is None
+    c = Answer(["chunkId", "avg_ra"], [(1, 0.1234), (2, 1.0)]).canonical(("chunkId",))
+    assert "query HV3: answers differ" in compare("HV3", a, c, "x", "y")
+    # a FLOAT column: the server's 6-digit text equals the exact float32 value
+    f = float(np.float32(1.4910188))
+    assert (Answer(["f"], [(f,)], {"f"}).canonical().digest()
+            == Answer(["f"], [(1.49102,)], {"f"}).canonical().digest())
+
+
+def test_settings_defaults():
+    q = settings_of({"queries": {"concurrency": {"streams": 4}}})
+    assert q["concurrency"] == {"streams": 4, "seconds": 10.0, "lv1_interval_s": 0.1}
+    assert q["repetitions"] == 3 and q["queries"] == list(QUERY_NAMES)
+    with pytest.raises(QueryError, match="unknown queries"):
+        settings_of({"queries": {"queries": ["LV9"]}})
