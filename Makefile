@@ -20,14 +20,16 @@ $(STAMP): requirements.txt pyproject.toml
 system:
 	@bash workflow/scripts/install-system.sh
 
+# --rerun-incomplete: outputs are written atomically, so a job cut off by an
+# interruption is simply run again.
 run: env
-	snakemake --cores $(CORES)
+	snakemake --cores $(CORES) --rerun-incomplete
 
 test: env
 	pytest
 
 bench: env
-	snakemake --cores $(CORES) --configfile config/bench.yaml
+	snakemake --cores $(CORES) --rerun-incomplete --configfile config/bench.yaml
 
 lint: env
 	snakemake --lint

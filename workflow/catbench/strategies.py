@@ -346,10 +346,13 @@ class SortedStream:
             self.error = exc
         finally:
             self.end = time.time()
-            try:
-                self.queue.put(None, timeout=5)
-            except queue.Full:
-                pass
+            # the end marker must arrive however slowly the loader drains the queue
+            while not self._cancel.is_set():
+                try:
+                    self.queue.put(None, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
 
     def _sort(self):
         import duckdb

@@ -65,3 +65,9 @@ def cfg_json(*sections):
     """The config sections a job depends on, as JSON: a change re-runs only the rules
     that read the changed section (Snakemake's params rerun trigger)."""
     return json.dumps({k: config[k] for k in sections}, sort_keys=True)
+
+
+def target_slurm_extra(wildcards):
+    """Keep every job of a target on the node that owns its disk (targets.<t>.node)."""
+    node = config["targets"][wildcards.target].get("node")
+    return f"--nodelist={node}" if node else ""

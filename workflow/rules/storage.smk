@@ -15,6 +15,7 @@ rule target_info:
     resources:
         mem_mb=500,
         runtime=5,
+        slurm_extra=target_slurm_extra,
     shell:
         "catbench target-info --config {params.cfg:q} --target {wildcards.target} "
         "--out {output} > {log} 2>&1"
@@ -42,6 +43,7 @@ rule fio_run:
     resources:
         mem_mb=1000,
         runtime=30,
+        slurm_extra=target_slurm_extra,
     shell:
         "catbench fio --target {wildcards.target} --path {params.path} --out {params.out} "
         "--size {params.size} --runtime-s {params.runtime} --numjobs {params.numjobs} "
@@ -73,6 +75,7 @@ rule load_index_run:
     resources:
         mem_mb=LOAD_MEM_MB,
         runtime=240,
+        slurm_extra=target_slurm_extra,
     shell:
         "catbench load-index --target {wildcards.target} --path {params.path} "
         "--input-dir {input.index} --variant {wildcards.variant} "
