@@ -22,6 +22,7 @@ wildcard_constraints:
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/storage.smk"
+include: "workflow/rules/queries.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -32,4 +33,5 @@ rule all:
         rules.partition.input,
         rules.fio.input,
         rules.load_index.output,
+        rules.queries.output,
         rules.report.input,

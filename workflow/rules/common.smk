@@ -38,8 +38,8 @@ TARGETS = list(config["targets"])
 # nothing else runs beside them; a cluster profile sets their threads instead.
 MEASURE_THREADS = os.cpu_count() or 1
 # Stages the final tables must find (later stages add theirs here).
-TABLE_REQUIRE = "fio load chunks metrics"
-STAGE_OUTPUTS = []
+TABLE_REQUIRE = "fio load chunks metrics queries"
+STAGE_OUTPUTS = [f"{RES}/queries/check.json"]
 # Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds.
 INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
 PARTS = [f"{p:05d}" for p in range(len(cb_catalog.part_copies(config["catalog"])))]

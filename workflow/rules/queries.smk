@@ -1,0 +1,71 @@
+# Stage `queries`: chunk tables and the secondary index loaded into each target's
+# private server, the LV/HV/SHV suite run the Qserv way (one query per chunk, merged),
+# the same suite in DuckDB over the Parquet chunks, and every answer cross-checked.
+
+
+rule queries_mysql:
+    input:
+        chunks=rules.chunk_list.output.chunks,
+        index=rules.index_input.output.numeric,
+        index_seed=rules.index_input.output.seed,
+        target=rules.target_info.output,
+    output:
+        directory(f"{RES}/queries/{{target}}/mysql"),
+    params:
+        cfg=cfg_json("run", "seed", "partition", "server", "queries"),
+        path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        results=lambda wildcards, input: Path(input.chunks).parent.parent,
+    threads: MEASURE_THREADS
+    log:
+        f"{RES}/logs/queries/{{target}}-mysql.log",
+    benchmark:
+        f"{RES}/benchmarks/queries/{{target}}-mysql.tsv"
+    conda:
+        ENV_SERVER
+    resources:
+        mem_mb=LOAD_MEM_MB,
+        runtime=240,
+        slurm_extra=target_slurm_extra,
+    shell:
+        "catbench queries --engine mysql --target {wildcards.target} --path {params.path} "
+        "--results {params.results} --config {params.cfg:q} --out {output} > {log} 2>&1"
+
+
+rule queries_duckdb:
+    input:
+        chunks=rules.chunk_list.output.chunks,
+    output:
+        directory(f"{RES}/queries/parquet/duckdb"),
+    params:
+        cfg=cfg_json("run", "seed", "partition", "server", "queries"),
+        results=lambda wildcards, input: Path(input.chunks).parent.parent,
+    threads: MEASURE_THREADS
+    log:
+        f"{RES}/logs/queries/duckdb.log",
+    benchmark:
+        f"{RES}/benchmarks/queries/duckdb.tsv"
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "catbench queries --engine duckdb --results {params.results} "
+        "--config {params.cfg:q} --out {output} > {log} 2>&1"
+
+
+rule queries:
+    input:
+        expand(rules.queries_mysql.output, target=TARGETS),
+        rules.queries_duckdb.output,
+    output:
+        f"{RES}/queries/check.json",
+    log:
+        f"{RES}/logs/queries/check.log",
+    conda:
+        ENV_PY
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "catbench queries-check --inputs {input} --out {output} > {log} 2>&1"
