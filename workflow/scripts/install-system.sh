@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# System tools catbench drives: a MariaDB/MySQL server binary and fio.
+# System tools catbench drives: a MariaDB/MySQL server binary and fio; Slurm and munge
+# for the test that runs the workflow through a real single-node Slurm.
 # Installs the missing ones with apt-get when we are root on Debian/Ubuntu; otherwise
 # prints the exact command (or the conda env) and fails, so nothing half-works later.
 set -euo pipefail
@@ -10,6 +11,10 @@ command -v mariadbd >/dev/null || command -v mysqld >/dev/null \
 command -v mariadb-install-db >/dev/null || command -v mysql_install_db >/dev/null \
   || [ -x /usr/bin/mariadb-install-db ] || missing+=(mariadb-server)
 command -v fio >/dev/null || missing+=(fio)
+for tool in slurmctld slurmd sbatch; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || missing+=(slurm-wlm)
+done
+command -v munged >/dev/null || [ -x /usr/sbin/munged ] || missing+=(munge)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
