@@ -44,8 +44,10 @@ rule partition_reduce:
     resources:
         mem_mb=GROUP_MEM_MB,
         runtime=60,
+    threads: 1
     shell:
-        "catbench partition-reduce --staging {input.staging} --group {wildcards.group} "
+        # One polars thread per job thread: Snakemake already runs jobs side by side.
+        "POLARS_MAX_THREADS={threads} catbench partition-reduce --staging {input.staging} --group {wildcards.group} "
         "--chunks {params.chunks} --manifest {output.manifest} --metrics {output.metrics} "
         "> {log} 2>&1"
 
@@ -68,8 +70,9 @@ rule index_input:
     resources:
         mem_mb=PART_MEM_MB,
         runtime=60,
+    threads: 1
     shell:
-        "catbench index-input --staging {input.staging} --files {params.files} "
+        "POLARS_MAX_THREADS={threads} catbench index-input --staging {input.staging} --files {params.files} "
         "--out {output.numeric} --out-seed {output.seed} --metrics {output.metrics} "
         "> {log} 2>&1"
 
