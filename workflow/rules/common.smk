@@ -54,6 +54,11 @@ LOAD_MEM_MB = 1500 + cb_storage.settings_mb(config["server"]["settings"])
 _load = config["load"]
 LOAD_OPTIONS = (
     f"--sample-interval {_load['sample_interval_s']} "
+    f"--connections {_load['connections']} --transaction-rows {_load['transaction_rows']} "
+    f"--batch-files {_load['batch_files']} "
+    f"{'--consolidate' if _load['consolidate'] else '--no-consolidate'} "
+    f"--sort-memory {_load['sort_memory'].replace(' ', '')} "
+    f"--sort-threads {_load['sort_threads']} --chunk-rows {_load['chunk_rows']} "
     f"--optimize-limit-s {_load['optimize_limit_s']} "
     f"--lookup-threads {_load['lookup_threads']} --lookup-count {_load['lookup_count']}"
     + (f" --interval-s {_load['interval_s']}" if _load["interval_s"] else "")
