@@ -31,7 +31,7 @@ rule all:
     input:
         rules.catalog.input,
         rules.partition.input,
-        rules.fio.input,
-        rules.load_index.output,
-        rules.queries.output,
+        [rules.fio.input] if "fio" in STAGES else [],
+        [rules.load_index.output] if "load_index" in STAGES else [],
+        [rules.queries.output] if "queries" in STAGES else [],
         rules.report.input,

@@ -37,9 +37,10 @@ TARGETS = list(config["targets"])
 # Measuring jobs ask for the whole machine (capped at --cores), so on a workstation
 # nothing else runs beside them; a cluster profile sets their threads instead.
 MEASURE_THREADS = os.cpu_count() or 1
-# Stages the final tables must find (later stages add theirs here).
-TABLE_REQUIRE = "fio load chunks metrics queries"
-STAGE_OUTPUTS = [f"{RES}/queries/check.json"]
+# Optional measuring stages of this run: what `all` builds and the final tables require.
+STAGES = config["stages"]
+_STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "restart": "restart"}
+TABLE_REQUIRE = " ".join(["chunks", "metrics"] + [_STAGE_RESULTS[s] for s in STAGES])
 # Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds.
 INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
 PARTS = [f"{p:05d}" for p in range(len(cb_catalog.part_copies(config["catalog"])))]
