@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from pathlib import Path
 
 import jsonschema
@@ -91,9 +92,27 @@ def _check_semantics(cfg: dict):
                           f"{MAX_COPIES}; make the patch larger")
 
 
+# Paths and names that reach shell commands (the rules' `--path {params.path}`), my.cnf
+# lines and sbatch arguments: plain path characters only, no whitespace, quotes, `;`, `$`,
+# backquotes or newlines (which would split a command or inject a server option).
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+,@%=~:-]+$")
+_SAFE_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _check_plain(key: str, value, pattern=_SAFE_PATH, what="a path"):
+    if value is not None and not pattern.match(str(value)):
+        raise ConfigError(f"config key '{key}': {str(value)!r} is not {what} catbench can use "
+                          f"safely (allowed: letters, digits and _ . / + , @ % = ~ : -; no spaces, "
+                          f"quotes, ';', '$' or newlines)")
+
+
 def _check_targets(cfg: dict):
+    _check_plain("server.binary", (cfg.get("server") or {}).get("binary"))
     seen = {}
     for name, t in cfg["targets"].items():
+        _check_plain(f"targets.{name}.path", t["path"])
+        _check_plain(f"targets.{name}.tmpdir", t.get("tmpdir"))
+        _check_plain(f"targets.{name}.node", t.get("node"), _SAFE_NODE, "a host name")
         p = Path(t["path"]).expanduser().resolve()
         if p.exists() and not p.is_dir():
             raise ConfigError(f"config key 'targets.{name}.path': {p} is a file, not a directory")

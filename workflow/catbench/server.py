@@ -46,6 +46,14 @@ class ServerError(RuntimeError):
     """The private server could not be initialised, started or stopped."""
 
 
+class _PortTaken(Exception):
+    """The chosen TCP port was taken by someone else before the server could bind it."""
+
+    def __init__(self, port):
+        super().__init__(port)
+        self.port = port
+
+
 def resources_dir() -> Path:
     """Repository ``resources/`` (override with CATBENCH_RESOURCES)."""
     env = os.environ.get("CATBENCH_RESOURCES")
@@ -71,12 +79,35 @@ def find_server_binary(override: str | None = None) -> str:
 
 def server_version(binary: str) -> str:
     """The ``--version`` line of the server binary."""
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServerError(f"cannot run `{binary} --version` ({exc}); {INSTALL_HINT}") from exc
     return (out.stdout or out.stderr).strip()
 
 
 def is_mariadb(binary: str) -> bool:
     return "mariadb" in server_version(binary).lower()
+
+
+# Oldest servers catbench supports: unix_socket auth, ALTER USER, InnoDB defaults (MariaDB);
+# --initialize-insecure and caching_sha2 clients (MySQL).
+MIN_VERSION = {"MariaDB": (10, 3), "MySQL": (8, 0)}
+
+
+def check_version(version: str, binary: str) -> tuple[str, tuple[int, ...]]:
+    """(flavour, version) from a ``--version`` line; ServerError if too old or not a server."""
+    m = re.search(r"\bVer\s+(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if not m:
+        raise ServerError(f"{binary} does not look like a MariaDB/MySQL server: `{binary} --version` "
+                          f"printed {version[:200]!r}; {INSTALL_HINT}")
+    ver = tuple(int(x) for x in m.groups() if x is not None)
+    flavour = "MariaDB" if "mariadb" in version.lower() else "MySQL"
+    need = MIN_VERSION[flavour]
+    if ver[:2] < need:
+        raise ServerError(f"{binary} is {flavour} {'.'.join(map(str, ver))}; catbench needs {flavour} >= "
+                          f"{'.'.join(map(str, need))} (MariaDB >= 10.3 or MySQL >= 8.0); {INSTALL_HINT}")
+    return flavour, ver
 
 
 def free_tcp_port() -> int:
@@ -191,6 +222,7 @@ class Server:
         self.config_file = self.basedir / "my.cnf"
         self.credentials_file = self.basedir / "credentials.cnf"
         self.version = server_version(self.binary)
+        check_version(self.version, self.binary)
         self.mariadb = "mariadb" in self.version.lower()
         # unix_socket auth needs MariaDB; MySQL gets a generated password.
         if auth not in ("auto", "socket", "password"):
@@ -277,7 +309,23 @@ class Server:
         raise ServerError(f"mariadb-install-db not found next to {self.binary}; {INSTALL_HINT}")
 
     def start(self) -> float:
-        """Start and wait until ``SELECT 1`` answers over the socket; returns seconds."""
+        """Start and wait until ``SELECT 1`` answers over the socket; returns seconds.
+
+        With ``tcp`` the port is picked free just before the start; if another process takes
+        it in between (the server exits with "Address already in use"), another free port is
+        picked and the start retried, up to three times."""
+        for attempt in range(3):
+            try:
+                return self._start()
+            except _PortTaken as exc:
+                log.warning("target %s: TCP port %s was taken before the server bound it; "
+                            "retrying on another free port", self.name, exc.port)
+                self.port = None
+                last = exc
+        raise ServerError(f"target {self.name}: no free TCP port could be bound in 3 tries "
+                          f"(last: {last.port}); last lines of {self.error_log}:\n{_tail(self.error_log)}")
+
+    def _start(self) -> float:
         if self.running:
             raise ServerError(f"target {self.name}: server already running (pid {self._pid})")
         self.cleanup_stale()
@@ -300,6 +348,9 @@ class Server:
             rc = self._proc.poll()
             if rc is not None:
                 self._forget()
+                tail = _tail(self.error_log)
+                if self.tcp and re.search(r"Address already in use|Bind on TCP/IP port", tail):
+                    raise _PortTaken(self.port)
                 raise ServerError(f"target {self.name}: server exited with code {rc} during start; "
                                   f"last lines of {self.error_log}:\n{_tail(self.error_log)}")
             if self.socket.exists():
@@ -413,6 +464,8 @@ class Server:
                     proc = psutil.Process(pid)
                     mine = proc.name() in ("mariadbd", "mysqld") and str(self.datadir) in " ".join(
                         proc.cmdline() + [proc.cwd()])
+                except psutil.AccessDenied:
+                    mine = None  # cannot tell: do not guess
                 except psutil.Error:
                     mine = False
                 if mine:
@@ -422,9 +475,14 @@ class Server:
                     except psutil.TimeoutExpired:
                         proc.kill()
                     actions.append(f"stopped leftover server pid {pid}")
-                else:
+                elif mine is None:
                     raise ServerError(f"target {self.name}: {self.pid_file} names live process {pid} "
-                                      f"that is not a server of {self.datadir}; stop it or remove the file")
+                                      f"that cannot be inspected; stop it or remove the file")
+                else:
+                    # The pid was reused (after a crash or reboot) by a process that does not
+                    # serve this datadir: the file is stale, the process is left alone.
+                    actions.append(f"pid file {self.pid_file} named pid {pid}, now an unrelated "
+                                   f"process (left running)")
             if self.pid_file.exists():
                 self.pid_file.unlink()
                 actions.append(f"removed stale pid file {self.pid_file}")
@@ -477,12 +535,24 @@ class Server:
         self.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
+        # A server that died on its own (killed, crashed, out of memory) while the stage was
+        # using it: say so, with the exit status and the error log, instead of a bare
+        # "Lost connection" from the client library.
+        pid, proc = self._pid, self._proc
+        rc = proc.poll() if proc is not None else None
+        died = pid is not None and (rc is not None or not psutil.pid_exists(pid))
         try:
             self.stop()
         except Exception:  # noqa: BLE001 - never leave a server behind
             self.kill()
             raise
+        if died and isinstance(exc, Exception) and not isinstance(exc, ServerError):
+            how = (f"killed by signal {-rc}" if rc is not None and rc < 0
+                   else f"exit code {rc}" if rc is not None else "gone")
+            raise ServerError(f"target {self.name}: the server (pid {pid}) died during the stage "
+                              f"({how}); the stage failed with: {exc}; last lines of "
+                              f"{self.error_log}:\n{_tail(self.error_log)}") from exc
         return False
 
 
