@@ -215,6 +215,10 @@ class Server:
         self.port: int | None = None
         self.start_timeout = start_timeout
         self.datadir = self.basedir / "data"
+        # CATBENCH_TMPDIR (set by the rules from targets.<t>.tmpdir) moves the server's
+        # temporary files off the target, one sub-directory per server.
+        if not tmpdir and os.environ.get("CATBENCH_TMPDIR"):
+            tmpdir = Path(os.environ["CATBENCH_TMPDIR"]) / self.basedir.name
         self.tmpdir = Path(tmpdir).absolute() if tmpdir else self.basedir / "tmp"
         self.socket = Path(socket_path).absolute() if socket_path else self.basedir / "mysqld.sock"
         self.pid_file = self.basedir / "mysqld.pid"

@@ -77,3 +77,9 @@ def target_slurm_extra(wildcards):
     """Keep every job of a target on the node that owns its disk (targets.<t>.node)."""
     node = config["targets"][wildcards.target].get("node")
     return f"--nodelist={node}" if node else ""
+
+
+def target_env(wildcards):
+    """Shell prefix for a target's jobs: its server tmpdir when targets.<t>.tmpdir is set."""
+    tmp = config["targets"][wildcards.target].get("tmpdir")
+    return f"CATBENCH_TMPDIR={tmp}" if tmp else ""

@@ -14,6 +14,7 @@ rule queries_mysql:
     params:
         cfg=cfg_json("run", "seed", "partition", "server", "queries"),
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        env=target_env,
         results=lambda wildcards, input: Path(input.chunks).parent.parent,
     threads: MEASURE_THREADS
     log:
@@ -27,7 +28,7 @@ rule queries_mysql:
         runtime=240,
         slurm_extra=target_slurm_extra,
     shell:
-        "catbench queries --engine mysql --target {wildcards.target} --path {params.path} "
+        "{params.env} catbench queries --engine mysql --target {wildcards.target} --path {params.path} "
         "--results {params.results} --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 

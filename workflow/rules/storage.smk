@@ -63,6 +63,7 @@ rule load_index_run:
         directory(f"{RES}/load/{{target}}/{{variant}}/{{strategy}}"),
     params:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        env=target_env,
         settings=json.dumps(config["server"]["settings"]),
         options=LOAD_OPTIONS,
     threads: MEASURE_THREADS
@@ -77,7 +78,7 @@ rule load_index_run:
         runtime=240,
         slurm_extra=target_slurm_extra,
     shell:
-        "catbench load-index --target {wildcards.target} --path {params.path} "
+        "{params.env} catbench load-index --target {wildcards.target} --path {params.path} "
         "--input-dir {input.index} --variant {wildcards.variant} "
         "--strategy {wildcards.strategy} --settings-json {params.settings:q} "
         "{params.options} --out {output} > {log} 2>&1"
