@@ -23,6 +23,7 @@ include: "workflow/rules/catalog.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/storage.smk"
 include: "workflow/rules/queries.smk"
+include: "workflow/rules/restart.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -34,4 +35,5 @@ rule all:
         [rules.fio.input] if "fio" in STAGES else [],
         [rules.load_index.output] if "load_index" in STAGES else [],
         [rules.queries.output] if "queries" in STAGES else [],
+        [rules.restart.input] if "restart" in STAGES else [],
         rules.report.input,

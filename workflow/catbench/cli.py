@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import catalog as catalog_mod
 from . import partition as partition_mod
-from . import cli_queries, cli_report, cli_storage
+from . import cli_queries, cli_report, cli_restart, cli_storage
 from .config import ConfigError, validate
 from .targets import TargetError
 from .metrics import JobTimer, Progress, setup_logging, summarise
@@ -151,6 +151,7 @@ def main(argv=None):
     cli_storage.add_subcommands(sub)
     cli_report.add_subcommands(sub)
     cli_queries.add_subcommands(sub)
+    cli_restart.add_subcommands(sub)
     logging.getLogger("mysql.connector").setLevel(logging.WARNING)
     a = ap.parse_args(argv)
     if hasattr(a, "func"):          # storage sub-commands return their exit code

@@ -415,10 +415,22 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
     from .load_index import list_input
+    from .targets import TargetError, check_target
     index_files = list_input(index_dir)
+    # Room for the chunk tables and the index (InnoDB: ~3x the TSV bytes, as load_index
+    # estimates) plus a fresh datadir, checked before the server is initialised: a full
+    # target fails here naming it, not half-way through mariadb-install-db.
+    input_bytes = sum(f.stat().st_size for f in index_files) + sum(
+        f.stat().st_size for f in Path(chunks_dir).glob("*/chunk_*.tsv"))
+    try:
+        check_target(target_name, target_path, need_bytes=3 * input_bytes + (512 << 20))
+    except TargetError as exc:
+        raise QueryError(str(exc)) from exc
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
+        log.warning("removing %s left by an interrupted run", stale)  # e.g. after a SIGKILL
+        shutil.rmtree(stale, ignore_errors=True)
     if params is None:
         params = draw_parameters(cfg, chunks_dir, chunks, qs, suite)
     # A cold run must start with an empty buffer pool: no dump at shutdown, no load at start.
@@ -430,11 +442,18 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
     if len(str(sock).encode()) > SOCKET_PATH_MAX:
         sock_dir = tempfile.mkdtemp(prefix="cbq-", dir="/tmp")
         sock = Path(sock_dir) / "mysqld.sock"
-    srv = Server(target_name, basedir, settings, binary=binary, tcp=tcp, socket_path=sock,
-                 start_timeout=start_timeout)
-    srv.cleanup_stale()
+    try:
+        srv = Server(target_name, basedir, settings, binary=binary, tcp=tcp, socket_path=sock,
+                     start_timeout=start_timeout)
+        srv.cleanup_stale()
+    except BaseException:
+        if sock_dir:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+        raise
     if basedir.exists():
         shutil.rmtree(basedir)
+    # created last: nothing between here and the try below can leave it behind
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     engine = None
     try:
         with srv:

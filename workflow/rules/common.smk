@@ -71,6 +71,17 @@ def cfg_json(*sections):
     """The config sections a job depends on, as JSON: a change re-runs only the rules
     that read the changed section (Snakemake's params rerun trigger)."""
     return json.dumps({k: config[k] for k in sections}, sort_keys=True)
+_rs = config["restart"]
+RESTART_OPTIONS = (
+    f"--variant {_rs['variant']} --kinds {' '.join(_rs['kinds'])} "
+    f"--repetitions {_rs['repetitions']} --seed {config['seed']} "
+    f"--buffer-pool-modes {' '.join(_rs['buffer_pool_dump'])} "
+    f"--buffer-pool-dump-pct {_rs['buffer_pool_dump_pct']} "
+    f"--warm-timeout-s {_rs['warm_timeout_s']} --warm-factor {_rs['warm_factor']} "
+    f"--warm-batch {_rs['warm_batch']} --lookup-count {_rs['lookup_count']} "
+    f"--query-threads {_rs['query_threads']} --start-timeout {_rs['start_timeout_s']}"
+    + (f" --server-binary {config['server']['binary']}" if config["server"]["binary"] else "")
+)
 
 
 def target_slurm_extra(wildcards):

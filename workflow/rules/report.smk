@@ -12,6 +12,7 @@ rule tables:
         [rules.fio.input] if "fio" in STAGES else [],
         [rules.load_index.output] if "load_index" in STAGES else [],
         [rules.queries.output] if "queries" in STAGES else [],
+        [rules.restart.input] if "restart" in STAGES else [],
     output:
         **{
             t: report(

@@ -1,0 +1,222 @@
+"""Shared helpers of test_faults.py and test_security.py: tiny configs, real snakemake
+runs in temporary workdirs, finding (and always cleaning up) the private servers a run
+started, and the checksums an interrupted run must reproduce."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = REPO / ".venv" / "bin"
+SNAKEMAKE = VENV_BIN / "snakemake"
+CATBENCH = VENV_BIN / "catbench"
+ENV = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+RUN = "faults"
+LOAD_DIR = "catbench-load_index-qserv-sequential"
+QUERY_DIR = "catbench-queries"
+
+
+def tiny_config(workdir: Path, targets: dict, run: str = RUN, **sections) -> Path:
+    """A run of a few seconds per job: one variant, one strategy, warm queries only. The
+    lookups and the concurrency phase keep each job's server up for a few seconds, long
+    enough to interrupt it. ``sections`` replace/extend top-level sections."""
+    cfg = {
+        "run": run,
+        "catalog": {"patch": {"objects": 300}, "sources_per_object": 2, "max_objects_per_part": 2000,
+                    "sky": {"ra_min_deg": 0, "ra_max_deg": 6, "dec_min_deg": -2, "dec_max_deg": 2}},
+        "partition": {"index_files": 3, "max_rows_per_group": 20000},
+        "targets": {name: {"path": str(p)} for name, p in targets.items()},
+        "fio": {"size": "4M", "runtime_s": 1, "numjobs": 1},
+        "server": {"settings": {"innodb_buffer_pool_size": "32M", "innodb_log_file_size": "16M"}},
+        "load": {"variants": ["qserv"], "strategies": ["sequential"], "lookup_count": 10000,
+                 "optimize_limit_s": 2, "sample_interval_s": 0.2},
+        "queries": {"repetitions": 1, "cold": False,
+                    "concurrency": {"streams": 1, "seconds": 1.5, "lv1_interval_s": 0.1}},
+    }
+    for k, v in sections.items():
+        cfg[k] = {**cfg[k], **v} if isinstance(v, dict) and isinstance(cfg.get(k), dict) else v
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def snakemake_cmd(workdir: Path, *args, cores: int = 2) -> list[str]:
+    # targets first: --configfile takes several values
+    return [str(SNAKEMAKE), *args, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", str(cores),
+            "--configfile", str(workdir / "config.yaml")]
+
+
+def snakemake(workdir: Path, *args, check: bool = True, timeout: float = 300):
+    r = subprocess.run(snakemake_cmd(workdir, *args), env=ENV, capture_output=True, text=True,
+                       timeout=timeout)
+    if check:
+        assert r.returncode == 0, f"snakemake {args} failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    return r
+
+
+def start_snakemake(workdir: Path, *args, log_name: str = "snakemake.out") -> subprocess.Popen:
+    """snakemake in its own session (process group), as a shell runs a foreground job."""
+    out = open(workdir / log_name, "wb")
+    try:
+        return subprocess.Popen(snakemake_cmd(workdir, *args), env=ENV, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    finally:
+        out.close()
+
+
+def catbench(*args, timeout: float = 180):
+    return subprocess.run([str(CATBENCH), *map(str, args)], env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# ---- private servers ---------------------------------------------------------------------
+
+def server_procs(under) -> list[psutil.Process]:
+    """Live mariadbd/mysqld processes (bootstrap included) whose command line names a path
+    under ``under`` (never the system server, never another test's)."""
+    under = str(under)
+    out = []
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        try:
+            if (p.info["name"] in ("mariadbd", "mysqld") and p.info["status"] != psutil.STATUS_ZOMBIE
+                    and any(under in a for a in p.info["cmdline"] or [])):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def wait_server_up(basedir: Path, job_log: Path, timeout: float = 90, proc: subprocess.Popen | None = None) -> int:
+    """pid of the (non-bootstrap) server of ``basedir`` once the job's log says it is up."""
+    defaults = f"--defaults-file={basedir}/my.cnf"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"snakemake exited ({proc.returncode}) before the server of {basedir} was up")
+        for p in server_procs(basedir):
+            try:
+                cmd = p.cmdline()
+            except psutil.Error:
+                continue
+            if defaults in cmd and "--bootstrap" not in cmd:
+                try:
+                    text = job_log.read_text(errors="replace")
+                except OSError:
+                    text = ""
+                if f"server pid {p.pid} up" in text:
+                    return p.pid
+        time.sleep(0.05)
+    raise AssertionError(f"no server of {basedir} came up within {timeout} s; job log:\n"
+                         f"{job_log.read_text(errors='replace')[-3000:] if job_log.exists() else '(none)'}")
+
+
+def wait_no_servers(under, timeout: float = 30) -> list[psutil.Process]:
+    """[] once every server under ``under`` has exited, else the survivors."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = server_procs(under)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def kill_servers(under):
+    for p in server_procs(under):
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+
+
+def stop_run(proc: subprocess.Popen | None):
+    """Last resort of a failed test: kill snakemake and its whole process group."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(30)
+
+
+@contextlib.contextmanager
+def scratch_dirs():
+    """Target directories for one test: one on disk under /tmp (short: socket paths) and
+    one in /dev/shm; on exit every server under them is killed and both are removed."""
+    disk = Path(tempfile.mkdtemp(prefix="cbf-", dir="/tmp"))
+    shm = Path(f"/dev/shm/cbf-{uuid.uuid4().hex[:10]}")
+    try:
+        yield disk, shm
+    finally:
+        for d in (disk, shm):
+            kill_servers(d)
+        if wait_no_servers(disk, 10) or wait_no_servers(shm, 10):
+            time.sleep(1)
+        shutil.rmtree(disk, ignore_errors=True)
+        shutil.rmtree(shm, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def tmpfs(size: str):
+    """A size-limited tmpfs mount (root only); unmounted and removed on exit."""
+    d = Path(tempfile.mkdtemp(prefix="cbf-mnt-", dir="/tmp"))
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        d.rmdir()
+        import pytest
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()}); needs root")
+    try:
+        yield d
+    finally:
+        kill_servers(d)
+        wait_no_servers(d, 10)
+        subprocess.run(["umount", "-l", str(d)], check=False)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def copy_workdir(src: Path, dst: Path):
+    """A finished workdir (results + Snakemake metadata, mtimes kept), minus its config."""
+    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("config.yaml", "*.out", "locks"))
+
+
+# ---- what a run produced -----------------------------------------------------------------
+
+def incomplete_marked(workdir: Path, rel: str) -> bool:
+    """Snakemake's own flag of an output whose job did not finish."""
+    name = base64.b64encode(rel.encode()).decode()
+    return (workdir / ".snakemake" / "incomplete" / name).exists()
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fingerprint(workdir: Path, run: str = RUN) -> dict:
+    """The checksums a correct run must reproduce: each load's table checksum and rows,
+    every chunk file's sha256, every query answer's digest per target/engine."""
+    res = workdir / "results" / run
+    out = {"load": {}, "chunks": {}, "queries": {}}
+    for s in sorted(res.glob("load/*/*/*/summary.json")):
+        d = json.loads(s.read_text())
+        out["load"][str(s.parent.relative_to(res))] = (d["rows"], d["checksum_input"], d["checksum_table"],
+                                                      d["checksum_ok"])
+    for f in sorted((res / "chunks").rglob("chunk_*")):
+        out["chunks"][str(f.relative_to(res))] = _sha256(f)
+    for s in sorted(res.glob("queries/*/*/summary.json")):
+        d = json.loads(s.read_text())
+        out["queries"][str(s.parent.relative_to(res))] = d["digests"]
+    return out

@@ -1,0 +1,195 @@
+"""Restart stage with a real private server: phases, no lost rows, equal answers, faults named."""
+
+import json
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+from catbench import errorlog
+from catbench.cli_restart import add_subcommands
+from catbench.restart import RestartError, run_restart
+
+SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
+
+
+def write_files(d: Path, nfiles: int, rows: int, seed: int = 3) -> list[Path]:
+    """qserv index input: BIGINT key, chunkId, subChunkId; keys shuffled across files."""
+    rng = random.Random(seed)
+    keys = list(range(1_000_000_000_000, 1_000_000_000_000 + nfiles * rows))
+    rng.shuffle(keys)
+    d.mkdir(parents=True, exist_ok=True)
+    files = []
+    for f in range(nfiles):
+        p = d / f"part-{f:05d}.tsv"
+        with open(p, "w") as out:
+            for k in keys[f * rows:(f + 1) * rows]:
+                out.write(f"{k}\t{rng.randrange(9000)}\t{rng.randrange(600)}\n")
+        files.append(p)
+    return files
+
+
+def servers_under(d) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if str(d) in cmd and ("mariadbd" in cmd or "mysqld" in cmd):
+            found.append(p)
+    return found
+
+
+@pytest.fixture(scope="module")
+def full_run():
+    d = Path(tempfile.mkdtemp(prefix="cbr-", dir="/tmp"))
+    try:
+        files = write_files(d / "in", 20, 2000)
+        out = d / "out" / "restart" / "t1"
+        result = run_restart("t1", d / "target", files, out, variant="qserv", repetitions=2, settings=SETTINGS,
+                             seed=5, lookup_count=2000, warm_timeout_s=10, warm_batch=100, query_threads=3,
+                             start_timeout=60)
+        assert not servers_under(d)
+        yield d, out, result
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+pytestmark = pytest.mark.server
+
+
+def _rows(out: Path, kind: str) -> list[dict]:
+    data = json.loads((out / f"{kind}.json").read_text())
+    assert data["kind"] == kind and data["target"] == "t1"
+    return data["rows"]
+
+
+def test_clean_restart_phases(full_run):
+    d, out, result = full_run
+    rows = _rows(out, "clean")
+    for bp in (False, True):
+        for rep in (0, 1):
+            mine = {r["phase"]: r for r in rows if r["buffer_pool_load"] is bp and r["repetition"] == rep}
+            want = {"flush_dirty_pages_before_shutdown", "shutdown", "process_start_to_engine_ready", "engine_ready_to_accepting",
+                    "accepting_to_first_answer", "process_start_to_first_answer", "first_answer_to_warm",
+                    "process_start_to_warm"} | ({"process_start_to_buffer_pool_loaded"} if bp else set())
+            assert set(mine) == want
+            for p in want - {"first_answer_to_warm", "process_start_to_warm"}:
+                assert mine[p]["seconds"] is not None and mine[p]["seconds"] >= 0, p
+            assert mine["process_start_to_first_answer"]["seconds"] >= mine["process_start_to_engine_ready"]["seconds"]
+            for r in mine.values():
+                assert r["rows_lost"] == 0 and r["rows_expected"] == r["rows_found"] == 40_000
+                assert r["redo_bytes"] is None and r["recovery_MBps"] is None
+                assert r["clock"] in ("client", "log-observed")
+    det = json.loads((out / "clean.json").read_text())["detail"][0]["modes"]
+    assert det["on"]["shutdown"]["dump_file_bytes"] > 0
+    assert det["off"]["checksum_equal"] and det["on"]["checksum_equal"]
+    assert det["off"]["settle"]["dirty_pages_after"] <= max(16, det["off"]["settle"]["data_pages"] // 1000)
+    names = [e["event"] for e in det["off"]["events"]]
+    assert "engine_ready" in names and "ready" in names and "recovery_start" not in names
+
+
+def test_crash_during_load_loses_nothing_and_resumes(full_run):
+    d, out, result = full_run
+    rows = _rows(out, "crash-during-load")
+    assert all(r["rows_lost"] == 0 for r in rows)
+    data = json.loads((out / "crash-during-load.json").read_text())
+    for det in data["detail"]:
+        assert det["outcome"] in ("rolled_back", "committed_before_kill_unacknowledged")
+        assert det["final_equals_clean"] is True and det["final_rows"] == 40_000
+        assert det["recovery"]["recovered"] and det["recovery"]["redo_bytes"] > 0
+        assert det["recovery"]["recovery_seconds"] is not None and det["recovery"]["recovery_MBps"] > 0
+        assert 1 <= det["committed_files"] <= 19
+    rec = [r for r in rows if r["phase"] == "crash_recovery"]
+    assert len(rec) == 2 and all(r["redo_bytes"] > 0 and r["seconds"] is not None for r in rec)
+    for r in rows:
+        assert r["seconds"] is None or r["seconds"] >= 0
+    # both repetitions drew their own kill point from the seed
+    assert len({det["planned_committed_files"] for det in data["detail"]}) >= 1
+
+
+def test_crash_under_queries_answers_equal(full_run):
+    d, out, result = full_run
+    data = json.loads((out / "crash-under-queries.json").read_text())
+    for det in data["detail"]:
+        assert det["answers_equal"] is True
+        assert det["answers_before"] == det["answers_after"]
+        assert det["queries_completed_before_kill"] > 0
+    assert data["detail"][0]["table_state"] == "freshly loaded"
+    rows = data["rows"]
+    assert all(r["rows_lost"] == 0 for r in rows)
+    assert all(r["seconds"] is not None for r in rows if r["phase"] == "process_start_to_all_answers_equal")
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    assert summary["rows_lost_total"] == 0 and summary["crash_over_clean_ratio"] > 0
+    assert "ready for connections" in (out / "server-error.log").read_text()
+
+
+def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
+    d = Path(tempfile.mkdtemp(prefix="cbf-", dir="/tmp"))
+    try:
+        files = write_files(d / "in", 6, 1000)
+        out = d / "out"
+        with pytest.raises(RestartError) as ei:
+            run_restart("broken", d / "target", files, out, kinds=("crash-during-load",), settings=SETTINGS,
+                        lookup_count=100, start_timeout=60, fault="corrupt-redo")
+        msg = str(ei.value)
+        assert "target broken" in msg and "did not come back" in msg
+        assert "last lines of" in msg and "[ERROR] InnoDB" in msg
+        assert not servers_under(d)
+        ev = json.loads((out / "crash-during-load.error.json").read_text())
+        assert "[ERROR]" in ev["error_log_tail"]
+        assert not (out / "crash-during-load.json").exists()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_unknown_kind_is_rejected(tmp_path):
+    with pytest.raises(RestartError, match="unknown restart kind"):
+        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", kinds=("warm",))
+
+
+LOG = """\
+2026-11-22  0:06:15 0 [Note] Starting MariaDB 10.11.19-MariaDB-0+deb12u1 source revision x server_uid y as process 26532
+2026-11-22  0:06:15 0 [Note] InnoDB: Completed initialization of buffer pool
+2026-11-22  0:06:15 0 [Note] InnoDB: Starting crash recovery from checkpoint LSN=44404
+2026-11-22  0:06:15 0 [Note] InnoDB: End of log at LSN=95765653
+2026-11-22  0:06:15 0 [Note] InnoDB: To recover: 4141 pages
+2026-11-22  0:06:16 0 [Note] InnoDB: 128 rollback segments are active.
+2026-11-22  0:06:16 0 [Note] InnoDB: log sequence number 95765653; transaction id 226
+2026-11-22  0:06:16 0 [Note] InnoDB: Starting in background the rollback of recovered transactions
+2026-11-22  0:06:17 0 [Note] /usr/sbin/mariadbd: ready for connections.
+2026-11-22  0:06:18 0 [Note] InnoDB: Rollback of non-prepared transactions completed
+2026-11-22  0:12:05 0 [Note] InnoDB: log sequence number 199317727 (memory-mapped); transaction id 525
+2023-01-02T03:04:05.250000Z 0 [System] [MY-010931] [Server] /usr/sbin/mysqld: ready for connections.
+"""
+
+
+def test_errorlog_parsing():
+    ev = errorlog.parse_lines(LOG)
+    names = [e.name for e in ev]
+    assert names == ["process_start", "buffer_pool_init", "recovery_start", "end_of_log", "to_recover",
+                     "undo_ready", "engine_ready", "rollback_start", "ready", "rollback_done", "engine_ready", "ready"]
+    rs, eol = errorlog.first(ev, "recovery_start"), errorlog.first(ev, "end_of_log")
+    assert eol.numbers[0] - rs.numbers[0] == 95765653 - 44404
+    assert errorlog.first(ev, "engine_ready").numbers == [95765653, 226]
+    assert errorlog.first(ev, "ready").log_time - errorlog.first(ev, "process_start").log_time == 2
+    assert ev[-1].log_time == pytest.approx(1672628645.25)
+    assert ev[-2].numbers == [199317727, 525]
+    old = errorlog.parse_lines("2020-01-01 10:00:00 0 [Note] InnoDB: 10.5.8 started; log sequence number 1; "
+                               "transaction id 2\n")
+    assert old[0].name == "engine_ready" and old[0].numbers == [1, 2]
+
+
+def test_cli_parses(tmp_path):
+    import argparse
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    a = parser.parse_args(["restart", "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path),
+                           "--out", str(tmp_path / "o"), "--kinds", "clean", "crash-under-queries",
+                           "--repetitions", "3", "--settings-json", '{"innodb_buffer_pool_size": "64M"}',
+                           "--buffer-pool-modes", "on"])
+    assert a.kinds == ["clean", "crash-under-queries"] and a.repetitions == 3 and callable(a.func)
+    assert a.buffer_pool_modes == ["on"]
+    # no input files: a clean error, exit code 1
+    assert a.func(a) == 1

@@ -1,0 +1,194 @@
+"""Security of a real run: what the private servers listen on, where credentials live,
+that no password reaches logs/results/provenance, and that identifiers from the config
+are validated before they reach SQL, shell commands, my.cnf or paths."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from catbench.config import ConfigError, validate
+from catbench.server import Server
+from faultkit import (LOAD_DIR, QUERY_DIR, RUN, copy_workdir, scratch_dirs, server_procs, snakemake,
+                      tiny_config)
+
+pytestmark = [pytest.mark.slow, pytest.mark.server]
+
+PASSWORD_KV = re.compile(rb"(?i)(password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?([^\s\"',}]+)|identified\s+by\s+\S+")
+
+
+class ListenWatch:
+    """Polls every server under ``under`` during a run: its TCP listeners and unix sockets."""
+
+    def __init__(self, under: Path):
+        self.under, self.seen, self._stop = under, {}, threading.Event()
+        self._t = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self):
+        while not self._stop.is_set():
+            for p in server_procs(self.under):
+                try:
+                    cmd = p.cmdline()
+                    if "--bootstrap" in cmd:
+                        continue
+                    inet = {(c.laddr.ip, c.laddr.port) for c in p.net_connections("inet")
+                            if c.status == psutil.CONN_LISTEN}
+                    unix = {c.laddr for c in p.net_connections("unix") if c.laddr}
+                except psutil.Error:
+                    continue
+                rec = self.seen.setdefault(p.pid, {"cmdline": cmd, "inet": set(), "unix": set()})
+                rec["inet"] |= inet
+                rec["unix"] |= unix
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A real tiny run (catalog -> partition -> load_index -> queries) on one target,
+    socket only (the default), its servers watched while they run."""
+    wd = tmp_path_factory.mktemp("secrun")
+    with scratch_dirs() as (disk, _):
+        tiny_config(wd, {"disk": disk})
+        with ListenWatch(disk) as watch:
+            snakemake(wd, "load_index", "queries")
+        yield {"wd": wd, "disk": disk, "seen": watch.seen}
+
+
+def _servers_of(seen: dict, sub: str) -> list[dict]:
+    return [r for r in seen.values() if any(f"/{sub}/my.cnf" in a for a in r["cmdline"])]
+
+
+def test_servers_listen_on_a_unix_socket_only(run):
+    load, query = _servers_of(run["seen"], LOAD_DIR), _servers_of(run["seen"], QUERY_DIR)
+    assert load and query, f"servers not observed while running: {run['seen']}"
+    for rec in load + query:
+        assert rec["inet"] == set(), f"a socket-only server listens on TCP: {rec}"
+        assert any(u.endswith("mysqld.sock") for u in rec["unix"]), rec
+
+
+def test_tcp_run_listens_on_127_0_0_1_only(run, tmp_path):
+    """server.tcp: true: the load's server listens on 127.0.0.1 (never 0.0.0.0 or ::) on a
+    free port, not the system server's 3306."""
+    wd = tmp_path / "wd"
+    with scratch_dirs() as (disk, _):
+        copy_workdir(run["wd"], wd)
+        tiny_config(wd, {"disk": disk}, server={"tcp": True})
+        with ListenWatch(disk) as watch:
+            snakemake(wd, "load_index", f"results/{RUN}/load/disk/qserv/sequential")
+        recs = _servers_of(watch.seen, LOAD_DIR)
+        assert recs, watch.seen
+        for rec in recs:
+            assert rec["inet"], f"no TCP listener with server.tcp: true: {rec}"
+            assert {ip for ip, _ in rec["inet"]} == {"127.0.0.1"}, rec
+            assert 3306 not in {port for _, port in rec["inet"]}
+        assert not server_procs(disk)
+
+
+def _all_files(*roots: Path):
+    for root in roots:
+        for dirpath, _, names in os.walk(root):
+            for n in names:
+                p = Path(dirpath) / n
+                if p.is_file() and not p.is_symlink():
+                    yield p
+
+
+def test_no_password_in_logs_results_provenance_or_target_dirs(run):
+    """MariaDB runs use unix_socket auth (no password at all); whatever a run writes under
+    results/<run>/ and on the target carries no password key/value, and a credentials file,
+    if any, is owner-only."""
+    roots = [run["wd"] / "results" / RUN, run["disk"], run["wd"] / ".snakemake" / "log"]
+    files = list(_all_files(*roots))
+    assert len(files) > 50
+    hits = []
+    for f in files:
+        if f.name == "credentials.cnf":
+            assert stat.S_IMODE(f.stat().st_mode) & 0o077 == 0, f"{f} is readable by others"
+            continue
+        for m in PASSWORD_KV.finditer(f.read_bytes()):
+            hits.append(f"{f}: {m.group(0)[:80]!r}")
+    assert not hits, "\n".join(hits)
+
+
+def test_generated_password_is_owner_only_and_never_leaks(tmp_path):
+    """auth=password (what a MySQL server gets): the random password lives in a 0600 file
+    and appears nowhere else: not in the server's command line or environment, my.cnf,
+    error log, install log or stdout."""
+    with scratch_dirs() as (disk, _):
+        s = Server("pw", disk / "srv", {"innodb_buffer_pool_size": "32M"}, auth="password")
+        with s:
+            pw = s._password()
+            assert len(pw) >= 24
+            assert stat.S_IMODE(os.stat(s.credentials_file).st_mode) == 0o600
+            proc = psutil.Process(s.pid)
+            assert pw not in " ".join(proc.cmdline())
+            assert pw not in "\0".join(f"{k}={v}" for k, v in proc.environ().items())
+        leaks = [str(f) for f in _all_files(disk) if f != s.credentials_file and pw.encode() in f.read_bytes()]
+        assert not leaks, leaks
+
+
+# ---- identifiers from the config ----------------------------------------------------------
+
+def _base(tmp: Path) -> dict:
+    tiny_config(tmp, {"disk": tmp / "disk"})
+    return yaml.safe_load((tmp / "config.yaml").read_text())
+
+
+BAD_IDENTIFIERS = [
+    # (what, change(cfg), key named)
+    ("run ../../etc", lambda c: c.update(run="../../etc"), "run"),
+    ("run a/b", lambda c: c.update(run="a/b"), "run"),
+    ("run with newline", lambda c: c.update(run="x\ny"), "run"),
+    ("run with backquote", lambda c: c.update(run="x`id`"), "run"),
+    ("target name SQL", lambda c: c.update(targets={"x; DROP TABLE": {"path": "/tmp/cbf-x"}}), "targets"),
+    ("target name backquote", lambda c: c.update(targets={"a`b": {"path": "/tmp/cbf-x"}}), "targets"),
+    ("target name dash", lambda c: c.update(targets={"a-b": {"path": "/tmp/cbf-x"}}), "targets"),
+    ("target name path", lambda c: c.update(targets={"../x": {"path": "/tmp/cbf-x"}}), "targets"),
+    ("setting name SQL", lambda c: c["server"]["settings"].update({"x; DROP": 1}), "server.settings"),
+    ("binary shell", lambda c: c["server"].update(binary="/usr/sbin/mariadbd; touch /tmp/cbf-pwned"),
+     "server.binary"),
+    ("path shell", lambda c: c["targets"]["disk"].update(path="/tmp/$(id)"), "targets.disk.path"),
+    ("path space", lambda c: c["targets"]["disk"].update(path="/tmp/a b"), "targets.disk.path"),
+    ("path my.cnf injection", lambda c: c["targets"]["disk"].update(path="/tmp/x\ninit-file=/tmp/evil.sql"),
+     "targets.disk.path"),
+    ("node shell", lambda c: c["targets"]["disk"].update(node="n1; rm -rf /"), "targets.disk.node"),
+]
+
+
+@pytest.mark.parametrize("what,change,key", BAD_IDENTIFIERS, ids=[w for w, _, _ in BAD_IDENTIFIERS])
+def test_unsafe_identifiers_are_rejected_naming_the_key(tmp_path, what, change, key):
+    cfg = _base(tmp_path)
+    change(cfg)
+    with pytest.raises(ConfigError, match=rf"config key '{re.escape(key)}'"):
+        validate(cfg)
+
+
+@pytest.mark.parametrize("what", ["target name SQL", "run ../../etc", "binary shell"])
+def test_unsafe_identifiers_stop_the_real_snakemake(tmp_path, what):
+    _, change, key = next(c for c in BAD_IDENTIFIERS if c[0] == what)
+    wd = tmp_path / "wd"
+    cfg = _base(wd)
+    change(cfg)
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    r = snakemake(wd, "load_index", check=False)  # not a dry run: nothing may execute
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert f"config key '{key}'" in out, out[-2000:]
+    assert not (wd / "results").exists() and not (wd / "disk").exists()
+    assert not Path("/tmp/cbf-pwned").exists()
