@@ -21,15 +21,18 @@ system:
 	@bash workflow/scripts/install-system.sh
 
 # --rerun-incomplete: outputs are written atomically, so a job cut off by an
-# interruption is simply run again.
+# interruption is simply run again. --keep-going: a broken or full target fails its own
+# jobs; the other targets still finish (the run then exits non-zero).
+SNAKEMAKE_RUN := snakemake --cores $(CORES) --rerun-incomplete --keep-going
+
 run: env
-	snakemake --cores $(CORES) --rerun-incomplete
+	$(SNAKEMAKE_RUN)
 
 test: env
 	pytest
 
 bench: env
-	snakemake --cores $(CORES) --rerun-incomplete --configfile config/bench.yaml
+	$(SNAKEMAKE_RUN) --configfile config/bench.yaml
 
 lint: env
 	snakemake --lint

@@ -72,7 +72,7 @@ def test_nothing_to_do_after_a_full_run(finished):
 
 def test_forcerun_reruns_only_that_stage_and_downstream(finished):
     jobs = planned(finished, "load_index", "--forcerun", "load_index_run")
-    assert jobs == {"load_index_run": 4, "load_index": 1}, jobs
+    assert jobs == {"load_index_run": 4, "load_compare": 1, "load_index": 1}, jobs
     jobs = planned(finished, "load_index", "--forcerun", "partition_map")
     assert "catalog_part" not in jobs and "catalog_patch" not in jobs, jobs
     assert jobs["partition_map"] >= 1 and jobs["load_index_run"] == 4, jobs

@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
@@ -22,7 +23,7 @@ from .server import ServerError
 from .targets import TargetError, parse_size
 
 log = logging.getLogger(__name__)
-EXPECTED = (FioError, LoadError, ServerError, TargetError)
+EXPECTED = (FioError, LoadError, ServerError, TargetError, mysql.connector.Error)
 
 
 def _settings(text: str | None) -> dict:

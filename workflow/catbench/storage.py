@@ -29,14 +29,15 @@ def settings_mb(settings: dict) -> int:
     return total
 
 
-def check_targets(cfg: dict, names=None) -> dict:
-    """check_target() for each named target (default: all); returns their descriptions."""
+def check_targets(cfg: dict, names=None, space: bool = True) -> dict:
+    """check_target() for each named target (default: all); returns their descriptions.
+    ``space=False`` checks only that each is a writable directory."""
     out = {}
     for name in names or cfg["targets"]:
         if name not in cfg["targets"]:
             raise TargetError(f"storage target '{name}' is not in the config (targets: "
                               f"{', '.join(cfg['targets'])})")
-        out[name] = check_target(name, target_dir(cfg, name), need_bytes(cfg))
+        out[name] = check_target(name, target_dir(cfg, name), need_bytes(cfg) if space else 0)
     return out
 
 

@@ -2,6 +2,7 @@
 # folder and the DAG's sizes derived from the config.
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,10 +22,12 @@ config.clear()
 config.update(_validated)
 
 # Targets without a SLURM node are checked now, before any job runs (exists or can be
-# created, writable, room for the estimated data); node-local ones in their first job.
+# created, is a writable directory). Free space is checked by each target's first job
+# (target_info, on its node), so a full target fails its own jobs and, with
+# --keep-going, the other targets still finish.
 try:
     cb_storage.check_targets(
-        config, [t for t, v in config["targets"].items() if not v.get("node")]
+        config, [t for t, v in config["targets"].items() if not v.get("node")], space=False
     )
 except TargetError as e:
     raise WorkflowError(str(e))
@@ -53,6 +56,7 @@ GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] 
 # Loader client memory (keys for lookups, sort buffers) plus the server's buffer pool.
 LOAD_MEM_MB = 1500 + cb_storage.settings_mb(config["server"]["settings"])
 _load = config["load"]
+_q = shlex.quote
 LOAD_OPTIONS = (
     f"--sample-interval {_load['sample_interval_s']} "
     f"--connections {_load['connections']} --transaction-rows {_load['transaction_rows']} "
@@ -63,7 +67,7 @@ LOAD_OPTIONS = (
     f"--optimize-limit-s {_load['optimize_limit_s']} "
     f"--lookup-threads {_load['lookup_threads']} --lookup-count {_load['lookup_count']}"
     + (f" --interval-s {_load['interval_s']}" if _load["interval_s"] else "")
-    + (f" --server-binary {config['server']['binary']}" if config["server"]["binary"] else "")
+    + (f" --server-binary {_q(config['server']['binary'])}" if config["server"]["binary"] else "")
     + (" --tcp" if config["server"]["tcp"] else "")
 )
 
@@ -80,17 +84,17 @@ RESTART_OPTIONS = (
     f"--warm-timeout-s {_rs['warm_timeout_s']} --warm-factor {_rs['warm_factor']} "
     f"--warm-batch {_rs['warm_batch']} --lookup-count {_rs['lookup_count']} "
     f"--query-threads {_rs['query_threads']} --start-timeout {_rs['start_timeout_s']}"
-    + (f" --server-binary {config['server']['binary']}" if config["server"]["binary"] else "")
+    + (f" --server-binary {_q(config['server']['binary'])}" if config["server"]["binary"] else "")
 )
 
 
 def target_slurm_extra(wildcards):
     """Keep every job of a target on the node that owns its disk (targets.<t>.node)."""
     node = config["targets"][wildcards.target].get("node")
-    return f"--nodelist={node}" if node else ""
+    return f"--nodelist={shlex.quote(node)}" if node else ""
 
 
 def target_env(wildcards):
     """Shell prefix for a target's jobs: its server tmpdir when targets.<t>.tmpdir is set."""
     tmp = config["targets"][wildcards.target].get("tmpdir")
-    return f"CATBENCH_TMPDIR={tmp}" if tmp else ""
+    return f"CATBENCH_TMPDIR={shlex.quote(tmp)}" if tmp else ""

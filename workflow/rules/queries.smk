@@ -28,7 +28,7 @@ rule queries_mysql:
         runtime=240,
         slurm_extra=target_slurm_extra,
     shell:
-        "{params.env} catbench queries --engine mysql --target {wildcards.target} --path {params.path} "
+        "{params.env} catbench queries --engine mysql --target {wildcards.target} --path {params.path:q} "
         "--results {params.results} --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
@@ -55,10 +55,12 @@ rule queries_duckdb:
         "--config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
-rule queries:
+QUERY_RUNS = [*expand(rules.queries_mysql.output, target=TARGETS), *rules.queries_duckdb.output]
+
+
+rule queries_check:
     input:
-        expand(rules.queries_mysql.output, target=TARGETS),
-        rules.queries_duckdb.output,
+        QUERY_RUNS,
     output:
         f"{RES}/queries/check.json",
     log:
@@ -70,3 +72,9 @@ rule queries:
         runtime=10,
     shell:
         "catbench queries-check --inputs {input} --out {output} > {log} 2>&1"
+
+
+rule queries:
+    input:
+        QUERY_RUNS,
+        rules.queries_check.output,

@@ -10,8 +10,8 @@ rule tables:
         rules.chunk_list.output,
         expand(rules.target_info.output, target=TARGETS),
         [rules.fio.input] if "fio" in STAGES else [],
-        [rules.load_index.output] if "load_index" in STAGES else [],
-        [rules.queries.output] if "queries" in STAGES else [],
+        [rules.load_index.input] if "load_index" in STAGES else [],
+        [rules.queries.input] if "queries" in STAGES else [],
         [rules.restart.input] if "restart" in STAGES else [],
     output:
         **{

@@ -25,7 +25,7 @@ rule restart_run:
         runtime=120,
         slurm_extra=target_slurm_extra,
     shell:
-        "{params.env} catbench restart --target {wildcards.target} --path {params.path} "
+        "{params.env} catbench restart --target {wildcards.target} --path {params.path:q} "
         "--input-dir {input.index} --settings-json {params.settings:q} {params.options} "
         "--out {output} > {log} 2>&1"
 

@@ -45,7 +45,7 @@ rule fio_run:
         runtime=30,
         slurm_extra=target_slurm_extra,
     shell:
-        "catbench fio --target {wildcards.target} --path {params.path} --out {params.out} "
+        "catbench fio --target {wildcards.target} --path {params.path:q} --out {params.out} "
         "--size {params.size} --runtime-s {params.runtime} --numjobs {params.numjobs} "
         "> {log} 2>&1"
 
@@ -78,20 +78,23 @@ rule load_index_run:
         runtime=240,
         slurm_extra=target_slurm_extra,
     shell:
-        "{params.env} catbench load-index --target {wildcards.target} --path {params.path} "
+        "{params.env} catbench load-index --target {wildcards.target} --path {params.path:q} "
         "--input-dir {input.index} --variant {wildcards.variant} "
         "--strategy {wildcards.strategy} --settings-json {params.settings:q} "
         "{params.options} --out {output} > {log} 2>&1"
 
 
-rule load_index:
+LOADS = expand(
+    f"{RES}/load/{{target}}/{{variant}}/{{strategy}}",
+    target=TARGETS,
+    variant=config["load"]["variants"],
+    strategy=config["load"]["strategies"],
+)
+
+
+rule load_compare:
     input:
-        expand(
-            f"{RES}/load/{{target}}/{{variant}}/{{strategy}}",
-            target=TARGETS,
-            variant=config["load"]["variants"],
-            strategy=config["load"]["strategies"],
-        ),
+        LOADS,
     output:
         f"{RES}/load/comparison.csv",
     log:
@@ -103,3 +106,11 @@ rule load_index:
         runtime=5,
     shell:
         "catbench load-compare --summaries {input} --out {output} > {log} 2>&1"
+
+
+# The stage target lists every load itself: a load whose output was removed (a failed
+# or interrupted job) is redone even when comparison.csv from an earlier run exists.
+rule load_index:
+    input:
+        LOADS,
+        rules.load_compare.output,
