@@ -1,7 +1,7 @@
 -- restart.csv: server restart / crash-recovery phases, one row per target x kind x repetition x phase.
 -- Input view restart_phases = every results/<run>/restart/<target>/<kind>.json
 --   (target, kind, repetition, phase, seconds, rows_expected, rows_found, rows_lost,
---    redo_bytes, recovery_MBps).
+--    redo_bytes, recovery_MBps, buffer_pool_load).
 SELECT
     target,
     kind,
@@ -12,6 +12,7 @@ SELECT
     redo_bytes,
     round(recovery_MBps, 3)  AS recovery_MBps,
     rows_expected,
-    rows_found
+    rows_found,
+    buffer_pool_load
 FROM restart_phases
 ORDER BY target, kind, repetition, phase_order, phase

@@ -100,7 +100,7 @@ QUERY_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S)
 RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("phase", S),
                             ("seconds", F), ("rows_expected", I), ("rows_found", I),
                             ("rows_lost", I), ("redo_bytes", I), ("recovery_MBps", F),
-                            ("phase_order", I)])
+                            ("buffer_pool_load", S), ("phase_order", I)])
 
 VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
@@ -314,7 +314,9 @@ def collect(run_dir, require=()) -> RunInputs:
                 parts["query_runs"].append(_rows_table(_json_rows(used(jp)), "query_runs", jp, const))
 
     for tdir in _subdirs(run / "restart"):
-        for kp in sorted(tdir.glob("*.json")):
+        # <kind>.json only: summary.json and <kind>.error.json sit beside them.
+        for kp in sorted(p for p in tdir.glob("*.json")
+                         if p.stem != "summary" and not p.name.endswith(".error.json")):
             inp.present.add("restart")
             rows = [dict(r, phase_order=i) for i, r in enumerate(_json_rows(used(kp)))]
             parts["restart_phases"].append(
