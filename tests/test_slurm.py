@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,11 @@ def _config(tmp_path: Path, name: str) -> Path:
         "targets": {"disk": {"path": str(tmp_path / "disk")},
                     "tmpfs": {"path": f"/dev/shm/cbtest-{tmp_path.name}"}},
         "fio": {"size": "8M", "runtime_s": 1, "numjobs": 2},
-        "load": {"lookup_count": 200, "optimize_limit_s": 10},
+        # Every stage runs, each at its smallest, so the test stays a few minutes.
+        "load": {"lookup_count": 200, "optimize_limit_s": 10, "strategies": ["sequential", "sorted"]},
+        "queries": {"repetitions": 1, "cold": False, "concurrency": {"streams": 0}},
+        "restart": {"kinds": ["clean", "crash-during-load"], "buffer_pool_dump": ["off"],
+                    "lookup_count": 200, "warm_timeout_s": 10},
     }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -63,6 +68,15 @@ def _digest(results: Path) -> dict:
         loads[(d["target"], d["variant"], d["strategy"])] = (
             d["rows"], d["checksum_input"], d["checksum_table"], d["checksum_ok"])
     out["loads"] = loads
+    check = json.loads((results / "queries/check.json").read_text())
+    assert check["ok"], check
+    out["queries"] = {q: sorted(set(v["digests"].values())) for q, v in check["queries"].items()}
+    out["restart_lost"] = {r["rows_lost"] for f in (results / "restart").glob("*/*.json")
+                           if f.stem != "summary" and not f.name.endswith(".error.json")
+                           for r in json.loads(f.read_text())["rows"]}
+    # Row counts of every final table (timings differ, rows may not).
+    out["tables"] = {f.name: len(f.read_text().splitlines()) for f in (results / "tables").glob("*.csv")
+                     if f.name not in ("stages.csv",)}
     out["fio_rows"] = sorted(
         line.split(",")[0:2].__repr__() for f in (results / "fio").glob("*/fio.csv")
         for line in f.read_text().splitlines()[1:])
@@ -76,10 +90,16 @@ def test_workflow_on_real_slurm_matches_local(tmp_path):
         d.mkdir()
         shutil.copytree(REPO / "workflow" / "profiles", d / "profiles")
     try:
+        t0 = time.monotonic()
         _snakemake(local_dir, _config(tmp_path, "local"), dict(os.environ), "--cores", "2")
+        print(f"local run: {time.monotonic() - t0:.0f} s")
+        t0 = time.monotonic()
         with slurm_cluster() as env:
+            # The profile as users run it; only the status polling is made brisk here.
             r = _snakemake(slurm_dir, _config(tmp_path, "slurm"), env,
-                           "--workflow-profile", str(REPO / "workflow/profiles/slurm"))
+                           "--workflow-profile", str(REPO / "workflow/profiles/slurm"),
+                           "--seconds-between-status-checks", "1",
+                           "--slurm-init-seconds-before-status-checks", "1")
             # Every job but the local aggregation went through sbatch.
             submitted = r.stdout.count("has been submitted with SLURM jobid") + \
                 r.stderr.count("has been submitted with SLURM jobid")
@@ -87,14 +107,18 @@ def test_workflow_on_real_slurm_matches_local(tmp_path):
             queue = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%T"], env=env,
                                    capture_output=True, text=True).stdout.split()
             assert queue and set(queue) == {"COMPLETED"}, queue
+        print(f"slurm run: {time.monotonic() - t0:.0f} s")
         assert leftover_daemons() == []
         a, b = _digest(local_dir / "results/local"), _digest(slurm_dir / "results/slurm")
         assert a["chunks"] == b["chunks"]
         assert a["index/input"] == b["index/input"]
         assert a["index/input_seed"] == b["index/input_seed"]
-        assert a["loads"] == b["loads"] and len(a["loads"]) == 4
+        assert a["loads"] == b["loads"] and len(a["loads"]) == 8
         assert all(v[3] for v in b["loads"].values())
         assert a["fio_rows"] == b["fio_rows"]
+        assert a["queries"] == b["queries"] and a["queries"], a["queries"]
+        assert a["restart_lost"] == b["restart_lost"] == {0}
+        assert a["tables"] == b["tables"]
     finally:
         for p in (Path(f"/dev/shm/cbtest-{tmp_path.name}"),):
             shutil.rmtree(p, ignore_errors=True)

@@ -767,9 +767,11 @@ def run_crash_during_load(run: RestartRun, rep: int) -> tuple[list[dict], dict]:
             time.sleep(0.0005)
         time.sleep(max(0.0005, frac * median))
         if not th.is_alive() and "acked" in result and acked + 1 < n:
-            # the file finished before the kill point: it is committed; try the next one
+            # the file finished before the kill point: it is committed; try the next one,
+            # killing sooner (a busy machine makes file load times vary)
             attempts.append({"file": acked, "acked_before_kill": True})
             acked += 1
+            frac *= 0.5
             continue
         break
     t_kill = time.time()
