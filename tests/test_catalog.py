@@ -216,7 +216,7 @@ def band_density(patch, dec_lo, dec_hi):
     c = make_cfg(sky={"ra_min_deg": 0, "ra_max_deg": 60, "dec_min_deg": dec_lo,
                       "dec_max_deg": dec_hi})
     layout, o, _ = all_copies(patch, c["catalog"])
-    ra, dec = o["ra_PS"].to_numpy(), o["decl_PS"].to_numpy()
+    ra = o["ra_PS"].to_numpy()
     ra_hi = ra.max()
     slot = layout["ra_start"][1] - layout["ra_start"][0]
     ra_span = len(layout) * slot

@@ -16,7 +16,7 @@ import pytest
 
 from catbench import catalog as cat_mod
 from catbench import partition as part_mod
-from catbench.cli_queries import main as cli_main
+from catbench.cli import main as cli_main
 from catbench.config import validate
 from catbench.queries import check_answers, run_queries, run_queries_duckdb, settings_of
 from catbench.suite import QUERY_NAMES, Answer, QueryError, bind, compare, load_suite

@@ -6,13 +6,12 @@ with the parsed args, returns an exit code).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
 from .chunk_load import ChunkLoadError
+from .cli_common import guarded
 from .config import ConfigError
 from .config import load as load_config
 from .load_index import LoadError
@@ -77,18 +76,6 @@ def cmd_queries_check(args) -> int:
     return 0
 
 
-def _guarded(func, name: str):
-    def run(args) -> int:
-        try:
-            return func(args)
-        except EXPECTED as exc:
-            log.error("%s", exc)
-            print(f"catbench {name}: error: {exc}", file=sys.stderr)
-            return 1
-    run.__doc__ = func.__doc__
-    return run
-
-
 def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("queries", help="query suite on one target (mysql) or the Parquet files (duckdb)",
                               description=cmd_queries.__doc__)
@@ -107,23 +94,10 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--settings-json", help="server options as a JSON object (default server.settings)")
     p.add_argument("--server-binary", help="mariadbd/mysqld to use (default server.binary or search)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
-    p.set_defaults(func=_guarded(cmd_queries, "queries"))
+    p.set_defaults(func=guarded(cmd_queries, EXPECTED, "queries"))
 
     p = subparsers.add_parser("queries-check", help="cross-check query answers of all targets and engines",
                               description=cmd_queries_check.__doc__)
     p.add_argument("--inputs", nargs="+", required=True, help="output directories of `catbench queries`")
     p.add_argument("--out", required=True, help="check result (JSON)")
-    p.set_defaults(func=_guarded(cmd_queries_check, "queries-check"))
-
-
-def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("mysql.connector").setLevel(logging.WARNING)
-    parser = argparse.ArgumentParser(prog="catbench-queries")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    p.set_defaults(func=guarded(cmd_queries_check, EXPECTED, "queries-check"))

@@ -7,12 +7,12 @@ Hook into the main CLI with ``add_subcommands(subparsers)``; each subcommand set
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
 from pathlib import Path
 
+from .cli_common import guarded
 from .tables import STAGES, MetricsError
 
 log = logging.getLogger(__name__)
@@ -62,18 +62,6 @@ def cmd_provenance(args) -> int:
     return 0
 
 
-def _guarded(func):
-    def run(args) -> int:
-        try:
-            return func(args)
-        except MetricsError as exc:
-            log.error("%s", exc)
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    run.__doc__ = func.__doc__
-    return run
-
-
 def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("tables", help="final CSV tables, summary.md and provenance.json of a run",
                               description=cmd_tables.__doc__)
@@ -81,14 +69,14 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--out", help="output directory (default RESULTS/tables)")
     p.add_argument("--require", nargs="*", choices=STAGES, metavar="STAGE",
                    help=f"stages that must have metrics ({', '.join(STAGES)}); default none")
-    p.set_defaults(func=_guarded(cmd_tables))
+    p.set_defaults(func=guarded(cmd_tables, (MetricsError,), "tables"))
 
     p = subparsers.add_parser("report", help="plots and index.html of a run",
                               description=cmd_report.__doc__)
     p.add_argument("--results", required=True, help="the run's results directory, results/<run>")
     p.add_argument("--tables", help="tables directory (default RESULTS/tables; built if absent)")
     p.add_argument("--out", help="output directory (default RESULTS/report)")
-    p.set_defaults(func=_guarded(cmd_report))
+    p.set_defaults(func=guarded(cmd_report, (MetricsError,), "report"))
 
     p = subparsers.add_parser("compare", help="compare two runs' tables (ratios B/A)",
                               description=cmd_compare.__doc__)
@@ -96,22 +84,10 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("results_b", metavar="RESULTS_B", help="run B: results/<run> or its tables/")
     p.add_argument("--out", help="CSV to write (default RESULTS_B/tables/compare_<A>.csv)")
     p.add_argument("--limit", type=int, default=40, help="rows printed per table (default 40)")
-    p.set_defaults(func=_guarded(cmd_compare))
+    p.set_defaults(func=guarded(cmd_compare, (MetricsError,), "compare"))
 
     p = subparsers.add_parser("provenance", help="versions, settings, hardware of a run",
                               description=cmd_provenance.__doc__)
     p.add_argument("--results", required=True, help="the run's results directory, results/<run>")
     p.add_argument("--out", help="file to write (default: print)")
-    p.set_defaults(func=_guarded(cmd_provenance))
-
-
-def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    parser = argparse.ArgumentParser(prog="catbench-report")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    p.set_defaults(func=guarded(cmd_provenance, (MetricsError,), "provenance"))

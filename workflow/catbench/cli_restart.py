@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 
+from .cli_common import settings_arg
 from .load_index import VARIANTS, LoadError, list_input
 from .restart import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, run_restart
 from .server import ServerError
@@ -20,19 +20,6 @@ log = logging.getLogger(__name__)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError)
 
 
-def _settings(text: str | None) -> dict:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"--settings-json is not valid JSON ({exc}); pass e.g. "
-                         f"'{{\"innodb_buffer_pool_size\": \"256M\"}}'")
-    if not isinstance(value, dict):
-        raise SystemExit("--settings-json must be a JSON object of server options")
-    return value
-
-
 def cmd_restart(args) -> int:
     """Load the index in a private server on the target, restart it cleanly and after crashes,
     time the phases; writes <out>/<kind>.json ({"rows": [...]}) and <out>/summary.json."""
@@ -40,7 +27,7 @@ def cmd_restart(args) -> int:
         files = list_input(args.input_dir)
         result = run_restart(
             args.target, args.path, files, args.out, variant=args.variant, kinds=args.kinds,
-            repetitions=args.repetitions, settings=_settings(args.settings_json), binary=args.server_binary,
+            repetitions=args.repetitions, settings=settings_arg(args.settings_json), binary=args.server_binary,
             seed=args.seed, lookup_count=args.lookup_count, warm_timeout_s=args.warm_timeout_s,
             warm_factor=args.warm_factor, warm_batch=args.warm_batch, buffer_pool_modes=args.buffer_pool_modes,
             buffer_pool_dump_pct=args.buffer_pool_dump_pct, query_threads=args.query_threads,
@@ -83,16 +70,3 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
     p.add_argument("--fault", choices=FAULTS, help=argparse.SUPPRESS)  # fault drill: must fail cleanly
     p.set_defaults(func=cmd_restart)
-
-
-def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("mysql.connector").setLevel(logging.WARNING)
-    parser = argparse.ArgumentParser(prog="catbench-restart")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
 import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from .cli_common import guarded, settings_arg
 from .fio import TESTS, FioError, run_fio
 from .load_index import STRATEGIES, VARIANTS, LoadError, list_input, run_load_index
 from .strategies import LoadOptions
@@ -24,19 +24,6 @@ from .targets import TargetError, parse_size
 
 log = logging.getLogger(__name__)
 EXPECTED = (FioError, LoadError, ServerError, TargetError, mysql.connector.Error)
-
-
-def _settings(text: str | None) -> dict:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"--settings-json is not valid JSON ({exc}); pass e.g. "
-                         f"'{{\"innodb_buffer_pool_size\": \"1G\"}}'")
-    if not isinstance(value, dict):
-        raise SystemExit("--settings-json must be a JSON object of server options")
-    return value
 
 
 def cmd_fio(args) -> int:
@@ -53,7 +40,7 @@ def cmd_load_index(args) -> int:
     files = list_input(args.input_dir)
     summary = run_load_index(
         args.target, args.path, files, args.out, variant=args.variant, strategy=args.strategy,
-        settings=_settings(args.settings_json), binary=args.server_binary, tcp=args.tcp,
+        settings=settings_arg(args.settings_json), binary=args.server_binary, tcp=args.tcp,
         sample_interval_s=args.sample_interval, interval_s=args.interval_s,
         optimize_limit_s=args.optimize_limit_s, lookup_threads=args.lookup_threads,
         lookup_count=args.lookup_count, lookup_seconds=args.lookup_seconds, keep_data=args.keep_data,
@@ -66,17 +53,6 @@ def cmd_load_index(args) -> int:
         "index_build_seconds", "consolidate_seconds", "duplicate_check_seconds", "table_bytes", "lookup_qps",
         "lookup_p50_s", "lookup_p99_s")}, default=str))
     return 0
-
-
-def _guarded(func):
-    def run(args) -> int:
-        try:
-            return func(args)
-        except EXPECTED as exc:
-            log.error("%s", exc)
-            return 1
-    run.__doc__ = func.__doc__
-    return run
 
 
 def _target_args(p):
@@ -93,7 +69,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--runtime-s", type=float, default=20, help="seconds per test (default 20)")
     p.add_argument("--numjobs", type=int, default=16, help="parallel jobs of the random tests (default 16)")
     p.add_argument("--tests", nargs="*", choices=TESTS, help="subset of tests (default all)")
-    p.set_defaults(func=_guarded(cmd_fio))
+    p.set_defaults(func=guarded(cmd_fio, EXPECTED, "fio"))
 
     p = subparsers.add_parser("load-index", help="load the secondary index on one target",
                               description=cmd_load_index.__doc__)
@@ -128,17 +104,4 @@ def add_subcommands(subparsers) -> None:
                    help="sorted, bulk: DuckDB threads, 0 = all cores (default 0)")
     g.add_argument("--chunk-rows", type=int, default=d.chunk_rows,
                    help=f"sorted, bulk: rows per sorted TSV chunk (default {d.chunk_rows})")
-    p.set_defaults(func=_guarded(cmd_load_index))
-
-
-def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("mysql.connector").setLevel(logging.WARNING)
-    parser = argparse.ArgumentParser(prog="catbench-storage")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    p.set_defaults(func=guarded(cmd_load_index, EXPECTED, "load-index"))

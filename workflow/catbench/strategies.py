@@ -548,7 +548,7 @@ def run_strategy(strategy: str, server, conn, table: str, variant, files: list[P
             m = re.search(r"Duplicate entry '(.*)' for key", str(exc))
             if m:
                 raise LoadError(duplicate_message(m.group(1), files, variant,
-                                                  f"ALTER TABLE ADD PRIMARY KEY failed: ")) from None
+                                                  "ALTER TABLE ADD PRIMARY KEY failed: ")) from None
             raise LoadError(f"ALTER TABLE {table} ADD PRIMARY KEY failed: {exc}") from None
         out.phase("index_build", t1, time.time())
         out.extra["connections"] = opts.connections

@@ -1,0 +1,37 @@
+"""Helpers shared by the sub-command modules (cli_*.py) of the ``catbench`` command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+log = logging.getLogger("catbench")
+
+
+def guarded(func, expected: tuple, name: str):
+    """Run a sub-command; an expected error becomes one clear line and exit code 1,
+    not a traceback."""
+    def run(args) -> int:
+        try:
+            return func(args)
+        except expected as exc:
+            log.error("%s", exc)
+            print(f"catbench {name}: error: {exc}", file=sys.stderr)
+            return 1
+    run.__doc__ = func.__doc__
+    return run
+
+
+def settings_arg(text: str | None) -> dict:
+    """--settings-json: server options as a JSON object."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"--settings-json is not valid JSON ({exc}); pass e.g. "
+                         f"'{{\"innodb_buffer_pool_size\": \"1G\"}}'")
+    if not isinstance(value, dict):
+        raise SystemExit("--settings-json must be a JSON object of server options")
+    return value
