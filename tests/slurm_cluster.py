@@ -102,6 +102,9 @@ PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
     # Job steps (srun inside a batch job) look for the config at the default path,
     # not in SLURM_CONF: put ours there for the test's lifetime, never over another.
     system_conf = Path("/etc/slurm/slurm.conf")
+    if system_conf.is_symlink() and os.readlink(system_conf).startswith("/tmp/cbslurm-") \
+            and not system_conf.exists():
+        system_conf.unlink()  # left by a test run that was killed: ours, and dangling
     if system_conf.exists() or system_conf.is_symlink():
         shutil.rmtree(base, ignore_errors=True)
         raise RuntimeError(f"{system_conf} exists: refusing to replace a real Slurm config")
