@@ -28,7 +28,8 @@ from . import tables as T
 
 PLOTS = ("load_rate", "table_size", "fio", "query_latency", "restart_phases")
 TABLE_TITLES = {"storage": "Storage (fio)", "load_time": "Load time", "load_rate": "Load rate",
-                "queries": "Queries", "restart": "Restart", "chunks": "Chunks",
+                "queries": "Queries", "chunk_load": "Chunk-table load", "restart": "Restart",
+                "chunks": "Chunks",
                 "stages": "Data preparation stages"}
 MAX_HTML_ROWS = 300
 

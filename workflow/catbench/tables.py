@@ -50,7 +50,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-TABLES = ("storage", "load_time", "load_rate", "queries", "restart", "chunks", "stages")
+TABLES = ("storage", "load_time", "load_rate", "queries", "chunk_load", "restart", "chunks",
+          "stages")
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart")
 
 
@@ -95,6 +96,9 @@ CHUNK_STATS = pa.schema([("chunkId", I), ("object_rows", I), ("source_rows", I),
 STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_seconds", F),
                            ("busy_seconds", F), ("rows_per_s", F), ("peak_rss_mb", F),
                            ("start_epoch_s", F)])
+CHUNK_LOADS = pa.schema([("target", S), ("chunks", I), ("files", I), ("rows", I), ("bytes", I),
+                         ("create_s", F), ("load_s", F), ("seconds", F), ("connections", I),
+                         ("index_rows", I), ("index_seconds", F)])
 QUERY_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S), ("run", I),
                         ("seconds", F), ("result_rows", I), ("answer", S), ("digest", S)])
 RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("phase", S),
@@ -105,7 +109,7 @@ RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("pha
 VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
          "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
-         "restart_phases": RESTART_PHASES}
+         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS}
 # required columns of each file (the others of the schema may be absent -> NULL)
 REQUIRED = {
     "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),
@@ -117,6 +121,7 @@ REQUIRED = {
     "stage_metrics": (),
     "query_runs": ("query", "cache", "seconds"),
     "restart_phases": ("phase", "seconds"),
+    "chunk_loads": ("rows", "seconds"),
 }
 
 
@@ -312,6 +317,14 @@ def collect(run_dir, require=()) -> RunInputs:
                 parts["query_runs"].append(_parquet(used(pp), "query_runs", const))
             else:
                 parts["query_runs"].append(_rows_table(_json_rows(used(jp)), "query_runs", jp, const))
+            sp = edir / "summary.json"
+            load = _json(used(sp)).get("load") if sp.is_file() else None
+            if isinstance(load, dict) and isinstance(load.get("chunk_tables"), dict):
+                # Loading the chunk tables into a target's server is a storage figure too.
+                row = {**load["chunk_tables"], "target": tdir.name}
+                idx = load.get("secondary_index") or {}
+                row.update(index_rows=idx.get("rows"), index_seconds=idx.get("seconds"))
+                parts["chunk_loads"].append(_rows_table([row], "chunk_loads", sp))
 
     for tdir in _subdirs(run / "restart"):
         # <kind>.json only: summary.json and <kind>.error.json sit beside them.

@@ -1,7 +1,16 @@
 # Stages `tables` and `report`: every metrics file of the run aggregated with DuckDB
 # (SQL in resources/sql/), then plots and a single self-contained HTML page.
 
-TABLE_NAMES = ["storage", "load_time", "load_rate", "queries", "restart", "chunks", "stages"]
+TABLE_NAMES = [
+    "storage",
+    "load_time",
+    "load_rate",
+    "queries",
+    "chunk_load",
+    "restart",
+    "chunks",
+    "stages",
+]
 PLOT_NAMES = ["load_rate", "table_size", "fio", "query_latency", "restart_phases"]
 
 
