@@ -1,7 +1,6 @@
 """Restart stage with a real private server: phases, no lost rows, equal answers, faults named."""
 
 import json
-import random
 import shutil
 import tempfile
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+import indexinput
 from catbench import errorlog
 from catbench.cli_restart import add_subcommands
 from catbench.restart import RestartError, run_restart
@@ -17,19 +17,7 @@ SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
 
 
 def write_files(d: Path, nfiles: int, rows: int, seed: int = 3) -> list[Path]:
-    """qserv index input: BIGINT key, chunkId, subChunkId; keys shuffled across files."""
-    rng = random.Random(seed)
-    keys = list(range(1_000_000_000_000, 1_000_000_000_000 + nfiles * rows))
-    rng.shuffle(keys)
-    d.mkdir(parents=True, exist_ok=True)
-    files = []
-    for f in range(nfiles):
-        p = d / f"part-{f:05d}.tsv"
-        with open(p, "w") as out:
-            for k in keys[f * rows:(f + 1) * rows]:
-                out.write(f"{k}\t{rng.randrange(9000)}\t{rng.randrange(600)}\n")
-        files.append(p)
-    return files
+    return indexinput.write_files(d, "qserv", nfiles, rows, seed=seed)
 
 
 def servers_under(d) -> list[psutil.Process]:

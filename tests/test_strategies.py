@@ -2,7 +2,6 @@
 
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -17,31 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from catbench.load_index import LoadError, run_load_index
+from indexinput import write_files
 from catbench.strategies import STRATEGIES, LoadOptions, columns_without_pk, table_ddl
 from catbench.load_index import VARIANTS
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
-
-
-def make_key(variant: str, i: int) -> str:
-    return f"{i:028d}" if variant == "seed" else str(1_000_000_000_000 + i)
-
-
-def write_files(d: Path, variant: str, nfiles: int, rows: int, seed: int = 1) -> list[Path]:
-    """Index input with keys in random order across and within files (like the real input)."""
-    rng = random.Random(seed)
-    keys = list(range(nfiles * rows))
-    rng.shuffle(keys)
-    d.mkdir(parents=True, exist_ok=True)
-    files = []
-    for f in range(nfiles):
-        p = d / f"part-{f:05d}.tsv"
-        with open(p, "w") as out:
-            for k in keys[f * rows:(f + 1) * rows]:
-                out.write(f"{make_key(variant, k)}\t{rng.randrange(9000)}\t{rng.randrange(600)}\n")
-        files.append(p)
-    return files
 
 
 def key_at(p: Path, lineno: int) -> str:

@@ -115,25 +115,34 @@ def rate_curve(trace: list, bins: int = 40) -> tuple[list, list]:
     return xs, ys
 
 
-def plot_load_rate(plt, trace: list, path: Path) -> bool:
-    loads = _group(trace, ("target", "variant", "strategy"))
-    if not loads:
-        _empty(plt, path, "load traces")
-        return False
+def _per_target(plt, loads: dict, path: Path, xlabel: str, ylabel: str, series) -> None:
+    """One panel per target, one line per variant/strategy: ``series(rows) -> (xs, ys)``."""
     targets = list(dict.fromkeys(k[0] for k in loads))
     fig, axes = _grid(plt, len(targets))
     for ax, tg in zip(axes, targets):
         for (t, v, s), rs in loads.items():
             if t == tg:
-                xs, ys = rate_curve(rs)
-                ax.plot([x / 1e6 for x in xs], ys, marker=".", label=f"{v}/{s}")
+                xs, ys = series(rs)
+                ax.plot(xs, ys, marker=".", label=f"{v}/{s}")
         ax.set_title(f"target {tg}")
-        ax.set_xlabel("rows loaded (millions)")
-        ax.set_ylabel("load rate (rows/s)")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     _save(plt, fig, path)
+
+
+def plot_load_rate(plt, trace: list, path: Path) -> bool:
+    loads = _group(trace, ("target", "variant", "strategy"))
+    if not loads:
+        _empty(plt, path, "load traces")
+        return False
+
+    def series(rs):
+        xs, ys = rate_curve(rs)
+        return [x / 1e6 for x in xs], ys
+    _per_target(plt, loads, path, "rows loaded (millions)", "load rate (rows/s)", series)
     return True
 
 
@@ -142,22 +151,12 @@ def plot_table_size(plt, samples: list, path: Path) -> bool:
     if not loads:
         _empty(plt, path, "load samples")
         return False
-    targets = list(dict.fromkeys(k[0] for k in loads))
-    fig, axes = _grid(plt, len(targets))
-    for ax, tg in zip(axes, targets):
-        for (t, v, s), rs in loads.items():
-            if t == tg:
-                rs = sorted(rs, key=lambda r: r["time"])
-                t0 = rs[0]["time"]
-                ax.plot([r["time"] - t0 for r in rs], [(r["table_bytes"] or 0) / 2**20 for r in rs],
-                        marker=".", label=f"{v}/{s}")
-        ax.set_title(f"target {tg}")
-        ax.set_xlabel("seconds since the start of sampling")
-        ax.set_ylabel("table size (MiB)")
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    _save(plt, fig, path)
+
+    def series(rs):
+        rs = sorted(rs, key=lambda r: r["time"])
+        return ([r["time"] - rs[0]["time"] for r in rs],
+                [(r["table_bytes"] or 0) / 2**20 for r in rs])
+    _per_target(plt, loads, path, "seconds since the start of sampling", "table size (MiB)", series)
     return True
 
 
