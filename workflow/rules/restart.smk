@@ -11,7 +11,7 @@ rule restart_run:
     params:
         env=target_env,
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
-        settings=json.dumps(config["server"]["settings"]),
+        settings=json.dumps({**config["server"]["settings"], **config["restart"]["settings"]}),
         options=RESTART_OPTIONS,
     threads: MEASURE_THREADS
     log:
