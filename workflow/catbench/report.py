@@ -120,10 +120,11 @@ def _per_target(plt, loads: dict, path: Path, xlabel: str, ylabel: str, series) 
     targets = list(dict.fromkeys(k[0] for k in loads))
     fig, axes = _grid(plt, len(targets))
     for ax, tg in zip(axes, targets):
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # 12 variant/strategy lines stay distinct
         for (t, v, s), rs in loads.items():
             if t == tg:
                 xs, ys = series(rs)
-                ax.plot(xs, ys, marker=".", label=f"{v}/{s}")
+                ax.plot(xs, ys, marker=".", label=f"{v}/{s}", linestyle="-" if v == "qserv" else "--")
         ax.set_title(f"target {tg}")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
