@@ -7,12 +7,15 @@ rule restart_run:
         index=lambda wildcards: INDEX_INPUT[config["restart"]["variant"]],
         target=rules.target_info.output,
     output:
-        directory(f"{RES}/restart/{{target}}"),
+        # summary.json is written last: a directory without it is an unfinished run, and
+        # the <kind>.error.json / server-error.log evidence of a failure is kept.
+        f"{RES}/restart/{{target}}/summary.json",
     params:
         env=target_env,
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         settings=json.dumps({**config["server"]["settings"], **config["restart"]["settings"]}),
         options=RESTART_OPTIONS,
+        out=lambda wildcards, output: Path(output[0]).parent,
     threads: MEASURE_THREADS
     log:
         f"{RES}/logs/restart/{{target}}.log",
@@ -27,7 +30,7 @@ rule restart_run:
     shell:
         "{params.env} catbench restart --target {wildcards.target} --path {params.path:q} "
         "--input-dir {input.index} --settings-json {params.settings:q} {params.options} "
-        "--out {output} > {log} 2>&1"
+        "--out {params.out} > {log} 2>&1"
 
 
 rule restart:
