@@ -55,6 +55,9 @@ PART_MEM_MB = 500 + 6 * _ROW_BYTES * config["catalog"]["max_objects_per_part"] *
 GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] // 2**20
 # Loader client memory (keys for lookups, sort buffers) plus the server's buffer pool.
 LOAD_MEM_MB = 1500 + cb_storage.settings_mb(config["server"]["settings"])
+RESTART_MEM_MB = 1500 + cb_storage.settings_mb(
+    {**config["server"]["settings"], **config["restart"]["settings"]}
+)
 _load = config["load"]
 _q = shlex.quote
 LOAD_OPTIONS = (

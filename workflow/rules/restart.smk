@@ -24,7 +24,7 @@ rule restart_run:
     conda:
         ENV_SERVER
     resources:
-        mem_mb=LOAD_MEM_MB,
+        mem_mb=RESTART_MEM_MB,
         runtime=120,
         slurm_extra=target_slurm_extra,
     shell:
