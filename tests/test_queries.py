@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from catbench import catalog as cat_mod
+from test_partition import build_catalog
 from catbench import partition as part_mod
 from catbench.cli import main as cli_main
 from catbench.config import validate
@@ -39,15 +39,8 @@ def small_config():
 
 
 def build(cfg, root: Path):
-    cat = cfg["catalog"]
-    patch = cat_mod.generate_patch(cat, cfg["seed"])
-    layout = cat_mod.copy_layout(cat)
     staging = []
-    for k, copies in enumerate(cat_mod.part_copies(cat)):
-        o, s = root / f"catalog/Object/part-{k:05d}.parquet", root / f"catalog/Source/part-{k:05d}.parquet"
-        o.parent.mkdir(parents=True, exist_ok=True)
-        s.parent.mkdir(parents=True, exist_ok=True)
-        cat_mod.write_part(patch, layout, copies, o, s)
+    for k, (o, s) in enumerate(build_catalog(cfg, root / "catalog")):
         d = root / f"staging/part-{k:05d}"
         part_mod.map_part(cfg, o, s, d, 2)
         staging.append(d)
