@@ -12,7 +12,9 @@ from pathlib import Path
 from . import catalog as catalog_mod
 from . import partition as partition_mod
 from . import cli_queries, cli_report, cli_restart, cli_storage
-from .config import ConfigError, validate
+from .config import ConfigError, estimated_rows, n_groups, target_dir, validate
+from .files import atomic_path, read_parquet, write_parquet
+from .storage import check_targets, compare_loads
 from .targets import TargetError
 from .metrics import JobTimer, Progress, setup_logging, summarise
 
@@ -31,7 +33,6 @@ def _config(text: str) -> dict:
 
 def cmd_validate(a):
     cfg = _config(a.config)
-    from .config import estimated_rows, n_groups
     print(json.dumps({"run": cfg["run"], "copies": catalog_mod.n_copies(cfg["catalog"]),
                       "parts": len(catalog_mod.part_copies(cfg["catalog"])),
                       "groups": n_groups(cfg), "estimated_rows": estimated_rows(cfg)}))
@@ -43,7 +44,6 @@ def cmd_patch(a):
         patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
         for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            from .files import write_parquet
             write_parquet(table, path)
         t.extra.update(rows=patch.objects.num_rows + patch.sources.num_rows,
                        objects=patch.objects.num_rows, sources=patch.sources.num_rows)
@@ -51,7 +51,6 @@ def cmd_patch(a):
 
 def cmd_catalog_part(a):
     cfg = _config(a.config)
-    from .files import read_parquet
     patch = catalog_mod.Patch(read_parquet(a.patch_objects), read_parquet(a.patch_sources))
     copies = catalog_mod.part_copies(cfg["catalog"])[a.part]
     layout = catalog_mod.copy_layout(cfg["catalog"])
@@ -102,11 +101,8 @@ def cmd_target_info(a):
     """Check one storage target (exists or can be created, writable, room for the
     estimated data) and record its filesystem, device and size."""
     cfg = _config(a.config)
-    from .config import target_dir
-    from .storage import check_targets
     info = check_targets(cfg, [a.target])[a.target]
     info["run_dir"] = str(target_dir(cfg, a.target))
-    from .files import atomic_path
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(a.out) as tmp:
         tmp.write_text(json.dumps(info, indent=1, default=str) + "\n")
@@ -114,7 +110,6 @@ def cmd_target_info(a):
 
 def cmd_load_compare(a):
     """One row per load (target, variant, strategy) with speed-up vs sequential."""
-    from .storage import compare_loads
     compare_loads(a.summaries, a.out)
 
 
