@@ -55,7 +55,7 @@ def run_partition(cfg, parts, out: Path, groups: int):
         part_mod.map_part(cfg, o, s, d, groups)
         staging.append(d)
     for g in range(groups):
-        part_mod.reduce_group(staging, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv")
+        part_mod.reduce_group(staging, parts, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv")
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], out / "index/input",
                                out / "index/input_seed")
     return out
@@ -236,12 +236,36 @@ def test_manifests_count_the_rows(run):
         assert lines[0].split("\t") == ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"]
         for line in lines[1:]:
             cid, table, n, pb, tb = line.split("\t")
-            assert int(cid) % GROUPS == g
+            assert part_mod.chunk_groups(run["cfg"], [int(cid)], GROUPS)[0] == g
             rows[table] += int(n)
             assert int(pb) > 0
     assert rows["Object"] == run["objects"].num_rows
     assert rows["Source"] == run["sources"].num_rows
     assert rows["ObjectOverlap"] == len(read_all(chunk_files(root, "Object", "overlap")))
+
+
+def test_groups_are_balanced_ra_wedges(run):
+    """Groups are equal ra wedges of the sky region by chunk centre: monotonic in ra, each
+    holding a fair share of the Objects (duplication keeps the density)."""
+    cfg, ch = run["cfg"], run["chunker"]
+    chunk_id, _ = ch.locate(run["objects"]["ra_PS"].to_numpy(), run["objects"]["decl_PS"].to_numpy())
+    groups = part_mod.chunk_groups(cfg, chunk_id, GROUPS)
+    counts = np.bincount(groups, minlength=GROUPS)
+    assert counts.min() > 0.5 * counts.mean(), counts
+    ids = np.unique(chunk_id)
+    centre, g = ch.chunk_ra_centre(ids), part_mod.chunk_groups(cfg, ids, GROUPS)
+    for stripe in np.unique(ids // (2 * ch.num_stripes)):
+        m = ids // (2 * ch.num_stripes) == stripe
+        assert np.all(np.diff(g[m][np.argsort(centre[m])]) >= 0)
+    wedge = 20.0 / GROUPS                                    # the fixture's ra range is 0..20
+    assert np.all(np.floor(np.clip(centre, 0, 20 - 1e-9) / wedge) == g)
+
+
+def test_reduce_needs_the_catalog_part_of_every_staging_dir(run, tmp_path):
+    staging = sorted((run["root"] / "staging").glob("part-*"))
+    with pytest.raises(ValueError, match="staging dirs but"):
+        part_mod.reduce_group(staging, run["parts"][:-1], 0, tmp_path, tmp_path / "m.tsv")
+    assert not (tmp_path / "m.tsv").exists()
 
 
 def test_chunk_files_do_not_depend_on_the_number_of_groups(run, tmp_path):

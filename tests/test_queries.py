@@ -40,14 +40,15 @@ def small_config():
 
 def build(cfg, root: Path):
     staging = []
-    for k, (o, s) in enumerate(build_catalog(cfg, root / "catalog")):
+    parts = build_catalog(cfg, root / "catalog")
+    for k, (o, s) in enumerate(parts):
         d = root / f"staging/part-{k:05d}"
         part_mod.map_part(cfg, o, s, d, 2)
         staging.append(d)
     manifests = []
     for g in range(2):
         m = root / f"chunks/groups/group-{g:05d}.tsv"
-        part_mod.reduce_group(staging, g, root / "chunks", m)
+        part_mod.reduce_group(staging, parts, g, root / "chunks", m)
         manifests.append(m)
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], root / "index/input",
                                root / "index/input_seed")

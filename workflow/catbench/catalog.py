@@ -32,9 +32,10 @@ def mag_to_flux(mag):
 
 def object_schema(filler_columns: int) -> pa.Schema:
     fields = [("objectId", pa.int64()), ("ra_PS", pa.float64()), ("decl_PS", pa.float64())]
+    # Types as in LSST's PT1.2 baseline schema (the seeds' data): positions DOUBLE,
+    # Object fluxes FLOAT, and filler FLOAT as most columns of a real Object table are.
     for b in BANDS:
-        fields += [(f"{b}Flux_PS", pa.float64()), (f"{b}Flux_PS_Sigma", pa.float64())]
-    # Filler columns are FLOAT, as most columns of a real Object table are.
+        fields += [(f"{b}Flux_PS", pa.float32()), (f"{b}Flux_PS_Sigma", pa.float32())]
     fields += [(f"filler_{k:02d}", pa.float32()) for k in range(filler_columns)]
     return pa.schema(fields)
 
@@ -42,7 +43,7 @@ def object_schema(filler_columns: int) -> pa.Schema:
 SOURCE_SCHEMA = pa.schema([
     ("sourceId", pa.int64()), ("objectId", pa.int64()), ("ra", pa.float64()),
     ("decl", pa.float64()), ("taiMidPoint", pa.float64()), ("filterId", pa.int8()),
-    ("psfFlux", pa.float64()), ("psfFluxSigma", pa.float64()),
+    ("psfFlux", pa.float64()), ("psfFluxSigma", pa.float32()),   # as in PT1.2
 ])
 
 
@@ -80,8 +81,8 @@ def generate_patch(cat: dict, seed: int) -> Patch:
     sigma = mag_to_flux(_DEPTH) / 5.0
     cols = {"objectId": rng.permutation(n).astype(np.int64) + 1, "ra_PS": ra, "decl_PS": dec}
     for k, b in enumerate(BANDS):
-        cols[f"{b}Flux_PS"] = flux_true[:, k] + rng.normal(0.0, sigma[k], n)
-        cols[f"{b}Flux_PS_Sigma"] = np.full(n, sigma[k]) * rng.uniform(0.9, 1.1, n)
+        cols[f"{b}Flux_PS"] = (flux_true[:, k] + rng.normal(0.0, sigma[k], n)).astype(np.float32)
+        cols[f"{b}Flux_PS_Sigma"] = (np.full(n, sigma[k]) * rng.uniform(0.9, 1.1, n)).astype(np.float32)
     for k in range(int(cat["filler_columns"])):
         cols[f"filler_{k:02d}"] = rng.normal(0.0, 1.0, n).astype(np.float32)
     objects = pa.table(cols, schema=object_schema(int(cat["filler_columns"])))
@@ -103,7 +104,7 @@ def generate_patch(cat: dict, seed: int) -> Patch:
         "taiMidPoint": rng.uniform(59580.0, 63230.0, m),
         "filterId": filt,
         "psfFlux": flux_true[owner, filt] * variability + rng.normal(0.0, 1.0, m) * s_sigma,
-        "psfFluxSigma": s_sigma,
+        "psfFluxSigma": s_sigma.astype(np.float32),
     }, schema=SOURCE_SCHEMA)
     return Patch(objects, sources)
 

@@ -96,6 +96,11 @@ class Chunker:
                for s in range(self.num_stripes) for c in range(self.chunks_per_stripe[s])]
         return np.array(ids, dtype=np.int64)
 
+    def chunk_ra_centre(self, chunk_ids) -> np.ndarray:
+        """Right ascension (degrees) of the centre of each chunk."""
+        stripe, chunk = np.divmod(np.asarray(chunk_ids, dtype=np.int64), 2 * self.num_stripes)
+        return (chunk + 0.5) * (360.0 / self.chunks_per_stripe[stripe])
+
     def _ids(self, ss, sc):
         """(chunkId, subChunkId) of sub-stripe ``ss`` and ra sub-chunk column ``sc``."""
         stripe = ss // self.num_sub_stripes

@@ -1,10 +1,12 @@
 """Partition catalog parts into per-chunk files, as a map/reduce over chunk groups.
 
 map (one job per catalog part): locate every row (chunkId, subChunkId, overlap
-    locations) and write staging files sorted by chunk group, one row group per group.
-reduce (one job per group of chunks, ``chunkId % groups``): gather that group's rows
-    from every part, order by chunk (generation order within a chunk), write per-chunk
-    Parquet and TSV and a manifest listing them.
+    locations) reading only the position and id columns, and write small staging files
+    of (row, chunkId, subChunkId) sorted by chunk group, one row group per group.
+reduce (one job per group of chunks, ra wedges of the sky region): for each part, read
+    only the catalog row groups that hold the group's rows, take those rows, order them
+    by chunk (generation order within a chunk) and write per-chunk Parquet and TSV and a
+    manifest listing them. Wide rows are read once and written once: no wide shuffle.
 index: concatenate the parts' (objectId, chunkId, subChunkId) in generation order and
     split them into the secondary-index input files.
 Memory is bounded by the part size (map) and the group size (reduce), both settings.
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 
 TABLES = ("Object", "ObjectOverlap", "Source")
 KEY_WIDTH = 28  # the seed's CHAR(28) source_id
+LOCATION = ("chunkId", "subChunkId")
 
 
 def chunker_from(cfg: dict) -> Chunker:
@@ -35,24 +38,43 @@ def chunker_from(cfg: dict) -> Chunker:
     return Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
 
 
-def _with_location(table: pa.Table, chunk_id, sub_id, groups: int) -> pa.Table:
-    return (table.append_column("chunkId", pa.array(chunk_id, pa.int32()))
-                 .append_column("subChunkId", pa.array(sub_id, pa.int32()))
-                 .append_column("_group", pa.array(chunk_id % groups, pa.int32())))
+def chunk_groups(cfg: dict, chunk_ids, groups: int) -> np.ndarray:
+    """The reduce group of each chunk: ``groups`` equal ra wedges of the sky region, by
+    chunk centre. Wedges (not ``chunkId % groups``) keep a group's rows in few catalog
+    row groups, since a part's copies are runs in ra; equal wedges of the region hold
+    equal numbers of rows, as duplication keeps the density."""
+    return _group_table(cfg, groups)[np.asarray(chunk_ids, dtype=np.int64)]
 
 
-def _write_grouped(table: pa.Table, path):
-    """Sort by (group, chunkId), keeping generation order within a chunk, and write one
-    row group per group: a reduce job then reads only its own row groups, already in
-    chunk order, and merges the parts without sorting wide rows again."""
-    order = pc.sort_indices(table, [("_group", "ascending"), ("chunkId", "ascending")])
-    table = table.take(order)
-    g = table["_group"].to_numpy()
+def _group_table(cfg: dict, groups: int) -> np.ndarray:
+    """Group of every chunk id (a lookup table: 15k entries at 85 stripes)."""
+    chunker = chunker_from(cfg)
+    sky = cfg["catalog"]["sky"]
+    lo, hi = float(sky["ra_min_deg"]), float(sky["ra_max_deg"])
+    ids = chunker.all_chunks()
+    g = np.floor((chunker.chunk_ra_centre(ids) - lo) / (hi - lo) * groups)
+    table = np.zeros(int(ids.max()) + 1, np.int32)
+    table[ids] = np.clip(g, 0, groups - 1)
+    return table
+
+
+def _write_locations(rows, chunk_id, sub_id, group, path):
+    """Staging file of one table: (row, chunkId, subChunkId, _group) sorted by (group,
+    chunkId, row), one row group per group, so a reduce job reads only its own."""
+    # One stable sort on (group, chunk): rows come in generation order, in runs per chunk.
+    order = np.argsort((group.astype(np.int64) << 32) | chunk_id, kind="stable")
+    t = pa.table({"row": pa.array(rows[order], pa.int64()),
+                  "chunkId": pa.array(chunk_id[order], pa.int32()),
+                  "subChunkId": pa.array(sub_id[order], pa.int32()),
+                  "_group": pa.array(group[order], pa.int32())})
+    g = group[order]
     bounds = np.flatnonzero(np.diff(g)) + 1
+    # Small: locations dictionary-encode, row numbers are runs (delta-encoded).
     with atomic_path(path) as tmp, pq.ParquetWriter(
-            tmp, table.schema, use_dictionary=False, compression="none") as w:
+            tmp, t.schema, compression="none", use_dictionary=list(t.schema.names[1:]),
+            column_encoding={"row": "DELTA_BINARY_PACKED"}) as w:
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(g)]):
-            w.write_table(table.slice(a, b - a))
+            w.write_table(t.slice(a, b - a))
 
 
 def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
@@ -60,20 +82,17 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
     chunker = chunker_from(cfg)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    obj = read_parquet(object_path)
+    obj = read_parquet(object_path, columns=["objectId", "ra_PS", "decl_PS"])
     ra, dec = obj["ra_PS"].to_numpy(), obj["decl_PS"].to_numpy()
     chunk_id, sub_id = chunker.locate(ra, dec, where=str(object_path))
-    rows, ov_chunk, ov_sub = chunker.overlap_locations(ra, dec, where=str(object_path))
-    overlap = _with_location(obj.take(rows), ov_chunk, ov_sub, groups)
+    ov_rows, ov_chunk, ov_sub = chunker.overlap_locations(ra, dec, where=str(object_path))
     oid = obj["objectId"].to_numpy()
     write_parquet(pa.table({"objectId": oid, "chunkId": chunk_id, "subChunkId": sub_id}),
                   out / "index.parquet")
-    obj = _with_location(obj, chunk_id, sub_id, groups)
 
     # Sources take their Object's location (child table, no overlap).
-    src = read_parquet(source_path)
+    s_oid = read_parquet(source_path, columns=["objectId"])["objectId"].to_numpy()
     sorted_idx = np.argsort(oid, kind="stable")
-    s_oid = src["objectId"].to_numpy()
     pos = np.searchsorted(oid[sorted_idx], s_oid)
     pos = sorted_idx[np.minimum(pos, len(oid) - 1)] if len(oid) else pos
     orphan = (oid[pos] != s_oid) if len(oid) else np.ones(len(s_oid), bool)
@@ -81,11 +100,15 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
         i = int(np.flatnonzero(orphan)[0])
         raise ValueError(f"{source_path}: row {i}: Source objectId {s_oid[i]} has no Object "
                          f"in {object_path}; regenerate the catalog part")
-    src = _with_location(src, chunk_id[pos], sub_id[pos], groups)
 
-    for name, table in (("Object", obj), ("ObjectOverlap", overlap), ("Source", src)):
-        _write_grouped(table, out / f"{name}.parquet")
-    return {"objects": obj.num_rows, "sources": src.num_rows, "overlap_rows": overlap.num_rows}
+    n_obj, n_src = len(oid), len(s_oid)
+    group_of = _group_table(cfg, groups)
+    obj_group = group_of[chunk_id]
+    for name, loc in (("Object", (np.arange(n_obj), chunk_id, sub_id, obj_group)),
+                      ("ObjectOverlap", (ov_rows, ov_chunk, ov_sub, group_of[ov_chunk])),
+                      ("Source", (np.arange(n_src), chunk_id[pos], sub_id[pos], obj_group[pos]))):
+        _write_locations(*loc, out / f"{name}.parquet")
+    return {"objects": n_obj, "sources": n_src, "overlap_rows": len(ov_rows)}
 
 
 def _group_rows(path, group: int) -> pa.Table | None:
@@ -100,39 +123,60 @@ def _group_rows(path, group: int) -> pa.Table | None:
     return f.read_row_groups(wanted) if wanted else None
 
 
-def reduce_group(staging_dirs, group: int, chunks_dir, manifest_path) -> dict:
-    """Write every chunk file of one chunk group and a manifest of them."""
+def _take_rows(path, rows: np.ndarray) -> pa.Table:
+    """Rows ``rows`` (ascending within runs, any order overall) of a catalog file,
+    decoding only the row groups that hold them."""
+    f = open_parquet(path)
+    sizes = [f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)]
+    starts = np.cumsum([0] + sizes)
+    rg = np.searchsorted(starts, rows, side="right") - 1
+    needed = np.flatnonzero(np.bincount(rg, minlength=len(sizes)))
+    try:
+        table = f.read_row_groups(needed.tolist())
+    except (pa.ArrowException, OSError) as e:
+        raise ValueError(f"{path}: not a readable Parquet file ({e}); re-run the stage "
+                         f"that writes it") from e
+    # Position of each wanted row in the concatenation of the needed row groups.
+    base = np.zeros(len(sizes), np.int64)
+    base[needed] = np.cumsum([0] + [sizes[i] for i in needed[:-1]])
+    return table.take(pa.array(rows - starts[rg] + base[rg]))
+
+
+def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path) -> dict:
+    """Write every chunk file of one chunk group and a manifest of them.
+    ``catalog_parts`` are the (Object, Source) Parquet files each staging dir was
+    mapped from, in the same order."""
+    if len(catalog_parts) != len(staging_dirs):
+        raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
+                         f"parts: give the parts in the order they were mapped")
     chunks_dir = Path(chunks_dir)
-    manifest = []
-    object_chunks: set[int] = set()
-    for name in TABLES:
-        # Each part's rows are already in chunk order: cut them into per-chunk slices
-        # and concatenate the slices of all parts in part (= generation) order.
-        slices: dict[int, list[pa.Table]] = {}
-        schema = None
-        for d in staging_dirs:
-            t = _group_rows(Path(d) / f"{name}.parquet", group)
-            if t is None:
+    slices: dict[str, dict[int, list[pa.Table]]] = {name: {} for name in TABLES}
+    for d, (objects, sources) in zip(staging_dirs, catalog_parts):
+        for name in TABLES:
+            loc = _group_rows(Path(d) / f"{name}.parquet", group)
+            if loc is None:
                 continue
-            t = t.drop_columns(["_group"])
-            schema = t.schema
-            ids = t["chunkId"].to_numpy()
-            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else []
+            t = _take_rows(sources if name == "Source" else objects, loc["row"].to_numpy())
+            for col in LOCATION:
+                t = t.append_column(col, loc[col])
+            # Rows are in chunk order: cut them into per-chunk slices, concatenated
+            # below in part (= generation) order.
+            ids = loc["chunkId"].to_numpy()
+            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
             for a, b in zip(starts, np.r_[starts[1:], len(ids)]):
-                slices.setdefault(int(ids[a]), []).append(t.slice(a, b - a))
+                slices[name].setdefault(int(ids[a]), []).append(t.slice(a, b - a))
+    object_chunks = set(slices["Object"])
+    # Every chunk with Objects gets an overlap file, empty when nothing is near.
+    empty_overlap = _located_schema(catalog_parts[0][0]).empty_table() if catalog_parts else None
+    for cid in object_chunks - set(slices["ObjectOverlap"]):
+        slices["ObjectOverlap"][cid] = [empty_overlap]
+    manifest = []
+    for name in TABLES:
         folder = chunks_dir / ("Source" if name == "Source" else "Object")
         folder.mkdir(parents=True, exist_ok=True)
         suffix = "_overlap" if name == "ObjectOverlap" else ""
-        if name == "Object":
-            object_chunks = set(slices)
-        if name == "ObjectOverlap" and schema is None and object_chunks:
-            schema = _first_schema(staging_dirs, name)
-        if name == "ObjectOverlap":
-            # Every chunk with Objects gets an overlap file, empty when nothing is near.
-            for cid in object_chunks - set(slices):
-                slices[cid] = [schema.empty_table()]
-        for cid in sorted(slices):
-            table = pa.concat_tables(slices[cid])
+        for cid in sorted(slices[name]):
+            table = pa.concat_tables(slices[name].pop(cid))
             manifest.append(_write_chunk(table, folder, cid, name, suffix))
     manifest.sort(key=lambda r: (r["chunkId"], r["table"]))
     Path(manifest_path).parent.mkdir(parents=True, exist_ok=True)
@@ -146,9 +190,11 @@ def reduce_group(staging_dirs, group: int, chunks_dir, manifest_path) -> dict:
             "rows": sum(r["rows"] for r in manifest)}
 
 
-def _first_schema(staging_dirs, name) -> pa.Schema:
-    schema = open_parquet(Path(staging_dirs[0]) / f"{name}.parquet").schema_arrow
-    return schema.remove(schema.get_field_index("_group"))
+def _located_schema(objects_path) -> pa.Schema:
+    schema = open_parquet(objects_path).schema_arrow
+    for col in LOCATION:
+        schema = schema.append(pa.field(col, pa.int32()))
+    return schema
 
 
 def _write_chunk(table, folder: Path, chunk_id: int, name: str, suffix: str) -> dict:

@@ -10,7 +10,8 @@ rule partition_map:
         staging=temp(directory(f"{RES}/partition/staging/part-{{part}}")),
         metrics=f"{RES}/metrics/jobs/partition_map-{{part}}.json",
     params:
-        cfg=cfg_json("partition"),
+        # catalog: the sky region's ra range sets the group wedges
+        cfg=cfg_json("partition", "catalog"),
         groups=len(GROUPS),
     log:
         f"{RES}/logs/partition/map-{{part}}.log",
@@ -30,6 +31,8 @@ rule partition_map:
 rule partition_reduce:
     input:
         staging=expand(f"{RES}/partition/staging/part-{{part}}", part=PARTS),
+        objects=expand(rules.catalog_part.output.objects, part=PARTS),
+        sources=expand(rules.catalog_part.output.sources, part=PARTS),
     output:
         manifest=f"{RES}/chunks/groups/group-{{group}}.tsv",
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
@@ -47,7 +50,8 @@ rule partition_reduce:
     threads: 1
     shell:
         # One polars thread per job thread: Snakemake already runs jobs side by side.
-        "POLARS_MAX_THREADS={threads} catbench partition-reduce --staging {input.staging} --group {wildcards.group} "
+        "POLARS_MAX_THREADS={threads} catbench partition-reduce --staging {input.staging} "
+        "--objects {input.objects} --sources {input.sources} --group {wildcards.group} "
         "--chunks {params.chunks} --manifest {output.manifest} --metrics {output.metrics} "
         "> {log} 2>&1"
 
