@@ -29,7 +29,7 @@ run: env
 	$(SNAKEMAKE_RUN)
 
 test: env
-	pytest
+	pytest --durations=10
 
 bench: env
 	$(SNAKEMAKE_RUN) --configfile config/bench.yaml

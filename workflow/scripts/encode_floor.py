@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""The CPU floor of a run's partition outputs on this machine: re-encode every chunk file
+(TSV with polars, Parquet with snappy) and every catalog part (Parquet) from tables
+already in memory, on one thread, writing to a RAM scratch dir. Compare the total with
+the end-to-end wall time x cores to see how much of a partition run is pure encoding.
+
+    POLARS_MAX_THREADS=1 python workflow/scripts/encode_floor.py results/bench-partition
+"""
+
+import argparse
+import glob
+import tempfile
+import time
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("run_dir", help="results/<run> of a finished partition stage")
+ap.add_argument("--scratch", default="/dev/shm", help="where the throw-away copies go (RAM)")
+a = ap.parse_args()
+pa.set_cpu_count(1)
+cpu = {"tsv": 0.0, "chunk_parquet": 0.0, "catalog_parquet": 0.0}
+rows = 0
+with tempfile.TemporaryDirectory(dir=a.scratch) as tmp:
+    for f in sorted(glob.glob(f"{a.run_dir}/chunks/*/chunk_*.parquet")):
+        t = pq.ParquetFile(f).read()
+        rows += t.num_rows
+        t0 = time.process_time()
+        pl.from_arrow(t).write_csv(f"{tmp}/x.tsv", separator="\t", include_header=False,
+                                   null_value="\\N", quote_style="never")
+        t1 = time.process_time()
+        pq.write_table(t, f"{tmp}/x.parquet", use_dictionary=False, compression="snappy")
+        cpu["tsv"] += t1 - t0
+        cpu["chunk_parquet"] += time.process_time() - t1
+    for f in sorted(glob.glob(f"{a.run_dir}/catalog/*/part-*.parquet")):
+        t = pq.ParquetFile(f).read()
+        t0 = time.process_time()
+        pq.write_table(t, f"{tmp}/x.parquet", use_dictionary=False, compression="snappy")
+        cpu["catalog_parquet"] += time.process_time() - t0
+if not rows:
+    raise SystemExit(f"no chunk files under {a.run_dir}/chunks: run the partition stage first")
+print(f"chunk rows {rows:,}: " + ", ".join(f"{k} {v:.1f} CPU-s" for k, v in cpu.items())
+      + f", total {sum(cpu.values()):.1f} CPU-s")
