@@ -7,7 +7,9 @@ import argparse
 import importlib
 import json
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from . import catalog as catalog_mod
@@ -133,7 +135,15 @@ _OWN = ("validate", "patch", "catalog-part", "partition-map", "partition-reduce"
         "index-input", "chunk-list", "target-info", "load-compare")
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
+    # SIGTERM (Snakemake, Slurm, kill) unwinds like Ctrl-C: `finally` blocks remove
+    # partial outputs even when no private server (with its own handler) is running.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     setup_logging()
     ap = argparse.ArgumentParser(prog="catbench", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
