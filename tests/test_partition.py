@@ -236,7 +236,7 @@ def test_manifests_count_the_rows(run):
         assert lines[0].split("\t") == ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"]
         for line in lines[1:]:
             cid, table, n, pb, tb = line.split("\t")
-            assert part_mod.chunk_groups(run["cfg"], [int(cid)], GROUPS)[0] == g
+            assert part_mod.group_table(run["cfg"], GROUPS)[int(cid)] == g
             rows[table] += int(n)
             assert int(pb) > 0
     assert rows["Object"] == run["objects"].num_rows
@@ -249,11 +249,11 @@ def test_groups_are_balanced_ra_wedges(run):
     holding a fair share of the Objects (duplication keeps the density)."""
     cfg, ch = run["cfg"], run["chunker"]
     chunk_id, _ = ch.locate(run["objects"]["ra_PS"].to_numpy(), run["objects"]["decl_PS"].to_numpy())
-    groups = part_mod.chunk_groups(cfg, chunk_id, GROUPS)
+    groups = part_mod.group_table(cfg, GROUPS)[chunk_id]
     counts = np.bincount(groups, minlength=GROUPS)
     assert counts.min() > 0.5 * counts.mean(), counts
     ids = np.unique(chunk_id)
-    centre, g = ch.chunk_ra_centre(ids), part_mod.chunk_groups(cfg, ids, GROUPS)
+    centre, g = ch.chunk_ra_centre(ids), part_mod.group_table(cfg, GROUPS)[ids]
     for stripe in np.unique(ids // (2 * ch.num_stripes)):
         m = ids // (2 * ch.num_stripes) == stripe
         assert np.all(np.diff(g[m][np.argsort(centre[m])]) >= 0)

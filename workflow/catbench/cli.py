@@ -125,14 +125,12 @@ FAMILIES = {"cli_storage": ("fio", "load-index"),
             "cli_restart": ("restart",)}
 
 
-def _families(argv) -> list[str]:
+def _families(argv, own) -> list[str]:
+    """Modules to import for this command line: its own family, none for a command
+    of this module (``own``), all for --help or an unknown command."""
     command = next((w for w in argv if not w.startswith("-")), None)
     named = [m for m, commands in FAMILIES.items() if command in commands]
-    return named or ([] if command in _OWN else list(FAMILIES))
-
-
-_OWN = ("validate", "patch", "catalog-part", "partition-map", "partition-reduce",
-        "index-input", "chunk-list", "target-info", "load-compare")
+    return named or ([] if command in own else list(FAMILIES))
 
 
 def _exit_on_sigterm(signum, frame):
@@ -174,7 +172,7 @@ def main(argv=None):
         ("--job-metrics", {"nargs": "+"}), "--summary")
     add("target-info", cmd_target_info, "--target", "--out")
     add("load-compare", cmd_load_compare, ("--summaries", {"nargs": "+"}), "--out")
-    for module in _families(argv if argv is not None else sys.argv[1:]):
+    for module in _families(argv if argv is not None else sys.argv[1:], set(sub.choices)):
         importlib.import_module(f".{module}", __package__).add_subcommands(sub)
     logging.getLogger("mysql.connector").setLevel(logging.WARNING)
     a = ap.parse_args(argv)

@@ -44,20 +44,24 @@ def write_tsv(table: pa.Table, path):
                                        null_value="\\N", quote_style="never")
 
 
-def read_parquet(path, columns=None) -> pa.Table:
-    """Read a Parquet file; a truncated or foreign file fails naming the path.
-    (ParquetFile, not pq.read_table: that imports pyarrow.dataset, 0.4 s a job.)"""
-    f = open_parquet(path)
+@contextlib.contextmanager
+def parquet_errors(path):
+    """A truncated or foreign Parquet file fails naming the path and what to do."""
     try:
-        return f.read(columns=columns)
+        yield
     except (pa.ArrowException, OSError) as e:
         raise ValueError(f"{path}: not a readable Parquet file ({e}); re-run the stage "
                          f"that writes it") from e
+
+
+def read_parquet(path, columns=None) -> pa.Table:
+    """Read a Parquet file (ParquetFile, not pq.read_table: that imports pyarrow.dataset,
+    0.4 s a job)."""
+    f = open_parquet(path)
+    with parquet_errors(path):
+        return f.read(columns=columns)
 
 
 def open_parquet(path) -> pq.ParquetFile:
-    try:
+    with parquet_errors(path):
         return pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as e:
-        raise ValueError(f"{path}: not a readable Parquet file ({e}); re-run the stage "
-                         f"that writes it") from e

@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .chunker import Chunker
-from .files import atomic_path, open_parquet, read_parquet, write_parquet, write_tsv
+from .files import (atomic_path, open_parquet, parquet_errors, read_parquet, write_parquet,
+                    write_tsv)
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +39,12 @@ def chunker_from(cfg: dict) -> Chunker:
     return Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
 
 
-def chunk_groups(cfg: dict, chunk_ids, groups: int) -> np.ndarray:
-    """The reduce group of each chunk: ``groups`` equal ra wedges of the sky region, by
-    chunk centre. Wedges (not ``chunkId % groups``) keep a group's rows in few catalog
-    row groups, since a part's copies are runs in ra; equal wedges of the region hold
-    equal numbers of rows, as duplication keeps the density."""
-    return _group_table(cfg, groups)[np.asarray(chunk_ids, dtype=np.int64)]
-
-
-def _group_table(cfg: dict, groups: int) -> np.ndarray:
-    """Group of every chunk id (a lookup table: 15k entries at 85 stripes)."""
+def group_table(cfg: dict, groups: int) -> np.ndarray:
+    """The reduce group of every chunk id (a lookup table: 15k entries at 85 stripes):
+    ``groups`` equal ra wedges of the sky region, by chunk centre. Wedges (not
+    ``chunkId % groups``) keep a group's rows in few catalog row groups, since a part's
+    copies are runs in ra; equal wedges of the region hold equal numbers of rows, as
+    duplication keeps the density."""
     chunker = chunker_from(cfg)
     sky = cfg["catalog"]["sky"]
     lo, hi = float(sky["ra_min_deg"]), float(sky["ra_max_deg"])
@@ -63,11 +60,11 @@ def _write_locations(rows, chunk_id, sub_id, group, path):
     chunkId, row), one row group per group, so a reduce job reads only its own."""
     # One stable sort on (group, chunk): rows come in generation order, in runs per chunk.
     order = np.argsort((group.astype(np.int64) << 32) | chunk_id, kind="stable")
+    g = group[order]
     t = pa.table({"row": pa.array(rows[order], pa.int64()),
                   "chunkId": pa.array(chunk_id[order], pa.int32()),
                   "subChunkId": pa.array(sub_id[order], pa.int32()),
-                  "_group": pa.array(group[order], pa.int32())})
-    g = group[order]
+                  "_group": pa.array(g, pa.int32())})
     bounds = np.flatnonzero(np.diff(g)) + 1
     # Small: locations dictionary-encode, row numbers are runs (delta-encoded).
     with atomic_path(path) as tmp, pq.ParquetWriter(
@@ -102,7 +99,7 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
                          f"in {object_path}; regenerate the catalog part")
 
     n_obj, n_src = len(oid), len(s_oid)
-    group_of = _group_table(cfg, groups)
+    group_of = group_table(cfg, groups)
     obj_group = group_of[chunk_id]
     for name, loc in (("Object", (np.arange(n_obj), chunk_id, sub_id, obj_group)),
                       ("ObjectOverlap", (ov_rows, ov_chunk, ov_sub, group_of[ov_chunk])),
@@ -131,11 +128,8 @@ def _take_rows(path, rows: np.ndarray) -> pa.Table:
     starts = np.cumsum([0] + sizes)
     rg = np.searchsorted(starts, rows, side="right") - 1
     needed = np.flatnonzero(np.bincount(rg, minlength=len(sizes)))
-    try:
+    with parquet_errors(path):
         table = f.read_row_groups(needed.tolist())
-    except (pa.ArrowException, OSError) as e:
-        raise ValueError(f"{path}: not a readable Parquet file ({e}); re-run the stage "
-                         f"that writes it") from e
     # Position of each wanted row in the concatenation of the needed row groups.
     base = np.zeros(len(sizes), np.int64)
     base[needed] = np.cumsum([0] + [sizes[i] for i in needed[:-1]])
@@ -152,19 +146,25 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
     chunks_dir = Path(chunks_dir)
     slices: dict[str, dict[int, list[pa.Table]]] = {name: {} for name in TABLES}
     for d, (objects, sources) in zip(staging_dirs, catalog_parts):
-        for name in TABLES:
-            loc = _group_rows(Path(d) / f"{name}.parquet", group)
-            if loc is None:
+        locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
+        # Object and its overlap come from the same file: decode its row groups once.
+        for path, names in ((objects, ("Object", "ObjectOverlap")), (sources, ("Source",))):
+            present = [(name, locs[name]) for name in names if locs[name] is not None]
+            if not present:
                 continue
-            t = _take_rows(sources if name == "Source" else objects, loc["row"].to_numpy())
-            for col in LOCATION:
-                t = t.append_column(col, loc[col])
-            # Rows are in chunk order: cut them into per-chunk slices, concatenated
-            # below in part (= generation) order.
-            ids = loc["chunkId"].to_numpy()
-            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-            for a, b in zip(starts, np.r_[starts[1:], len(ids)]):
-                slices[name].setdefault(int(ids[a]), []).append(t.slice(a, b - a))
+            taken = _take_rows(path, np.concatenate([loc["row"].to_numpy() for _, loc in present]))
+            at = 0
+            for name, loc in present:
+                t = taken.slice(at, loc.num_rows)
+                at += loc.num_rows
+                for col in LOCATION:
+                    t = t.append_column(col, loc[col])
+                # Rows are in chunk order: cut them into per-chunk slices, concatenated
+                # below in part (= generation) order.
+                ids = loc["chunkId"].to_numpy()
+                starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+                for a, b in zip(starts, np.r_[starts[1:], len(ids)]):
+                    slices[name].setdefault(int(ids[a]), []).append(t.slice(a, b - a))
     object_chunks = set(slices["Object"])
     # Every chunk with Objects gets an overlap file, empty when nothing is near.
     empty_overlap = _located_schema(catalog_parts[0][0]).empty_table() if catalog_parts else None

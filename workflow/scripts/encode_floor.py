@@ -12,9 +12,10 @@ import glob
 import tempfile
 import time
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from catbench.files import write_parquet, write_tsv   # the writers the partition jobs use
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("run_dir", help="results/<run> of a finished partition stage")
@@ -28,16 +29,15 @@ with tempfile.TemporaryDirectory(dir=a.scratch) as tmp:
         t = pq.ParquetFile(f).read()
         rows += t.num_rows
         t0 = time.process_time()
-        pl.from_arrow(t).write_csv(f"{tmp}/x.tsv", separator="\t", include_header=False,
-                                   null_value="\\N", quote_style="never")
+        write_tsv(t, f"{tmp}/x.tsv")
         t1 = time.process_time()
-        pq.write_table(t, f"{tmp}/x.parquet", use_dictionary=False, compression="snappy")
+        write_parquet(t, f"{tmp}/x.parquet")
         cpu["tsv"] += t1 - t0
         cpu["chunk_parquet"] += time.process_time() - t1
     for f in sorted(glob.glob(f"{a.run_dir}/catalog/*/part-*.parquet")):
         t = pq.ParquetFile(f).read()
         t0 = time.process_time()
-        pq.write_table(t, f"{tmp}/x.parquet", use_dictionary=False, compression="snappy")
+        write_parquet(t, f"{tmp}/x.parquet")
         cpu["catalog_parquet"] += time.process_time() - t0
 if not rows:
     raise SystemExit(f"no chunk files under {a.run_dir}/chunks: run the partition stage first")
