@@ -6,9 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from catbench import catalog as cat_mod
-from catbench.config import validate
+from catbench.core.config import validate
+from catbench.prepare import catalog as cat_mod
 
 BANDS = "ugrizy"
 

@@ -1,4 +1,4 @@
-"""catbench.chunker against lsst.sphgeom.Chunker (the reference implementation) and
+"""catbench.prepare.chunker against lsst.sphgeom.Chunker (the reference implementation) and
 against a brute-force overlap oracle built only from sub-chunk boxes."""
 
 import math
@@ -6,8 +6,7 @@ import math
 import lsst.sphgeom as sg
 import numpy as np
 import pytest
-
-from catbench.chunker import Chunker, CoordinateError
+from catbench.prepare.chunker import Chunker, CoordinateError
 
 SETTINGS = [(85, 12), (18, 5), (340, 3)]
 

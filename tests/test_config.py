@@ -1,5 +1,5 @@
 """Config validation: the default config is valid; every bad config fails naming the key,
-both through catbench.config.validate and through the real snakemake."""
+both through catbench.core.config.validate and through the real snakemake."""
 
 import copy
 import os
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from catbench import catalog as cat_mod
-from catbench.config import ConfigError, load, n_groups, validate
+from catbench.core.config import ConfigError, load, n_groups, validate
+from catbench.prepare import catalog as cat_mod
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"

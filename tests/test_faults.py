@@ -21,11 +21,25 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
-from catbench.server import Server
-from faultkit import (LOAD_DIR, QUERY_DIR, RUN, catbench, copy_workdir, fingerprint, incomplete_marked,
-                      scratch_dirs, server_procs, snakemake, start_snakemake, stop_run, tiny_config, tmpfs,
-                      wait_no_servers, wait_server_up)
+from catbench.core.server import Server
+from faultkit import (
+    LOAD_DIR,
+    QUERY_DIR,
+    RUN,
+    catbench,
+    copy_workdir,
+    fingerprint,
+    incomplete_marked,
+    scratch_dirs,
+    server_procs,
+    snakemake,
+    start_snakemake,
+    stop_run,
+    tiny_config,
+    tmpfs,
+    wait_no_servers,
+    wait_server_up,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 

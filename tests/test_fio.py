@@ -6,9 +6,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from catbench.fio import DATA_FILE, direct_io_supported, run_fio
-
+from catbench.fio.bench import DATA_FILE, direct_io_supported, run_fio
 from test_targets import mounted
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (apt-get install fio)")

@@ -9,10 +9,20 @@ from pathlib import Path
 import psutil
 import pyarrow.parquet as pq
 import pytest
-
-from catbench.load_index import (DATABASE, VARIANTS, LoadError, checksum_sql, create_table, default_interval,
-                                 interval_table, load_sequential, optimize_table, run_load_index, scan_file)
-from catbench.server import Server
+from catbench.core.server import Server
+from catbench.load.driver import (
+    DATABASE,
+    VARIANTS,
+    LoadError,
+    checksum_sql,
+    create_table,
+    default_interval,
+    interval_table,
+    load_sequential,
+    optimize_table,
+    run_load_index,
+    scan_file,
+)
 
 pytestmark = pytest.mark.server
 

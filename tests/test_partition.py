@@ -11,11 +11,10 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-
-from catbench import catalog as cat_mod
-from catbench import partition as part_mod
-from catbench.chunker import Chunker, CoordinateError
-from catbench.config import validate
+from catbench.core.config import validate
+from catbench.prepare import catalog as cat_mod
+from catbench.prepare import partition as part_mod
+from catbench.prepare.chunker import Chunker, CoordinateError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_chunker import brute_force_overlap  # noqa: E402

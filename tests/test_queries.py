@@ -13,13 +13,24 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
+from catbench.cli.main import main as cli_main
+from catbench.core.config import validate
+from catbench.prepare import partition as part_mod
+from catbench.query.run import (
+    check_answers,
+    run_queries,
+    run_queries_duckdb,
+    settings_of,
+)
+from catbench.query.suite import (
+    QUERY_NAMES,
+    Answer,
+    QueryError,
+    bind,
+    compare,
+    load_suite,
+)
 from test_partition import build_catalog
-from catbench import partition as part_mod
-from catbench.cli import main as cli_main
-from catbench.config import validate
-from catbench.queries import check_answers, run_queries, run_queries_duckdb, settings_of
-from catbench.suite import QUERY_NAMES, Answer, QueryError, bind, compare, load_suite
 
 SHV1_BOX = {"ra_min": 1.0, "ra_max": 5.5, "dec_min": -1.9, "dec_max": 1.9}  # crosses chunk and stripe edges
 

@@ -6,12 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
-
-from catbench import cli_report
-from catbench.compare import compare
-from catbench.report import PLOTS, make_report, referenced_files
-from catbench.tables import MetricsError, make_tables
-
+from catbench.cli import report as cli_report
+from catbench.report.compare import compare
+from catbench.report.html import PLOTS, make_report, referenced_files
+from catbench.report.tables import MetricsError, make_tables
 from test_tables import make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"

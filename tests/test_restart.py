@@ -5,13 +5,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import indexinput
 import psutil
 import pytest
-
-import indexinput
-from catbench import errorlog
-from catbench.cli_restart import add_subcommands
-from catbench.restart import RestartError, run_restart
+from catbench.cli.restart import add_subcommands
+from catbench.restart import errorlog
+from catbench.restart.run import RestartError, run_restart
 
 SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
 

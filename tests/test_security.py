@@ -14,11 +14,18 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-
-from catbench.config import ConfigError, validate
-from catbench.server import Server
-from faultkit import (LOAD_DIR, QUERY_DIR, RUN, copy_workdir, scratch_dirs, server_procs, snakemake,
-                      tiny_config)
+from catbench.core.config import ConfigError, validate
+from catbench.core.server import Server
+from faultkit import (
+    LOAD_DIR,
+    QUERY_DIR,
+    RUN,
+    copy_workdir,
+    scratch_dirs,
+    server_procs,
+    snakemake,
+    tiny_config,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 

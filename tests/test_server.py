@@ -9,9 +9,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from catbench.server import (Server, ServerError, find_server_binary, server_version, status_counters,
-                             validate_settings, variables)
+from catbench.core.server import (
+    Server,
+    ServerError,
+    find_server_binary,
+    server_version,
+    status_counters,
+    validate_settings,
+    variables,
+)
 
 pytestmark = pytest.mark.server
 
@@ -108,7 +114,7 @@ def test_stale_dead_pid_and_socket(basedir, caplog):
     s.start()
     s.kill()  # crash: pid file and socket stay behind
     assert s.pid_file.exists() and s.socket.exists()
-    with caplog.at_level(logging.WARNING, logger="catbench.server"):
+    with caplog.at_level(logging.WARNING, logger="catbench.core.server"):
         s.start()
     try:
         assert "stale pid file" in caplog.text and "stale socket" in caplog.text
@@ -123,7 +129,7 @@ def test_stale_live_server_is_stopped(basedir, caplog):
     first.start()
     old = first.pid
     second = Server("live", basedir)
-    with caplog.at_level(logging.WARNING, logger="catbench.server"):
+    with caplog.at_level(logging.WARNING, logger="catbench.core.server"):
         second.start()
     try:
         assert f"stopped leftover server pid {old}" in caplog.text
@@ -181,7 +187,7 @@ def test_counters_and_variables(srv):
 
 CHILD = """
 import sys, time
-from catbench.server import Server
+from catbench.core.server import Server
 s = Server("sig", sys.argv[1])
 s.__enter__()
 print(s.pid, flush=True)

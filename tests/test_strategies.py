@@ -14,11 +14,14 @@ from pathlib import Path
 import psutil
 import pyarrow.parquet as pq
 import pytest
-
-from catbench.load_index import LoadError, run_load_index
+from catbench.load.driver import VARIANTS, LoadError, run_load_index
+from catbench.load.strategies import (
+    STRATEGIES,
+    LoadOptions,
+    columns_without_pk,
+    table_ddl,
+)
 from indexinput import write_files
-from catbench.strategies import STRATEGIES, LoadOptions, columns_without_pk, table_ddl
-from catbench.load_index import VARIANTS
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from catbench import cli_report
-from catbench.tables import TABLES, MetricsError, collect, make_tables, resources_dir
+from catbench.cli import report as cli_report
+from catbench.core.resources import resources_dir
+from catbench.report.tables import TABLES, MetricsError, collect, make_tables
 
 COLUMNS_MD = resources_dir() / "report" / "columns.md"
 

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from catbench.targets import TargetError, check_target, describe_target, device_for, parse_size
+from catbench.core.targets import (
+    TargetError,
+    check_target,
+    describe_target,
+    device_for,
+    parse_size,
+)
 
 
 @contextmanager

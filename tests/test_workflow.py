@@ -12,10 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
-from catbench.catalog import part_copies
-from catbench.chunker import Chunker
-from catbench.config import n_groups, validate
+from catbench.core.config import n_groups, validate
+from catbench.prepare.catalog import part_copies
+from catbench.prepare.chunker import Chunker
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"

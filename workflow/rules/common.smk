@@ -9,10 +9,10 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importable uninstalled
-from catbench import catalog as cb_catalog  # noqa: E402
-from catbench import config as cb_config  # noqa: E402
-from catbench import storage as cb_storage  # noqa: E402
-from catbench.targets import TargetError  # noqa: E402
+from catbench.core import layout as cb_layout  # noqa: E402
+from catbench.core import config as cb_config  # noqa: E402
+from catbench.core import storage as cb_storage  # noqa: E402
+from catbench.core.targets import TargetError  # noqa: E402
 
 try:
     _validated = cb_config.validate(config)
@@ -46,7 +46,7 @@ _STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "res
 TABLE_REQUIRE = " ".join(["chunks", "metrics"] + [_STAGE_RESULTS[s] for s in STAGES])
 # Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds.
 INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
-PARTS = [f"{p:05d}" for p in range(len(cb_catalog.part_copies(config["catalog"])))]
+PARTS = [f"{p:05d}" for p in range(len(cb_layout.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
 # Memory per job scales with a part or group, never with the whole catalog.
 _ROW_BYTES = 8 * (16 + config["catalog"]["filler_columns"])

@@ -14,8 +14,10 @@ import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from catbench.files import write_parquet, write_tsv   # the writers the partition jobs use
+from catbench.core.files import (  # the writers the partition jobs use
+    write_parquet,
+    write_tsv,
+)
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("run_dir", help="results/<run> of a finished partition stage")

@@ -12,13 +12,13 @@ import sys
 import threading
 from pathlib import Path
 
-from . import catalog as catalog_mod
-from . import partition as partition_mod
-from .config import ConfigError, estimated_rows, n_groups, target_dir, validate
-from .files import atomic_path, read_parquet, write_parquet
-from .storage import check_targets, compare_loads
-from .targets import TargetError
-from .metrics import JobTimer, Progress, setup_logging, summarise
+from ..core.config import ConfigError, estimated_rows, n_groups, target_dir, validate
+from ..core.files import atomic_path, read_parquet, write_parquet
+from ..core.metrics import JobTimer, Progress, setup_logging, summarise
+from ..core.storage import check_targets, compare_loads
+from ..core.targets import TargetError
+from ..prepare import catalog as catalog_mod
+from ..prepare import partition as partition_mod
 
 log = logging.getLogger("catbench")
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
+from .layout import MAX_COPIES, n_copies
+from .resources import SCHEMA_PATH
 
 
 class ConfigError(ValueError):
@@ -82,7 +83,6 @@ def _check_semantics(cfg: dict):
                           f"than a sub-stripe ({sub_height:.6f} deg for "
                           f"{part['num_stripes']} x {part['num_sub_stripes_per_stripe']})")
     _check_targets(cfg)
-    from .catalog import MAX_COPIES, n_copies
     n = n_copies(cat)
     if n == 0:
         raise ConfigError("config key 'catalog.sky': the patch does not fit in the sky region "
@@ -134,13 +134,11 @@ def load(path, overrides: dict | None = None) -> dict:
 # -- derived sizes, used by the rules to lay out the DAG -------------------------------
 
 def estimated_rows(cfg: dict) -> int:
-    from .catalog import n_copies
     cat = cfg["catalog"]
     return int(n_copies(cat) * cat["patch"]["objects"] * (1 + cat["sources_per_object"]))
 
 
 def estimated_objects(cfg: dict) -> int:
-    from .catalog import n_copies
     return int(n_copies(cfg["catalog"]) * cfg["catalog"]["patch"]["objects"])
 
 

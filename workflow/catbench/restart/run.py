@@ -48,11 +48,20 @@ from pathlib import Path
 
 import mysql.connector
 
+from ..core.server import SOCKET_PATH_MAX, Server, ServerError, variables
+from ..core.targets import check_target, describe_target
+from ..load.driver import (
+    DATABASE,
+    FileInfo,
+    LoadError,
+    checksum_sql,
+    create_table,
+    get_variant,
+    load_file,
+    pick_lookup_keys,
+    scan_file,
+)
 from . import errorlog
-from .load_index import (DATABASE, FileInfo, LoadError, checksum_sql, create_table, get_variant, load_file,
-                         pick_lookup_keys, scan_file)
-from .server import SOCKET_PATH_MAX, Server, ServerError, variables
-from .targets import check_target, describe_target
 
 log = logging.getLogger(__name__)
 

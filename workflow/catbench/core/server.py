@@ -28,6 +28,8 @@ from pathlib import Path
 import mysql.connector
 import psutil
 
+from .resources import resources_dir
+
 log = logging.getLogger(__name__)
 
 # sun_path is 108 bytes including the terminating NUL.
@@ -52,12 +54,6 @@ class _PortTaken(Exception):
     def __init__(self, port):
         super().__init__(port)
         self.port = port
-
-
-def resources_dir() -> Path:
-    """Repository ``resources/`` (override with CATBENCH_RESOURCES)."""
-    env = os.environ.get("CATBENCH_RESOURCES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "resources"
 
 
 def find_server_binary(override: str | None = None) -> str:

@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+
+from ..core.resources import resources_dir
 
 TABLES = ("storage", "load_time", "load_rate", "queries", "chunk_load", "restart", "chunks",
           "stages")
@@ -57,12 +58,6 @@ STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart")
 
 class MetricsError(Exception):
     """A metrics file is missing, unreadable or has the wrong shape (message names the file)."""
-
-
-def resources_dir() -> Path:
-    """Repository ``resources/`` (override with CATBENCH_RESOURCES)."""
-    env = os.environ.get("CATBENCH_RESOURCES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "resources"
 
 
 def sql_path(table: str) -> Path:

@@ -23,9 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..core.files import (
+    atomic_path,
+    open_parquet,
+    parquet_errors,
+    read_parquet,
+    write_parquet,
+    write_tsv,
+)
 from .chunker import Chunker
-from .files import (atomic_path, open_parquet, parquet_errors, read_parquet, write_parquet,
-                    write_tsv)
 
 log = logging.getLogger(__name__)
 

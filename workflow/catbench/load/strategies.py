@@ -71,7 +71,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .targets import parse_size
+from ..core.targets import parse_size
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class LoadOptions:
     chunk_rows: int = 1_000_000   # sorted, bulk: rows per sorted TSV chunk
 
     def check(self) -> "LoadOptions":
-        from .load_index import LoadError
+        from .driver import LoadError
         if self.connections < 1:
             raise LoadError(f"connections must be >= 1, not {self.connections}")
         if self.transaction_rows < 0:
@@ -201,7 +201,7 @@ def duplicate_message(key: str, files: list[Path], variant, head: str = "") -> s
 def load_path(conn, database: str, table: str, path: Path, rows: int, variant, all_files: list[Path],
               trans_id: int | None = None, what: str | None = None) -> int:
     """LOAD DATA LOCAL ``path``; rows affected must be ``rows`` with no warnings, else LoadError."""
-    from .load_index import FileInfo, LoadError, _explain_warnings
+    from .driver import FileInfo, LoadError, _explain_warnings
     cur = conn.cursor()
     set_clause = f" SET `{TRANS_COLUMN}` = {int(trans_id)}" if trans_id is not None else ""
     cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{database}`.`{table}` CHARACTER SET latin1 "
@@ -243,7 +243,7 @@ def load_files_parallel(server, database: str, table: str, files: list[Path], va
                         all_files: list[Path] | None = None, trans_id: int | None = None,
                         session_sql: tuple = ()) -> tuple[list[dict], list]:
     """Validate and load ``files`` with ``connections`` connections (one file per connection at a time)."""
-    from .load_index import scan_file
+    from .driver import scan_file
     all_files = all_files or files
     n = max(1, min(connections, len(files)))
     todo: queue.Queue = queue.Queue()
@@ -356,7 +356,8 @@ class SortedStream:
 
     def _sort(self):
         import duckdb
-        from .load_index import LoadError
+
+        from .driver import LoadError
         seed = self.variant.name == "seed"
         out = self.tmpdir / "sorted"
         shutil.rmtree(out, ignore_errors=True)
@@ -496,14 +497,14 @@ def load_sorted(server, conn, database: str, table: str, files: list[Path], vari
 
 
 def _scan_one(args):
-    from .load_index import VARIANTS, scan_file
+    from .driver import VARIANTS, scan_file
     path, vname = args
     return scan_file(path, VARIANTS[vname])
 
 
 def scan_files(files: list[Path], variant, workers: int | None = None) -> list:
     """scan_file over all files in worker processes (the regexes hold the GIL)."""
-    from .load_index import scan_file
+    from .driver import scan_file
     workers = workers or min(os.cpu_count() or 1, 4)
     if workers <= 1 or len(files) < 8:
         return [scan_file(f, variant) for f in files]
@@ -516,7 +517,7 @@ def scan_files(files: list[Path], variant, workers: int | None = None) -> list:
 
 def run_strategy(strategy: str, server, conn, table: str, variant, files: list[Path], opts: LoadOptions,
                  tmpdir: Path) -> Outcome:
-    from .load_index import DATABASE, LoadError, load_sequential
+    from .driver import DATABASE, LoadError, load_sequential
     out = Outcome()
     t0 = time.time()
     if strategy == "sequential":

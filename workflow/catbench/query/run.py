@@ -35,10 +35,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .chunk_load import (ChunkInfo, chunk_file, install_functions, load_chunk_tables, load_secondary_index,
-                         read_chunk_list)
-from .executor import DuckdbEngine, MysqlEngine, udf_path
-from .server import SOCKET_PATH_MAX, Server, variables
+from ..core.server import SOCKET_PATH_MAX, Server, variables
+from .chunk_tables import (
+    ChunkInfo,
+    chunk_file,
+    install_functions,
+    load_chunk_tables,
+    load_secondary_index,
+    read_chunk_list,
+)
+from .engines import DuckdbEngine, MysqlEngine, udf_path
 from .suite import QUERY_NAMES, Answer, QueryError, compare, load_suite
 
 log = logging.getLogger(__name__)
@@ -414,8 +420,8 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
     cold = qs["cold"] if cold is None else cold
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
-    from .load_index import list_input
-    from .targets import TargetError, check_target
+    from ..core.targets import TargetError, check_target
+    from ..load.driver import list_input
     index_files = list_input(index_dir)
     # Room for the chunk tables and the index (InnoDB: ~3x the TSV bytes, as load_index
     # estimates) plus a fresh datadir, checked before the server is initialised: a full
@@ -492,7 +498,7 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
                     if {"LV1", "HV2"} <= set(qs["queries"]) else {"skipped": True})
             engine.close()
             engine = None
-        from .targets import describe_target
+        from ..core.targets import describe_target
         summary = {"target": target_name, "engine": "mysql", "cold_method": rec.cold_method, "params": params,
                    "queries": qs["queries"], "repetitions": qs["repetitions"], "connections": qs["connections"],
                    "concurrency": conc, "chunks": len(chunks),

@@ -12,8 +12,8 @@ import logging
 import sys
 from pathlib import Path
 
-from .cli_common import guarded
-from .tables import STAGES, MetricsError
+from ..report.tables import STAGES, MetricsError
+from .common import guarded
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 def cmd_tables(args) -> int:
     """Final tables of a run (DuckDB SQL in resources/sql/) -> <out>/{storage,load_time,load_rate,
     queries,restart,chunks,stages}.csv, summary.md, provenance.json."""
-    from .tables import make_tables
+    from ..report.tables import make_tables
     written = make_tables(args.results, args.out, require=args.require or ())
     for name, path in written.items():
         print(f"{name}: {path}")
@@ -30,7 +30,7 @@ def cmd_tables(args) -> int:
 
 def cmd_report(args) -> int:
     """Plots (PNG) and a self-contained index.html for a run."""
-    from .report import make_report
+    from ..report.html import make_report
     index = make_report(args.results, args.out, args.tables)
     print(index)
     return 0
@@ -38,7 +38,7 @@ def cmd_report(args) -> int:
 
 def cmd_compare(args) -> int:
     """Differences between two runs' tables, joined on key columns, with ratios B/A."""
-    from . import compare as cmp
+    from ..report import compare as cmp
     rows = cmp.compare(args.results_a, args.results_b)
     out = Path(args.out) if args.out else \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
@@ -51,7 +51,7 @@ def cmd_compare(args) -> int:
 
 def cmd_provenance(args) -> int:
     """provenance.json of a run: versions, server settings in force, CPU, memory, targets."""
-    from .provenance import collect
+    from ..report.provenance import collect
     doc = json.dumps(collect(args.results), indent=1, default=str) + "\n"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -10,13 +10,13 @@ import json
 import logging
 from pathlib import Path
 
-from .chunk_load import ChunkLoadError
-from .cli_common import guarded
-from .config import ConfigError
-from .config import load as load_config
-from .load_index import LoadError
-from .server import ServerError
-from .suite import QUERY_NAMES, QueryError
+from ..core.config import ConfigError
+from ..core.config import load as load_config
+from ..core.server import ServerError
+from ..load.driver import LoadError
+from ..query.chunk_tables import ChunkLoadError
+from ..query.suite import QUERY_NAMES, QueryError
+from .common import guarded
 
 log = logging.getLogger(__name__)
 EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSError, ValueError)
@@ -24,7 +24,7 @@ EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSE
 
 def _config(text: str) -> dict:
     if text.lstrip().startswith("{"):
-        from .config import validate
+        from ..core.config import validate
         return validate(json.loads(text))
     return load_config(text)
 
@@ -42,7 +42,7 @@ def _json_arg(text: str | None, what: str):
 def cmd_queries(args) -> int:
     """Run the query suite (cold, warm, concurrency) on one target (mysql) or over the
     Parquet chunk files (duckdb); writes <out>/{results.parquet,summary.json,answers.json}."""
-    from .queries import run_queries, run_queries_duckdb
+    from ..query.run import run_queries, run_queries_duckdb
     cfg = _config(args.config)
     results = Path(args.results)
     conc = {}
@@ -70,7 +70,7 @@ def cmd_queries(args) -> int:
 
 def cmd_queries_check(args) -> int:
     """Compare every query's answer across targets and engines; fails naming the query."""
-    from .queries import check_answers
+    from ..query.run import check_answers
     r = check_answers(args.inputs, args.out)
     print(json.dumps({"ok": r["ok"], "queries": {q: v["agree"] for q, v in r["queries"].items()}}))
     return 0

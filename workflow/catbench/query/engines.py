@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from .chunk_load import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, split_statements, table_name
-from .load_index import DATABASE as INDEX_DATABASE
-from .server import resources_dir
+from ..core.resources import resources_dir, split_statements
+from ..load.driver import DATABASE as INDEX_DATABASE
+from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
 from .suite import Answer, Query, QueryError, bind
 
 log = logging.getLogger(__name__)

@@ -10,11 +10,11 @@ import argparse
 import json
 import logging
 
-from .cli_common import settings_arg
-from .load_index import VARIANTS, LoadError, list_input
-from .restart import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, run_restart
-from .server import ServerError
-from .targets import TargetError
+from ..core.server import ServerError
+from ..core.targets import TargetError
+from ..load.driver import VARIANTS, LoadError, list_input
+from ..restart.run import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, run_restart
+from .common import settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError)

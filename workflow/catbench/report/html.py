@@ -24,6 +24,7 @@ import shutil
 import string
 from pathlib import Path
 
+from ..core.resources import resources_dir
 from . import tables as T
 
 PLOTS = ("load_rate", "table_size", "fio", "query_latency", "restart_phases")
@@ -35,7 +36,7 @@ MAX_HTML_ROWS = 300
 
 
 def report_dir() -> Path:
-    return T.resources_dir() / "report"
+    return resources_dir() / "report"
 
 
 def caption(name: str) -> str:

@@ -37,7 +37,7 @@ def write_tsv(table: pa.Table, path):
     """Tab-separated, no header, ``\\N`` for NULL: what ``LOAD DATA INFILE`` reads.
     Floats are written in their shortest exact form (polars' writer, 1.5-3x faster
     than Arrow's at formatting floats, which dominates partitioning time)."""
-    import polars as pl         # here: only TSV writers pay its 0.25 s import
+    import polars as pl  # here: only TSV writers pay its 0.25 s import
 
     with atomic_path(path) as tmp:
         pl.from_arrow(table).write_csv(tmp, separator="\t", include_header=False,

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .server import resources_dir
-from .targets import check_target, parse_size
+from ..core.resources import resources_dir
+from ..core.targets import check_target, parse_size
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .load_index import DATABASE as INDEX_DATABASE
-from .load_index import create_table as create_index_table
-from .load_index import get_variant, load_sequential
+from ..core.resources import split_statements
+from ..load.driver import DATABASE as INDEX_DATABASE
+from ..load.driver import create_table as create_index_table
+from ..load.driver import get_variant, load_sequential
 
 log = logging.getLogger(__name__)
 
@@ -196,18 +197,3 @@ def install_functions(conn, path) -> None:
     cur.execute(f"USE `{DATABASE}`")
     for stmt in split_statements(Path(path).read_text()):
         cur.execute(stmt)
-
-
-def split_statements(text: str) -> list[str]:
-    """Statements separated by lines ending in ';' (comment lines dropped)."""
-    out, buf = [], []
-    for line in text.splitlines():
-        if line.strip().startswith("--") or not line.strip():
-            continue
-        buf.append(line)
-        if line.rstrip().endswith(";"):
-            out.append("\n".join(buf).rstrip().rstrip(";"))
-            buf = []
-    if "".join(buf).strip():
-        out.append("\n".join(buf))
-    return out

@@ -15,12 +15,12 @@ import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .cli_common import guarded, settings_arg
-from .fio import TESTS, FioError, run_fio
-from .load_index import STRATEGIES, VARIANTS, LoadError, list_input, run_load_index
-from .strategies import LoadOptions
-from .server import ServerError
-from .targets import TargetError, parse_size
+from ..core.server import ServerError
+from ..core.targets import TargetError, parse_size
+from ..fio.bench import TESTS, FioError, run_fio
+from ..load.driver import STRATEGIES, VARIANTS, LoadError, list_input, run_load_index
+from ..load.strategies import LoadOptions
+from .common import guarded, settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (FioError, LoadError, ServerError, TargetError, mysql.connector.Error)

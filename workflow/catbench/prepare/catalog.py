@@ -15,11 +15,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .files import PARQUET_OPTIONS, atomic_path
+from ..core.files import PARQUET_OPTIONS, atomic_path
+from ..core.layout import (  # noqa: F401
+    COPY_STRIDE,
+    MAX_COPIES,
+    copy_layout,
+    n_copies,
+    part_copies,
+)
 
 BANDS = "ugrizy"
-COPY_STRIDE = 1 << 20          # ids: permuted local id * COPY_STRIDE + copy
-MAX_COPIES = COPY_STRIDE
 # Single-visit 5-sigma depths (AB mag), LSST-like; flux sigma = depth flux / 5.
 _DEPTH = np.array([23.9, 25.0, 24.7, 24.0, 23.3, 22.1])
 _RED_FRACTION = 0.002          # i-z > 4 "dropouts", so HV2's colour cut selects a few
@@ -129,37 +134,6 @@ def _magnitudes(rng, n):
 
 
 # -- duplication ----------------------------------------------------------------------
-
-def copy_layout(cat: dict) -> np.ndarray:
-    """One row per copy: dec centre, ra start. Copies are ordered band by band from
-    dec_min; a band whose stretched slot is wider than the ra range gets none."""
-    p, sky = cat["patch"], cat["sky"]
-    width, height = float(p["ra_width_deg"]), float(p["dec_height_deg"])
-    ra_range = sky["ra_max_deg"] - sky["ra_min_deg"]
-    n_bands = int(math.floor((sky["dec_max_deg"] - sky["dec_min_deg"]) / height + 1e-9))
-    rows = []
-    for b in range(n_bands):
-        centre = sky["dec_min_deg"] + (b + 0.5) * height
-        edge = min(max(abs(centre - height / 2), abs(centre + height / 2)), 90.0)
-        cos_edge = math.cos(math.radians(edge))
-        if cos_edge <= 1e-12:
-            continue
-        slot = width / cos_edge        # widest stretched extent of a copy in this band
-        for k in range(int(math.floor(ra_range / slot + 1e-9))):
-            rows.append((centre, sky["ra_min_deg"] + k * slot))
-    return np.array(rows, dtype=[("dec_centre", "f8"), ("ra_start", "f8")])
-
-
-def n_copies(cat: dict) -> int:
-    return len(copy_layout(cat))
-
-
-def part_copies(cat: dict) -> list[range]:
-    """Copies of each catalog part: ``max_objects_per_part`` bounds a part's memory."""
-    per = max(1, int(cat["max_objects_per_part"]) // int(cat["patch"]["objects"]))
-    n = n_copies(cat)
-    return [range(s, min(s + per, n)) for s in range(0, n, per)]
-
 
 def _move(ra, dec, dec_centre, ra_start):
     dec_new = dec + dec_centre

@@ -29,10 +29,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..core.server import SOCKET_PATH_MAX, Server, variables
+from ..core.targets import check_target, describe_target, device_for
 from .sampler import Sampler
-from .server import SOCKET_PATH_MAX, Server, variables
 from .strategies import STRATEGIES, LoadOptions, run_strategy, table_ddl, table_name
-from .targets import check_target, describe_target, device_for
 
 log = logging.getLogger(__name__)
 
