@@ -9,19 +9,21 @@ from pathlib import Path
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.server import Server
-from catbench.load.driver import (
+from catbench.core.index_input import scan_file
+from catbench.core.index_table import (
     DATABASE,
     VARIANTS,
     LoadError,
-    checksum_sql,
     create_table,
+    load_files,
+    table_checksum,
+)
+from catbench.core.server import Server
+from catbench.load.driver import (
     default_interval,
     interval_table,
-    load_sequential,
     optimize_table,
     run_load_index,
-    scan_file,
 )
 
 pytestmark = pytest.mark.server
@@ -130,7 +132,7 @@ def test_duplicate_within_a_file_names_both_lines(tmp, conn):
     replace_line(files[1], 9, f"{make_key('seed', 22)}\t5\t5")  # repeats line 3 of the same file
     create_table(conn, v, "dup1")
     with pytest.raises(LoadError, match=r"part-00001\.tsv.*line 9 repeats key '0+22' of line 3"):
-        load_sequential(conn, "dup1", files, v)
+        load_files(conn, "dup1", files, v)
 
 
 @pytest.mark.parametrize("variant", ["seed", "qserv"])
@@ -140,7 +142,7 @@ def test_duplicate_across_files_names_earlier_file(tmp, conn, variant):
     replace_line(files[2], 4, f"{make_key(variant, 7)}\t1\t1")
     create_table(conn, v, f"dup2_{variant}")
     with pytest.raises(LoadError) as err:
-        load_sequential(conn, f"dup2_{variant}", files, v)
+        load_files(conn, f"dup2_{variant}", files, v)
     assert "part-00002.tsv" in str(err.value) and "line 4" in str(err.value)
     assert "part-00000.tsv line 8" in str(err.value)
 
@@ -163,7 +165,7 @@ def test_malformed_line_fails_before_loading(tmp, conn, variant, bad, reason):
     table = f"bad_{variant}"
     create_table(conn, v, table)
     with pytest.raises(LoadError) as err:
-        load_sequential(conn, table, files, v)
+        load_files(conn, table, files, v)
     assert "part-00001.tsv: line 4" in str(err.value) and reason in str(err.value)
     assert table_rows(conn, table) == 10  # the bad file was never sent to the server
 
@@ -180,10 +182,8 @@ def test_python_and_sql_checksums_agree(tmp, conn):
     files = write_files(tmp, "qserv", 2, 50)
     replace_line(files[0], 1, "-0000042\t007\t-3")  # leading zeros and signs normalise the same way
     create_table(conn, v, "ck")
-    trace, infos = load_sequential(conn, "ck", files, v)
-    cur = conn.cursor()
-    cur.execute(checksum_sql(v).format(table="ck"))
-    n, total = cur.fetchone()
+    trace, infos = load_files(conn, "ck", files, v)
+    n, total = table_checksum(conn, v, "ck")
     assert n == 100 and int(total) == sum(i.checksum for i in infos)
 
 
@@ -191,7 +191,7 @@ def test_optimize_is_stopped_at_its_limit(tmp, srv, conn):
     v = VARIANTS["seed"]
     files = write_files(tmp, "seed", 2, 100_000)
     create_table(conn, v, "opt")
-    load_sequential(conn, "opt", files, v)
+    load_files(conn, "opt", files, v)
     r = optimize_table(srv, conn, "opt", 0.01)
     assert r["optimize_stopped"] is True and r["optimize_seconds"] is None
     assert table_rows(conn, "opt") == 200_000  # the killed OPTIMIZE lost nothing

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from catbench.core.server import (
-    Server,
+from catbench.core.server import Server
+from catbench.core.server_tools import (
     ServerError,
     find_server_binary,
     server_version,

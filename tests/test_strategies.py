@@ -14,7 +14,8 @@ from pathlib import Path
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from catbench.load.driver import VARIANTS, LoadError, run_load_index
+from catbench.core.index_table import VARIANTS, LoadError
+from catbench.load.driver import run_load_index
 from catbench.load.strategies import (
     STRATEGIES,
     LoadOptions,

@@ -11,7 +11,7 @@ from snakemake.exceptions import WorkflowError
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importable uninstalled
 from catbench.core import layout as cb_layout  # noqa: E402
 from catbench.core import config as cb_config  # noqa: E402
-from catbench.core import storage as cb_storage  # noqa: E402
+from catbench.core import targets as cb_targets  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
 
 try:
@@ -26,7 +26,7 @@ config.update(_validated)
 # (target_info, on its node), so a full target fails its own jobs and, with
 # --keep-going, the other targets still finish.
 try:
-    cb_storage.check_targets(
+    cb_targets.check_targets(
         config, [t for t, v in config["targets"].items() if not v.get("node")], space=False
     )
 except TargetError as e:
@@ -54,8 +54,8 @@ PART_MEM_MB = 500 + 6 * _ROW_BYTES * config["catalog"]["max_objects_per_part"] *
     1 + config["catalog"]["sources_per_object"]) // 2**20
 GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] // 2**20
 # Loader client memory (keys for lookups, sort buffers) plus the server's buffer pool.
-LOAD_MEM_MB = 1500 + cb_storage.settings_mb(config["server"]["settings"])
-RESTART_MEM_MB = 1500 + cb_storage.settings_mb(
+LOAD_MEM_MB = 1500 + cb_targets.settings_mb(config["server"]["settings"])
+RESTART_MEM_MB = 1500 + cb_targets.settings_mb(
     {**config["server"]["settings"], **config["restart"]["settings"]}
 )
 _load = config["load"]

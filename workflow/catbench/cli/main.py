@@ -15,8 +15,8 @@ from pathlib import Path
 from ..core.config import ConfigError, estimated_rows, n_groups, target_dir, validate
 from ..core.files import atomic_path, read_parquet, write_parquet
 from ..core.metrics import JobTimer, Progress, setup_logging, summarise
-from ..core.storage import check_targets, compare_loads
-from ..core.targets import TargetError
+from ..core.targets import TargetError, check_targets
+from ..load.comparison import compare_loads
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
 
@@ -119,10 +119,10 @@ def cmd_load_compare(a):
 # Sub-command families in their own modules, imported only when one of their commands
 # runs: a catalog or partition job then skips the MySQL, DuckDB and plotting imports
 # (0.6 s of each job's start-up, 35 jobs per partition run).
-FAMILIES = {"cli_storage": ("fio", "load-index"),
-            "cli_report": ("tables", "report", "compare", "provenance"),
-            "cli_queries": ("queries", "queries-check"),
-            "cli_restart": ("restart",)}
+FAMILIES = {"storage": ("fio", "load-index"),
+            "report": ("tables", "report", "compare", "provenance"),
+            "queries": ("queries", "queries-check"),
+            "restart": ("restart",)}
 
 
 def _families(argv, own) -> list[str]:

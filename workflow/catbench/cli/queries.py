@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..core.config import ConfigError
 from ..core.config import load as load_config
+from ..core.loaddata import LoadError
 from ..core.server import ServerError
-from ..load.driver import LoadError
 from ..query.chunk_tables import ChunkLoadError
 from ..query.suite import QUERY_NAMES, QueryError
 from .common import guarded

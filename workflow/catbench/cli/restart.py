@@ -10,9 +10,10 @@ import argparse
 import json
 import logging
 
+from ..core.index_input import list_input
+from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
-from ..load.driver import VARIANTS, LoadError, list_input
 from ..restart.run import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, run_restart
 from .common import settings_arg
 

@@ -15,10 +15,12 @@ import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from ..core.index_input import list_input
+from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError, parse_size
 from ..fio.bench import TESTS, FioError, run_fio
-from ..load.driver import STRATEGIES, VARIANTS, LoadError, list_input, run_load_index
+from ..load.driver import STRATEGIES, run_load_index
 from ..load.strategies import LoadOptions
 from .common import guarded, settings_arg
 

@@ -124,6 +124,24 @@ def _check_targets(cfg: dict):
         seen[name] = p
 
 
+def defaults(section: str) -> dict:
+    """The schema's defaults of one config section: the one place a knob's default lives
+    (functions, flags and dataclasses take their values from here or from the config)."""
+    sub = load_schema()["properties"][section]
+    out = copy.deepcopy(sub.get("default", {}))
+    _fill_defaults(sub, out)
+    return out
+
+
+def section(name: str, given: dict | None = None) -> dict:
+    """Config section ``name``: the schema's defaults with ``given`` (a whole or partial
+    section, e.g. from a job's --config JSON or a test) over them."""
+    out = defaults(name)
+    for k, v in (given or {}).items():
+        out[k] = {**out[k], **v} if isinstance(out.get(k), dict) and isinstance(v, dict) else v
+    return out
+
+
 def load(path, overrides: dict | None = None) -> dict:
     with open(path) as f:
         cfg = yaml.safe_load(f) or {}

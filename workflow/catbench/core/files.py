@@ -5,13 +5,18 @@ looks complete."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 # Random doubles do not dictionary-encode; trying costs 10x the write time.
+log = logging.getLogger(__name__)
+
 PARQUET_OPTIONS = {"use_dictionary": False, "compression": "snappy"}
 
 
@@ -65,3 +70,26 @@ def read_parquet(path, columns=None) -> pa.Table:
 def open_parquet(path) -> pq.ParquetFile:
     with parquet_errors(path):
         return pq.ParquetFile(path)
+
+
+@contextlib.contextmanager
+def staged_output(out_dir):
+    """A stage's result directory, written as a hidden ``.<name>.partial-*`` sibling and
+    renamed to ``out_dir`` only when the body succeeds. What an earlier, killed run left
+    (partial dirs, and the previous results, which a re-run replaces) is removed first,
+    so after any failure nothing that looks complete remains."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
+        log.warning("removing %s left by an interrupted run", stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    if out_dir.exists():
+        log.info("removing the previous results in %s", out_dir)
+        shutil.rmtree(out_dir)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    try:
+        yield work
+        work.chmod(0o755)  # mkdtemp's 0700 would make these results unlike every other
+        work.rename(out_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

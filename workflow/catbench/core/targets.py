@@ -9,6 +9,8 @@ from pathlib import Path
 
 import psutil
 
+from .config import estimated_objects, target_dir
+
 
 class TargetError(RuntimeError):
     """A storage target cannot be used; the message says which and what to do."""
@@ -138,3 +140,37 @@ def describe_target(path) -> dict:
         "total_bytes": st.f_blocks * st.f_frsize,
         "free_bytes": st.f_bavail * st.f_frsize,
     }
+
+
+# ---- the run's targets as the workflow sees them ----------------------------------
+
+# Bytes per index row on a target: the InnoDB table (~60-90 B/row for CHAR(28) keys
+# with page fill), redo and temporary sort files of the faster strategies (x2).
+INDEX_BYTES_PER_ROW = 250
+
+
+def need_bytes(cfg: dict) -> int:
+    """A generous estimate of what one run writes on a target at its peak."""
+    return estimated_objects(cfg) * INDEX_BYTES_PER_ROW + parse_size(cfg["fio"]["size"]) \
+        + 256 * 2**20  # a fresh datadir: system tables, redo log, undo
+
+
+def settings_mb(settings: dict) -> int:
+    """Memory the server settings ask for (buffer pool and log buffer), in MiB."""
+    total = 0
+    for key in ("innodb_buffer_pool_size", "innodb_log_buffer_size"):
+        if key in settings:
+            total += parse_size(str(settings[key])) // 2**20
+    return total
+
+
+def check_targets(cfg: dict, names=None, space: bool = True) -> dict:
+    """check_target() for each named target (default: all); returns their descriptions.
+    ``space=False`` checks only that each is a writable directory."""
+    out = {}
+    for name in names or cfg["targets"]:
+        if name not in cfg["targets"]:
+            raise TargetError(f"storage target '{name}' is not in the config (targets: "
+                              f"{', '.join(cfg['targets'])})")
+        out[name] = check_target(name, target_dir(cfg, name), need_bytes(cfg) if space else 0)
+    return out

@@ -14,13 +14,10 @@ import concurrent.futures as cf
 import json
 import logging
 import random
-import re
 import shutil
 import tempfile
 import threading
 import time
-import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 import mysql.connector
@@ -29,217 +26,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.server import SOCKET_PATH_MAX, Server, variables
+from ..core.index_input import pick_lookup_keys
+from ..core.index_table import DATABASE, Variant, get_variant, table_checksum
+from ..core.loaddata import LoadError
+from ..core.server import Server
+from ..core.server_tools import SOCKET_PATH_MAX, variables
 from ..core.targets import check_target, describe_target, device_for
 from .sampler import Sampler
 from .strategies import STRATEGIES, LoadOptions, run_strategy, table_ddl, table_name
 
 log = logging.getLogger(__name__)
-
-DATABASE = "secondary_index"
-INT32 = (-(2**31), 2**31 - 1)
-INT64 = (-(2**63), 2**63 - 1)
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    key: str
-    columns: str
-    line: re.Pattern  # fast path; lines that fail it get a precise reason from _line_problem
-
-
-VARIANTS = {
-    # The seed's table, exactly (CHAR(28) keys, nullable ints, latin1).
-    "seed": Variant("seed", "source_id",
-                    "`source_id` CHAR(28) NOT NULL, `chunkId` INT DEFAULT NULL, "
-                    "`subChunkId` INT DEFAULT NULL, PRIMARY KEY (`source_id`)",
-                    re.compile(rb"([!-~]{1,28})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?")),
-    # Today's Qserv director index: the object id's own type.
-    "qserv": Variant("qserv", "objectId",
-                     "`objectId` BIGINT NOT NULL, `chunkId` INT NOT NULL, "
-                     "`subChunkId` INT NOT NULL, PRIMARY KEY (`objectId`)",
-                     re.compile(rb"(-?[0-9]{1,19})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?")),
-}
-
-
-class LoadError(RuntimeError):
-    """The load did not put exactly the input into the table; the message names file and line."""
-
-
-@dataclass
-class FileInfo:
-    path: Path
-    rows: int
-    bytes: int
-    checksum: int
-
-
-def get_variant(name: str) -> Variant:
-    try:
-        return VARIANTS[name]
-    except KeyError:
-        raise LoadError(f"unknown schema variant {name!r}; choose one of {sorted(VARIANTS)}") from None
-
-
-def list_input(input_dir) -> list[Path]:
-    """Input TSV files in load order (sorted by name, as the partitioner numbers them)."""
-    files = sorted(Path(input_dir).glob("*.tsv"))
-    if not files:
-        raise LoadError(f"no *.tsv files in {input_dir}; run the partition step first")
-    return files
-
-
-def _line_problem(line: bytes, variant: Variant) -> str:
-    if line.endswith(b"\r\n"):
-        return "has a Windows line ending (\\r\\n); convert the file to \\n"
-    fields = line.rstrip(b"\n").split(b"\t")
-    if len(fields) != 3:
-        return f"has {len(fields)} tab-separated fields, expected 3 (key, chunkId, subChunkId)"
-    key, chunk, sub = fields
-    if variant.name == "seed":
-        if not 1 <= len(key) <= 28:
-            return f"key is {len(key)} characters, the seed schema allows 1 to 28"
-        if not re.fullmatch(rb"[!-~]+", key):
-            return "key has characters other than printable ASCII without spaces"
-    elif not re.fullmatch(rb"-?[0-9]{1,19}", key) or not INT64[0] <= int(key) <= INT64[1]:
-        return f"key {key[:40].decode('latin1')!r} is not a BIGINT"
-    for name, v in (("chunkId", chunk), ("subChunkId", sub)):
-        if not re.fullmatch(rb"-?[0-9]{1,10}", v) or not INT32[0] <= int(v) <= INT32[1]:
-            return f"{name} {v[:40].decode('latin1')!r} is not an INT"
-    return "is malformed"
-
-
-# Fast path of scan_file: whole blocks matched by one regex, canonical numbers only (no
-# leading zeros, no "-0", at most 18/9 digits so no range check is needed); then the
-# checksum line is the input line itself. Anything else goes through the exact per-line scan.
-_FAST = {
-    "qserv": (re.compile(rb"(?:-?[0-9]{1,18}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
-              re.compile(rb"[\t\n]-?0[0-9]|[\t\n]-0[\t\n]")),
-    "seed": (re.compile(rb"(?:[!-~]{1,28}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
-             re.compile(rb"\t-?0[0-9]|\t-0[\t\n]")),
-}
-_BLOCK = 8 << 20
-
-
-def _fast_scan(path: Path, variant: Variant) -> tuple[int, int] | None:
-    """(rows, checksum) if every line is canonical, else None."""
-    shape, noncanonical = _FAST[variant.name]
-    rows, total, crc = 0, 0, zlib.crc32
-    rest = b""
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(_BLOCK)
-            if not block:
-                break
-            data = rest + block
-            cut = data.rfind(b"\n") + 1
-            data, rest = data[:cut], data[cut:]
-            if not data:
-                continue
-            if shape.fullmatch(data) is None or noncanonical.search(data) is not None:
-                return None
-            if variant.name == "qserv" and (data[:1] == b"0" and data[1:2] != b"\t" or data[:2] == b"-0"):
-                return None
-            lines = data.split(b"\n")
-            lines.pop()
-            rows += len(lines)
-            total += sum(map(crc, lines))
-    if rest:
-        return None  # no final newline: let the exact scan judge it
-    return rows, total
-
-
-def scan_file(path, variant: Variant) -> FileInfo:
-    """Validate every line and compute the file's checksum (see checksum_sql)."""
-    path = Path(path)
-    fast = _fast_scan(path, variant)
-    if fast is not None:
-        return FileInfo(path, fast[0], path.stat().st_size, fast[1])
-    return _scan_file_exact(path, variant)
-
-
-def _scan_file_exact(path: Path, variant: Variant) -> FileInfo:
-    rows, total = 0, 0
-    match, crc = variant.line.fullmatch, zlib.crc32
-    seed = variant.name == "seed"
-    with open(path, "rb") as f:
-        for rows, line in enumerate(f, 1):
-            m = match(line)
-            if m is None:
-                raise LoadError(f"{path}: line {rows} {_line_problem(line, variant)}")
-            key, chunk, sub = m.groups()
-            c, s = int(chunk), int(sub)
-            k = key if seed else b"%d" % int(key)
-            if not (INT32[0] <= c <= INT32[1] and INT32[0] <= s <= INT32[1]) or (
-                    not seed and not INT64[0] <= int(k) <= INT64[1]):
-                raise LoadError(f"{path}: line {rows} {_line_problem(line, variant)}")
-            total += crc(b"%s\t%d\t%d" % (k, c, s))
-    return FileInfo(path, rows, path.stat().st_size, total)
-
-
-def checksum_sql(variant: Variant) -> str:
-    """The table-side twin of scan_file's checksum."""
-    return (f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('\\t', `{variant.key}`, `chunkId`, "
-            f"`subChunkId`))), 0) FROM `{DATABASE}`.`{{table}}`")
-
-
-def create_table(conn, variant: Variant, table: str):
-    cur = conn.cursor()
-    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
-    cur.execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{table}`")
-    cur.execute(f"CREATE TABLE `{DATABASE}`.`{table}` ({variant.columns}) ENGINE=InnoDB DEFAULT CHARSET=latin1")
-
-
-def _find_key(path: Path, key: bytes, variant: Variant) -> list[int]:
-    want = key if variant.name == "seed" else int(key)
-    hits = []
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
-            k = line.split(b"\t", 1)[0]
-            if (k if variant.name == "seed" else int(k)) == want:
-                hits.append(n)
-    return hits
-
-
-def _explain_warnings(info: FileInfo, warnings, affected: int, variant: Variant, earlier: list[Path]) -> str:
-    head = f"{info.path}: loaded {affected} of {info.rows} rows"
-    for level, code, msg in warnings:
-        m = re.search(r"Duplicate entry '(.*)' for key", msg)
-        if m:
-            key = m.group(1).encode("latin1")
-            hits = _find_key(info.path, key, variant)
-            if len(hits) > 1:
-                return f"{head}: line {hits[1]} repeats key {m.group(1)!r} of line {hits[0]} (duplicate key)"
-            for prev in reversed(earlier):
-                prev_hits = _find_key(prev, key, variant)
-                if prev_hits:
-                    return (f"{head}: line {hits[0] if hits else '?'} key {m.group(1)!r} was already loaded "
-                            f"from {prev} line {prev_hits[0]} (duplicate key)")
-            return f"{head}: duplicate key {m.group(1)!r} (line {hits[0] if hits else '?'})"
-        m = re.search(r"at row (\d+)", msg)
-        if m:
-            return f"{head}: line {m.group(1)}: {level} {code}: {msg}"
-    if warnings:
-        level, code, msg = warnings[0]
-        return f"{head}: {level} {code}: {msg}"
-    return f"{head} and the server gave no warning; check the file for empty lines"
-
-
-def load_file(conn, table: str, info: FileInfo, variant: Variant, earlier: list[Path]) -> int:
-    """LOAD DATA LOCAL one file; rows affected must equal its lines, with no warnings."""
-    cur = conn.cursor()
-    # ESCAPED BY '': the data are taken literally, exactly like the checksum in scan_file.
-    cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{DATABASE}`.`{table}` CHARACTER SET latin1 "
-                f"FIELDS TERMINATED BY '\\t' ESCAPED BY '' LINES TERMINATED BY '\\n' "
-                f"(`{variant.key}`, `chunkId`, `subChunkId`)", (str(info.path),))
-    affected = cur.rowcount
-    cur.execute("SHOW WARNINGS")
-    warnings = cur.fetchall()
-    if affected != info.rows or warnings:
-        raise LoadError(_explain_warnings(info, warnings, affected, variant, earlier))
-    return affected
-
 
 def optimize_table(server: Server, conn, table: str, limit_s: float) -> dict:
     """OPTIMIZE TABLE, killed via ``KILL QUERY`` from a second connection after ``limit_s``."""
@@ -283,35 +79,13 @@ def optimize_table(server: Server, conn, table: str, limit_s: float) -> dict:
             "optimize_elapsed_s": seconds}
 
 
-def pick_lookup_keys(infos: list[FileInfo], n: int, variant: Variant, seed: int = 42) -> list[tuple]:
-    """Up to ``n`` random (key, chunkId, subChunkId) rows from the input, files weighted by rows."""
-    rng = random.Random(seed)
-    total = sum(i.rows for i in infos)
-    n = min(n, total)
-    if n <= 0:
-        return []
-    wanted: dict[int, set[int]] = {}
-    for _ in range(n):
-        fi = rng.choices(range(len(infos)), weights=[i.rows for i in infos])[0] if len(infos) > 1 else 0
-        wanted.setdefault(fi, set()).add(rng.randrange(1, infos[fi].rows + 1))
-    out = []
-    for fi, lines in wanted.items():
-        with open(infos[fi].path, "rb") as f:
-            for no, line in enumerate(f, 1):
-                if no in lines:
-                    k, c, s = line.rstrip(b"\n").split(b"\t")
-                    out.append((k.decode() if variant.name == "seed" else int(k), int(c), int(s)))
-    rng.shuffle(out)
-    return out
-
-
 def lookup_benchmark(server: Server, table: str, variant: Variant, keys: list[tuple], threads: int = 4,
                      count: int = 10000, seconds: float | None = None) -> dict:
     """Point lookups by key, ``threads`` connections; stops at ``count`` lookups or ``seconds``."""
     if not keys or count <= 0:
         return {"lookups": 0, "lookup_qps": None, "lookup_p50_s": None, "lookup_p99_s": None,
                 "lookup_threads": threads}
-    sql = f"SELECT `chunkId`, `subChunkId` FROM `{DATABASE}`.`{table}` WHERE `{variant.key}` = %s"
+    sql = variant.lookup_sql(table)
     lock = threading.Lock()
     issued = [0]
     lat: list[list[float]] = [[] for _ in range(threads)]
@@ -396,36 +170,6 @@ def interval_table(trace: list[dict], samples: list[dict], t0: float, t1: float,
                      "innodb_write_MBps": rate("Innodb_data_written"),
                      "table_bytes": _int(_at(samples, "table_bytes", b))})
     return rows
-
-
-def _fmt_eta(s: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(max(0, s)))
-
-
-def load_sequential(conn, table: str, files: list[Path], variant: Variant) -> tuple[list[dict], list[FileInfo]]:
-    """The seed's loop; validation of file i+1 overlaps the load of file i."""
-    trace, infos = [], []
-    cumulative, t_start, last_log = 0, time.time(), 0.0
-    with cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-scan") as ex:
-        nxt = ex.submit(scan_file, files[0], variant)
-        for i, path in enumerate(files):
-            info = nxt.result()
-            if i + 1 < len(files):
-                nxt = ex.submit(scan_file, files[i + 1], variant)
-            start = time.time()
-            rows = load_file(conn, table, info, variant, files[:i])
-            end = time.time()
-            cumulative += rows
-            infos.append(info)
-            trace.append({"file": str(path), "rows": rows, "bytes": info.bytes, "start": start, "end": end,
-                          "seconds": end - start, "cumulative_rows": cumulative})
-            if end - last_log >= 5 or i + 1 == len(files):
-                last_log = end
-                rate = cumulative / max(end - t_start, 1e-9)
-                left = (end - t_start) / (i + 1) * (len(files) - i - 1)
-                log.info("loaded %d/%d files, %d rows, %.0f rows/s, ETA %s", i + 1, len(files), cumulative,
-                         rate, _fmt_eta(left))
-    return trace, infos
 
 
 def _write_table(rows: list[dict], path: Path):
@@ -522,9 +266,7 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
             rows = sum(i.rows for i in infos)
             loaded = trace[-1]["cumulative_rows"] if trace else 0
             v0 = time.time()
-            cur = conn.cursor()
-            cur.execute(checksum_sql(v).format(table=table))
-            n_table, sum_table = cur.fetchone()
+            n_table, sum_table = table_checksum(conn, v, table)
             verify_s = time.time() - v0
             sum_input = sum(i.checksum for i in infos)
             if int(n_table) != rows or int(sum_table) != sum_input or loaded != rows:

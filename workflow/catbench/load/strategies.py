@@ -71,6 +71,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from ..core.index_input import duplicate_message, scan_file, scan_files
+from ..core.index_table import DATABASE, load_file, load_files
+from ..core.loaddata import LoadError
 from ..core.targets import parse_size
 
 log = logging.getLogger(__name__)
@@ -91,7 +94,6 @@ class LoadOptions:
     chunk_rows: int = 1_000_000   # sorted, bulk: rows per sorted TSV chunk
 
     def check(self) -> "LoadOptions":
-        from .driver import LoadError
         if self.connections < 1:
             raise LoadError(f"connections must be >= 1, not {self.connections}")
         if self.transaction_rows < 0:
@@ -135,7 +137,7 @@ def table_name(variant, strategy: str) -> str:
 
 
 def columns_without_pk(variant) -> str:
-    return re.sub(r",\s*PRIMARY KEY \(.*\)$", "", variant.columns)
+    return variant.columns_ddl(primary_key=False)
 
 
 def table_ddl(variant, strategy: str, database: str, table: str) -> str:
@@ -147,80 +149,7 @@ def table_ddl(variant, strategy: str, database: str, table: str) -> str:
         return (f"{head} (`{TRANS_COLUMN}` INT NOT NULL, {columns_without_pk(variant)}, "
                 f"UNIQUE KEY `trans_key` (`{TRANS_COLUMN}`, `{variant.key}`), KEY `key` (`{variant.key}`)) "
                 f"{tail} PARTITION BY LIST (`{TRANS_COLUMN}`) (PARTITION `p0` VALUES IN (0))")
-    return f"{head} ({variant.columns}) {tail}"
-
-
-# ---------------------------------------------------------------- finding keys in the input
-
-def _key_value(variant, key: str):
-    return key.upper() if variant.name == "seed" else int(key)
-
-
-def locate_key(key: str, files: list[Path], variant, limit: int = 4) -> list[tuple[Path, int]]:
-    """(file, line) of every occurrence of ``key`` in ``files`` (input order), at most ``limit``."""
-    import duckdb
-    want = _key_value(variant, key)
-    kt = "VARCHAR" if variant.name == "seed" else "BIGINT"
-    cond = "upper(k) = $key" if variant.name == "seed" else "k = $key"
-    con = duckdb.connect()
-    try:
-        hit = {r[0] for r in con.execute(
-            f"SELECT DISTINCT filename FROM read_csv($files, delim='\t', header=false, quote='', escape='', "
-            f"auto_detect=false, filename=true, columns={{'k': '{kt}', 'c': 'VARCHAR', 's': 'VARCHAR'}}) "
-            f"WHERE {cond}", {"files": [str(f) for f in files], "key": want}).fetchall()}
-    except Exception as exc:  # noqa: BLE001 - a failing lookup must not hide the real error
-        log.warning("could not search the input for key %r: %s", key, exc)
-        return []
-    finally:
-        con.close()
-    out = []
-    for f in files:
-        if str(f) not in hit:
-            continue
-        with open(f, "rb") as fh:
-            for n, line in enumerate(fh, 1):
-                k = line.split(b"\t", 1)[0].decode("latin1")
-                try:
-                    if _key_value(variant, k) == want:
-                        out.append((f, n))
-                except ValueError:
-                    pass
-                if len(out) >= limit:
-                    return out
-    return out
-
-
-def duplicate_message(key: str, files: list[Path], variant, head: str = "") -> str:
-    hits = locate_key(key, files, variant)
-    where = " and ".join(f"{f} line {n}" for f, n in hits) if hits else "(not found again in the input)"
-    return f"{head}duplicate key {key!r}: {where}"
-
-
-# ---------------------------------------------------------------- loading one file
-
-def load_path(conn, database: str, table: str, path: Path, rows: int, variant, all_files: list[Path],
-              trans_id: int | None = None, what: str | None = None) -> int:
-    """LOAD DATA LOCAL ``path``; rows affected must be ``rows`` with no warnings, else LoadError."""
-    from .driver import FileInfo, LoadError, _explain_warnings
-    cur = conn.cursor()
-    set_clause = f" SET `{TRANS_COLUMN}` = {int(trans_id)}" if trans_id is not None else ""
-    cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{database}`.`{table}` CHARACTER SET latin1 "
-                f"FIELDS TERMINATED BY '\\t' ESCAPED BY '' LINES TERMINATED BY '\\n' "
-                f"(`{variant.key}`, `chunkId`, `subChunkId`){set_clause}", (str(path),))
-    affected = cur.rowcount
-    cur.execute("SHOW WARNINGS")
-    warnings = cur.fetchall()
-    if affected == rows and not warnings:
-        return affected
-    head = f"{what or path}: loaded {affected} of {rows} rows: "
-    for _level, _code, msg in warnings:
-        m = re.search(r"Duplicate entry '(.*)' for key '([^']*)'", msg)
-        if m:
-            key = m.group(1)
-            if m.group(2) == "trans_key":
-                key = key.split("-", 1)[1]
-            raise LoadError(duplicate_message(key, all_files, variant, head))
-    raise LoadError(_explain_warnings(FileInfo(Path(path), rows, 0, 0), warnings, affected, variant, []))
+    return variant.ddl(table, database)
 
 
 def _trace_row(path, rows, nbytes, start, end, **kw) -> dict:
@@ -243,7 +172,6 @@ def load_files_parallel(server, database: str, table: str, files: list[Path], va
                         all_files: list[Path] | None = None, trans_id: int | None = None,
                         session_sql: tuple = ()) -> tuple[list[dict], list]:
     """Validate and load ``files`` with ``connections`` connections (one file per connection at a time)."""
-    from .driver import scan_file
     all_files = all_files or files
     n = max(1, min(connections, len(files)))
     todo: queue.Queue = queue.Queue()
@@ -266,7 +194,7 @@ def load_files_parallel(server, database: str, table: str, files: list[Path], va
                     return
                 info = scan_file(f, variant)
                 start = time.time()
-                rows = load_path(conn, database, table, f, info.rows, variant, all_files, trans_id)
+                rows = load_file(conn, table, f, info.rows, variant, all_files, database=database, trans_id=trans_id)
                 end = time.time()
                 with lock:
                     infos[i] = info
@@ -357,7 +285,6 @@ class SortedStream:
     def _sort(self):
         import duckdb
 
-        from .driver import LoadError
         seed = self.variant.name == "seed"
         out = self.tmpdir / "sorted"
         shutil.rmtree(out, ignore_errors=True)
@@ -457,7 +384,7 @@ def load_sorted(server, conn, database: str, table: str, files: list[Path], vari
         for path, rows, nbytes in stream.chunks():
             start = time.time()
             first_load = first_load or start
-            load_path(conn, database, table, path, rows, variant, files,
+            load_file(conn, table, path, rows, variant, files, database=database,
                       what=f"sorted chunk {path.name}")
             in_txn += rows
             end = time.time()
@@ -496,32 +423,14 @@ def load_sorted(server, conn, database: str, table: str, files: list[Path], vari
     shutil.rmtree(Path(tmpdir) / "duckdb", ignore_errors=True)
 
 
-def _scan_one(args):
-    from .driver import VARIANTS, scan_file
-    path, vname = args
-    return scan_file(path, VARIANTS[vname])
-
-
-def scan_files(files: list[Path], variant, workers: int | None = None) -> list:
-    """scan_file over all files in worker processes (the regexes hold the GIL)."""
-    from .driver import scan_file
-    workers = workers or min(os.cpu_count() or 1, 4)
-    if workers <= 1 or len(files) < 8:
-        return [scan_file(f, variant) for f in files]
-    import multiprocessing as mp
-    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("forkserver")) as ex:
-        return list(ex.map(_scan_one, [(f, variant.name) for f in files], chunksize=max(1, len(files) // (4 * workers))))
-
-
 # ---------------------------------------------------------------- the strategies
 
 def run_strategy(strategy: str, server, conn, table: str, variant, files: list[Path], opts: LoadOptions,
                  tmpdir: Path) -> Outcome:
-    from .driver import DATABASE, LoadError, load_sequential
     out = Outcome()
     t0 = time.time()
     if strategy == "sequential":
-        out.trace, out.infos = load_sequential(conn, table, files, variant)
+        out.trace, out.infos = load_files(conn, table, files, variant)
         out.phase("load", t0, time.time())
         out.extra["connections"] = 1
         return out

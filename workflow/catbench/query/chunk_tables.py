@@ -15,10 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.index_table import DATABASE as INDEX_DATABASE
+from ..core.index_table import create_table as create_index_table
+from ..core.index_table import get_variant, load_files
+from ..core.loaddata import LoadError, line_count, load_data
 from ..core.resources import split_statements
-from ..load.driver import DATABASE as INDEX_DATABASE
-from ..load.driver import create_table as create_index_table
-from ..load.driver import get_variant, load_sequential
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ KINDS = {
 }
 
 
-class ChunkLoadError(RuntimeError):
+class ChunkLoadError(LoadError):
     """A chunk file did not load exactly; the message names the file."""
 
 
@@ -90,32 +91,15 @@ def columns_ddl(schema: pa.Schema) -> str:
     return ", ".join(cols)
 
 
-def _line_count(path: Path) -> int:
-    n = 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            n += block.count(b"\n")
-    return n
-
-
 def _load_one(conn, kind: str, chunk_id: int, path: Path, expected: int) -> dict:
-    lines = _line_count(path)
+    lines = line_count(path)
     if lines != expected:
         raise ChunkLoadError(f"{path}: {lines} lines, chunks.tsv says {expected} rows; re-run the partition step")
-    cur = conn.cursor()
     t0 = time.monotonic()
-    cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{DATABASE}`.`{table_name(kind, chunk_id)}` "
-                f"FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n'", (str(path),))
-    affected = cur.rowcount
-    cur.execute("SHOW WARNINGS")
-    warnings = cur.fetchall()
-    seconds = time.monotonic() - t0
-    if affected != lines or warnings:
-        detail = "; ".join(f"{lvl} {code}: {msg}" for lvl, code, msg in warnings[:3])
-        raise ChunkLoadError(f"{path}: loaded {affected} of {lines} rows into {table_name(kind, chunk_id)}"
-                             + (f"; warnings: {detail}" if detail else ""))
+    affected = load_data(conn, path, table_name(kind, chunk_id), None, lines, database=DATABASE, escaped=True,
+                         what=f"{path} (table {table_name(kind, chunk_id)})")
     return {"kind": kind, "chunkId": chunk_id, "rows": affected, "bytes": path.stat().st_size,
-            "seconds": seconds}
+            "seconds": time.monotonic() - t0}
 
 
 def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: int = 2) -> dict:
@@ -181,7 +165,7 @@ def load_secondary_index(server, files: list[Path], variant: str = "qserv") -> d
     try:
         create_index_table(conn, v, INDEX_TABLE)
         t0 = time.monotonic()
-        trace, _ = load_sequential(conn, INDEX_TABLE, [Path(f) for f in files], v)
+        trace, _ = load_files(conn, INDEX_TABLE, [Path(f) for f in files], v)
         seconds = time.monotonic() - t0
     finally:
         conn.close()

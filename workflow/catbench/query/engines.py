@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ..core.index_table import DATABASE as INDEX_DATABASE
 from ..core.resources import resources_dir, split_statements
-from ..load.driver import DATABASE as INDEX_DATABASE
 from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
 from .suite import Answer, Query, QueryError, bind
 

@@ -35,7 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.server import SOCKET_PATH_MAX, Server, variables
+from ..core.server import Server
+from ..core.server_tools import SOCKET_PATH_MAX, variables
 from .chunk_tables import (
     ChunkInfo,
     chunk_file,
@@ -420,8 +421,8 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
     cold = qs["cold"] if cold is None else cold
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
+    from ..core.index_input import list_input
     from ..core.targets import TargetError, check_target
-    from ..load.driver import list_input
     index_files = list_input(index_dir)
     # Room for the chunk tables and the index (InnoDB: ~3x the TSV bytes, as load_index
     # estimates) plus a fresh datadir, checked before the server is initialised: a full

@@ -48,19 +48,18 @@ from pathlib import Path
 
 import mysql.connector
 
-from ..core.server import SOCKET_PATH_MAX, Server, ServerError, variables
-from ..core.targets import check_target, describe_target
-from ..load.driver import (
+from ..core.index_input import FileInfo, pick_lookup_keys, scan_file
+from ..core.index_table import (
     DATABASE,
-    FileInfo,
-    LoadError,
-    checksum_sql,
     create_table,
     get_variant,
     load_file,
-    pick_lookup_keys,
-    scan_file,
+    table_checksum,
 )
+from ..core.loaddata import LoadError
+from ..core.server import Server
+from ..core.server_tools import SOCKET_PATH_MAX, ServerError, variables
+from ..core.targets import check_target, describe_target
 from . import errorlog
 
 log = logging.getLogger(__name__)
@@ -211,8 +210,7 @@ class RestartRun:
         self.srv = Server(target, self.basedir, settings, binary=binary, socket_path=sock,
                           start_timeout=start_timeout)
         self.base_settings = dict(self.srv.settings)
-        self.lookup_sql = (f"SELECT `chunkId`, `subChunkId` FROM `{DATABASE}`.`{TABLE}` "
-                           f"WHERE `{variant.key}` = %s")
+        self.lookup_sql = variant.lookup_sql(TABLE)
         self.total_rows = sum(i.rows for i in infos)
         self.total_sum = sum(i.checksum for i in infos)
         self.loaded = False
@@ -303,17 +301,14 @@ class RestartRun:
 
     # ---- table -------------------------------------------------------------------
     def checksum(self) -> tuple[int, int]:
-        cur = self.conn_().cursor()
-        cur.execute(checksum_sql(self.v).format(table=TABLE))
-        n, s = cur.fetchone()
-        return int(n), int(s)
+        return table_checksum(self.conn_(), self.v, TABLE)
 
     def load_files(self, infos: list[FileInfo], earlier: list[Path]) -> list[float]:
         conn = self.conn_()
         times = []
         for i, info in enumerate(infos):
             t = time.perf_counter()
-            load_file(conn, TABLE, info, self.v, earlier + [x.path for x in infos[:i]])
+            load_file(conn, TABLE, info.path, info.rows, self.v, earlier + [x.path for x in infos])
             times.append(time.perf_counter() - t)
         return times
 
@@ -711,7 +706,7 @@ def _diagnose(run: RestartRun, committed: list[FileInfo], inflight: FileInfo | N
     chk = f"{TABLE}_expected"
     create_table(conn, run.v, chk)
     for info in committed:
-        load_file(conn, chk, info, run.v, [])
+        load_file(conn, chk, info.path, info.rows, run.v, [info.path])
     k = run.v.key
     cur.execute(f"SELECT COUNT(*) FROM `{DATABASE}`.`{chk}` e LEFT JOIN `{DATABASE}`.`{TABLE}` t "
                 f"ON t.`{k}` = e.`{k}` AND t.`chunkId` = e.`chunkId` AND t.`subChunkId` = e.`subChunkId` "
@@ -728,7 +723,7 @@ def _diagnose(run: RestartRun, committed: list[FileInfo], inflight: FileInfo | N
 def _first_row(path: Path, v) -> tuple:
     with open(path, "rb") as f:
         k, c, s = f.readline().rstrip(b"\n").split(b"\t")
-    return (k.decode() if v.name == "seed" else int(k), int(c), int(s))
+    return (v.parse_key(k), int(c), int(s))
 
 
 def run_crash_during_load(run: RestartRun, rep: int) -> tuple[list[dict], dict]:
@@ -760,7 +755,7 @@ def run_crash_during_load(run: RestartRun, rep: int) -> tuple[list[dict], dict]:
                 return
             try:
                 result["t_start"] = time.time()
-                load_file(c, TABLE, info, run.v, [])
+                load_file(c, TABLE, info.path, info.rows, run.v, [info.path])
                 result["acked"] = time.time()
             except Exception as exc:  # noqa: BLE001 - the kill lands here
                 result["error"] = str(exc)[:200]

@@ -1,0 +1,129 @@
+"""The package's shape, read from its source with ``ast`` so it stays as ARCHITECTURE.md
+says: stages over a small core, no import cycles (function-local imports count), no
+stage importing another, small modules and functions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "workflow" / "catbench"
+STAGES = {"prepare", "load", "fio", "query", "restart", "report"}
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 100
+MAX_MODULES_PER_FOLDER = 12
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = p
+    return out
+
+
+def _resolve(module: str, path: Path, node: ast.ImportFrom) -> list[str]:
+    if node.level:
+        base = module.split(".")
+        if path.name != "__init__.py":
+            base = base[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        prefix = ".".join(base + ([node.module] if node.module else []))
+    else:
+        prefix = node.module or ""
+    if not prefix.startswith("catbench"):
+        return []
+    # "from pkg import mod" names a module; "from mod import name" names the module
+    return [f"{prefix}.{a.name}" for a in node.names] + [prefix]
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for node in ast.walk(ast.parse(p.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                targets = _resolve(m, p, node)
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("catbench")]
+            for t in targets:
+                # the most specific module named (a name imported from a module is not one)
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t and t != m and t != "catbench" and not mods[t].name == "__init__.py":
+                    graph[m].add(t)
+    return graph
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else "top"
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(m, stack):
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append(" -> ".join(stack[stack.index(n):] + [n]))
+            elif n not in state:
+                visit(n, stack + [n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_stages_import_only_core():
+    bad = []
+    for m, deps in import_graph().items():
+        layer = _layer(m)
+        for d in deps:
+            other = _layer(d)
+            if other == layer or layer in ("cli", "top"):
+                continue
+            if layer == "core" or (layer in STAGES and other != "core"):
+                bad.append(f"{m} imports {d}")
+    assert not bad, "the dependency rule (stages import core, never each other):\n" + "\n".join(sorted(bad))
+
+
+def test_report_reads_files_not_stages():
+    graph = import_graph()
+    bad = [f"{m} imports {d}" for m, deps in graph.items() if _layer(m) == "report"
+           for d in deps if _layer(d) not in ("report", "core")]
+    assert not bad
+
+
+@pytest.mark.parametrize("path", sorted(PKG.rglob("*.py")), ids=lambda p: str(p.relative_to(PKG)))
+def test_small_modules_and_functions(path):
+    text = path.read_text()
+    n = len(text.splitlines())
+    assert n <= MAX_MODULE_LINES, f"{path} has {n} lines, over {MAX_MODULE_LINES}"
+    long = [f"{n.name} ({n.end_lineno - n.lineno + 1} lines)" for n in ast.walk(ast.parse(text))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"{path}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_folders_hold_at_most_a_dozen_modules():
+    for folder in [PKG, *(d for d in PKG.iterdir() if d.is_dir() and (d / "__init__.py").exists())]:
+        n = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        assert n <= MAX_MODULES_PER_FOLDER, f"{folder} holds {n} modules"
+
+
+def test_the_graph_sees_function_local_imports(tmp_path):
+    # the checker itself: a local import must count, or cycles could hide behind one
+    graph = import_graph()
+    assert "catbench.core.index_table" in graph["catbench.load.strategies"]

@@ -1,0 +1,222 @@
+"""The index input: TSV files of ``key \\t chunkId \\t subChunkId``.
+
+Every line is validated and checksummed before it may reach the server (``scan_file``);
+the checksum is the input-side twin of ``Variant.checksum_sql``. Keys are found again in
+the input to name both places of a duplicate. ``variant`` is an ``index_table.Variant``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import os
+import random
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .loaddata import LoadError
+
+log = logging.getLogger(__name__)
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+_BLOCK = 8 << 20
+
+
+@dataclass
+class FileInfo:
+    path: Path
+    rows: int
+    bytes: int
+    checksum: int
+
+
+def list_input(input_dir) -> list[Path]:
+    """Input TSV files in load order (sorted by name, as the partitioner numbers them)."""
+    files = sorted(Path(input_dir).glob("*.tsv"))
+    if not files:
+        raise LoadError(f"no *.tsv files in {input_dir}; run the partition step first")
+    return files
+
+
+def line_problem(line: bytes, variant) -> str:
+    """Why ``line`` is not a valid input line, in words."""
+    if line.endswith(b"\r\n"):
+        return "has a Windows line ending (\\r\\n); convert the file to \\n"
+    fields = line.rstrip(b"\n").split(b"\t")
+    if len(fields) != 3:
+        return f"has {len(fields)} tab-separated fields, expected 3 (key, chunkId, subChunkId)"
+    key, chunk, sub = fields
+    if variant.text_key:
+        if not 1 <= len(key) <= 28:
+            return f"key is {len(key)} characters, the seed schema allows 1 to 28"
+        if not re.fullmatch(rb"[!-~]+", key):
+            return "key has characters other than printable ASCII without spaces"
+    elif not re.fullmatch(rb"-?[0-9]{1,19}", key) or not INT64[0] <= int(key) <= INT64[1]:
+        return f"key {key[:40].decode('latin1')!r} is not a BIGINT"
+    for name, v in (("chunkId", chunk), ("subChunkId", sub)):
+        if not re.fullmatch(rb"-?[0-9]{1,10}", v) or not INT32[0] <= int(v) <= INT32[1]:
+            return f"{name} {v[:40].decode('latin1')!r} is not an INT"
+    return "is malformed"
+
+
+def _fast_scan(path: Path, variant) -> tuple[int, int] | None:
+    """(rows, checksum) if every line is canonical (then the checksum line is the input
+    line itself), else None."""
+    rows, total, crc = 0, 0, zlib.crc32
+    rest = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(_BLOCK)
+            if not block:
+                break
+            data = rest + block
+            cut = data.rfind(b"\n") + 1
+            data, rest = data[:cut], data[cut:]
+            if not data:
+                continue
+            if variant.block.fullmatch(data) is None or variant.noncanonical.search(data) is not None:
+                return None
+            lines = data.split(b"\n")
+            lines.pop()
+            rows += len(lines)
+            total += sum(map(crc, lines))
+    if rest:
+        return None  # no final newline: let the exact scan judge it
+    return rows, total
+
+
+def scan_file(path, variant) -> FileInfo:
+    """Validate every line and compute the file's checksum."""
+    path = Path(path)
+    fast = _fast_scan(path, variant)
+    if fast is not None:
+        return FileInfo(path, fast[0], path.stat().st_size, fast[1])
+    return _scan_file_exact(path, variant)
+
+
+def _scan_file_exact(path: Path, variant) -> FileInfo:
+    rows, total = 0, 0
+    match, crc = variant.line.fullmatch, zlib.crc32
+    with open(path, "rb") as f:
+        for rows, line in enumerate(f, 1):
+            m = match(line)
+            if m is None:
+                raise LoadError(f"{path}: line {rows} {line_problem(line, variant)}")
+            key, chunk, sub = m.groups()
+            c, s = int(chunk), int(sub)
+            k = key if variant.text_key else b"%d" % int(key)
+            if not (INT32[0] <= c <= INT32[1] and INT32[0] <= s <= INT32[1]) or (
+                    not variant.text_key and not INT64[0] <= int(k) <= INT64[1]):
+                raise LoadError(f"{path}: line {rows} {line_problem(line, variant)}")
+            total += crc(b"%s\t%d\t%d" % (k, c, s))
+    return FileInfo(path, rows, path.stat().st_size, total)
+
+
+def _scan_one(args):
+    path, variant = args
+    return scan_file(path, variant)
+
+
+def scan_files(files: list[Path], variant, workers: int | None = None) -> list[FileInfo]:
+    """scan_file over all files in worker processes (the regexes hold the GIL)."""
+    workers = workers or min(os.cpu_count() or 1, 4)
+    if workers <= 1 or len(files) < 8:
+        return [scan_file(f, variant) for f in files]
+    import multiprocessing as mp
+    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("forkserver")) as ex:
+        return list(ex.map(_scan_one, [(f, variant) for f in files],
+                           chunksize=max(1, len(files) // (4 * workers))))
+
+
+# ---- finding keys again -------------------------------------------------------------
+
+def find_key(path: Path, key, variant) -> list[int]:
+    """Line numbers of ``key`` in one file."""
+    want = variant.key_value(key)
+    hits = []
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                if variant.key_value(line.split(b"\t", 1)[0]) == want:
+                    hits.append(n)
+            except ValueError:
+                pass
+    return hits
+
+
+def locate_key(key: str, files: list[Path], variant, limit: int = 4) -> list[tuple[Path, int]]:
+    """(file, line) of every occurrence of ``key`` in ``files`` (input order), at most
+    ``limit``; DuckDB finds the files first, so a large input is not read line by line."""
+    import duckdb
+    try:
+        want = variant.key_value(key)
+    except ValueError:
+        return []
+    con = duckdb.connect()
+    try:
+        hit = {r[0] for r in con.execute(
+            f"SELECT DISTINCT filename FROM read_csv($files, delim='\t', header=false, quote='', escape='', "
+            f"auto_detect=false, filename=true, columns={{'k': '{variant.duckdb_type}', 'c': 'VARCHAR', "
+            f"'s': 'VARCHAR'}}) WHERE {variant.sort_expr('k')} = $key",
+            {"files": [str(f) for f in files], "key": want}).fetchall()}
+    except Exception as exc:  # noqa: BLE001 - a failing lookup must not hide the real error
+        log.warning("could not search the input for key %r: %s", key, exc)
+        return []
+    finally:
+        con.close()
+    out: list[tuple[Path, int]] = []
+    for f in (f for f in files if str(f) in hit):
+        out += [(f, n) for n in find_key(f, key, variant)][:limit - len(out)]
+        if len(out) >= limit:
+            break
+    return out
+
+
+def duplicate_message(key: str, files: list[Path], variant, head: str = "") -> str:
+    hits = locate_key(key, files, variant)
+    where = " and ".join(f"{f} line {n}" for f, n in hits) if hits else "(not found again in the input)"
+    return f"{head}duplicate key {key!r}: {where}"
+
+
+def explain_duplicate(head: str, key: str, path: Path, input_files: list[Path], variant) -> str:
+    """A duplicate-key failure of loading ``path`` in words: both lines when the file
+    repeats its own key, else the other file and line; ``path`` not in the input (a
+    sorted chunk) names the input's files and lines."""
+    if path not in input_files:
+        return duplicate_message(key, input_files, variant, f"{head}: ")
+    hits = find_key(path, key, variant)
+    if len(hits) > 1:
+        return f"{head}: line {hits[1]} repeats key {key!r} of line {hits[0]} (duplicate key)"
+    others = [f for f in input_files if f != path]
+    where = locate_key(key, others, variant, limit=1) if others else []
+    line = hits[0] if hits else "?"
+    if where:
+        return (f"{head}: line {line} key {key!r} was already loaded from {where[0][0]} line "
+                f"{where[0][1]} (duplicate key)")
+    return f"{head}: duplicate key {key!r} (line {line})"
+
+
+def pick_lookup_keys(infos: list[FileInfo], n: int, variant, seed: int = 42) -> list[tuple]:
+    """Up to ``n`` random (key, chunkId, subChunkId) rows from the input, files weighted by
+    rows; reads only the files that hold a chosen row."""
+    rng = random.Random(seed)
+    total = sum(i.rows for i in infos)
+    n = min(n, total)
+    if n <= 0:
+        return []
+    wanted: dict[int, set[int]] = {}
+    for _ in range(n):
+        fi = rng.choices(range(len(infos)), weights=[i.rows for i in infos])[0] if len(infos) > 1 else 0
+        wanted.setdefault(fi, set()).add(rng.randrange(1, infos[fi].rows + 1))
+    out = []
+    for fi, lines in wanted.items():
+        with open(infos[fi].path, "rb") as f:
+            for no, line in enumerate(f, 1):
+                if no in lines:
+                    k, c, s = line.rstrip(b"\n").split(b"\t")
+                    out.append((variant.parse_key(k), int(c), int(s)))
+    rng.shuffle(out)
+    return out

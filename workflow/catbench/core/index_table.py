@@ -1,0 +1,157 @@
+"""The secondary ("director") index table: objectId -> (chunkId, subChunkId).
+
+One owner for what every stage that builds or reads the index needs: the schema
+variants and their behaviour (key type, key order and equality, DDL, checksum, point
+lookup), and the seed's loading loop. Input files are read and checked by
+``index_input``; rows reach the server only through ``loaddata.load_data``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .index_input import explain_duplicate, scan_file
+from .loaddata import LoadError, load_data
+from .resources import read_sql
+
+log = logging.getLogger(__name__)
+
+DATABASE = "secondary_index"
+COLUMNS = ("chunkId", "subChunkId")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A schema of the index table and how its keys behave."""
+    name: str
+    key: str                 # key column
+    key_sql: str             # SQL type of the key
+    duckdb_type: str         # the key's type when DuckDB reads the input
+    nullable_ints: bool      # the seed's table allows NULL chunkId/subChunkId
+    text_key: bool           # CHAR key: latin1_swedish_ci, compared case-insensitively
+    line: re.Pattern         # one valid input line; failures get a reason from index_input
+    # index_input's fast path: whole blocks of canonical lines (no leading zeros, no "-0",
+    # at most 18/9 digits so no range check is needed); anything else is scanned line by line
+    block: re.Pattern
+    noncanonical: re.Pattern
+
+    def columns_ddl(self, primary_key: bool = True) -> str:
+        null = "DEFAULT NULL" if self.nullable_ints else "NOT NULL"
+        cols = f"`{self.key}` {self.key_sql} NOT NULL, `chunkId` INT {null}, `subChunkId` INT {null}"
+        return cols + (f", PRIMARY KEY (`{self.key}`)" if primary_key else "")
+
+    def ddl(self, table: str, database: str = DATABASE, engine: str = "InnoDB") -> str:
+        return (f"CREATE TABLE `{database}`.`{table}` ({self.columns_ddl()}) "
+                f"ENGINE={engine} DEFAULT CHARSET=latin1")
+
+    def key_value(self, raw):
+        """The key as the table compares it: upper-cased text (the collation is
+        case-insensitive) or an int."""
+        if isinstance(raw, (bytes, bytearray)):
+            raw = raw.decode("latin1")
+        return raw.upper() if self.text_key else int(raw)
+
+    def parse_key(self, raw: bytes):
+        """The key as a client sends it in a query."""
+        return raw.decode() if self.text_key else int(raw)
+
+    def sort_expr(self, column: str = "k") -> str:
+        """DuckDB ORDER BY expression giving the table's key order."""
+        return f"upper({column})" if self.text_key else column
+
+    def checksum_sql(self, table: str, database: str = DATABASE) -> str:
+        """COUNT(*) and the order-independent checksum that index_input computes per file."""
+        return read_sql("index", "checksum.sql").format(key=self.key, database=database, table=table)
+
+    def lookup_sql(self, table: str, database: str = DATABASE) -> str:
+        return read_sql("index", "lookup.sql").format(key=self.key, database=database, table=table)
+
+    def load_columns(self) -> tuple[str, ...]:
+        return (self.key, *COLUMNS)
+
+
+VARIANTS = {
+    # The seed's table, exactly (CHAR(28) keys, nullable ints, latin1).
+    "seed": Variant("seed", "source_id", "CHAR(28)", "VARCHAR", True, True,
+                    re.compile(rb"([!-~]{1,28})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
+                    re.compile(rb"(?:[!-~]{1,28}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
+                    re.compile(rb"\t-?0[0-9]|\t-0[\t\n]")),
+    # Today's Qserv director index: the object id's own type.
+    "qserv": Variant("qserv", "objectId", "BIGINT", "BIGINT", False, False,
+                     re.compile(rb"(-?[0-9]{1,19})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
+                     re.compile(rb"(?:-?[0-9]{1,18}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
+                     re.compile(rb"[\t\n]-?0[0-9]|[\t\n]-0[\t\n]|^-?0[0-9]|^-0\t")),
+}
+
+
+def get_variant(name: str) -> Variant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise LoadError(f"unknown schema variant {name!r}; choose one of {sorted(VARIANTS)}") from None
+
+
+def create_table(conn, variant: Variant, table: str, database: str = DATABASE):
+    """An empty index table (dropped first if it exists)."""
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+    cur.execute(f"DROP TABLE IF EXISTS `{database}`.`{table}`")
+    cur.execute(variant.ddl(table, database))
+
+
+def table_checksum(conn, variant: Variant, table: str, database: str = DATABASE) -> tuple[int, int]:
+    cur = conn.cursor()
+    cur.execute(variant.checksum_sql(table, database))
+    n, total = cur.fetchone()
+    return int(n), int(total)
+
+
+def load_file(conn, table: str, path: Path, rows: int, variant: Variant, input_files: list[Path],
+              *, database: str = DATABASE, trans_id: int | None = None, what: str | None = None) -> int:
+    """``load_data`` one index file; a duplicate key is named with its file(s) and line(s)
+    among ``input_files`` (the whole input, in load order)."""
+    set_sql = f"`qserv_trans_id` = {int(trans_id)}" if trans_id is not None else None
+
+    def explain(head: str, key: str, key_name: str) -> str:
+        if key_name == "trans_key":  # "<trans_id>-<key>"
+            key = key.split("-", 1)[1]
+        return explain_duplicate(head, key, Path(path), input_files, variant)
+
+    return load_data(conn, path, table, variant.load_columns(), rows, database=database, set_sql=set_sql,
+                     what=what, explain_duplicate=explain)
+
+
+def _fmt_eta(s: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(max(0, s)))
+
+
+def load_files(conn, table: str, files: list[Path], variant: Variant, database: str = DATABASE):
+    """The seed's protocol: one connection, one LOAD DATA per file in order, each file
+    validated while the previous one loads. Returns (trace rows, FileInfo per file)."""
+    trace, infos = [], []
+    cumulative, t_start, last_log = 0, time.time(), 0.0
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-scan") as ex:
+        nxt = ex.submit(scan_file, files[0], variant)
+        for i, path in enumerate(files):
+            info = nxt.result()
+            if i + 1 < len(files):
+                nxt = ex.submit(scan_file, files[i + 1], variant)
+            start = time.time()
+            rows = load_file(conn, table, path, info.rows, variant, files, database=database)
+            end = time.time()
+            cumulative += rows
+            infos.append(info)
+            trace.append({"file": str(path), "rows": rows, "bytes": info.bytes, "start": start, "end": end,
+                          "seconds": end - start, "cumulative_rows": cumulative})
+            if end - last_log >= 5 or i + 1 == len(files):
+                last_log = end
+                rate = cumulative / max(end - t_start, 1e-9)
+                left = (end - t_start) / (i + 1) * (len(files) - i - 1)
+                log.info("loaded %d/%d files, %d rows, %.0f rows/s, ETA %s", i + 1, len(files), cumulative,
+                         rate, _fmt_eta(left))
+    return trace, infos
