@@ -80,6 +80,10 @@ BAD = [
     ("run", "a/b", "run"),
     ("run", "", "run"),
     ("catalog.patch", "big", "catalog.patch"),
+    # server options are judged before any job (their bypass forms: test_server)
+    ("server.settings", {"innodb_log_file_size": "1X"}, "server.settings.innodb_log_file_size"),
+    ("server.settings", {"loose-skip-networking": 0}, "server.settings.loose-skip-networking"),
+    ("restart.settings", {"skip-grant-tables": 1}, "restart.settings.skip-grant-tables"),
 ]
 
 

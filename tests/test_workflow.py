@@ -179,3 +179,21 @@ def test_full_sky_dry_run_builds_dag_quickly(tmp_path):
     assert counts["partition_reduce"] == n_groups(valid)
     assert 1 < counts["partition_reduce"] < Chunker(85, 12).num_chunks // 10
     assert dt < 30
+
+
+def test_user_config_replaces_the_default_targets_and_a_dry_run_creates_nothing(tmp_path):
+    # the README's `--configfile my.yaml`: only the user's target, never the default
+    # disk/tmpfs ones merged in; and `-n` creates no directory on any target
+    target = tmp_path / "mine" / "catbench"
+    cfgfile = tmp_path / "my.yaml"
+    cfgfile.write_text(yaml.safe_dump({**SMALL, "run": "usercfg", "stages": ["load_index"],
+                                       "targets": {"mine": {"path": str(target)}}}))
+    defaults = [Path(t["path"]) / "usercfg" for t in
+                yaml.safe_load((REPO / "config" / "config.yaml").read_text())["targets"].values()]
+    r = snakemake(tmp_path / "wd", cfgfile, "-n", "--cores", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout + r.stderr
+    jobs = set(re.findall(r"wildcards: .*target=(\w+)", out))
+    assert jobs == {"mine"}, jobs
+    assert "queries_mysql" not in out and "restart_run" not in out  # stages are the user's too
+    assert not target.exists() and not any(d.exists() for d in defaults)

@@ -22,12 +22,13 @@ config.clear()
 config.update(_validated)
 
 # Targets without a SLURM node are checked now, before any job runs (exists or can be
-# created, is a writable directory). Free space is checked by each target's first job
+# created: a writable directory or nearest existing parent). Free space is checked by each target's first job
 # (target_info, on its node), so a full target fails its own jobs and, with
 # --keep-going, the other targets still finish.
 try:
     cb_targets.check_targets(
-        config, [t for t, v in config["targets"].items() if not v.get("node")], space=False
+        config, [t for t, v in config["targets"].items() if not v.get("node")], space=False,
+        create=False,  # jobs create their directories: a dry run creates nothing outside results/
     )
 except TargetError as e:
     raise WorkflowError(str(e))

@@ -14,6 +14,7 @@ import yaml
 
 from .layout import MAX_COPIES, n_copies
 from .resources import SCHEMA_PATH
+from .server_tools import ServerError, validate_settings
 
 
 class ConfigError(ValueError):
@@ -83,6 +84,12 @@ def _check_semantics(cfg: dict):
                           f"than a sub-stripe ({sub_height:.6f} deg for "
                           f"{part['num_stripes']} x {part['num_sub_stripes_per_stripe']})")
     _check_targets(cfg)
+    for key in ("server.settings", "restart.settings"):
+        section, _, name = key.partition(".")
+        try:
+            validate_settings(cfg[section][name], key)
+        except ServerError as exc:
+            raise ConfigError(str(exc)) from None
     n = n_copies(cat)
     if n == 0:
         raise ConfigError("config key 'catalog.sky': the patch does not fit in the sky region "

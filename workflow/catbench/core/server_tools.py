@@ -15,9 +15,27 @@ SOCKET_PATH_MAX = 107
 LOG_TAIL_LINES = 30
 _SETTING_NAME = re.compile(r"^[a-z0-9_-]+$")
 _SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.:/+,-]+$")
-# Options catbench sets itself; a config that sets them would silently break things.
-_RESERVED = {"datadir", "tmpdir", "socket", "pid_file", "log_error", "port", "bind_address",
-             "skip_networking", "user", "basedir", "local_infile"}
+# Options catbench sets itself or that would open the private server to others, move its
+# files off the target or load code: networking, authentication, paths, plugins. Names
+# are compared after normalising them as the server does (see option_name).
+_RESERVED = {
+    # paths and identity
+    "datadir", "tmpdir", "socket", "pid_file", "log_error", "user", "basedir", "chroot",
+    "general_log_file", "slow_query_log_file", "log_bin", "log_bin_index", "relay_log",
+    "relay_log_index", "innodb_data_home_dir", "innodb_log_group_home_dir", "innodb_undo_directory",
+    "innodb_tmpdir", "aria_log_dir_path", "character_sets_dir", "lc_messages_dir", "secure_file_priv",
+    "defaults_file", "defaults_extra_file", "defaults_group_suffix", "init_file", "log_tc",
+    # networking
+    "port", "bind_address", "networking", "extra_port", "admin_address", "admin_port",
+    "named_pipe", "shared_memory", "proxy_protocol_networks", "port_open_timeout",
+    # authentication and loading of code or data
+    "grant_tables", "local_infile", "init_connect", "init_slave", "default_authentication_plugin",
+    "plugin_load", "plugin_load_add", "plugin_dir", "plugin_maturity", "symbolic_links",
+}
+# whole families: TLS, the X protocol, Galera, replication sources
+_RESERVED_PREFIXES = ("ssl", "tls_", "mysqlx", "wsrep", "master_", "replicate_", "federated")
+# option modifiers the server strips from a name (my_getopt)
+_MODIFIERS = ("loose_", "maximum_", "skip_", "enable_", "disable_")
 INSTALL_HINT = ("install MariaDB (Debian/Ubuntu: apt-get install mariadb-server; conda: "
                 "conda install -c conda-forge mariadb) or set server.binary in the config")
 
@@ -87,16 +105,44 @@ def free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
-def validate_settings(settings: dict | None) -> dict[str, str]:
-    """Check names/values of ``server.settings`` and render values as option strings."""
+def option_name(key: str) -> str:
+    """``key`` as the server reads it: '-' and '_' alike, modifiers (loose-, maximum-,
+    skip-, enable-, disable-) stripped, in any combination."""
+    name = key.replace("-", "_").lower()
+    while True:
+        for m in _MODIFIERS:
+            if name.startswith(m) and len(name) > len(m):
+                name = name[len(m):]
+                break
+        else:
+            return name
+
+
+def is_reserved(key: str) -> bool:
+    """True if ``key`` names (or, as the server accepts unique prefixes of option names,
+    abbreviates) a reserved option."""
+    name = option_name(key)
+    if name.startswith(_RESERVED_PREFIXES):
+        return True
+    return any(r == name or (len(name) >= 3 and r.startswith(name)) for r in _RESERVED)
+
+
+_SIZE_VALUE = re.compile(r"^[0-9]+(\.[0-9]+)?[KMGTkmgt]?$")
+
+
+def validate_settings(settings: dict | None, key_prefix: str = "server.settings") -> dict[str, str]:
+    """Check the names and values of server options from the config and render the values
+    as option strings; errors name the config key (``key_prefix``.<name>)."""
     out: dict[str, str] = {}
     for key, value in (settings or {}).items():
+        where = f"config key '{key_prefix}.{key}'"
         if not isinstance(key, str) or not _SETTING_NAME.match(key):
-            raise ServerError(f"server setting name {key!r} is not a plain option name "
+            raise ServerError(f"{where}: {key!r} is not a plain option name "
                               f"(lower-case letters, digits, '_' or '-')")
-        if key.replace("-", "_") in _RESERVED:
-            raise ServerError(f"server setting {key!r} is managed by catbench (use the target "
-                              f"path / server.tcp in the config instead)")
+        if is_reserved(key):
+            raise ServerError(f"{where}: option {option_name(key)!r} is managed by catbench or would "
+                              f"open the private server to others (networking, authentication, paths, "
+                              f"plugins); set the target path / server.tcp in the config instead")
         if isinstance(value, bool):
             text = "1" if value else "0"
         elif isinstance(value, (int, float)):
@@ -104,8 +150,12 @@ def validate_settings(settings: dict | None) -> dict[str, str]:
         elif isinstance(value, str) and _SETTING_VALUE.match(value):
             text = value
         else:
-            raise ServerError(f"server setting {key}={value!r}: value must be a number, a "
-                              f"boolean or a simple word such as 1G or O_DIRECT")
+            raise ServerError(f"{where}: {value!r} is not a number, a boolean or a simple word "
+                              f"such as 1G or O_DIRECT")
+        # sizes are checked here: the server would only fail inside the job
+        if option_name(key).endswith("_size") and not _SIZE_VALUE.match(text):
+            raise ServerError(f"{where}: {text!r} is not a size (a number with an optional K, M, G "
+                              f"or T, e.g. 256M)")
         out[key] = text
     return out
 

@@ -39,13 +39,19 @@ def human(n: float | None) -> str:
     return str(n)
 
 
-def check_target(name: str, path, need_bytes: int = 0) -> dict:
-    """Make sure ``path`` is a writable directory with ``need_bytes`` free; returns describe_target()."""
+def check_target(name: str, path, need_bytes: int = 0, create: bool = True) -> dict:
+    """Make sure ``path`` is a writable directory with ``need_bytes`` free; returns
+    describe_target(). ``create=False`` (a dry run) creates nothing: a missing ``path``
+    is judged by its nearest existing parent."""
     p = Path(path)
     where = f"storage target '{name}' ({p})"
     if p.exists() and not p.is_dir():
         raise TargetError(f"{where} is not a directory; point targets.{name}.path at a directory")
-    if not p.exists():
+    if not p.exists() and not create:
+        p = next(a for a in p.absolute().parents if a.exists())
+        if not p.is_dir():
+            raise TargetError(f"{where} cannot be created: {p} is not a directory")
+    elif not p.exists():
         try:
             p.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -164,7 +170,7 @@ def settings_mb(settings: dict) -> int:
     return total
 
 
-def check_targets(cfg: dict, names=None, space: bool = True) -> dict:
+def check_targets(cfg: dict, names=None, space: bool = True, create: bool = True) -> dict:
     """check_target() for each named target (default: all); returns their descriptions.
     ``space=False`` checks only that each is a writable directory."""
     out = {}
@@ -172,5 +178,5 @@ def check_targets(cfg: dict, names=None, space: bool = True) -> dict:
         if name not in cfg["targets"]:
             raise TargetError(f"storage target '{name}' is not in the config (targets: "
                               f"{', '.join(cfg['targets'])})")
-        out[name] = check_target(name, target_dir(cfg, name), need_bytes(cfg) if space else 0)
+        out[name] = check_target(name, target_dir(cfg, name), need_bytes(cfg) if space else 0, create)
     return out

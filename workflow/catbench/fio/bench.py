@@ -31,10 +31,6 @@ def find_fio() -> str:
     return found
 
 
-def fio_version(binary: str | None = None) -> str:
-    return subprocess.run([binary or find_fio(), "--version"], capture_output=True, text=True).stdout.strip()
-
-
 def direct_io_supported(directory) -> bool:
     """True if the filesystem accepts O_DIRECT (ramfs, older tmpfs and some FUSE refuse it)."""
     probe = Path(directory) / ".catbench-odirect-probe"

@@ -1,0 +1,41 @@
+"""Every conda env a rule uses has what the rule runs: Python with the pinned packages
+and the catbench package (``--use-conda`` runs `catbench <cmd>` inside it)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _pins() -> set[str]:
+    return {ln.strip() for ln in (REPO / "requirements.txt").read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")}
+
+
+@pytest.mark.parametrize("env", sorted(p.name for p in (REPO / "envs").glob("*.yaml")))
+def test_env_runs_catbench_with_the_pinned_packages(env):
+    doc = yaml.safe_load((REPO / "envs" / env).read_text())
+    deps = doc["dependencies"]
+    pip = next(d["pip"] for d in deps if isinstance(d, dict) and "pip" in d)
+    assert any(str(d).startswith("python=") for d in deps)
+    assert "-e ../" in pip, f"{env} lacks the catbench package"
+    assert _pins() <= set(pip), f"{env} pins differ from requirements.txt: {_pins() - set(pip)}"
+
+
+def test_rules_name_only_existing_envs():
+    smk = "\n".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
+    for name in ("python", "fio", "server"):
+        assert f'envs/{name}.yaml' in smk
+        assert (REPO / "envs" / f"{name}.yaml").exists()
+
+
+def test_slurm_profile_sets_the_threads_of_every_multithreaded_rule():
+    # without it a job asks for the submitting host's cpu_count() and may never start
+    import re
+    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    smk = "\n".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
+    threaded = {m.group(1) for m in re.finditer(r"^rule (\w+):(?:\n(?!rule ).*)*?\n    threads:", smk, re.M)}
+    assert threaded, "no rule declares threads: the check would prove nothing"
+    assert threaded <= set(profile["set-threads"]), threaded - set(profile["set-threads"])
