@@ -380,3 +380,51 @@ def test_chunker_from_config(run):
     ch = run["chunker"]
     assert isinstance(ch, Chunker)
     assert (ch.num_stripes, ch.num_sub_stripes, ch.overlap) == (85, 12, 0.01667)
+
+
+@pytest.mark.parametrize("fault", ["emptied", "truncated", "missing", "added"])
+def test_index_input_is_checked_against_its_manifest(run, tmp_path, fault):
+    # an emptied file was once loaded "successfully" (33,750 of 36,000 rows, checksum ok):
+    # every change to what the partition stage wrote must fail, naming the file
+    import shutil
+
+    from catbench.core.index_input import list_input
+    from catbench.core.loaddata import LoadError
+    folder = tmp_path / "input"
+    shutil.copytree(run["root"] / "index/input", folder)
+    victim = folder / "part-00002.tsv"
+    if fault == "emptied":
+        victim.write_text("")
+    elif fault == "truncated":
+        victim.write_text("".join(victim.read_text().splitlines(keepends=True)[:-1]))
+    elif fault == "missing":
+        victim.unlink()
+    else:
+        victim = folder / "part-00099.tsv"
+        victim.write_text("1\t2\t3\n")
+    with pytest.raises(LoadError, match=re.escape(str(victim))):
+        list_input(folder)
+    assert len(list_input(run["root"] / "index/input")) == INDEX_FILES  # the untouched one passes
+
+
+def test_scanned_rows_are_checked_against_the_manifest(run, tmp_path):
+    # same bytes, other rows (a line split in two would keep the size): scan_file catches it
+    import shutil
+
+    from catbench.core.index_input import scan_file
+    from catbench.core.index_table import VARIANTS
+    from catbench.core.loaddata import LoadError
+    folder = tmp_path / "input"
+    shutil.copytree(run["root"] / "index/input", folder)
+    victim = folder / "part-00001.tsv"
+    lines = victim.read_text().splitlines(keepends=True)
+    victim.write_text("".join(lines[:-2]) + lines[-2][:-1] + "\t" + lines[-1])  # joins two lines
+    with pytest.raises(LoadError):  # 4 fields on one line: the line check names it
+        scan_file(victim, VARIANTS["qserv"])
+    # one line fewer, one more elsewhere: sizes and lines valid, only the counts differ
+    a, b = folder / "part-00003.tsv", folder / "part-00004.tsv"
+    la, lb = a.read_text().splitlines(keepends=True), b.read_text().splitlines(keepends=True)
+    a.write_text("".join(la[:-1]))
+    b.write_text("".join(lb + la[-1:]))
+    with pytest.raises(LoadError, match=r"part-00003\.tsv: \d+ rows, .*manifest\.json says"):
+        scan_file(a, VARIANTS["qserv"])

@@ -8,6 +8,8 @@ the input to name both places of a duplicate. ``variant`` is an ``index_table.Va
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
+import json
 import logging
 import os
 import random
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 _BLOCK = 8 << 20
+MANIFEST = "manifest.json"
 
 
 @dataclass
@@ -33,12 +36,64 @@ class FileInfo:
     checksum: int
 
 
+def write_manifest(input_dir, files: dict[str, dict], rows: int):
+    """``manifest.json``: what the partition stage wrote (rows and bytes per file), so a
+    missing, emptied or truncated file is caught before any load starts."""
+    doc = {"rows": rows, "files": dict(sorted(files.items()))}
+    path = Path(input_dir) / MANIFEST
+    tmp = path.with_name(f".{MANIFEST}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
+
+
 def list_input(input_dir) -> list[Path]:
-    """Input TSV files in load order (sorted by name, as the partitioner numbers them)."""
-    files = sorted(Path(input_dir).glob("*.tsv"))
+    """Input TSV files in load order (sorted by name, as the partitioner numbers them),
+    checked against the folder's manifest when it has one (the workflow's always do):
+    every file present with its bytes, no file added."""
+    input_dir = Path(input_dir)
+    files = sorted(input_dir.glob("*.tsv"))
     if not files:
         raise LoadError(f"no *.tsv files in {input_dir}; run the partition step first")
+    manifest = input_dir / MANIFEST
+    if not manifest.exists():
+        log.warning("%s has no %s: its files are taken as they are (row counts unchecked)",
+                    input_dir, MANIFEST)
+        return files
+    try:
+        expected = json.loads(manifest.read_text())["files"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise LoadError(f"{manifest}: unreadable ({exc}); re-run the partition step") from None
+    names = {f.name: f for f in files}
+    for name, want in expected.items():
+        f = names.get(name)
+        if f is None:
+            raise LoadError(f"{input_dir / name} is missing ({want['rows']} rows according to {manifest}); "
+                            f"re-run the partition step")
+        size = f.stat().st_size
+        if size != want["bytes"]:
+            raise LoadError(f"{f}: {size} bytes, {manifest} says {want['bytes']} ({want['rows']} rows): the "
+                            f"file was changed or truncated after the partition step wrote it; re-run it")
+    extra = sorted(set(names) - set(expected))
+    if extra:
+        raise LoadError(f"{names[extra[0]]} is not in {manifest} ({len(extra)} such file(s)): the input "
+                        f"folder holds files the partition step did not write; remove them")
     return files
+
+
+@functools.lru_cache(maxsize=8)
+def _manifest_files(folder: str, mtime_ns: int) -> dict:
+    return json.loads((Path(folder) / MANIFEST).read_text())["files"]
+
+
+def _check_rows(info: FileInfo) -> FileInfo:
+    """The scanned rows of a file against its folder's manifest (when it has one)."""
+    m = info.path.parent / MANIFEST
+    if m.exists():
+        want = _manifest_files(str(m.parent), m.stat().st_mtime_ns).get(info.path.name)
+        if want is not None and want["rows"] != info.rows:
+            raise LoadError(f"{info.path}: {info.rows} rows, {m} says {want['rows']}; re-run the "
+                            f"partition step")
+    return info
 
 
 def line_problem(line: bytes, variant) -> str:
@@ -93,8 +148,8 @@ def scan_file(path, variant) -> FileInfo:
     path = Path(path)
     fast = _fast_scan(path, variant)
     if fast is not None:
-        return FileInfo(path, fast[0], path.stat().st_size, fast[1])
-    return _scan_file_exact(path, variant)
+        return _check_rows(FileInfo(path, fast[0], path.stat().st_size, fast[1]))
+    return _check_rows(_scan_file_exact(path, variant))
 
 
 def _scan_file_exact(path: Path, variant) -> FileInfo:

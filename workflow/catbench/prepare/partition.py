@@ -31,6 +31,7 @@ from ..core.files import (
     write_parquet,
     write_tsv,
 )
+from ..core.index_input import write_manifest
 from .chunker import Chunker
 
 log = logging.getLogger(__name__)
@@ -225,20 +226,25 @@ def write_index_input(staging_dirs, n_files: int, out_numeric, out_char) -> dict
     out_numeric.mkdir(parents=True, exist_ok=True)
     out_char.mkdir(parents=True, exist_ok=True)
     k, written, pending = 0, 0, []
+    manifests: dict[Path, dict] = {out_numeric: {}, out_char: {}}
     for d in staging_dirs:
         pending.append(read_parquet(Path(d) / "index.parquet"))
         buf = pa.concat_tables(pending)
         # Emit every file that is complete with what has been read so far.
         while k < n_files and written + buf.num_rows >= bounds[k + 1]:
             n = bounds[k + 1] - written
-            _write_index_file(buf.slice(0, n), k, out_numeric, out_char)
+            _write_index_file(buf.slice(0, n), k, out_numeric, out_char, manifests)
             buf, written, k = buf.slice(n), written + n, k + 1
         pending = [buf]
+    for folder, files in manifests.items():  # last: its presence says the input is whole
+        write_manifest(folder, files, total)
     return {"files": n_files, "rows": total}
 
 
-def _write_index_file(t: pa.Table, k: int, out_numeric: Path, out_char: Path):
+def _write_index_file(t: pa.Table, k: int, out_numeric: Path, out_char: Path, manifests: dict):
     name = f"part-{k:05d}.tsv"
     write_tsv(t, out_numeric / name)
     padded = pc.utf8_lpad(pc.cast(t["objectId"], pa.string()), KEY_WIDTH, "0")
     write_tsv(t.set_column(0, "source_id", padded), out_char / name)
+    for folder in (out_numeric, out_char):
+        manifests[folder][name] = {"rows": t.num_rows, "bytes": (folder / name).stat().st_size}
