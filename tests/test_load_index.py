@@ -19,12 +19,8 @@ from catbench.core.index_table import (
     table_checksum,
 )
 from catbench.core.server import Server
-from catbench.load.driver import (
-    default_interval,
-    interval_table,
-    optimize_table,
-    run_load_index,
-)
+from catbench.load.driver import run_load_index
+from catbench.load.measure import default_interval, interval_table, optimize_table
 
 pytestmark = pytest.mark.server
 
@@ -89,8 +85,9 @@ def test_run_load_index_exact(tmp, variant):
     files = write_files(tmp / "in", variant, 4, 2500)
     out = tmp / "results" / f"load-{variant}"
     target = tmp / "target"
-    s = run_load_index("tmpdisk", target, files, out, variant=variant, sample_interval_s=0.2,
-                       optimize_limit_s=30, lookup_threads=2, lookup_count=400)
+    s = run_load_index("tmpdisk", target, files, out, variant=variant,
+                       load={"sample_interval_s": 0.2, "optimize_limit_s": 30, "lookup_threads": 2,
+                             "lookup_count": 400})
     assert s["rows"] == 10_000 and s["files"] == 4
     assert s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
     assert s["rows_per_s"] > 0 and s["table_bytes"] > 0
@@ -118,7 +115,7 @@ def test_failed_load_leaves_nothing_finished(tmp):
     replace_line(files[2], 50, f"{make_key('seed', 10)}\t1\t2")  # key of file 0, line 11
     out = tmp / "results" / "load"
     with pytest.raises(LoadError) as err:
-        run_load_index("tmpdisk", tmp / "target", files, out, lookup_count=0)
+        run_load_index("tmpdisk", tmp / "target", files, out, load={"lookup_count": 0})
     msg = str(err.value)
     assert "part-00002.tsv" in msg and "line 50" in msg and "part-00000.tsv line 11" in msg
     assert list(out.parent.iterdir()) == []

@@ -3,6 +3,7 @@ server, chunk tables, secondary index, per-chunk queries) and the duckdb engine 
 every query, SHV1 equals a brute-force pair count, every query returns data, and the
 cross-check names a query whose answer was altered."""
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -16,12 +17,12 @@ import pytest
 from catbench.cli.main import main as cli_main
 from catbench.core.config import validate
 from catbench.prepare import partition as part_mod
-from catbench.query.run import (
-    check_answers,
-    run_queries,
-    run_queries_duckdb,
-    settings_of,
-)
+from catbench.query import run as query_run
+from catbench.query.check import check_answers
+from catbench.query.chunk_tables import ChunkInfo
+from catbench.query.engines import DuckdbEngine
+from catbench.query.params import settings_of
+from catbench.query.run import run_queries, run_queries_duckdb
 from catbench.query.suite import (
     QUERY_NAMES,
     Answer,
@@ -65,15 +66,15 @@ def build(cfg, root: Path):
                                root / "index/input_seed")
     # chunks.tsv as the chunk-list step writes it
     import duckdb
-    files = ", ".join(f"'{m}'" for m in manifests)
-    duckdb.connect().execute(f"""
-        COPY (SELECT chunkId,
-                     SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
-                     SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
-                     SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
-                     SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes
-              FROM read_csv([{files}], delim='\t', header=true) GROUP BY chunkId ORDER BY chunkId)
-        TO '{root / "chunks/chunks.tsv"}' (FORMAT csv, DELIMITER '\t', HEADER true)""")
+    duckdb.connect().sql("""
+        SELECT chunkId,
+               SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
+               SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
+               SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
+               SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes
+        FROM read_csv($files, delim='\t', header=true) GROUP BY chunkId ORDER BY chunkId""",
+                         params={"files": [str(m) for m in manifests]}
+                         ).write_csv(str(root / "chunks/chunks.tsv"), sep="\t", header=True)
     objects = pa.concat_tables([pq.read_table(p) for p in sorted((root / "catalog/Object").glob("*.parquet"))])
     return objects
 
@@ -171,7 +172,7 @@ def test_results_layout_and_figures(run):
     assert s["load"]["secondary_index"]["rows"] == run["objects"].num_rows
     assert s["concurrency"]["lv1_load"]["n"] > 0 and s["concurrency"]["hv2"]["n"] > 0
     assert s["stats"]["HV2"]["warm"]["p50_s"] > 0
-    # the server's data are gone, its logs stay
+    # the server's data are gone (core.session removes a finished job's server directory)
     assert not (run["root"] / "target/catbench-queries/data").exists()
 
 
@@ -192,6 +193,30 @@ def test_altered_answer_is_named(run, tmp_path):
     rc = cli_main(["queries-check", "--inputs", str(run["root"] / "out/parquet/duckdb"), str(bad),
                    "--out", str(tmp_path / "check2.json")])
     assert rc == 1
+
+
+@pytest.mark.server
+def test_server_section_reaches_the_session(run, tmp_path, monkeypatch):
+    """server.start_timeout_s (and the cold-run settings) reach core.session; a failing
+    job leaves no output, not even a partial directory."""
+    seen = {}
+
+    @contextlib.contextmanager
+    def session(target, root, name, settings, **kw):
+        seen.update(kw, name=name, settings=settings)
+        raise RuntimeError("no server in this test")
+        yield
+
+    monkeypatch.setattr(query_run, "private_server", session)
+    cfg = {**run["cfg"], "server": {**run["cfg"]["server"], "start_timeout_s": 33}}
+    root = run["root"]
+    with pytest.raises(RuntimeError, match="no server"):
+        run_queries(cfg, "t1", tmp_path / "target", root / "chunks", root / "index/input", tmp_path / "out",
+                    params=run["mysql"]["params"])
+    assert seen["name"] == "queries" and seen["start_timeout"] == 33 and seen["binary"] is None
+    assert seen["settings"]["innodb_buffer_pool_load_at_startup"] == 0
+    assert seen["settings"]["innodb_buffer_pool_size"] == "64M"
+    assert not list(tmp_path.glob("*out*")), list(tmp_path.iterdir())
 
 
 # ---- unit tests (no server) -------------------------------------------------------------
@@ -225,3 +250,28 @@ def test_settings_defaults():
     assert q["repetitions"] == 3 and q["queries"] == list(QUERY_NAMES)
     with pytest.raises(QueryError, match="unknown queries"):
         settings_of({"queries": {"queries": ["LV9"]}})
+
+
+def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
+    chunks_dir = tmp_path / "it's; chunks"
+    for kind, col in (("Object", "objectId"), ("Source", "sourceId")):
+        (chunks_dir / kind).mkdir(parents=True)
+        pq.write_table(pa.table({col: [1, 2, 3]}), chunks_dir / kind / "chunk_7.parquet")
+    engine = DuckdbEngine(chunks_dir, [ChunkInfo(7, 3, 3, 0)])
+    try:
+        assert engine.con.execute("SELECT count(*) FROM Object").fetchone() == (3,)
+        cur = engine.cursor()  # a concurrency stream's cursor sees the views too
+        assert cur.execute("SELECT sum(sourceId) FROM Source").fetchone() == (6,)
+        engine.open()  # a cold 'restart' builds them again
+        assert engine.con.execute("SELECT count(*) FROM Source").fetchone() == (3,)
+    finally:
+        engine.close()
+
+
+def test_settings_come_from_the_schema_with_overrides():
+    from catbench.core.config import defaults
+    q = settings_of({}, repetitions=5, concurrency={"seconds": 2.0}, names=["LV1"])
+    assert q["repetitions"] == 5 and q["queries"] == ["LV1"]
+    assert q["concurrency"]["seconds"] == 2.0
+    assert q["concurrency"]["streams"] == defaults("queries")["concurrency"]["streams"]
+    assert settings_of({})["index_variant"] == defaults("queries")["index_variant"]

@@ -107,3 +107,16 @@ def test_compare_without_tables_fails_clearly(tmp_path, capsys):
     make_tables(a)
     assert cli("compare", a, tmp_path / "nothing") == 1
     assert str(tmp_path / "nothing") in capsys.readouterr().err
+
+
+def test_paths_with_a_single_quote(tmp_path, capsys):
+    # paths reach DuckDB as arguments, never pasted into SQL text
+    root = tmp_path / "o'brien"
+    a = make_run(root, "run'A")
+    b = make_run(root, "run'B", factor=0.5)
+    make_tables(a)
+    make_tables(b)
+    assert _rows(a / "tables" / "load_time.csv")[0]["target"] == "a"
+    assert cli("compare", a, b) == 0
+    rows = {(r["table"], r["key"], r["column"]): r for r in _rows(b / "tables" / "compare_run'A.csv")}
+    assert float(rows[("load_time", "target=a, variant=seed, strategy=parallel", "seconds")]["ratio"]) == 0.5

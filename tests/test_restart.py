@@ -34,9 +34,9 @@ def full_run():
     try:
         files = write_files(d / "in", 20, 2000)
         out = d / "out" / "restart" / "t1"
-        result = run_restart("t1", d / "target", files, out, variant="qserv", repetitions=2, settings=SETTINGS,
-                             seed=5, lookup_count=2000, warm_timeout_s=10, warm_batch=100, query_threads=3,
-                             start_timeout=60)
+        result = run_restart("t1", d / "target", files, out, restart={
+            "variant": "qserv", "repetitions": 2, "lookup_count": 2000, "warm_timeout_s": 10, "warm_batch": 100,
+            "query_threads": 3, "start_timeout_s": 60}, server={"settings": SETTINGS}, seed=5)
         assert not servers_under(d)
         yield d, out, result
     finally:
@@ -92,8 +92,9 @@ def test_crash_during_load_loses_nothing_and_resumes(full_run):
     assert len(rec) == 2 and all(r["redo_bytes"] > 0 and r["seconds"] is not None for r in rec)
     for r in rows:
         assert r["seconds"] is None or r["seconds"] >= 0
-    # both repetitions drew their own kill point from the seed
-    assert len({det["planned_committed_files"] for det in data["detail"]}) >= 1
+    # both repetitions drew their own kill point (file and fraction of it) from the seed
+    kill_points = [(det["planned_committed_files"], det["kill_fraction"]) for det in data["detail"]]
+    assert len(kill_points) == 2 and len(set(kill_points)) == len(kill_points)
 
 
 def test_crash_under_queries_answers_equal(full_run):
@@ -118,8 +119,9 @@ def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
         files = write_files(d / "in", 6, 1000)
         out = d / "out"
         with pytest.raises(RestartError) as ei:
-            run_restart("broken", d / "target", files, out, kinds=("crash-during-load",), settings=SETTINGS,
-                        lookup_count=100, start_timeout=60, fault="corrupt-redo")
+            run_restart("broken", d / "target", files, out, restart={
+                "kinds": ("crash-during-load",), "lookup_count": 100, "start_timeout_s": 60},
+                server={"settings": SETTINGS}, fault="corrupt-redo")
         msg = str(ei.value)
         assert "target broken" in msg and "did not come back" in msg
         assert "last lines of" in msg and "[ERROR] InnoDB" in msg
@@ -133,7 +135,7 @@ def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
 
 def test_unknown_kind_is_rejected(tmp_path):
     with pytest.raises(RestartError, match="unknown restart kind"):
-        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", kinds=("warm",))
+        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", restart={"kinds": ("warm",)})
 
 
 LOG = """\
@@ -180,3 +182,53 @@ def test_cli_parses(tmp_path):
     assert a.buffer_pool_modes == ["on"]
     # no input files: a clean error, exit code 1
     assert a.func(a) == 1
+
+
+def test_cli_config_with_flag_overrides(tmp_path, capsys):
+    import argparse
+
+    from catbench.cli.restart import sections
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    base = ["restart", "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path), "--out", str(tmp_path)]
+    cfg = json.dumps({"restart": {"repetitions": 2, "settings": {"innodb_log_file_size": "48M"}},
+                      "server": {"binary": "/x/mariadbd", "settings": {"innodb_buffer_pool_size": "1G"}},
+                      "seed": 7})
+    a = parser.parse_args(base + ["--config", cfg, "--kinds", "clean", "--settings-json",
+                                  '{"innodb_buffer_pool_size": "64M"}'])
+    restart, server, seed = sections(a)
+    assert restart == {"repetitions": 2, "kinds": ["clean"],
+                       "settings": {"innodb_log_file_size": "48M", "innodb_buffer_pool_size": "64M"}}
+    assert server["binary"] == "/x/mariadbd" and seed == 7
+    # no config, no flags: nothing given, so every value is the schema's default
+    a = parser.parse_args(base)
+    assert sections(a) == ({}, {}, None)
+    assert a.func(a) == 1
+    assert "catbench restart: error:" in capsys.readouterr().err
+
+
+def test_settings_and_job_memory_come_from_the_schema():
+    from catbench.core.config import ConfigError, defaults
+    from catbench.restart.options import resolve, restart_job_mb
+    rs, sv = resolve(None, None)
+    assert rs == defaults("restart") and sv == defaults("server")
+    rs, _ = resolve({"repetitions": 3}, None)
+    assert rs["repetitions"] == 3 and rs["warm_factor"] == defaults("restart")["warm_factor"]
+    with pytest.raises(ConfigError, match="restart"):
+        resolve({"repetition": 3}, None)
+    cfg = {"restart": {"settings": {"innodb_buffer_pool_size": "1G"}},
+           "server": {"settings": {"innodb_buffer_pool_size": "64M", "innodb_log_buffer_size": "16M"}}}
+    assert restart_job_mb(cfg) == 1500 + 1024 + 16
+
+
+def test_interrupted_run_is_not_recorded_as_a_failure(tmp_path):
+    from types import SimpleNamespace
+
+    from catbench.restart.run import _evidence
+    run = SimpleNamespace(kind="clean", target="t", srv=SimpleNamespace(error_log=tmp_path / "error.log"))
+    _evidence(run, KeyboardInterrupt(), {"target": "t"}, {}, tmp_path)
+    ev = json.loads((tmp_path / "clean.error.json").read_text())
+    assert ev["interrupted"] is True and "error" not in ev
+    _evidence(run, RuntimeError("boom"), {"target": "t"}, {}, tmp_path)
+    ev = json.loads((tmp_path / "clean.error.json").read_text())
+    assert ev["error"] == "boom" and "interrupted" not in ev

@@ -16,12 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from catbench.core.index_table import VARIANTS, LoadError
 from catbench.load.driver import run_load_index
-from catbench.load.strategies import (
-    STRATEGIES,
-    LoadOptions,
-    columns_without_pk,
-    table_ddl,
-)
+from catbench.load.job import LoadOptions
+from catbench.load.strategies import STRATEGIES, table_ddl
 from indexinput import write_files
 
 pytestmark = pytest.mark.server
@@ -64,10 +60,10 @@ OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", tr
 
 
 def run(root: Path, name: str, files, variant, strategy, **kw):
-    opts = {**OPTS, **kw}
+    load = {**OPTS, "sample_interval_s": 0.2, "lookup_threads": 2, "lookup_count": 200, "optimize_limit_s": 0,
+            **kw}
     return run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant=variant,
-                          strategy=strategy, sample_interval_s=0.2, lookup_threads=2, lookup_count=200,
-                          **opts)
+                          strategy=strategy, load=load)
 
 
 def test_ddl_follows_qserv_director_index():
@@ -76,14 +72,14 @@ def test_ddl_follows_qserv_director_index():
     assert "`qserv_trans_id` INT NOT NULL" in ddl and "PRIMARY KEY" not in ddl
     assert "UNIQUE KEY `trans_key` (`qserv_trans_id`, `objectId`)" in ddl and "KEY `key` (`objectId`)" in ddl
     assert "PARTITION BY LIST (`qserv_trans_id`) (PARTITION `p0` VALUES IN (0))" in ddl
-    assert "PRIMARY KEY" not in columns_without_pk(VARIANTS["seed"])
+    assert "PRIMARY KEY" not in VARIANTS["seed"].columns_ddl(primary_key=False)
 
 
 def test_bad_options_are_named(root):
     with pytest.raises(LoadError, match="connections"):
-        LoadOptions(connections=0).check()
+        LoadOptions.from_config({"connections": 0}).check()
     with pytest.raises(LoadError, match="sort_memory"):
-        LoadOptions(sort_memory="lots").check()
+        LoadOptions.from_config({"sort_memory": "lots"}).check()
 
 
 @pytest.mark.parametrize("variant", ["qserv", "seed"])

@@ -287,3 +287,25 @@ def test_require_a_missing_stage(tmp_path):
     assert inp.views["query_runs"].num_rows == 0
     with pytest.raises(MetricsError, match="queries"):
         collect(run, require=("queries",))
+
+
+def test_chunk_list_with_a_single_quote_in_paths(tmp_path):
+    # `catbench chunk-list` (the chunks.tsv read here): paths are DuckDB arguments, not SQL text
+    import argparse
+
+    from catbench.cli.main import cmd_chunk_list
+    d = tmp_path / "it's"
+    _csv(d / "m'1.tsv", ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"],
+         [[1, "Object", 5, 10, 20], [1, "Source", 7, 11, 21], [1, "ObjectOverlap", 2, 3, 4]], "\t")
+    _csv(d / "m2.tsv", ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"],
+         [[0, "Object", 9, 9, 9]], "\t")
+    _json(d / "job's.json", {"stage": "patch", "start": 1, "end": 2, "seconds": 1, "peak_rss_mb": 1,
+                             "rows": 3})
+    out = d / "chunk's.tsv"
+    cmd_chunk_list(argparse.Namespace(manifests=[str(d / "m'1.tsv"), str(d / "m2.tsv")], out=str(out),
+                                      job_metrics=[str(d / "job's.json")], summary=str(d / "p.json")))
+    with open(out, newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    assert [r["chunkId"] for r in rows] == ["0", "1"]
+    assert rows[1] == {"chunkId": "1", "object_rows": "5", "source_rows": "7", "overlap_rows": "2",
+                       "parquet_bytes": "24", "tsv_bytes": "45"}

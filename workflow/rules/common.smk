@@ -56,40 +56,22 @@ PART_MEM_MB = 500 + 6 * _ROW_BYTES * config["catalog"]["max_objects_per_part"] *
 GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] // 2**20
 # Loader client memory (keys for lookups, sort buffers) plus the server's buffer pool.
 LOAD_MEM_MB = 1500 + cb_targets.settings_mb(config["server"]["settings"])
-RESTART_MEM_MB = 1500 + cb_targets.settings_mb(
-    {**config["server"]["settings"], **config["restart"]["settings"]}
-)
-_load = config["load"]
-_q = shlex.quote
-LOAD_OPTIONS = (
-    f"--sample-interval {_load['sample_interval_s']} "
-    f"--connections {_load['connections']} --transaction-rows {_load['transaction_rows']} "
-    f"--batch-files {_load['batch_files']} "
-    f"{'--consolidate' if _load['consolidate'] else '--no-consolidate'} "
-    f"--sort-memory {_load['sort_memory'].replace(' ', '')} "
-    f"--sort-threads {_load['sort_threads']} --chunk-rows {_load['chunk_rows']} "
-    f"--optimize-limit-s {_load['optimize_limit_s']} "
-    f"--lookup-threads {_load['lookup_threads']} --lookup-count {_load['lookup_count']}"
-    + (f" --interval-s {_load['interval_s']}" if _load["interval_s"] else "")
-    + (f" --server-binary {_q(config['server']['binary'])}" if config["server"]["binary"] else "")
-    + (" --tcp" if config["server"]["tcp"] else "")
+# Restart job: its client plus the server (restart.settings over server.settings).
+from catbench.restart.options import restart_job_mb  # noqa: E402
+RESTART_MEM_MB = restart_job_mb(config)
+# A load job reads the load and server sections (`catbench load-index --config`), except
+# which variants and strategies run: those shape the DAG, so adding a strategy does not
+# re-run the loads already done (Snakemake's params rerun trigger).
+LOAD_CFG = json.dumps(
+    {"load": {k: v for k, v in config["load"].items() if k not in ("variants", "strategies")},
+     "server": config["server"]},
+    sort_keys=True,
 )
 
 def cfg_json(*sections):
     """The config sections a job depends on, as JSON: a change re-runs only the rules
     that read the changed section (Snakemake's params rerun trigger)."""
     return json.dumps({k: config[k] for k in sections}, sort_keys=True)
-_rs = config["restart"]
-RESTART_OPTIONS = (
-    f"--variant {_rs['variant']} --kinds {' '.join(_rs['kinds'])} "
-    f"--repetitions {_rs['repetitions']} --seed {config['seed']} "
-    f"--buffer-pool-modes {' '.join(_rs['buffer_pool_dump'])} "
-    f"--buffer-pool-dump-pct {_rs['buffer_pool_dump_pct']} "
-    f"--warm-timeout-s {_rs['warm_timeout_s']} --warm-factor {_rs['warm_factor']} "
-    f"--warm-batch {_rs['warm_batch']} --lookup-count {_rs['lookup_count']} "
-    f"--query-threads {_rs['query_threads']} --start-timeout {_rs['start_timeout_s']}"
-    + (f" --server-binary {_q(config['server']['binary'])}" if config["server"]["binary"] else "")
-)
 
 
 def target_slurm_extra(wildcards):

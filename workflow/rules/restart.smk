@@ -13,8 +13,7 @@ rule restart_run:
     params:
         env=target_env,
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
-        settings=json.dumps({**config["server"]["settings"], **config["restart"]["settings"]}),
-        options=RESTART_OPTIONS,
+        cfg=cfg_json("restart", "server", "seed"),
         out=lambda wildcards, output: Path(output[0]).parent,
     threads: MEASURE_THREADS
     log:
@@ -29,8 +28,7 @@ rule restart_run:
         slurm_extra=target_slurm_extra,
     shell:
         "{params.env} catbench restart --target {wildcards.target} --path {params.path:q} "
-        "--input-dir {input.index} --settings-json {params.settings:q} {params.options} "
-        "--out {params.out} > {log} 2>&1"
+        "--input-dir {input.index} --config {params.cfg:q} --out {params.out} > {log} 2>&1"
 
 
 rule restart:

@@ -64,8 +64,7 @@ rule load_index_run:
     params:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         env=target_env,
-        settings=json.dumps(config["server"]["settings"]),
-        options=LOAD_OPTIONS,
+        cfg=LOAD_CFG,
     threads: MEASURE_THREADS
     log:
         f"{RES}/logs/load/{{target}}-{{variant}}-{{strategy}}.log",
@@ -80,8 +79,7 @@ rule load_index_run:
     shell:
         "{params.env} catbench load-index --target {wildcards.target} --path {params.path:q} "
         "--input-dir {input.index} --variant {wildcards.variant} "
-        "--strategy {wildcards.strategy} --settings-json {params.settings:q} "
-        "{params.options} --out {output} > {log} 2>&1"
+        "--strategy {wildcards.strategy} --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
 LOADS = expand(

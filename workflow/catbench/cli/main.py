@@ -86,17 +86,17 @@ def cmd_index_input(a):
 
 def cmd_chunk_list(a):
     import duckdb
-    files = ", ".join(f"'{m}'" for m in a.manifests)
     con = duckdb.connect()
-    con.execute(f"""
-        COPY (SELECT chunkId,
-                     SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
-                     SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
-                     SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
-                     SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes
-              FROM read_csv([{files}], delim='\t', header=true)
-              GROUP BY chunkId ORDER BY chunkId)
-        TO '{a.out}' (FORMAT csv, DELIMITER '\t', HEADER true)""")
+    # The relation API reads and writes the files: no path is pasted into SQL text.
+    con.read_csv([str(m) for m in a.manifests], delimiter="\t", header=True).create_view("manifests")
+    con.sql("""
+        SELECT chunkId,
+               SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
+               SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
+               SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
+               SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes
+        FROM manifests
+        GROUP BY chunkId ORDER BY chunkId""").write_csv(str(a.out), sep="\t", header=True)
     summarise(a.job_metrics, a.summary)
 
 

@@ -57,11 +57,9 @@ def cmd_queries(args) -> int:
     else:
         if not args.target or not args.path:
             raise SystemExit("--engine mysql needs --target and --path")
-        srv = cfg.get("server") or {}
         s = run_queries(cfg, args.target, args.path, results / "chunks", results / "index" / "input", args.out,
-                        settings=_json_arg(args.settings_json, "--settings-json"),
-                        binary=args.server_binary or srv.get("binary"), tcp=bool(srv.get("tcp")),
-                        keep_data=args.keep_data, **common)
+                        settings=_json_arg(args.settings_json, "--settings-json"), binary=args.server_binary,
+                        start_timeout=args.start_timeout, keep_data=args.keep_data, **common)
     warm = {q: round(v["warm"]["p50_s"], 6) for q, v in s["stats"].items() if "warm" in v}
     print(json.dumps({"target": s["target"], "engine": s["engine"], "cold_method": s["cold_method"],
                       "warm_p50_s": warm, "answers": s["answers"]}, default=str))
@@ -70,7 +68,7 @@ def cmd_queries(args) -> int:
 
 def cmd_queries_check(args) -> int:
     """Compare every query's answer across targets and engines; fails naming the query."""
-    from ..query.run import check_answers
+    from ..query.check import check_answers
     r = check_answers(args.inputs, args.out)
     print(json.dumps({"ok": r["ok"], "queries": {q: v["agree"] for q, v in r["queries"].items()}}))
     return 0
@@ -93,6 +91,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--params-json", help="query parameters (JSON text or file) instead of drawing them")
     p.add_argument("--settings-json", help="server options as a JSON object (default server.settings)")
     p.add_argument("--server-binary", help="mariadbd/mysqld to use (default server.binary or search)")
+    p.add_argument("--start-timeout", type=float, help="seconds a server start may take (default "
+                   "server.start_timeout_s)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
     p.set_defaults(func=guarded(cmd_queries, EXPECTED, "queries"))
 

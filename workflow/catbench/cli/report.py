@@ -12,7 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
-from ..report.tables import STAGES, MetricsError
+from ..report.inputs import STAGES, MetricsError
 from .common import guarded
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,10 @@
 """CLI subcommand ``catbench restart``: restart / crash-recovery phases on one target.
 
-Hook into the main CLI with ``add_subcommands(subparsers)``; the subcommand sets
-``func`` (called with the parsed args, returns an exit code).
+Every knob comes from ``--config`` (the run's config, or just its ``restart``, ``server``
+and ``seed`` as the rule passes them); a flag given overrides one value; anything in
+neither is the config schema's default. Hook into the main CLI with
+``add_subcommands(subparsers)``; the subcommand sets ``func`` (called with the parsed
+args, returns an exit code).
 """
 
 from __future__ import annotations
@@ -9,33 +12,66 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from pathlib import Path
 
+from ..core.config import ConfigError
 from ..core.index_input import list_input
 from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
-from ..restart.run import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, run_restart
-from .common import settings_arg
+from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
+from .common import guarded, settings_arg
 
 log = logging.getLogger(__name__)
-EXPECTED = (RestartError, LoadError, ServerError, TargetError)
+EXPECTED = (RestartError, LoadError, ServerError, TargetError, ConfigError)
+# flag (argparse dest) -> key of the config's restart section
+RESTART_FLAGS = {"variant": "variant", "kinds": "kinds", "repetitions": "repetitions",
+                 "buffer_pool_modes": "buffer_pool_dump", "buffer_pool_dump_pct": "buffer_pool_dump_pct",
+                 "warm_timeout_s": "warm_timeout_s", "warm_factor": "warm_factor", "warm_batch": "warm_batch",
+                 "lookup_count": "lookup_count", "query_threads": "query_threads",
+                 "start_timeout": "start_timeout_s"}
+
+
+def _read_config(text: str | None) -> dict:
+    """--config: JSON text or a YAML/JSON file; whole or only the sections restart reads."""
+    if not text:
+        return {}
+    try:
+        if text.lstrip().startswith("{"):
+            cfg = json.loads(text)
+        else:
+            import yaml
+            cfg = yaml.safe_load(Path(text).read_text()) or {}
+    except Exception as exc:  # noqa: BLE001 - a missing file, bad JSON or bad YAML alike
+        raise ConfigError(f"--config: cannot read {text[:80]!r} ({exc})") from exc
+    if not isinstance(cfg, dict):
+        raise ConfigError("--config must be a mapping of config sections")
+    return cfg
+
+
+def sections(args) -> tuple[dict, dict, int | None]:
+    """(restart, server, seed) from --config with the flags given over it."""
+    cfg = _read_config(args.config)
+    restart = dict(cfg.get("restart") or {})
+    restart.update({key: getattr(args, dest) for dest, key in RESTART_FLAGS.items()
+                    if getattr(args, dest) is not None})
+    if args.settings_json:
+        restart["settings"] = {**(restart.get("settings") or {}), **settings_arg(args.settings_json)}
+    server = dict(cfg.get("server") or {})
+    if args.server_binary:
+        server["binary"] = args.server_binary
+    return restart, server, args.seed if args.seed is not None else cfg.get("seed")
 
 
 def cmd_restart(args) -> int:
     """Load the index in a private server on the target, restart it cleanly and after crashes,
     time the phases; writes <out>/<kind>.json ({"rows": [...]}) and <out>/summary.json."""
-    try:
-        files = list_input(args.input_dir)
-        result = run_restart(
-            args.target, args.path, files, args.out, variant=args.variant, kinds=args.kinds,
-            repetitions=args.repetitions, settings=settings_arg(args.settings_json), binary=args.server_binary,
-            seed=args.seed, lookup_count=args.lookup_count, warm_timeout_s=args.warm_timeout_s,
-            warm_factor=args.warm_factor, warm_batch=args.warm_batch, buffer_pool_modes=args.buffer_pool_modes,
-            buffer_pool_dump_pct=args.buffer_pool_dump_pct, query_threads=args.query_threads,
-            start_timeout=args.start_timeout, keep_data=args.keep_data, fault=args.fault)
-    except EXPECTED as exc:
-        log.error("%s", exc)
-        return 1
+    # imported here: --help and the argument parser skip the stage's imports
+    from ..restart.run import run_restart
+    restart, server, seed = sections(args)
+    files = list_input(args.input_dir)
+    result = run_restart(args.target, args.path, files, args.out, restart=restart, server=server, seed=seed,
+                         keep_data=args.keep_data, fault=args.fault)
     print(json.dumps({"target": args.target, **result["summary"]}, default=str))
     return 0
 
@@ -47,27 +83,26 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--path", required=True, help="directory on the target (the server datadir goes below it)")
     p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
     p.add_argument("--out", required=True, help="output directory, e.g. results/<run>/restart/<target>")
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="qserv")
-    p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="restart kinds (default all)")
-    p.add_argument("--repetitions", type=int, default=1, help="repetitions of each kind (default 1)")
-    p.add_argument("--settings-json", help="server options as a JSON object")
-    p.add_argument("--server-binary", help="mariadbd/mysqld to use (default: search PATH, /usr/sbin)")
-    p.add_argument("--seed", type=int, default=0, help="seed of kill points and lookup keys (default 0)")
-    p.add_argument("--lookup-count", type=int, default=20000,
-                   help="distinct random keys of the warm-up lookups (default 20000)")
-    p.add_argument("--warm-timeout-s", type=float, default=60,
-                   help="time limit of the warm-up measurement per restart (default 60)")
-    p.add_argument("--warm-factor", type=float, default=1.2,
-                   help="warm again when a batch p50 is within this factor of the warm p50 (default 1.2)")
-    p.add_argument("--warm-batch", type=int, default=200, help="lookups per warm-up batch (default 200)")
-    p.add_argument("--buffer-pool-modes", nargs="+", choices=BUFFER_POOL_MODES, default=list(BUFFER_POOL_MODES),
-                   help="clean restarts without (off) and with (on) buffer-pool dump/load (default both)")
-    p.add_argument("--buffer-pool-dump-pct", type=int, default=100,
-                   help="innodb_buffer_pool_dump_pct of the 'on' mode (default 100)")
-    p.add_argument("--query-threads", type=int, default=4,
-                   help="concurrent HV query connections of crash-under-queries (default 4)")
-    p.add_argument("--start-timeout", type=float, default=600,
-                   help="seconds a (re)start may take before the target is declared failed (default 600)")
+    p.add_argument("--config", help="config as JSON text or a YAML file (sections restart, server, seed); "
+                                    "the flags below override single values, the schema gives the rest")
+    p.add_argument("--variant", choices=sorted(VARIANTS), help="restart.variant")
+    p.add_argument("--kinds", nargs="+", choices=KINDS, help="restart.kinds")
+    p.add_argument("--repetitions", type=int, help="restart.repetitions")
+    p.add_argument("--settings-json", help="server options as a JSON object, over restart.settings")
+    p.add_argument("--server-binary", help="server.binary: mariadbd/mysqld to use (default: search PATH, /usr/sbin)")
+    p.add_argument("--seed", type=int, help="seed of kill points and lookup keys (config: seed)")
+    p.add_argument("--lookup-count", type=int, help="restart.lookup_count: distinct random keys of the warm-up lookups")
+    p.add_argument("--warm-timeout-s", type=float, help="restart.warm_timeout_s: time limit of the warm-up per restart")
+    p.add_argument("--warm-factor", type=float,
+                   help="restart.warm_factor: warm again when a batch p50 is within this factor of the warm p50")
+    p.add_argument("--warm-batch", type=int, help="restart.warm_batch: lookups per warm-up batch")
+    p.add_argument("--buffer-pool-modes", nargs="+", choices=BUFFER_POOL_MODES,
+                   help="restart.buffer_pool_dump: clean restarts without (off) and with (on) buffer-pool dump/load")
+    p.add_argument("--buffer-pool-dump-pct", type=int, help="restart.buffer_pool_dump_pct of the 'on' mode")
+    p.add_argument("--query-threads", type=int,
+                   help="restart.query_threads: concurrent HV query connections of crash-under-queries")
+    p.add_argument("--start-timeout", type=float,
+                   help="restart.start_timeout_s: seconds a (re)start may take before the target is declared failed")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
     p.add_argument("--fault", choices=FAULTS, help=argparse.SUPPRESS)  # fault drill: must fail cleanly
-    p.set_defaults(func=cmd_restart)
+    p.set_defaults(func=guarded(cmd_restart, EXPECTED, "restart"))

@@ -15,17 +15,18 @@ import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from ..core.config import ConfigError, defaults, validate
 from ..core.index_input import list_input
 from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError, parse_size
 from ..fio.bench import TESTS, FioError, run_fio
-from ..load.driver import STRATEGIES, run_load_index
-from ..load.strategies import LoadOptions
+from ..load.driver import run_load_index
+from ..load.strategies import STRATEGIES
 from .common import guarded, settings_arg
 
 log = logging.getLogger(__name__)
-EXPECTED = (FioError, LoadError, ServerError, TargetError, mysql.connector.Error)
+EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.connector.Error)
 
 
 def cmd_fio(args) -> int:
@@ -37,19 +38,62 @@ def cmd_fio(args) -> int:
     return 0
 
 
+def _given_config(text: str | None) -> dict:
+    """--config: JSON text (what the rule passes) or a YAML/JSON file; none = the schema's defaults."""
+    if not text:
+        return {}
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    import yaml
+    return yaml.safe_load(Path(text).read_text()) or {}
+
+
+# (flag, config section, key, argparse keywords, help): each flag overrides one config key.
+LOAD_INDEX_FLAGS = (
+    ("--server-binary", "server", "binary", {}, "mariadbd/mysqld to use (null: search PATH, /usr/sbin)"),
+    ("--tcp", "server", "tcp", {"action": argparse.BooleanOptionalAction}, "also listen on 127.0.0.1"),
+    ("--start-timeout-s", "server", "start_timeout_s", {"type": float}, "longest server start in s"),
+    ("--sample-interval", "load", "sample_interval_s", {"type": float}, "sampling interval in s"),
+    ("--interval-s", "load", "interval_s", {"type": float}, "load-rate table interval in s (null: total/20)"),
+    ("--optimize-limit-s", "load", "optimize_limit_s", {"type": float},
+     "time limit of OPTIMIZE TABLE in s; 0 skips it"),
+    ("--lookup-threads", "load", "lookup_threads", {"type": int}, "point-lookup client threads"),
+    ("--lookup-count", "load", "lookup_count", {"type": int}, "point lookups in total"),
+    ("--lookup-seconds", "load", "lookup_seconds", {"type": float}, "time budget of the lookups (null: none)"),
+    ("--connections", "load", "connections", {"type": int},
+     "parallel, deferred-pk, trans-partitioned: loading connections"),
+    ("--transaction-rows", "load", "transaction_rows", {"type": int},
+     "bulk: rows per transaction, 0 = one transaction for everything"),
+    ("--batch-files", "load", "batch_files", {"type": int}, "trans-partitioned: input files per partition"),
+    ("--consolidate", "load", "consolidate", {"action": argparse.BooleanOptionalAction},
+     "trans-partitioned: ALTER TABLE ... REMOVE PARTITIONING at the end"),
+    ("--sort-memory", "load", "sort_memory", {}, "sorted, bulk: DuckDB memory limit of the external sort"),
+    ("--sort-threads", "load", "sort_threads", {"type": int}, "sorted, bulk: DuckDB threads, 0 = all cores"),
+    ("--chunk-rows", "load", "chunk_rows", {"type": int}, "sorted, bulk: rows per sorted TSV chunk"),
+)
+
+
+def _load_index_config(args) -> dict:
+    """The validated config of a load: --config, with the flags given over it."""
+    cfg = _given_config(args.config)
+    for flag, sec, key, _, _ in LOAD_INDEX_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None:
+            cfg.setdefault(sec, {})[key] = value
+    if args.settings_json:
+        cfg.setdefault("server", {})["settings"] = settings_arg(args.settings_json)
+    return validate(cfg)
+
+
 def cmd_load_index(args) -> int:
-    """Load the secondary index on one target; writes <out>/{summary.json,trace,samples,intervals}."""
+    """Load the secondary index on one target; writes <out>/{summary.json,trace,samples,intervals}.
+    Every knob is read from --config (sections load and server; the schema's defaults
+    where absent); a flag overrides its config key."""
     files = list_input(args.input_dir)
-    summary = run_load_index(
-        args.target, args.path, files, args.out, variant=args.variant, strategy=args.strategy,
-        settings=settings_arg(args.settings_json), binary=args.server_binary, tcp=args.tcp,
-        sample_interval_s=args.sample_interval, interval_s=args.interval_s,
-        optimize_limit_s=args.optimize_limit_s, lookup_threads=args.lookup_threads,
-        lookup_count=args.lookup_count, lookup_seconds=args.lookup_seconds, keep_data=args.keep_data,
-        options=LoadOptions(connections=args.connections, transaction_rows=args.transaction_rows,
-                            batch_files=args.batch_files, consolidate=args.consolidate,
-                            sort_memory=args.sort_memory, sort_threads=args.sort_threads,
-                            chunk_rows=args.chunk_rows))
+    cfg = _load_index_config(args)
+    summary = run_load_index(args.target, args.path, files, args.out, variant=args.variant,
+                             strategy=args.strategy, load=cfg["load"], server=cfg["server"],
+                             keep_data=args.keep_data)
     print(json.dumps({k: summary.get(k) for k in (
         "target", "variant", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",
         "index_build_seconds", "consolidate_seconds", "duplicate_check_seconds", "table_bytes", "lookup_qps",
@@ -79,31 +123,15 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
     p.add_argument("--variant", choices=sorted(VARIANTS), default="seed")
     p.add_argument("--strategy", choices=STRATEGIES, default="sequential")
-    p.add_argument("--settings-json", help="server options as a JSON object")
-    p.add_argument("--server-binary", help="mariadbd/mysqld to use (default: search PATH, /usr/sbin)")
-    p.add_argument("--tcp", action="store_true", help="also listen on 127.0.0.1 (default: socket only)")
-    p.add_argument("--sample-interval", type=float, default=1.0, help="sampling interval in s (default 1)")
-    p.add_argument("--interval-s", type=float, help="load-rate table interval in s (default total/20)")
-    p.add_argument("--optimize-limit-s", type=float, default=60,
-                   help="time limit of OPTIMIZE TABLE in s; 0 skips it (default 60)")
-    p.add_argument("--lookup-threads", type=int, default=4, help="point-lookup client threads (default 4)")
-    p.add_argument("--lookup-count", type=int, default=20000, help="point lookups in total (default 20000)")
-    p.add_argument("--lookup-seconds", type=float, help="time budget of the lookups (optional)")
+    p.add_argument("--config", help="config as JSON text or a YAML file: its load and server sections "
+                                    "(default: the schema's defaults)")
+    p.add_argument("--settings-json", help="server options as a JSON object (default: server.settings "
+                                           "from the config)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir after the load")
-    d = LoadOptions()
-    g = p.add_argument_group("strategy options (ignored by strategies that do not use them)")
-    g.add_argument("--connections", type=int, default=d.connections,
-                   help=f"parallel, deferred-pk, trans-partitioned: loading connections (default {d.connections})")
-    g.add_argument("--transaction-rows", type=int, default=d.transaction_rows,
-                   help="bulk: rows per transaction, 0 = one transaction for everything (default 0)")
-    g.add_argument("--batch-files", type=int, default=d.batch_files,
-                   help=f"trans-partitioned: input files per partition (default {d.batch_files})")
-    g.add_argument("--consolidate", action=argparse.BooleanOptionalAction, default=d.consolidate,
-                   help="trans-partitioned: ALTER TABLE ... REMOVE PARTITIONING at the end (default on)")
-    g.add_argument("--sort-memory", default=d.sort_memory,
-                   help=f"sorted, bulk: DuckDB memory limit of the external sort (default {d.sort_memory})")
-    g.add_argument("--sort-threads", type=int, default=d.sort_threads,
-                   help="sorted, bulk: DuckDB threads, 0 = all cores (default 0)")
-    g.add_argument("--chunk-rows", type=int, default=d.chunk_rows,
-                   help=f"sorted, bulk: rows per sorted TSV chunk (default {d.chunk_rows})")
+    g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
+    schema = {"load": defaults("load"), "server": defaults("server")}
+    for flag, sec, key, kw, text in LOAD_INDEX_FLAGS:
+        g.add_argument(flag, default=None, **kw,
+                       help=f"{text} (default from the config: {sec}.{key}, schema default "
+                            f"{json.dumps(schema[sec][key])})".replace("%", "%%"))
     p.set_defaults(func=guarded(cmd_load_index, EXPECTED, "load-index"))

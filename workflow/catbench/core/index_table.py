@@ -45,8 +45,8 @@ class Variant:
         cols = f"`{self.key}` {self.key_sql} NOT NULL, `chunkId` INT {null}, `subChunkId` INT {null}"
         return cols + (f", PRIMARY KEY (`{self.key}`)" if primary_key else "")
 
-    def ddl(self, table: str, database: str = DATABASE, engine: str = "InnoDB") -> str:
-        return (f"CREATE TABLE `{database}`.`{table}` ({self.columns_ddl()}) "
+    def ddl(self, table: str, database: str = DATABASE, engine: str = "InnoDB", primary_key: bool = True) -> str:
+        return (f"CREATE TABLE `{database}`.`{table}` ({self.columns_ddl(primary_key)}) "
                 f"ENGINE={engine} DEFAULT CHARSET=latin1")
 
     def key_value(self, raw):

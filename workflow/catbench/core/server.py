@@ -51,6 +51,21 @@ def _tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
     return "\n".join(lines[-n:])
 
 
+_NO_SPACE = re.compile(r"No space left on device|(?:errno|error|errcode|OS error):? ?28\b|disk is full", re.I)
+
+
+def _out_of_space(name: str, where: Path, *logs: Path) -> str | None:
+    """The first line of a failure that is really a full disk (errno 28), or None."""
+    text = "\n".join(_tail(p, 200) for p in logs)
+    if not _NO_SPACE.search(text):
+        return None
+    probe = next((a for a in [where, *where.parents] if a.exists()), where)
+    st = os.statvfs(probe)
+    return (f"target {name}: out of space on {probe} ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB free): "
+            f"the server could not write there (errno 28); free space, use a bigger disk or "
+            f"lower the scale or server settings (redo log, buffer pool) in the config")
+
+
 def _set_pdeathsig():
     """Child side of fork: get SIGTERM if the parent dies (even by SIGKILL)."""
     try:
@@ -199,7 +214,9 @@ class Server:
             rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=self.start_timeout * 5).returncode
         self.timings["init_s"] = time.monotonic() - t0
         if rc != 0:
-            raise ServerError(f"target {self.name}: initialising {self.datadir} failed (exit {rc}); "
+            full = _out_of_space(self.name, self.datadir, install_log, self.error_log)
+            raise ServerError((full + "\n" if full else "") +
+                              f"target {self.name}: initialising {self.datadir} failed (exit {rc}); "
                               f"last lines of {install_log} and {self.error_log}:\n"
                               f"{_tail(install_log)}\n{_tail(self.error_log)}")
         log.info("target %s: initialised %s in %.1f s", self.name, self.datadir, self.timings["init_s"])
@@ -258,7 +275,9 @@ class Server:
                 tail = _tail(self.error_log)
                 if self.tcp and re.search(r"Address already in use|Bind on TCP/IP port", tail):
                     raise _PortTaken(self.port)
-                raise ServerError(f"target {self.name}: server exited with code {rc} during start; "
+                full = _out_of_space(self.name, self.datadir, self.error_log)
+                raise ServerError((full + "\n" if full else "") +
+                                  f"target {self.name}: server exited with code {rc} during start; "
                                   f"last lines of {self.error_log}:\n{_tail(self.error_log)}")
             if self.socket.exists():
                 try:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .server import Server
 from .server_tools import SOCKET_PATH_MAX, ServerError
+from .targets import check_target, server_bytes
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +76,13 @@ def _stop(srv: Server):
 
 @contextlib.contextmanager
 def private_server(target: str, root, name: str, settings: dict | None = None, *, binary: str | None = None,
-                   tcp: bool = False, start_timeout: float = 120, keep_data: bool = False, start: bool = True):
+                   tcp: bool = False, start_timeout: float = 120, keep_data: bool = False, start: bool = True,
+                   data_bytes: int = 0):
     """A fresh private server in ``<root>/catbench-<name>``; yields the Server, started
     (initialised first) unless ``start=False`` (then the body starts and stops it, and the
-    session still stops it on exit)."""
+    session still stops it on exit). The target must have room for ``data_bytes`` plus
+    what the server itself takes with these settings (redo log, datadir), checked before
+    anything is created."""
     basedir = Path(root).absolute() / f"catbench-{name}"
     with owned_dir(basedir, target):
         sock, sock_dir = _socket_path(basedir)
@@ -90,6 +94,7 @@ def private_server(target: str, root, name: str, settings: dict | None = None, *
             if basedir.exists():
                 log.info("target %s: removing the previous run's %s", target, basedir)
                 shutil.rmtree(basedir)
+            check_target(target, root, data_bytes + server_bytes(settings or {}))
             if start:
                 with srv:
                     yield srv

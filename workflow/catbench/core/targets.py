@@ -161,6 +161,20 @@ def need_bytes(cfg: dict) -> int:
         + 256 * 2**20  # a fresh datadir: system tables, redo log, undo
 
 
+# A fresh datadir before any table: system tables, ibdata1, undo tablespaces, temp tablespace.
+SERVER_BASE_BYTES = 160 << 20
+
+
+def server_bytes(settings: dict) -> int:
+    """Disk a private server takes on its target before any data, from its settings: the
+    redo log (innodb_log_file_size x innodb_log_files_in_group, MariaDB default 96M), the
+    buffer-pool dump (~1% of the pool, page ids) and the fresh datadir."""
+    def size(key, default):
+        return parse_size(str(settings.get(key, default)))
+    redo = size("innodb_log_file_size", "96M") * int(settings.get("innodb_log_files_in_group", 1))
+    return SERVER_BASE_BYTES + redo + size("innodb_buffer_pool_size", "128M") // 100
+
+
 def settings_mb(settings: dict) -> int:
     """Memory the server settings ask for (buffer pool and log buffer), in MiB."""
     total = 0

@@ -1,13 +1,16 @@
 """Chunk tables on a private server, the Qserv way: ``Object_<chunkId>``, ``Source_<chunkId>``
 and ``ObjectFullOverlap_<chunkId>`` created from the chunk files' schema, then loaded with
 ``LOAD DATA LOCAL INFILE`` over N parallel connections. Every file's rows affected must
-equal its row count (from ``chunks.tsv`` and the file's own line count) with no warning.
+equal its row count (from ``chunks.tsv`` and the file's own line count) with no warning
+(``core.loaddata.load_data``). The secondary index beside them is ``core.index_table``'s:
+its variant's schema, loaded with the seed's protocol.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,7 @@ from ..core.resources import split_statements
 log = logging.getLogger(__name__)
 
 DATABASE = "LSST"
-INDEX_TABLE = "objectId_index"
+INDEX_TABLE = "objectId_index"  # this stage's index table, in core.index_table.DATABASE
 _TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.int16(): "SMALLINT", pa.int8(): "TINYINT",
           pa.float64(): "DOUBLE", pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN"}
 # table kind -> (file folder, file suffix, keys)
@@ -102,8 +105,9 @@ def _load_one(conn, kind: str, chunk_id: int, path: Path, expected: int) -> dict
             "seconds": time.monotonic() - t0}
 
 
-def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: int = 2) -> dict:
-    """Create and load every chunk table; returns timings (create, load, total) and counts."""
+def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: int) -> dict:
+    """Create and load every chunk table over ``connections`` connections (config
+    ``queries.load_connections``); returns timings (create, load, total) and counts."""
     chunks_dir = Path(chunks_dir)
     schemas = {k: pq.read_schema(chunk_file(chunks_dir, k, chunks[0].chunk_id, "parquet"))
                for k in KINDS}
@@ -129,7 +133,6 @@ def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: 
     tasks.sort(key=lambda t: -t[3])
     pool = [server.connect() for _ in range(max(1, connections))]
     free = list(pool)
-    import threading
     lock = threading.Lock()
 
     def work(task):
@@ -158,8 +161,9 @@ def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: 
             "rows_per_s": rows / (t2 - t1) if t2 > t1 else None, "rows_by_table": by_kind}
 
 
-def load_secondary_index(server, files: list[Path], variant: str = "qserv") -> dict:
-    """The director index (objectId -> chunkId, subChunkId), loaded as load_index does."""
+def load_secondary_index(server, files: list[Path], variant: str) -> dict:
+    """The director index (objectId -> chunkId, subChunkId) of schema ``variant`` (config
+    ``queries.index_variant``), loaded with the seed's protocol."""
     v = get_variant(variant)
     conn = server.connect()
     try:

@@ -1,7 +1,9 @@
 """Query engines: ``mysql`` (Qserv's plan: secondary index, one query per chunk on a pool
 of connections, merge) and ``duckdb`` (the logical query over the Parquet chunk files).
 
-Both return an :class:`~catbench.suite.Answer`; the suite's SQL lives in resources/queries.
+Both return a :class:`~catbench.query.suite.Answer`; the suite's SQL lives in
+resources/queries, the engines' stored functions in resources/sql/udf_<engine>.sql.
+Chunk file paths reach DuckDB through its relation API, never pasted into SQL text.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..core.index_table import DATABASE as INDEX_DATABASE
-from ..core.resources import resources_dir, split_statements
+from ..core.index_table import Variant
+from ..core.resources import resource, split_statements
 from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
 from .suite import Answer, Query, QueryError, bind
 
@@ -24,7 +26,8 @@ MYSQL_FLOAT = 4  # mysql.connector FieldType.FLOAT
 
 
 def udf_path(engine: str) -> Path:
-    return resources_dir() / "sql" / f"udf_{engine}.sql"
+    """The suite's stored functions (fluxToAbMag, angSep, ...) for ``engine``."""
+    return resource("sql", f"udf_{engine}.sql")
 
 
 def sphgeom_chunker(num_stripes: int, num_sub_stripes: int):
@@ -46,12 +49,15 @@ def box_region(params: dict):
 
 
 class MysqlEngine:
-    """Runs the suite against one private server; ``connections`` chunk queries in flight."""
+    """Runs the suite against one private server; ``connections`` chunk queries in flight
+    (config ``queries.connections``); ``index_variant`` is the secondary index's schema."""
 
     name = "mysql"
 
-    def __init__(self, server, chunks: list[ChunkInfo], partition: dict, connections: int = 4):
+    def __init__(self, server, chunks: list[ChunkInfo], partition: dict, connections: int, index_variant: Variant):
         self.server = server
+        self.index_variant = index_variant
+        self._lookup_sql = index_variant.lookup_sql(INDEX_TABLE)
         self.chunk_ids = sorted(c.chunk_id for c in chunks)
         self._loaded = set(self.chunk_ids)
         self.sphgeom = sphgeom_chunker(partition["num_stripes"], partition["num_sub_stripes_per_stripe"])
@@ -87,7 +93,7 @@ class MysqlEngine:
         self.close_pool()
         self._merge.close()
 
-    def _execute(self, sql: str, args: dict):
+    def _execute(self, sql: str, args: dict | tuple):
         conn = self._pool.get()
         try:
             cur = conn.cursor()
@@ -104,9 +110,8 @@ class MysqlEngine:
         if q.dispatch == "all":
             return [(c, None) for c in self.chunk_ids]
         if q.dispatch == "index":
-            _, _, rows = self._execute(
-                f"SELECT chunkId FROM `{INDEX_DATABASE}`.`{INDEX_TABLE}` WHERE objectId = %(id)s",
-                {"id": int(params["object_id"])})
+            key = self.index_variant.parse_key(b"%d" % int(params["object_id"]))
+            _, _, rows = self._execute(self._lookup_sql, (key,))
             return [(int(r[0]), None) for r in rows if int(r[0]) in self._loaded]
         region = box_region(params)
         if q.dispatch == "box":
@@ -187,9 +192,8 @@ class DuckdbEngine:
         for stmt in split_statements(udf_path("duckdb").read_text()):
             self.con.execute(stmt)
         for view, kind, attr in (("Object", "Object", "object_rows"), ("Source", "Source", "source_rows")):
-            files = self._files(kind, attr)
-            lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-            self.con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM read_parquet([{lst}])")
+            # the relation API takes the paths as values (DuckDB quotes them in the view)
+            self.con.read_parquet(self._files(kind, attr)).create_view(view, replace=True)
 
     def cursor(self):
         return self.con.cursor()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from . import tables as T
+from .inputs import MetricsError
+from .tables import write_csv
 
 KEYS = {
     "storage": ("target", "test"),
@@ -35,7 +36,7 @@ def tables_dir(path) -> Path:
         return p / "tables"
     if p.is_dir() and any((p / f"{n}.csv").is_file() for n in KEYS):
         return p
-    raise T.MetricsError(f"{p}: no tables here (run `catbench tables --results {p}` first)")
+    raise MetricsError(f"{p}: no tables here (run `catbench tables --results {p}` first)")
 
 
 def run_name(path) -> str:
@@ -49,13 +50,12 @@ def _read(con, path: Path, name: str):
     if not path.is_file():
         return None
     try:
-        rel = con.sql(f"SELECT * FROM read_csv('{str(path).replace(chr(39), chr(39) * 2)}', "
-                      "header = true, auto_detect = true)")
+        rel = con.read_csv(str(path), header=True)   # the relation API: no path in SQL text
         cols = rel.columns
         types = [str(t).upper() for t in rel.types]
         rows = rel.fetchall()
     except duckdb.Error as exc:
-        raise T.MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
+        raise MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
     numeric = {c for c, t in zip(cols, types) if t.split("(")[0] in NUMERIC}
     return cols, numeric, [dict(zip(cols, r)) for r in rows]
 
@@ -118,7 +118,7 @@ def write(rows: list, path: Path) -> None:
     cols = {c: pa.array([None if r[c] is None else str(r[c]) for r in rows], pa.string())
             for c in COLUMNS if c not in ("ratio",)}
     cols["ratio"] = pa.array([r["ratio"] for r in rows], pa.float64())
-    T.write_csv(pa.table({c: cols[c] for c in COLUMNS}), path)
+    write_csv(pa.table({c: cols[c] for c in COLUMNS}), path)
 
 
 def format_rows(rows: list, limit: int = 40) -> str:

@@ -16,6 +16,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from .inputs import collect as collect_inputs
+
 PACKAGES = ("catbench", "snakemake", "duckdb", "pyarrow", "polars", "mysql-connector-python",
             "numpy", "matplotlib", "psutil", "jsonschema", "pyyaml")
 SECRET = re.compile(r"pass(word|wd)?|secret|token|credential|auth|private[_-]?key", re.I)
@@ -143,9 +145,8 @@ def server_settings(summaries) -> dict:
 
 
 def collect(run_dir, inputs=None) -> dict:
-    """Provenance of ``run_dir`` (results/<run>); ``inputs`` = tables.collect() result if at hand."""
-    from . import tables
-    inp = inputs if inputs is not None else tables.collect(run_dir)
+    """Provenance of ``run_dir`` (results/<run>); ``inputs`` = the inputs.collect() result if at hand."""
+    inp = inputs if inputs is not None else collect_inputs(run_dir)
     uname = platform.uname()
     doc = {
         "run": Path(run_dir).resolve().name,

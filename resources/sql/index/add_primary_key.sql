@@ -1,0 +1,2 @@
+-- deferred-pk: the primary key built after the load (a sort-based rebuild).
+ALTER TABLE `{database}`.`{table}` ADD PRIMARY KEY (`{key}`)

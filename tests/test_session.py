@@ -1,0 +1,94 @@
+"""The private-server session: one owner per server directory, room checked from the
+server's own settings, a full disk named as such, nothing left behind."""
+
+import multiprocessing as mp
+import os
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from catbench.core.server import Server
+from catbench.core.server_tools import ServerError
+from catbench.core.session import private_server
+from catbench.core.targets import TargetError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from faultkit import server_procs, tmpfs  # noqa: E402
+
+pytestmark = pytest.mark.server
+
+
+def _hold(root, ready, release):
+    with private_server("first", root, "shared") as srv:
+        conn = srv.connect()
+        conn.cursor().execute("CREATE DATABASE keepme")
+        conn.close()
+        ready.set()
+        release.wait(120)
+
+
+def test_second_owner_fails_fast_and_touches_nothing(tmp_path):
+    # two runs with one run name (two checkouts, two users) once stopped each other's
+    # servers; now the second fails at once naming the first, whose server lives on
+    ctx = mp.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    first = ctx.Process(target=_hold, args=(tmp_path, ready, release))
+    first.start()
+    try:
+        assert ready.wait(120)
+        pids = [p.pid for p in server_procs(tmp_path)]
+        with pytest.raises(ServerError, match=rf"in use by another live job .*\"pid\": {first.pid}"):
+            with private_server("second", tmp_path, "shared"):
+                pass
+        assert [p.pid for p in server_procs(tmp_path)] == pids and pids  # untouched, still up
+        assert (tmp_path / "catbench-shared" / "data" / "keepme").is_dir()
+    finally:
+        release.set()
+        first.join(120)
+    assert first.exitcode == 0
+    assert not server_procs(tmp_path)
+    # the lock is free again: a new owner may clean up and start
+    with private_server("third", tmp_path, "shared") as srv:
+        assert srv.running
+
+
+def test_room_for_the_servers_own_files_is_checked_first():
+    # a 600 MiB target with a 1 GiB redo log used to pass the check and then fail inside
+    # mariadb-install-db with 74 lines of boilerplate
+    with tmpfs("600M") as small:
+        with pytest.raises(TargetError, match=r"storage target 'small'.*free but this step needs"):
+            with private_server("small", small, "room", {"innodb_log_file_size": "1G"}):
+                pass
+        assert not (small / "catbench-room").exists() and not server_procs(small)
+
+
+def test_a_full_disk_is_named_on_the_first_line(tmp_path):
+    with tmpfs("20M") as small:
+        with pytest.raises(ServerError) as err:
+            with Server("tiny", small / "srv", {"innodb_log_file_size": "64M"}):
+                pass
+        first = str(err.value).splitlines()[0]
+        assert first.startswith("target tiny: out of space on ") and "errno 28" in first, str(err.value)[:2000]
+        assert not server_procs(small)
+
+
+def test_session_removes_data_and_leaves_no_files_of_a_killed_server(tmp_path):
+    with private_server("k", tmp_path, "kill", start=False) as srv:
+        srv.initialize()
+        srv.start()
+        pid = srv.pid
+        srv.kill()  # a crash leaves its pid and socket files behind...
+        assert srv.pid_file.exists() or srv.socket.exists()
+    assert not psutil.pid_exists(pid)
+    assert not (tmp_path / "catbench-kill").exists()  # ...the session removes them with the rest
+
+
+def test_failed_job_keeps_its_error_log_not_its_data(tmp_path):
+    with pytest.raises(RuntimeError, match="boom"):
+        with private_server("f", tmp_path, "fail") as srv:
+            raise RuntimeError("boom")
+    base = tmp_path / "catbench-fail"
+    assert srv.error_log.exists() and not (base / "data").exists()
+    assert not server_procs(tmp_path)
+    assert os.listdir(tmp_path)  # the lock file may stay; nothing else is required

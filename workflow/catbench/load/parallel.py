@@ -1,0 +1,64 @@
+"""Raw input files loaded by N connections at once (strategies ``parallel``,
+``deferred-pk`` and each batch of ``trans-partitioned``): every connection validates one
+file (``scan_file``) and loads it, then takes the next; the first failure stops all."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import queue
+import threading
+import time
+from pathlib import Path
+
+from ..core.index_input import scan_file
+from ..core.index_table import load_file
+from .job import LoadProgress, trace_row
+
+
+def load_files_parallel(server, database: str, table: str, files: list[Path], variant, connections: int,
+                        all_files: list[Path] | None = None, trans_id: int | None = None,
+                        session_sql: tuple = (), progress: LoadProgress | None = None) -> tuple[list[dict], list]:
+    """Validate and load ``files`` with ``connections`` connections (one file per
+    connection at a time). Returns (trace rows in no particular order, FileInfo per file)."""
+    all_files = all_files or files
+    progress = progress or LoadProgress(f"loading {len(files)} files", len(files))
+    todo: queue.Queue = queue.Queue()
+    for i, f in enumerate(files):
+        todo.put((i, f))
+    trace, infos = [], [None] * len(files)
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def worker():
+        conn = server.connect()
+        try:
+            cur = conn.cursor()
+            for stmt in session_sql:
+                cur.execute(stmt)
+            while not stop.is_set():
+                try:
+                    i, f = todo.get_nowait()
+                except queue.Empty:
+                    return
+                info = scan_file(f, variant)
+                start = time.time()
+                rows = load_file(conn, table, f, info.rows, variant, all_files, database=database, trans_id=trans_id)
+                end = time.time()
+                with lock:
+                    infos[i] = info
+                    trace.append(trace_row(f, rows, info.bytes, start, end, trans_id=trans_id))
+                progress.add(rows)
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            conn.close()
+
+    n = max(1, min(connections, len(files)))
+    with cf.ThreadPoolExecutor(n, thread_name_prefix="catbench-load") as ex:
+        futs = [ex.submit(worker) for _ in range(n)]
+        errors = [f.exception() for f in futs]
+    errors = [e for e in errors if e is not None]
+    if errors:
+        raise errors[0]
+    return trace, infos

@@ -1,0 +1,267 @@
+"""The sorted stream of strategies ``sorted`` and ``bulk``: DuckDB sorts all input by the
+table's key order (an external sort: ``memory_limit`` = ``load.sort_memory``, spilling
+to the target's tmpdir), the stream is written as TSV chunks of ``load.chunk_rows`` rows
+and loaded in key order by one connection while the next chunks are written. A repeated
+key is found in the stream itself (adjacent equal keys) and named with both input places
+before the server sees it.
+
+Key order is the variant's (``Variant.sort_expr``): numeric for BIGINT keys; for CHAR
+keys (latin1_swedish_ci, case-insensitive) ASCII upper-case, which is that collation's
+order and equality for digits and letters. Punctuation could sort slightly differently
+from InnoDB: that only costs speed, duplicates are still caught by the server and by the
+count/checksum check.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import os
+import queue
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import mysql.connector
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from ..core.index_input import duplicate_message, scan_files
+from ..core.index_table import load_file
+from ..core.loaddata import LoadError
+from ..core.resources import read_sql
+from .job import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
+
+log = logging.getLogger(__name__)
+
+_READ_INPUT = ("SELECT k, c, s FROM read_csv($files, delim='\t', header=false, quote='', escape='', "
+               "auto_detect=false, columns={{'k': '{key_type}', 'c': 'INTEGER', 's': 'INTEGER'}}) "
+               "ORDER BY {order}")
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class KeyOrder:
+    """The adjacent-key check over the whole stream, batch after batch: a key not greater
+    than the one before it is a duplicate (or, if not equal, a broken sort)."""
+
+    def __init__(self, variant, files: list[Path]):
+        self.variant, self.files, self.prev = variant, files, None
+
+    def check(self, keys: pa.Array):
+        if self.variant.text_key:
+            u = pc.ascii_upper(keys)
+            cmp = u if self.prev is None else pa.concat_arrays([pa.array([self.prev], u.type), u])
+            bad = pc.less_equal(cmp.slice(1), cmp.slice(0, len(cmp) - 1)).to_numpy(zero_copy_only=False)
+            self.prev = u[-1].as_py()
+            val = lambda i: cmp[i].as_py()  # noqa: E731
+        else:
+            a = keys.to_numpy()
+            cmp = a if self.prev is None else np.concatenate([[self.prev], a])
+            bad = cmp[1:] <= cmp[:-1]
+            self.prev = int(a[-1])
+            val = lambda i: int(cmp[i])  # noqa: E731
+        if not bad.any():
+            return
+        at = int(np.argmax(bad))
+        if val(at) != val(at + 1):  # "<=" but not "==": DuckDB's order broke
+            raise LoadError(f"sorted stream out of order at key {val(at + 1)!r}; report this as a bug")
+        offset = len(cmp) - len(keys)  # 1 when the previous batch's last key was prepended
+        raw = keys[at + 1 - offset].as_py()
+        raise LoadError(duplicate_message(str(raw), self.files, self.variant,
+                                          "input has a repeated key (found in the sorted stream): "))
+
+
+class SortedStream:
+    """DuckDB external sort of all input by key, written as sorted TSV chunks in ``tmpdir``.
+
+    Runs in a thread: ``chunks`` yields (path, rows, bytes) as they are written; the
+    adjacent-key check over the whole stream raises LoadError on the first duplicate.
+    """
+
+    def __init__(self, files: list[Path], variant, tmpdir: Path, opts: LoadOptions):
+        self.files, self.variant, self.tmpdir, self.opts = files, variant, Path(tmpdir), opts
+        self.queue: queue.Queue = queue.Queue(maxsize=2)  # bounded: the sort may not race far ahead
+        self.error: BaseException | None = None
+        self.sort_end: float | None = None      # first sorted row available
+        self.end: float | None = None           # last chunk written
+        self.rows = 0
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="catbench-sort", daemon=True)
+
+    def start(self):
+        self.start_time = time.time()
+        self._thread.start()
+        return self
+
+    def cancel(self):
+        self._cancel.set()
+        try:
+            while True:
+                self.queue.get_nowait()
+        except queue.Empty:
+            pass
+        self._thread.join()
+
+    def chunks(self):
+        while True:
+            item = self.queue.get()
+            if item is None:
+                if self.error:
+                    raise self.error
+                return
+            yield item
+
+    def _put(self, item):
+        while not self._cancel.is_set():
+            try:
+                self.queue.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+        raise _Cancelled()
+
+    def _run(self):
+        try:
+            self._sort()
+        except _Cancelled:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            self.error = exc
+        finally:
+            self.end = time.time()
+            # the end marker must arrive however slowly the loader drains the queue
+            while not self._cancel.is_set():
+                try:
+                    self.queue.put(None, timeout=0.2)
+                    break
+                except queue.Full:
+                    continue
+
+    def _connect(self):
+        import duckdb
+
+        spill = self.tmpdir / "duckdb"
+        spill.mkdir(parents=True, exist_ok=True)
+        threads = self.opts.sort_threads or os.cpu_count() or 1
+        return duckdb.connect(config={"memory_limit": self.opts.sort_memory, "temp_directory": str(spill),
+                                      "threads": threads, "preserve_insertion_order": True})
+
+    def _sort(self):
+        out = self.tmpdir / "sorted"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        con = self._connect()
+        sql = _READ_INPUT.format(key_type=self.variant.duckdb_type, order=self.variant.sort_expr("k"))
+        rel = con.sql(sql, params={"files": [str(f) for f in self.files]})
+        reader = rel.to_arrow_reader(min(self.opts.chunk_rows, 1 << 20))
+        wopts = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
+        order = KeyOrder(self.variant, self.files)
+        pending: list[pa.RecordBatch] = []
+        pending_rows, n_chunk = 0, 0
+
+        def flush():
+            nonlocal pending, pending_rows, n_chunk
+            if not pending_rows:
+                return
+            path = out / f"sorted-{n_chunk:06d}.tsv"
+            pacsv.write_csv(pa.Table.from_batches(pending), path, wopts)
+            self._put((path, pending_rows, path.stat().st_size))
+            n_chunk += 1
+            pending, pending_rows = [], 0
+
+        for batch in reader:
+            if self.sort_end is None:
+                self.sort_end = time.time()
+            if self._cancel.is_set():
+                raise _Cancelled()
+            if batch.num_rows == 0:
+                continue
+            order.check(batch.column(0))
+            self.rows += batch.num_rows
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows >= self.opts.chunk_rows:
+                flush()
+        flush()
+        con.close()
+        if self.sort_end is None:
+            self.sort_end = time.time()
+
+
+def _scan_while_sorting(job: LoadJob, stream: SortedStream) -> list:
+    """Validation must finish before the first row reaches the server; it overlaps the sort."""
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-scan") as ex:
+        scan = ex.submit(scan_files, job.files, job.variant)
+        try:
+            return scan.result()
+        except BaseException:
+            stream.cancel()
+            raise
+
+
+def _load_chunks(job: LoadJob, stream: SortedStream, outcome: Outcome, bulk: bool, progress: LoadProgress):
+    """Load the sorted chunks in order; bulk: one transaction (or one per transaction_rows)."""
+    conn, opts = job.conn, job.opts
+    trace, in_txn, commits, first_load = [], 0, 0, None
+    for path, rows, nbytes in stream.chunks():
+        start = time.time()
+        first_load = first_load or start
+        load_file(conn, job.table, path, rows, job.variant, job.files, database=job.database,
+                  what=f"sorted chunk {path.name}")
+        in_txn += rows
+        end = time.time()
+        if bulk and opts.transaction_rows and in_txn >= opts.transaction_rows:
+            conn.commit()
+            commits += 1
+            in_txn = 0
+            end = time.time()
+        trace.append(trace_row(path, rows, nbytes, start, end, source="sorted"))
+        progress.add(rows)
+        path.unlink()
+    if bulk:
+        c0 = time.time()
+        conn.commit()
+        commits += 1
+        outcome.extra["final_commit_seconds"] = time.time() - c0
+    return trace, commits, first_load
+
+
+def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False):
+    """Scan (validate + checksum) the input while DuckDB sorts it, then load the sorted chunks."""
+    conn, t0 = job.conn, time.time()
+    stream = SortedStream(job.files, job.variant, job.tmpdir, job.opts).start()
+    outcome.infos = _scan_while_sorting(job, stream)
+    outcome.phase("scan", t0, time.time())
+    rows = sum(i.rows for i in outcome.infos)
+    progress = LoadProgress("loading the sorted stream (rows)", rows, by_rows=True)
+    if bulk:
+        conn.cursor().execute(read_sql("index", "bulk_session_begin.sql"))
+        conn.autocommit = False
+    try:
+        trace, commits, first_load = _load_chunks(job, stream, outcome, bulk, progress)
+    except BaseException:
+        stream.cancel()
+        if bulk:
+            try:
+                conn.rollback()
+            except mysql.connector.Error:
+                pass
+        raise
+    finally:
+        if bulk:
+            conn.autocommit = True
+            conn.cursor().execute(read_sql("index", "bulk_session_end.sql"))
+    t_end = time.time()
+    outcome.phase("sort", stream.start_time, stream.end or t_end, first_row_s=(stream.sort_end or t_end) - t0)
+    outcome.phase("load", first_load or t_end, t_end)
+    outcome.trace = finish_trace(trace)
+    outcome.extra.update({"sorted_rows": stream.rows, "commits": commits if bulk else None,
+                          "chunks": len(trace)})
+    shutil.rmtree(Path(job.tmpdir) / "sorted", ignore_errors=True)
+    shutil.rmtree(Path(job.tmpdir) / "duckdb", ignore_errors=True)

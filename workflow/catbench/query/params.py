@@ -1,0 +1,156 @@
+"""The query stage's settings and every query's parameters.
+
+Settings are the ``queries`` config section over the schema's defaults (``core.config``,
+the one place a knob's default lives), with the CLI's overrides on top.
+
+Parameters (object id, boxes, radii, cuts) come from ``queries.parameters.<Q>`` in the
+config or are drawn with the run seed from the data, checked with DuckDB so every query
+returns data; the same data, seed and config give the same parameters on every target
+and engine. The query-parameter defaults below (box sizes and cuts) are not config
+knobs of their own: they are DMTR-21's values, overridable per query through
+``queries.parameters``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from ..core import config
+from .chunk_tables import ChunkInfo, chunk_file
+from .engines import DuckdbEngine
+from .suite import QUERY_NAMES, QueryError, load_suite
+
+log = logging.getLogger(__name__)
+
+ARCSEC = 1.0 / 3600.0
+# DMTR-21's query parameters (not in the schema: queries.parameters.<Q> overrides any of them).
+PARAM_DEFAULTS = {
+    "LV3": {"box_deg": 1.0, "z_min": 20.0, "z_max": 23.0, "gr_min": 0.2, "gr_max": 1.0,
+            "iz_min": 0.0, "iz_max": 0.4},
+    "HV2": {"min_color": 4.0},
+    "SHV1": {"box_deg": 2.0},          # radius_deg defaults to the partition overlap
+    "SHV2": {"box_deg": 1.0, "radius_deg": 0.5 * ARCSEC},
+}
+BOX_KEYS = ("ra_min", "ra_max", "dec_min", "dec_max")
+_SEED_STREAM = 3_2013  # the parameter draw's own random stream of the run seed
+
+
+def settings_of(cfg: dict, *, repetitions: int | None = None, concurrency: dict | None = None,
+                names=None) -> dict:
+    """The ``queries`` config section over the schema's defaults, then the given
+    overrides (CLI flags); unknown query names fail naming the config key."""
+    qs = config.section("queries", cfg.get("queries"))
+    if repetitions is not None:
+        qs["repetitions"] = int(repetitions)
+    if concurrency:
+        qs["concurrency"] = {**qs["concurrency"], **concurrency}
+    if names:
+        qs["queries"] = list(names)
+    unknown = set(qs["queries"]) - set(QUERY_NAMES)
+    if unknown:
+        raise QueryError(f"config key 'queries.queries': unknown queries {sorted(unknown)}; "
+                         f"choose from {', '.join(QUERY_NAMES)}")
+    return qs
+
+
+def clamp_box(ra: float, dec: float, size: float) -> dict:
+    """A ``size`` x ``size`` deg box centred on (ra, dec), moved inside the sky if needed."""
+    half = size / 2.0
+    ra = min(max(ra, half), 360.0 - half)
+    dec = min(max(dec, -90.0 + half), 90.0 - half)
+    return {"ra_min": ra - half, "ra_max": ra + half, "dec_min": dec - half, "dec_max": dec + half}
+
+
+class _Draw:
+    """The random choices of one parameter draw (chunks weighted by their rows)."""
+
+    def __init__(self, cfg: dict, chunks_dir, chunks: list[ChunkInfo], engine: DuckdbEngine, tries: int):
+        self.rng = np.random.default_rng([int(cfg.get("seed", 0)), _SEED_STREAM])
+        self.chunks_dir, self.chunks, self.engine, self.tries = chunks_dir, chunks, engine, tries
+        self.weights_src = np.array([c.source_rows for c in chunks], float)
+        self.weights_obj = np.array([c.object_rows for c in chunks], float)
+
+    def _chunk(self, weights: np.ndarray) -> ChunkInfo:
+        return self.chunks[self.rng.choice(len(self.chunks), p=weights / weights.sum())]
+
+    def object_with_sources(self) -> int:
+        c = self._chunk(self.weights_src)
+        ids = pq.read_table(chunk_file(self.chunks_dir, "Source", c.chunk_id, "parquet"),
+                            columns=["objectId"])["objectId"].to_numpy()
+        return int(ids[self.rng.integers(len(ids))])
+
+    def box(self, query, p: dict, size: float) -> dict:
+        """``p`` with a box of ``size`` deg around a random Object where ``query`` returns data."""
+        for attempt in range(self.tries):
+            c = self._chunk(self.weights_obj)
+            t = pq.read_table(chunk_file(self.chunks_dir, "Object", c.chunk_id, "parquet"),
+                              columns=["ra_PS", "decl_PS"])
+            k = int(self.rng.integers(t.num_rows))
+            cand = {**p, **clamp_box(float(t["ra_PS"][k].as_py()), float(t["decl_PS"][k].as_py()), size)}
+            ans = self.engine.run(query, cand)
+            n = ans.rows[0][0] if ans.columns == ["n"] else len(ans.rows)
+            if n and n > 0:
+                log.info("%s: drew box ra %.4f..%.4f dec %.4f..%.4f (%d tries, %s)", query.name, cand["ra_min"],
+                         cand["ra_max"], cand["dec_min"], cand["dec_max"], attempt + 1, ans.summary())
+                return cand
+        raise QueryError(f"query {query.name}: no box of {size} deg in {self.tries} draws returns data; set "
+                         f"queries.parameters.{query.name} (a box, or looser cuts) in the config")
+
+
+def _box_parameters(name: str, given: dict, overlap: float) -> tuple[dict, float]:
+    """A box query's parameters over its defaults, and the box size to draw."""
+    p = {**PARAM_DEFAULTS[name], **given}
+    if name == "SHV1":
+        p.setdefault("radius_deg", overlap)
+        if float(p["radius_deg"]) > overlap:
+            raise QueryError(f"config key 'queries.parameters.SHV1.radius_deg': {p['radius_deg']} is "
+                             f"larger than partition.overlap_deg ({overlap}); pairs across sub-chunks "
+                             f"would be missed")
+    size = float(p.pop("box_deg"))
+    if any(k in p for k in BOX_KEYS) and not all(k in p for k in BOX_KEYS):
+        raise QueryError(f"config key 'queries.parameters.{name}': give all of {', '.join(BOX_KEYS)} "
+                         f"or none (then a box of box_deg is drawn)")
+    return p, size
+
+
+def _draw_all(cfg: dict, qs: dict, suite: dict, draw: _Draw) -> dict[str, dict]:
+    given = {k: dict(v or {}) for k, v in qs["parameters"].items()}
+    bad = set(given) - set(QUERY_NAMES)
+    if bad:
+        raise QueryError(f"config key 'queries.parameters': unknown queries {sorted(bad)}")
+    out: dict[str, dict] = {}
+    shared_id = None  # one object with Sources for LV1 and LV2 (unless given)
+    for name in ("LV1", "LV2"):
+        p = given.get(name, {})
+        if "object_id" not in p:
+            shared_id = draw.object_with_sources() if shared_id is None else shared_id
+            p = {**p, "object_id": shared_id}
+        out[name] = {"object_id": int(p["object_id"])}
+    out["HV1"], out["HV3"] = {}, {}
+    out["HV2"] = {**PARAM_DEFAULTS["HV2"], **given.get("HV2", {})}
+    overlap = float(cfg["partition"]["overlap_deg"])
+    for name in ("LV3", "SHV1", "SHV2"):
+        p, size = _box_parameters(name, given.get(name, {}), overlap)
+        out[name] = p if all(k in p for k in BOX_KEYS) else draw.box(suite[name], p, size)
+    return out
+
+
+def draw_parameters(cfg: dict, chunks_dir, chunks: list[ChunkInfo], qs: dict | None = None,
+                    suite=None, engine: DuckdbEngine | None = None) -> dict:
+    """Every query's parameters: the config's ``queries.parameters.<Q>`` where given, else
+    drawn with the run seed from the data so that the query returns data (checked with DuckDB).
+    Deterministic: same data + seed + config = same parameters."""
+    qs = qs or settings_of(cfg)
+    suite = suite or load_suite()
+    own = engine is None
+    engine = engine or DuckdbEngine(chunks_dir, chunks)
+    try:
+        out = _draw_all(cfg, qs, suite, _Draw(cfg, chunks_dir, chunks, engine, int(qs["draw"]["max_tries"])))
+    finally:
+        if own:
+            engine.close()
+    return {k: {kk: (float(v) if isinstance(v, (float, np.floating)) else v) for kk, v in d.items()}
+            for k, d in out.items()}

@@ -1,0 +1,360 @@
+"""Every metrics file of a run, read, validated and typed: the inputs of the final tables
+(DuckDB views, see ``tables``) and of ``provenance``.
+
+Input layout read under ``results/<run>/`` (a stage that is absent gives an empty table with
+the right header; a file that a present stage needs but is missing or unreadable raises
+:class:`MetricsError` naming that file)::
+
+    fio/<target>/fio.csv                       target,test,MBps,iops,clat_p50_us,clat_p99_us,direct,
+                                               numjobs,size_bytes,runtime_s,json
+    load/<target>/<variant>/<strategy>/        one directory per load, all four files required:
+        summary.json                           target, variant, strategy, files, rows, seconds,
+                                               rows_per_s, table_bytes, lookup_p50_s, lookup_p99_s,
+                                               lookup_qps, optimize_seconds, optimize_stopped,
+                                               checksum_ok, [sort_seconds], server{version,variables}
+        trace.parquet                          per file: file, rows, start, end, cumulative_rows
+        samples.parquet                        time series: time, table_bytes, [dev_read_bytes,
+                                               dev_write_bytes, cpu_percent, rss_bytes, Innodb_*]
+        intervals.parquet (or intervals.csv)   interval, start_s, end_s, files, rows,
+                                               input_read_MBps, target_write_MBps, table_bytes, ...
+    chunks/chunks.tsv                          chunkId, object_rows, source_rows, overlap_rows,
+                                               parquet_bytes, tsv_bytes   (required if chunks/ exists)
+    metrics/partition.json                     {"stages": {name: {jobs, rows, wall_seconds, ...}}}
+    metrics/jobs/*.json                        per-job metrics (validated only)
+    targets/<target>.json                      filesystem, device, size (for provenance / summary)
+    queries/<target>/<engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
+    restart/<target>/<kind>.json               restart phases, see RESTART_PHASES
+
+Query runs (``results.parquet`` columns, or ``results.json`` = a list of such objects or
+``{"rows": [...]}``; ``target``/``engine`` default to the directory names)::
+
+    target str, engine str, query str, cache str ('cold' | 'warm'), run int, seconds float,
+    result_rows int, answer str (a short rendering of the result; non-strings are JSON-encoded),
+    digest str (hash of the full result, used to check that targets/engines agree)
+
+Restart phases (``<kind>.json`` = a list of objects or ``{"rows": [...]}``; ``target``/``kind``
+default to the directory/file names; phases keep their order in the file)::
+
+    target str, kind str, repetition int, phase str, seconds float, rows_expected int,
+    rows_found int, rows_lost int, redo_bytes int, recovery_MBps float
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart")
+
+
+class MetricsError(Exception):
+    """A metrics file is missing, unreadable or has the wrong shape (message names the file)."""
+
+
+# ---------------------------------------------------------------- views (DuckDB names)
+S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+KEY = [("target", S), ("variant", S), ("strategy", S)]
+
+FIO_RUNS = pa.schema([("target", S), ("test", S), ("MBps", F), ("iops", F), ("clat_p50_us", F),
+                      ("clat_p99_us", F), ("direct", B), ("numjobs", I), ("size_bytes", I),
+                      ("runtime_s", F)])
+LOAD_SUMMARIES = pa.schema(KEY + [
+    ("files", I), ("rows", I), ("seconds", F), ("rows_per_s", F), ("sort_seconds", F),
+    ("table_bytes", I), ("table_bytes_final", I), ("lookup_qps", F), ("lookup_p50_s", F),
+    ("lookup_p99_s", F), ("optimize_seconds", F), ("optimize_stopped", B),
+    ("optimize_skipped", B), ("optimize_limit_s", F), ("checksum_ok", B), ("server_version", S),
+    ("summary_path", S)])
+LOAD_INTERVALS = pa.schema(KEY + [
+    ("interval", I), ("start_s", F), ("end_s", F), ("files", I), ("rows", I), ("rows_per_s", F),
+    ("input_read_MBps", F), ("target_write_MBps", F), ("innodb_write_MBps", F),
+    ("table_bytes", I)])
+LOAD_TRACE = pa.schema(KEY + [("file", S), ("rows", I), ("bytes", I), ("start", F), ("end", F),
+                              ("cumulative_rows", I)])
+LOAD_SAMPLES = pa.schema(KEY + [("time", F), ("table_bytes", I), ("dev_read_bytes", I),
+                                ("dev_write_bytes", I), ("cpu_percent", F), ("rss_bytes", I),
+                                ("Innodb_data_written", I), ("Innodb_os_log_written", I)])
+CHUNK_STATS = pa.schema([("chunkId", I), ("object_rows", I), ("source_rows", I),
+                         ("overlap_rows", I), ("parquet_bytes", I), ("tsv_bytes", I)])
+STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_seconds", F),
+                           ("busy_seconds", F), ("rows_per_s", F), ("peak_rss_mb", F),
+                           ("start_epoch_s", F)])
+CHUNK_LOADS = pa.schema([("target", S), ("chunks", I), ("files", I), ("rows", I), ("bytes", I),
+                         ("create_s", F), ("load_s", F), ("seconds", F), ("connections", I),
+                         ("index_rows", I), ("index_seconds", F)])
+QUERY_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S), ("run", I),
+                        ("seconds", F), ("result_rows", I), ("answer", S), ("digest", S)])
+RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("phase", S),
+                            ("seconds", F), ("rows_expected", I), ("rows_found", I),
+                            ("rows_lost", I), ("redo_bytes", I), ("recovery_MBps", F),
+                            ("buffer_pool_load", S), ("phase_order", I)])
+
+VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_intervals": LOAD_INTERVALS,
+         "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
+         "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
+         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS}
+# required columns of each file (the others of the schema may be absent -> NULL)
+REQUIRED = {
+    "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),
+    "load_summaries": ("rows", "seconds"),
+    "load_intervals": ("interval", "start_s", "end_s", "files", "rows"),
+    "load_trace": ("rows", "start", "end", "cumulative_rows"),
+    "load_samples": ("time", "table_bytes"),
+    "chunk_stats": ("chunkId", "object_rows", "source_rows"),
+    "stage_metrics": (),
+    "query_runs": ("query", "cache", "seconds"),
+    "restart_phases": ("phase", "seconds"),
+    "chunk_loads": ("rows", "seconds"),
+}
+
+
+@dataclass
+class RunInputs:
+    """Every metrics file of a run, validated and typed (one pyarrow table per view)."""
+    run_dir: Path
+    views: dict = field(default_factory=dict)
+    summaries: list = field(default_factory=list)   # (path, parsed summary.json)
+    targets: dict = field(default_factory=dict)     # name -> targets/<name>.json
+    files: list = field(default_factory=list)       # every file read
+    present: set = field(default_factory=set)       # stages found
+
+    def rows(self, view: str) -> list:
+        return self.views[view].to_pylist()
+
+
+def _json(path: Path):
+    if not path.is_file():
+        raise MetricsError(f"{path}: missing metrics file")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MetricsError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def _json_rows(path: Path) -> list:
+    doc = _json(path)
+    if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
+        doc = doc["rows"]
+    if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
+        raise MetricsError(f"{path}: expected a list of row objects (or {{\"rows\": [...]}})")
+    return doc
+
+
+def _conform(table: pa.Table, view: str, path: Path, const: dict | None = None) -> pa.Table:
+    """Select/cast the columns of ``view`` from ``table``; constants fill key columns."""
+    schema, const = VIEWS[view], const or {}
+    missing = [c for c in REQUIRED[view] if c not in table.column_names]
+    if missing:
+        raise MetricsError(f"{path}: missing column(s) {', '.join(missing)} "
+                           f"(has: {', '.join(table.column_names)})")
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            if f.name in const:   # fill gaps of a key column from the path
+                col = pa.chunked_array([pa.array([const[f.name]] * len(table), S)]) \
+                    if col.null_count == len(table) else col
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise MetricsError(f"{path}: column {f.name} is not {f.type} ({exc})") from exc
+        elif f.name in const:
+            col = pa.array([const[f.name]] * len(table), f.type)
+        else:
+            col = pa.nulls(len(table), f.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _rows_table(rows: list, view: str, path: Path, const: dict | None = None) -> pa.Table:
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    fixed = []
+    for r in rows:
+        d = {}
+        for k in names:
+            v = r.get(k)
+            if k in ("answer", "digest") and v is not None and not isinstance(v, str):
+                v = json.dumps(v, sort_keys=True, default=str)
+            d[k] = v
+        fixed.append(d)
+    try:
+        raw = pa.Table.from_pylist(fixed) if fixed else pa.table({n: pa.array([], S) for n in names})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
+        raise MetricsError(f"{path}: inconsistent value types ({exc})") from exc
+    return _conform(raw, view, path, const)
+
+
+def _parquet(path: Path, view: str, const: dict) -> pa.Table:
+    if not path.is_file():
+        raise MetricsError(f"{path}: missing metrics file")
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise MetricsError(f"{path}: not a readable Parquet file ({exc})") from exc
+    return _conform(table, view, path, const)
+
+
+def _csv(path: Path, view: str, const: dict | None = None, delimiter: str = ",") -> pa.Table:
+    if not path.is_file():
+        raise MetricsError(f"{path}: missing metrics file")
+    try:
+        table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter))
+    except (OSError, pa.ArrowException) as exc:
+        raise MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
+    return _conform(table, view, path, const)
+
+
+def _concat(view: str, parts: list) -> pa.Table:
+    return pa.concat_tables(parts) if parts else VIEWS[view].empty_table()
+
+
+def _subdirs(d: Path) -> list:
+    return sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")) if d.is_dir() else []
+
+
+def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
+    s = _json(path)
+    if not isinstance(s, dict):
+        raise MetricsError(f"{path}: expected a JSON object (a load summary)")
+    row = dict(s)
+    for k, v in key.items():
+        row[k] = s.get(k) or v
+    server = s.get("server") if isinstance(s.get("server"), dict) else {}
+    variables = server.get("variables") if isinstance(server.get("variables"), dict) else {}
+    row["server_version"] = variables.get("version") or server.get("version")
+    row["summary_path"] = str(path)
+    row = {k: v for k, v in row.items() if not isinstance(v, (dict, list))}
+    return s, _rows_table([row], "load_summaries", path)
+
+
+
+class _Reader:
+    """One pass over a run directory: every file read is recorded, tables go to their view."""
+
+    def __init__(self, run: Path):
+        self.run = run
+        self.inp = RunInputs(run)
+        self.parts = {v: [] for v in VIEWS}
+
+    def used(self, p: Path) -> Path:
+        self.inp.files.append(p)
+        return p
+
+    def add(self, view: str, table: pa.Table) -> None:
+        self.parts[view].append(table)
+
+    def fio(self) -> None:
+        for tdir in _subdirs(self.run / "fio"):
+            self.inp.present.add("fio")
+            self.add("fio_runs", _csv(self.used(tdir / "fio.csv"), "fio_runs", {"target": tdir.name}))
+
+    def loads(self) -> None:
+        for tdir in _subdirs(self.run / "load"):
+            for vdir in _subdirs(tdir):
+                for sdir in _subdirs(vdir):
+                    self.inp.present.add("load")
+                    self._load(sdir, {"target": tdir.name, "variant": vdir.name, "strategy": sdir.name})
+
+    def _load(self, sdir: Path, key: dict) -> None:
+        summary, table = _load_summary(self.used(sdir / "summary.json"), key)
+        key = {k: table.column(k)[0].as_py() for k in key}
+        self.inp.summaries.append((sdir / "summary.json", summary))
+        self.add("load_summaries", table)
+        self.add("load_trace", _parquet(self.used(sdir / "trace.parquet"), "load_trace", key))
+        self.add("load_samples", _parquet(self.used(sdir / "samples.parquet"), "load_samples", key))
+        ip = sdir / "intervals.parquet"
+        if ip.is_file() or not (sdir / "intervals.csv").is_file():
+            self.add("load_intervals", _parquet(self.used(ip), "load_intervals", key))
+        else:
+            self.add("load_intervals", _csv(self.used(sdir / "intervals.csv"), "load_intervals", key))
+
+    def chunks(self) -> None:
+        if (self.run / "chunks").is_dir():
+            self.inp.present.add("chunks")
+            self.add("chunk_stats", _csv(self.used(self.run / "chunks" / "chunks.tsv"), "chunk_stats",
+                                         delimiter="\t"))
+
+    def metrics(self) -> None:
+        pj = self.run / "metrics" / "partition.json"
+        if pj.is_file():
+            self.inp.present.add("metrics")
+            self.add("stage_metrics", _rows_table(_stage_rows(pj, _json(self.used(pj))), "stage_metrics", pj))
+        for jp in sorted((self.run / "metrics" / "jobs").glob("*.json")):
+            if not isinstance(_json(self.used(jp)), dict):
+                raise MetricsError(f"{jp}: expected a JSON object (job metrics)")
+
+    def targets(self) -> None:
+        for tp in sorted((self.run / "targets").glob("*.json")):
+            doc = _json(self.used(tp))
+            if not isinstance(doc, dict):
+                raise MetricsError(f"{tp}: expected a JSON object (target description)")
+            self.inp.targets[tp.stem] = doc
+
+    def queries(self) -> None:
+        for tdir in _subdirs(self.run / "queries"):
+            for edir in _subdirs(tdir):
+                self.inp.present.add("queries")
+                const = {"target": tdir.name, "engine": edir.name}
+                pp, jp = edir / "results.parquet", edir / "results.json"
+                if pp.is_file() or not jp.is_file():
+                    self.add("query_runs", _parquet(self.used(pp), "query_runs", const))
+                else:
+                    self.add("query_runs", _rows_table(_json_rows(self.used(jp)), "query_runs", jp, const))
+                self._chunk_load(edir / "summary.json", tdir.name)
+
+    def _chunk_load(self, sp: Path, target: str) -> None:
+        load = _json(self.used(sp)).get("load") if sp.is_file() else None
+        if isinstance(load, dict) and isinstance(load.get("chunk_tables"), dict):
+            # Loading the chunk tables into a target's server is a storage figure too.
+            row = {**load["chunk_tables"], "target": target}
+            idx = load.get("secondary_index") or {}
+            row.update(index_rows=idx.get("rows"), index_seconds=idx.get("seconds"))
+            self.add("chunk_loads", _rows_table([row], "chunk_loads", sp))
+
+    def restarts(self) -> None:
+        for tdir in _subdirs(self.run / "restart"):
+            # <kind>.json only: summary.json and <kind>.error.json sit beside them.
+            for kp in sorted(p for p in tdir.glob("*.json")
+                             if p.stem != "summary" and not p.name.endswith(".error.json")):
+                self.inp.present.add("restart")
+                rows = [dict(r, phase_order=i) for i, r in enumerate(_json_rows(self.used(kp)))]
+                self.add("restart_phases",
+                         _rows_table(rows, "restart_phases", kp, {"target": tdir.name, "kind": kp.stem}))
+
+
+def _stage_rows(pj: Path, doc) -> list:
+    """Rows of view stage_metrics from metrics/partition.json."""
+    stages = doc.get("stages") if isinstance(doc, dict) else None
+    if not isinstance(stages, dict):
+        raise MetricsError(f"{pj}: expected an object with a \"stages\" object")
+    rows = []
+    for name, m in stages.items():
+        if not isinstance(m, dict):
+            raise MetricsError(f"{pj}: stage {name!r} is not an object")
+        rows.append({"stage": name, "jobs": m.get("jobs"), "rows": m.get("rows"),
+                     "wall_seconds": m.get("wall_seconds", m.get("seconds")),
+                     "busy_seconds": m.get("busy_seconds"), "rows_per_s": m.get("rows_per_s"),
+                     "peak_rss_mb": m.get("peak_rss_mb"), "start_epoch_s": m.get("start")})
+    return rows
+
+
+def collect(run_dir, require=()) -> RunInputs:
+    """Read and validate every metrics file of ``run_dir`` (= results/<run>)."""
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise MetricsError(f"{run}: results directory does not exist")
+    reader = _Reader(run)
+    for step in (reader.fio, reader.loads, reader.chunks, reader.metrics, reader.targets,
+                 reader.queries, reader.restarts):
+        step()
+    inp = reader.inp
+    for stage in require:
+        if stage not in inp.present:
+            where = {"metrics": "metrics/partition.json", "chunks": "chunks/chunks.tsv"}.get(stage, f"{stage}/")
+            raise MetricsError(f"{run / where}: required stage '{stage}' has no metrics in this run")
+    inp.views = {v: _concat(v, reader.parts[v]) for v in VIEWS}
+    return inp

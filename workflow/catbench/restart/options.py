@@ -1,0 +1,74 @@
+"""The restart stage's knobs, with one source of truth: the config schema's ``restart`` and
+``server`` sections (and the top-level ``seed``). A job, a test or a hand-run command gives
+whole or partial sections; every value not given is the schema's default, never a second
+default written here, in the CLI or in a rule. The job's memory request is derived from
+the same settings, so the rule and the server cannot disagree on the buffer pool.
+"""
+
+from __future__ import annotations
+
+import jsonschema
+
+from ..core.config import ConfigError, load_schema, section
+from ..core.targets import settings_mb
+
+# Run order: clean uses the fully loaded, settled table; crash-during-load drops it and
+# ends with it fully loaded again (by resuming), so the first crash-under-queries hits a
+# freshly loaded index whose redo since the last checkpoint is still to be applied.
+KINDS = ("clean", "crash-during-load", "crash-under-queries")
+BUFFER_POOL_MODES = ("off", "on")
+FAULTS = ("corrupt-redo",)
+# Client side of a restart job (input scan, lookup keys, query threads), beside the server.
+CLIENT_MB = 1500
+
+
+class RestartError(RuntimeError):
+    """A restart failed: the server did not come back, or rows were lost / answers changed."""
+
+
+def default_seed() -> int:
+    return int(load_schema()["properties"]["seed"]["default"])
+
+
+def server_settings(restart: dict, server: dict) -> dict:
+    """The restart server's options: ``restart.settings`` over ``server.settings``."""
+    return {**(server.get("settings") or {}), **(restart.get("settings") or {})}
+
+
+def restart_job_mb(cfg: dict) -> int:
+    """Memory of a restart job (MiB): the client plus what the server settings ask for."""
+    return CLIENT_MB + settings_mb(server_settings(cfg["restart"], cfg["server"]))
+
+
+def _check_section(name: str, value: dict):
+    schema = load_schema()["properties"][name]
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
+            f"config key '{'.'.join([name, *map(str, e.absolute_path)])}': {e.message}" for e in errors))
+
+
+def resolve(restart: dict | None, server: dict | None, fault: str | None = None) -> tuple[dict, dict]:
+    """The ``restart`` and ``server`` sections with the schema's defaults filled in and
+    checked; RestartError for a kind, mode or fault that does not exist, ConfigError (the
+    key named) for anything else the schema rejects."""
+    rs, sv = section("restart", restart), section("server", server)
+    kinds = rs["kinds"]
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise RestartError(f"unknown restart kind(s) {bad}; choose from {', '.join(KINDS)}")
+    if rs["repetitions"] < 1:
+        raise RestartError(f"repetitions must be at least 1, not {rs['repetitions']}")
+    modes = rs["buffer_pool_dump"]
+    bad = [m for m in modes if m not in BUFFER_POOL_MODES]
+    if bad or not modes:
+        raise RestartError(f"buffer_pool_modes must be a non-empty subset of {BUFFER_POOL_MODES}, not {bad}")
+    if fault is not None and fault not in FAULTS:
+        raise RestartError(f"unknown fault drill {fault!r}; available: {', '.join(FAULTS)}")
+    if not 0 < rs["warm_factor"]:
+        raise RestartError("warm_factor must be positive")
+    rs["kinds"], rs["buffer_pool_dump"] = list(dict.fromkeys(kinds)), list(modes)
+    _check_section("restart", rs)
+    _check_section("server", sv)
+    return rs, sv
