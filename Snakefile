@@ -41,3 +41,7 @@ rule all:
         [rules.queries.input] if "queries" in STAGES else [],
         [rules.restart.input] if "restart" in STAGES else [],
         rules.report.input,
+
+
+onerror:
+    print_failed_jobs(log)

@@ -31,22 +31,11 @@ QUERY_DIR = "catbench-queries"
 
 
 def tiny_config(workdir: Path, targets: dict, run: str = RUN, **sections) -> Path:
-    """A run of a few seconds per job: one variant, one strategy, warm queries only. The
-    lookups and the concurrency phase keep each job's server up for a few seconds, long
-    enough to interrupt it. ``sections`` replace/extend top-level sections."""
-    cfg = {
-        "run": run,
-        "catalog": {"patch": {"objects": 300}, "sources_per_object": 2, "max_objects_per_part": 2000,
-                    "sky": {"ra_min_deg": 0, "ra_max_deg": 6, "dec_min_deg": -2, "dec_max_deg": 2}},
-        "partition": {"index_files": 3, "max_rows_per_group": 20000},
-        "targets": {name: {"path": str(p)} for name, p in targets.items()},
-        "fio": {"size": "4M", "runtime_s": 1, "numjobs": 1},
-        "server": {"settings": {"innodb_buffer_pool_size": "32M", "innodb_log_file_size": "16M"}},
-        "load": {"variants": ["qserv"], "strategies": ["sequential"], "lookup_count": 10000,
-                 "optimize_limit_s": 2, "sample_interval_s": 0.2},
-        "queries": {"repetitions": 1, "cold": False,
-                    "concurrency": {"streams": 1, "seconds": 1.5, "lv1_interval_s": 0.1}},
-    }
+    """tests/configs/tiny.yaml on ``targets`` as run ``run``; ``sections`` replace/extend
+    its top-level sections."""
+    cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+    cfg["run"] = run
+    cfg["targets"] = {name: {"path": str(p)} for name, p in targets.items()}
     for k, v in sections.items():
         cfg[k] = {**cfg[k], **v} if isinstance(v, dict) and isinstance(cfg.get(k), dict) else v
     workdir.mkdir(parents=True, exist_ok=True)

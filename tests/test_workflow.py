@@ -21,19 +21,7 @@ VENV_BIN = REPO / ".venv" / "bin"
 SNAKEMAKE = str(VENV_BIN / "snakemake")
 ENV = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
 
-SMALL = {
-    "run": "test",
-    "seed": 7,
-    "catalog": {
-        "patch": {"objects": 2000},
-        "sources_per_object": 3,
-        "filler_columns": 4,
-        "sky": {"ra_min_deg": 0, "ra_max_deg": 20, "dec_min_deg": -3, "dec_max_deg": 3},
-        "max_objects_per_part": 8000,   # 4 copies per part -> several parts
-    },
-    "partition": {"num_stripes": 85, "num_sub_stripes_per_stripe": 12, "overlap_deg": 0.01667,
-                  "max_rows_per_group": 100000, "index_files": 8},
-}
+SMALL = yaml.safe_load((REPO / "tests" / "configs" / "small.yaml").read_text())
 
 
 def snakemake(workdir: Path, configfile: Path, *args, timeout=600):

@@ -10,6 +10,7 @@ from snakemake.exceptions import WorkflowError
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importable uninstalled
 from catbench.core import layout as cb_layout  # noqa: E402
+from catbench.core import metrics as cb_metrics  # noqa: E402
 from catbench.core import config as cb_config  # noqa: E402
 from catbench.core import targets as cb_targets  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
@@ -72,6 +73,16 @@ def cfg_json(*sections):
     """The config sections a job depends on, as JSON: a change re-runs only the rules
     that read the changed section (Snakemake's params rerun trigger)."""
     return json.dumps({k: config[k] for k in sections}, sort_keys=True)
+
+
+def print_failed_jobs(snakemake_log):
+    """onerror: each failed job's own first error line and its log, on the console."""
+    try:
+        text = Path(snakemake_log).read_text(errors="replace")
+    except (OSError, TypeError):
+        return
+    for line in cb_metrics.failed_jobs(text):
+        print(f"catbench: {line}", file=sys.stderr)
 
 
 def target_slurm_extra(wildcards):

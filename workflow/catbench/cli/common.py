@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 
 log = logging.getLogger("catbench")
+_signals: list[int] = []
+
+
+def on_signal(signum, frame):
+    """SIGTERM (Snakemake, Slurm, kill) and SIGINT unwind like Ctrl-C, so `finally` blocks
+    remove partial outputs and stop servers; the signal is remembered, so what fails
+    because of it (a server that got the same Ctrl-C: "Lost connection") is reported as
+    an interruption, not as a fault of the target."""
+    _signals.append(signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
 
 
 def guarded(func, expected: tuple, name: str):
@@ -16,6 +29,11 @@ def guarded(func, expected: tuple, name: str):
         try:
             return func(args)
         except expected as exc:
+            if _signals:
+                what = f"interrupted by {signal.Signals(_signals[0]).name}"
+                log.error("%s (what failed after it: %s)", what, exc)
+                print(f"catbench {name}: {what}", file=sys.stderr)
+                return 128 + _signals[0]
             log.error("%s", exc)
             print(f"catbench {name}: error: {exc}", file=sys.stderr)
             return 1

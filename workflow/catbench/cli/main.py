@@ -19,6 +19,7 @@ from ..core.targets import TargetError, check_targets
 from ..load.comparison import compare_loads
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
+from .common import on_signal
 
 log = logging.getLogger("catbench")
 
@@ -133,15 +134,10 @@ def _families(argv, own) -> list[str]:
     return named or ([] if command in own else list(FAMILIES))
 
 
-def _exit_on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)
-
-
 def main(argv=None):
-    # SIGTERM (Snakemake, Slurm, kill) unwinds like Ctrl-C: `finally` blocks remove
-    # partial outputs even when no private server (with its own handler) is running.
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, on_signal)
     setup_logging()
     ap = argparse.ArgumentParser(prog="catbench", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -176,7 +172,7 @@ def main(argv=None):
         importlib.import_module(f".{module}", __package__).add_subcommands(sub)
     logging.getLogger("mysql.connector").setLevel(logging.WARNING)
     a = ap.parse_args(argv)
-    if hasattr(a, "func"):          # storage sub-commands return their exit code
+    if hasattr(a, "func"):          # family sub-commands (guarded) return their exit code
         return a.func(a)
     try:
         a.fn(a)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import resource
 import time
 from pathlib import Path
@@ -98,3 +99,28 @@ def summarise(job_files, out_path, rows_stage: str = "catalog") -> dict:
 
 def setup_logging(level=logging.INFO):
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+_FAILED = re.compile(r"^Error in rule (\S+):\n(?:.*\n)*?\s+log: (\S+)", re.M)
+
+
+def failed_jobs(snakemake_log: str) -> list[str]:
+    """For the console when a run fails: each failed job's rule, its own first error line
+    (not Snakemake's long command line) and the log path, from Snakemake's own log."""
+    out = []
+    for rule, path in dict.fromkeys(_FAILED.findall(snakemake_log)):
+        first = _first_error(Path(path))
+        out.append(f"{rule} failed: {first}  (log: {path})")
+    return out
+
+
+def _first_error(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log written)"
+    for pattern in (r"^catbench [\w-]+: (error|interrupted)", r" ERROR ", r"Error|error"):
+        hit = next((ln for ln in lines if re.search(pattern, ln)), None)
+        if hit:
+            return hit.strip()[:300]
+    return lines[-1].strip()[:300] if lines else "(empty log)"

@@ -192,7 +192,7 @@ def check_coordinates(ra, dec, where: str = "input"):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise CoordinateError(
-            f"{where}: row {i}: coordinates ra={ra[i]!r}, dec={dec[i]!r} are NaN or out of "
+            f"{where}: row {i}: coordinates ra={float(ra[i])}, dec={float(dec[i])} are NaN or out of "
             f"range (need 0 <= ra <= 360, -90 <= dec <= 90); {int(bad.sum())} bad row(s) in "
             f"all. Fix the input catalog.")
     return np.where(ra == 360.0, 0.0, ra), dec
