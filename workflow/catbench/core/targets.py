@@ -47,21 +47,25 @@ def check_target(name: str, path, need_bytes: int = 0, create: bool = True) -> d
     where = f"storage target '{name}' ({p})"
     if p.exists() and not p.is_dir():
         raise TargetError(f"{where} is not a directory; point targets.{name}.path at a directory")
-    if not p.exists() and not create:
-        p = next(a for a in p.absolute().parents if a.exists())
-        if not p.is_dir():
-            raise TargetError(f"{where} cannot be created: {p} is not a directory")
-    elif not p.exists():
+    missing = not p.exists()
+    if missing and not create:
+        p = next(a for a in p.absolute().parents if a.exists())  # judged by where it would go
+    elif missing:
         try:
             p.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise TargetError(f"{where} does not exist and cannot be created ({exc.strerror}); "
                               f"create it or fix targets.{name}.path") from exc
     try:
+        if not p.is_dir():
+            raise NotADirectoryError(20, "a parent is not a directory")
         with tempfile.NamedTemporaryFile(dir=p, prefix=".catbench-write-test-"):
             pass
     except OSError as exc:
         # os.access() is not enough: root passes it on any mode, only a real write tells.
+        if missing and not create:
+            raise TargetError(f"{where} does not exist and cannot be created ({p}: {exc.strerror}); "
+                              f"create it or fix targets.{name}.path") from exc
         raise TargetError(f"{where} is not writable ({exc.strerror}); fix its permissions or mount "
                           f"options, or choose another path") from exc
     st = os.statvfs(p)

@@ -1,0 +1,106 @@
+"""The secondary-index input straight from the catalog generator (the index study at the
+users' scale): ``key \\t chunkId \\t subChunkId`` of every Object, in generation order,
+split into the same files with the same bytes and manifest as the partition stage writes
+(``partition.write_index_input``) — but with no Source rows, no wide columns, no chunk
+files and no staging. Only the base patch's positions are kept; each copy is moved,
+located and written, so memory is one copy's rows (bounded by ``catalog.patch.objects``),
+whatever the catalog's size. Files are independent: worker processes write them in
+parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+from ..core.files import atomic_path
+from ..core.index_input import write_manifest
+from ..core.layout import COPY_STRIDE, copy_layout
+from .catalog import _move, generate_patch
+from .chunker import Chunker
+
+log = logging.getLogger(__name__)
+KEY_WIDTH = 28  # the seed's CHAR(28) source_id
+_STATE: dict = {}  # the patch positions and layout, set in each worker process
+
+
+def _setup(cfg: dict):
+    """The base patch's positions (the generator is seeded: every process gets the same)."""
+    patch = generate_patch(cfg["catalog"], cfg["seed"]).objects
+    p = cfg["partition"]
+    _STATE.update(oid=patch["objectId"].to_numpy(), ra=patch["ra_PS"].to_numpy(),
+                  dec=patch["decl_PS"].to_numpy(), layout=copy_layout(cfg["catalog"]),
+                  chunker=Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"]))
+
+
+def bounds(total: int, n_files: int) -> list[int]:
+    """First row of each file (and the end): the partition stage's even split."""
+    n_files = min(n_files, total)
+    return [total * k // n_files for k in range(n_files + 1)]
+
+
+def _copy_rows(copy: int, lo: int, hi: int):
+    """(objectId, chunkId, subChunkId) of objects lo..hi-1 of one copy."""
+    s = _STATE
+    lay = s["layout"]
+    ra, dec = _move(s["ra"][lo:hi], s["dec"][lo:hi], lay["dec_centre"][copy], lay["ra_start"][copy])
+    chunk, sub = s["chunker"].locate(ra, dec, where=f"copy {copy}")
+    return s["oid"][lo:hi] * COPY_STRIDE + copy, chunk, sub
+
+
+def _write_file(args) -> tuple[str, int, int, int]:
+    """Rows [first, end) of the whole index into part-<k>.tsv of both folders."""
+    import polars as pl
+
+    k, first, end, out_numeric, out_char = args
+    n_obj = len(_STATE["oid"])
+    name = f"part-{k:05d}.tsv"
+    with atomic_path(Path(out_numeric) / name) as num_tmp, atomic_path(Path(out_char) / name) as chr_tmp, \
+            open(num_tmp, "wb") as num, open(chr_tmp, "wb") as char:
+        row = first
+        while row < end:
+            copy, lo = divmod(row, n_obj)
+            hi = min(n_obj, lo + (end - row))
+            oid, chunk, sub = _copy_rows(copy, lo, hi)
+            df = pl.DataFrame({"objectId": oid, "chunkId": chunk, "subChunkId": sub})
+            df.write_csv(num, separator="\t", include_header=False)
+            df.with_columns(pl.col("objectId").cast(pl.String).str.zfill(KEY_WIDTH)) \
+              .write_csv(char, separator="\t", include_header=False)
+            row += hi - lo
+    return name, end - first, (Path(out_numeric) / name).stat().st_size, (Path(out_char) / name).stat().st_size
+
+
+def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | None = None,
+                   workers: int = 1) -> dict:
+    """Write the index input of the catalog ``cfg`` describes (its first ``rows`` rows when
+    given) into ``out_numeric`` (objectId keys) and ``out_char`` (CHAR(28) keys)."""
+    t0 = time.monotonic()
+    _setup(cfg)
+    whole = len(_STATE["layout"]) * len(_STATE["oid"])
+    total = whole if rows is None else min(int(rows), whole)
+    if total <= 0:
+        raise ValueError("the catalog has no objects: nothing to write to the index input")
+    if rows is not None and rows > whole:
+        raise ValueError(f"index rows {rows} exceed the catalog's {whole} objects; enlarge "
+                         f"catalog.patch.objects or catalog.sky")
+    b = bounds(total, n_files)
+    out_numeric, out_char = Path(out_numeric), Path(out_char)
+    for d in (out_numeric, out_char):
+        d.mkdir(parents=True, exist_ok=True)
+    tasks = [(k, b[k], b[k + 1], str(out_numeric), str(out_char)) for k in range(len(b) - 1)]
+    done, written = [], 0
+    # not fork: polars' thread pool does not survive a fork of a process that used it
+    ctx = mp.get_context("forkserver")
+    with ctx.Pool(max(1, workers), initializer=_setup, initargs=(cfg,)) as pool:
+        for name, n, num_bytes, chr_bytes in pool.imap(_write_file, tasks):
+            done.append((name, n, num_bytes, chr_bytes))
+            written += n
+            dt = time.monotonic() - t0
+            log.info("index input: %d/%d files, %d/%d rows, %.2f M rows/s, ETA %.0f s", len(done),
+                     len(tasks), written, total, written / dt / 1e6, dt / written * (total - written))
+    write_manifest(out_numeric, {n: {"rows": r, "bytes": nb} for n, r, nb, _ in done}, total)
+    write_manifest(out_char, {n: {"rows": r, "bytes": cb} for n, r, _, cb in done}, total)
+    seconds = time.monotonic() - t0
+    return {"files": len(tasks), "rows": total, "seconds": seconds, "rows_per_s": total / seconds}
