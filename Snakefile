@@ -28,6 +28,7 @@ include: "workflow/rules/partition.smk"
 include: "workflow/rules/storage.smk"
 include: "workflow/rules/queries.smk"
 include: "workflow/rules/restart.smk"
+include: "workflow/rules/cluster.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -40,6 +41,7 @@ rule all:
         [rules.load_index.input] if "load_index" in STAGES else [],
         [rules.queries.input] if "queries" in STAGES else [],
         [rules.restart.input] if "restart" in STAGES else [],
+        [rules.cluster.input] if "cluster" in STAGES else [],
         rules.report.input,
 
 

@@ -1,6 +1,9 @@
-"""A real single-node Slurm for tests: munged + slurmctld + slurmd on this machine, all
-private (own munge socket and key, own ports, state in a temp dir, no accounting
-database), stopped on exit whatever happens."""
+"""A real single-node Slurm for tests, configured as a site would: munged + slurmctld +
+slurmd on this machine, all private (own munge socket and key, own ports, state and
+slurm.conf in a temp dir reached through SLURM_CONF, no accounting database), a partition
+`batch` with an optional MaxTime, select/cons_tres + CR_Core_Memory, and a node that may
+declare fewer CPUs than this machine has; stopped on exit whatever happens. Nothing
+outside the temp dir is touched, so it runs beside a real Slurm installation too."""
 
 from __future__ import annotations
 
@@ -50,10 +53,23 @@ def _sbin(tool):
     return shutil.which(tool) or f"/usr/sbin/{tool}"
 
 
+def _srun_shim(bindir: Path, conf: Path):
+    """Snakemake's jobstep runs `srun` with every SLURM_* variable removed, SLURM_CONF
+    included, so srun would read the system's /etc/slurm: a shim first in PATH (sbatch
+    exports PATH to the job) gives it the private config back."""
+    bindir.mkdir()
+    shim = bindir / "srun"
+    shim.write_text(f"#!/bin/sh\nSLURM_CONF={conf} exec {shutil.which('srun') or '/usr/bin/srun'} \"$@\"\n")
+    shim.chmod(0o755)
+
+
 @contextlib.contextmanager
-def slurm_cluster(cpus: int | None = None, memory_mb: int | None = None):
-    """Yield the environment (with SLURM_CONF) under which sbatch/squeue/srun reach the
-    private cluster."""
+def slurm_cluster(cpus: int | None = None, memory_mb: int | None = None, max_time: str = "INFINITE",
+                  enforce_part_limits: str | None = None, partition: str = "batch"):
+    """Yield the environment (SLURM_CONF, PATH) under which sbatch/squeue/srun reach the
+    private cluster: one node of ``cpus`` CPUs (default: this machine's) and
+    ``memory_mb``, in partition ``partition`` with MaxTime ``max_time``;
+    ``enforce_part_limits`` (NO, ANY, ALL; default Slurm's NO)."""
     base = Path(tempfile.mkdtemp(prefix="cbslurm-", dir="/tmp"))
     procs: list[subprocess.Popen] = []
     host = socket.gethostname()
@@ -95,21 +111,13 @@ SelectTypeParameters=CR_Core_Memory
 MinJobAge=3600
 ReturnToService=2
 MpiDefault=none
+{f"EnforcePartLimits={enforce_part_limits}" if enforce_part_limits else ""}
 NodeName={host} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN
-PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+PartitionName={partition} Nodes={host} Default=YES MaxTime={max_time} State=UP
 """)
-    env = {**os.environ, "SLURM_CONF": str(conf)}
-    # Job steps (srun inside a batch job) look for the config at the default path,
-    # not in SLURM_CONF: put ours there for the test's lifetime, never over another.
-    system_conf = Path("/etc/slurm/slurm.conf")
-    if system_conf.is_symlink() and os.readlink(system_conf).startswith("/tmp/cbslurm-") \
-            and not system_conf.exists():
-        system_conf.unlink()  # left by a test run that was killed: ours, and dangling
-    if system_conf.exists() or system_conf.is_symlink():
-        shutil.rmtree(base, ignore_errors=True)
-        raise RuntimeError(f"{system_conf} exists: refusing to replace a real Slurm config")
-    system_conf.parent.mkdir(parents=True, exist_ok=True)
-    system_conf.symlink_to(conf)
+    _srun_shim(base / "bin", conf)
+    env = {**os.environ, "SLURM_CONF": str(conf), "PATH": f"{base / 'bin'}:{os.environ['PATH']}",
+           "CBSLURM_BASE": str(base)}  # for leftover_daemons(): this cluster's, not another test's
     try:
         procs.append(subprocess.Popen(
             [_sbin("munged"), "--foreground", "--force", f"--socket={msock}", f"--key-file={key}",
@@ -143,8 +151,6 @@ PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
             if proc.info["name"] in (*DAEMONS, "slurmstepd") and \
                     any(str(base) in c for c in proc.info["cmdline"] or []):
                 proc.kill()
-        if system_conf.is_symlink() and os.readlink(system_conf) == str(conf):
-            system_conf.unlink()
         shutil.rmtree(base, ignore_errors=True)
 
 

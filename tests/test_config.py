@@ -36,6 +36,22 @@ def test_defaults_are_filled_in():
     assert n_groups(cfg) >= 1 and cat_mod.n_copies(cfg["catalog"]) > 1000
 
 
+def test_repetitions_and_the_comparison_rule_have_schema_defaults():
+    cfg = validate({"catalog": {"patch": {}, "sky": {}}, "partition": {}})
+    assert [cfg[s]["repetitions"] for s in ("fio", "load", "queries", "restart")] == [3, 3, 3, 3]
+    assert cfg["report"] == {"confidence": 0.95, "practical_threshold": 0.1}
+    assert cfg["load"]["settings"] == {} and cfg["load"]["repetition_limit_s"] is None
+
+
+def test_default_run_gives_the_index_loads_a_pool_the_seed_table_outgrows():
+    cfg = validate(DEFAULT)
+    assert cfg["load"]["settings"]["innodb_buffer_pool_size"] == "6M"        # the least InnoDB takes
+    assert cfg["server"]["settings"]["innodb_buffer_pool_size"] == "256M"    # queries, restarts
+    # the seed table holds ~130 bytes per row after a random-order load: >= 5x a 6 MiB pool
+    from catbench.core.config import estimated_objects
+    assert estimated_objects(cfg) * 130 >= 5 * 6 * 2**20
+
+
 def with_change(dotted: str, value, delete=False):
     cfg = copy.deepcopy(DEFAULT)
     *path, last = dotted.split(".")
@@ -84,6 +100,14 @@ BAD = [
     ("server.settings", {"innodb_log_file_size": "1X"}, "server.settings.innodb_log_file_size"),
     ("server.settings", {"loose-skip-networking": 0}, "server.settings.loose-skip-networking"),
     ("restart.settings", {"skip-grant-tables": 1}, "restart.settings.skip-grant-tables"),
+    ("load.settings", {"skip-grant-tables": 1}, "load.settings.skip-grant-tables"),
+    ("load.repetitions", 0, "load.repetitions"),
+    ("fio.repetitions", 0, "fio.repetitions"),
+    ("restart.repetitions", 0, "restart.repetitions"),
+    ("report.confidence", 1.5, "report.confidence"),
+    ("report.confidence", 0.5, "report.confidence"),
+    ("report.practical_threshold", -0.1, "report.practical_threshold"),
+    ("report.bogus", 1, "report.bogus"),
 ]
 
 

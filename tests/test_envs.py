@@ -31,11 +31,16 @@ def test_rules_name_only_existing_envs():
         assert (REPO / "envs" / f"{name}.yaml").exists()
 
 
-def test_slurm_profile_sets_the_threads_of_every_multithreaded_rule():
-    # without it a job asks for the submitting host's cpu_count() and may never start
+def test_every_multithreaded_rule_takes_its_threads_from_the_config():
+    # a job whose threads came from the submitting host's cpu_count() may never start on
+    # smaller compute nodes: every threads: is job_threads("<its rule>") (core/jobs/requests.py,
+    # jobs.cpus), and no rule file reads the host's CPU count
     import re
-    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
     smk = "\n".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
-    threaded = {m.group(1) for m in re.finditer(r"^rule (\w+):(?:\n(?!rule ).*)*?\n    threads:", smk, re.M)}
+    threaded = {m.group(1): m.group(2) for m in
+                re.finditer(r"^rule (\w+):(?:\n(?!rule ).*)*?\n    threads: (.*)", smk, re.M)}
     assert threaded, "no rule declares threads: the check would prove nothing"
-    assert threaded <= set(profile["set-threads"]), threaded - set(profile["set-threads"])
+    assert {r: t for r, t in threaded.items() if t != f'job_threads("{r}")'} == {}
+    assert "cpu_count" not in smk and "MEASURE_THREADS" not in smk
+    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    assert "set-threads" not in profile  # one place: the config (a site may still add overrides)

@@ -50,3 +50,12 @@ def test_fio_on_dev_shm_records_direct_honestly(tmp):
         assert not (d / DATA_FILE).exists()
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_fio_repetitions_run_every_test_again(tmp):
+    rows = run_fio("disk", tmp / "target", "4M", 1, 1, tmp / "out", tests=("seq-write", "rand-read"),
+                   repetitions=2)
+    assert [(r["repetition"], r["test"]) for r in rows] == [
+        (0, "seq-write"), (0, "rand-read"), (1, "seq-write"), (1, "rand-read")]
+    assert sorted(p.name for p in (tmp / "out").iterdir()) == [
+        "rand-read.json", "rand-read.rep1.json", "seq-write.json", "seq-write.rep1.json"]

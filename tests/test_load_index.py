@@ -87,7 +87,7 @@ def test_run_load_index_exact(tmp, variant):
     target = tmp / "target"
     s = run_load_index("tmpdisk", target, files, out, variant=variant,
                        load={"sample_interval_s": 0.2, "optimize_limit_s": 30, "lookup_threads": 2,
-                             "lookup_count": 400})
+                             "lookup_count": 400, "repetitions": 1})
     assert s["rows"] == 10_000 and s["files"] == 4
     assert s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
     assert s["rows_per_s"] > 0 and s["table_bytes"] > 0
@@ -207,3 +207,33 @@ def test_interval_table_from_trace_and_samples():
     assert rows[0]["innodb_write_MBps"] is None
     assert rows[-1]["table_bytes"] == pytest.approx(10_000)
     assert default_interval(600) == 30 and default_interval(3) == 1
+
+
+def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
+    """load.repetitions loads into a dropped and re-created table after a server restart;
+    every file of the results carries the repetition, summary.json the medians and each
+    repetition's own figures; load.settings apply to this server only."""
+    files = write_files(tmp / "in", "qserv", 3, 1000)
+    out = tmp / "results" / "reps"
+    s = run_load_index("tmpdisk", tmp / "target", files, out, variant="qserv",
+                       load={"repetitions": 2, "sample_interval_s": 0.2, "optimize_limit_s": 0,
+                             "lookup_threads": 1, "lookup_count": 50,
+                             "settings": {"innodb_buffer_pool_size": "6M"}},
+                       server={"settings": {"innodb_buffer_pool_size": "64M"}})
+    assert s["n"] == 2 and [r["repetition"] for r in s["repetitions"]] == [0, 1]
+    assert all(r["checksum_ok"] and r["rows"] == 3000 for r in s["repetitions"])
+    assert s["seconds"] == pytest.approx(sum(r["seconds"] for r in s["repetitions"]) / 2)
+    assert s["server"]["variables"]["innodb_buffer_pool_size"] == str(6 * 2**20)
+    trace = pq.read_table(out / "trace.parquet").to_pylist()
+    assert [(t["repetition"], t["cumulative_rows"]) for t in trace] == [
+        (r, n) for r in (0, 1) for n in (1000, 2000, 3000)]
+    assert {r["repetition"] for r in pq.read_table(out / "samples.parquet").to_pylist()} == {0, 1}
+    assert {r["repetition"] for r in pq.read_table(out / "intervals.parquet").to_pylist()} == {0, 1}
+
+
+def test_a_long_repetition_stops_the_repeating(tmp):
+    files = write_files(tmp / "in", "qserv", 2, 500)
+    s = run_load_index("tmpdisk", tmp / "target", files, tmp / "results" / "one", variant="qserv",
+                       load={"repetitions": 3, "repetition_limit_s": 1e-6, "optimize_limit_s": 0,
+                             "lookup_threads": 1, "lookup_count": 10, "sample_interval_s": 0.2})
+    assert s["n"] == 1 and s["repetitions_requested"] == 3

@@ -1,6 +1,7 @@
 """The HTML report and `catbench compare`, on real metrics files written into tmp_path."""
 
 import argparse
+import base64
 import csv
 import re
 from pathlib import Path
@@ -33,7 +34,16 @@ def check_index(index: Path) -> str:
     for ref in refs:
         if ref.endswith(".png"):
             assert (index.parent / ref).read_bytes()[:8] == PNG
+    # self-contained: every image inline, and a PNG
+    srcs = re.findall(r'<img src="([^"]+)"', html)
+    for src in srcs:
+        assert src.startswith("data:image/png;base64,"), src[:40]
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG
     return html
+
+
+def shown_plots(html: str) -> set:
+    return set(re.findall(r'<img src="data:image/png;base64,[^"]+" alt="[^"]*" data-name="([a-z_]+)"', html))
 
 
 def test_report_with_every_stage(tmp_path):
@@ -42,11 +52,14 @@ def test_report_with_every_stage(tmp_path):
     assert cli("report", "--results", run) == 0
     index = run / "report" / "index.html"
     html = check_index(index)
-    for name in PLOTS:   # all stages present: every plot shown, with its caption
-        assert f'src="{name}.png"' in html
-    assert "Load rate (rows per second) against the number of rows" in html
+    assert shown_plots(html) == set(PLOTS)   # all stages present: every plot shown, with its caption
+    assert "Does the seed&#x27;s protocol collapse once the index outgrows the buffer pool?" in html \
+        or "Does the seed's protocol collapse once the index outgrows the buffer pool?" in html
     for t in ("storage", "load_time", "load_rate", "queries", "restart", "chunks", "stages"):
         assert f'href="tables/{t}.csv"' in html
+    # the answers come first, everything else follows collapsed
+    assert html.index('id="findings"') < html.index('id="plots"') < html.index('id="tables"')
+    assert html.index("Checks") < html.index('id="plots"')
     assert "does not return the same result" in html and "hunter2" not in html
 
 
@@ -55,7 +68,7 @@ def test_report_without_tables_and_optional_stages(tmp_path):
     out = tmp_path / "elsewhere"
     index = make_report(run, out)            # tables not built: built on the fly
     html = check_index(index)
-    assert 'src="load_rate.png"' in html and 'src="query_latency.png"' not in html
+    assert "collapse" in shown_plots(html) and "query_latency" not in shown_plots(html)
     assert "query latency: no data in this run" in html
     for name in PLOTS:   # declared rule outputs always exist
         assert (out / f"{name}.png").read_bytes()[:8] == PNG

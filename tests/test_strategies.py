@@ -56,7 +56,7 @@ def _servers(d: Path) -> list[int]:
     return out
 
 
-OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0)
+OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0, repetitions=1)
 
 
 def run(root: Path, name: str, files, variant, strategy, **kw):

@@ -180,7 +180,9 @@ def test_storage_and_load_tables_have_known_values(built):
 def test_queries_restart_chunks_stages(built):
     q = by(read(built / "queries.csv"), "target", "query", "cache")
     q1 = q[("a", "q1", "cold")]
-    assert q1["runs"] == "3" and float(q1["p50_s"]) == 2.0 and float(q1["max_s"]) == 3.0
+    assert q1["n"] == "3" and float(q1["p50_s"]) == 2.0 and float(q1["max_s"]) == 3.0
+    assert float(q1["min_s"]) == 1.0 and 1.0 <= float(q1["ci_low_s"]) <= 2.0 <= float(q1["ci_high_s"]) <= 3.0
+    assert q[("a", "q2", "warm")]["ci_low_s"] == ""          # one run: no interval
     assert float(q1["p95_s"]) == pytest.approx(2.9)
     assert q1["answer"] == "42" and q1["agrees"] == "false"          # b answered 41
     assert q[("b", "q2", "warm")]["agrees"] == "true" and q[("b", "q2", "warm")]["engine"] == "mariadb"
@@ -210,19 +212,22 @@ def test_every_csv_has_exactly_its_documented_columns(built, tmp_path):
     make_tables(run)
     for t in TABLES:
         assert header(run / "tables" / f"{t}.csv") == doc[t], t
-        if t != "storage":
+        if t not in ("storage", "storage_runs"):
             assert read(run / "tables" / f"{t}.csv") == [], t
 
 
-def test_summary_names_fastest_and_failed_checks(built):
+def test_summary_opens_with_findings_and_names_failed_checks(built):
     md = (built / "summary.md").read_text()
-    assert "Fastest load of variant seed: a with strategy parallel" in md
-    assert "Fastest target for seed/sequential: b" in md
+    assert md.index("## Findings") < md.index("## Checks") < md.index("## Storage | load time")
+    # single runs: the fastest strategy is named, but never as a finding
+    assert "a (seed table): **`parallel` is fastest**, 4.00 s [single run]" in md
+    assert "single runs, not a finding" in md
+    assert "Fastest target" not in md and "Fastest load of variant" not in md
     assert "checksum of the loaded table does not match" in md and "b/seed/sequential" in md
     assert "5 rows lost" in md
     assert "Query q1 does not return the same result" in md
     assert "OPTIMIZE TABLE was stopped" in md
-    assert "| target | filesystem |" in md and "ext4" in md       # storage | load time
+    assert "| target | variant | filesystem |" in md and "ext4" in md       # storage | load time
     assert "Load rate per interval (seed/sequential)" in md
 
 

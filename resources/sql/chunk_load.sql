@@ -2,8 +2,10 @@
 -- ObjectFullOverlap_<id>) and the secondary index into each target's server before the
 -- query suite; one row per target. A storage figure: same data, different disks.
 -- Input view chunk_loads = results/<run>/queries/<target>/mysql/summary.json "load".
+-- Measured once per target (n = 1: no interval; compare runs with `catbench compare`).
 SELECT
     target,
+    1                                  AS n,
     chunks,
     files,
     rows,

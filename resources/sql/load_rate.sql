@@ -1,7 +1,7 @@
--- load_rate.csv: the seed's load-rate table, one row per load and time interval.
+-- load_rate.csv: the seed's load-rate table, one row per load, repetition and time interval.
 -- Input view load_intervals = every results/<run>/load/<target>/<variant>/<strategy>/intervals.parquet
---   (or intervals.csv): (target, variant, strategy, interval, start_s, end_s, files, rows,
---    rows_per_s, input_read_MBps, target_write_MBps, innodb_write_MBps, table_bytes).
+--   (or intervals.csv): (target, variant, strategy, repetition, interval, start_s, end_s, files,
+--    rows, rows_per_s, input_read_MBps, target_write_MBps, innodb_write_MBps, table_bytes).
 -- Intervals are counted from the start of the load; the last one may be shorter.
 SELECT
     target,
@@ -17,6 +17,7 @@ SELECT
     round(start_s, 4)                AS start_s,
     round(end_s, 4)                  AS end_s,
     round(rows / nullif(end_s - start_s, 0), 1) AS rows_per_s,
-    round(innodb_write_MBps, 3)      AS innodb_write_MBps
+    round(innodb_write_MBps, 3)      AS innodb_write_MBps,
+    repetition
 FROM load_intervals
-ORDER BY target, variant, strategy, "interval"
+ORDER BY target, variant, strategy, repetition, "interval"

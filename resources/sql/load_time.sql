@@ -1,27 +1,64 @@
--- load_time.csv: one row per secondary-index load (target x variant x strategy).
--- Input view load_summaries = every results/<run>/load/<target>/<variant>/<strategy>/summary.json
---   (target, variant, strategy, files, rows, seconds, rows_per_s, sort_seconds, table_bytes,
---    lookup_qps, lookup_p50_s, lookup_p99_s, optimize_seconds, optimize_stopped, checksum_ok, ...).
--- speedup_vs_sequential compares with the `sequential` strategy of the same target and variant
--- (empty when that load is not in the run).
+-- load_time.csv: one row per secondary-index load (target x variant x strategy), over its
+-- repetitions (the raw rows are load_runs.csv).
+-- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<s>/.
+-- seconds is the median; _ci_low/_ci_high the report.confidence bootstrap interval of the
+-- median (empty when n < 2). speedup_vs_sequential = median seconds of `sequential` (same
+-- target and variant) / median seconds of this load, with the bootstrap interval of that
+-- ratio (ratio_ci_low/ratio_ci_high: catbench functions, report/stats.py).
+WITH g AS (
+    SELECT target, variant, strategy,
+           max(files)                       AS files,
+           max(rows)                        AS rows,
+           count(seconds)                   AS n,
+           list(seconds)                    AS secs,
+           median(seconds)                  AS seconds,
+           min(seconds)                     AS seconds_min,
+           max(seconds)                     AS seconds_max,
+           ci_low(list(seconds))            AS seconds_ci_low,
+           ci_high(list(seconds))           AS seconds_ci_high,
+           median(table_bytes)              AS table_bytes,
+           min(table_bytes)                 AS table_bytes_min,
+           max(table_bytes)                 AS table_bytes_max,
+           max(buffer_pool_bytes)           AS buffer_pool_bytes,
+           median(lookup_p50_s)             AS lookup_p50_s,
+           median(lookup_p99_s)             AS lookup_p99_s,
+           median(optimize_seconds)         AS optimize_seconds,
+           median(sort_seconds)             AS sort_seconds,
+           median(lookup_qps)               AS lookup_qps,
+           bool_and(checksum_ok)            AS checksum_ok,
+           bool_or(optimize_stopped)        AS optimize_stopped
+    FROM load_runs
+    GROUP BY target, variant, strategy
+)
 SELECT
     l.target,
     l.variant,
     l.strategy,
     l.files,
     l.rows,
-    round(l.seconds, 4)                        AS seconds,
-    round(l.rows_per_s, 1)                     AS rows_per_s,
-    round(s.seconds / l.seconds, 3)            AS speedup_vs_sequential,
-    l.table_bytes,
-    round(l.lookup_p50_s * 1000, 4)            AS lookup_p50_ms,
-    round(l.lookup_p99_s * 1000, 4)            AS lookup_p99_ms,
-    round(l.optimize_seconds, 4)               AS optimize_seconds,
-    round(l.sort_seconds, 4)                   AS sort_seconds,
-    round(l.lookup_qps, 1)                     AS lookup_qps,
+    l.n,
+    round(l.seconds, 4)                                AS seconds,
+    round(l.seconds_min, 4)                            AS seconds_min,
+    round(l.seconds_max, 4)                            AS seconds_max,
+    round(l.seconds_ci_low, 4)                         AS seconds_ci_low,
+    round(l.seconds_ci_high, 4)                        AS seconds_ci_high,
+    round(l.rows / nullif(l.seconds, 0), 1)            AS rows_per_s,
+    round(s.seconds / l.seconds, 3)                    AS speedup_vs_sequential,
+    round(ratio_ci_low(s.secs, l.secs), 3)             AS speedup_ci_low,
+    round(ratio_ci_high(s.secs, l.secs), 3)            AS speedup_ci_high,
+    CAST(round(l.table_bytes) AS BIGINT)               AS table_bytes,
+    l.table_bytes_min,
+    l.table_bytes_max,
+    l.buffer_pool_bytes,
+    round(l.table_bytes / nullif(l.buffer_pool_bytes, 0), 2) AS table_over_pool,
+    round(l.lookup_p50_s * 1000, 4)                    AS lookup_p50_ms,
+    round(l.lookup_p99_s * 1000, 4)                    AS lookup_p99_ms,
+    round(l.optimize_seconds, 4)                       AS optimize_seconds,
+    round(l.sort_seconds, 4)                           AS sort_seconds,
+    round(l.lookup_qps, 1)                             AS lookup_qps,
     l.checksum_ok,
     l.optimize_stopped
-FROM load_summaries AS l
-LEFT JOIN load_summaries AS s
+FROM g AS l
+LEFT JOIN g AS s
        ON s.target = l.target AND s.variant = l.variant AND s.strategy = 'sequential'
 ORDER BY l.target, l.variant, l.seconds, l.strategy

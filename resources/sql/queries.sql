@@ -1,6 +1,9 @@
--- queries.csv: query latency, one row per target x engine x query x cache state.
+-- queries.csv: query latency, one row per target x engine x query x cache state, over the
+-- runs of the query (the raw runs are query_runs.csv).
 -- Input view query_runs = every results/<run>/queries/<target>/<engine>/results.parquet (or .json)
---   (target, engine, query, cache ['cold'|'warm'], run, seconds, result_rows, answer, digest).
+--   (target, engine, query, cache ['cold'|'warm'|...], run, seconds, result_rows, answer, digest).
+-- p50_s is the median; ci_low_s/ci_high_s the report.confidence bootstrap interval of the
+-- median (empty when n < 2).
 -- `agrees` is true when every run of the query, on every target and engine, returned the same
 -- result (same digest -- or same answer where no digest was recorded -- and same row count).
 WITH per_query AS (
@@ -15,10 +18,13 @@ SELECT
     r.engine,
     r.query,
     r.cache,
-    count(*)                                    AS runs,
+    count(*)                                    AS n,
     round(quantile_cont(r.seconds, 0.5), 6)     AS p50_s,
-    round(quantile_cont(r.seconds, 0.95), 6)    AS p95_s,
+    round(min(r.seconds), 6)                    AS min_s,
     round(max(r.seconds), 6)                    AS max_s,
+    round(ci_low(list(r.seconds)), 6)           AS ci_low_s,
+    round(ci_high(list(r.seconds)), 6)          AS ci_high_s,
+    round(quantile_cont(r.seconds, 0.95), 6)    AS p95_s,
     max(r.result_rows)                          AS result_rows,
     mode(r.answer)                              AS answer,
     mode(r.digest)                              AS digest,

@@ -1,17 +1,29 @@
--- storage.csv: fio results, one row per storage target and fio test.
+-- storage.csv: fio results, one row per storage target and fio test, over its repetitions.
 -- Input view fio_runs = every results/<run>/fio/<target>/fio.csv
---   (target, test, MBps, iops, clat_p50_us, clat_p99_us, direct, numjobs, size_bytes, runtime_s).
--- Columns are documented in resources/report/columns.md.
+--   (target, test, repetition, MBps, iops, clat_p50_us, clat_p99_us, direct, numjobs, ...).
+-- Figures are medians over the repetitions; ci_low/ci_high = the report.confidence bootstrap
+-- interval of the median (ci_low/ci_high are catbench functions, see report/stats.py; empty
+-- when n < 2). The raw repetitions are storage_runs.csv. Columns: resources/report/columns.md.
 SELECT
     target,
     test,
-    round(MBps, 3)        AS MBps,
-    round(iops, 1)        AS iops,
-    round(clat_p50_us, 3) AS clat_p50_us,
-    round(clat_p99_us, 3) AS clat_p99_us,
-    direct,
-    numjobs
+    count(*)                            AS n,
+    round(median(MBps), 3)              AS MBps,
+    round(min(MBps), 3)                 AS MBps_min,
+    round(max(MBps), 3)                 AS MBps_max,
+    round(ci_low(list(MBps)), 3)        AS MBps_ci_low,
+    round(ci_high(list(MBps)), 3)       AS MBps_ci_high,
+    round(median(iops), 1)              AS iops,
+    round(min(iops), 1)                 AS iops_min,
+    round(max(iops), 1)                 AS iops_max,
+    round(ci_low(list(iops)), 1)        AS iops_ci_low,
+    round(ci_high(list(iops)), 1)       AS iops_ci_high,
+    round(median(clat_p50_us), 3)       AS clat_p50_us,
+    round(median(clat_p99_us), 3)       AS clat_p99_us,
+    bool_and(direct)                    AS direct,
+    max(numjobs)                        AS numjobs
 FROM fio_runs
+GROUP BY target, test
 ORDER BY target,
          -- the order fio runs them in: sequential first, then random
          CASE test WHEN 'seq-write' THEN 1 WHEN 'seq-read' THEN 2

@@ -1,4 +1,8 @@
 # Stage `catalog`: a seeded base patch, duplicated over the sky region, in parts.
+# With TSV chunk files (partition.formats), it also writes each value's TSV text once
+# (Arrow IPC): the patch's shared columns, each part's varying columns; the partition
+# stage glues them (workflow/catbench/prepare/rowtext.py).
+TEXT = "tsv" in config["partition"]["formats"]
 
 
 rule catalog_patch:
@@ -6,8 +10,12 @@ rule catalog_patch:
         objects=f"{RES}/catalog/patch/Object.parquet",
         sources=f"{RES}/catalog/patch/Source.parquet",
         metrics=f"{RES}/metrics/jobs/patch.json",
+        **({"objects_text": f"{RES}/catalog/patch/Object.text.arrow",
+            "sources_text": f"{RES}/catalog/patch/Source.text.arrow"} if TEXT else {}),
     params:
         cfg=cfg_json("seed", "catalog"),
+        text=lambda wildcards, output: (
+            f"--text {output.objects_text} {output.sources_text}" if TEXT else ""),
     log:
         f"{RES}/logs/catalog/patch.log",
     benchmark:
@@ -15,11 +23,10 @@ rule catalog_patch:
     conda:
         ENV_PY
     resources:
-        mem_mb=PART_MEM_MB,
-        runtime=30,
+        **job_resources("catalog_patch"),
     shell:
         "catbench patch --config {params.cfg:q} --objects {output.objects} "
-        "--sources {output.sources} --metrics {output.metrics} > {log} 2>&1"
+        "--sources {output.sources} --metrics {output.metrics} {params.text} > {log} 2>&1"
 
 
 rule catalog_part:
@@ -30,8 +37,12 @@ rule catalog_part:
         objects=f"{RES}/catalog/Object/part-{{part}}.parquet",
         sources=f"{RES}/catalog/Source/part-{{part}}.parquet",
         metrics=f"{RES}/metrics/jobs/catalog-{{part}}.json",
+        **({"objects_text": f"{RES}/catalog/Object/part-{{part}}.text.arrow",
+            "sources_text": f"{RES}/catalog/Source/part-{{part}}.text.arrow"} if TEXT else {}),
     params:
         cfg=cfg_json("seed", "catalog"),
+        text=lambda wildcards, output: (
+            f"--text {output.objects_text} {output.sources_text}" if TEXT else ""),
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",
     benchmark:
@@ -39,13 +50,12 @@ rule catalog_part:
     conda:
         ENV_PY
     resources:
-        mem_mb=PART_MEM_MB,
-        runtime=60,
+        **job_resources("catalog_part"),
     shell:
         "catbench catalog-part --config {params.cfg:q} --part {wildcards.part} "
         "--patch-objects {input.objects} --patch-sources {input.sources} "
         "--objects {output.objects} --sources {output.sources} --metrics {output.metrics} "
-        "> {log} 2>&1"
+        "{params.text} > {log} 2>&1"
 
 
 rule catalog:

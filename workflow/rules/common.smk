@@ -1,7 +1,6 @@
 # Shared by all the .smk files: config validation (before any job runs), the results
 # folder and the DAG's sizes derived from the config.
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -14,6 +13,8 @@ from catbench.core import metrics as cb_metrics  # noqa: E402
 from catbench.core import config as cb_config  # noqa: E402
 from catbench.core import targets as cb_targets  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
+from catbench.core.jobs import requests as cb_requests  # noqa: E402
+from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
 
 try:
     _validated = cb_config.validate(config)
@@ -39,27 +40,23 @@ ENV_PY = "../../envs/python.yaml"
 ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"
 TARGETS = list(config["targets"])
-# Measuring jobs ask for the whole machine (capped at --cores), so on a workstation
-# nothing else runs beside them; a cluster profile sets their threads instead.
-MEASURE_THREADS = os.cpu_count() or 1
+# What each job asks for (threads, memory, time limit), from the config alone: the one
+# place is workflow/catbench/core/jobs/requests.py (rules call job_threads/job_resources;
+# a site may still override in its profile with set-threads / set-resources).
+JOB_REQUESTS = cb_requests.requests(config)
+for _domain in cb_requests.measure_domains(config):
+    workflow.register_resource(_domain, 1)  # one measuring job at a time per node (or host)
 # Optional measuring stages of this run: what `all` builds and the final tables require.
 STAGES = config["stages"]
 _STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "restart": "restart"}
-TABLE_REQUIRE = " ".join(["chunks", "metrics"] + [_STAGE_RESULTS[s] for s in STAGES])
+# (the tables do not read the cluster stage's results/<run>/cluster/ yet)
+TABLE_REQUIRE = " ".join(["chunks", "metrics"] + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
+# Targets that get a Galera cluster (cluster.targets, or all).
+CLUSTER_TARGETS = list(config["cluster"]["targets"] or TARGETS)
 # Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds.
 INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
 PARTS = [f"{p:05d}" for p in range(len(cb_layout.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
-# Memory per job scales with a part or group, never with the whole catalog.
-_ROW_BYTES = 8 * (16 + config["catalog"]["filler_columns"])
-PART_MEM_MB = 500 + 6 * _ROW_BYTES * config["catalog"]["max_objects_per_part"] * (
-    1 + config["catalog"]["sources_per_object"]) // 2**20
-GROUP_MEM_MB = 500 + 4 * _ROW_BYTES * config["partition"]["max_rows_per_group"] // 2**20
-# Loader client memory (keys for lookups, sort buffers) plus the server's buffer pool.
-LOAD_MEM_MB = 1500 + cb_targets.settings_mb(config["server"]["settings"])
-# Restart job: its client plus the server (restart.settings over server.settings).
-from catbench.restart.options import restart_job_mb  # noqa: E402
-RESTART_MEM_MB = restart_job_mb(config)
 # A load job reads the load and server sections (`catbench load-index --config`), except
 # which variants and strategies run: those shape the DAG, so adding a strategy does not
 # re-run the loads already done (Snakemake's params rerun trigger).
@@ -91,7 +88,74 @@ def target_slurm_extra(wildcards):
     return f"--nodelist={shlex.quote(node)}" if node else ""
 
 
+def _request(name):
+    if name not in JOB_REQUESTS:
+        raise WorkflowError(f"rule {name} has no request in workflow/catbench/core/jobs/requests.py")
+    return JOB_REQUESTS[name]
+
+
+def job_threads(rule):
+    """threads: of a rule, from JOB_REQUESTS (jobs.cpus for a measuring rule). On a local
+    run a measuring job takes every core given with --cores, so nothing runs beside it."""
+    req = _request(rule)
+
+    def threads(wildcards):
+        return max(req.threads, workflow.cores or 1) if req.measuring and workflow.local_exec else req.threads
+    return threads
+
+
+def job_resources(rule):
+    """resources: of a rule, from JOB_REQUESTS: mem_mb, runtime (min), the target's node
+    under Slurm (--nodelist) and, for a measuring rule, its node's measure resource
+    (one at a time) and the whole Slurm node (--exclusive, jobs.exclusive)."""
+    req = _request(rule)
+    res = {"mem_mb": req.mem_mb, "runtime": req.runtime}
+
+    def slurm_extra(wildcards):
+        pin = target_slurm_extra(wildcards) if wildcards.get("target") else ""
+        return " ".join(x for x in ("--exclusive" if req.measuring and config["jobs"]["exclusive"] else "", pin) if x)
+    res["slurm_extra"] = slurm_extra
+    if req.measuring:
+        for domain in cb_requests.measure_domains(config):
+            res[domain] = lambda wildcards, d=domain: int(
+                cb_requests.measure_domain(config, wildcards.get("target")) == d)
+    return res
+
+
+def check_slurm_requests():
+    """onstart, after the DAG is built and before the first sbatch, under the slurm
+    executor only: every job's request must fit its partition (MaxTime, CPUs and memory
+    of its nodes, a pinned node inside it), else stop naming the rule, the request, the
+    limit and the config key to edit. SIGTERM then cancels the submitted jobs, like Ctrl-C."""
+    plugin = workflow.executor_plugin
+    if plugin is None or plugin.name != "slurm":
+        return
+    cb_slurm.cancel_on_signal(getattr(getattr(workflow.scheduler, "_executor", None), "run_uuid", None))
+    jobs = []
+    for job in workflow.dag.needrun_jobs():
+        req, res = JOB_REQUESTS.get(job.rule.name), job.resources
+        asked = {"threads": job.threads, "mem_mb": res.get("mem_mb"), "runtime": res.get("runtime") or 0}
+        target = job.wildcards_dict.get("target")
+        jobs.append({"rule": job.rule.name, "partition": res.get("slurm_partition"), **asked,
+                     "node": cb_slurm.nodelist(res.get("slurm_extra")),
+                     "keys": {**(req.keys if req else {}), "node": f"targets.{target}.node"},
+                     "overridden": {k: req is not None and v != getattr(req, k) for k, v in asked.items()}})
+    try:
+        problems, warnings = cb_slurm.check_jobs(jobs, cb_slurm.read_partitions())
+    except cb_slurm.SlurmError as e:
+        raise WorkflowError(str(e))
+    for w in warnings:
+        print(f"catbench: warning: {w}", file=sys.stderr)
+    if problems:
+        raise WorkflowError(f"catbench: {len(problems)} job request(s) do not fit the Slurm partitions; "
+                            "nothing was submitted:\n  " + "\n  ".join(problems))
+
+
 def target_env(wildcards):
     """Shell prefix for a target's jobs: its server tmpdir when targets.<t>.tmpdir is set."""
     tmp = config["targets"][wildcards.target].get("tmpdir")
     return f"CATBENCH_TMPDIR={shlex.quote(tmp)}" if tmp else ""
+
+
+onstart:
+    check_slurm_requests()

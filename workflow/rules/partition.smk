@@ -20,10 +20,10 @@ rule partition_map:
     conda:
         ENV_PY
     resources:
-        mem_mb=PART_MEM_MB,
-        runtime=60,
+        **job_resources("partition_map"),
     shell:
-        "catbench partition-map --config {params.cfg:q} --objects {input.objects} "
+        # One BLAS thread: numpy's OpenBLAS pool costs 0.1 CPU-s per job start, unused here.
+        "OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects} "
         "--sources {input.sources} --out {output.staging} --groups {params.groups} "
         "--metrics {output.metrics} > {log} 2>&1"
 
@@ -33,11 +33,20 @@ rule partition_reduce:
         staging=expand(f"{RES}/partition/staging/part-{{part}}", part=PARTS),
         objects=expand(rules.catalog_part.output.objects, part=PARTS),
         sources=expand(rules.catalog_part.output.sources, part=PARTS),
+        # TSV lines are glued from the text the catalog stage made (catalog.smk)
+        **({"text_objects": expand(rules.catalog_part.output.objects_text, part=PARTS),
+            "text_sources": expand(rules.catalog_part.output.sources_text, part=PARTS),
+            "patch_text": [rules.catalog_patch.output.objects_text,
+                           rules.catalog_patch.output.sources_text]} if TEXT else {}),
     output:
         manifest=f"{RES}/chunks/groups/group-{{group}}.tsv",
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
     params:
         chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
+        formats=" ".join(config["partition"]["formats"]),
+        text=lambda wildcards, input: (
+            f"--text-objects {' '.join(input.text_objects)} --text-sources "
+            f"{' '.join(input.text_sources)} --patch-text {' '.join(input.patch_text)}" if TEXT else ""),
     log:
         f"{RES}/logs/partition/reduce-{{group}}.log",
     benchmark:
@@ -45,15 +54,14 @@ rule partition_reduce:
     conda:
         ENV_PY
     resources:
-        mem_mb=GROUP_MEM_MB,
-        runtime=60,
-    threads: 1
+        **job_resources("partition_reduce"),
+    threads: job_threads("partition_reduce")
     shell:
-        # One polars thread per job thread: Snakemake already runs jobs side by side.
-        "POLARS_MAX_THREADS={threads} catbench partition-reduce --staging {input.staging} "
-        "--objects {input.objects} --sources {input.sources} --group {wildcards.group} "
-        "--chunks {params.chunks} --manifest {output.manifest} --metrics {output.metrics} "
-        "> {log} 2>&1"
+        # Arrow threads = job threads: Snakemake already runs jobs side by side.
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
+        "--staging {input.staging} --objects {input.objects} --sources {input.sources} "
+        "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
+        "--manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
 
 
 rule index_input:
@@ -72,11 +80,10 @@ rule index_input:
     conda:
         ENV_PY
     resources:
-        mem_mb=PART_MEM_MB,
-        runtime=60,
-    threads: 1
+        **job_resources("index_input"),
+    threads: job_threads("index_input")
     shell:
-        "POLARS_MAX_THREADS={threads} catbench index-input --staging {input.staging} --files {params.files} "
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench index-input --staging {input.staging} --files {params.files} "
         "--out {output.numeric} --out-seed {output.seed} --metrics {output.metrics} "
         "> {log} 2>&1"
 
@@ -99,8 +106,7 @@ rule chunk_list:
     conda:
         ENV_PY
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **job_resources("chunk_list"),
     shell:
         "catbench chunk-list --manifests {input.manifests} --out {output.chunks} "
         "--job-metrics {input.jobs} --summary {output.summary} > {log} 2>&1"

@@ -16,7 +16,7 @@ rule queries_mysql:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         env=target_env,
         results=lambda wildcards, input: Path(input.chunks).parent.parent,
-    threads: MEASURE_THREADS
+    threads: job_threads("queries_mysql")
     log:
         f"{RES}/logs/queries/{{target}}-mysql.log",
     benchmark:
@@ -24,9 +24,7 @@ rule queries_mysql:
     conda:
         ENV_SERVER
     resources:
-        mem_mb=LOAD_MEM_MB,
-        runtime=240,
-        slurm_extra=target_slurm_extra,
+        **job_resources("queries_mysql"),
     shell:
         "{params.env} catbench queries --engine mysql --target {wildcards.target} --path {params.path:q} "
         "--results {params.results} --config {params.cfg:q} --out {output} > {log} 2>&1"
@@ -40,7 +38,7 @@ rule queries_duckdb:
     params:
         cfg=cfg_json("run", "seed", "partition", "server", "queries"),
         results=lambda wildcards, input: Path(input.chunks).parent.parent,
-    threads: MEASURE_THREADS
+    threads: job_threads("queries_duckdb")
     log:
         f"{RES}/logs/queries/duckdb.log",
     benchmark:
@@ -48,8 +46,7 @@ rule queries_duckdb:
     conda:
         ENV_PY
     resources:
-        mem_mb=4000,
-        runtime=120,
+        **job_resources("queries_duckdb"),
     shell:
         "catbench queries --engine duckdb --results {params.results} "
         "--config {params.cfg:q} --out {output} > {log} 2>&1"
@@ -68,8 +65,7 @@ rule queries_check:
     conda:
         ENV_PY
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **job_resources("queries_check"),
     shell:
         "catbench queries-check --inputs {input} --out {output} > {log} 2>&1"
 

@@ -3,15 +3,21 @@
 
 TABLE_NAMES = [
     "storage",
+    "storage_runs",
     "load_time",
+    "load_runs",
     "load_rate",
+    "load_curve",
+    "load_collapse",
     "queries",
+    "query_runs",
     "chunk_load",
     "restart",
+    "restart_runs",
     "chunks",
     "stages",
 ]
-PLOT_NAMES = ["load_rate", "table_size", "fio", "query_latency", "restart_phases"]
+PLOT_NAMES = ["collapse", "speedup", "restart_timeline", "query_latency", "fio"]
 
 
 rule tables:
@@ -36,16 +42,18 @@ rule tables:
     params:
         results=lambda wildcards, output: Path(output.summary).parent.parent,
         require=TABLE_REQUIRE,
+        cfg=cfg_json("report"),
     log:
         f"{RES}/logs/tables.log",
+    benchmark:
+        f"{RES}/benchmarks/tables.tsv"
     conda:
         ENV_PY
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **job_resources("tables"),
     shell:
         "catbench tables --results {params.results} --require {params.require} "
-        "> {log} 2>&1"
+        "--config {params.cfg:q} > {log} 2>&1"
 
 
 rule report_html:
@@ -67,15 +75,17 @@ rule report_html:
         },
     params:
         results=lambda wildcards, output: Path(output.index).parent.parent,
+        cfg=cfg_json("report"),
     log:
         f"{RES}/logs/report.log",
+    benchmark:
+        f"{RES}/benchmarks/report.tsv"
     conda:
         ENV_PY
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **job_resources("report_html"),
     shell:
-        "catbench report --results {params.results} > {log} 2>&1"
+        "catbench report --results {params.results} --config {params.cfg:q} > {log} 2>&1"
 
 
 rule report:

@@ -15,7 +15,7 @@ rule restart_run:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         cfg=cfg_json("restart", "server", "seed"),
         out=lambda wildcards, output: Path(output[0]).parent,
-    threads: MEASURE_THREADS
+    threads: job_threads("restart_run")
     log:
         f"{RES}/logs/restart/{{target}}.log",
     benchmark:
@@ -23,9 +23,7 @@ rule restart_run:
     conda:
         ENV_SERVER
     resources:
-        mem_mb=RESTART_MEM_MB,
-        runtime=120,
-        slurm_extra=target_slurm_extra,
+        **job_resources("restart_run"),
     shell:
         "{params.env} catbench restart --target {wildcards.target} --path {params.path:q} "
         "--input-dir {input.index} --config {params.cfg:q} --out {params.out} > {log} 2>&1"

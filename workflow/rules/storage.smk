@@ -13,9 +13,7 @@ rule target_info:
     conda:
         ENV_PY
     resources:
-        mem_mb=500,
-        runtime=5,
-        slurm_extra=target_slurm_extra,
+        **job_resources("target_info"),
     shell:
         "catbench target-info --config {params.cfg:q} --target {wildcards.target} "
         "--out {output} > {log} 2>&1"
@@ -32,8 +30,9 @@ rule fio_run:
         size=config["fio"]["size"],
         runtime=config["fio"]["runtime_s"],
         numjobs=config["fio"]["numjobs"],
+        repetitions=config["fio"]["repetitions"],
         out=lambda wildcards, output: Path(output.csv).parent,
-    threads: MEASURE_THREADS
+    threads: job_threads("fio_run")
     log:
         f"{RES}/logs/fio/{{target}}.log",
     benchmark:
@@ -41,13 +40,11 @@ rule fio_run:
     conda:
         ENV_FIO
     resources:
-        mem_mb=1000,
-        runtime=30,
-        slurm_extra=target_slurm_extra,
+        **job_resources("fio_run"),
     shell:
         "catbench fio --target {wildcards.target} --path {params.path:q} --out {params.out} "
         "--size {params.size} --runtime-s {params.runtime} --numjobs {params.numjobs} "
-        "> {log} 2>&1"
+        "--repetitions {params.repetitions} > {log} 2>&1"
 
 
 rule fio:
@@ -65,7 +62,7 @@ rule load_index_run:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         env=target_env,
         cfg=LOAD_CFG,
-    threads: MEASURE_THREADS
+    threads: job_threads("load_index_run")
     log:
         f"{RES}/logs/load/{{target}}-{{variant}}-{{strategy}}.log",
     benchmark:
@@ -73,9 +70,7 @@ rule load_index_run:
     conda:
         ENV_SERVER
     resources:
-        mem_mb=LOAD_MEM_MB,
-        runtime=240,
-        slurm_extra=target_slurm_extra,
+        **job_resources("load_index_run"),
     shell:
         "{params.env} catbench load-index --target {wildcards.target} --path {params.path:q} "
         "--input-dir {input.index} --variant {wildcards.variant} "
@@ -100,8 +95,7 @@ rule load_compare:
     conda:
         ENV_PY
     resources:
-        mem_mb=500,
-        runtime=5,
+        **job_resources("load_compare"),
     shell:
         "catbench load-compare --summaries {input} --out {output} > {log} 2>&1"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System tools catbench drives: a MariaDB/MySQL server binary and fio; Slurm and munge
-# for the test that runs the workflow through a real single-node Slurm.
+# for the test that runs the workflow through a real single-node Slurm; chromium for the
+# test that opens the report in a real browser.
 # Installs the missing ones with apt-get when we are root on Debian/Ubuntu; otherwise
 # prints the exact command (or the conda env) and fails, so nothing half-works later.
 set -euo pipefail
@@ -11,10 +12,21 @@ command -v mariadbd >/dev/null || command -v mysqld >/dev/null \
 command -v mariadb-install-db >/dev/null || command -v mysql_install_db >/dev/null \
   || [ -x /usr/bin/mariadb-install-db ] || missing+=(mariadb-server)
 command -v fio >/dev/null || missing+=(fio)
+# The cluster stage: Galera, and the tools of both SST methods (mariabackup streams with socat).
+galera=no
+for so in /usr/lib/galera/libgalera_smm.so /usr/lib/galera-4/libgalera_smm.so /usr/lib64/galera-4/libgalera_smm.so; do
+  [ -e "$so" ] && galera=yes
+done
+[ "$galera" = yes ] || missing+=(galera-4)
+command -v mariadb-backup >/dev/null || command -v mariabackup >/dev/null || missing+=(mariadb-backup)
+command -v rsync >/dev/null || missing+=(rsync)
+command -v socat >/dev/null || missing+=(socat)
 for tool in slurmctld slurmd sbatch; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || missing+=(slurm-wlm)
 done
 command -v munged >/dev/null || [ -x /usr/sbin/munged ] || missing+=(munge)
+# A headless browser for the test that opens the HTML report as a person would.
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')

@@ -7,6 +7,8 @@ import logging
 import signal
 import sys
 
+from ..core.jobs.isolation import measuring, write_record
+
 log = logging.getLogger("catbench")
 _signals: list[int] = []
 
@@ -37,6 +39,21 @@ def guarded(func, expected: tuple, name: str):
             log.error("%s", exc)
             print(f"catbench {name}: error: {exc}", file=sys.stderr)
             return 1
+    run.__doc__ = func.__doc__
+    return run
+
+
+def measured(func, target_dir=lambda args: getattr(args, "path", None)):
+    """A sub-command that measures a target: it runs under ``core.jobs.isolation.measuring``
+    (locks on the node and on ``target_dir(args)``, the target's run directory; watch for
+    neighbours) and, when it succeeds, writes ``<out>/isolation.json`` saying whether it
+    ran alone."""
+    def run(args) -> int:
+        with measuring(getattr(args, "target", None), target_dir(args)) as rec:
+            code = func(args)
+        if code == 0:
+            write_record(rec, args.out)
+        return code
     run.__doc__ = func.__doc__
     return run
 

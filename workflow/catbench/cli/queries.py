@@ -16,7 +16,7 @@ from ..core.loaddata import LoadError
 from ..core.server import ServerError
 from ..query.chunk_tables import ChunkLoadError
 from ..query.suite import QUERY_NAMES, QueryError
-from .common import guarded
+from .common import guarded, measured
 
 log = logging.getLogger(__name__)
 EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSError, ValueError)
@@ -94,7 +94,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--start-timeout", type=float, help="seconds a server start may take (default "
                    "server.start_timeout_s)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
-    p.set_defaults(func=guarded(cmd_queries, EXPECTED, "queries"))
+    p.set_defaults(func=guarded(measured(cmd_queries), EXPECTED, "queries"))
 
     p = subparsers.add_parser("queries-check", help="cross-check query answers of all targets and engines",
                               description=cmd_queries_check.__doc__)

@@ -12,17 +12,31 @@ import logging
 import sys
 from pathlib import Path
 
+from ..core.config import ConfigError
 from ..report.inputs import STAGES, MetricsError
 from .common import guarded
 
 log = logging.getLogger(__name__)
 
 
+def _report_section(text: str | None) -> dict | None:
+    """--config: JSON text or a YAML/JSON file; its ``report`` section (None: the schema's)."""
+    if not text:
+        return None
+    if text.lstrip().startswith("{"):
+        cfg = json.loads(text)
+    else:
+        import yaml
+        cfg = yaml.safe_load(Path(text).read_text()) or {}
+    return cfg.get("report") or {}
+
+
 def cmd_tables(args) -> int:
-    """Final tables of a run (DuckDB SQL in resources/sql/) -> <out>/{storage,load_time,load_rate,
-    queries,restart,chunks,stages}.csv, summary.md, provenance.json."""
+    """Final tables of a run (DuckDB SQL in resources/sql/) -> <out>/<table>.csv (every table of
+    resources/report/columns.md), summary.md, provenance.json."""
     from ..report.tables import make_tables
-    written = make_tables(args.results, args.out, require=args.require or ())
+    written = make_tables(args.results, args.out, require=args.require or (),
+                          report=_report_section(args.config))
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0
@@ -31,7 +45,7 @@ def cmd_tables(args) -> int:
 def cmd_report(args) -> int:
     """Plots (PNG) and a self-contained index.html for a run."""
     from ..report.html import make_report
-    index = make_report(args.results, args.out, args.tables)
+    index = make_report(args.results, args.out, args.tables, report=_report_section(args.config))
     print(index)
     return 0
 
@@ -39,7 +53,7 @@ def cmd_report(args) -> int:
 def cmd_compare(args) -> int:
     """Differences between two runs' tables, joined on key columns, with ratios B/A."""
     from ..report import compare as cmp
-    rows = cmp.compare(args.results_a, args.results_b)
+    rows = cmp.compare(args.results_a, args.results_b, report=_report_section(args.config))
     out = Path(args.out) if args.out else \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
     cmp.write(rows, out)
@@ -62,6 +76,11 @@ def cmd_provenance(args) -> int:
     return 0
 
 
+def _config_arg(p) -> None:
+    p.add_argument("--config", help="config as JSON text or a YAML file: its report section (confidence, "
+                                    "practical_threshold; default: the schema's)")
+
+
 def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("tables", help="final CSV tables, summary.md and provenance.json of a run",
                               description=cmd_tables.__doc__)
@@ -69,14 +88,16 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--out", help="output directory (default RESULTS/tables)")
     p.add_argument("--require", nargs="*", choices=STAGES, metavar="STAGE",
                    help=f"stages that must have metrics ({', '.join(STAGES)}); default none")
-    p.set_defaults(func=guarded(cmd_tables, (MetricsError,), "tables"))
+    _config_arg(p)
+    p.set_defaults(func=guarded(cmd_tables, (MetricsError, ConfigError), "tables"))
 
     p = subparsers.add_parser("report", help="plots and index.html of a run",
                               description=cmd_report.__doc__)
     p.add_argument("--results", required=True, help="the run's results directory, results/<run>")
     p.add_argument("--tables", help="tables directory (default RESULTS/tables; built if absent)")
     p.add_argument("--out", help="output directory (default RESULTS/report)")
-    p.set_defaults(func=guarded(cmd_report, (MetricsError,), "report"))
+    _config_arg(p)
+    p.set_defaults(func=guarded(cmd_report, (MetricsError, ConfigError), "report"))
 
     p = subparsers.add_parser("compare", help="compare two runs' tables (ratios B/A)",
                               description=cmd_compare.__doc__)
@@ -84,7 +105,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("results_b", metavar="RESULTS_B", help="run B: results/<run> or its tables/")
     p.add_argument("--out", help="CSV to write (default RESULTS_B/tables/compare_<A>.csv)")
     p.add_argument("--limit", type=int, default=40, help="rows printed per table (default 40)")
-    p.set_defaults(func=guarded(cmd_compare, (MetricsError,), "compare"))
+    _config_arg(p)
+    p.set_defaults(func=guarded(cmd_compare, (MetricsError, ConfigError), "compare"))
 
     p = subparsers.add_parser("provenance", help="versions, settings, hardware of a run",
                               description=cmd_provenance.__doc__)

@@ -20,7 +20,7 @@ from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
 from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
-from .common import guarded, settings_arg
+from .common import guarded, measured, settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError, ConfigError)
@@ -105,4 +105,4 @@ def add_subcommands(subparsers) -> None:
                    help="restart.start_timeout_s: seconds a (re)start may take before the target is declared failed")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
     p.add_argument("--fault", choices=FAULTS, help=argparse.SUPPRESS)  # fault drill: must fail cleanly
-    p.set_defaults(func=guarded(cmd_restart, EXPECTED, "restart"))
+    p.set_defaults(func=guarded(measured(cmd_restart), EXPECTED, "restart"))

@@ -23,7 +23,7 @@ from ..core.targets import TargetError, parse_size
 from ..fio.bench import TESTS, FioError, run_fio
 from ..load.driver import run_load_index
 from ..load.strategies import STRATEGIES
-from .common import guarded, settings_arg
+from .common import guarded, measured, settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.connector.Error)
@@ -33,7 +33,7 @@ def cmd_fio(args) -> int:
     """Run the fio job files on one target; writes <out>/fio.csv and the raw JSON."""
     out = Path(args.out)
     rows = run_fio(args.target, args.path, parse_size(args.size), args.runtime_s, args.numjobs,
-                   out / "json", tests=args.tests or TESTS)
+                   out / "json", tests=args.tests or TESTS, repetitions=args.repetitions)
     pacsv.write_csv(pa.Table.from_pylist(rows), out / "fio.csv")
     return 0
 
@@ -60,6 +60,9 @@ LOAD_INDEX_FLAGS = (
     ("--lookup-threads", "load", "lookup_threads", {"type": int}, "point-lookup client threads"),
     ("--lookup-count", "load", "lookup_count", {"type": int}, "point lookups in total"),
     ("--lookup-seconds", "load", "lookup_seconds", {"type": float}, "time budget of the lookups (null: none)"),
+    ("--repetitions", "load", "repetitions", {"type": int}, "loads in this job; each figure is their median"),
+    ("--repetition-limit-s", "load", "repetition_limit_s", {"type": float},
+     "no further repetition once one took longer than this (null: none)"),
     ("--connections", "load", "connections", {"type": int},
      "parallel, deferred-pk, trans-partitioned: loading connections"),
     ("--transaction-rows", "load", "transaction_rows", {"type": int},
@@ -115,7 +118,10 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--runtime-s", type=float, default=20, help="seconds per test (default 20)")
     p.add_argument("--numjobs", type=int, default=16, help="parallel jobs of the random tests (default 16)")
     p.add_argument("--tests", nargs="*", choices=TESTS, help="subset of tests (default all)")
-    p.set_defaults(func=guarded(cmd_fio, EXPECTED, "fio"))
+    p.add_argument("--repetitions", type=int, default=1,
+                   help="run every test this many times (config fio.repetitions; default 1)")
+    # --path is <target>/<run>/fio: the target's lock sits beside the loads' one
+    p.set_defaults(func=guarded(measured(cmd_fio, lambda args: Path(args.path).parent), EXPECTED, "fio"))
 
     p = subparsers.add_parser("load-index", help="load the secondary index on one target",
                               description=cmd_load_index.__doc__)
@@ -134,4 +140,4 @@ def add_subcommands(subparsers) -> None:
         g.add_argument(flag, default=None, **kw,
                        help=f"{text} (default from the config: {sec}.{key}, schema default "
                             f"{json.dumps(schema[sec][key])})".replace("%", "%%"))
-    p.set_defaults(func=guarded(cmd_load_index, EXPECTED, "load-index"))
+    p.set_defaults(func=guarded(measured(cmd_load_index), EXPECTED, "load-index"))

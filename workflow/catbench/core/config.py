@@ -83,8 +83,20 @@ def _check_semantics(cfg: dict):
         raise ConfigError(f"config key 'partition.overlap_deg': {part['overlap_deg']} is larger "
                           f"than a sub-stripe ({sub_height:.6f} deg for "
                           f"{part['num_stripes']} x {part['num_sub_stripes_per_stripe']})")
+    # The queries stage loads the chunk tables into MySQL from TSV and runs DuckDB over
+    # Parquet (whose schema also gives the tables' DDL and the drawn parameters).
+    missing = [f for f in ("tsv", "parquet") if f not in part["formats"]]
+    if missing and "queries" in cfg["stages"]:
+        raise ConfigError(f"config key 'partition.formats': {part['formats']} lacks "
+                          f"{' and '.join(missing)}, which the queries stage needs (MySQL "
+                          f"loads chunk tables from TSV, DuckDB reads Parquet); add it, or "
+                          f"remove queries from 'stages'")
     _check_targets(cfg)
-    for key in ("server.settings", "restart.settings"):
+    unknown = [t for t in cfg["cluster"]["targets"] or [] if t not in cfg["targets"]]
+    if unknown:
+        raise ConfigError(f"config key 'cluster.targets': {', '.join(map(repr, unknown))} not in targets "
+                          f"({', '.join(cfg['targets'])})")
+    for key in ("server.settings", "restart.settings", "cluster.settings", "load.settings"):
         section, _, name = key.partition(".")
         try:
             validate_settings(cfg[section][name], key)

@@ -124,10 +124,14 @@ class Server:
 
     def __init__(self, name: str, basedir, settings: dict | None = None, binary: str | None = None,
                  tcp: bool = False, tmpdir=None, start_timeout: float = 120,
-                 socket_path=None, auth: str = "auto"):
+                 socket_path=None, auth: str = "auto", internal: dict | None = None):
         self.name = name
         self.basedir = Path(basedir).absolute()
         self.settings = validate_settings(settings)
+        # catbench's own options (Galera provider, cluster address, ports), never from a config
+        # so never checked by validate_settings: rendered after the user's (they win) at every
+        # start; None writes a bare flag, a dict value an option group (e.g. [sst]).
+        self.internal: dict = dict(internal or {})
         self.binary = find_server_binary(binary)
         self.tcp = tcp
         self.port: int | None = None
@@ -171,6 +175,12 @@ class Server:
             network = "skip-networking"
         flavor = "" if self.mariadb else "mysqlx=OFF"  # X plugin would listen on 33060
         settings = "\n".join(f"{k}={v}" for k, v in self.settings.items())
+        if self.internal:
+            lines = ["# --- catbench's own options (not from the config) ---"]
+            for group, opts in [(None, {k: v for k, v in self.internal.items() if not isinstance(v, dict)}),
+                                *((k, v) for k, v in self.internal.items() if isinstance(v, dict))]:
+                lines += ([f"[{group}]"] if group else []) + [k if v is None else f"{k}={v}" for k, v in opts.items()]
+            settings += "\n" + "\n".join(lines)
         return tmpl.substitute(name=self.name, socket=self.socket, user=self.user,
                                datadir=self.datadir, tmpdir=self.tmpdir, pid_file=self.pid_file,
                                error_log=self.error_log, network=network, flavor=flavor,
@@ -232,15 +242,16 @@ class Server:
                 return found
         raise ServerError(f"mariadb-install-db not found next to {self.binary}; {INSTALL_HINT}")
 
-    def start(self) -> float:
+    def start(self, allow_empty: bool = False) -> float:
         """Start and wait until ``SELECT 1`` answers over the socket; returns seconds.
 
         With ``tcp`` the port is picked free just before the start; if another process takes
         it in between (the server exits with "Address already in use"), another free port is
-        picked and the start retried, up to three times."""
+        picked and the start retried, up to three times. ``allow_empty`` starts on an empty
+        datadir that a state transfer fills (a Galera joiner's SST)."""
         for attempt in range(3):
             try:
-                return self._start()
+                return self._start(allow_empty)
             except _PortTaken as exc:
                 log.warning("target %s: TCP port %s was taken before the server bound it; "
                             "retrying on another free port", self.name, exc.port)
@@ -249,11 +260,13 @@ class Server:
         raise ServerError(f"target {self.name}: no free TCP port could be bound in 3 tries "
                           f"(last: {last.port}); last lines of {self.error_log}:\n{_tail(self.error_log)}")
 
-    def _start(self) -> float:
+    def _start(self, allow_empty: bool = False) -> float:
         if self.running:
             raise ServerError(f"target {self.name}: server already running (pid {self._pid})")
         self.cleanup_stale()
-        if not self.initialized:
+        if allow_empty:
+            self.datadir.mkdir(parents=True, exist_ok=True)
+        elif not self.initialized:
             raise ServerError(f"target {self.name}: {self.datadir} is not initialised; call initialize() first")
         self._write_config()
         cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args()]

@@ -82,10 +82,12 @@ def _row(target: str, test: str, doc: dict, direct: bool, numjobs: int, size: in
 
 
 def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, out_dir,
-            tests=TESTS, fio_binary: str | None = None) -> list[dict]:
-    """Run the job files in ``resources/fio`` on ``directory``; raw JSON goes to ``out_dir``.
+            tests=TESTS, fio_binary: str | None = None, repetitions: int = 1) -> list[dict]:
+    """Run the job files in ``resources/fio`` on ``directory``, every test ``repetitions``
+    times (all tests once, then again); raw JSON goes to ``out_dir`` (``<test>.json`` for
+    the first repetition, ``<test>.rep<N>.json`` after).
 
-    Rows: target, test, MBps (10^6 B/s), iops, clat_p50_us, clat_p99_us, direct, ...
+    Rows: target, test, repetition, MBps (10^6 B/s), iops, clat_p50_us, clat_p99_us, direct, ...
     """
     fio = fio_binary or find_fio()
     size_b = parse_size(size)
@@ -100,9 +102,9 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
         log.warning("target %s: %s refuses O_DIRECT; fio runs buffered (direct=false)", target_name, directory)
     rows = []
     try:
-        for test in tests:
+        for rep, test in ((r, t) for r in range(max(1, int(repetitions))) for t in tests):
             job_file = resources_dir() / "fio" / f"{test}.fio"
-            json_path = out_dir / f"{test}.json"
+            json_path = out_dir / (f"{test}.json" if rep == 0 else f"{test}.rep{rep}.json")
             while True:
                 env = dict(os.environ, DIRECTORY=str(directory), SIZE=str(size_b),
                            RUNTIME=str(max(1, int(round(runtime_s)))), NUMJOBS=str(int(numjobs)),
@@ -121,8 +123,9 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
                                    f"(exit {proc.returncode}): {text.strip()[-2000:]}")
                 break
             row = _row(target_name, test, _load_json(json_path), direct, numjobs, size_b, runtime_s, json_path)
-            log.info("target %s: %s %.1f MB/s %.0f IOPS p99 %.0f us", target_name, test, row["MBps"],
-                     row["iops"], row["clat_p99_us"] or -1)
+            row["repetition"] = rep
+            log.info("target %s: %s (repetition %d) %.1f MB/s %.0f IOPS p99 %.0f us", target_name, test, rep,
+                     row["MBps"], row["iops"], row["clat_p99_us"] or -1)
             rows.append(row)
     finally:
         for leftover in directory.glob(DATA_FILE + "*"):

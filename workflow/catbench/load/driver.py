@@ -2,6 +2,11 @@
 private server on it, creates the strategy's table, loads the validated input with the
 strategy while the sampler records, verifies row count and checksum against the input,
 runs OPTIMIZE TABLE under its limit and the point lookups, and writes the results.
+All of that is one repetition; the job makes ``load.repetitions`` of them (fewer when a
+repetition takes longer than ``load.repetition_limit_s``), each on a dropped and
+re-created table after a server restart, so each starts from an empty buffer pool. The
+server runs with ``load.settings`` over ``server.settings`` (e.g. a small buffer pool for
+the index study only).
 
 Orchestration only: the strategies are in ``strategies.py``, the measurements in
 ``measure.py``; the server's life (owner lock, stale cleanup, stop on every exit path,
@@ -17,6 +22,7 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -29,7 +35,7 @@ from ..core.loaddata import LoadError
 from ..core.server_tools import variables
 from ..core.session import private_server
 from ..core.targets import check_target, describe_target, device_for
-from .job import TIMINGS, LoadJob, LoadOptions, Outcome
+from .job import TIMINGS, LoadJob, LoadOptions, Outcome, Repetition
 from .measure import (
     default_interval,
     interval_table,
@@ -43,6 +49,9 @@ from .strategies import Strategy, get_strategy, table_name
 log = logging.getLogger(__name__)
 
 MAX_LOOKUP_KEYS = 100_000
+# Per-repetition figures whose median is the load's figure in summary.json.
+FIGURES = ("rows", "seconds", "rows_per_s", *TIMINGS, "verify_seconds", "table_bytes", "table_bytes_final",
+           "optimize_seconds", "optimize_elapsed_s", "lookups", "lookup_qps", "lookup_p50_s", "lookup_p99_s")
 
 
 def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed", strategy: str = "sequential",
@@ -51,8 +60,10 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
 
     ``load`` and ``server`` are (whole or partial) config sections; missing keys take the
     schema's defaults. Writes trace.parquet, samples.parquet, intervals.parquet/.csv,
-    phases.parquet and summary.json into ``out_dir``, which appears only on success (a
-    previous ``out_dir`` is removed at the start). Returns the summary.
+    phases.parquet (every row with its ``repetition``) and summary.json (the median of
+    each figure over the repetitions, and every repetition's own figures under
+    ``repetitions``) into ``out_dir``, which appears only on success (a previous
+    ``out_dir`` is removed at the start). Returns the summary.
     """
     v, plan = get_variant(variant), get_strategy(strategy)
     load, server = section("load", load), section("server", server)
@@ -67,27 +78,80 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
     table = table_name(v, strategy)
     summary = {"target": target, "variant": v.name, "strategy": strategy, "table": f"{DATABASE}.{table}",
                "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path),
-               "options": options.as_dict()}
+               "options": options.as_dict(), "repetitions_requested": load["repetitions"],
+               "repetition_limit_s": load["repetition_limit_s"]}
+    settings = {**server["settings"], **(load["settings"] or {})}
     with staged_output(out_dir) as work:
-        with private_server(target, path, f"load_index-{v.name}-{strategy}", server["settings"],
+        with private_server(target, path, f"load_index-{v.name}-{strategy}", settings,
                             binary=server["binary"], tcp=server["tcp"], start_timeout=server["start_timeout_s"],
                             keep_data=keep_data) as srv:
-            run = _load_and_measure(srv, summary, v, plan, table, files, options, load, path)
+            runs = _repetitions(srv, summary, v, plan, table, files, options, load, path)
         summary["server"]["timings"] = dict(srv.timings)
-        _write_results(work, summary, *run, load["interval_s"])
-    log.info("target %s: %s/%s: %d rows in %.1f s (%.0f rows/s); results in %s", target, v.name, strategy,
-             summary["rows"], summary["seconds"], summary["rows_per_s"] or 0, out_dir)
+        _aggregate(summary, runs)
+        _write_results(work, summary, runs, load["interval_s"])
+    log.info("target %s: %s/%s: %d rows in %.1f s (median of %d; %.0f rows/s); results in %s", target, v.name,
+             strategy, summary["rows"], summary["seconds"], summary["n"], summary["rows_per_s"] or 0, out_dir)
     return summary
 
 
-def _load_and_measure(srv, summary: dict, v: Variant, plan: Strategy, table: str, files: list[Path],
-                      options: LoadOptions, load: dict, path):
-    """The body of a load on a started server; fills ``summary``, returns what the result
-    files are made of: (outcome, sampler, t0, t1)."""
+def _repetitions(srv, summary: dict, v: Variant, plan: Strategy, table: str, files: list[Path],
+                 options: LoadOptions, load: dict, path) -> list[Repetition]:
+    """``load.repetitions`` loads on one server; the table is dropped and the server restarted
+    between them. Stops early once a repetition took longer than ``load.repetition_limit_s``."""
+    runs, limit = [], load["repetition_limit_s"]
+    for rep in range(load["repetitions"]):
+        if rep:
+            _fresh_start(srv, table)
+        figures = {"repetition": rep}
+        outcome, sampler, t0, t1 = _load_and_measure(srv, figures, summary, v, plan, table, files, options,
+                                                     load, path)
+        runs.append(Repetition(rep, figures, outcome, sampler, t0, t1))
+        log.info("target %s: %s/%s repetition %d: %.1f s", summary["target"], v.name, plan.name, rep,
+                 figures["seconds"])
+        if limit is not None and figures["seconds"] > limit and rep + 1 < load["repetitions"]:
+            log.info("target %s: %s/%s took %.1f s > load.repetition_limit_s %s: n=%d", summary["target"],
+                     v.name, plan.name, figures["seconds"], limit, len(runs))
+            break
+    return runs
+
+
+def _fresh_start(srv, table: str):
+    """Drop the table and restart the server: the next repetition starts with an empty pool."""
     conn = srv.connect()
     try:
-        summary["server"] = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
-                             "variables": variables(conn)}
+        conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{table}`")
+    finally:
+        conn.close()
+    srv.stop()
+    srv.start()
+
+
+def _aggregate(summary: dict, runs: list[Repetition]):
+    """The load's figures: the median over repetitions (checks: all must pass), plus each
+    repetition's own figures under ``repetitions``."""
+    reps = [r.figures for r in runs]
+    for k in FIGURES:
+        vals = [r[k] for r in reps if r.get(k) is not None]
+        summary[k] = float(np.median(vals)) if vals else None
+    summary["rows"] = reps[0]["rows"]
+    summary["n"] = len(reps)
+    summary["checksum_ok"] = all(r["checksum_ok"] for r in reps)
+    summary["optimize_stopped"] = any(r.get("optimize_stopped") for r in reps)
+    for k, val in reps[0].items():   # settings-like values: the first repetition's
+        if k != "repetition":
+            summary.setdefault(k, val)
+    summary["repetitions"] = reps
+
+
+def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strategy, table: str,
+                      files: list[Path], options: LoadOptions, load: dict, path):
+    """One repetition on a started server: fills ``figures`` (and ``summary["server"]`` the
+    first time), returns what the result files are made of: (outcome, sampler, t0, t1)."""
+    conn = srv.connect()
+    try:
+        if "server" not in summary:
+            summary["server"] = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
+                                 "variables": variables(conn)}
         cur = conn.cursor()
         cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
         cur.execute(plan.table_ddl(v, DATABASE, table))
@@ -106,7 +170,7 @@ def _load_and_measure(srv, summary: dict, v: Variant, plan: Strategy, table: str
     finally:
         conn.close()
     rows = verified["rows"]
-    summary.update({
+    figures.update({
         "rows": rows, "seconds": t1 - t0, "rows_per_s": rows / (t1 - t0) if t1 > t0 else None,
         **{k: outcome.timings.get(k, 0.0) for k in TIMINGS}, "verify_seconds": verified["verify_seconds"],
         "connections": outcome.extra.get("connections", 1),
@@ -154,19 +218,29 @@ def _write_table(rows: list[dict], path: Path):
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-def _write_results(work: Path, summary: dict, outcome: Outcome, sampler: Sampler, t0: float, t1: float,
-                   interval_s: float | None):
-    """The load-rate table (intervals with their phase), the phases, trace, samples and summary."""
-    interval = interval_s or default_interval(t1 - t0)
-    intervals = interval_table(outcome.trace, sampler.rows, t0, t1, interval)
-    for r in intervals:
-        r["phase"] = phase_at(outcome.phases, t0 + r["end_s"] - 1e-6)
-    summary["interval_s"] = interval
-    summary["phases"] = [{**p, "start_s": p["start"] - t0, "end_s": p["end"] - t0} for p in outcome.phases]
-    _write_table(outcome.trace, work / "trace.parquet")
-    sampler.to_parquet(work / "samples.parquet")
+def _write_results(work: Path, summary: dict, runs: list[Repetition], interval_s: float | None):
+    """Per repetition: the load-rate table (intervals with their phase), the phases, trace
+    and samples, each row with its ``repetition``; then summary.json."""
+    intervals, phases, trace, samples = [], [], [], []
+    for run in runs:
+        t0, t1, rep = run.t0, run.t1, {"repetition": run.rep}
+        interval = interval_s or default_interval(t1 - t0)
+        iv = interval_table(run.outcome.trace, run.sampler.rows, t0, t1, interval)
+        for r in iv:
+            r["phase"] = phase_at(run.outcome.phases, t0 + r["end_s"] - 1e-6)
+        run.figures["interval_s"] = interval
+        run.figures["phases"] = [{**p, "start_s": p["start"] - t0, "end_s": p["end"] - t0}
+                                 for p in run.outcome.phases]
+        intervals += [{**r, **rep} for r in iv]
+        phases += [{**p, **rep} for p in run.figures["phases"]
+                   or [{"phase": None, "start": t0, "end": t1, "seconds": 0.0}]]
+        trace += [{**r, **rep} for r in run.outcome.trace]
+        samples += [{**r, **rep} for r in run.sampler.rows]
+    summary["interval_s"] = runs[0].figures["interval_s"]
+    summary["phases"] = runs[0].figures["phases"]
+    _write_table(trace, work / "trace.parquet")
+    _write_table(samples, work / "samples.parquet")
     _write_table(intervals, work / "intervals.parquet")
-    _write_table(summary["phases"] or [{"phase": None, "start": t0, "end": t1, "seconds": 0.0}],
-                 work / "phases.parquet")
+    _write_table(phases, work / "phases.parquet")
     pacsv.write_csv(pa.Table.from_pylist(intervals), work / "intervals.csv")
     (work / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")

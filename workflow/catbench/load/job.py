@@ -92,6 +92,17 @@ class Outcome:
             self.timings[key] = self.timings.get(key, 0.0) + (end - start)
 
 
+@dataclass
+class Repetition:
+    """One repetition of a load: its figures (summary keys), outcome, sampler and clock."""
+    rep: int
+    figures: dict
+    outcome: Outcome
+    sampler: object           # load.sampler.Sampler
+    t0: float
+    t1: float
+
+
 def trace_row(path, rows, nbytes, start, end, **kw) -> dict:
     return {"file": str(path), "rows": rows, "bytes": nbytes, "start": start, "end": end,
             "seconds": end - start, "cumulative_rows": 0, **kw}

@@ -8,6 +8,7 @@ area (the DMTR-21 150-node duplication). See catalog.md.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ from ..core.layout import (  # noqa: F401
     n_copies,
     part_copies,
 )
+from .arrays import arrow, numpy
+from .rowtext import TextWriter, text_of
 
 BANDS = "ugrizy"
 # Single-visit 5-sigma depths (AB mag), LSST-like; flux sigma = depth flux / 5.
@@ -135,6 +138,20 @@ def _magnitudes(rng, n):
 
 # -- duplication ----------------------------------------------------------------------
 
+# A copy changes only its leading columns (ids, position; see duplicate()): every later
+# column of a part's row r is the patch's row r % patch rows. So the TSV text of those
+# columns is made once per patch row (write_shared_text) and only the leading columns'
+# text per row (write_part); the partition stage glues them (rowtext.py).
+VARYING = {"Object": 3, "Source": 4}
+
+
+def write_shared_text(patch: Patch, object_path, source_path):
+    """The text of every patch row's shared (copy-independent) columns."""
+    for table, kind, path in ((patch.objects, "Object", object_path),
+                              (patch.sources, "Source", source_path)):
+        with TextWriter(path, VARYING[kind], table.num_rows) as w:
+            w.write(text_of(table, range(VARYING[kind], table.num_columns)))
+
 def _move(ra, dec, dec_centre, ra_start):
     dec_new = dec + dec_centre
     stretch = np.cos(np.radians(dec)) / np.cos(np.radians(np.clip(dec_new, -90.0, 90.0)))
@@ -147,28 +164,37 @@ def duplicate(patch: Patch, layout: np.ndarray, copy: int) -> tuple[pa.Table, pa
         raise ValueError(f"copy {copy} exceeds the id scheme's {MAX_COPIES} copies")
     dc, rs = layout["dec_centre"][copy], layout["ra_start"][copy]
     o, s = patch.objects, patch.sources
-    ra, dec = _move(o["ra_PS"].to_numpy(), o["decl_PS"].to_numpy(), dc, rs)
-    oid = o["objectId"].to_numpy() * COPY_STRIDE + copy
-    obj = (o.set_column(0, "objectId", pa.array(oid))
-            .set_column(1, "ra_PS", pa.array(ra)).set_column(2, "decl_PS", pa.array(dec)))
-    sra, sdec = _move(s["ra"].to_numpy(), s["decl"].to_numpy(), dc, rs)
-    src = (s.set_column(0, "sourceId", pa.array(s["sourceId"].to_numpy() * COPY_STRIDE + copy))
-            .set_column(1, "objectId", pa.array(s["objectId"].to_numpy() * COPY_STRIDE + copy))
-            .set_column(2, "ra", pa.array(sra)).set_column(3, "decl", pa.array(sdec)))
+    # numpy/Arrow through buffers (arrays.py): to_numpy/pa.array would import pandas.
+    ra, dec = _move(numpy(o["ra_PS"]), numpy(o["decl_PS"]), dc, rs)
+    oid = numpy(o["objectId"]) * COPY_STRIDE + copy
+    obj = (o.set_column(0, "objectId", arrow(oid))
+            .set_column(1, "ra_PS", arrow(ra)).set_column(2, "decl_PS", arrow(dec)))
+    sra, sdec = _move(numpy(s["ra"]), numpy(s["decl"]), dc, rs)
+    src = (s.set_column(0, "sourceId", arrow(numpy(s["sourceId"]) * COPY_STRIDE + copy))
+            .set_column(1, "objectId", arrow(numpy(s["objectId"]) * COPY_STRIDE + copy))
+            .set_column(2, "ra", arrow(sra)).set_column(3, "decl", arrow(sdec)))
     return obj, src
 
 
 def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, source_path,
-               progress=None) -> dict:
-    """Write one catalog part (one row group per copy); return its row counts."""
+               progress=None, text_paths=None) -> dict:
+    """Write one catalog part (one row group per copy) and, given ``text_paths``
+    (Object, Source), the text of its rows' varying columns; return its row counts."""
     n_obj = n_src = 0
-    with atomic_path(object_path) as otmp, atomic_path(source_path) as stmp, \
-            pq.ParquetWriter(otmp, patch.objects.schema, **PARQUET_OPTIONS) as ow, \
-            pq.ParquetWriter(stmp, patch.sources.schema, **PARQUET_OPTIONS) as sw:
+    with contextlib.ExitStack() as stack:
+        otmp = stack.enter_context(atomic_path(object_path))
+        stmp = stack.enter_context(atomic_path(source_path))
+        ow = stack.enter_context(pq.ParquetWriter(otmp, patch.objects.schema, **PARQUET_OPTIONS))
+        sw = stack.enter_context(pq.ParquetWriter(stmp, patch.sources.schema, **PARQUET_OPTIONS))
+        texts = [stack.enter_context(TextWriter(path, VARYING[kind], table.num_rows))
+                 for path, kind, table in zip(text_paths or (), ("Object", "Source"),
+                                              (patch.objects, patch.sources))]
         for k, c in enumerate(copies):
             obj, src = duplicate(patch, layout, c)
             ow.write_table(obj)
             sw.write_table(src)
+            for w, table, kind in zip(texts, (obj, src), ("Object", "Source")):
+                w.write(text_of(table, range(VARYING[kind])))
             n_obj += obj.num_rows
             n_src += src.num_rows
             if progress:

@@ -20,25 +20,21 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..core.files import (
-    atomic_path,
-    open_parquet,
-    parquet_errors,
-    read_parquet,
-    write_parquet,
-    write_tsv,
-)
+from ..core.files import atomic_path, open_parquet, parquet_errors, read_parquet, write_parquet
 from ..core.index_input import write_manifest
+from .arrays import lpad, numpy, table, take
 from .chunker import Chunker
+from .chunkfiles import ChunkFiles
+from .rowtext import PartText, column_text, formatted, join, repeat
 
 log = logging.getLogger(__name__)
 
 TABLES = ("Object", "ObjectOverlap", "Source")
 KEY_WIDTH = 28  # the seed's CHAR(28) source_id
 LOCATION = ("chunkId", "subChunkId")
+FORMATS = ("tsv", "parquet")  # of the chunk files; config partition.formats
 
 
 def chunker_from(cfg: dict) -> Chunker:
@@ -62,16 +58,23 @@ def group_table(cfg: dict, groups: int) -> np.ndarray:
     return table
 
 
-def _write_locations(rows, chunk_id, sub_id, group, path):
+def _chunk_rank(group_of: np.ndarray) -> np.ndarray:
+    """Rank of every chunk id in (group, chunkId) order: sorting rows by it orders them by
+    group then chunk, and a 16-bit rank sorts by radix (10x a 64-bit key's merge sort)."""
+    order = np.lexsort((np.arange(len(group_of)), group_of))
+    rank = np.empty(len(group_of), np.uint16 if len(group_of) <= 1 << 16 else np.int64)
+    rank[order] = np.arange(len(group_of))
+    return rank
+
+
+def _write_locations(rows, chunk_id, sub_id, group, rank, path):
     """Staging file of one table: (row, chunkId, subChunkId, _group) sorted by (group,
     chunkId, row), one row group per group, so a reduce job reads only its own."""
     # One stable sort on (group, chunk): rows come in generation order, in runs per chunk.
-    order = np.argsort((group.astype(np.int64) << 32) | chunk_id, kind="stable")
+    order = np.argsort(rank[chunk_id], kind="stable")
     g = group[order]
-    t = pa.table({"row": pa.array(rows[order], pa.int64()),
-                  "chunkId": pa.array(chunk_id[order], pa.int32()),
-                  "subChunkId": pa.array(sub_id[order], pa.int32()),
-                  "_group": pa.array(g, pa.int32())})
+    t = table({"row": rows[order].astype(np.int64), "chunkId": chunk_id[order].astype(np.int32),
+               "subChunkId": sub_id[order].astype(np.int32), "_group": g.astype(np.int32)})
     bounds = np.flatnonzero(np.diff(g)) + 1
     # Small: locations dictionary-encode, row numbers are runs (delta-encoded).
     with atomic_path(path) as tmp, pq.ParquetWriter(
@@ -87,19 +90,21 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     obj = read_parquet(object_path, columns=["objectId", "ra_PS", "decl_PS"])
-    ra, dec = obj["ra_PS"].to_numpy(), obj["decl_PS"].to_numpy()
+    ra, dec = numpy(obj["ra_PS"]), numpy(obj["decl_PS"])
     chunk_id, sub_id = chunker.locate(ra, dec, where=str(object_path))
     ov_rows, ov_chunk, ov_sub = chunker.overlap_locations(ra, dec, where=str(object_path))
-    oid = obj["objectId"].to_numpy()
-    write_parquet(pa.table({"objectId": oid, "chunkId": chunk_id, "subChunkId": sub_id}),
+    oid = numpy(obj["objectId"])
+    write_parquet(table({"objectId": oid, "chunkId": chunk_id, "subChunkId": sub_id}),
                   out / "index.parquet")
 
     # Sources take their Object's location (child table, no overlap).
-    s_oid = read_parquet(source_path, columns=["objectId"])["objectId"].to_numpy()
-    sorted_idx = np.argsort(oid, kind="stable")
-    pos = np.searchsorted(oid[sorted_idx], s_oid)
-    pos = sorted_idx[np.minimum(pos, len(oid) - 1)] if len(oid) else pos
-    orphan = (oid[pos] != s_oid) if len(oid) else np.ones(len(s_oid), bool)
+    s_oid = numpy(read_parquet(source_path, columns=["objectId"])["objectId"])
+    pos = np.zeros(len(s_oid), np.int64)
+    orphan = np.ones(len(s_oid), bool)
+    if len(oid) and len(s_oid):
+        sorted_idx = np.argsort(oid)
+        pos = sorted_idx[np.minimum(np.searchsorted(oid[sorted_idx], s_oid), len(oid) - 1)]
+        orphan = oid[pos] != s_oid
     if orphan.any():
         i = int(np.flatnonzero(orphan)[0])
         raise ValueError(f"{source_path}: row {i}: Source objectId {s_oid[i]} has no Object "
@@ -107,11 +112,12 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
 
     n_obj, n_src = len(oid), len(s_oid)
     group_of = group_table(cfg, groups)
+    rank = _chunk_rank(group_of)
     obj_group = group_of[chunk_id]
     for name, loc in (("Object", (np.arange(n_obj), chunk_id, sub_id, obj_group)),
                       ("ObjectOverlap", (ov_rows, ov_chunk, ov_sub, group_of[ov_chunk])),
                       ("Source", (np.arange(n_src), chunk_id[pos], sub_id[pos], obj_group[pos]))):
-        _write_locations(*loc, out / f"{name}.parquet")
+        _write_locations(*loc, rank, out / f"{name}.parquet")
     return {"objects": n_obj, "sources": n_src, "overlap_rows": len(ov_rows)}
 
 
@@ -140,52 +146,41 @@ def _take_rows(path, rows: np.ndarray) -> pa.Table:
     # Position of each wanted row in the concatenation of the needed row groups.
     base = np.zeros(len(sizes), np.int64)
     base[needed] = np.cumsum([0] + [sizes[i] for i in needed[:-1]])
-    return table.take(pa.array(rows - starts[rg] + base[rg]))
+    return take(table, rows - starts[rg] + base[rg])
 
 
-def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path) -> dict:
-    """Write every chunk file of one chunk group and a manifest of them.
-    ``catalog_parts`` are the (Object, Source) Parquet files each staging dir was
-    mapped from, in the same order."""
+def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path,
+                 formats=FORMATS, texts=None, shared_texts=None) -> dict:
+    """Write every chunk file of one chunk group, in ``formats`` (tsv, parquet), and a
+    manifest of them. ``catalog_parts`` are the (Object, Source) Parquet files each staging
+    dir was mapped from, in the same order; ``texts`` their (Object, Source) varying text
+    files and ``shared_texts`` the patch's (rowtext.py): TSV lines are then glued from
+    text the catalog stage made, else every value is formatted here."""
     if len(catalog_parts) != len(staging_dirs):
         raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
                          f"parts: give the parts in the order they were mapped")
-    chunks_dir = Path(chunks_dir)
-    slices: dict[str, dict[int, list[pa.Table]]] = {name: {} for name in TABLES}
-    for d, (objects, sources) in zip(staging_dirs, catalog_parts):
-        locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
-        # Object and its overlap come from the same file: decode its row groups once.
-        for path, names in ((objects, ("Object", "ObjectOverlap")), (sources, ("Source",))):
-            present = [(name, locs[name]) for name in names if locs[name] is not None]
-            if not present:
-                continue
-            taken = _take_rows(path, np.concatenate([loc["row"].to_numpy() for _, loc in present]))
-            at = 0
-            for name, loc in present:
-                t = taken.slice(at, loc.num_rows)
-                at += loc.num_rows
-                for col in LOCATION:
-                    t = t.append_column(col, loc[col])
-                # Rows are in chunk order: cut them into per-chunk slices, concatenated
-                # below in part (= generation) order.
-                ids = loc["chunkId"].to_numpy()
-                starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-                for a, b in zip(starts, np.r_[starts[1:], len(ids)]):
-                    slices[name].setdefault(int(ids[a]), []).append(t.slice(a, b - a))
-    object_chunks = set(slices["Object"])
-    # Every chunk with Objects gets an overlap file, empty when nothing is near.
-    empty_overlap = _located_schema(catalog_parts[0][0]).empty_table() if catalog_parts else None
-    for cid in object_chunks - set(slices["ObjectOverlap"]):
-        slices["ObjectOverlap"][cid] = [empty_overlap]
-    manifest = []
-    for name in TABLES:
-        folder = chunks_dir / ("Source" if name == "Source" else "Object")
-        folder.mkdir(parents=True, exist_ok=True)
-        suffix = "_overlap" if name == "ObjectOverlap" else ""
-        for cid in sorted(slices[name]):
-            table = pa.concat_tables(slices[name].pop(cid))
-            manifest.append(_write_chunk(table, folder, cid, name, suffix))
-    manifest.sort(key=lambda r: (r["chunkId"], r["table"]))
+    if texts is not None and len(texts) != len(catalog_parts):
+        raise ValueError(f"{len(texts)} text files for {len(catalog_parts)} catalog parts")
+    tsv = "tsv" in formats
+    files = ChunkFiles(chunks_dir, formats)
+    try:
+        for k, (d, parquets) in enumerate(zip(staging_dirs, catalog_parts)):
+            locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
+            # Object and its overlap come from the same file: decode its row groups once.
+            for i, kind, names in ((0, "Object", ("Object", "ObjectOverlap")), (1, "Source", ("Source",))):
+                present = [(name, locs[name]) for name in names if locs[name] is not None]
+                if present:
+                    text = PartText(texts[k][i], shared_texts[i]) if tsv and texts else None
+                    _cut(parquets[i], present, text, files)
+        object_chunks = files.chunks("Object")
+        # Every chunk with Objects gets an overlap file, empty when nothing is near.
+        for cid in object_chunks - files.chunks("ObjectOverlap"):
+            files.add("ObjectOverlap", cid, None, 0)
+        empty = pa.Table.from_batches([], schema=_located_schema(catalog_parts[0][0])) \
+            if catalog_parts else None
+        manifest = files.finish(empty)
+    finally:
+        files.discard()
     Path(manifest_path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(manifest_path) as tmp:
         with open(tmp, "w") as f:
@@ -193,8 +188,38 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             for r in manifest:
                 f.write(f"{r['chunkId']}\t{r['table']}\t{r['rows']}\t{r['parquet_bytes']}\t"
                         f"{r['tsv_bytes']}\n")
-    return {"chunks": len(object_chunks), "files": 2 * len(manifest),
+    return {"chunks": len(object_chunks), "files": len(formats) * len(manifest),
             "rows": sum(r["rows"] for r in manifest)}
+
+
+def _cut(path, present, text: PartText | None, files: ChunkFiles):
+    """Take one catalog file's rows of the group (all tables ``present`` at once), make
+    their lines, and hand both to ``files`` per chunk."""
+    rows = np.concatenate([numpy(loc["row"]) for _, loc in present])
+    chunk_id = np.concatenate([numpy(loc["chunkId"]) for _, loc in present])
+    sub_id = np.concatenate([numpy(loc["subChunkId"]) for _, loc in present])
+    parquet, tsv = "parquet" in files.formats, "tsv" in files.formats
+    taken = _take_rows(path, rows) if parquet or text is None else None
+    lines = None
+    if tsv:
+        lines = text.lines(rows, chunk_id, sub_id) if text else formatted(taken, chunk_id, sub_id)
+    at = 0
+    for name, loc in present:
+        n = loc.num_rows
+        t = None
+        if parquet:
+            t = taken.slice(at, n)
+            for col in LOCATION:
+                t = t.append_column(col, loc[col])
+        # Rows are in chunk order: cut them into per-chunk runs.
+        ids = chunk_id[at:at + n]
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        bounds = list(zip(starts, np.r_[starts[1:], n]))
+        blobs = lines.slices([(at + a, at + b) for a, b in bounds]) if tsv else [None] * len(bounds)
+        for (a, b), blob in zip(bounds, blobs):
+            files.add(name, int(ids[a]), None if t is None else t.slice(a, b - a), int(b - a), blob)
+        at += n
+    del lines  # its buffers go back to the allocator for the next part
 
 
 def _located_schema(objects_path) -> pa.Schema:
@@ -202,15 +227,6 @@ def _located_schema(objects_path) -> pa.Schema:
     for col in LOCATION:
         schema = schema.append(pa.field(col, pa.int32()))
     return schema
-
-
-def _write_chunk(table, folder: Path, chunk_id: int, name: str, suffix: str) -> dict:
-    stem = folder / f"chunk_{chunk_id}{suffix}"
-    write_parquet(table, stem.with_suffix(".parquet"))
-    write_tsv(table, stem.with_suffix(".tsv"))
-    return {"chunkId": chunk_id, "table": name, "rows": table.num_rows,
-            "parquet_bytes": stem.with_suffix(".parquet").stat().st_size,
-            "tsv_bytes": stem.with_suffix(".tsv").stat().st_size}
 
 
 def write_index_input(staging_dirs, n_files: int, out_numeric, out_char) -> dict:
@@ -241,10 +257,18 @@ def write_index_input(staging_dirs, n_files: int, out_numeric, out_char) -> dict
     return {"files": n_files, "rows": total}
 
 
+def _text_bytes(text: pa.Array) -> int:
+    return int(np.frombuffer(text.buffers()[1], np.int64, len(text) + 1)[-1])
+
+
 def _write_index_file(t: pa.Table, k: int, out_numeric: Path, out_char: Path, manifests: dict):
     name = f"part-{k:05d}.tsv"
-    write_tsv(t, out_numeric / name)
-    padded = pc.utf8_lpad(pc.cast(t["objectId"], pa.string()), KEY_WIDTH, "0")
-    write_tsv(t.set_column(0, "source_id", padded), out_char / name)
+    key = column_text(t["objectId"])
+    location = [column_text(t["chunkId"]), column_text(t["subChunkId"])]
+    padded = lpad(key, KEY_WIDTH, "0")
+    for folder, first in ((out_numeric, key), (out_char, padded)):
+        lines = join([join([first, *location]), repeat("\n", t.num_rows)], "")
+        with atomic_path(folder / name) as tmp, open(tmp, "wb") as f:
+            f.write(lines.buffers()[2][:_text_bytes(lines)] if len(lines) else b"")
     for folder in (out_numeric, out_char):
         manifests[folder][name] = {"rows": t.num_rows, "bytes": (folder / name).stat().st_size}

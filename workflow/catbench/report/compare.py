@@ -3,6 +3,10 @@
 Each table is joined on its key columns (full outer join, DuckDB); every numeric column gives a
 row ``table, key, column, a, b, ratio`` with ratio = B / A; other columns give a row only when
 they differ; a key present in one run only gives one row with ``column`` = ``(row)``.
+The measured figures (:data:`FIGURES`: load seconds, fio MB/s and IOPS, query and restart
+seconds) also get a ``verdict`` from the product's one comparison rule (``stats.verdict``,
+on each run's n and interval of the median): "B better by 2.1x (intervals apart)", "within
+noise (n=3 vs 3)" or "not a finding: single run".
 """
 
 from __future__ import annotations
@@ -13,18 +17,29 @@ from pathlib import Path
 import pyarrow as pa
 
 from .inputs import MetricsError
-from .tables import write_csv
+from .stats import Figure, short, verdict
+from .tables import report_config, write_csv
 
 KEYS = {
     "storage": ("target", "test"),
     "load_time": ("target", "variant", "strategy"),
-    "load_rate": ("target", "variant", "strategy", "interval"),
+    "load_rate": ("target", "variant", "strategy", "repetition", "interval"),
+    "load_collapse": ("target", "variant", "strategy"),
     "queries": ("target", "engine", "query", "cache"),
-    "restart": ("target", "kind", "repetition", "phase"),
+    "chunk_load": ("target",),
+    "restart": ("target", "kind", "buffer_pool_load", "phase"),
     "chunks": ("chunkId",),
     "stages": ("stage",),
 }
-COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note")
+# (table, median column) -> (higher is better, (min, max, ci_low, ci_high) columns)
+FIGURES = {
+    ("storage", "MBps"): (True, ("MBps_min", "MBps_max", "MBps_ci_low", "MBps_ci_high")),
+    ("storage", "iops"): (True, ("iops_min", "iops_max", "iops_ci_low", "iops_ci_high")),
+    ("load_time", "seconds"): (False, ("seconds_min", "seconds_max", "seconds_ci_low", "seconds_ci_high")),
+    ("queries", "p50_s"): (False, ("min_s", "max_s", "ci_low_s", "ci_high_s")),
+    ("restart", "seconds"): (False, ("seconds_min", "seconds_max", "seconds_ci_low", "seconds_ci_high")),
+}
+COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note", "verdict")
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",
            "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
@@ -73,9 +88,22 @@ def _ratio(a, b):
     return None if math.isnan(r) else r
 
 
-def compare(results_a, results_b) -> list:
-    """Rows of the comparison (dicts with COLUMNS)."""
+def _verdict(name: str, column: str, a: dict, b: dict, threshold: float) -> str:
+    spec = FIGURES.get((name, column))
+    if spec is None:
+        return ""
+    higher, names = spec
+    fa, fb = Figure.from_row(a, column, names=names), Figure.from_row(b, column, names=names)
+    if fa.median is None or fb.median is None:
+        return ""
+    return short(verdict(fb, fa, higher_is_better=higher, threshold=threshold), "B", "A", "faster", "slower")
+
+
+def compare(results_a, results_b, report: dict | None = None) -> list:
+    """Rows of the comparison (dicts with COLUMNS); ``report`` = the config's report section
+    (its practical_threshold; schema defaults when None)."""
     import duckdb
+    threshold = report_config(report)["practical_threshold"]
     da, db = tables_dir(results_a), tables_dir(results_b)
     con = duckdb.connect()
     out = []
@@ -85,7 +113,7 @@ def compare(results_a, results_b) -> list:
             if ta is None or tb is None:
                 if ta is not None or tb is not None:
                     out.append({"table": name, "key": "", "column": "(table)", "a": None, "b": None,
-                                "ratio": None, "note": f"only in {'A' if tb is None else 'B'}"})
+                                "ratio": None, "note": f"only in {'A' if tb is None else 'B'}", "verdict": ""})
                 continue
             (ca, na, ra), (cb, nb, rb) = ta, tb
             ks = [k for k in keys if k in ca and k in cb]
@@ -96,7 +124,7 @@ def compare(results_a, results_b) -> list:
                 kstr = ", ".join(f"{k}={v}" for k, v in zip(ks, key))
                 if a is None or b is None:
                     out.append({"table": name, "key": kstr, "column": "(row)", "a": None, "b": None,
-                                "ratio": None, "note": f"only in {'A' if b is None else 'B'}"})
+                                "ratio": None, "note": f"only in {'A' if b is None else 'B'}", "verdict": ""})
                     continue
                 for c in [c for c in ca if c in cb and c not in ks]:
                     va, vb = a.get(c), b.get(c)
@@ -104,10 +132,11 @@ def compare(results_a, results_b) -> list:
                         r = _ratio(va, vb)
                         note = "" if va == vb else ("differs" if r is None else "")
                         out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
-                                    "ratio": None if r is None else round(r, 6), "note": note})
+                                    "ratio": None if r is None else round(r, 6), "note": note,
+                                    "verdict": _verdict(name, c, a, b, threshold)})
                     elif str(va) != str(vb):
                         out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
-                                    "ratio": None, "note": "differs"})
+                                    "ratio": None, "note": "differs", "verdict": ""})
     finally:
         con.close()
     return out
@@ -132,7 +161,8 @@ def format_rows(rows: list, limit: int = 40) -> str:
             continue
         ratio = "" if r["ratio"] is None else f"x{r['ratio']:.3g}"
         lines.append(f"{r['table']:<10} {r['key']:<{kw}} {r['column']:<{cw}} "
-                     f"{_short(r['a']):>14} -> {_short(r['b']):<14} {ratio:<9} {r['note']}".rstrip())
+                     f"{_short(r['a']):>14} -> {_short(r['b']):<14} {ratio:<9} {r['note']} "
+                     f"{r.get('verdict') or ''}".rstrip())
     for t, n in seen.items():
         if n > limit:
             lines.append(f"{t}: {n - limit} more rows in the CSV")

@@ -2,21 +2,25 @@
 
 Writes into ``results/<run>/report/``::
 
-    index.html            summary, plots with captions, every table (embedded + CSV link), provenance
-    load_rate.png         load rate against rows loaded, per target (lines: variant/strategy)   [trace]
-    table_size.png        table size growth during the load, per target                         [samples]
-    fio.png               fio MB/s and IOPS per test and target                                 [storage.csv]
-    query_latency.png     median (bar) and p95 (whisker) seconds per query and target/engine    [queries.csv]
-    restart_phases.png    restart phases as stacked bars per target and kind                    [restart.csv]
+    index.html            the findings first (each answer with its figure and interval), the
+                          checks, the plots (inline as data: URIs, so the page alone can be
+                          mailed), then collapsed: seed-style tables, every final table,
+                          provenance
+    collapse.png          load rate against table size / buffer pool: seed's protocol vs best
+    speedup.png           speed-up over the seed's protocol per strategy x target, whiskers
+    restart_timeline.png  restarts as timelines of non-overlapping phases with milestones
+    query_latency.png     median latency per query, cold | warm, engines side by side (log)
+    fio.png               fio MB/s and IOPS per test and target, whiskers
     tables/*.csv, summary.md, provenance.json, columns.md   copies, so the directory stands alone
 
 Every PNG is always written (a figure saying "no ... in this run" when a stage is absent), so
-workflow rules can declare them; index.html only shows plots that have data. All links are
-relative; nothing is fetched from the network.
+workflow rules can declare them; index.html only shows plots that have data. Links to the
+CSVs are relative; nothing is fetched from the network.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -30,11 +34,14 @@ from . import tables as T
 from .inputs import collect
 from .markdown import to_markdown
 from .plots import PLOTS, draw_all
-from .summary import summary_sections
+from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections
 
-TABLE_TITLES = {"storage": "Storage (fio)", "load_time": "Load time", "load_rate": "Load rate",
-                "queries": "Queries", "chunk_load": "Chunk-table load", "restart": "Restart",
-                "chunks": "Chunks",
+TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
+                "load_time": "Load time", "load_runs": "Load time, every repetition",
+                "load_rate": "Load rate per interval", "load_curve": "Load rate against table size",
+                "load_collapse": "Where the load rate halves", "queries": "Queries",
+                "query_runs": "Queries, every run", "chunk_load": "Chunk-table load", "restart": "Restart",
+                "restart_runs": "Restart, every repetition", "chunks": "Chunks",
                 "stages": "Data preparation stages"}
 MAX_HTML_ROWS = 300
 
@@ -83,18 +90,26 @@ def sections_html(sections: list) -> str:
         kind = block[0]
         if kind == "h2":
             out.append(f"<h3>{html.escape(block[1])}</h3>")
+        elif kind == "h3":
+            out.append(f"<h4>{html.escape(block[1])}</h4>")
         elif kind == "p":
             cls = ' class="fail"' if "FAILED" in block[1] else ""
-            out.append(f"<p{cls}>{html.escape(block[1])}</p>")
+            out.append(f"<p{cls}>{_inline(block[1])}</p>")
         elif kind == "ul":
-            out.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block[1]) + "</ul>")
+            out.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block[1]) + "</ul>")
         elif kind == "table":
             _, cap, header, rows = block
             out.append(f"<p class=\"cap\">{html.escape(cap)}</p>" + _html_table(header, rows, "num"))
     return "\n".join(out)
 
 
-def _tables(run: Path, tdir: Path, out: Path, inp) -> tuple[dict, Path | None]:
+def _inline(text: str) -> str:
+    """Escaped text with `code` spans and **bold** (as the findings are written)."""
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
+
+
+def _tables(run: Path, tdir: Path, out: Path, inp, report: dict) -> tuple[dict, Path | None]:
     """The final tables as {table: [row dicts]}, copied into ``out``/tables; built here when
     ``tdir`` does not hold them (yet). Returns them and the tables directory used (or None)."""
     (out / "tables").mkdir(exist_ok=True)
@@ -102,7 +117,7 @@ def _tables(run: Path, tdir: Path, out: Path, inp) -> tuple[dict, Path | None]:
         for n in T.TABLES:
             shutil.copyfile(tdir / f"{n}.csv", out / "tables" / f"{n}.csv")
         return T.read_tables(tdir), tdir
-    built = T.build(inp)
+    built = T.build(inp, report)
     for n, t in built.items():
         T.write_csv(t, out / "tables" / f"{n}.csv")
     return {n: t.to_pylist() for n, t in built.items()}, None
@@ -125,47 +140,71 @@ def _copy_texts(run: Path, tdir: Path | None, out: Path, sections: list, inp) ->
     return prov_text
 
 
-def _plots_html(drawn: dict) -> list:
+def _data_uri(png: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+
+
+def _plots_html(drawn: dict, out: Path) -> list:
     body = ['<section id="plots"><h2>Plots</h2>']
     for name in PLOTS:
         if drawn[name]:
-            body.append(f'<figure id="plot-{name}"><img src="{name}.png" alt="{name}">'
+            body.append(f'<figure id="plot-{name}"><img src="{_data_uri(out / (name + ".png"))}" '
+                        f'alt="{html.escape(name.replace("_", " "))}" data-name="{name}">'
                         f"<figcaption>{caption('plot_' + name)}</figcaption></figure>")
         else:
             body.append(f'<p class="missing">{html.escape(name.replace("_", " "))}: no data in this run.</p>')
-    return body   # the next section closes this one
+    return body + ["</section>"]
 
 
 def _tables_html(tabs: dict, out: Path) -> list:
-    body = ['</section><section id="tables"><h2>Tables</h2>'
-            '<p>Every column is described in <a href="columns.md">columns.md</a>.</p>']
+    body = ['<section id="tables"><h2>Tables</h2>'
+            '<p>Every column is described in <a href="columns.md">columns.md</a>; the CSV files are '
+            'beside this page in <code>tables/</code>.</p>']
     for n in T.TABLES:
         rows = tabs[n]
         header = _header(out / "tables" / f"{n}.csv")
         shown = rows[:MAX_HTML_ROWS]
         more = (f"<p>Showing {len(shown)} of {len(rows)} rows; all in the CSV.</p>"
                 if len(rows) > len(shown) else "")
-        body.append(f'<h3 id="table-{n}">{TABLE_TITLES[n]} - <a href="tables/{n}.csv">{n}.csv</a></h3>'
-                    + caption(n) + (_html_table(header, [[r.get(c) for c in header] for r in shown])
-                                    if rows else "<p class=\"missing\">No rows in this run.</p>") + more)
-    return body
+        table = (f'<div class="scroll">{_html_table(header, [[r.get(c) for c in header] for r in shown])}</div>'
+                 if rows else "<p class=\"missing\">No rows in this run.</p>")
+        body.append(f'<details id="table-{n}"><summary>{TABLE_TITLES[n]} — {len(rows)} rows '
+                    f'(<a href="tables/{n}.csv">{n}.csv</a>)</summary>' + caption(n) + table + more
+                    + "</details>")
+    return body + ["</section>"]
 
 
-def make_report(run_dir, out_dir=None, tables_dir=None) -> Path:
-    """Build ``index.html`` and the plots; returns the path of index.html."""
+def _header_html(report: dict) -> str:
+    return (f'<p class="meta">Every figure is the median of its repetitions (n) with its '
+            f'{report["confidence"]:.0%} bootstrap interval. "A is faster than B" only when their '
+            f"intervals do not overlap and they differ by more than "
+            f'{report["practical_threshold"]:.0%}; otherwise they are "within noise". A single run is '
+            f"never a finding.</p>")
+
+
+def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = None) -> Path:
+    """Build ``index.html`` and the plots; returns the path of index.html. ``report`` = the
+    config's report section (schema defaults when None)."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir else run / "report"
+    report = T.report_config(report)
     inp = collect(run)
     out.mkdir(parents=True, exist_ok=True)
-    tabs, tdir = _tables(run, Path(tables_dir) if tables_dir else run / "tables", out, inp)
-    sections = summary_sections(tabs, inp.targets)
+    tabs, tdir = _tables(run, Path(tables_dir) if tables_dir else run / "tables", out, inp, report)
+    sections = summary_sections(tabs, inp.targets, report)
     prov_text = _copy_texts(run, tdir, out, sections, inp)
-    drawn = draw_all(inp.rows("load_trace"), inp.rows("load_samples"), tabs, out)
-
-    body = ['<section id="summary"><h2>Summary</h2>', caption("summary"), sections_html(sections),
-            "<p>Also as <a href=\"summary.md\">summary.md</a>.</p></section>"]
-    body += _plots_html(drawn) + _tables_html(tabs, out)
-    body.append('</section><section id="provenance"><h2>Provenance</h2>' + caption("provenance")
+    drawn = draw_all(tabs, out)
+    head = summary_sections(tabs, inp.targets, report, SECTIONS[:HEADLINE_SECTIONS])
+    rest = summary_sections(tabs, inp.targets, report, SECTIONS[HEADLINE_SECTIONS:])
+    body = ['<section id="findings"><h2>Findings</h2>', _header_html(report), sections_html(head[1:]),
+            "</section>"]
+    body += _plots_html(drawn, out)
+    body += ['<section id="details"><h2>Seed-style tables</h2><details><summary>Storage | load time, '
+             'load rate per interval, query latency, restart phases, chunks, stages</summary>',
+             caption("summary"), sections_html(rest),
+             '<p>Also as <a href="summary.md">summary.md</a>.</p></details></section>']
+    body += _tables_html(tabs, out)
+    body.append('<section id="provenance"><h2>Provenance</h2>' + caption("provenance")
                 + '<p><a href="provenance.json">provenance.json</a></p><details><summary>show</summary><pre>'
                 + html.escape(prov_text) + "</pre></details></section>")
     tmpl = string.Template((report_dir() / "index.html.in").read_text())

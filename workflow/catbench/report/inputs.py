@@ -6,17 +6,20 @@ the right header; a file that a present stage needs but is missing or unreadable
 :class:`MetricsError` naming that file)::
 
     fio/<target>/fio.csv                       target,test,MBps,iops,clat_p50_us,clat_p99_us,direct,
-                                               numjobs,size_bytes,runtime_s,json
+                                               numjobs,size_bytes,runtime_s,json,[repetition]
     load/<target>/<variant>/<strategy>/        one directory per load, all four files required:
         summary.json                           target, variant, strategy, files, rows, seconds,
                                                rows_per_s, table_bytes, lookup_p50_s, lookup_p99_s,
                                                lookup_qps, optimize_seconds, optimize_stopped,
-                                               checksum_ok, [sort_seconds], server{version,variables}
+                                               checksum_ok, [sort_seconds], server{version,variables},
+                                               [repetitions: the same figures per repetition]
         trace.parquet                          per file: file, rows, start, end, cumulative_rows
         samples.parquet                        time series: time, table_bytes, [dev_read_bytes,
                                                dev_write_bytes, cpu_percent, rss_bytes, Innodb_*]
         intervals.parquet (or intervals.csv)   interval, start_s, end_s, files, rows,
                                                input_read_MBps, target_write_MBps, table_bytes, ...
+        (trace, samples and intervals carry a ``repetition`` column; absent = repetition 0, and a
+        summary.json without ``repetitions`` is one repetition: the figures of its top level)
     chunks/chunks.tsv                          chunkId, object_rows, source_rows, overlap_rows,
                                                parquet_bytes, tsv_bytes   (required if chunks/ exists)
     metrics/partition.json                     {"stages": {name: {jobs, rows, wall_seconds, ...}}}
@@ -57,27 +60,33 @@ class MetricsError(Exception):
 
 
 # ---------------------------------------------------------------- views (DuckDB names)
-S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()  # noqa: E741
 KEY = [("target", S), ("variant", S), ("strategy", S)]
 
+REP = [("repetition", I)]
 FIO_RUNS = pa.schema([("target", S), ("test", S), ("MBps", F), ("iops", F), ("clat_p50_us", F),
                       ("clat_p99_us", F), ("direct", B), ("numjobs", I), ("size_bytes", I),
-                      ("runtime_s", F)])
+                      ("runtime_s", F)] + REP)
 LOAD_SUMMARIES = pa.schema(KEY + [
     ("files", I), ("rows", I), ("seconds", F), ("rows_per_s", F), ("sort_seconds", F),
     ("table_bytes", I), ("table_bytes_final", I), ("lookup_qps", F), ("lookup_p50_s", F),
     ("lookup_p99_s", F), ("optimize_seconds", F), ("optimize_stopped", B),
     ("optimize_skipped", B), ("optimize_limit_s", F), ("checksum_ok", B), ("server_version", S),
-    ("summary_path", S)])
-LOAD_INTERVALS = pa.schema(KEY + [
+    ("buffer_pool_bytes", I), ("n", I), ("summary_path", S)])
+# One row per repetition of a load (summary.json "repetitions", or its top level).
+LOAD_RUNS = pa.schema(KEY + REP + [
+    ("files", I), ("rows", I), ("seconds", F), ("sort_seconds", F), ("table_bytes", I),
+    ("lookup_qps", F), ("lookup_p50_s", F), ("lookup_p99_s", F), ("optimize_seconds", F),
+    ("optimize_stopped", B), ("checksum_ok", B), ("buffer_pool_bytes", I)])
+LOAD_INTERVALS = pa.schema(KEY + REP + [
     ("interval", I), ("start_s", F), ("end_s", F), ("files", I), ("rows", I), ("rows_per_s", F),
     ("input_read_MBps", F), ("target_write_MBps", F), ("innodb_write_MBps", F),
     ("table_bytes", I)])
-LOAD_TRACE = pa.schema(KEY + [("file", S), ("rows", I), ("bytes", I), ("start", F), ("end", F),
-                              ("cumulative_rows", I)])
-LOAD_SAMPLES = pa.schema(KEY + [("time", F), ("table_bytes", I), ("dev_read_bytes", I),
-                                ("dev_write_bytes", I), ("cpu_percent", F), ("rss_bytes", I),
-                                ("Innodb_data_written", I), ("Innodb_os_log_written", I)])
+LOAD_TRACE = pa.schema(KEY + REP + [("file", S), ("rows", I), ("bytes", I), ("start", F), ("end", F),
+                                    ("cumulative_rows", I)])
+LOAD_SAMPLES = pa.schema(KEY + REP + [("time", F), ("table_bytes", I), ("dev_read_bytes", I),
+                                      ("dev_write_bytes", I), ("cpu_percent", F), ("rss_bytes", I),
+                                      ("Innodb_data_written", I), ("Innodb_os_log_written", I)])
 CHUNK_STATS = pa.schema([("chunkId", I), ("object_rows", I), ("source_rows", I),
                          ("overlap_rows", I), ("parquet_bytes", I), ("tsv_bytes", I)])
 STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_seconds", F),
@@ -93,7 +102,8 @@ RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("pha
                             ("rows_lost", I), ("redo_bytes", I), ("recovery_MBps", F),
                             ("buffer_pool_load", S), ("phase_order", I)])
 
-VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_intervals": LOAD_INTERVALS,
+VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LOAD_RUNS,
+         "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
          "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
          "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS}
@@ -101,6 +111,7 @@ VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_intervals
 REQUIRED = {
     "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),
     "load_summaries": ("rows", "seconds"),
+    "load_runs": ("rows", "seconds"),
     "load_intervals": ("interval", "start_s", "end_s", "files", "rows"),
     "load_trace": ("rows", "start", "end", "cumulative_rows"),
     "load_samples": ("time", "table_bytes"),
@@ -145,8 +156,11 @@ def _json_rows(path: Path) -> list:
 
 
 def _conform(table: pa.Table, view: str, path: Path, const: dict | None = None) -> pa.Table:
-    """Select/cast the columns of ``view`` from ``table``; constants fill key columns."""
+    """Select/cast the columns of ``view`` from ``table``; constants fill key columns (a
+    ``repetition`` column absent from the file is repetition 0)."""
     schema, const = VIEWS[view], const or {}
+    if "repetition" in schema.names and "repetition" not in table.column_names:
+        table = table.append_column("repetition", pa.array([0] * len(table), I))
     missing = [c for c in REQUIRED[view] if c not in table.column_names]
     if missing:
         raise MetricsError(f"{path}: missing column(s) {', '.join(missing)} "
@@ -226,9 +240,18 @@ def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
     server = s.get("server") if isinstance(s.get("server"), dict) else {}
     variables = server.get("variables") if isinstance(server.get("variables"), dict) else {}
     row["server_version"] = variables.get("version") or server.get("version")
+    row["buffer_pool_bytes"] = variables.get("innodb_buffer_pool_size")
     row["summary_path"] = str(path)
+    reps = s.get("repetitions") if isinstance(s.get("repetitions"), list) else None
+    if reps is not None and not all(isinstance(r, dict) for r in reps):
+        raise MetricsError(f"{path}: \"repetitions\" must be a list of objects")
+    runs = [{**{k: row[k] for k in ("target", "variant", "strategy", "files", "buffer_pool_bytes")},
+             **{k: v for k, v in r.items() if not isinstance(v, (dict, list))}} for r in reps or [dict(row)]]
+    for i, r in enumerate(runs):
+        r.setdefault("repetition", i)
+    row["n"] = len(runs)
     row = {k: v for k, v in row.items() if not isinstance(v, (dict, list))}
-    return s, _rows_table([row], "load_summaries", path)
+    return s, _rows_table([row], "load_summaries", path), _rows_table(runs, "load_runs", path)
 
 
 
@@ -260,10 +283,11 @@ class _Reader:
                     self._load(sdir, {"target": tdir.name, "variant": vdir.name, "strategy": sdir.name})
 
     def _load(self, sdir: Path, key: dict) -> None:
-        summary, table = _load_summary(self.used(sdir / "summary.json"), key)
+        summary, table, runs = _load_summary(self.used(sdir / "summary.json"), key)
         key = {k: table.column(k)[0].as_py() for k in key}
         self.inp.summaries.append((sdir / "summary.json", summary))
         self.add("load_summaries", table)
+        self.add("load_runs", runs)
         self.add("load_trace", _parquet(self.used(sdir / "trace.parquet"), "load_trace", key))
         self.add("load_samples", _parquet(self.used(sdir / "samples.parquet"), "load_samples", key))
         ip = sdir / "intervals.parquet"
@@ -317,9 +341,9 @@ class _Reader:
 
     def restarts(self) -> None:
         for tdir in _subdirs(self.run / "restart"):
-            # <kind>.json only: summary.json and <kind>.error.json sit beside them.
+            # <kind>.json only: summary.json, isolation.json and <kind>.error.json sit beside them.
             for kp in sorted(p for p in tdir.glob("*.json")
-                             if p.stem != "summary" and not p.name.endswith(".error.json")):
+                             if p.stem not in ("summary", "isolation") and not p.name.endswith(".error.json")):
                 self.inp.present.add("restart")
                 rows = [dict(r, phase_order=i) for i, r in enumerate(_json_rows(self.used(kp)))]
                 self.add("restart_phases",

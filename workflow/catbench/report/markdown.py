@@ -13,6 +13,8 @@ def to_markdown(sections: list, title: str = "catbench summary") -> str:
         kind = block[0]
         if kind == "h2":
             lines += [f"## {block[1]}", ""]
+        elif kind == "h3":
+            lines += [f"### {block[1]}", ""]
         elif kind == "p":
             lines += [block[1], ""]
         elif kind == "ul":

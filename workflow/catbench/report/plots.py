@@ -1,208 +1,338 @@
-"""The report's PNG plots (matplotlib, Agg): one function per plot, each always writes its
-file (a figure saying "no ... in this run" when a stage is absent) and says whether it had data.
+"""The report's PNG plots (matplotlib, Agg), each answering one question, all from the final
+tables: one function per plot, each always writes its file (a figure saying "no ... in this
+run" when a stage is absent) and says whether it had data.
+
+Conventions: the Okabe-Ito colour-blind-safe palette, one colour per target (the same in
+every plot), legends outside the axes (below them), units on every axis, intervals as
+whiskers (the report.confidence interval of the median, or of the speed-up ratio).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-PLOTS = ("load_rate", "table_size", "fio", "query_latency", "restart_phases")
+PLOTS = ("collapse", "speedup", "restart_timeline", "query_latency", "fio")
+# Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+SEED_PROTOCOL = "sequential"
+DPI = 100
 
 
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.grid": True, "grid.alpha": 0.3,
+                         "axes.spines.top": False, "axes.spines.right": False})
     return plt
 
 
-def _grid(plt, n: int, width=5.5, height=3.8):
-    ncols = min(n, 3)
-    nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
-    flat = [a for row in axes for a in row]
-    for a in flat[n:]:
-        a.set_visible(False)
-    return fig, flat[:n]
+def _order(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+def colours(names) -> dict:
+    """A fixed colour per name (targets first-seen order), cycling the palette."""
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(_order(names)))}
 
 
 def _empty(plt, path: Path, what: str) -> None:
-    fig, ax = plt.subplots(figsize=(6, 2))
+    fig, ax = plt.subplots(figsize=(6, 1.5))
     ax.axis("off")
     ax.text(0.5, 0.5, f"No {what} in this run", ha="center", va="center", fontsize=12)
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
 
-def _save(plt, fig, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+def _save(plt, fig, path: Path, handles=None, labels=None, ncol=None) -> None:
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=ncol or min(len(labels), 4),
+                   frameon=False)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
 
 
-def _group(rows: list, keys: tuple) -> dict:
-    out = {}
+def _legend_from(axes) -> tuple[list, list]:
+    seen = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    return list(seen.values()), list(seen)
+
+
+def _num(v):
+    return None if v is None or v != v else float(v)
+
+
+def _bool(v):
+    return v if v is None or isinstance(v, bool) else str(v).lower() == "true"
+
+
+def _query_order(q: str) -> tuple:
+    cls = q.rstrip("0123456789")
+    return ({"LV": 0, "HV": 1, "SHV": 2}.get(cls, 3), q)
+
+
+def _si(v: float, _pos=None) -> str:
+    """Axis labels without exponents: 950, 1.5k, 540k, 1.2M."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
+# ---------------------------------------------------------------- 1. collapse curve
+def _median_repetition(rows: list) -> list:
+    """The points of the repetition whose load took the median time (a representative curve)."""
+    reps = {}
     for r in rows:
-        out.setdefault(tuple(r[k] for k in keys), []).append(r)
-    return out
+        reps.setdefault(r["repetition"], []).append(r)
+    ranked = sorted(reps, key=lambda k: max(p["elapsed_s"] or 0 for p in reps[k]))
+    return sorted(reps[ranked[(len(ranked) - 1) // 2]], key=lambda p: p["files_done"])
 
 
-def rate_curve(trace: list, bins: int = 40) -> tuple[list, list]:
-    """(rows loaded, rows/s) of one load: consecutive files in ~``bins`` groups, each group's
-    rows over the wall time since the end of the previous group."""
-    rs = sorted(trace, key=lambda r: r["end"])
-    if not rs:
-        return [], []
-    size = max(1, len(rs) // bins)
-    xs, ys = [], []
-    prev_end = min(r["start"] for r in rs)
-    for i in range(0, len(rs), size):
-        g = rs[i:i + size]
-        end = max(r["end"] for r in g)
-        dt = end - prev_end
-        if dt > 0:
-            xs.append(g[-1]["cumulative_rows"])
-            ys.append(sum(r["rows"] for r in g) / dt)
-        prev_end = end
-    return xs, ys
+def _best(loads: list) -> dict:
+    best = {}
+    for r in sorted((r for r in loads if r.get("seconds") and r["strategy"] != SEED_PROTOCOL),
+                    key=lambda r: r["seconds"]):
+        best.setdefault((r["target"], r["variant"]), r["strategy"])
+    return best
 
 
-def _per_target(plt, loads: dict, path: Path, xlabel: str, ylabel: str, series) -> None:
-    """One panel per target, one line per variant/strategy: ``series(rows) -> (xs, ys)``."""
-    targets = list(dict.fromkeys(k[0] for k in loads))
-    fig, axes = _grid(plt, len(targets))
-    for ax, tg in zip(axes, targets):
-        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # 12 variant/strategy lines stay distinct
-        for (t, v, s), rs in loads.items():
-            if t == tg:
-                xs, ys = series(rs)
-                ax.plot(xs, ys, marker=".", label=f"{v}/{s}", linestyle="-" if v == "qserv" else "--")
-        ax.set_title(f"target {tg}")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    _save(plt, fig, path)
-
-
-def plot_load_rate(plt, trace: list, path: Path) -> bool:
-    loads = _group(trace, ("target", "variant", "strategy"))
-    if not loads:
-        _empty(plt, path, "load traces")
+def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> bool:
+    """Load rate against table size / buffer pool: the seed's protocol (solid, per input
+    file, smoothed) against the fastest strategy's end-to-end mean rate (dashed; sorting and
+    index building included), one colour per target, log rate."""
+    pts = [r for r in curve if _num(r.get("table_over_pool")) is not None and _num(r.get("rows_per_s"))
+           and r["strategy"] == SEED_PROTOCOL]
+    if not pts:
+        _empty(plt, path, "load curves of the seed's protocol")
         return False
-
-    def series(rs):
-        xs, ys = rate_curve(rs)
-        return [x / 1e6 for x in xs], ys
-    _per_target(plt, loads, path, "rows loaded (millions)", "load rate (rows/s)", series)
-    return True
-
-
-def plot_table_size(plt, samples: list, path: Path) -> bool:
-    loads = _group([r for r in samples if r.get("time") is not None], ("target", "variant", "strategy"))
-    if not loads:
-        _empty(plt, path, "load samples")
-        return False
-
-    def series(rs):
-        rs = sorted(rs, key=lambda r: r["time"])
-        return ([r["time"] - rs[0]["time"] for r in rs],
-                [(r["table_bytes"] or 0) / 2**20 for r in rs])
-    _per_target(plt, loads, path, "seconds since the start of sampling", "table size (MiB)", series)
-    return True
-
-
-def _bars(ax, groups: list, series: list, value, err=None, ylabel="", log=False):
-    n = max(len(series), 1)
-    width = 0.8 / n
-    for j, s in enumerate(series):
-        xs = [i + (j - (n - 1) / 2) * width for i in range(len(groups))]
-        vals = [value(g, s) for g in groups]
-        ys = [v if v is not None else 0 for v in vals]
-        kw = {}
-        if err is not None:
-            kw["yerr"] = [[0] * len(groups), [0 if v is None else max((err(g, s) or v) - v, 0)
-                                              for g, v in zip(groups, vals)]]
-            kw["capsize"] = 3
-        ax.bar(xs, ys, width, label=str(s), **kw)
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([str(g) for g in groups], rotation=20 if len(groups) > 4 else 0, ha="right"
-                       if len(groups) > 4 else "center")
-    ax.set_ylabel(ylabel)
-    if log:
+    variants, col, best = _order(r["variant"] for r in pts), colours(r["target"] for r in loads), _best(loads)
+    fig, axes = plt.subplots(1, len(variants), figsize=(11, 4.6), squeeze=False, layout="constrained")
+    for ax, var in zip(axes[0], variants):
+        for tg in _order(r["target"] for r in pts if r["variant"] == var):
+            line = _median_repetition([r for r in pts if (r["target"], r["variant"]) == (tg, var)])
+            xs = [p["table_over_pool"] for p in line]
+            ax.plot(xs, [p["rows_per_s"] for p in line], "-", color=col[tg], lw=2, marker=".",
+                    label=f"{tg}: {SEED_PROTOCOL} (seed's protocol)")
+            b = next((r for r in loads if (r["target"], r["variant"], r["strategy"]) ==
+                      (tg, var, best.get((tg, var)))), None)
+            if b is not None and _num(b.get("rows_per_s")):
+                ax.plot([0, max(xs)], [b["rows_per_s"]] * 2, "--", color=col[tg], lw=2,
+                        label=f"{tg}: {b['strategy']} (fastest; end-to-end mean)")
+            half = next((c for c in collapse if (c["target"], c["variant"], c["strategy"]) ==
+                         (tg, var, SEED_PROTOCOL) and _num(c.get("half_table_over_pool"))), None)
+            if half:
+                ax.plot([half["half_table_over_pool"]], [0.5 * half["initial_rows_per_s"]], "X", ms=10,
+                        color=col[tg], markeredgecolor="black",
+                        label=f"{tg}: fell below half its initial rate")
+        ax.axvline(1.0, color="grey", ls=":", lw=1.5)
+        ax.text(1.02, 0.98, "table = buffer pool", transform=ax.get_xaxis_transform(), va="top",
+                fontsize=9, color="dimgrey")
         ax.set_yscale("log")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
-
-
-def plot_fio(plt, storage: list, path: Path) -> bool:
-    if not storage:
-        _empty(plt, path, "fio results")
-        return False
-    tests = list(dict.fromkeys(r["test"] for r in storage))
-    targets = list(dict.fromkeys(r["target"] for r in storage))
-    by = {(r["test"], r["target"]): r for r in storage}
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
-    _bars(a1, tests, targets, lambda g, s: by.get((g, s), {}).get("MBps"), ylabel="MB/s")
-    a1.set_title("throughput")
-    _bars(a2, tests, targets, lambda g, s: by.get((g, s), {}).get("iops"), ylabel="IOPS (log)", log=True)
-    a2.set_title("operations per second")
-    _save(plt, fig, path)
+        ax.set_xlim(left=0)
+        ax.set_title(f"{var} table: load rate as the index outgrows the buffer pool")
+        ax.set_xlabel("table size / buffer pool (x)")
+        ax.set_ylabel("load rate (rows/s, log scale)")
+    handles, labels = _legend_from(axes[0])
+    _save(plt, fig, path, handles, labels, ncol=3)
     return True
 
 
-def plot_queries(plt, queries: list, path: Path) -> bool:
-    if not queries:
-        _empty(plt, path, "query results")
+# ---------------------------------------------------------------- 2. speed-up
+def plot_speedup(plt, loads: list, path: Path) -> bool:
+    """Speed-up over the seed's protocol per strategy x target, with interval whiskers."""
+    rs = [r for r in loads if r["strategy"] != SEED_PROTOCOL and _num(r.get("speedup_vs_sequential"))]
+    if not rs:
+        _empty(plt, path, "speed-ups over the seed's protocol (no `sequential` load)")
         return False
-    caches = list(dict.fromkeys(r["cache"] for r in queries))
-    qs = list(dict.fromkeys(r["query"] for r in queries))
-    series = list(dict.fromkeys(f"{r['target']}/{r['engine']}" for r in queries))
-    by = {(r["query"], r["cache"], f"{r['target']}/{r['engine']}"): r for r in queries}
-    fig, axes = plt.subplots(len(caches), 1, figsize=(max(6, 1.2 * len(qs) * max(1, len(series) / 2)),
-                                                      3.8 * len(caches)), squeeze=False)
-    for ax, cache in zip([a for row in axes for a in row], caches):
-        qs = list(dict.fromkeys(r["query"] for r in queries if r["cache"] == cache))
-        _bars(ax, qs, series, lambda g, s: by.get((g, cache, s), {}).get("p50_s"),
-              err=lambda g, s: by.get((g, cache, s), {}).get("p95_s"), ylabel="seconds")
-        ax.set_title(f"{cache} cache: median, whisker to p95")
-    _save(plt, fig, path)
+    variants, col = _order(r["variant"] for r in rs), colours(r["target"] for r in loads)
+    fig, axes = plt.subplots(1, len(variants), figsize=(11, 4.4), squeeze=False, layout="constrained")
+    for ax, var in zip(axes[0], variants):
+        vr = [r for r in rs if r["variant"] == var]
+        strategies = sorted(_order(r["strategy"] for r in vr),
+                            key=lambda s: -max(r["speedup_vs_sequential"] for r in vr if r["strategy"] == s))
+        targets = sorted(_order(r["target"] for r in vr))
+        width = 0.8 / len(targets)
+        for j, tg in enumerate(targets):
+            for i, s in enumerate(strategies):
+                r = next((r for r in vr if (r["target"], r["strategy"]) == (tg, s)), None)
+                if r is None:
+                    continue
+                x, y = i + (j - (len(targets) - 1) / 2) * width, r["speedup_vs_sequential"]
+                lo, hi = _num(r.get("speedup_ci_low")), _num(r.get("speedup_ci_high"))
+                ax.bar(x, y, width * 0.9, color=col[tg], label=tg, hatch=None if lo else "//",
+                       edgecolor="white" if lo else "black")
+                if lo is not None and hi is not None:
+                    ax.errorbar(x, y, yerr=[[y - lo], [hi - y]], color="black", capsize=3, lw=1)
+                n = f"n={r['n']}" if r.get("n") else ""
+                ax.text(x, max(y, hi or y) * 1.12, f"{y:.1f}x\n{n}", ha="center", va="bottom", fontsize=8)
+        ax.axhline(1.0, color="grey", ls=":", lw=1.5)
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=min(0.5, min(r["speedup_vs_sequential"] for r in vr) / 2),
+                    top=max(r.get("speedup_ci_high") or r["speedup_vs_sequential"] for r in vr) * 4)
+        ax.set_xticks(range(len(strategies)), strategies)
+        ax.set_title(f"{var} table: speed-up over the seed's protocol (1x = `{SEED_PROTOCOL}`)")
+        ax.set_xlabel("loading strategy")
+        ax.set_ylabel("speed-up (x, log scale)")
+    handles, labels = _legend_from(axes[0])
+    _save(plt, fig, path, handles, [f"target {lab}" for lab in labels])
     return True
+
+
+# ---------------------------------------------------------------- 3. restart timeline
+# (segment phase, label) in time order from process start; crash starts split the engine
+# start into recovery phases. Milestones are the running sums at these phases' ends.
+CLEAN_SEGMENTS = (("process_start_to_engine_ready", "engine start"),
+                  ("engine_ready_to_accepting", "engine ready → accepting"),
+                  ("accepting_to_first_answer", "accepting → first answer"),
+                  ("first_answer_to_warm", "first answer → warm"))
+CRASH_SEGMENTS = (("process_start_to_recovery_start", "start → recovery"), ("redo_scan", "redo scan"),
+                  ("redo_apply", "redo apply"))
+MILESTONES = (("engine ready", "^"), ("accepting", "o"), ("first answer", "D"), ("warm", "*"))
+
+
+def timeline_segments(phases: dict) -> tuple[list, dict]:
+    """([(label, start_s, seconds)], {milestone: s}) of one restart from its median phase
+    seconds ({phase: seconds}); segments never overlap."""
+    segs, t = [], 0.0
+    if "redo_scan" in phases:
+        for p, label in CRASH_SEGMENTS:
+            s = phases.get(p) or 0.0
+            segs.append((label, t, s))
+            t += s
+        rest = max((phases.get("process_start_to_engine_ready") or 0.0) - t, 0.0)
+        segs.append(("rest of engine start", t, rest))
+        t += rest
+    else:
+        s = phases.get("process_start_to_engine_ready") or 0.0
+        segs.append(("engine start", t, s))
+        t += s
+    marks = {"engine ready": t}
+    for (p, label), mark in zip(CLEAN_SEGMENTS[1:], ("accepting", "first answer", "warm")):
+        if p in phases and phases[p] is not None:
+            segs.append((label, t, phases[p]))
+            t += phases[p]
+            marks[mark] = t
+    return segs, marks
 
 
 def plot_restart(plt, restart: list, path: Path) -> bool:
+    """Each restart as a timeline of non-overlapping phases from process start (medians),
+    milestones as markers."""
     if not restart:
         _empty(plt, path, "restart results")
         return False
-    groups = list(dict.fromkeys((r["target"], r["kind"]) for r in restart))
-    phases = list(dict.fromkeys(r["phase"] for r in restart))
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(groups)), 4))
-    bottom = [0.0] * len(groups)
-    for p in phases:
-        vals = []
-        for tg, kind in groups:
-            rs = [r for r in restart if r["target"] == tg and r["kind"] == kind]
-            reps = len({r["repetition"] for r in rs}) or 1
-            vals.append(sum(r["seconds"] or 0 for r in rs if r["phase"] == p) / reps)
-        ax.bar(range(len(groups)), vals, 0.6, bottom=bottom, label=p)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([f"{t}\n{k}" for t, k in groups])
-    ax.set_ylabel("seconds (mean over repetitions)")
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, title="phase")
-    _save(plt, fig, path)
+    rows = _order((r["target"], r["kind"], _bool(r.get("buffer_pool_load"))) for r in restart)
+    labels = [lab for _, lab in CRASH_SEGMENTS] + ["rest of engine start"] + [lab for _, lab in CLEAN_SEGMENTS]
+    seg_col = {lab: PALETTE[i % len(PALETTE)] for i, lab in enumerate(_order(labels))}
+    fig, ax = plt.subplots(figsize=(11, 0.55 * len(rows) + 2.2), layout="constrained")
+    names = []
+    for y, (tg, kind, bp) in enumerate(rows):
+        phases = {r["phase"]: _num(r.get("seconds")) for r in restart
+                  if (r["target"], r["kind"], _bool(r.get("buffer_pool_load"))) == (tg, kind, bp)}
+        segs, marks = timeline_segments(phases)
+        for label, start, width in segs:
+            if width > 0:
+                ax.barh(y, width, left=start, height=0.6, color=seg_col[label], label=label)
+        for (m, marker), col in zip(MILESTONES, ("black",) * 4):
+            if m in marks:
+                ax.plot(marks[m], y, marker, color=col, ms=7, mfc="white", label=f"milestone: {m}")
+        n = max((r.get("n") or 0) for r in restart if (r["target"], r["kind"]) == (tg, kind))
+        dump = f" · pool dump {'on' if bp else 'off'}" if kind == "clean" and bp is not None else ""
+        names.append(f"{tg} · {kind}{dump} (n={n})")
+    ax.set_yticks(range(len(rows)), names)
+    ax.invert_yaxis()
+    ax.set_xlim(left=0)
+    ax.set_xlabel("seconds since the server process started (median of each phase)")
+    ax.set_title("Restart: from process start to engine ready, accepting connections, first answer, warm")
+    handles, labs = _legend_from([ax])
+    _save(plt, fig, path, handles, labs, ncol=4)
     return True
 
 
-def draw_all(trace: list, samples: list, tables: dict, out: Path) -> dict:
+# ---------------------------------------------------------------- 4. query latency
+def plot_queries(plt, queries: list, path: Path) -> bool:
+    """Median latency per query (log), cold and warm side by side, engines/targets as
+    series, whiskers = interval of the median."""
+    rs = [r for r in queries if r["cache"] in ("cold", "warm") and _num(r.get("p50_s"))]
+    if not rs:
+        _empty(plt, path, "query results")
+        return False
+    caches = [c for c in ("cold", "warm") if any(r["cache"] == c for r in rs)]
+    series = sorted(_order(f"{r['target']}/{r['engine']}" for r in rs))
+    col = colours(series)
+    qs = sorted(_order(r["query"] for r in rs), key=_query_order)
+    fig, axes = plt.subplots(1, len(caches), figsize=(11, 4.4), squeeze=False, sharey=True,
+                             layout="constrained")
+    for ax, cache in zip(axes[0], caches):
+        for j, s in enumerate(series):
+            xs, ys, lo, hi = [], [], [], []
+            for i, q in enumerate(qs):
+                r = next((r for r in rs if (r["query"], r["cache"], f"{r['target']}/{r['engine']}") ==
+                          (q, cache, s)), None)
+                if r is None:
+                    continue
+                y = r["p50_s"]
+                xs.append(i + (j - (len(series) - 1) / 2) * 0.8 / len(series))
+                ys.append(y)
+                lo.append(y - (_num(r.get("ci_low_s")) or y))
+                hi.append((_num(r.get("ci_high_s")) or y) - y)
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", color=col[s], capsize=2, ms=5, label=s)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(qs)), qs)
+        ax.set_title(f"{cache} cache")
+        ax.set_xlabel("query")
+        ax.set_ylabel("latency (s, log scale)")
+    handles, labels = _legend_from(axes[0])
+    _save(plt, fig, path, handles, labels)
+    return True
+
+
+# ---------------------------------------------------------------- 5. fio
+def plot_fio(plt, storage: list, path: Path) -> bool:
+    """fio per target: sequential MB/s and random IOPS (medians, labelled), whiskers =
+    interval of the median."""
+    if not storage:
+        _empty(plt, path, "fio results")
+        return False
+    col = colours(r["target"] for r in storage)
+    targets = sorted(_order(r["target"] for r in storage))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    for ax, (prefix, figure, unit) in zip(axes, (("seq", "MBps", "MB/s"), ("rand", "iops", "IOPS"))):
+        tests = [t for t in _order(r["test"] for r in storage) if t.startswith(prefix)]
+        width = 0.8 / max(len(targets), 1)
+        for j, tg in enumerate(targets):
+            for i, test in enumerate(tests):
+                r = next((r for r in storage if (r["target"], r["test"]) == (tg, test)), None)
+                if r is None or _num(r.get(figure)) is None:
+                    continue
+                x, y = i + (j - (len(targets) - 1) / 2) * width, r[figure]
+                ax.bar(x, y, width * 0.9, color=col[tg], label=f"target {tg}")
+                lo, hi = _num(r.get(f"{figure}_ci_low")), _num(r.get(f"{figure}_ci_high"))
+                if lo is not None and hi is not None:
+                    ax.errorbar(x, y, yerr=[[y - lo], [hi - y]], color="black", capsize=3, lw=1)
+                ax.text(x, max(y, hi or y) * 1.02, _si(y), ha="center", va="bottom", fontsize=8)
+        ax.yaxis.set_major_formatter(_si)
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.08)
+        ax.set_xticks(range(len(tests)), tests)
+        ax.set_xlabel("fio test" + (" (1 MiB blocks)" if prefix == "seq" else " (4 KiB blocks)"))
+        ax.set_ylabel(unit)
+        ax.set_title("sequential throughput" if prefix == "seq" else "random operations per second")
+    handles, labels = _legend_from(axes)
+    _save(plt, fig, path, handles, labels)
+    return True
+
+
+def draw_all(tables: dict, out: Path) -> dict:
     """Every plot of :data:`PLOTS` into ``out``/<name>.png: {name: drawn with data}."""
     plt = _plt()
     return {
-        "load_rate": plot_load_rate(plt, trace, out / "load_rate.png"),
-        "table_size": plot_table_size(plt, samples, out / "table_size.png"),
-        "fio": plot_fio(plt, tables["storage"], out / "fio.png"),
+        "collapse": plot_collapse(plt, tables["load_curve"], tables["load_time"], tables["load_collapse"],
+                                  out / "collapse.png"),
+        "speedup": plot_speedup(plt, tables["load_time"], out / "speedup.png"),
+        "restart_timeline": plot_restart(plt, tables["restart"], out / "restart_timeline.png"),
         "query_latency": plot_queries(plt, tables["queries"], out / "query_latency.png"),
-        "restart_phases": plot_restart(plt, tables["restart"], out / "restart_phases.png"),
+        "fio": plot_fio(plt, tables["storage"], out / "fio.png"),
     }

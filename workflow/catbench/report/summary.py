@@ -1,8 +1,10 @@
-"""summary.md's content: seed-style side-by-side tables, the fastest choices and failed checks.
+"""summary.md's content: the findings first (``findings``: the study's answers, each with
+its interval), the checks, then seed-style side-by-side tables.
 
 Each section is one small function in :data:`SECTIONS`, called with a :class:`Tables` view of
-the final tables and returning blocks: ``("h2", text) | ("p", text) | ("ul", [text]) |
-("table", caption, header, rows)``; ``markdown`` and ``html`` render them.
+the final tables and the ``report`` config section, and returning blocks: ``("h2", text) |
+("h3", text) | ("p", text) | ("ul", [text]) | ("table", caption, header, rows)``;
+``markdown`` and ``html`` render them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+
+from ..core.config import section
+from .findings import findings as _findings
 
 
 @dataclass
@@ -23,12 +28,16 @@ class Tables:
     chunks: list = field(default_factory=list)
     stages: list = field(default_factory=list)
     targets: dict = field(default_factory=dict)     # name -> targets/<name>.json
+    collapse: list = field(default_factory=list)    # load_collapse
+    query_runs: list = field(default_factory=list)
+    restart_runs: list = field(default_factory=list)
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None) -> Tables:
         return cls(t.get("storage", []), t.get("load_time", []), t.get("load_rate", []),
                    t.get("queries", []), t.get("restart", []), t.get("chunks", []),
-                   t.get("stages", []), targets or {})
+                   t.get("stages", []), targets or {}, t.get("load_collapse", []),
+                   t.get("query_runs", []), t.get("restart_runs", []))
 
 
 # ---------------------------------------------------------------- formatting
@@ -56,15 +65,6 @@ def _order(values) -> list:
     return list(dict.fromkeys(values))
 
 
-def _restart_totals(restart: list) -> dict:
-    """{(target, kind): mean over repetitions of the summed phase seconds}."""
-    acc = {}
-    for r in restart:
-        acc.setdefault((r["target"], r["kind"]), {}).setdefault(r["repetition"], 0.0)
-        acc[(r["target"], r["kind"])][r["repetition"]] += r.get("seconds") or 0.0
-    return {k: sum(v.values()) / len(v) for k, v in acc.items()}
-
-
 # ---------------------------------------------------------------- checks
 def _failed_loads(loads: list) -> list:
     failed = []
@@ -85,7 +85,7 @@ def _failed_loads(loads: list) -> list:
 
 def _failed_restarts_and_queries(t: Tables) -> list:
     failed = []
-    for r in t.restart:
+    for r in t.restart_runs:
         if (r.get("rows_lost") or 0) > 0:
             failed.append(f"Restart {r['kind']} on {r['target']} (repetition {r['repetition']}, "
                           f"phase {r['phase']}): {_num(r['rows_lost'])} rows lost.")
@@ -109,7 +109,7 @@ def _notes(t: Tables) -> list:
     return notes
 
 
-def checks(t: Tables) -> list:
+def checks(t: Tables, report: dict) -> list:
     failed = _failed_loads(t.loads) + _failed_restarts_and_queries(t)
     notes = _notes(t)
     out = [("h2", "Checks")]
@@ -123,113 +123,45 @@ def checks(t: Tables) -> list:
     return out
 
 
-# ---------------------------------------------------------------- fastest choices
-def _fastest_loads(loads: list) -> list:
-    best = []
-    for variant in _order(r["variant"] for r in loads):
-        rs = [r for r in loads if r["variant"] == variant and r.get("seconds")]
-        if rs:
-            b = min(rs, key=lambda r: r["seconds"])
-            best.append(f"Fastest load of variant {variant}: {b['target']} with strategy {b['strategy']}, "
-                        f"{_num(b['seconds'])} s ({_num(b['rows_per_s'])} rows/s).")
-    for variant in _order(r["variant"] for r in loads):
-        for strategy in _order(r["strategy"] for r in loads if r["variant"] == variant):
-            rs = [r for r in loads if r["variant"] == variant and r["strategy"] == strategy and r.get("seconds")]
-            if len(rs) > 1:
-                b = min(rs, key=lambda r: r["seconds"])
-                others = ", ".join(f"{r['target']} {_num(r['seconds'])} s" for r in rs if r is not b)
-                best.append(f"Fastest target for {variant}/{strategy}: {b['target']} "
-                            f"({_num(b['seconds'])} s; {others}).")
-    for target in _order(r["target"] for r in loads):
-        for variant in _order(r["variant"] for r in loads):
-            rs = [r for r in loads if r["target"] == target and r["variant"] == variant and r.get("seconds")]
-            if len(rs) > 1:
-                b = min(rs, key=lambda r: r["seconds"])
-                best.append(f"Fastest strategy on {target} for {variant}: {b['strategy']} "
-                            f"({_num(b['seconds'])} s, speed-up {_num(b.get('speedup_vs_sequential'))}x).")
-    return best
-
-
-def _best_lookups_and_sizes(loads: list) -> list:
-    best = []
-    for variant in _order(r["variant"] for r in loads):
-        rs = [r for r in loads if r["variant"] == variant and r.get("lookup_p99_ms") is not None]
-        if rs:
-            b = min(rs, key=lambda r: r["lookup_p99_ms"])
-            best.append(f"Fastest point lookups (p99) of variant {variant}: {_load_name(b)}, "
-                        f"{_num(b['lookup_p99_ms'])} ms.")
-        rs = [r for r in loads if r["variant"] == variant and r.get("table_bytes")]
-        if len(rs) > 1 and len({r["table_bytes"] for r in rs}) > 1:
-            b = min(rs, key=lambda r: r["table_bytes"])
-            best.append(f"Smallest table of variant {variant}: {_load_name(b)}, {_num(b['table_bytes'] / 2**20)} MiB.")
-    return best
-
-
-def _fastest_elsewhere(t: Tables) -> list:
-    best = []
-    for test in _order(r["test"] for r in t.storage):
-        rs = [r for r in t.storage if r["test"] == test and r.get("MBps") is not None]
-        if len(rs) > 1:
-            b = max(rs, key=lambda r: r["MBps"])
-            best.append(f"Fastest target for fio {test}: {b['target']} ({_num(b['MBps'])} MB/s, "
-                        f"{_num(b['iops'])} IOPS).")
-    for q in _order(r["query"] for r in t.queries):
-        for cache in _order(r["cache"] for r in t.queries if r["query"] == q):
-            rs = [r for r in t.queries if r["query"] == q and r["cache"] == cache and r.get("p50_s") is not None]
-            if len(rs) > 1:
-                b = min(rs, key=lambda r: r["p50_s"])
-                best.append(f"Fastest for query {q} ({cache}): {b['target']}/{b['engine']}, "
-                            f"median {_num(b['p50_s'])} s.")
-    rtot = _restart_totals(t.restart)
-    for kind in _order(k for _, k in rtot):
-        rs = {tg: v for (tg, k), v in rtot.items() if k == kind}
-        if len(rs) > 1:
-            tg = min(rs, key=rs.get)
-            best.append(f"Fastest restart ({kind}): {tg}, {_num(rs[tg])} s on average over repetitions.")
-    return best
-
-
-def fastest(t: Tables) -> list:
-    best = _fastest_loads(t.loads) + _best_lookups_and_sizes(t.loads) + _fastest_elsewhere(t)
-    return [("h2", "Fastest choices"),
-            ("ul", best) if best else ("p", "Only one choice per question in this run.")]
+# ---------------------------------------------------------------- findings
+def findings(t: Tables, report: dict) -> list:
+    return [("h2", "Findings")] + _findings(t, report)
 
 
 # ---------------------------------------------------------------- side-by-side tables
-def storage_load(t: Tables) -> list:
-    """Storage | load time, one table per strategy."""
+def storage_load(t: Tables, report: dict) -> list:
+    """The seed's "storage | load time" table: fio on each target next to the median load
+    time of every strategy on it (one row per target and variant)."""
     storage, loads = t.storage, t.loads
     tests = _order(r["test"] for r in storage)
     fio = {(r["target"], r["test"]): r for r in storage}
-    all_targets = _order([r["target"] for r in storage] + [r["target"] for r in loads])
-    out = []
-    for strategy in _order(r["strategy"] for r in loads) or [None]:
-        variants = _order(r["variant"] for r in loads if r["strategy"] == strategy)
-        lt = {(r["target"], r["variant"]): r for r in loads if r["strategy"] == strategy}
-        header = ["target", "filesystem"]
-        header += [f"{x} MB/s" if x.startswith("seq") else f"{x} IOPS" for x in tests]
-        header += [h for v in variants for h in (f"{v} load s", f"{v} rows/s", f"{v} lookup p99 ms")]
-        rows = []
-        for tg in all_targets:
-            row = [tg, str(t.targets.get(tg, {}).get("fstype") or "–")]
-            for x in tests:
-                r = fio.get((tg, x))
-                row.append(_num(None if r is None else (r["MBps"] if x.startswith("seq") else r["iops"])))
-            for v in variants:
-                r = lt.get((tg, v), {})
-                row += [_num(r.get("seconds")), _num(r.get("rows_per_s")), _num(r.get("lookup_p99_ms"))]
-            rows.append(row)
-        title = "Storage | load time" + (f" (strategy {strategy})" if strategy else "")
-        out.append(("h2", title))
-        out.append(("table", "fio on each target next to the secondary-index load on it.", header, rows))
-    return out
+    strategies = _order(r["strategy"] for r in loads)
+    lt = {(r["target"], r["variant"], r["strategy"]): r for r in loads}
+    header = ["target", "variant", "filesystem"]
+    header += [f"{x} MB/s" if x.startswith("seq") else f"{x} IOPS" for x in tests]
+    header += [f"{s} s" for s in strategies]
+    rows = []
+    for tg, v in _order([(r["target"], r["variant"]) for r in loads]
+                        or [(r["target"], "–") for r in storage]):
+        row = [tg, v, str(t.targets.get(tg, {}).get("fstype") or "–")]
+        for x in tests:
+            r = fio.get((tg, x))
+            row.append(_num(None if r is None else (r["MBps"] if x.startswith("seq") else r["iops"])))
+        for s in strategies:
+            r = lt.get((tg, v, s), {})
+            row.append(_num(r.get("seconds")) + (f" (n={r['n']})" if r.get("n") else ""))
+        rows.append(row)
+    return [("h2", "Storage | load time"),
+            ("table", "fio on each target (medians over its repetitions) next to the median load time "
+                      "of the secondary index with each strategy (intervals in load_time.csv).", header, rows)]
 
 
-def load_rate(t: Tables) -> list:
+def load_rate(t: Tables, report: dict) -> list:
     """Load rate per interval, targets side by side."""
     out = []
-    for variant, strategy in _order((r["variant"], r["strategy"]) for r in t.rate):
-        rs = [r for r in t.rate if r["variant"] == variant and r["strategy"] == strategy]
+    first = [r for r in t.rate if not r.get("repetition")]   # the first repetition of each load
+    for variant, strategy in _order((r["variant"], r["strategy"]) for r in first):
+        rs = [r for r in first if r["variant"] == variant and r["strategy"] == strategy]
         tgs = _order(r["target"] for r in rs)
         by = {(r["target"], r["interval"]): r for r in rs}
         header = ["interval"] + [h for tg in tgs for h in (f"{tg} end s", f"{tg} rows/s",
@@ -245,11 +177,12 @@ def load_rate(t: Tables) -> list:
             rows.append(row)
         out.append(("h2", f"Load rate per interval ({variant}/{strategy})"))
         out.append(("table", "Rows loaded per second and bytes written to the target in each "
-                             "interval since the start of the load.", header, rows))
+                             "interval since the start of the load (first repetition; every "
+                             "repetition is in load_rate.csv).", header, rows))
     return out
 
 
-def queries(t: Tables) -> list:
+def queries(t: Tables, report: dict) -> list:
     if not t.queries:
         return []
     qs = t.queries
@@ -265,22 +198,24 @@ def queries(t: Tables) -> list:
             ("table", "Median seconds per query, target and engine.", header, rows)]
 
 
-def restart(t: Tables) -> list:
+def restart(t: Tables, report: dict) -> list:
     if not t.restart:
         return []
     phases = _order(r["phase"] for r in t.restart)
-    header = ["target", "kind"] + [f"{p} s" for p in phases] + ["total s", "rows lost"]
+    header = ["target", "kind", "buffer pool dump", "n"] + [f"{p} s" for p in phases] + ["rows lost"]
     rows = []
-    for tg, kind in _order((r["target"], r["kind"]) for r in t.restart):
-        rs = [r for r in t.restart if r["target"] == tg and r["kind"] == kind]
-        reps = len({r["repetition"] for r in rs}) or 1
-        per = [sum(r["seconds"] or 0 for r in rs if r["phase"] == p) / reps for p in phases]
-        rows.append([tg, kind] + [_num(v) for v in per] + [_num(sum(per)),
-                                                            _num(sum(r.get("rows_lost") or 0 for r in rs))])
-    return [("h2", "Restart"), ("table", "Mean seconds per phase over repetitions.", header, rows)]
+    for tg, kind, bp in _order((r["target"], r["kind"], r.get("buffer_pool_load")) for r in t.restart):
+        rs = {r["phase"]: r for r in t.restart if (r["target"], r["kind"], r.get("buffer_pool_load")) == (tg, kind, bp)}
+        n = max((r.get("n") or 0) for r in rs.values())
+        rows.append([tg, kind, "–" if bp is None else ("on" if bp else "off"), _num(n)]
+                    + [_num(rs[p]["seconds"]) if p in rs else "–" for p in phases]
+                    + [_num(sum(r.get("rows_lost") or 0 for r in rs.values()))])
+    return [("h2", "Restart"),
+            ("table", "Median seconds per phase over the repetitions (intervals in restart.csv); "
+                      "phases named A_to_B are cumulative from A.", header, rows)]
 
 
-def chunks(t: Tables) -> list:
+def chunks(t: Tables, report: dict) -> list:
     if not t.chunks:
         return []
     rows_ = [(r["object_rows"] or 0) + (r["source_rows"] or 0) for r in t.chunks]
@@ -297,7 +232,7 @@ def chunks(t: Tables) -> list:
             ("table", "Object+Source rows and TSV bytes per chunk (size skew).", header, [row])]
 
 
-def stages(t: Tables) -> list:
+def stages(t: Tables, report: dict) -> list:
     if not t.stages:
         return []
     return [("h2", "Data preparation stages"),
@@ -307,12 +242,16 @@ def stages(t: Tables) -> list:
                _num(r["rows_per_s"]), _num(r["peak_rss_MB"])] for r in t.stages])]
 
 
-# The sections of summary.md, in order.
-SECTIONS = (checks, fastest, storage_load, load_rate, queries, restart, chunks, stages)
+# The sections of summary.md, in order: the answers first.
+SECTIONS = (findings, checks, storage_load, load_rate, queries, restart, chunks, stages)
+# How many leading sections the report shows open (the rest go under <details>).
+HEADLINE_SECTIONS = 2
 
 
-def summary_sections(t: dict, targets: dict | None = None) -> list:
+def summary_sections(t: dict, targets: dict | None = None, report: dict | None = None,
+                     sections=SECTIONS) -> list:
     """Every section's blocks for the final tables ``t`` ({table: [row dicts]}); ``targets`` =
-    {name: targets/<name>.json}."""
-    view = Tables.of(t, targets)
-    return [block for section in SECTIONS for block in section(view)]
+    {name: targets/<name>.json}; ``report`` = the config's report section (schema defaults
+    when None)."""
+    view, cfg = Tables.of(t, targets), section("report", report)
+    return [block for sec in sections for block in sec(view, cfg)]

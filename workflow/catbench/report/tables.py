@@ -1,6 +1,11 @@
 """Final tables of a run: DuckDB SQL (``resources/sql/<table>.sql``) over the views that
 ``inputs.collect`` reads from every metrics file, written as CSV next to summary.md and
-provenance.json (``catbench tables``)."""
+provenance.json (``catbench tables``).
+
+The SQL may call ``ci_low(list)`` / ``ci_high(list)`` (the interval of the median) and
+``ratio_ci_low(num_list, den_list)`` / ``ratio_ci_high`` (the interval of a ratio of
+medians) at the ``report.confidence`` level (``stats.py``), and read every table built
+before it in :data:`TABLES` as the view ``table_<name>``."""
 
 from __future__ import annotations
 
@@ -10,25 +15,59 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from ..core.config import ConfigError, load_schema, section
 from ..core.resources import resources_dir
-from . import provenance
+from . import provenance, stats
 from .inputs import MetricsError, RunInputs, collect
 from .markdown import to_markdown
 from .summary import summary_sections
 
-TABLES = ("storage", "load_time", "load_rate", "queries", "chunk_load", "restart", "chunks",
-          "stages")
+# In build order (a table may read the ones before it); *_runs are the raw repetitions.
+TABLES = ("storage", "storage_runs", "load_time", "load_runs", "load_rate", "load_curve",
+          "load_collapse", "queries", "query_runs", "chunk_load", "restart", "restart_runs",
+          "chunks", "stages")
 
 
 def sql_path(table: str) -> Path:
     return resources_dir() / "sql" / f"{table}.sql"
 
 
-def connect(inp: RunInputs):
+def report_config(given: dict | None = None) -> dict:
+    """The ``report`` config section (confidence, practical_threshold), schema defaults
+    filled, checked against the schema (ConfigError naming the key)."""
+    import jsonschema
+    cfg = section("report", given)
+    errors = list(jsonschema.Draft202012Validator(load_schema()["properties"]["report"]).iter_errors(cfg))
+    if errors:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
+            f"config key '{'.'.join(['report', *map(str, e.absolute_path)])}': {e.message}" for e in errors))
+    return cfg
+
+
+def _udfs(con, confidence: float) -> None:
+    def lo(xs):
+        return None if xs is None else stats.median_interval(xs, confidence)[0]
+
+    def hi(xs):
+        return None if xs is None else stats.median_interval(xs, confidence)[1]
+
+    def rlo(a, b):
+        return None if a is None or b is None else stats.ratio_interval(a, b, confidence)[1]
+
+    def rhi(a, b):
+        return None if a is None or b is None else stats.ratio_interval(a, b, confidence)[2]
+
+    for name, fn, args in (("ci_low", lo, ["DOUBLE[]"]), ("ci_high", hi, ["DOUBLE[]"]),
+                           ("ratio_ci_low", rlo, ["DOUBLE[]"] * 2), ("ratio_ci_high", rhi, ["DOUBLE[]"] * 2)):
+        con.create_function(name, fn, args, "DOUBLE", null_handling="special", side_effects=False)
+
+
+def connect(inp: RunInputs, confidence: float = stats.DEFAULT_CONFIDENCE):
     import duckdb
     con = duckdb.connect()
     for name, table in inp.views.items():
         con.register(name, table)
+    _udfs(con, confidence)
     return con
 
 
@@ -45,11 +84,15 @@ def run_sql(con, table: str) -> pa.Table:
         raise MetricsError(f"{path}: query failed ({exc})") from exc
 
 
-def build(inp: RunInputs) -> dict:
-    """Run every ``resources/sql/<table>.sql``; returns {table: pyarrow.Table}."""
-    con = connect(inp)
+def build(inp: RunInputs, report: dict | None = None) -> dict:
+    """Run every ``resources/sql/<table>.sql`` in order; returns {table: pyarrow.Table}."""
+    con = connect(inp, report_config(report)["confidence"])
+    out = {}
     try:
-        return {t: run_sql(con, t) for t in TABLES}
+        for t in TABLES:
+            out[t] = run_sql(con, t)
+            con.register(f"table_{t}", out[t])
+        return out
     finally:
         con.close()
 
@@ -68,19 +111,21 @@ def write_csv(table: pa.Table, path: Path) -> None:
             Path(path).write_text(",".join(table.column_names) + "\n")
 
 
-def make_tables(run_dir, out_dir=None, require=()) -> dict:
+def make_tables(run_dir, out_dir=None, require=(), report: dict | None = None) -> dict:
     """``catbench tables``: every final table + summary.md + provenance.json into ``out_dir``
-    (default results/<run>/tables). Returns {name: path}."""
+    (default results/<run>/tables); ``report`` = the config's report section (confidence,
+    practical threshold). Returns {name: path}."""
     inp = collect(run_dir, require)
     out = Path(out_dir) if out_dir else Path(run_dir) / "tables"
     out.mkdir(parents=True, exist_ok=True)
-    tables = build(inp)
+    report = report_config(report)
+    tables = build(inp, report)
     written = {}
     for name, table in tables.items():
         write_csv(table, out / f"{name}.csv")
         written[name] = out / f"{name}.csv"
     rows = {n: t.to_pylist() for n, t in tables.items()}
-    (out / "summary.md").write_text(to_markdown(summary_sections(rows, inp.targets),
+    (out / "summary.md").write_text(to_markdown(summary_sections(rows, inp.targets, report),
                                                 f"catbench summary: {Path(run_dir).resolve().name}"))
     written["summary"] = out / "summary.md"
     prov = provenance.collect(run_dir, inp)

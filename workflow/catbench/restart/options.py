@@ -10,7 +10,7 @@ from __future__ import annotations
 import jsonschema
 
 from ..core.config import ConfigError, load_schema, section
-from ..core.targets import settings_mb
+from ..core.jobs.requests import server_job_mb
 
 # Run order: clean uses the fully loaded, settled table; crash-during-load drops it and
 # ends with it fully loaded again (by resuming), so the first crash-under-queries hits a
@@ -18,8 +18,6 @@ from ..core.targets import settings_mb
 KINDS = ("clean", "crash-during-load", "crash-under-queries")
 BUFFER_POOL_MODES = ("off", "on")
 FAULTS = ("corrupt-redo",)
-# Client side of a restart job (input scan, lookup keys, query threads), beside the server.
-CLIENT_MB = 1500
 
 
 class RestartError(RuntimeError):
@@ -37,7 +35,7 @@ def server_settings(restart: dict, server: dict) -> dict:
 
 def restart_job_mb(cfg: dict) -> int:
     """Memory of a restart job (MiB): the client plus what the server settings ask for."""
-    return CLIENT_MB + settings_mb(server_settings(cfg["restart"], cfg["server"]))
+    return server_job_mb(server_settings(cfg["restart"], cfg["server"]))
 
 
 def _check_section(name: str, value: dict):

@@ -1,0 +1,52 @@
+-- load_collapse.csv: where a load's rate fell below half its initial rate, one row per
+-- load (target x variant x strategy), over its repetitions. Input: table load_curve
+-- (load_curve.csv, registered as table_load_curve). Initial rate = the rate of a load's
+-- first window of files; the half point = the first later window below half of it.
+-- Figures are medians over the repetitions that reached it (_ci_low/_ci_high: the
+-- report.confidence bootstrap interval of the median, empty when fewer than 2 did).
+WITH first_w AS (
+    SELECT target, variant, strategy, repetition,
+           arg_min(rows_per_s, files_done) AS initial_rows_per_s,
+           arg_max(rows_per_s, files_done) AS final_rows_per_s,
+           min(files_done)                 AS first_files
+    FROM table_load_curve
+    GROUP BY target, variant, strategy, repetition
+),
+per_rep AS (
+    SELECT c.target, c.variant, c.strategy, c.repetition,
+           any_value(w.initial_rows_per_s) AS initial_rows_per_s,
+           any_value(w.final_rows_per_s)   AS final_rows_per_s,
+           min(c.files_done) FILTER (WHERE c.files_done > w.first_files
+                                       AND c.rows_per_s < 0.5 * w.initial_rows_per_s) AS half_files,
+           max(c.table_over_pool)          AS final_table_over_pool
+    FROM table_load_curve AS c
+    JOIN first_w AS w USING (target, variant, strategy, repetition)
+    GROUP BY c.target, c.variant, c.strategy, c.repetition
+),
+at_half AS (
+    SELECT p.*, c.table_over_pool, c.table_bytes, c.rows_loaded
+    FROM per_rep AS p
+    LEFT JOIN table_load_curve AS c
+           ON c.target = p.target AND c.variant = p.variant AND c.strategy = p.strategy
+          AND c.repetition = p.repetition AND c.files_done = p.half_files
+)
+SELECT
+    target,
+    variant,
+    strategy,
+    count(*)                                         AS n,
+    count(half_files)                                AS n_halved,
+    round(median(initial_rows_per_s), 1)             AS initial_rows_per_s,
+    round(median(final_rows_per_s), 1)               AS final_rows_per_s,
+    round(median(final_rows_per_s / nullif(initial_rows_per_s, 0)), 4) AS final_over_initial,
+    round(median(table_over_pool), 3)                AS half_table_over_pool,
+    round(min(table_over_pool), 3)                   AS half_table_over_pool_min,
+    round(max(table_over_pool), 3)                   AS half_table_over_pool_max,
+    round(ci_low(list(table_over_pool)), 3)          AS half_table_over_pool_ci_low,
+    round(ci_high(list(table_over_pool)), 3)         AS half_table_over_pool_ci_high,
+    CAST(round(median(table_bytes)) AS BIGINT)       AS half_table_bytes,
+    CAST(round(median(rows_loaded)) AS BIGINT)       AS half_rows_loaded,
+    round(median(final_table_over_pool), 3)          AS final_table_over_pool
+FROM at_half
+GROUP BY target, variant, strategy
+ORDER BY target, variant, strategy

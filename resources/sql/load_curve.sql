@@ -1,0 +1,84 @@
+-- load_curve.csv: the load rate against the table's size relative to the buffer pool, one
+-- row per load, repetition and input file (in the order the files finished): the seed's
+-- "load rate per interval", smoothed over a window of files and placed on the table size.
+-- Input views load_trace (per file: start, end, rows, cumulative_rows), load_samples (table
+-- bytes every sample_interval_s) and load_summaries (the server's innodb_buffer_pool_size).
+-- rows_per_s = rows of the last window_files files / time since the end of the file before
+-- them (the load's first file start for the first window); window_files = files / 16,
+-- at least 1. table_bytes = rows loaded x bytes per row of the table at the end of that
+-- repetition (load_runs): the index's size as it grows. file_bytes = the sampled size of the
+-- table's files, interpolated between the samples around the file's end (from an empty
+-- table at the first file's start); InnoDB extends files in steps of up to several MB, so
+-- early in a load it runs ahead of the data. Sorting time before the first file is not in
+-- the rate (load_time.csv has end-to-end seconds).
+WITH f AS (
+    SELECT target, variant, strategy, repetition, "end", rows, cumulative_rows,
+           row_number() OVER (PARTITION BY target, variant, strategy, repetition
+                              ORDER BY "end", cumulative_rows)                AS i,
+           count(*) OVER (PARTITION BY target, variant, strategy, repetition) AS nfiles,
+           min(start) OVER (PARTITION BY target, variant, strategy, repetition) AS t0
+    FROM load_trace
+),
+w AS (
+    SELECT *, greatest(1, CAST(ceil(nfiles / 16.0) AS BIGINT)) AS win FROM f
+),
+anchors AS (   -- position 0 of every load: its start, no rows yet
+    SELECT DISTINCT target, variant, strategy, repetition, t0 AS "end", 0 AS cumulative_rows, 0 AS i
+    FROM w
+    UNION ALL
+    SELECT target, variant, strategy, repetition, "end", cumulative_rows, i FROM w
+),
+r AS (
+    SELECT a.target, a.variant, a.strategy, a.repetition, a.i, a.win, a.t0, a."end",
+           a.cumulative_rows,
+           (a.cumulative_rows - b.cumulative_rows) / nullif(a."end" - b."end", 0) AS rows_per_s
+    FROM w AS a
+    JOIN anchors AS b
+      ON b.target = a.target AND b.variant = a.variant AND b.strategy = a.strategy
+     AND b.repetition = a.repetition AND b.i = a.i - a.win
+),
+s AS (
+    SELECT target, variant, strategy, repetition, "time", table_bytes
+    FROM load_samples WHERE table_bytes IS NOT NULL
+),
+before AS (
+    SELECT r.*, s."time" AS t_a, s.table_bytes AS b_a
+    FROM r ASOF LEFT JOIN s
+      ON s.target = r.target AND s.variant = r.variant AND s.strategy = r.strategy
+     AND s.repetition = r.repetition AND r."end" >= s."time"
+),
+sized AS (
+    SELECT b.*, s."time" AS t_b, s.table_bytes AS b_b
+    FROM before AS b ASOF LEFT JOIN s
+      ON s.target = b.target AND s.variant = b.variant AND s.strategy = b.strategy
+     AND s.repetition = b.repetition AND b."end" <= s."time"
+),
+bytes AS (
+    SELECT *,
+           CASE WHEN b_a IS NULL AND t_b > t0 THEN b_b * ("end" - t0) / (t_b - t0)   -- empty at the start
+                WHEN b_a IS NULL THEN b_b WHEN b_b IS NULL OR t_b <= t_a THEN b_a
+                ELSE b_a + (b_b - b_a) * ("end" - t_a) / (t_b - t_a) END AS tb
+    FROM sized
+)
+SELECT
+    x.target,
+    x.variant,
+    x.strategy,
+    x.repetition,
+    x.i                                             AS files_done,
+    x.cumulative_rows                               AS rows_loaded,
+    round(x."end" - x.t0, 4)                        AS elapsed_s,
+    x.win                                           AS window_files,
+    round(x.rows_per_s, 1)                          AS rows_per_s,
+    CAST(round(x.cumulative_rows * u.table_bytes / nullif(u.rows, 0)) AS BIGINT) AS table_bytes,
+    CAST(round(x.tb) AS BIGINT)                     AS file_bytes,
+    l.buffer_pool_bytes,
+    round(x.cumulative_rows * u.table_bytes / nullif(u.rows, 0) / nullif(l.buffer_pool_bytes, 0), 4)
+                                                    AS table_over_pool
+FROM bytes AS x
+LEFT JOIN load_summaries AS l
+       ON l.target = x.target AND l.variant = x.variant AND l.strategy = x.strategy
+LEFT JOIN load_runs AS u
+       ON u.target = x.target AND u.variant = x.variant AND u.strategy = x.strategy
+      AND u.repetition = x.repetition
+ORDER BY x.target, x.variant, x.strategy, x.repetition, x.i

@@ -1,0 +1,27 @@
+"""The report as a person sees it: opened in a real headless browser (Debian's chromium,
+installed by workflow/scripts/install-system.sh), every image decodes, nothing overflows at
+1280 px, the findings come first; report/screenshot.png is saved for a look."""
+
+import pytest
+from browser import WIDTH, check_page, chromium
+from catbench.report.html import make_report
+from catbench.report.tables import make_tables
+from test_stats import FAST, OVERLAPS_FAST, SLOW, _load
+from test_tables import make_run
+
+pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
+
+
+def test_report_in_a_real_browser(tmp_path):
+    run = make_run(tmp_path)                    # every stage, single runs
+    for tg, strategy, secs in (("a", "sorted", FAST), ("a", "bulk", OVERLAPS_FAST),
+                               ("b", "sorted", SLOW)):
+        _load(run, tg, strategy, secs)          # and some repeated loads
+    make_tables(run)
+    index = make_report(run)
+    shot = index.parent / "screenshot.png"
+    r = check_page(index, shot)
+    assert r["images"] == 5 and r["broken"] == []
+    assert r["scrollWidth"] <= r["clientWidth"] <= WIDTH, r["wide"]
+    assert 0 <= r["findingsTop"] < 400           # the answers are at the top of the page
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

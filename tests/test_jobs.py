@@ -1,0 +1,146 @@
+"""Job requests from the config (never from the host), the Slurm partition check's
+parsing and messages, and the isolation record of measuring jobs. Fast: no Slurm needed
+(tests/test_slurm.py runs the same checks against a real Slurm)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from catbench.core.config import validate
+from catbench.core.jobs import isolation
+from catbench.core.jobs.requests import MEASURING, measure_domain, measure_domains, requests
+from catbench.core.jobs.slurm import check_jobs, minutes, nodelist, parse_partitions
+
+REPO = Path(__file__).resolve().parent.parent
+SCONTROL = (
+    "PartitionName=batch AllowGroups=ALL Default=YES DefaultTime=NONE MaxNodes=UNLIMITED "
+    "MaxTime=00:30:00 MinNodes=0 MaxCPUsPerNode=UNLIMITED Nodes=n[1-2] State=UP TotalCPUs=10 "
+    "MaxMemPerNode=UNLIMITED\n"
+    "PartitionName=long Default=NO MaxTime=2-00:00:00 MaxCPUsPerNode=4 Nodes=n2 State=UP "
+    "MaxMemPerNode=8000\n")
+SINFO = "n1|batch|2|4000|idle\nn2|batch|8|16000|mixed\nn2|long|8|16000|mixed\n"
+
+
+def _cfg(**over):
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg.update(over)
+    return validate(cfg)
+
+
+def test_requests_come_from_the_config_not_the_host(monkeypatch):
+    cfg = _cfg()
+    before = {k: v.as_dict() for k, v in requests(cfg).items()}
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert {k: v.as_dict() for k, v in requests(cfg).items()} == before
+    for rule in MEASURING:
+        assert before[rule]["threads"] == cfg["jobs"]["cpus"] == 2
+    assert requests(_cfg(jobs={"cpus": 6}))["load_index_run"].threads == 6
+    assert requests(_cfg())["catalog_part"].threads == 1
+
+
+def test_time_limits_scale_with_the_config():
+    small, big = _cfg(), _cfg(catalog={**_cfg()["catalog"], "sky": {"ra_min_deg": 0, "ra_max_deg": 360,
+                                                                    "dec_min_deg": -30, "dec_max_deg": 30}})
+    rs, rb = requests(small), requests(big)
+    assert rb["load_index_run"].runtime > 5 * rs["load_index_run"].runtime
+    assert rs["load_index_run"].keys["runtime"] == "jobs.index_rows_per_s"
+    slow = requests(_cfg(jobs={"index_rows_per_s": 200}))
+    assert slow["load_index_run"].runtime > rs["load_index_run"].runtime
+    # the default run fits a site's 30-minute partition
+    assert max(r.runtime for r in rs.values()) <= 30, {k: r.runtime for k, r in rs.items()}
+
+
+def test_measure_domains_per_node_or_host():
+    cfg = _cfg(targets={"a": {"path": "/tmp/cb-a", "node": "n1"}, "b": {"path": "/tmp/cb-b", "node": "n1"},
+                        "c": {"path": "/tmp/cb-c", "node": "n-2.x"}, "d": {"path": "/tmp/cb-d"}})
+    assert measure_domain(cfg, "a") == measure_domain(cfg, "b") == "measure_node_n1"
+    assert measure_domain(cfg, "c") == "measure_node_n_2_x"
+    assert measure_domain(cfg, "d") == measure_domain(cfg, None) == "measure_host"
+    assert measure_domains(cfg) == ["measure_host", "measure_node_n1", "measure_node_n_2_x"]
+
+
+def test_slurm_times_and_nodelist():
+    assert [minutes(t) for t in ("30", "30:00", "00:30:00", "1-00:00:00", "2-3", "00:30:01")] == \
+        [30, 30, 30, 1440, 3060, 31]
+    assert minutes("UNLIMITED") is None and minutes("INFINITE") is None
+    assert nodelist("--exclusive --nodelist=ccq150") == "ccq150"
+    assert nodelist("--exclusive") is None
+
+
+def _job(**kw):
+    job = {"rule": "load_index_run", "partition": None, "threads": 2, "mem_mb": 2000, "runtime": 20,
+           "node": None, "keys": {"threads": "jobs.cpus", "runtime": "jobs.index_rows_per_s",
+                                  "mem_mb": "server.settings.innodb_buffer_pool_size",
+                                  "node": "targets.disk.node"}, "overridden": {}}
+    job.update(kw)
+    return job
+
+
+def test_partition_check_names_rule_request_limit_and_key():
+    parts = parse_partitions(SCONTROL, SINFO)
+    assert parts["batch"].default and parts["batch"].max_time == 30 and set(parts["batch"].nodes) == {"n1", "n2"}
+    assert parts["long"].max_cpus_per_node == 4 and parts["long"].max_mem_per_node == 8000
+    assert check_jobs([_job()], parts) == ([], [])
+    problems, _ = check_jobs([_job(runtime=45), _job(runtime=45), _job(rule="fio_run", threads=9)], parts)
+    assert len(problems) == 2, problems  # one message per rule and problem
+    assert "rule load_index_run: asks a time limit of 45 min, but partition 'batch' allows at most 30 min " \
+           "(MaxTime); edit config key 'jobs.index_rows_per_s'" in problems[0]
+    assert "rule fio_run: asks 9 CPUs per task, but partition 'batch' has at most 8 CPUs per node; " \
+           "set config key 'jobs.cpus' to at most 8" in problems[1]
+    problems, _ = check_jobs([_job(node="n1", threads=4, mem_mb=5000)], parts)
+    assert "node n1 of partition 'batch' has at most 2 CPUs" in problems[0]
+    assert "asks 5000 MB of memory" in problems[1] and "server.settings.innodb_buffer_pool_size" in problems[1]
+    problems, _ = check_jobs([_job(partition="long", threads=6, runtime=3000, mem_mb=9000)], parts)
+    assert len(problems) == 3 and "at most 4 CPUs" in problems[1] and "at most 8000 MB" in problems[2]
+    problems, _ = check_jobs([_job(node="n9")], parts)
+    assert "node n9 (config key 'targets.disk.node') is not in partition 'batch'" in problems[0]
+    problems, _ = check_jobs([_job(partition="gpu")], parts)
+    assert "partition 'gpu' (resource slurm_partition) does not exist" in problems[0]
+    problems, _ = check_jobs([_job(runtime=45, overridden={"runtime": True})], parts)
+    assert "the workflow profile's set-threads/set-resources" in problems[0]
+
+
+def test_partition_check_warns_when_every_node_is_down():
+    parts = parse_partitions(SCONTROL, "n1|batch|2|4000|drained\nn2|batch|8|16000|down*\n")
+    problems, warnings = check_jobs([_job()], parts)
+    assert problems == [] and "every node it may use is unavailable" in warnings[0]
+
+
+def test_isolation_record_names_a_second_measuring_job(tmp_path, monkeypatch):
+    monkeypatch.setattr(isolation, "NODE_LOCK", tmp_path / "node.lock")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    with isolation.measuring("disk", tmp_path / "disk") as first:
+        # a second measuring job on the same node and target, in another process
+        code = ("import sys, json; sys.path.insert(0, %r)\n"
+                "from catbench.core.jobs import isolation\n"
+                "from pathlib import Path\n"
+                "isolation.NODE_LOCK = Path(%r)\n"
+                "with isolation.measuring('disk', %r) as rec: pass\n"
+                "print(json.dumps(rec))") % (str(REPO / "workflow"), str(tmp_path / "node.lock"),
+                                             str(tmp_path / "disk"))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    second = yaml.safe_load(out)
+    assert second["alone"] is False and len(second["shared_locks"]) == 2
+    assert f'"pid": {os.getpid()}' in second["shared_locks"][0]
+    assert first["shared_locks"] == [] and first["slurm_exclusive"] is None
+    path = isolation.write_record(first, tmp_path / "out")
+    assert path.name == "isolation.json" and "alone" in path.read_text()
+
+
+def test_other_catbench_commands_are_seen(monkeypatch):
+    assert isolation._is_catbench(["/x/.venv/bin/python3", "/x/.venv/bin/catbench", "load-index"])
+    assert isolation._is_catbench(["python", "-m", "catbench", "fio"])
+    assert not isolation._is_catbench(["/bin/bash", "-c", "catbench fio > log"])
+    assert not isolation._is_catbench(["snakemake", "--cores", "2"])
+
+
+@pytest.mark.parametrize("rule", sorted(MEASURING))
+def test_measuring_rules_take_the_configured_cpus(rule):
+    # every measuring rule is in the requests table with the config's CPUs
+    assert requests(_cfg(jobs={"cpus": 3}))[rule].threads == 3

@@ -1,0 +1,116 @@
+"""Chunk file formats (config partition.formats) and how TSV lines are made: glued from the
+text the catalog stage wrote (each value formatted once) or formatted in the reduce, the
+same bytes either way; a job that partitions imports neither pandas nor polars."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from catbench.core.config import ConfigError, validate
+from catbench.prepare import partition as part_mod
+from catbench.prepare.rowtext import TextWriter, column_text
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_partition import build_catalog, chunk_files, run_partition, small_config, text_paths  # noqa: E402
+
+GROUPS = 2
+KINDS = (("Object", "main"), ("Object", "overlap"), ("Source", "main"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("formats")
+    cfg = small_config()
+    parts = build_catalog(cfg, root / "catalog")
+    out = {name: run_partition(cfg, parts, root / name, GROUPS, formats, text)
+           for name, formats, text in (("glued", ("tsv", "parquet"), True),
+                                       ("formatted", ("tsv", "parquet"), False),
+                                       ("tsv", ("tsv",), True), ("parquet", ("parquet",), True))}
+    return {"cfg": cfg, "parts": parts, **out}
+
+
+def manifest(root: Path):
+    rows = []
+    for g in range(GROUPS):
+        lines = (root / f"chunks/groups/group-{g:05d}.tsv").read_text().splitlines()
+        rows += [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+    return rows
+
+
+def test_glued_text_is_the_formatted_text_byte_for_byte(runs):
+    for table, kind in KINDS:
+        glued = chunk_files(runs["glued"], table, kind, "tsv")
+        formatted = chunk_files(runs["formatted"], table, kind, "tsv")
+        assert set(glued) == set(formatted) and len(glued) > 5
+        for cid, path in glued.items():
+            assert path.read_bytes() == formatted[cid].read_bytes(), path.name
+        for cid, path in chunk_files(runs["glued"], table, kind).items():
+            assert path.read_bytes() == chunk_files(runs["formatted"], table, kind)[cid].read_bytes()
+
+
+def test_one_format_writes_only_that_format(runs):
+    full = runs["glued"]
+    for fmt, other in (("tsv", "parquet"), ("parquet", "tsv")):
+        root = runs[fmt]
+        for table, kind in KINDS:
+            assert not chunk_files(root, table, kind, other), f"{fmt} only wrote {other} files"
+            mine, ref = chunk_files(root, table, kind, fmt), chunk_files(full, table, kind, fmt)
+            assert set(mine) == set(ref)
+            for cid, path in mine.items():
+                assert path.read_bytes() == ref[cid].read_bytes()
+        # the manifest counts the same rows; the format that is off has 0 bytes
+        rows, ref = manifest(root), manifest(full)
+        assert [(r["chunkId"], r["table"], r["rows"]) for r in rows] == \
+               [(r["chunkId"], r["table"], r["rows"]) for r in ref]
+        assert all(r[f"{other}_bytes"] == "0" and int(r[f"{fmt}_bytes"]) >= 0 for r in rows)
+        assert any(int(r[f"{fmt}_bytes"]) > 0 for r in rows)
+
+
+def test_text_files_of_another_patch_are_refused(runs, tmp_path):
+    parts = runs["parts"]
+    bad = tmp_path / "Object.text.arrow"
+    patch = pq.read_table(parts[0][0]).slice(0, 10)
+    with TextWriter(bad, 3, 10) as w:  # a 10-row "patch": not the one the parts repeat
+        w.write(column_text(patch.column(5)))
+    staging = sorted((runs["glued"] / "staging").glob("part-*"))
+    shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))))
+    with pytest.raises(ValueError, match="do not describe the same patch"):
+        part_mod.reduce_group(staging, parts, 0, tmp_path / "chunks", tmp_path / "m.tsv", ("tsv",),
+                              [text_paths(o, s) for o, s in parts], [bad, shared[1]])
+    assert not (tmp_path / "m.tsv").exists()
+    assert not list((tmp_path / "chunks").rglob("*.tmp-*"))  # no temporary file left
+
+
+def test_queries_stage_needs_both_formats():
+    for formats, missing in ((["parquet"], "tsv"), (["tsv"], "parquet")):
+        with pytest.raises(ConfigError, match=f"config key 'partition.formats'.*lacks {missing}"):
+            validate({"partition": {"formats": formats}, "stages": ["queries"]})
+        assert validate({"partition": {"formats": formats}, "stages": ["fio"]})["partition"]["formats"] == formats
+    assert validate({})["partition"]["formats"] == ["tsv", "parquet"]
+
+
+def test_partition_jobs_import_neither_pandas_nor_polars(runs, tmp_path):
+    """pyarrow imports pandas on its first array made from or turned into numpy (0.3 CPU-s
+    a job start) and pyarrow.compute builds 300 wrappers on import: partitioning uses
+    neither (prepare/arrays.py), nor polars."""
+    o, s = runs["parts"][1]
+    code = f"""
+import json, sys
+from catbench.prepare import partition as p
+cfg = json.loads({repr(__import__("json").dumps(runs["cfg"]))})
+p.map_part(cfg, {str(o)!r}, {str(s)!r}, {str(tmp_path / "st")!r}, 1)
+p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch")!r},
+               {str(tmp_path / "m.tsv")!r}, texts=[{[str(x) for x in text_paths(o, s)]!r}],
+               shared_texts={[str(x) for x in text_paths(o.parent.parent / "patch/Object.parquet",
+                                                         s.parent.parent / "patch/Source.parquet")]!r})
+p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch2")!r},
+               {str(tmp_path / "m2.tsv")!r})
+p.write_index_input([{str(tmp_path / "st")!r}], 2, {str(tmp_path / "i")!r}, {str(tmp_path / "j")!r})
+print(sorted(m for m in ("pandas", "polars", "pyarrow.compute") if m in sys.modules))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+    assert (tmp_path / "m.tsv").read_text() == (tmp_path / "m2.tsv").read_text()

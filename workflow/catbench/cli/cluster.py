@@ -1,0 +1,75 @@
+"""CLI subcommand ``catbench cluster``: a private Galera cluster on one target, one node
+restarted under load per kind, phase by phase.
+
+Every knob comes from ``--config`` (the run's config, or just its ``cluster``, ``server``
+and ``seed`` as the rule passes them); a flag given overrides one value; anything in
+neither is the config schema's default.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from ..core.config import ConfigError
+from ..core.index_input import list_input
+from ..core.index_table import VARIANTS, LoadError
+from ..core.server import ServerError
+from ..core.targets import TargetError
+from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
+from .common import guarded
+from .restart import _read_config
+
+log = logging.getLogger(__name__)
+EXPECTED = (ClusterError, LoadError, ServerError, TargetError, ConfigError)
+# flag (argparse dest) -> key of the config's cluster section
+CLUSTER_FLAGS = {"nodes": "nodes", "kinds": "kinds", "repetitions": "repetitions", "variant": "variant",
+                 "sst_method": "sst_method", "base_port": "base_port", "start_timeout": "start_timeout_s"}
+
+
+def sections(args) -> tuple[dict, dict, int | None]:
+    """(cluster, server, seed) from --config with the flags given over it."""
+    cfg = _read_config(args.config)
+    cluster = dict(cfg.get("cluster") or {})
+    cluster.update({key: getattr(args, dest) for dest, key in CLUSTER_FLAGS.items()
+                    if getattr(args, dest) is not None})
+    server = dict(cfg.get("server") or {})
+    if args.server_binary:
+        server["binary"] = args.server_binary
+    return cluster, server, args.seed if args.seed is not None else cfg.get("seed")
+
+
+def cmd_cluster(args) -> int:
+    """Form a private Galera cluster on the target (every node's datadir there), load the index
+    through node 1, restart the last node under load per kind; writes <out>/<kind>.json and
+    <out>/summary.json."""
+    # the stage's imports only when it runs
+    from ..restart.cluster.run import run_cluster
+    cluster, server, seed = sections(args)
+    files = list_input(args.input_dir)
+    result = run_cluster(args.target, args.path, files, args.out, cluster=cluster, server=server, seed=seed,
+                         keep_data=args.keep_data)
+    print(json.dumps({"target": args.target, "kinds": result["summary"]["kinds"]}, default=str))
+    return 0
+
+
+def add_subcommands(subparsers) -> None:
+    p = subparsers.add_parser("cluster", help="Galera cluster: one node restarted under load, phase by phase",
+                              description=cmd_cluster.__doc__)
+    p.add_argument("--target", required=True, help="storage target name (as in the config)")
+    p.add_argument("--path", required=True, help="directory on the target (every node's datadir goes below it)")
+    p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
+    p.add_argument("--out", required=True, help="output directory, e.g. results/<run>/cluster/<target>")
+    p.add_argument("--config", help="config as JSON text or a YAML file (sections cluster, server, seed); "
+                                    "the flags below override single values, the schema gives the rest")
+    p.add_argument("--nodes", type=int, help="cluster.nodes")
+    p.add_argument("--kinds", nargs="+", choices=KINDS, help="cluster.kinds")
+    p.add_argument("--repetitions", type=int, help="cluster.repetitions")
+    p.add_argument("--variant", choices=sorted(VARIANTS), help="cluster.variant")
+    p.add_argument("--sst-method", choices=SST_METHODS, help="cluster.sst_method")
+    p.add_argument("--base-port", type=int, help="cluster.base_port (default: free ports chosen at run time)")
+    p.add_argument("--start-timeout", type=float, help="cluster.start_timeout_s")
+    p.add_argument("--server-binary", help="server.binary: the mariadbd to use")
+    p.add_argument("--seed", type=int, help="seed of lookup keys and the workload (config: seed)")
+    p.add_argument("--keep-data", action="store_true", help="keep the nodes' datadirs afterwards")
+    p.set_defaults(func=guarded(cmd_cluster, EXPECTED, "cluster"))

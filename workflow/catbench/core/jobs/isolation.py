@@ -1,0 +1,138 @@
+"""Did a measuring job run alone? The scheduler keeps measuring jobs apart (the
+per-node/host resource of ``requests.measure_domain`` and, under Slurm, ``--exclusive``);
+this module checks that it worked. A measuring job takes a lock per node (in ``/tmp``)
+and per target directory without waiting: a lock already held names the measuring job
+it is sharing with (another run, a hand-started command). While it runs it looks for
+other catbench commands on its node every few seconds and, under Slurm, for other Slurm
+jobs on the node at start and end; ``isolation.json`` beside the job's results says
+what it saw (``alone``: nothing)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+NODE_LOCK = Path(f"/tmp/catbench-measure-{os.getuid()}.lock")
+LOCK_NAME = ".catbench-measure.lock"
+WATCH_PERIOD_S = 2.0
+
+
+def _try_lock(path: Path, me: dict) -> tuple[int | None, str | None]:
+    """(descriptor, None) with ``path`` locked (flock) and naming this job, or (None, the
+    holder) when another live job holds it. Never waits. (None, None) when the lock file
+    cannot be made: the job's own checks then name the unusable directory."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None, None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "(unknown)"
+        os.close(fd)
+        return None, f"{path}: {holder}"
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(me).encode(), 0)
+    return fd, None
+
+
+def _is_catbench(cmdline: list[str]) -> bool:
+    head = cmdline[:3]
+    return any(os.path.basename(a) == "catbench" for a in head[:2]) or head[1:3] == ["-m", "catbench"]
+
+
+def other_catbench_jobs(me: int | None = None) -> list[str]:
+    """Other catbench commands running on this node (not this process, its parents or
+    its children): ``"pid command"``; another user's command is not recorded, only
+    ``"pid (user name)"``."""
+    me = psutil.Process(me or os.getpid())
+    mine = {me.pid, *(p.pid for p in me.parents()), *(p.pid for p in me.children(recursive=True))}
+    user = me.username()
+    out = []
+    for proc in psutil.process_iter(["pid", "cmdline", "username"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.info["pid"] not in mine and _is_catbench(cmd):
+            shown = " ".join(cmd)[:300] if proc.info["username"] == user else f"(user {proc.info['username']})"
+            out.append(f"{proc.info['pid']} {shown}")
+    return out
+
+
+def slurm_neighbours() -> tuple[list[str], bool | None]:
+    """(other Slurm jobs running on this job's node, whether this job owns the node
+    exclusively); ([], None) outside Slurm or when Slurm cannot be asked."""
+    job = os.environ.get("SLURM_JOB_ID")
+    node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    if not job:
+        return [], None
+    try:
+        q = subprocess.run(["squeue", "-h", "-w", node, "-t", "RUNNING", "-o", "%i %j"],
+                           capture_output=True, text=True, timeout=30)
+        s = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return [], None
+    others = [line.strip() for line in q.stdout.splitlines()
+              if line.strip() and line.split()[0] != job] if q.returncode == 0 else []
+    shared = "OverSubscribe=" in s.stdout and "OverSubscribe=NO" not in s.stdout
+    exclusive = None if s.returncode != 0 else not shared
+    return others, exclusive
+
+
+@contextlib.contextmanager
+def measuring(target: str | None, path=None):
+    """Lock the node (and ``path``) for the body and watch it; yields the isolation
+    record, complete after the body. ``alone``: no other measuring job held a lock and no
+    other catbench command or Slurm job was seen on the node."""
+    rec = {"host": socket.gethostname(), "target": target, "slurm_job": os.environ.get("SLURM_JOB_ID"),
+           "start": time.time()}
+    me = {"pid": os.getpid(), "host": rec["host"], "target": target, "slurm_job": rec["slurm_job"],
+          "cwd": os.getcwd(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    fds, shared = [], []
+    for lock in [NODE_LOCK] + ([Path(path) / LOCK_NAME] if path is not None else []):
+        fd, holder = _try_lock(lock, me)
+        fds += [fd] if fd is not None else []
+        shared += [holder] if holder else []
+    seen: dict[str, None] = {}
+    slurm, rec["slurm_exclusive"] = slurm_neighbours()
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            for other in other_catbench_jobs():
+                seen.setdefault(other)
+            stop.wait(WATCH_PERIOD_S)
+
+    watcher = threading.Thread(target=watch, name="catbench-isolation", daemon=True)
+    watcher.start()
+    finished = False
+    try:
+        yield rec
+        finished = True
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+        end = slurm_neighbours()[0] if finished else []  # an interrupted job exits at once
+        for fd in fds:
+            os.close(fd)
+        rec["end"] = time.time()
+        rec["shared_locks"] = shared
+        rec["other_catbench_jobs"] = list(seen)
+        rec["other_slurm_jobs"] = sorted(set(slurm) | set(end))
+        rec["alone"] = not shared and not seen and not rec["other_slurm_jobs"]
+
+
+def write_record(rec: dict, out_dir) -> Path:
+    """``<out_dir>/isolation.json``."""
+    path = Path(out_dir) / "isolation.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec, indent=2) + "\n")
+    return path

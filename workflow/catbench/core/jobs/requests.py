@@ -1,0 +1,178 @@
+"""Every rule's request — threads, memory (MiB), time limit (minutes) — from the config
+alone, never from the machine that parses the workflow: the ONE place the rules
+(``workflow/rules/common.smk``), the SLURM profile and the limit check read.
+
+Time limits are the job's work at the config's scale divided by deliberately slow rates
+(``jobs.rows_per_s`` for reading, writing and scanning catalog rows, ``jobs.index_rows_per_s``
+for inserting index rows into a server) plus a fixed allowance for start-up. Each number
+keeps the config key that sizes it, so a request that does not fit a cluster names the
+key to edit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from ..config import estimated_objects, estimated_rows, n_groups
+from ..layout import part_copies
+from ..targets import parse_size, settings_mb
+
+# Start-up and wind-down of any job: imports, a private server's start, checksums.
+BASE_S = 300
+# Rules that measure a target (or the engine under test): they run alone (see measure_domain).
+MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run")
+# Queries that scan every chunk table; the others touch a few chunks.
+SCANNING_QUERIES = ("HV1", "HV2", "HV3", "SHV1", "SHV2")
+_ROW_BYTES_BASE = 16          # 8-byte columns of an Object row besides the fillers
+CLIENT_MB = 1500              # a loader or restart client beside its server
+
+
+@dataclass
+class Request:
+    """One rule's request; ``keys`` names the config key behind each number."""
+    threads: int
+    mem_mb: int
+    runtime: int
+    keys: dict = field(default_factory=dict)
+    measuring: bool = False
+
+    def as_dict(self) -> dict:
+        return {"threads": self.threads, "mem_mb": self.mem_mb, "runtime": self.runtime}
+
+
+def _minutes(seconds: float) -> int:
+    return max(1, math.ceil((BASE_S + seconds) / 60))
+
+
+def _mem(cfg: dict) -> dict:
+    """Memory per job: a catalog part or chunk group, never the whole catalog; a server's
+    buffer pool plus its client."""
+    cat, part = cfg["catalog"], cfg["partition"]
+    row_bytes = 8 * (_ROW_BYTES_BASE + cat["filler_columns"])
+    restart_settings = {**cfg["server"]["settings"], **cfg["restart"]["settings"]}
+    return {
+        "part": 500 + 6 * row_bytes * cat["max_objects_per_part"] * (1 + cat["sources_per_object"]) // 2**20,
+        "group": 500 + 4 * row_bytes * part["max_rows_per_group"] // 2**20,
+        "server": server_job_mb(cfg["server"]["settings"]),
+        "load": server_job_mb({**cfg["server"]["settings"], **(cfg["load"].get("settings") or {})}),
+        "restart": server_job_mb(restart_settings),
+        # a Galera cluster: every node's buffers (cluster.settings over server.settings, 128M
+        # pool when unset) and its gcache pages, beside one client
+        "cluster": CLIENT_MB + cfg["cluster"]["nodes"] * (64 + (settings_mb(
+            {**cfg["server"]["settings"], **cfg["cluster"]["settings"]}) or 128)),
+    }
+
+
+def server_job_mb(settings: dict) -> int:
+    """Memory of a job running a private server with ``settings``: the server's buffers
+    plus its client (loader, lookups, query threads)."""
+    return CLIENT_MB + settings_mb(settings)
+
+
+def _scale(cfg: dict) -> dict:
+    cat = cfg["catalog"]
+    rows, objects = estimated_rows(cfg), estimated_objects(cfg)
+    per_part = max((len(r) for r in part_copies(cat)), default=0) * cat["patch"]["objects"]
+    return {"rows": rows, "objects": objects,
+            "part_rows": per_part * (1 + cat["sources_per_object"]),
+            "patch_rows": cat["patch"]["objects"] * (1 + cat["sources_per_object"]),
+            "group_rows": math.ceil(rows / n_groups(cfg))}
+
+
+def _query_seconds(cfg: dict, rows: int, rate: float) -> float:
+    q = cfg["queries"]
+    runs = q["repetitions"] * (2 if q["cold"] else 1)
+    scans = sum(1 for name in q["queries"] if name in SCANNING_QUERIES)
+    others = len(q["queries"]) - scans
+    streams = 2 * q["concurrency"]["seconds"] if q["concurrency"]["streams"] else 0
+    return runs * (scans * (rows / rate + 10) + others * 10) + streams
+
+
+def _runtimes(cfg: dict) -> dict:
+    """Seconds of work per rule (before BASE_S), with the key that sizes it."""
+    s, j = _scale(cfg), cfg["jobs"]
+    rate, irate = j["rows_per_s"], j["index_rows_per_s"]
+    load, fio, rs, cl = cfg["load"], cfg["fio"], cfg["restart"], cfg["cluster"]
+    fio_bytes = parse_size(fio["size"])
+    index_load = s["objects"] / irate
+    restart_runs = rs["repetitions"] * (len(rs["kinds"]) + len(rs["buffer_pool_dump"]) - 1)
+    # one load for the clean restarts, one more per crash-during-load (killed, then resumed)
+    crash_loads = rs["repetitions"] * ("crash-during-load" in rs["kinds"])
+    # a load repeats (load.repetitions) unless one repetition outlasts load.repetition_limit_s
+    one_load = index_load + 2 * s["objects"] / rate + load["optimize_limit_s"] + (
+        load["lookup_seconds"] or load["lookup_count"] / 100)
+    limit = load.get("repetition_limit_s")
+    loads = 1 if limit is not None and one_load > limit else load.get("repetitions", 1)
+    r, ir = "jobs.rows_per_s", "jobs.index_rows_per_s"
+    return {
+        "catalog_patch": (s["patch_rows"] / rate, r),
+        "catalog_part": (s["part_rows"] / rate, r),
+        "partition_map": (s["part_rows"] / rate, r),
+        "partition_reduce": (2 * s["group_rows"] / rate, r),
+        "index_input": (2 * s["objects"] / rate, r),
+        "chunk_list": (0, r),
+        "target_info": (0, r),
+        # four tests of runtime_s (each repeated), each file laid out first at (slowly) 20 MB/s
+        "fio_run": (4 * fio.get("repetitions", 1) * (fio["runtime_s"] + fio_bytes / 20e6), "fio.runtime_s"),
+        "load_index_run": (loads * one_load, ir),
+        "queries_mysql": (index_load + s["rows"] / rate + _query_seconds(cfg, s["rows"], rate), r),
+        "queries_duckdb": (_query_seconds(cfg, s["rows"], rate), r),
+        "load_compare": (0, r),
+        "queries_check": (0, r),
+        "restart_run": ((1 + crash_loads) * index_load + restart_runs * (rs["warm_timeout_s"] + 60), ir),
+        # formation, a replicated load (twice a single server's), then per restart the load
+        # windows, a node start and a full copy at (slowly) 5 MB/s
+        "cluster_restart_run": (120 + 2 * index_load + cl["repetitions"] * len(cl["kinds"]) * (
+            sum(cl["load"][k] for k in ("before_s", "down_s", "after_s")) + 120 + 250 * s["objects"] / 5e6), ir),
+        "tables": (0, r),
+        "report_html": (0, r),
+    }
+
+
+def requests(cfg: dict) -> dict[str, Request]:
+    """{rule: Request} for every rule that runs a job, from the validated config."""
+    mem, cpus = _mem(cfg), cfg["jobs"]["cpus"]
+    server_key = "server.settings.innodb_buffer_pool_size"
+    mem_of = {
+        "catalog_patch": (mem["part"], "catalog.max_objects_per_part"),
+        "catalog_part": (mem["part"], "catalog.max_objects_per_part"),
+        "partition_map": (mem["part"], "catalog.max_objects_per_part"),
+        "partition_reduce": (mem["group"], "partition.max_rows_per_group"),
+        "index_input": (mem["part"], "catalog.max_objects_per_part"),
+        "chunk_list": (1000, None),
+        "target_info": (500, None),
+        "fio_run": (1000, None),
+        "load_index_run": (mem["load"], server_key),
+        "queries_mysql": (mem["server"], server_key),
+        "queries_duckdb": (4000, None),
+        "load_compare": (500, None),
+        "queries_check": (1000, None),
+        "restart_run": (mem["restart"], "restart.settings.innodb_buffer_pool_size"),
+        "cluster_restart_run": (mem["cluster"], "cluster.nodes"),
+        "tables": (2000, None),
+        "report_html": (2000, None),
+    }
+    out = {}
+    for rule, (seconds, runtime_key) in _runtimes(cfg).items():
+        measuring = rule in MEASURING
+        mb, mem_key = mem_of[rule]
+        out[rule] = Request(threads=cpus if measuring else 1, mem_mb=int(mb), runtime=_minutes(seconds),
+                            measuring=measuring,
+                            keys={"threads": "jobs.cpus" if measuring else None,
+                                  "mem_mb": mem_key, "runtime": runtime_key})
+    return out
+
+
+def measure_domain(cfg: dict, target: str | None) -> str:
+    """The resource a measuring job holds alone: its target's node when the config names
+    one (targets.<t>.node), else the host that runs the unpinned jobs. Two measuring jobs
+    never share a node, nor a disk of it."""
+    node = cfg["targets"][target].get("node") if target else None
+    return "measure_node_" + re.sub(r"\W", "_", node) if node else "measure_host"
+
+
+def measure_domains(cfg: dict) -> list[str]:
+    """Every measure_domain() of the run (each a resource with capacity 1)."""
+    return sorted({measure_domain(cfg, None), *(measure_domain(cfg, t) for t in cfg["targets"])})

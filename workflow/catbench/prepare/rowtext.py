@@ -1,0 +1,170 @@
+"""The TSV text of catalog rows and chunk rows: ``LOAD DATA INFILE``-ready lines
+(tab-separated, no header, ``\\N`` for NULL, every number in its shortest exact form,
+Arrow's float formatting), assembled in Arrow.
+
+Formatting numbers is what a TSV writer spends its time on (100-130 ns a float). A
+catalog part is made of whole copies of the base patch, and a copy changes only its
+leading columns (ids and position, ``catalog.VARYING``): every later column of a part's
+row r is the patch's row r % patch rows, value for value. So the catalog stage formats
+each value once: ``catalog_patch`` writes the text of every patch row's shared columns
+(a *shared* text file), ``catalog_part`` the text of every row's varying columns (a
+*varying* text file, one batch per copy). A chunk row's line is then
+
+    varying[r] \\t shared[r % patch rows] \\t chunkId \\t subChunkId \\n
+
+glued by the reduce from bytes already made, as sph-partition copies its input lines;
+it formats only chunk and sub-chunk ids (each id once). Without text files every column
+of a row is formatted (``formatted``): the same bytes, slower. See partition.md.
+
+Text files are Arrow IPC files (uncompressed, memory-mapped when read) of one
+large_string column ``text``; their schema metadata says ``{"varying": k, "rows": n}``
+(k leading columns vary, the patch has n rows), and the reduce checks both files agree.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.files import atomic_path
+from .arrays import arrow, call, cast, take
+
+NULL = "\\N"
+TEXT = pa.large_string()
+META = b"catbench.text"
+
+
+def repeat(text: str, n: int) -> pa.Array:
+    """``text`` n times, as an array (pyarrow scalars would import pandas)."""
+    b = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(b)
+    return pa.Array.from_buffers(TEXT, n, [None, pa.py_buffer(offsets), pa.py_buffer(b * n)])
+
+
+def column_text(col) -> pa.Array:
+    """One column as text: shortest round-trip decimal for floats, ``\\N`` for NULL."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    text = cast(col, TEXT)
+    if text.null_count:
+        text = call("coalesce", text, repeat(NULL, len(text)))
+    return text
+
+
+def join(pieces: list[pa.Array], sep: str = "\t") -> pa.Array:
+    """Row-wise concatenation of text arrays with ``sep`` between pieces."""
+    if len(pieces) == 1:
+        return pieces[0]
+    return call("binary_join_element_wise", *pieces, repeat(sep, len(pieces[0])))
+
+
+def text_of(table: pa.Table, columns: range) -> pa.Array:
+    """The tab-joined text of ``columns`` (indices) of every row of ``table``."""
+    return join([column_text(table.column(k)) for k in columns])
+
+
+def _id_table(values: np.ndarray, end: str = "") -> tuple[pa.Array, np.ndarray]:
+    """Text of each id in the range of ``values`` (followed by ``end``), and each value's
+    index into it: chunk and sub-chunk ids are formatted once each."""
+    values = np.asarray(values, np.int64)
+    lo, hi = (int(values.min()), int(values.max())) if len(values) else (0, -1)
+    if hi - lo >= 1 << 20:
+        ids = np.unique(values)
+        return join([column_text(arrow(ids)), repeat(end, len(ids))], ""), np.searchsorted(ids, values)
+    return join([column_text(arrow(np.arange(lo, hi + 1))), repeat(end, hi - lo + 1)], ""), values - lo
+
+
+class Lines:
+    """Chunk-file lines as one text array holding ``stride`` consecutive pieces per row
+    (the bytes of rows [a, b) are one contiguous slice of its buffer)."""
+
+    def __init__(self, text: pa.Array, stride: int):
+        self.text, self.stride = text, stride
+
+    def slices(self, bounds) -> list[memoryview]:
+        """The bytes of rows [a, b) for each (a, b) of ``bounds``."""
+        text, k = self.text, self.stride
+        offsets = np.frombuffer(text.buffers()[1], np.int64, len(text) + 1, text.offset * 8)
+        data = memoryview(text.buffers()[2]) if len(text) else memoryview(b"")
+        return [data[offsets[a * k]:offsets[b * k]] for a, b in bounds]
+
+
+def located(pieces: list[tuple[pa.Array, np.ndarray]], chunk_id, sub_id) -> Lines:
+    """Full chunk-file lines, ``piece[index]`` of every (array, index) of ``pieces`` then
+    chunkId and subChunkId, tab-separated, each line ending in ``\\n``: one gather (take)
+    over all the pieces' text, so every byte is copied once."""
+    pieces = [*pieces, _id_table(chunk_id), _id_table(sub_id, "\n")]
+    pool = pa.concat_arrays([text for text, _ in pieces] + [repeat("\t", 1)])
+    tab = len(pool) - 1
+    index = np.full((len(chunk_id), 2 * len(pieces) - 1), tab, np.int64)
+    start = 0
+    for k, (text, rows) in enumerate(pieces):
+        index[:, 2 * k] = start + rows
+        start += len(text)
+    return Lines(take(pool, index.ravel()), index.shape[1])
+
+
+def formatted(table: pa.Table, chunk_id, sub_id) -> Lines:
+    """Chunk-file lines of ``table``'s rows, every value formatted here."""
+    n = np.arange(table.num_rows)
+    return located([(column_text(c), n) for c in table.columns], chunk_id, sub_id)
+
+
+# -- text files -------------------------------------------------------------------------
+
+class TextWriter:
+    """A text file written batch by batch (one batch per copy); atomic."""
+
+    def __init__(self, path, varying: int, rows: int):
+        self.path = path
+        self.schema = pa.schema([("text", TEXT)], metadata={
+            META: json.dumps({"varying": varying, "rows": rows}).encode()})
+
+    def __enter__(self):
+        self._atomic = atomic_path(self.path)
+        tmp = self._atomic.__enter__()
+        self._writer = pa.ipc.new_file(str(tmp), self.schema)
+        return self
+
+    def write(self, text: pa.Array):
+        self._writer.write_batch(pa.RecordBatch.from_arrays([text], schema=self.schema))
+
+    def __exit__(self, *exc):
+        self._writer.close()
+        return self._atomic.__exit__(*exc)
+
+
+def read_text(path) -> tuple[list[pa.Array], dict]:
+    """The batches of a text file (zero-copy, memory-mapped) and its metadata."""
+    reader = pa.ipc.open_file(pa.memory_map(str(path)))
+    meta = json.loads(reader.schema.metadata[META])
+    return [reader.get_batch(i).column(0) for i in range(reader.num_record_batches)], meta
+
+
+class PartText:
+    """The chunk-file lines of rows of one catalog part: its varying text glued to the
+    patch's shared text."""
+
+    def __init__(self, varying_path, shared_path):
+        self.batches, meta = read_text(varying_path)
+        shared, shared_meta = read_text(shared_path)
+        self.shared = pa.concat_arrays(shared) if len(shared) != 1 else shared[0]
+        if meta != shared_meta or len(self.shared) != meta["rows"]:
+            raise ValueError(f"{varying_path} ({meta}) and {shared_path} ({shared_meta}, "
+                             f"{len(self.shared)} rows) do not describe the same patch: "
+                             f"re-run the catalog stage")
+        self.sizes = np.array([len(b) for b in self.batches], np.int64)
+        self.starts = np.r_[0, np.cumsum(self.sizes)]
+
+    def lines(self, rows: np.ndarray, chunk_id, sub_id) -> Lines:
+        """Lines of the part's rows ``rows``: only the batches holding them are gathered."""
+        batch = np.searchsorted(self.starts, rows, side="right") - 1
+        needed = np.flatnonzero(np.bincount(batch, minlength=len(self.sizes)))
+        base = np.zeros(len(self.sizes), np.int64)
+        base[needed] = np.cumsum(np.r_[0, self.sizes[needed[:-1]]])
+        own = pa.concat_arrays([self.batches[i] for i in needed]) if len(needed) != 1 \
+            else self.batches[needed[0]]
+        return located([(own, rows - self.starts[batch] + base[batch]),
+                        (self.shared, rows % len(self.shared))], chunk_id, sub_id)

@@ -1,0 +1,222 @@
+"""The headline findings: the study's questions answered in one sentence each, with the
+figure and its interval, from the final tables. Every "faster / better than" here is the
+verdict of ``stats.verdict`` (the product's one comparison rule): a difference inside the
+intervals is "within noise", a single run is "not a finding".
+
+``findings(t, report)`` returns summary blocks (see ``summary``): an ``h3`` per question
+followed by a ``ul`` of sentences.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .stats import Figure, fmt, interval_text, sentence, verdict, versus
+
+SEED_PROTOCOL = "sequential"
+
+
+def _order(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+def _mb(b) -> str:
+    return "–" if b is None else fmt(b / 1e6, "MB")
+
+
+def _secs(r: dict) -> Figure:
+    return Figure.from_row(r, "seconds")
+
+
+# ---------------------------------------------------------------- loading
+def _speedup_text(best: dict, seq: dict, thr: float) -> str:
+    """The speed-up clause: the ratio with its own interval when the rule calls it real."""
+    v = verdict(_secs(best), _secs(seq), threshold=thr)
+    name = f"the seed's protocol `{SEED_PROTOCOL}`"
+    if v.kind != "better":
+        return versus(name, v, unit="s")
+    lo, hi = best.get("speedup_ci_low"), best.get("speedup_ci_high")
+    ratio = best.get("speedup_vs_sequential") or v.ratio
+    return f"**{fmt(ratio, 'x')}** [{fmt(lo)}–{fmt(hi)}] faster than {name}, {interval_text(_secs(seq), 's')}"
+
+
+def _runner_up(rs: list, thr: float) -> str:
+    if len(rs) < 2:
+        return ""
+    v = verdict(_secs(rs[0]), _secs(rs[1]), threshold=thr)
+    if v.kind == "better":
+        return f" Next: `{rs[1]['strategy']}`, {interval_text(v.b, 's')}, {fmt(v.ratio, 'x')} slower."
+    return f" It is {versus('`' + rs[1]['strategy'] + '`', v, unit='s')}."
+
+
+def loading(loads: list, thr: float) -> list:
+    out = []
+    for tg, var in _order((r["target"], r["variant"]) for r in loads):
+        rs = sorted((r for r in loads if r["target"] == tg and r["variant"] == var and r.get("seconds")),
+                    key=lambda r: r["seconds"])
+        if not rs:
+            continue
+        best = rs[0]
+        seq = next((r for r in rs if r["strategy"] == SEED_PROTOCOL), None)
+        text = f"{tg} ({var} table): **`{best['strategy']}` is fastest**, {interval_text(_secs(best), 's')}"
+        if seq is not None and seq is not best:
+            text += " — " + _speedup_text(best, seq, thr)
+        elif seq is best and len(rs) > 1:
+            text += " — the seed's protocol itself"
+        out.append(text + "." + _runner_up(rs, thr))
+    return out
+
+
+def collapse(rows: list, loads: list) -> list:
+    out = []
+    best = {}
+    for r in sorted((r for r in loads if r.get("seconds")), key=lambda r: r["seconds"]):
+        best.setdefault((r["target"], r["variant"]), r["strategy"])
+    for r in rows:
+        if r["strategy"] != SEED_PROTOCOL:
+            continue
+        key = (r["target"], r["variant"])
+        half = Figure.from_row(r, "half_table_over_pool")
+        pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"]) == key
+                     and x["strategy"] == SEED_PROTOCOL), None)
+        head = f"{r['target']} ({r['variant']} table): the seed's protocol"
+        if r.get("n_halved"):
+            text = (f"{head} fell below half its initial {fmt(r.get('initial_rows_per_s'), 'rows/s')} once the "
+                    f"table reached {interval_text(half, 'x', bold=True)} the {_mb(pool)} buffer pool "
+                    f"({_mb(r.get('half_table_bytes'))}; {r['n_halved']} of {r['n']} repetitions)")
+        else:
+            text = (f"{head} never fell below half its initial {fmt(r.get('initial_rows_per_s'), 'rows/s')} "
+                    f"(the table grew to {fmt(r.get('final_table_over_pool'), 'x')} the {_mb(pool)} pool; "
+                    f"n={r['n']})")
+        text += f"; it ended at {fmt(100 * (r.get('final_over_initial') or 0), '%')} of its initial rate"
+        other = next((x for x in rows if (x["target"], x["variant"]) == key
+                      and x["strategy"] == best.get(key) and x["strategy"] != SEED_PROTOCOL), None)
+        if other is not None:
+            text += f" (`{other['strategy']}`: {fmt(100 * (other.get('final_over_initial') or 0), '%')})"
+        out.append(text + ".")
+    return out
+
+
+def table_size(loads: list) -> list:
+    out = []
+    for tg, var in _order((r["target"], r["variant"]) for r in loads):
+        rs = sorted((r for r in loads if (r["target"], r["variant"]) == (tg, var) and r.get("table_bytes")),
+                    key=lambda r: r["table_bytes"])
+        if not rs:
+            continue
+
+        def size(r):
+            lo, hi = r.get("table_bytes_min"), r.get("table_bytes_max")
+            spread = f" [{_mb(lo)}–{_mb(hi)}]" if lo is not None and hi is not None and lo != hi else ""
+            return f"`{r['strategy']}` {_mb(r['table_bytes'])}{spread}"
+        n = "/".join(map(str, sorted({r.get("n") or 0 for r in rs})))
+        text = f"{tg} ({var} table), bytes on disk after the load (n={n}): " + ", ".join(size(r) for r in rs)
+        if len(rs) > 1:
+            text += f" — the largest is {fmt(rs[-1]['table_bytes'] / rs[0]['table_bytes'], 'x')} the smallest"
+        out.append(text + ".")
+    return out
+
+
+# ---------------------------------------------------------------- queries
+def query_class(q: str) -> str:
+    m = re.match(r"[A-Za-z]+", q)
+    return m.group(0).upper() if m else q
+
+
+def _class_runs(runs: list, cls: str, cache: str) -> dict:
+    """{target/engine: [seconds of the whole class in each run]} (runs with every query)."""
+    qs = _order(r["query"] for r in runs if query_class(r["query"]) == cls)
+    acc: dict = {}
+    for r in runs:
+        if query_class(r["query"]) == cls and r["cache"] == cache and r.get("seconds") is not None:
+            acc.setdefault(f"{r['target']}/{r['engine']}", {}).setdefault(r["run"], {})[r["query"]] = r["seconds"]
+    return {k: [sum(q.values()) for q in by_run.values() if len(q) == len(qs)] for k, by_run in acc.items()}
+
+
+def queries(runs: list, thr: float) -> list:
+    out = []
+    for cls in _order(query_class(r["query"]) for r in runs):
+        for cache in ("cold", "warm"):
+            figs = {k: Figure.of(v) for k, v in _class_runs(runs, cls, cache).items() if v}
+            if not figs:
+                continue
+            ranked = sorted(figs, key=lambda k: figs[k].median)
+            qs = "+".join(_order(r["query"] for r in runs if query_class(r["query"]) == cls))
+            text = f"{cls}, {cache}: {ranked[0]} is fastest, {interval_text(figs[ranked[0]], 's')} for {qs}"
+            if len(ranked) > 1:
+                v = verdict(figs[ranked[0]], figs[ranked[1]], threshold=thr)
+                text += " — " + versus(ranked[1], v, unit="s")
+            out.append(text + ".")
+    return out
+
+
+# ---------------------------------------------------------------- restarts and fio
+def _phase(rows: list, tg: str, kind: str, phase: str) -> dict | None:
+    return next((r for r in rows if (r["target"], r["kind"], r["phase"]) == (tg, kind, phase)), None)
+
+
+def restarts(rows: list, thr: float) -> list:
+    out, rec = [], {}
+    for tg in _order(r["target"] for r in rows):
+        r = _phase(rows, tg, "crash-during-load", "crash_recovery")
+        if r is None:
+            continue
+        rec[tg] = Figure.from_row(r, "seconds")
+        mbps = Figure(r.get("n") or 0, r.get("recovery_MBps"), None, None, r.get("recovery_MBps_ci_low"),
+                      r.get("recovery_MBps_ci_high"))
+        text = (f"{tg}: crash recovery {interval_text(rec[tg], 's')}, {_mb(r.get('redo_bytes'))} of redo at "
+                f"{interval_text(mbps, 'MB/s')}")
+        clean = next((x for x in rows if (x["target"], x["kind"], x["phase"]) ==
+                      (tg, "clean", "process_start_to_first_answer") and x.get("buffer_pool_load") in (False, None)),
+                     None)
+        if clean is not None:
+            text += f"; clean restart to first answer {interval_text(_secs(clean), 's')}"
+        out.append(text + ".")
+    ranked = sorted(rec, key=lambda k: rec[k].median)
+    if len(ranked) > 1:
+        v = verdict(rec[ranked[0]], rec[ranked[1]], threshold=thr)
+        out.append("Crash recovery: " + sentence(ranked[0], ranked[1], v, unit="s"))
+    return out
+
+
+_FIO = (("seq-write", "MBps", "MB/s", "sequential write"), ("seq-read", "MBps", "MB/s", "sequential read"),
+        ("rand-read", "iops", "IOPS", "random 4 KiB read"), ("rand-write", "iops", "IOPS", "random 4 KiB write"))
+
+
+def fio(rows: list, thr: float) -> list:
+    out = []
+    by = {(r["target"], r["test"]): r for r in rows}
+    for tg in _order(r["target"] for r in rows):
+        parts = [f"{words} {interval_text(Figure.from_row(by[(tg, test)], col), unit)}"
+                 for test, col, unit, words in _FIO if (tg, test) in by]
+        out.append(f"{tg}: " + "; ".join(parts) + ".")
+    for test, col, unit, words in _FIO[2:3] + _FIO[0:1]:
+        figs = {tg: Figure.from_row(by[(tg, test)], col) for tg in _order(r["target"] for r in rows)
+                if (tg, test) in by}
+        ranked = sorted(figs, key=lambda k: -(figs[k].median or 0))
+        if len(ranked) > 1:
+            v = verdict(figs[ranked[0]], figs[ranked[1]], higher_is_better=True, threshold=thr)
+            out.append(f"{words[0].upper()}{words[1:]}: " + sentence(ranked[0], ranked[1], v, unit=unit))
+    return out
+
+
+def findings(t, report: dict) -> list:
+    """Blocks of the findings: one h3 per question, then its sentences."""
+    thr = report["practical_threshold"]
+    parts = (
+        ("Fastest way to load the index, and its speed-up over the seed's protocol", loading(t.loads, thr)),
+        ("Where the seed's protocol collapses (load rate against table size / buffer pool)",
+         collapse(t.collapse, t.loads)),
+        ("Table bytes per strategy", table_size(t.loads)),
+        ("Best target and engine per query class (whole class per run: cold = after a restart)",
+         queries(t.query_runs, thr)),
+        ("Crash recovery and restart", restarts(t.restart, thr)),
+        ("Storage (fio)", fio(t.storage, thr)),
+    )
+    out = []
+    for title, sentences in parts:
+        if sentences:
+            out += [("h3", title), ("ul", sentences)]
+    if not out:
+        out.append(("p", "No measurements in this run."))
+    return out

@@ -1,0 +1,35 @@
+# Stage `cluster`: a private Galera cluster per target (every node's datadir on it), loaded
+# with the index through one node; one node restarted under load per kind (IST, SST, crash),
+# phase by phase, with every acknowledged insert accounted for on every node.
+
+
+rule cluster_restart_run:
+    input:
+        index=lambda wildcards: INDEX_INPUT[config["cluster"]["variant"]],
+        target=rules.target_info.output,
+    output:
+        # summary.json is written last: a directory without it is an unfinished run, and
+        # the <kind>.error.json / node<i>-error.log evidence of a failure is kept.
+        f"{RES}/cluster/{{target}}/summary.json",
+    params:
+        env=target_env,
+        path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        cfg=cfg_json("cluster", "server", "seed"),
+        out=lambda wildcards, output: Path(output[0]).parent,
+    threads: job_threads("cluster_restart_run")
+    log:
+        f"{RES}/logs/cluster/{{target}}.log",
+    benchmark:
+        f"{RES}/benchmarks/cluster/{{target}}.tsv"
+    conda:
+        ENV_SERVER
+    resources:
+        **job_resources("cluster_restart_run"),
+    shell:
+        "{params.env} catbench cluster --target {wildcards.target} --path {params.path:q} "
+        "--input-dir {input.index} --config {params.cfg:q} --out {params.out} > {log} 2>&1"
+
+
+rule cluster:
+    input:
+        expand(rules.cluster_restart_run.output, target=CLUSTER_TARGETS),
