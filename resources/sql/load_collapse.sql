@@ -1,14 +1,15 @@
 -- load_collapse.csv: where a load's rate fell below half its initial rate, one row per
 -- load (target x variant x strategy), over its repetitions. Input: table load_curve
--- (load_curve.csv, registered as table_load_curve). Initial rate = the rate of a load's
--- first window of files; the half point = the first later window below half of it.
+-- (load_curve.csv, registered as table_load_curve). Initial rate = the highest rate among
+-- the windows ending within the first three windows' worth of files (a cold start can make
+-- the very first one slow); the half point = the first later window below half of it.
 -- Figures are medians over the repetitions that reached it (_ci_low/_ci_high: the
 -- report.confidence bootstrap interval of the median, empty when fewer than 2 did).
 WITH first_w AS (
     SELECT target, variant, strategy, repetition,
-           arg_min(rows_per_s, files_done) AS initial_rows_per_s,
-           arg_max(rows_per_s, files_done) AS final_rows_per_s,
-           min(files_done)                 AS first_files
+           max(rows_per_s) FILTER (WHERE files_done <= 3 * window_files)              AS initial_rows_per_s,
+           arg_max(files_done, rows_per_s) FILTER (WHERE files_done <= 3 * window_files) AS first_files,
+           arg_max(rows_per_s, files_done)                                             AS final_rows_per_s
     FROM table_load_curve
     GROUP BY target, variant, strategy, repetition
 ),

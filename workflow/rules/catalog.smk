@@ -52,7 +52,7 @@ rule catalog_part:
     resources:
         **job_resources("catalog_part"),
     shell:
-        "catbench catalog-part --config {params.cfg:q} --part {wildcards.part} "
+        "OPENBLAS_NUM_THREADS=1 catbench catalog-part --config {params.cfg:q} --part {wildcards.part} "
         "--patch-objects {input.objects} --patch-sources {input.sources} "
         "--objects {output.objects} --sources {output.sources} --metrics {output.metrics} "
         "{params.text} > {log} 2>&1"

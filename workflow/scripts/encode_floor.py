@@ -3,6 +3,9 @@
 (TSV with polars, Parquet with snappy) and every catalog part (Parquet) from tables
 already in memory, on one thread, writing to a RAM scratch dir. Compare the total with
 the end-to-end wall time x cores to see how much of a partition run is pure encoding.
+This is the floor of formatting every value of every chunk row (polars, the fastest
+formatter here); the workflow instead formats each catalog value once in the catalog
+stage and glues chunk lines from that text (prepare/rowtext.py).
 
     POLARS_MAX_THREADS=1 python workflow/scripts/encode_floor.py results/bench-partition
 """
@@ -14,7 +17,7 @@ import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from catbench.core.files import (  # the writers the partition jobs use
+from catbench.core.files import (  # Parquet: the partition jobs' writer
     write_parquet,
     write_tsv,
 )

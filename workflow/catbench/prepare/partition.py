@@ -5,8 +5,10 @@ map (one job per catalog part): locate every row (chunkId, subChunkId, overlap
     of (row, chunkId, subChunkId) sorted by chunk group, one row group per group.
 reduce (one job per group of chunks, ra wedges of the sky region): for each part, read
     only the catalog row groups that hold the group's rows, take those rows, order them
-    by chunk (generation order within a chunk) and write per-chunk Parquet and TSV and a
-    manifest listing them. Wide rows are read once and written once: no wide shuffle.
+    by chunk (generation order within a chunk) and write per-chunk Parquet and/or TSV
+    (``formats``) and a manifest listing them. Wide rows are read once and written once:
+    no wide shuffle. TSV lines are glued from the text the catalog stage wrote, each value
+    formatted once (rowtext.py); chunk files are written by chunkfiles.py.
 index: concatenate the parts' (objectId, chunkId, subChunkId) in generation order and
     split them into the secondary-index input files.
 Memory is bounded by the part size (map) and the group size (reduce), both settings.

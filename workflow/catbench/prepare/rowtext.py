@@ -1,6 +1,7 @@
 """The TSV text of catalog rows and chunk rows: ``LOAD DATA INFILE``-ready lines
-(tab-separated, no header, ``\\N`` for NULL, every number in its shortest exact form,
-Arrow's float formatting), assembled in Arrow.
+(tab-separated, no header, ``\\N`` for NULL, every number in its shortest round-trip
+form, formatted by polars as its CSV writer does: the bytes catbench's TSV always had),
+assembled in Arrow.
 
 Formatting numbers is what a TSV writer spends its time on (100-130 ns a float). A
 catalog part is made of whole copies of the base patch, and a copy changes only its
@@ -44,7 +45,8 @@ def repeat(text: str, n: int) -> pa.Array:
 
 
 def column_text(col) -> pa.Array:
-    """One column as text: shortest round-trip decimal for floats, ``\\N`` for NULL."""
+    """One column as text (Arrow's cast; used for integers, whose text is the same as
+    polars'), ``\\N`` for NULL."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     text = cast(col, TEXT)
@@ -61,8 +63,18 @@ def join(pieces: list[pa.Array], sep: str = "\t") -> pa.Array:
 
 
 def text_of(table: pa.Table, columns: range) -> pa.Array:
-    """The tab-joined text of ``columns`` (indices) of every row of ``table``."""
-    return join([column_text(table.column(k)) for k in columns])
+    """The tab-joined text of ``columns`` (indices) of every row of ``table``. Floats are
+    formatted by polars (48 ns a float64, Arrow's cast 124 ns; the same text as polars'
+    CSV writer), imported here: the reduce, which only glues text, never pays its 0.23 s."""
+    import polars as pl
+
+    names = [table.column_names[k] for k in columns]
+    df = pl.from_arrow(table.select(names), rechunk=False)
+    text = df.select(pl.concat_str([pl.col(c).cast(pl.String).fill_null(NULL) for c in names],
+                                   separator="\t")).to_series().to_arrow()
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    return text if text.type == TEXT else cast(text, TEXT)
 
 
 def _id_table(values: np.ndarray, end: str = "") -> tuple[pa.Array, np.ndarray]:
@@ -108,8 +120,8 @@ def located(pieces: list[tuple[pa.Array, np.ndarray]], chunk_id, sub_id) -> Line
 
 def formatted(table: pa.Table, chunk_id, sub_id) -> Lines:
     """Chunk-file lines of ``table``'s rows, every value formatted here."""
-    n = np.arange(table.num_rows)
-    return located([(column_text(c), n) for c in table.columns], chunk_id, sub_id)
+    return located([(text_of(table, range(table.num_columns)), np.arange(table.num_rows))],
+                   chunk_id, sub_id)
 
 
 # -- text files -------------------------------------------------------------------------

@@ -88,11 +88,12 @@ def collapse(rows: list, loads: list) -> list:
             text = (f"{head} never fell below half its initial {fmt(r.get('initial_rows_per_s'), 'rows/s')} "
                     f"(the table grew to {fmt(r.get('final_table_over_pool'), 'x')} the {_mb(pool)} pool; "
                     f"n={r['n']})")
-        text += f"; it ended at {fmt(100 * (r.get('final_over_initial') or 0), '%')} of its initial rate"
+        text += (f"; it ended at {fmt(r.get('final_rows_per_s'), 'rows/s')}, "
+                 f"{fmt(100 * (r.get('final_over_initial') or 0), '%')} of its initial rate")
         other = next((x for x in rows if (x["target"], x["variant"]) == key
                       and x["strategy"] == best.get(key) and x["strategy"] != SEED_PROTOCOL), None)
         if other is not None:
-            text += f" (`{other['strategy']}`: {fmt(100 * (other.get('final_over_initial') or 0), '%')})"
+            text += f" (`{other['strategy']}` ended at {fmt(other.get('final_rows_per_s'), 'rows/s')})"
         out.append(text + ".")
     return out
 
