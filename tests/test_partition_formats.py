@@ -81,6 +81,13 @@ def test_text_files_of_another_patch_are_refused(runs, tmp_path):
                               [text_paths(o, s) for o, s in parts], [bad, shared[1]])
     assert not (tmp_path / "m.tsv").exists()
     assert not list((tmp_path / "chunks").rglob("*.tmp-*"))  # no temporary file left
+    # the text of another part (other row count) is refused too
+    texts = [text_paths(o, s) for o, s in parts]
+    texts[0], texts[-1] = texts[-1], texts[0]
+    assert pq.ParquetFile(parts[0][0]).metadata.num_rows != pq.ParquetFile(parts[-1][0]).metadata.num_rows
+    with pytest.raises(ValueError, match="holds the text of"):
+        part_mod.reduce_group(staging, parts, 0, tmp_path / "c2", tmp_path / "m.tsv", ("tsv",),
+                              texts, shared)
 
 
 def test_queries_stage_needs_both_formats():

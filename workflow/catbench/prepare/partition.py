@@ -172,7 +172,8 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             for i, kind, names in ((0, "Object", ("Object", "ObjectOverlap")), (1, "Source", ("Source",))):
                 present = [(name, locs[name]) for name in names if locs[name] is not None]
                 if present:
-                    text = PartText(texts[k][i], shared_texts[i]) if tsv and texts else None
+                    text = PartText(texts[k][i], shared_texts[i],
+                                    open_parquet(parquets[i]).metadata.num_rows) if tsv and texts else None
                     _cut(parquets[i], present, text, files)
         object_chunks = files.chunks("Object")
         # Every chunk with Objects gets an overlap file, empty when nothing is near.

@@ -159,7 +159,7 @@ class PartText:
     """The chunk-file lines of rows of one catalog part: its varying text glued to the
     patch's shared text."""
 
-    def __init__(self, varying_path, shared_path):
+    def __init__(self, varying_path, shared_path, rows: int):
         self.batches, meta = read_text(varying_path)
         shared, shared_meta = read_text(shared_path)
         self.shared = pa.concat_arrays(shared) if len(shared) != 1 else shared[0]
@@ -169,6 +169,9 @@ class PartText:
                              f"re-run the catalog stage")
         self.sizes = np.array([len(b) for b in self.batches], np.int64)
         self.starts = np.r_[0, np.cumsum(self.sizes)]
+        if self.starts[-1] != rows:
+            raise ValueError(f"{varying_path} holds the text of {self.starts[-1]} rows but its "
+                             f"catalog part has {rows}: re-run the catalog stage")
 
     def lines(self, rows: np.ndarray, chunk_id, sub_id) -> Lines:
         """Lines of the part's rows ``rows``: only the batches holding them are gathered."""
