@@ -183,5 +183,7 @@ def test_user_config_replaces_the_default_targets_and_a_dry_run_creates_nothing(
     out = r.stdout + r.stderr
     jobs = set(re.findall(r"wildcards: .*target=(\w+)", out))
     assert jobs == {"mine"}, jobs
-    assert "queries_mysql" not in out and "restart_run" not in out  # stages are the user's too
+    jobs_table = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", out, re.M))
+    assert "load_index_run" in jobs_table  # the job-count table was read
+    assert "queries_mysql" not in jobs_table and "restart_run" not in jobs_table  # stages are the user's too
     assert not target.exists() and not any(d.exists() for d in defaults)
