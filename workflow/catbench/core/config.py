@@ -161,6 +161,17 @@ def section(name: str, given: dict | None = None) -> dict:
     return out
 
 
+def check_section(name: str, value: dict):
+    """One config section (e.g. from a job's --config JSON) against its schema; the
+    error names every bad key."""
+    schema = load_schema()["properties"][name]
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
+            f"config key '{'.'.join([name, *map(str, e.absolute_path)])}': {e.message}" for e in errors))
+
+
 def load(path, overrides: dict | None = None) -> dict:
     with open(path) as f:
         cfg = yaml.safe_load(f) or {}

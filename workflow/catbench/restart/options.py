@@ -7,9 +7,7 @@ the same settings, so the rule and the server cannot disagree on the buffer pool
 
 from __future__ import annotations
 
-import jsonschema
-
-from ..core.config import ConfigError, load_schema, section
+from ..core.config import check_section, load_schema, section
 from ..core.jobs.requests import server_job_mb
 
 # Run order: clean uses the fully loaded, settled table; crash-during-load drops it and
@@ -38,15 +36,6 @@ def restart_job_mb(cfg: dict) -> int:
     return server_job_mb(server_settings(cfg["restart"], cfg["server"]))
 
 
-def _check_section(name: str, value: dict):
-    schema = load_schema()["properties"][name]
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
-            f"config key '{'.'.join([name, *map(str, e.absolute_path)])}': {e.message}" for e in errors))
-
-
 def resolve(restart: dict | None, server: dict | None, fault: str | None = None) -> tuple[dict, dict]:
     """The ``restart`` and ``server`` sections with the schema's defaults filled in and
     checked; RestartError for a kind, mode or fault that does not exist, ConfigError (the
@@ -67,6 +56,6 @@ def resolve(restart: dict | None, server: dict | None, fault: str | None = None)
     if not 0 < rs["warm_factor"]:
         raise RestartError("warm_factor must be positive")
     rs["kinds"], rs["buffer_pool_dump"] = list(dict.fromkeys(kinds)), list(modes)
-    _check_section("restart", rs)
-    _check_section("server", sv)
+    check_section("restart", rs)
+    check_section("server", sv)
     return rs, sv

@@ -6,9 +6,7 @@ is derived here from the same settings (the job's memory: ``core.jobs.requests``
 
 from __future__ import annotations
 
-import jsonschema
-
-from ...core.config import ConfigError, load_schema, section
+from ...core.config import check_section, section
 from ...core.targets import parse_size, server_bytes
 
 # Run order: the clean IST restart first (the cluster as loaded), then the full SST, then
@@ -25,22 +23,13 @@ class ClusterError(RuntimeError):
     or the evidence (error-log tail)."""
 
 
-def _check_section(name: str, value: dict):
-    schema = load_schema()["properties"][name]
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
-            f"config key '{'.'.join([name, *map(str, e.absolute_path)])}': {e.message}" for e in errors))
-
-
 def resolve(cluster: dict | None, server: dict | None) -> tuple[dict, dict]:
     """The ``cluster`` and ``server`` sections with the schema's defaults filled in and
     checked; ConfigError naming the key for anything the schema rejects (e.g. a cluster of
     fewer than 2 nodes: one node restarted leaves nobody to rejoin)."""
     cl, sv = section("cluster", cluster), section("server", server)
-    _check_section("cluster", cl)
-    _check_section("server", sv)
+    check_section("cluster", cl)
+    check_section("server", sv)
     cl["kinds"] = [k for k in KINDS if k in cl["kinds"]]
     return cl, sv
 
