@@ -11,10 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from catbench.core.config import validate
 from catbench.core.jobs import isolation
-from catbench.core.jobs.requests import MEASURING, measure_domain, measure_domains, requests
+from catbench.core.jobs.requests import (
+    MEASURING,
+    measure_domain,
+    measure_domains,
+    requests,
+)
 from catbench.core.jobs.slurm import check_jobs, minutes, nodelist, parse_partitions
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,13 @@ from catbench.prepare import partition as part_mod
 from catbench.prepare.rowtext import TextWriter, column_text
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_partition import build_catalog, chunk_files, run_partition, small_config, text_paths  # noqa: E402
+from test_partition import (  # noqa: E402
+    build_catalog,
+    chunk_files,
+    run_partition,
+    small_config,
+    text_paths,
+)
 
 GROUPS = 2
 KINDS = (("Object", "main"), ("Object", "overlap"), ("Source", "main"))
@@ -121,3 +127,14 @@ p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(t
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
     assert (tmp_path / "m.tsv").read_text() == (tmp_path / "m2.tsv").read_text()
+
+
+def test_lines_made_in_batches_are_the_same_bytes(runs, tmp_path, monkeypatch):
+    monkeypatch.setattr(part_mod, "TEXT_BATCH", 777)  # batches end inside chunks and tables
+    for text in (True, False):
+        root = run_partition(runs["cfg"], runs["parts"], tmp_path / str(text), GROUPS, ("tsv",), text)
+        for table, kind in KINDS:
+            ref = chunk_files(runs["glued"], table, kind, "tsv")
+            mine = chunk_files(root, table, kind, "tsv")
+            assert set(mine) == set(ref)
+            assert all(p.read_bytes() == ref[c].read_bytes() for c, p in mine.items())

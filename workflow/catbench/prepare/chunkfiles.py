@@ -34,22 +34,22 @@ class ChunkFiles:
     def stem(self, name: str, chunk_id: int) -> Path:
         return self.dir / FOLDER[name] / f"chunk_{chunk_id}{SUFFIX[name]}"
 
-    def add(self, name: str, chunk_id: int, table: pa.Table | None, rows: int, text=None):
-        """Rows of one chunk from one catalog part: their table (kept for Parquet) and
-        text (appended to the chunk's TSV now)."""
+    def add(self, name: str, chunk_id: int, rows: int, table: pa.Table | None):
+        """Rows of one chunk from one catalog part (their table is kept for Parquet)."""
         key = (name, chunk_id)
         self.rows[key] = self.rows.get(key, 0) + rows
         if "parquet" in self.formats:
             self.tables.setdefault(key, []).append(table)
-        if "tsv" in self.formats:
-            path = self.text.get(key)
-            if path is None:
-                stem = self.stem(name, chunk_id)
-                path = self.text[key] = stem.with_name(f".{stem.name}.tsv.tmp-{os.getpid()}")
-                path.write_bytes(b"")
-            if text is not None and len(text):
-                with open(path, "ab") as f:
-                    f.write(text)
+        if "tsv" in self.formats and key not in self.text:
+            stem = self.stem(name, chunk_id)
+            self.text[key] = stem.with_name(f".{stem.name}.tsv.tmp-{os.getpid()}")
+            self.text[key].write_bytes(b"")
+
+    def add_text(self, name: str, chunk_id: int, text):
+        """Lines of one chunk, appended to its TSV now (in the order they come)."""
+        if len(text):
+            with open(self.text[(name, chunk_id)], "ab") as f:
+                f.write(text)
 
     def chunks(self, name: str) -> set[int]:
         return {cid for n, cid in self.rows if n == name}

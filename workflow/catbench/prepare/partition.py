@@ -24,7 +24,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.files import atomic_path, open_parquet, parquet_errors, read_parquet, write_parquet
+from ..core.files import (
+    atomic_path,
+    open_parquet,
+    parquet_errors,
+    read_parquet,
+    write_parquet,
+)
 from ..core.index_input import write_manifest
 from .arrays import lpad, numpy, table, take
 from .chunker import Chunker
@@ -178,7 +184,7 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
         object_chunks = files.chunks("Object")
         # Every chunk with Objects gets an overlap file, empty when nothing is near.
         for cid in object_chunks - files.chunks("ObjectOverlap"):
-            files.add("ObjectOverlap", cid, None, 0)
+            files.add("ObjectOverlap", cid, 0, None)
         empty = pa.Table.from_batches([], schema=_located_schema(catalog_parts[0][0])) \
             if catalog_parts else None
         manifest = files.finish(empty)
@@ -195,6 +201,9 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             "rows": sum(r["rows"] for r in manifest)}
 
 
+TEXT_BATCH = 1 << 18  # rows whose lines are made at once: bounds the text's memory
+
+
 def _cut(path, present, text: PartText | None, files: ChunkFiles):
     """Take one catalog file's rows of the group (all tables ``present`` at once), make
     their lines, and hand both to ``files`` per chunk."""
@@ -203,26 +212,38 @@ def _cut(path, present, text: PartText | None, files: ChunkFiles):
     sub_id = np.concatenate([numpy(loc["subChunkId"]) for _, loc in present])
     parquet, tsv = "parquet" in files.formats, "tsv" in files.formats
     taken = _take_rows(path, rows) if parquet or text is None else None
-    lines = None
-    if tsv:
-        lines = text.lines(rows, chunk_id, sub_id) if text else formatted(taken, chunk_id, sub_id)
     at = 0
     for name, loc in present:
         n = loc.num_rows
-        t = None
         if parquet:
             t = taken.slice(at, n)
             for col in LOCATION:
                 t = t.append_column(col, loc[col])
-        # Rows are in chunk order: cut them into per-chunk runs.
-        ids = chunk_id[at:at + n]
-        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-        bounds = list(zip(starts, np.r_[starts[1:], n]))
-        blobs = lines.slices([(at + a, at + b) for a, b in bounds]) if tsv else [None] * len(bounds)
-        for (a, b), blob in zip(bounds, blobs):
-            files.add(name, int(ids[a]), None if t is None else t.slice(a, b - a), int(b - a), blob)
+        for a, b in _runs(chunk_id[at:at + n]):
+            files.add(name, int(chunk_id[at + a]), b - a, t.slice(a, b - a) if parquet else None)
         at += n
-    del lines  # its buffers go back to the allocator for the next part
+    if not tsv:
+        return
+    # Lines in batches, appended in row order, so a chunk's text stays in part order.
+    for s in range(0, len(rows), TEXT_BATCH):
+        e = min(s + TEXT_BATCH, len(rows))
+        lines = text.lines(rows[s:e], chunk_id[s:e], sub_id[s:e]) if text else \
+            formatted(taken.slice(s, e - s), chunk_id[s:e], sub_id[s:e])
+        at = 0
+        for name, loc in present:  # the batch's rows of each table
+            lo, hi = max(s, at), min(e, at + loc.num_rows)
+            if lo < hi:
+                bounds = [(lo - s + a, lo - s + b) for a, b in _runs(chunk_id[lo:hi])]
+                for (a, b), blob in zip(bounds, lines.slices(bounds)):
+                    files.add_text(name, int(chunk_id[s + a]), blob)
+            at += loc.num_rows
+        del lines  # its buffers are reused by the next batch
+
+
+def _runs(ids: np.ndarray) -> list[tuple[int, int]]:
+    """[a, b) of each run of equal ids (rows come in chunk order)."""
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    return list(zip(starts.tolist(), np.r_[starts[1:], len(ids)].tolist()))
 
 
 def _located_schema(objects_path) -> pa.Schema:
