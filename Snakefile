@@ -21,6 +21,7 @@ wildcard_constraints:
     target=r"[A-Za-z][A-Za-z0-9_]*",
     variant=r"seed|qserv",
     strategy=r"[a-z-]+",
+    engine=r"innodb|rocksdb",
 
 
 include: "workflow/rules/catalog.smk"

@@ -35,7 +35,7 @@ def small_config(**partition):
 
 def build_catalog(cfg, out: Path):
     """Catalog parts as the workflow writes them, with their TSV text files (the text of
-    each part's varying columns, and of the patch's shared ones: see rowtext.py)."""
+    each part's varying Object columns, and of the patch's shared ones: see rowtext.py)."""
     cat = cfg["catalog"]
     patch = cat_mod.generate_patch(cat, cfg["seed"])
     layout = cat_mod.copy_layout(cat)
@@ -46,7 +46,7 @@ def build_catalog(cfg, out: Path):
         o, s = out / f"Object/part-{k:05d}.parquet", out / f"Source/part-{k:05d}.parquet"
         o.parent.mkdir(parents=True, exist_ok=True)
         s.parent.mkdir(parents=True, exist_ok=True)
-        cat_mod.write_part(patch, layout, copies, o, s, text_paths=text_paths(o, s))
+        cat_mod.write_part(patch, layout, copies, o, s, text_paths={"Object": text_paths(o)[0]})
         parts.append((o, s))
     return parts
 
@@ -55,14 +55,20 @@ def text_paths(*parquets):
     return [p.with_suffix(".text.arrow") for p in parquets]
 
 
+def part_texts(o, s):
+    """A part's (Object, Source) varying text files: Sources have none (catalog.PART_TEXT)."""
+    return [text_paths(o)[0], None]
+
+
 def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, text=True):
     staging = []
     for k, (o, s) in enumerate(parts):
         d = out / f"staging/part-{k:05d}"
         part_mod.map_part(cfg, o, s, d, groups)
         staging.append(d)
-    texts = [text_paths(o, s) for o, s in parts] if text else None
-    shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))))
+    texts = [part_texts(o, s) for o, s in parts] if text else None
+    shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source")))) \
+        if text else None
     for g in range(groups):
         part_mod.reduce_group(staging, parts, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv",
                               formats, texts, shared)

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_partition import (  # noqa: E402
     build_catalog,
     chunk_files,
+    part_texts,
     run_partition,
     small_config,
     text_paths,
@@ -84,11 +85,11 @@ def test_text_files_of_another_patch_are_refused(runs, tmp_path):
     shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))))
     with pytest.raises(ValueError, match="do not describe the same patch"):
         part_mod.reduce_group(staging, parts, 0, tmp_path / "chunks", tmp_path / "m.tsv", ("tsv",),
-                              [text_paths(o, s) for o, s in parts], [bad, shared[1]])
+                              [part_texts(o, s) for o, s in parts], [bad, shared[1]])
     assert not (tmp_path / "m.tsv").exists()
     assert not list((tmp_path / "chunks").rglob("*.tmp-*"))  # no temporary file left
     # the text of another part (other row count) is refused too
-    texts = [text_paths(o, s) for o, s in parts]
+    texts = [part_texts(o, s) for o, s in parts]
     texts[0], texts[-1] = texts[-1], texts[0]
     assert pq.ParquetFile(parts[0][0]).metadata.num_rows != pq.ParquetFile(parts[-1][0]).metadata.num_rows
     with pytest.raises(ValueError, match="holds the text of"):
@@ -104,29 +105,46 @@ def test_queries_stage_needs_both_formats():
     assert validate({})["partition"]["formats"] == ["tsv", "parquet"]
 
 
-def test_partition_jobs_import_neither_pandas_nor_polars(runs, tmp_path):
-    """pyarrow imports pandas on its first array made from or turned into numpy (0.3 CPU-s
-    a job start) and pyarrow.compute builds 300 wrappers on import: partitioning uses
-    neither (prepare/arrays.py), nor polars when it glues the catalog's text."""
-    o, s = runs["parts"][1]
+def _imports_after_partitioning(cfg, parts, tmp_path) -> list[list[str]]:
+    """Which of pandas, polars, pyarrow.compute a fresh process has imported after the map,
+    the index input and a reduce that glues the catalog's text, and then after a reduce
+    without text files (which formats every value); both reduces' manifests must agree."""
+    o, s = parts[1]
     code = f"""
 import json, sys
 from catbench.prepare import partition as p
-cfg = json.loads({repr(__import__("json").dumps(runs["cfg"]))})
+def loaded():
+    print(sorted(m for m in ("pandas", "polars", "pyarrow.compute") if m in sys.modules))
+cfg = json.loads({repr(__import__("json").dumps(cfg))})
 p.map_part(cfg, {str(o)!r}, {str(s)!r}, {str(tmp_path / "st")!r}, 1)
+p.write_index_input([{str(tmp_path / "st")!r}], 2, {str(tmp_path / "i")!r}, {str(tmp_path / "j")!r})
 p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch")!r},
-               {str(tmp_path / "m.tsv")!r}, texts=[{[str(x) for x in text_paths(o, s)]!r}],
+               {str(tmp_path / "m.tsv")!r}, texts=[{[str(text_paths(o)[0]), None]!r}],
                shared_texts={[str(x) for x in text_paths(o.parent.parent / "patch/Object.parquet",
                                                          s.parent.parent / "patch/Source.parquet")]!r})
-p.write_index_input([{str(tmp_path / "st")!r}], 2, {str(tmp_path / "i")!r}, {str(tmp_path / "j")!r})
-print(sorted(m for m in ("pandas", "polars", "pyarrow.compute") if m in sys.modules))
+loaded()
 p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch2")!r},
                {str(tmp_path / "m2.tsv")!r})  # no text files: polars formats every value
+loaded()
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[]"
     assert (tmp_path / "m.tsv").read_text() == (tmp_path / "m2.tsv").read_text()
+    return [eval(line) for line in r.stdout.splitlines()]
+
+
+def test_partition_jobs_import_neither_pandas_nor_polars(runs, tmp_path):
+    """pyarrow imports pandas on its first array made from or turned into numpy (0.3 CPU-s
+    a job start) and pyarrow.compute builds 300 wrappers on import: partitioning uses
+    neither (prepare/arrays.py), nor polars when it only glues the catalog's text (Object
+    rows); Source rows' varying columns are formatted in the reduce, by polars."""
+    glued, formatted = _imports_after_partitioning(runs["cfg"], runs["parts"], tmp_path / "src")
+    assert glued == formatted == ["polars"]
+    cfg = validate({**runs["cfg"], "catalog": {**runs["cfg"]["catalog"], "sources_per_object": 0}})
+    parts = build_catalog(cfg, tmp_path / "objects")
+    assert pq.ParquetFile(parts[1][1]).metadata.num_rows == 0
+    glued, formatted = _imports_after_partitioning(cfg, parts, tmp_path / "obj")
+    assert (glued, formatted) == ([], ["polars"])
 
 
 def test_lines_made_in_batches_are_the_same_bytes(runs, tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ SELECT
     round(lookup_qps, 1)                       AS lookup_qps,
     round(optimize_seconds, 4)                 AS optimize_seconds,
     checksum_ok,
-    optimize_stopped
+    optimize_stopped,
+    coalesce(stopped, false)                   AS stopped
 FROM load_runs
 ORDER BY target, variant, strategy, repetition

@@ -4,7 +4,8 @@
 -- seconds is the median; _ci_low/_ci_high the report.confidence bootstrap interval of the
 -- median (empty when n < 2). speedup_vs_sequential = median seconds of `sequential` (same
 -- target and variant) / median seconds of this load, with the bootstrap interval of that
--- ratio (ratio_ci_low/ratio_ci_high: catbench functions, report/stats.py).
+-- ratio (ratio_ci_low/ratio_ci_high: catbench functions, report/stats.py). stopped: the load
+-- reached load.time_limit_s and did not finish (rows, seconds and rows_per_s until the stop).
 WITH g AS (
     SELECT target, variant, strategy,
            max(files)                       AS files,
@@ -26,7 +27,9 @@ WITH g AS (
            median(sort_seconds)             AS sort_seconds,
            median(lookup_qps)               AS lookup_qps,
            bool_and(checksum_ok)            AS checksum_ok,
-           bool_or(optimize_stopped)        AS optimize_stopped
+           bool_or(optimize_stopped)        AS optimize_stopped,
+           bool_or(coalesce(stopped, false)) AS stopped,
+           max(time_limit_s)                AS time_limit_s
     FROM load_runs
     GROUP BY target, variant, strategy
 )
@@ -43,9 +46,10 @@ SELECT
     round(l.seconds_ci_low, 4)                         AS seconds_ci_low,
     round(l.seconds_ci_high, 4)                        AS seconds_ci_high,
     round(l.rows / nullif(l.seconds, 0), 1)            AS rows_per_s,
-    round(s.seconds / l.seconds, 3)                    AS speedup_vs_sequential,
-    round(ratio_ci_low(s.secs, l.secs), 3)             AS speedup_ci_low,
-    round(ratio_ci_high(s.secs, l.secs), 3)            AS speedup_ci_high,
+    -- a load stopped at load.time_limit_s did not finish: no speedup against or for it
+    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(s.seconds / l.seconds, 3) END AS speedup_vs_sequential,
+    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_low(s.secs, l.secs), 3) END AS speedup_ci_low,
+    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_high(s.secs, l.secs), 3) END AS speedup_ci_high,
     CAST(round(l.table_bytes) AS BIGINT)               AS table_bytes,
     l.table_bytes_min,
     l.table_bytes_max,
@@ -57,7 +61,9 @@ SELECT
     round(l.sort_seconds, 4)                           AS sort_seconds,
     round(l.lookup_qps, 1)                             AS lookup_qps,
     l.checksum_ok,
-    l.optimize_stopped
+    l.optimize_stopped,
+    l.stopped,
+    l.time_limit_s
 FROM g AS l
 LEFT JOIN g AS s
        ON s.target = l.target AND s.variant = l.variant AND s.strategy = 'sequential'

@@ -1,7 +1,7 @@
 # Stage `catalog`: a seeded base patch, duplicated over the sky region, in parts.
-# With TSV chunk files (partition.formats), it also writes each value's TSV text once
-# (Arrow IPC): the patch's shared columns, each part's varying columns; the partition
-# stage glues them (workflow/catbench/prepare/rowtext.py).
+# With TSV chunk files (partition.formats), it also writes TSV text once (Arrow IPC):
+# the patch's shared columns, each part's varying Object columns; the partition stage
+# glues them (workflow/catbench/prepare/rowtext.py; Sources: catalog.PART_TEXT).
 TEXT = "tsv" in config["partition"]["formats"]
 
 
@@ -37,12 +37,10 @@ rule catalog_part:
         objects=f"{RES}/catalog/Object/part-{{part}}.parquet",
         sources=f"{RES}/catalog/Source/part-{{part}}.parquet",
         metrics=f"{RES}/metrics/jobs/catalog-{{part}}.json",
-        **({"objects_text": f"{RES}/catalog/Object/part-{{part}}.text.arrow",
-            "sources_text": f"{RES}/catalog/Source/part-{{part}}.text.arrow"} if TEXT else {}),
+        **({"objects_text": f"{RES}/catalog/Object/part-{{part}}.text.arrow"} if TEXT else {}),
     params:
         cfg=cfg_json("seed", "catalog"),
-        text=lambda wildcards, output: (
-            f"--text {output.objects_text} {output.sources_text}" if TEXT else ""),
+        text=lambda wildcards, output: f"--text {output.objects_text}" if TEXT else "",
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",
     benchmark:

@@ -35,7 +35,6 @@ rule partition_reduce:
         sources=expand(rules.catalog_part.output.sources, part=PARTS),
         # TSV lines are glued from the text the catalog stage made (catalog.smk)
         **({"text_objects": expand(rules.catalog_part.output.objects_text, part=PARTS),
-            "text_sources": expand(rules.catalog_part.output.sources_text, part=PARTS),
             "patch_text": [rules.catalog_patch.output.objects_text,
                            rules.catalog_patch.output.sources_text]} if TEXT else {}),
     output:
@@ -45,8 +44,8 @@ rule partition_reduce:
         chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
         formats=" ".join(config["partition"]["formats"]),
         text=lambda wildcards, input: (
-            f"--text-objects {' '.join(input.text_objects)} --text-sources "
-            f"{' '.join(input.text_sources)} --patch-text {' '.join(input.patch_text)}" if TEXT else ""),
+            f"--text-objects {' '.join(input.text_objects)} "
+            f"--patch-text {' '.join(input.patch_text)}" if TEXT else ""),
     log:
         f"{RES}/logs/partition/reduce-{{group}}.log",
     benchmark:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# System tools catbench drives: a MariaDB/MySQL server binary and fio; Slurm and munge
-# for the test that runs the workflow through a real single-node Slurm; chromium for the
-# test that opens the report in a real browser.
+# System tools catbench drives: a MariaDB/MySQL server binary (and its MyRocks plugin) and
+# fio; Slurm and munge for the test that runs the workflow through a real single-node
+# Slurm; chromium for the test that opens the report in a real browser.
 # Installs the missing ones with apt-get when we are root on Debian/Ubuntu; otherwise
 # prints the exact command (or the conda env) and fails, so nothing half-works later.
 set -euo pipefail
@@ -18,6 +18,13 @@ for so in /usr/lib/galera/libgalera_smm.so /usr/lib/galera-4/libgalera_smm.so /u
   [ -e "$so" ] && galera=yes
 done
 [ "$galera" = yes ] || missing+=(galera-4)
+# The index study's second storage engine (load.engines: rocksdb): MyRocks for the same MariaDB.
+rocksdb=no
+for so in /usr/lib/mysql/plugin/ha_rocksdb.so /usr/lib64/mysql/plugin/ha_rocksdb.so \
+          /usr/lib/mariadb/plugin/ha_rocksdb.so /usr/lib64/mariadb/plugin/ha_rocksdb.so; do
+  [ -e "$so" ] && rocksdb=yes
+done
+[ "$rocksdb" = yes ] || missing+=(mariadb-plugin-rocksdb)
 command -v mariadb-backup >/dev/null || command -v mariabackup >/dev/null || missing+=(mariadb-backup)
 command -v rsync >/dev/null || missing+=(rsync)
 command -v socat >/dev/null || missing+=(socat)

@@ -66,7 +66,8 @@ def cmd_catalog_part(a):
         Path(p).parent.mkdir(parents=True, exist_ok=True)
     with JobTimer("catalog", a.metrics) as t:
         prog = Progress(f"catalog part {a.part} (copies)", len(copies))
-        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, prog, a.text)
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, prog,
+                                        {"Object": a.text} if a.text else None)
         t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
 
 
@@ -79,7 +80,8 @@ def cmd_partition_map(a):
 
 def cmd_partition_reduce(a):
     with JobTimer("partition_reduce", a.metrics) as t:
-        texts = list(zip(a.text_objects, a.text_sources)) if a.text_objects else None
+        n = len(a.objects)  # a table without part text files has its varying text made here
+        texts = list(zip(a.text_objects or [None] * n, a.text_sources or [None] * n))
         r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group,
                                        a.chunks, a.manifest, a.formats, texts, a.patch_text)
         t.extra.update(group=a.group, **r)
@@ -97,8 +99,30 @@ def cmd_index_generate(a):
     cfg = _config(a.config)
     with JobTimer("index_generate", a.metrics) as t:
         r = generate_index(cfg, a.files or cfg["partition"]["index_files"], a.out, a.out_seed,
-                           rows=a.rows, workers=a.workers)
-        t.extra.update(r)
+                           rows=a.rows, workers=a.workers, part=a.part, parts=a.parts)
+        t.extra.update(r, part=a.part, parts=a.parts)
+
+
+def cmd_index_merge(a):
+    """The index parts' files linked into one folder per variant, with one manifest each."""
+    from ..prepare.index_only import merge_parts
+    r = merge_parts(a.staging, a.out, a.out_seed)
+    log.info("index input: %d files, %d rows in %s and %s", r["files"], r["rows"], a.out, a.out_seed)
+    if a.job_metrics:
+        summarise(a.job_metrics, a.summary, rows_stage="index_generate")
+
+
+def cmd_estimate(a):
+    """What the run will need on each target (input, tables, scratch), before it starts."""
+    from ..load.estimate import estimate, lines
+    cfg = _config(a.config)
+    est = estimate(cfg, Path(a.results) if a.results else None)
+    for line in lines(est):
+        print(line)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(a.out) as tmp:
+            tmp.write_text(json.dumps(est, indent=1) + "\n")
 
 
 def cmd_chunk_list(a):
@@ -165,7 +189,7 @@ def main(argv=None):
     def add(name, fn, *args):
         p = sub.add_parser(name, help=fn.__doc__)
         p.set_defaults(fn=fn)
-        p.add_argument("--config", required=name not in ("partition-reduce", "index-input",
+        p.add_argument("--config", required=name not in ("partition-reduce", "index-input", "index-merge",
                                                         "chunk-list", "load-compare"),
                        help="config as JSON text or a YAML file")
         for spec in args:
@@ -178,7 +202,10 @@ def main(argv=None):
                        "help": "also write the rows' TSV text (Arrow IPC), for the partition stage"})
     add("patch", cmd_patch, "--objects", "--sources", "--metrics", text)
     add("catalog-part", cmd_catalog_part, ("--part", {"type": int}), "--patch-objects",
-        "--patch-sources", "--objects", "--sources", "--metrics", text)
+        "--patch-sources", "--objects", "--sources", "--metrics",
+        ("--text", {"required": False, "metavar": "OBJECTS",
+                    "help": "also write the Object rows' varying TSV text (Arrow IPC), for the "
+                            "partition stage"}))
     add("partition-map", cmd_partition_map, "--objects", "--sources", "--out",
         ("--groups", {"type": int}), "--metrics")
     add("partition-reduce", cmd_partition_reduce, ("--staging", {"nargs": "+"}),
@@ -194,7 +221,15 @@ def main(argv=None):
     add("index-generate", cmd_index_generate, "--out", "--out-seed", "--metrics",
         ("--files", {"type": int, "required": False, "help": "default: partition.index_files"}),
         ("--rows", {"type": int, "required": False, "help": "the first N rows (default: all)"}),
-        ("--workers", {"type": int, "default": 1, "required": False}))
+        ("--workers", {"type": int, "default": 1, "required": False}),
+        ("--part", {"type": int, "default": 0, "required": False, "help": "this job's share of the files"}),
+        ("--parts", {"type": int, "default": 1, "required": False, "help": "jobs the files are split over"}))
+    add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-seed",
+        ("--job-metrics", {"nargs": "+", "required": False}),
+        ("--summary", {"required": False, "help": "stage summary of the parts' job metrics"}))
+    add("estimate", cmd_estimate,
+        ("--results", {"required": False, "help": "results/<run>: index input already there is measured"}),
+        ("--out", {"required": False, "help": "also write the estimate as JSON"}))
     add("chunk-list", cmd_chunk_list, ("--manifests", {"nargs": "+"}), "--out",
         ("--job-metrics", {"nargs": "+"}), "--summary")
     add("target-info", cmd_target_info, "--target", "--out")

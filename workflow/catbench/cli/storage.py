@@ -17,7 +17,7 @@ import pyarrow.csv as pacsv
 
 from ..core.config import ConfigError, defaults, validate
 from ..core.index_input import list_input
-from ..core.index_table import VARIANTS, LoadError
+from ..core.index_table import ENGINES, VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError, parse_size
 from ..fio.bench import TESTS, FioError, run_fio
@@ -95,10 +95,10 @@ def cmd_load_index(args) -> int:
     files = list_input(args.input_dir)
     cfg = _load_index_config(args)
     summary = run_load_index(args.target, args.path, files, args.out, variant=args.variant,
-                             strategy=args.strategy, load=cfg["load"], server=cfg["server"],
+                             strategy=args.strategy, engine=args.engine, load=cfg["load"], server=cfg["server"],
                              keep_data=args.keep_data)
     print(json.dumps({k: summary.get(k) for k in (
-        "target", "variant", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",
+        "target", "variant", "engine", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",
         "index_build_seconds", "consolidate_seconds", "duplicate_check_seconds", "table_bytes", "lookup_qps",
         "lookup_p50_s", "lookup_p99_s")}, default=str))
     return 0
@@ -129,6 +129,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
     p.add_argument("--variant", choices=sorted(VARIANTS), default="seed")
     p.add_argument("--strategy", choices=STRATEGIES, default="sequential")
+    p.add_argument("--engine", choices=sorted(ENGINES), default="innodb",
+                   help="storage engine of the index table (one of the config's load.engines)")
     p.add_argument("--config", help="config as JSON text or a YAML file: its load and server sections "
                                     "(default: the schema's defaults)")
     p.add_argument("--settings-json", help="server options as a JSON object (default: server.settings "

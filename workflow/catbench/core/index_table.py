@@ -2,8 +2,9 @@
 
 One owner for what every stage that builds or reads the index needs: the schema
 variants and their behaviour (key type, key order and equality, DDL, checksum, point
-lookup), and the seed's loading loop. Input files are read and checked by
-``index_input``; rows reach the server only through ``loaddata.load_data``.
+lookup), the storage engines it can live in (InnoDB, MyRocks), and the seed's loading
+loop. Input files are read and checked by ``index_input``; rows reach the server only
+through ``loaddata.load_data``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import concurrent.futures as cf
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .index_input import explain_duplicate, scan_file
@@ -96,6 +97,43 @@ def get_variant(name: str) -> Variant:
         raise LoadError(f"unknown schema variant {name!r}; choose one of {sorted(VARIANTS)}") from None
 
 
+@dataclass(frozen=True)
+class Engine:
+    """A storage engine of the index table (config ``load.engines``) and what differs with it."""
+    name: str                    # as in the config
+    sql_name: str                # ENGINE= of the DDL
+    plugin: str | None           # the server plugin catbench loads for it (server_tools.PLUGINS)
+    settings: dict = field(hash=False)  # server options of its loads; load.settings overrides them
+    table_files: str = ""        # glob under the datadir of the files holding the table's data
+    flush_sql: str | None = None  # resource run before the table's bytes are measured
+    bulk_sql: tuple = ()         # resources beginning and ending strategy bulk's session
+    bulk_transactions: bool = True  # bulk commits (load.transaction_rows); else the end statement does
+    cache_variable: str = ""     # server variable sizing its page/block cache (table/cache ratios)
+
+
+ENGINES = {
+    # One .ibd file per table (innodb_file_per_table, partitions included); the redo log is not counted.
+    "innodb": Engine("innodb", "InnoDB", None, {}, "{database}/{table}*.ibd", None,
+                     ("bulk_session_begin.sql", "bulk_session_end.sql"), True, "innodb_buffer_pool_size"),
+    # MyRocks: an LSM tree. Its data is in the SST files of #rocksdb/ (shared by the server's
+    # MyRocks tables: a load's server holds one), after the memtable is flushed; the WAL is not
+    # counted. A file (or sorted chunk) is one transaction, as with InnoDB: MyRocks refuses more
+    # than 1 M row locks per transaction by default. Its bulk path writes SST files directly from
+    # key-ordered rows and ingests them when the session leaves bulk mode (no transactions).
+    "rocksdb": Engine("rocksdb", "ROCKSDB", "rocksdb", {"rocksdb_max_row_locks": 1073741824}, "#rocksdb/*.sst",
+                      "rocksdb_flush.sql", ("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"), False,
+                      "rocksdb_block_cache_size"),
+}
+
+
+def get_engine(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise LoadError(f"unknown storage engine {name!r} (config key load.engines); choose one of "
+                        f"{sorted(ENGINES)}") from None
+
+
 def create_table(conn, variant: Variant, table: str, database: str = DATABASE):
     """An empty index table (dropped first if it exists)."""
     cur = conn.cursor()
@@ -112,9 +150,12 @@ def table_checksum(conn, variant: Variant, table: str, database: str = DATABASE)
 
 
 def load_file(conn, table: str, path: Path, rows: int, variant: Variant, input_files: list[Path],
-              *, database: str = DATABASE, trans_id: int | None = None, what: str | None = None) -> int:
+              *, database: str = DATABASE, trans_id: int | None = None, what: str | None = None,
+              record=None) -> int:
     """``load_data`` one index file; a duplicate key is named with its file(s) and line(s)
-    among ``input_files`` (the whole input, in load order)."""
+    among ``input_files`` (the whole input, in load order). With ``record(cursor, rows)``
+    the file's rows and whatever ``record`` writes commit together or not at all (the
+    resumable loads' ledger)."""
     set_sql = f"`qserv_trans_id` = {int(trans_id)}" if trans_id is not None else None
 
     def explain(head: str, key: str, key_name: str) -> str:
@@ -122,27 +163,47 @@ def load_file(conn, table: str, path: Path, rows: int, variant: Variant, input_f
             key = key.split("-", 1)[1]
         return explain_duplicate(head, key, Path(path), input_files, variant)
 
-    return load_data(conn, path, table, variant.load_columns(), rows, database=database, set_sql=set_sql,
-                     what=what, explain_duplicate=explain)
+    def load() -> int:
+        return load_data(conn, path, table, variant.load_columns(), rows, database=database, set_sql=set_sql,
+                         what=what, explain_duplicate=explain)
+
+    if record is None:
+        return load()
+    conn.start_transaction()
+    try:
+        n = load()
+        record(conn.cursor(), n)
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return n
 
 
 def _fmt_eta(s: float) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(max(0, s)))
 
 
-def load_files(conn, table: str, files: list[Path], variant: Variant, database: str = DATABASE):
+def load_files(conn, table: str, files: list[Path], variant: Variant, database: str = DATABASE, *,
+               stop=None, record=None):
     """The seed's protocol: one connection, one LOAD DATA per file in order, each file
-    validated while the previous one loads. Returns (trace rows, FileInfo per file)."""
+    validated while the previous one loads. ``stop()`` is asked before each file (a time
+    limit: the files after it are not loaded); ``record(cursor, info, start, end)`` commits
+    with each file (see ``load_file``). Returns (trace rows, FileInfo per loaded file)."""
     trace, infos = [], []
     cumulative, t_start, last_log = 0, time.time(), 0.0
     with cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-scan") as ex:
-        nxt = ex.submit(scan_file, files[0], variant)
+        nxt = ex.submit(scan_file, files[0], variant) if files else None
         for i, path in enumerate(files):
             info = nxt.result()
+            if stop is not None and stop():
+                break
             if i + 1 < len(files):
                 nxt = ex.submit(scan_file, files[i + 1], variant)
             start = time.time()
-            rows = load_file(conn, table, path, info.rows, variant, files, database=database)
+            rec = None if record is None else (lambda cur, n, info=info, start=start:
+                                               record(cur, info, start, time.time()))
+            rows = load_file(conn, table, path, info.rows, variant, files, database=database, record=rec)
             end = time.time()
             cumulative += rows
             infos.append(info)

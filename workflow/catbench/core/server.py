@@ -30,40 +30,20 @@ import psutil
 from .resources import resources_dir
 from .server_tools import (
     INSTALL_HINT,
-    LOG_TAIL_LINES,
     SOCKET_PATH_MAX,
     ServerError,
     _PortTaken,
     check_version,
     find_server_binary,
     free_tcp_port,
+    plugin_options,
     server_version,
     validate_settings,
 )
+from .server_tools import log_tail as _tail
+from .server_tools import out_of_space as _out_of_space
 
 log = logging.getLogger(__name__)
-
-def _tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return f"(no log at {path})"
-    return "\n".join(lines[-n:])
-
-
-_NO_SPACE = re.compile(r"No space left on device|(?:errno|error|errcode|OS error):? ?28\b|disk is full", re.I)
-
-
-def _out_of_space(name: str, where: Path, *logs: Path) -> str | None:
-    """The first line of a failure that is really a full disk (errno 28), or None."""
-    text = "\n".join(_tail(p, 200) for p in logs)
-    if not _NO_SPACE.search(text):
-        return None
-    probe = next((a for a in [where, *where.parents] if a.exists()), where)
-    st = os.statvfs(probe)
-    return (f"target {name}: out of space on {probe} ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB free): "
-            f"the server could not write there (errno 28); free space, use a bigger disk or "
-            f"lower the scale or server settings (redo log, buffer pool) in the config")
 
 
 def _set_pdeathsig():
@@ -124,7 +104,7 @@ class Server:
 
     def __init__(self, name: str, basedir, settings: dict | None = None, binary: str | None = None,
                  tcp: bool = False, tmpdir=None, start_timeout: float = 120,
-                 socket_path=None, auth: str = "auto", internal: dict | None = None):
+                 socket_path=None, auth: str = "auto", internal: dict | None = None, plugins: tuple = ()):
         self.name = name
         self.basedir = Path(basedir).absolute()
         self.settings = validate_settings(settings)
@@ -133,6 +113,9 @@ class Server:
         # start; None writes a bare flag, a dict value an option group (e.g. [sst]).
         self.internal: dict = dict(internal or {})
         self.binary = find_server_binary(binary)
+        # storage engines' plugins (core.server_tools.PLUGINS), e.g. MyRocks for load.engines
+        self.plugins = tuple(plugins)
+        self.internal.update(plugin_options(self.binary, self.plugins))
         self.tcp = tcp
         self.port: int | None = None
         self.start_timeout = start_timeout

@@ -1,6 +1,7 @@
 """What catbench needs to know about a MariaDB/MySQL server before and beside running one:
-finding the binary, its version, the settings a config may pass, and the status
-counters and variables read for metrics and provenance."""
+finding the binary, its version, the settings a config may pass, the storage-engine
+plugins catbench loads itself, its error log, and the status counters and variables read
+for metrics and provenance."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import shutil
 import socket
 import subprocess
+from pathlib import Path
 
 # sun_path is 108 bytes including the terminating NUL.
 SOCKET_PATH_MAX = 107
@@ -98,6 +100,66 @@ def check_version(version: str, binary: str) -> tuple[str, tuple[int, ...]]:
     return flavour, ver
 
 
+# Storage-engine plugins catbench loads itself when a load asks for their engine (a config
+# cannot: plugin options are reserved). name -> (library in the server's plugin_dir, the
+# Debian/Ubuntu package that installs it).
+PLUGINS = {"rocksdb": ("ha_rocksdb", "mariadb-plugin-rocksdb")}
+
+
+def plugin_dir(binary: str) -> Path | None:
+    """The server's compiled-in plugin_dir (None when it does not say)."""
+    try:
+        out = subprocess.run([binary, "--no-defaults", "--verbose", "--help"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"^plugin[-_]dir\s+(\S+)", out, re.M)
+    return Path(m.group(1)) if m else None
+
+
+def plugin_options(binary: str, plugins) -> dict[str, str]:
+    """catbench's own server options that load ``plugins`` (names in PLUGINS), each with
+    FORCE so that the server refuses to start without it rather than start and lack the
+    engine; ServerError naming the package when a plugin's library is not installed."""
+    if not plugins:
+        return {}
+    where, libs = plugin_dir(binary), []
+    for name in plugins:
+        if name not in PLUGINS:
+            raise ServerError(f"unknown server plugin {name!r}; catbench loads {', '.join(PLUGINS)}")
+        lib, package = PLUGINS[name]
+        if where is None or not (where / f"{lib}.so").is_file():
+            raise ServerError(f"storage engine {name} needs the server plugin {lib}.so, which is not in "
+                              f"{where or 'the plugin_dir'} of {binary}; install it (Debian/Ubuntu: apt-get "
+                              f"install {package}; `make env` does it as root) or remove {name} from the "
+                              f"config key load.engines")
+        libs.append(lib)
+    return {"plugin_load_add": ";".join(libs), **{name: "FORCE" for name in plugins}}
+
+
+def log_tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(lines[-n:])
+
+
+_NO_SPACE = re.compile(r"No space left on device|(?:errno|error|errcode|OS error):? ?28\b|disk is full", re.I)
+
+
+def out_of_space(name: str, where: Path, *logs: Path) -> str | None:
+    """The first line of a failure that is really a full disk (errno 28), or None."""
+    text = "\n".join(log_tail(p, 200) for p in logs)
+    if not _NO_SPACE.search(text):
+        return None
+    probe = next((a for a in [where, *where.parents] if a.exists()), where)
+    st = os.statvfs(probe)
+    return (f"target {name}: out of space on {probe} ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB free): "
+            f"the server could not write there (errno 28); free space, use a bigger disk or "
+            f"lower the scale or server settings (redo log, buffer pool) in the config")
+
+
 def free_tcp_port() -> int:
     """A currently free port on 127.0.0.1 (the kernel picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -166,19 +228,23 @@ STATUS_COUNTERS = (
     "Innodb_buffer_pool_pages_flushed", "Innodb_data_read", "Innodb_data_written", "Innodb_data_fsyncs",
     "Innodb_os_log_written", "Innodb_log_waits", "Innodb_pages_written", "Innodb_rows_inserted",
     "Innodb_rows_read", "Innodb_checkpoint_age",
+    # MyRocks (load.engines rocksdb; None on a server without it): what its LSM tree writes
+    # (WAL, memtable flushes, compactions) and how its block cache serves reads.
+    "Rocksdb_wal_bytes", "Rocksdb_flush_write_bytes", "Rocksdb_compact_write_bytes",
+    "Rocksdb_compact_read_bytes", "Rocksdb_block_cache_hit", "Rocksdb_block_cache_miss",
 )
 
 PROVENANCE_VARIABLES = (
     "version", "version_comment", "innodb_buffer_pool_size", "innodb_log_file_size",
     "innodb_flush_log_at_trx_commit", "innodb_doublewrite", "innodb_flush_method", "innodb_page_size",
-    "innodb_io_capacity", "datadir", "tmpdir",
+    "innodb_io_capacity", "datadir", "tmpdir", "rocksdb_block_cache_size", "rocksdb_max_row_locks",
 )
 
 
 def status_counters(conn, names=STATUS_COUNTERS) -> dict[str, int | None]:
-    """Global InnoDB status counters as ints (None where the server lacks one)."""
+    """Global InnoDB (and MyRocks) status counters as ints (None where the server lacks one)."""
     cur = conn.cursor()
-    cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb%'")
+    cur.execute("SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Innodb%' OR Variable_name LIKE 'Rocksdb%'")
     got = {k.lower(): v for k, v in cur.fetchall()}
     out = {}
     for n in names:

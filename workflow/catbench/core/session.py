@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .loaddata import LoadError
 from .server import Server
 from .server_tools import SOCKET_PATH_MAX, ServerError
 from .targets import check_target, server_bytes
@@ -74,24 +75,33 @@ def _stop(srv: Server):
     srv.cleanup_stale()  # a killed server's pid and socket files go too
 
 
+def server_dir(root, name: str) -> Path:
+    return Path(root).absolute() / f"catbench-{name}"
+
+
 @contextlib.contextmanager
 def private_server(target: str, root, name: str, settings: dict | None = None, *, binary: str | None = None,
                    tcp: bool = False, start_timeout: float = 120, keep_data: bool = False, start: bool = True,
-                   data_bytes: int = 0):
+                   data_bytes: int = 0, reuse: bool = False, keep_on_failure: bool = False, plugins: tuple = ()):
     """A fresh private server in ``<root>/catbench-<name>``; yields the Server, started
     (initialised first) unless ``start=False`` (then the body starts and stops it, and the
     session still stops it on exit). The target must have room for ``data_bytes`` plus
     what the server itself takes with these settings (redo log, datadir), checked before
-    anything is created."""
-    basedir = Path(root).absolute() / f"catbench-{name}"
+    anything is created. A resumable load passes ``reuse`` (the previous directory's data
+    is started again, not removed) and ``keep_on_failure`` (a failed job leaves its data
+    for the re-run to resume, unless it failed with a LoadError). ``plugins`` are storage
+    engines' server plugins catbench loads (``server_tools.PLUGINS``)."""
+    basedir = server_dir(root, name)
     with owned_dir(basedir, target):
         sock, sock_dir = _socket_path(basedir)
         srv, ok = None, False
         try:
             srv = Server(target, basedir, settings, binary=binary, tcp=tcp, socket_path=sock,
-                         start_timeout=start_timeout)
+                         start_timeout=start_timeout, plugins=plugins)
             srv.cleanup_stale()
-            if basedir.exists():
+            if reuse and srv.initialized:
+                log.info("target %s: resuming with the interrupted run's data in %s", target, basedir)
+            elif basedir.exists():
                 log.info("target %s: removing the previous run's %s", target, basedir)
                 shutil.rmtree(basedir)
             check_target(target, root, data_bytes + server_bytes(settings or {}))
@@ -104,6 +114,9 @@ def private_server(target: str, root, name: str, settings: dict | None = None, *
                 finally:
                     _stop(srv)
             ok = True
+        except LoadError:  # wrong input or a wrong load: a re-run would fail the same way
+            keep_on_failure = False
+            raise
         finally:
             if srv is not None:
                 _stop(srv)
@@ -113,5 +126,8 @@ def private_server(target: str, root, name: str, settings: dict | None = None, *
                 shutil.rmtree(srv.tmpdir, ignore_errors=True)
                 if ok:
                     shutil.rmtree(basedir, ignore_errors=True)
+                elif keep_on_failure:
+                    log.warning("target %s: the server's data stays in %s: re-run the same job to resume "
+                                "the load, or remove that directory", target, basedir)
                 else:  # a failed job keeps its error log and config for diagnosis, not the data
                     shutil.rmtree(srv.datadir, ignore_errors=True)

@@ -30,12 +30,14 @@ import pyarrow.parquet as pq
 from ..core.config import section
 from ..core.files import staged_output
 from ..core.index_input import pick_lookup_keys
-from ..core.index_table import DATABASE, Variant, get_variant, table_checksum
+from ..core.index_table import DATABASE, Variant, get_engine, get_variant, table_checksum
 from ..core.loaddata import LoadError
+from ..core.resources import read_sql
 from ..core.server_tools import variables
-from ..core.session import private_server
+from ..core.session import private_server, server_dir
 from ..core.targets import check_target, describe_target, device_for
 from .job import TIMINGS, LoadJob, LoadOptions, Outcome, Repetition
+from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,
     interval_table,
@@ -55,8 +57,10 @@ FIGURES = ("rows", "seconds", "rows_per_s", *TIMINGS, "verify_seconds", "table_b
 
 
 def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed", strategy: str = "sequential",
-                   load: dict | None = None, server: dict | None = None, keep_data: bool = False) -> dict:
-    """Load ``files`` into a private server on ``path`` with ``strategy``, verify, measure.
+                   load: dict | None = None, server: dict | None = None, keep_data: bool = False,
+                   engine: str = "innodb") -> dict:
+    """Load ``files`` into a private server on ``path`` with ``strategy`` into a table of
+    storage ``engine`` (its plugin loaded, its settings under ``load.settings``), verify, measure.
 
     ``load`` and ``server`` are (whole or partial) config sections; missing keys take the
     schema's defaults. Writes trace.parquet, samples.parquet, intervals.parquet/.csv,
@@ -65,7 +69,10 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
     ``repetitions``) into ``out_dir``, which appears only on success (a previous
     ``out_dir`` is removed at the start). Returns the summary.
     """
-    v, plan = get_variant(variant), get_strategy(strategy)
+    v, plan, eng = get_variant(variant), get_strategy(strategy), get_engine(engine)
+    if not plan.supports(eng.name):
+        raise LoadError(f"strategy {strategy} does not run on storage engine {eng.name}: "
+                        f"{plan.unsupported.get(eng.name)} (config keys load.strategies, load.engines)")
     load, server = section("load", load), section("server", server)
     options = LoadOptions.from_config(load).check()
     files = [Path(f).absolute() for f in files]
@@ -76,16 +83,24 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
     # sorting strategies also keep a sorted copy and DuckDB's spill files on the target.
     check_target(target, path, need_bytes=(3 + plan.scratch_copies) * input_bytes + (512 << 20))
     table = table_name(v, strategy)
-    summary = {"target": target, "variant": v.name, "strategy": strategy, "table": f"{DATABASE}.{table}",
+    summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
+               "table": f"{DATABASE}.{table}",
                "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path),
                "options": options.as_dict(), "repetitions_requested": load["repetitions"],
                "repetition_limit_s": load["repetition_limit_s"]}
-    settings = {**server["settings"], **(load["settings"] or {})}
+    settings = {**eng.settings, **server["settings"], **(load["settings"] or {})}
+    name = f"load_index-{v.name}-{eng.name}-{strategy}"
+    state = None
+    if plan.resumable:  # an interrupted run of this same load is continued (load/ledger.py)
+        key = load_key(files, v.name, strategy, table, options.as_dict(), settings)
+        state = ResumeState.find(server_dir(path, name), key) or ResumeState(server_dir(path, name) / STATE, key)
+    summary["time_limit_s"] = load["time_limit_s"] if plan.resumable else None
     with staged_output(out_dir) as work:
-        with private_server(target, path, f"load_index-{v.name}-{strategy}", settings,
-                            binary=server["binary"], tcp=server["tcp"], start_timeout=server["start_timeout_s"],
-                            keep_data=keep_data) as srv:
-            runs = _repetitions(srv, summary, v, plan, table, files, options, load, path)
+        with private_server(target, path, name, settings, binary=server["binary"], tcp=server["tcp"],
+                            start_timeout=server["start_timeout_s"], keep_data=keep_data,
+                            reuse=bool(state and state.in_progress), keep_on_failure=plan.resumable,
+                            plugins=(eng.plugin,) if eng.plugin else ()) as srv:
+            runs = _repetitions(srv, summary, v, plan, table, files, options, load, path, state)
         summary["server"]["timings"] = dict(srv.timings)
         _aggregate(summary, runs)
         _write_results(work, summary, runs, load["interval_s"])
@@ -95,19 +110,29 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
 
 
 def _repetitions(srv, summary: dict, v: Variant, plan: Strategy, table: str, files: list[Path],
-                 options: LoadOptions, load: dict, path) -> list[Repetition]:
+                 options: LoadOptions, load: dict, path, state: ResumeState | None) -> list[Repetition]:
     """``load.repetitions`` loads on one server; the table is dropped and the server restarted
-    between them. Stops early once a repetition took longer than ``load.repetition_limit_s``."""
-    runs, limit = [], load["repetition_limit_s"]
-    for rep in range(load["repetitions"]):
-        if rep:
+    between them. Stops early once a repetition took longer than ``load.repetition_limit_s``
+    or was stopped by ``load.time_limit_s``. A resumed load (``state``) takes its finished
+    repetitions as they were and continues the interrupted one."""
+    runs = [repetition_from_doc(d) for d in state.completed] if state else []
+    limit = load["repetition_limit_s"]
+    for rep in range(len(runs), load["repetitions"]):
+        resuming = bool(state and state.resuming(rep))
+        if rep and not resuming:
             _fresh_start(srv, table)
+        if state and not resuming:
+            state.begin(rep)
         figures = {"repetition": rep}
         outcome, sampler, t0, t1 = _load_and_measure(srv, figures, summary, v, plan, table, files, options,
-                                                     load, path)
+                                                     load, path, resuming)
         runs.append(Repetition(rep, figures, outcome, sampler, t0, t1))
-        log.info("target %s: %s/%s repetition %d: %.1f s", summary["target"], v.name, plan.name, rep,
-                 figures["seconds"])
+        if state:
+            state.finish(runs[-1])
+        log.info("target %s: %s/%s repetition %d: %.1f s%s", summary["target"], v.name, plan.name, rep,
+                 figures["seconds"], " (stopped at load.time_limit_s)" if figures["stopped"] else "")
+        if figures["stopped"]:  # the next one would stop at the limit too: one curve is the result
+            break
         if limit is not None and figures["seconds"] > limit and rep + 1 < load["repetitions"]:
             log.info("target %s: %s/%s took %.1f s > load.repetition_limit_s %s: n=%d", summary["target"],
                      v.name, plan.name, figures["seconds"], limit, len(runs))
@@ -137,6 +162,7 @@ def _aggregate(summary: dict, runs: list[Repetition]):
     summary["n"] = len(reps)
     summary["checksum_ok"] = all(r["checksum_ok"] for r in reps)
     summary["optimize_stopped"] = any(r.get("optimize_stopped") for r in reps)
+    summary["stopped"] = any(r.get("stopped") for r in reps)
     for k, val in reps[0].items():   # settings-like values: the first repetition's
         if k != "repetition":
             summary.setdefault(k, val)
@@ -144,7 +170,7 @@ def _aggregate(summary: dict, runs: list[Repetition]):
 
 
 def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strategy, table: str,
-                      files: list[Path], options: LoadOptions, load: dict, path):
+                      files: list[Path], options: LoadOptions, load: dict, path, resuming: bool = False):
     """One repetition on a started server: fills ``figures`` (and ``summary["server"]`` the
     first time), returns what the result files are made of: (outcome, sampler, t0, t1)."""
     conn = srv.connect()
@@ -154,33 +180,60 @@ def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strat
                                  "variables": variables(conn)}
         cur = conn.cursor()
         cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
-        cur.execute(plan.table_ddl(v, DATABASE, table))
-        job = LoadJob(srv, conn, DATABASE, table, v, files, options, srv.tmpdir)
-        sampler = Sampler(srv, device=device_for(path), table_glob=f"{DATABASE}/{table}*.ibd",
-                          interval_s=load["sample_interval_s"])
-        log.info("target %s: loading %d files with strategy %s (%s)", summary["target"], len(files), plan.name,
+        eng = get_engine(summary["engine"])
+        job = LoadJob(srv, conn, DATABASE, table, v, files, options, srv.tmpdir, eng)
+        _prepare_table(job, plan, figures, resuming, load["time_limit_s"])
+        files_glob = eng.table_files.format(database=DATABASE, table=table)
+        sampler = Sampler(srv, device=device_for(path), table_glob=files_glob,
+                          interval_s=load["sample_interval_s"], watch=job.watch,
+                          flush_sql=read_sql("index", eng.flush_sql) if eng.flush_sql else None)
+        log.info("target %s: loading %d files with strategy %s (%s)", summary["target"], len(job.todo), plan.name,
                  options.as_dict())
         with sampler:
-            t0 = time.time()
+            t0 = job.clock()
             outcome = plan.load(job)
             t1 = time.time()
         verified = _verify(conn, v, table, outcome, summary["target"])
-        table_bytes = sampler.table_bytes()
+        table_bytes = sampler.settled_table_bytes(conn)
         after = _optimize_and_lookups(srv, conn, v, table, outcome.infos, load)
+        table_bytes_final = sampler.settled_table_bytes(conn)
     finally:
         conn.close()
     rows = verified["rows"]
+    pool = int(summary["server"]["variables"].get(eng.cache_variable) or 0)
     figures.update({
+        "stopped": bool(outcome.extra.get("stopped")), "files_loaded": len(outcome.infos),
+        "table_pool_ratio": table_bytes / pool if pool else None,
         "rows": rows, "seconds": t1 - t0, "rows_per_s": rows / (t1 - t0) if t1 > t0 else None,
         **{k: outcome.timings.get(k, 0.0) for k in TIMINGS}, "verify_seconds": verified["verify_seconds"],
         "connections": outcome.extra.get("connections", 1),
         "transaction_rows": outcome.extra.get("transaction_rows"),
         "strategy_details": {k: val for k, val in outcome.extra.items()
                              if k not in ("connections", "transaction_rows")},
-        "table_bytes": table_bytes, "table_bytes_final": sampler.table_bytes(),
+        "table_bytes": table_bytes, "table_bytes_final": table_bytes_final,
         **{k: verified[k] for k in ("checksum_input", "checksum_table", "checksum_ok")}, **after,
     })
     return outcome, sampler, t0, t1
+
+
+def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, time_limit_s):
+    """Creates the strategy's table, or, resuming, finds what the interrupted run committed
+    (the ledger); gives file-by-file strategies their ledger and watch (time limit, progress)."""
+    if not resuming:
+        job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
+        job.conn.cursor().execute(plan.table_ddl(job.variant, DATABASE, job.table, job.engine))
+    if not plan.resumable:
+        job.watch = LoadWatch(len(job.files), None)
+        return
+    job.ledger = Ledger(DATABASE, job.table, figures["repetition"], job.files)
+    job.ledger.create(job.conn)
+    if resuming:
+        job.earlier = job.ledger.committed(job.conn)
+        figures["resumed_at_file"] = len(job.earlier[1])
+        log.info("resuming after %d of %d committed files", len(job.earlier[1]), len(job.files))
+    else:
+        job.ledger.clear(job.conn)
+    job.watch = LoadWatch(len(job.files), time_limit_s, list(job.earlier[0]))
 
 
 def _verify(conn, v: Variant, table: str, outcome: Outcome, target: str) -> dict:

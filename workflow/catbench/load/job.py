@@ -10,11 +10,12 @@ the timed phases and strategy details. ``LoadProgress`` logs rows/s and ETA whil
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..core.config import section
-from ..core.index_table import Variant
+from ..core.index_table import ENGINES, Engine, Variant
 from ..core.loaddata import LoadError
 from ..core.metrics import Progress
 from ..core.targets import parse_size
@@ -68,6 +69,41 @@ class LoadJob:
     files: list[Path]         # the whole input, in load order
     opts: LoadOptions
     tmpdir: Path              # scratch on the target (the server's tmpdir)
+    engine: Engine = ENGINES["innodb"]   # the table's storage engine (load.engines)
+    # File-by-file strategies only (load/ledger.py): the files committed before an
+    # interruption (their trace rows and FileInfos), the ledger each file commits with,
+    # and the watch that counts files and says when the time limit is reached.
+    earlier: tuple = ((), ())
+    ledger: object = None
+    watch: object = None
+
+    @property
+    def todo(self) -> list[Path]:
+        """The files not committed yet, in load order."""
+        done = {str(i.path) for i in self.earlier[1]}
+        return [f for f in self.files if str(f) not in done]
+
+    def clock(self) -> float:
+        """Now, moved back by the loading time of the files committed before an interruption."""
+        return time.time() - (self.watch.resumed_s if self.watch is not None else 0.0)
+
+    def stop(self) -> bool:
+        return self.watch is not None and self.watch.stop()
+
+    def record(self, cur, info, start: float, end: float):
+        """Commits with each file: the ledger row, and the count the progress lines show."""
+        if self.ledger is not None:
+            self.ledger.record(cur, info, start, end)
+        if self.watch is not None:
+            self.watch.note(info.rows)
+
+    def merge(self, out: "Outcome", trace: list, infos: list):
+        """The earlier files and this run's, one trace in order of completion; marks the
+        outcome stopped when the time limit cut the load short."""
+        out.trace = finish_trace([dict(r) for r in self.earlier[0]] + list(trace))
+        out.infos = list(self.earlier[1]) + list(infos)
+        if self.watch is not None and self.watch.stopped:
+            out.extra["stopped"] = True
 
 
 _PHASE_TIMINGS = {"sort": "sort_seconds", "load": "load_seconds", "index_build": "index_build_seconds",

@@ -17,16 +17,19 @@ from .job import LoadProgress, trace_row
 
 def load_files_parallel(server, database: str, table: str, files: list[Path], variant, connections: int,
                         all_files: list[Path] | None = None, trans_id: int | None = None,
-                        session_sql: tuple = (), progress: LoadProgress | None = None) -> tuple[list[dict], list]:
+                        session_sql: tuple = (), progress: LoadProgress | None = None, stop=None,
+                        record=None) -> tuple[list[dict], list]:
     """Validate and load ``files`` with ``connections`` connections (one file per
-    connection at a time). Returns (trace rows in no particular order, FileInfo per file)."""
+    connection at a time). ``stop()`` is asked before each file (a time limit);
+    ``record(cursor, info, start, end)`` commits with each file (the resumable loads'
+    ledger). Returns (trace rows in no particular order, FileInfo per loaded file)."""
     all_files = all_files or files
     progress = progress or LoadProgress(f"loading {len(files)} files", len(files))
     todo: queue.Queue = queue.Queue()
     for i, f in enumerate(files):
         todo.put((i, f))
     trace, infos = [], [None] * len(files)
-    stop = threading.Event()
+    failed = threading.Event()
     lock = threading.Lock()
 
     def worker():
@@ -35,21 +38,26 @@ def load_files_parallel(server, database: str, table: str, files: list[Path], va
             cur = conn.cursor()
             for stmt in session_sql:
                 cur.execute(stmt)
-            while not stop.is_set():
+            while not failed.is_set():
+                if stop is not None and stop():
+                    return
                 try:
                     i, f = todo.get_nowait()
                 except queue.Empty:
                     return
                 info = scan_file(f, variant)
                 start = time.time()
-                rows = load_file(conn, table, f, info.rows, variant, all_files, database=database, trans_id=trans_id)
+                rec = None if record is None else (lambda c, n, info=info, start=start:
+                                                   record(c, info, start, time.time()))
+                rows = load_file(conn, table, f, info.rows, variant, all_files, database=database,
+                                 trans_id=trans_id, record=rec)
                 end = time.time()
                 with lock:
                     infos[i] = info
                     trace.append(trace_row(f, rows, info.bytes, start, end, trans_id=trans_id))
                 progress.add(rows)
         except BaseException:
-            stop.set()
+            failed.set()
             raise
         finally:
             conn.close()
@@ -61,4 +69,4 @@ def load_files_parallel(server, database: str, table: str, files: list[Path], va
     errors = [e for e in errors if e is not None]
     if errors:
         raise errors[0]
-    return trace, infos
+    return trace, [i for i in infos if i is not None]

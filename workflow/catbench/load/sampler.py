@@ -22,19 +22,26 @@ class Sampler:
 
     ``server`` needs ``pid``, ``datadir`` and ``connect()`` (a catbench.server.Server).
     Device counters are cumulative bytes since boot; None when the target has no block device.
+    The table's bytes are the sizes of the files ``table_glob`` matches under the datadir
+    (``Engine.table_files``: InnoDB's .ibd files, MyRocks' SST files). While loading they
+    are sampled as they are; ``settled_table_bytes`` first runs ``flush_sql`` (MyRocks keeps
+    recent rows in its memtable, and the WAL, until a flush writes them to SST files).
     """
 
     def __init__(self, server, device: str | None = None, table_glob: str = "**/*.ibd",
-                 interval_s: float = 1.0):
+                 interval_s: float = 1.0, watch=None, progress_every_s: float = 5.0,
+                 flush_sql: str | None = None):
         self.server = server
         self.device = device
         self.table_glob = table_glob
         self.interval_s = interval_s
         self.rows: list[dict] = []
+        self.watch, self.progress_every_s = watch, progress_every_s  # watch: a load.ledger.LoadWatch
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn = None
         self._proc = None
+        self.flush_sql = flush_sql
 
     def table_bytes(self) -> int:
         total = 0
@@ -44,6 +51,12 @@ class Sampler:
             except OSError:  # dropped between glob and stat
                 pass
         return total
+
+    def settled_table_bytes(self, conn) -> int:
+        """The table's bytes once all its rows are in its files (after ``flush_sql``)."""
+        if self.flush_sql:
+            conn.cursor().execute(self.flush_sql)
+        return self.table_bytes()
 
     def sample(self) -> dict:
         """Take one sample now (also usable without the thread)."""
@@ -72,8 +85,12 @@ class Sampler:
         return row
 
     def _run(self):
+        last = time.time()
         while not self._stop.wait(self.interval_s):
-            self.sample()
+            row = self.sample()
+            if self.watch is not None and row["time"] - last >= self.progress_every_s:
+                last = row["time"]
+                log.info("%s", self.watch.progress_line(row["table_bytes"]))
 
     def start(self):
         self.sample()

@@ -9,7 +9,8 @@ Key order is the variant's (``Variant.sort_expr``): numeric for BIGINT keys; for
 keys (latin1_swedish_ci, case-insensitive) ASCII upper-case, which is that collation's
 order and equality for digits and letters. Punctuation could sort slightly differently
 from InnoDB: that only costs speed, duplicates are still caught by the server and by the
-count/checksum check.
+count/checksum check. MyRocks' bulk path (strategy bulk on rocksdb) needs the table's own
+order and refuses such a row: a LoadError says so.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..core.resources import read_sql
 from .job import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
 
 log = logging.getLogger(__name__)
+ER_KEYS_OUT_OF_ORDER = 4054  # MyRocks bulk load: "Rows must be inserted in primary key order"
 
 _READ_INPUT = ("SELECT k, c, s FROM read_csv($files, delim='\t', header=false, quote='', escape='', "
                "auto_detect=false, columns={{'k': '{key_type}', 'c': 'INTEGER', 's': 'INTEGER'}}) "
@@ -204,18 +206,18 @@ def _scan_while_sorting(job: LoadJob, stream: SortedStream) -> list:
             raise
 
 
-def _load_chunks(job: LoadJob, stream: SortedStream, outcome: Outcome, bulk: bool, progress: LoadProgress):
-    """Load the sorted chunks in order; bulk: one transaction (or one per transaction_rows)."""
+def _load_chunks(job: LoadJob, stream: SortedStream, outcome: Outcome, txn: bool, progress: LoadProgress):
+    """Load the sorted chunks in order; ``txn`` (bulk on InnoDB): one transaction (or one
+    per transaction_rows)."""
     conn, opts = job.conn, job.opts
     trace, in_txn, commits, first_load = [], 0, 0, None
     for path, rows, nbytes in stream.chunks():
         start = time.time()
         first_load = first_load or start
-        load_file(conn, job.table, path, rows, job.variant, job.files, database=job.database,
-                  what=f"sorted chunk {path.name}")
+        _load_chunk(job, path, rows)
         in_txn += rows
         end = time.time()
-        if bulk and opts.transaction_rows and in_txn >= opts.transaction_rows:
+        if txn and opts.transaction_rows and in_txn >= opts.transaction_rows:
             conn.commit()
             commits += 1
             in_txn = 0
@@ -223,7 +225,7 @@ def _load_chunks(job: LoadJob, stream: SortedStream, outcome: Outcome, bulk: boo
         trace.append(trace_row(path, rows, nbytes, start, end, source="sorted"))
         progress.add(rows)
         path.unlink()
-    if bulk:
+    if txn:
         c0 = time.time()
         conn.commit()
         commits += 1
@@ -231,36 +233,72 @@ def _load_chunks(job: LoadJob, stream: SortedStream, outcome: Outcome, bulk: boo
     return trace, commits, first_load
 
 
+def _load_chunk(job: LoadJob, path: Path, rows: int):
+    try:
+        load_file(job.conn, job.table, path, rows, job.variant, job.files, database=job.database,
+                  what=f"sorted chunk {path.name}")
+    except mysql.connector.Error as exc:
+        if exc.errno != ER_KEYS_OUT_OF_ORDER:
+            raise
+        # The stream has no repeated key (KeyOrder): the table's collation orders some keys
+        # differently from the sort's ASCII upper-casing (punctuation in CHAR keys).
+        raise LoadError(f"sorted chunk {path.name}: the {job.engine.name} bulk load refused a row out of "
+                        f"the table's key order ({exc.msg}); the sorted stream holds no repeated key, so "
+                        f"the table's collation orders these keys differently from the sort: load this "
+                        f"input with strategy sorted") from None
+
+
+def _end_bulk(job: LoadJob, txn: bool, outcome: Outcome | None):
+    """Leave the bulk session. MyRocks ingests the SST files it wrote here (timed as its
+    final commit). After a failure (``outcome`` None) nothing is committed and no error
+    hides the first one."""
+    conn, end_sql = job.conn, read_sql("index", job.engine.bulk_sql[1])
+    if outcome is None:
+        try:
+            if txn:
+                conn.rollback()
+            conn.autocommit = True
+            conn.cursor().execute(end_sql)
+        except mysql.connector.Error:
+            pass
+        return
+    conn.autocommit = True
+    c0 = time.time()
+    try:
+        conn.cursor().execute(end_sql)
+    except mysql.connector.Error as exc:
+        raise LoadError(f"ending the {job.engine.name} bulk load failed: {exc}") from None
+    if not txn:
+        outcome.extra["final_commit_seconds"] = time.time() - c0
+
+
 def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False):
-    """Scan (validate + checksum) the input while DuckDB sorts it, then load the sorted chunks."""
+    """Scan (validate + checksum) the input while DuckDB sorts it, then load the sorted
+    chunks; ``bulk`` in the engine's bulk session (``Engine.bulk_sql``)."""
     conn, t0 = job.conn, time.time()
     stream = SortedStream(job.files, job.variant, job.tmpdir, job.opts).start()
     outcome.infos = _scan_while_sorting(job, stream)
     outcome.phase("scan", t0, time.time())
     rows = sum(i.rows for i in outcome.infos)
     progress = LoadProgress("loading the sorted stream (rows)", rows, by_rows=True)
+    txn = bulk and job.engine.bulk_transactions
     if bulk:
-        conn.cursor().execute(read_sql("index", "bulk_session_begin.sql"))
-        conn.autocommit = False
+        conn.cursor().execute(read_sql("index", job.engine.bulk_sql[0]))
+        conn.autocommit = not txn
     try:
-        trace, commits, first_load = _load_chunks(job, stream, outcome, bulk, progress)
+        trace, commits, first_load = _load_chunks(job, stream, outcome, txn, progress)
     except BaseException:
         stream.cancel()
         if bulk:
-            try:
-                conn.rollback()
-            except mysql.connector.Error:
-                pass
+            _end_bulk(job, txn, None)
         raise
-    finally:
-        if bulk:
-            conn.autocommit = True
-            conn.cursor().execute(read_sql("index", "bulk_session_end.sql"))
+    if bulk:
+        _end_bulk(job, txn, outcome)
     t_end = time.time()
     outcome.phase("sort", stream.start_time, stream.end or t_end, first_row_s=(stream.sort_end or t_end) - t0)
     outcome.phase("load", first_load or t_end, t_end)
     outcome.trace = finish_trace(trace)
-    outcome.extra.update({"sorted_rows": stream.rows, "commits": commits if bulk else None,
+    outcome.extra.update({"sorted_rows": stream.rows, "commits": commits if txn else None,
                           "chunks": len(trace)})
     shutil.rmtree(Path(job.tmpdir) / "sorted", ignore_errors=True)
     shutil.rmtree(Path(job.tmpdir) / "duckdb", ignore_errors=True)

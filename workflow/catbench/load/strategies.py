@@ -2,10 +2,12 @@
 (``REGISTRY``: name -> Strategy): the table it creates, how it loads, and how much scratch
 room it needs on the target. What each one does and why is in ``strategies.md``.
 
-A strategy gets a ``LoadJob`` (private server, empty table, validated input, scratch dir)
-and returns an ``Outcome`` (trace, per-file checksums, timed phases); the driver then
+A strategy gets a ``LoadJob`` (private server, empty table in the job's storage engine,
+validated input, scratch dir) and returns an ``Outcome`` (trace, per-file checksums, timed phases); the driver then
 checks row count and checksum against the input, so no strategy can pass with missing or
-extra rows. The SQL it sends is in ``resources/sql/index/``.
+extra rows. The SQL it sends is in ``resources/sql/index/``. Each one declares the
+storage engines it cannot run on (``unsupported``, with the reason): ``load_pairs`` gives
+the loads a config asks for and those it cannot have.
 """
 
 from __future__ import annotations
@@ -13,15 +15,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mysql.connector
 
 from ..core.index_input import duplicate_message
-from ..core.index_table import load_files
+from ..core.index_table import ENGINES, Engine, load_files
 from ..core.loaddata import LoadError
 from ..core.resources import read_sql
-from .job import LoadJob, LoadProgress, Outcome, finish_trace
+from .job import LoadJob, LoadProgress, Outcome
 from .parallel import load_files_parallel
 from .sorted_stream import load_sorted
 
@@ -34,25 +36,26 @@ def _sql(name: str, job: LoadJob, **kw) -> str:
 
 
 def _parallel_files(job: LoadJob, files=None, trans_id: int | None = None, progress=None):
-    return load_files_parallel(job.server, job.database, job.table, files or job.files, job.variant,
-                               job.opts.connections, all_files=job.files, trans_id=trans_id, progress=progress)
+    return load_files_parallel(job.server, job.database, job.table, job.todo if files is None else files,
+                               job.variant, job.opts.connections, all_files=job.files, trans_id=trans_id,
+                               progress=progress, stop=job.stop, record=job.record)
 
 
 # ---------------------------------------------------------------- one function per strategy
 
 def load_sequential(job: LoadJob) -> Outcome:
     """The seed's protocol: one connection, one LOAD DATA LOCAL per file, in order."""
-    out, t0 = Outcome(), time.time()
-    out.trace, out.infos = load_files(job.conn, job.table, job.files, job.variant, job.database)
+    out, t0 = Outcome(), job.clock()
+    job.merge(out, *load_files(job.conn, job.table, job.todo, job.variant, job.database, stop=job.stop,
+                               record=job.record))
     out.phase("load", t0, time.time())
     out.extra["connections"] = 1
     return out
 
 
 def load_parallel(job: LoadJob) -> Outcome:
-    out, t0 = Outcome(), time.time()
-    trace, out.infos = _parallel_files(job)
-    out.trace = finish_trace(trace)
+    out, t0 = Outcome(), job.clock()
+    job.merge(out, *_parallel_files(job))
     out.phase("load", t0, time.time())
     out.extra["connections"] = job.opts.connections
     return out
@@ -68,7 +71,8 @@ def load_sorted_keys(job: LoadJob) -> Outcome:
 def load_bulk(job: LoadJob) -> Outcome:
     out = Outcome()
     load_sorted(job, out, bulk=True)
-    out.extra.update({"connections": 1, "transaction_rows": job.opts.transaction_rows})
+    out.extra.update({"connections": 1,   # MyRocks' bulk path has no transactions
+                      "transaction_rows": job.opts.transaction_rows if job.engine.bulk_transactions else None})
     return out
 
 
@@ -89,32 +93,43 @@ def load_deferred_pk(job: LoadJob) -> Outcome:
 
 
 def load_trans_partitioned(job: LoadJob) -> Outcome:
-    """One partition per batch of files (a Qserv super-transaction), then consolidated."""
-    out, t0, opts = Outcome(), time.time(), job.opts
+    """One partition per batch of files (a Qserv super-transaction), then consolidated.
+    Batches are cut from the whole input, so a resumed load gives each file its trans id."""
+    out, t0, opts = Outcome(), job.clock(), job.opts
     cur = job.conn.cursor()
     batches = [job.files[i:i + opts.batch_files] for i in range(0, len(job.files), opts.batch_files)]
-    progress = LoadProgress(f"loading {len(job.files)} files", len(job.files))
-    alter_s = 0.0
+    todo = set(job.todo)
+    progress = LoadProgress(f"loading {len(todo)} files", len(todo))
+    alter_s, trace, infos = 0.0, [], []
     for b, batch in enumerate(batches, 1):
+        batch = [f for f in batch if f in todo]
+        if not batch or job.stop():
+            continue
         a0 = time.time()
-        cur.execute(_sql("add_partition", job, trans_id=b))
+        if not _partition_exists(cur, job, b):
+            cur.execute(_sql("add_partition", job, trans_id=b))
         alter_s += time.time() - a0
-        trace, infos = _parallel_files(job, batch, trans_id=b, progress=progress)
-        out.trace += trace
-        out.infos += infos
-    out.trace = finish_trace(out.trace)
+        tr, inf = _parallel_files(job, batch, trans_id=b, progress=progress)
+        trace += tr
+        infos += inf
+    job.merge(out, trace, infos)
     t1 = t2 = time.time()
     out.phase("load", t0, t1)
     out.extra.update({"connections": opts.connections, "batch_files": opts.batch_files,
                       "partitions": len(batches), "add_partition_seconds": alter_s,
                       "consolidated": bool(opts.consolidate)})
-    if opts.consolidate:
+    if opts.consolidate and not out.extra.get("stopped") and _partition_exists(cur, job, 0):
         cur.execute(_sql("remove_partitioning", job))
         t2 = time.time()
         out.phase("consolidate", t1, t2)
     _check_no_key_in_two_partitions(job, cur)
     out.phase("duplicate_check", t2, time.time())
     return out
+
+
+def _partition_exists(cur, job: LoadJob, trans_id: int) -> bool:
+    cur.execute(_sql("partition_exists", job, trans_id=trans_id))
+    return cur.fetchone()[0] > 0
 
 
 def _check_no_key_in_two_partitions(job: LoadJob, cur):
@@ -131,34 +146,47 @@ def _check_no_key_in_two_partitions(job: LoadJob, cur):
 
 # ---------------------------------------------------------------- the registry
 
-def _plain_table(variant, database: str, table: str) -> str:
-    return variant.ddl(table, database)
+INNODB = ENGINES["innodb"]
 
 
-def _table_without_pk(variant, database: str, table: str) -> str:
-    return variant.ddl(table, database, primary_key=False)
+def _plain_table(variant, database: str, table: str, engine: Engine = INNODB) -> str:
+    return variant.ddl(table, database, engine.sql_name)
 
 
-def _trans_partitioned_table(variant, database: str, table: str) -> str:
+def _table_without_pk(variant, database: str, table: str, engine: Engine = INNODB) -> str:
+    return variant.ddl(table, database, engine.sql_name, primary_key=False)
+
+
+def _trans_partitioned_table(variant, database: str, table: str, engine: Engine = INNODB) -> str:
     return read_sql("index", "trans_partitioned_table.sql").format(
-        database=database, table=table, key=variant.key, columns=variant.columns_ddl(primary_key=False))
+        database=database, table=table, key=variant.key, columns=variant.columns_ddl(primary_key=False),
+        engine=engine.sql_name)
 
 
 @dataclass(frozen=True)
 class Strategy:
     name: str
     load: Callable[[LoadJob], Outcome]
-    table_ddl: Callable = _plain_table   # (variant, database, table) -> CREATE TABLE
+    table_ddl: Callable = _plain_table   # (variant, database, table, engine) -> CREATE TABLE
     scratch_copies: int = 0              # input-sized copies on the target: sorted chunks + DuckDB spill
+    # File by file with a ledger (load/ledger.py): an interrupted load resumes, and
+    # load.time_limit_s stops it between files. The others load in one sorted stream or
+    # end with one ALTER, so they can neither stop cleanly halfway nor resume.
+    resumable: bool = False
+    # Storage engines (core.index_table.ENGINES) it does not run on -> why; every one else it does.
+    unsupported: dict = field(default_factory=dict, hash=False)
+
+    def supports(self, engine: str) -> bool:
+        return engine in ENGINES and engine not in self.unsupported
 
 
 REGISTRY: dict[str, Strategy] = {s.name: s for s in (
-    Strategy("sequential", load_sequential),
-    Strategy("parallel", load_parallel),
+    Strategy("sequential", load_sequential, resumable=True),
+    Strategy("parallel", load_parallel, resumable=True),
     Strategy("sorted", load_sorted_keys, scratch_copies=2),
     Strategy("bulk", load_bulk, scratch_copies=2),
     Strategy("deferred-pk", load_deferred_pk, _table_without_pk),
-    Strategy("trans-partitioned", load_trans_partitioned, _trans_partitioned_table),
+    Strategy("trans-partitioned", load_trans_partitioned, _trans_partitioned_table, resumable=True),
 )}
 STRATEGIES = tuple(REGISTRY)
 
@@ -174,5 +202,27 @@ def table_name(variant, strategy: str) -> str:
     return f"{variant.name}_{strategy.replace('-', '_')}"
 
 
-def table_ddl(variant, strategy: str, database: str, table: str) -> str:
-    return get_strategy(strategy).table_ddl(variant, database, table)
+def table_ddl(variant, strategy: str, database: str, table: str, engine: Engine = INNODB) -> str:
+    return get_strategy(strategy).table_ddl(variant, database, table, engine)
+
+
+def load_pairs(strategies, engines) -> tuple[list[tuple[str, str]], list[dict]]:
+    """The (engine, strategy) loads of ``load.engines`` x ``load.strategies`` that run, in
+    config order, and those that do not, each with its reason; LoadError naming both keys
+    when none runs (a config that asks for nothing runnable is a mistake)."""
+    pairs, skipped = [], []
+    for e in engines:
+        if e not in ENGINES:
+            raise LoadError(f"unknown storage engine {e!r} in config key load.engines; choose from "
+                            f"{', '.join(ENGINES)}")
+        for s in strategies:
+            plan = get_strategy(s)
+            if plan.supports(e):
+                pairs.append((e, s))
+            else:
+                skipped.append({"engine": e, "strategy": s, "reason": plan.unsupported[e]})
+    if not pairs:
+        raise LoadError(f"none of config key load.strategies ({', '.join(strategies)}) runs on a storage "
+                        f"engine of load.engines ({', '.join(engines)}): "
+                        + "; ".join(f"{x['strategy']} on {x['engine']}: {x['reason']}" for x in skipped))
+    return pairs, skipped

@@ -141,8 +141,13 @@ def _magnitudes(rng, n):
 # A copy changes only its leading columns (ids, position; see duplicate()): every later
 # column of a part's row r is the patch's row r % patch rows. So the TSV text of those
 # columns is made once per patch row (write_shared_text) and only the leading columns'
-# text per row (write_part); the partition stage glues them (rowtext.py).
+# text per row; the partition stage glues them (rowtext.py).
 VARYING = {"Object": 3, "Source": 4}
+# Tables whose varying text the part jobs write. Not Source: half its 8 columns vary, so
+# its text would be 3 of the bench run's 3.2 GB of catalog text, written and read back
+# once more for the same formatting; the reduce formats a Source row's varying columns
+# from the Parquet it decodes anyway (see partition.md).
+PART_TEXT = ("Object",)
 
 
 def write_shared_text(patch: Patch, object_path, source_path):
@@ -178,23 +183,29 @@ def duplicate(patch: Patch, layout: np.ndarray, copy: int) -> tuple[pa.Table, pa
 
 def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, source_path,
                progress=None, text_paths=None) -> dict:
-    """Write one catalog part (one row group per copy) and, given ``text_paths``
-    (Object, Source), the text of its rows' varying columns; return its row counts."""
+    """Write one catalog part (one row group per copy) and, given ``text_paths`` (table
+    name -> path, tables of PART_TEXT), the text of its rows' varying columns; return its
+    row counts."""
     n_obj = n_src = 0
     with contextlib.ExitStack() as stack:
         otmp = stack.enter_context(atomic_path(object_path))
         stmp = stack.enter_context(atomic_path(source_path))
         ow = stack.enter_context(pq.ParquetWriter(otmp, patch.objects.schema, **PARQUET_OPTIONS))
         sw = stack.enter_context(pq.ParquetWriter(stmp, patch.sources.schema, **PARQUET_OPTIONS))
-        texts = [stack.enter_context(TextWriter(path, VARYING[kind], table.num_rows))
-                 for path, kind, table in zip(text_paths or (), ("Object", "Source"),
-                                              (patch.objects, patch.sources))]
+        text_paths = text_paths or {}
+        if set(text_paths) - set(PART_TEXT):
+            raise ValueError(f"part text of {sorted(set(text_paths) - set(PART_TEXT))}: only "
+                             f"{list(PART_TEXT)} have one")
+        texts = {kind: stack.enter_context(TextWriter(path, VARYING[kind], table.num_rows))
+                 for kind, table in (("Object", patch.objects), ("Source", patch.sources))
+                 if (path := text_paths.get(kind))}
         for k, c in enumerate(copies):
             obj, src = duplicate(patch, layout, c)
             ow.write_table(obj)
             sw.write_table(src)
-            for w, table, kind in zip(texts, (obj, src), ("Object", "Source")):
-                w.write(text_of(table, range(VARYING[kind])))
+            for kind, table in (("Object", obj), ("Source", src)):
+                if kind in texts:
+                    texts[kind].write(text_of(table, range(VARYING[kind])))
             n_obj += obj.num_rows
             n_src += src.num_rows
             if progress:

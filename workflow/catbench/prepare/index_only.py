@@ -5,18 +5,21 @@ split into the same files with the same bytes and manifest as the partition stag
 files and no staging. Only the base patch's positions are kept; each copy is moved,
 located and written, so memory is one copy's rows (bounded by ``catalog.patch.objects``),
 whatever the catalog's size. Files are independent: worker processes write them in
-parallel.
+parallel, and ``parts`` jobs (on several nodes) each write their share of the files, which
+``merge_parts`` then links into one folder per variant.
 """
 
 from __future__ import annotations
 
 import logging
+import json
 import multiprocessing as mp
+import os
 import time
 from pathlib import Path
 
 from ..core.files import atomic_path
-from ..core.index_input import write_manifest
+from ..core.index_input import MANIFEST, write_manifest
 from ..core.layout import COPY_STRIDE, copy_layout
 from .catalog import _move, generate_patch
 from .chunker import Chunker
@@ -72,10 +75,18 @@ def _write_file(args) -> tuple[str, int, int, int]:
     return name, end - first, (Path(out_numeric) / name).stat().st_size, (Path(out_char) / name).stat().st_size
 
 
+def part_files(n_files: int, part: int, parts: int) -> range:
+    """Files (numbers) of job ``part`` of ``parts``: an even split of the file numbers."""
+    if not 0 <= part < parts:
+        raise ValueError(f"part {part} is not in 0..{parts - 1}")
+    return range(n_files * part // parts, n_files * (part + 1) // parts)
+
+
 def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | None = None,
-                   workers: int = 1) -> dict:
+                   workers: int = 1, part: int = 0, parts: int = 1) -> dict:
     """Write the index input of the catalog ``cfg`` describes (its first ``rows`` rows when
-    given) into ``out_numeric`` (objectId keys) and ``out_char`` (CHAR(28) keys)."""
+    given) into ``out_numeric`` (objectId keys) and ``out_char`` (CHAR(28) keys); with
+    ``parts`` > 1 only the files of ``part`` (each folder's manifest then lists just them)."""
     t0 = time.monotonic()
     _setup(cfg)
     whole = len(_STATE["layout"]) * len(_STATE["oid"])
@@ -89,7 +100,8 @@ def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | N
     out_numeric, out_char = Path(out_numeric), Path(out_char)
     for d in (out_numeric, out_char):
         d.mkdir(parents=True, exist_ok=True)
-    tasks = [(k, b[k], b[k + 1], str(out_numeric), str(out_char)) for k in range(len(b) - 1)]
+    tasks = [(k, b[k], b[k + 1], str(out_numeric), str(out_char)) for k in part_files(len(b) - 1, part, parts)]
+    total = sum(t[2] - t[1] for t in tasks)
     done, written = [], 0
     # not fork: polars' thread pool does not survive a fork of a process that used it
     ctx = mp.get_context("forkserver")
@@ -99,8 +111,46 @@ def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | N
             written += n
             dt = time.monotonic() - t0
             log.info("index input: %d/%d files, %d/%d rows, %.2f M rows/s, ETA %.0f s", len(done),
-                     len(tasks), written, total, written / dt / 1e6, dt / written * (total - written))
+                     len(tasks), written, total, written / dt / 1e6, dt / max(written, 1) * (total - written))
     write_manifest(out_numeric, {n: {"rows": r, "bytes": nb} for n, r, nb, _ in done}, total)
     write_manifest(out_char, {n: {"rows": r, "bytes": cb} for n, r, _, cb in done}, total)
     seconds = time.monotonic() - t0
     return {"files": len(tasks), "rows": total, "seconds": seconds, "rows_per_s": total / seconds}
+
+
+def merge_parts(staging: list, out_numeric, out_char) -> dict:
+    """One folder per variant from the parts' folders (``<part>/input``, ``<part>/input_seed``,
+    as ``generate_index`` wrote them): files hard-linked (copied across filesystems), one
+    manifest over all of them. Two parts naming one file is an error."""
+    t0 = time.monotonic()
+    totals = {}
+    for sub, out in (("input", Path(out_numeric)), ("input_seed", Path(out_char))):
+        out.mkdir(parents=True, exist_ok=True)
+        files, rows = {}, 0
+        for d in map(Path, staging):
+            try:
+                doc = json.loads((d / sub / MANIFEST).read_text())
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{d / sub / MANIFEST}: unreadable ({exc}); re-run that part's job") from None
+            for name, info in doc["files"].items():
+                if name in files:
+                    raise ValueError(f"{d / sub / name}: written by two parts; re-run the index parts")
+                _link(d / sub / name, out / name)
+                files[name] = info
+            rows += doc["rows"]
+        write_manifest(out, files, rows)
+        totals[sub] = (len(files), rows)
+    if totals["input"] != totals["input_seed"]:
+        raise ValueError(f"the parts hold {totals['input']} (files, rows) of numeric keys but "
+                         f"{totals['input_seed']} of seed keys; re-run the index parts")
+    files, rows = totals["input"]
+    return {"files": files, "rows": rows, "seconds": time.monotonic() - t0}
+
+
+def _link(src: Path, dst: Path):
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:   # another filesystem, or one without hard links
+        with atomic_path(dst) as tmp:
+            tmp.write_bytes(src.read_bytes())

@@ -141,16 +141,16 @@ def _group_rows(path, group: int) -> pa.Table | None:
     return f.read_row_groups(wanted) if wanted else None
 
 
-def _take_rows(path, rows: np.ndarray) -> pa.Table:
+def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
     """Rows ``rows`` (ascending within runs, any order overall) of a catalog file,
-    decoding only the row groups that hold them."""
+    decoding only the row groups that hold them (and only ``columns``, default all)."""
     f = open_parquet(path)
     sizes = [f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)]
     starts = np.cumsum([0] + sizes)
     rg = np.searchsorted(starts, rows, side="right") - 1
     needed = np.flatnonzero(np.bincount(rg, minlength=len(sizes)))
     with parquet_errors(path):
-        table = f.read_row_groups(needed.tolist())
+        table = f.read_row_groups(needed.tolist(), columns=columns)
     # Position of each wanted row in the concatenation of the needed row groups.
     base = np.zeros(len(sizes), np.int64)
     base[needed] = np.cumsum([0] + [sizes[i] for i in needed[:-1]])
@@ -161,9 +161,11 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
                  formats=FORMATS, texts=None, shared_texts=None) -> dict:
     """Write every chunk file of one chunk group, in ``formats`` (tsv, parquet), and a
     manifest of them. ``catalog_parts`` are the (Object, Source) Parquet files each staging
-    dir was mapped from, in the same order; ``texts`` their (Object, Source) varying text
-    files and ``shared_texts`` the patch's (rowtext.py): TSV lines are then glued from
-    text the catalog stage made, else every value is formatted here."""
+    dir was mapped from, in the same order. Given ``shared_texts``, the patch's (Object,
+    Source) text files (rowtext.py), TSV lines are glued from the text the catalog stage
+    made: the shared columns' from those, the varying columns' from ``texts``, each part's
+    (Object, Source) varying text files, a None formatted here (catalog.PART_TEXT).
+    Without ``shared_texts`` every value is formatted here."""
     if len(catalog_parts) != len(staging_dirs):
         raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
                          f"parts: give the parts in the order they were mapped")
@@ -178,8 +180,8 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             for i, kind, names in ((0, "Object", ("Object", "ObjectOverlap")), (1, "Source", ("Source",))):
                 present = [(name, locs[name]) for name in names if locs[name] is not None]
                 if present:
-                    text = PartText(texts[k][i], shared_texts[i],
-                                    open_parquet(parquets[i]).metadata.num_rows) if tsv and texts else None
+                    text = PartText(shared_texts[i], open_parquet(parquets[i]).metadata.num_rows,
+                                    texts[k][i] if texts else None) if tsv and shared_texts else None
                     _cut(parquets[i], present, text, files)
         object_chunks = files.chunks("Object")
         # Every chunk with Objects gets an overlap file, empty when nothing is near.
@@ -211,7 +213,11 @@ def _cut(path, present, text: PartText | None, files: ChunkFiles):
     chunk_id = np.concatenate([numpy(loc["chunkId"]) for _, loc in present])
     sub_id = np.concatenate([numpy(loc["subChunkId"]) for _, loc in present])
     parquet, tsv = "parquet" in files.formats, "tsv" in files.formats
-    taken = _take_rows(path, rows) if parquet or text is None else None
+    # Decoded: every column for Parquet or formatting, only the varying ones when the
+    # text of the others is the patch's; none when all the text was made before.
+    columns = None if parquet or text is None else \
+        open_parquet(path).schema_arrow.names[:text.varying] if text.batches is None else []
+    taken = _take_rows(path, rows, columns) if columns != [] else None
     at = 0
     for name, loc in present:
         n = loc.num_rows
@@ -227,8 +233,9 @@ def _cut(path, present, text: PartText | None, files: ChunkFiles):
     # Lines in batches, appended in row order, so a chunk's text stays in part order.
     for s in range(0, len(rows), TEXT_BATCH):
         e = min(s + TEXT_BATCH, len(rows))
-        lines = text.lines(rows[s:e], chunk_id[s:e], sub_id[s:e]) if text else \
-            formatted(taken.slice(s, e - s), chunk_id[s:e], sub_id[s:e])
+        part = taken.slice(s, e - s) if taken is not None else None
+        lines = text.lines(rows[s:e], chunk_id[s:e], sub_id[s:e], part) if text else \
+            formatted(part, chunk_id[s:e], sub_id[s:e])
         at = 0
         for name, loc in present:  # the batch's rows of each table
             lo, hi = max(s, at), min(e, at + loc.num_rows)

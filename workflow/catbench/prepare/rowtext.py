@@ -156,30 +156,43 @@ def read_text(path) -> tuple[list[pa.Array], dict]:
 
 
 class PartText:
-    """The chunk-file lines of rows of one catalog part: its varying text glued to the
-    patch's shared text."""
+    """The chunk-file lines of rows of one catalog part: its varying columns' text glued
+    to the patch's shared text. The varying text is read from the part's text file when
+    the catalog stage wrote one (``varying_path``), else formatted here from the rows'
+    varying columns (``lines(table=...)``): see catalog.PART_TEXT."""
 
-    def __init__(self, varying_path, shared_path, rows: int):
-        self.batches, meta = read_text(varying_path)
-        shared, shared_meta = read_text(shared_path)
+    def __init__(self, shared_path, rows: int, varying_path=None):
+        shared, self.meta = read_text(shared_path)
         self.shared = pa.concat_arrays(shared) if len(shared) != 1 else shared[0]
-        if meta != shared_meta or len(self.shared) != meta["rows"]:
-            raise ValueError(f"{varying_path} ({meta}) and {shared_path} ({shared_meta}, "
-                             f"{len(self.shared)} rows) do not describe the same patch: "
-                             f"re-run the catalog stage")
+        if len(self.shared) != self.meta["rows"] or rows % len(self.shared):
+            raise ValueError(f"{shared_path} ({self.meta}, {len(self.shared)} rows) does not "
+                             f"describe the patch of a catalog part of {rows} rows: re-run "
+                             f"the catalog stage")
+        self.varying = self.meta["varying"]
+        self.batches = None
+        if varying_path is None:
+            return
+        self.batches, meta = read_text(varying_path)
+        if meta != self.meta:
+            raise ValueError(f"{varying_path} ({meta}) and {shared_path} ({self.meta}) do "
+                             f"not describe the same patch: re-run the catalog stage")
         self.sizes = np.array([len(b) for b in self.batches], np.int64)
         self.starts = np.r_[0, np.cumsum(self.sizes)]
         if self.starts[-1] != rows:
             raise ValueError(f"{varying_path} holds the text of {self.starts[-1]} rows but its "
                              f"catalog part has {rows}: re-run the catalog stage")
 
-    def lines(self, rows: np.ndarray, chunk_id, sub_id) -> Lines:
-        """Lines of the part's rows ``rows``: only the batches holding them are gathered."""
+    def lines(self, rows: np.ndarray, chunk_id, sub_id, table: pa.Table | None = None) -> Lines:
+        """Lines of the part's rows ``rows`` (``table``: those rows' varying columns, when
+        there is no varying text file): only the batches holding them are gathered."""
+        shared = (self.shared, rows % len(self.shared))
+        if self.batches is None:
+            return located([(text_of(table, range(self.varying)), np.arange(len(rows))), shared],
+                           chunk_id, sub_id)
         batch = np.searchsorted(self.starts, rows, side="right") - 1
         needed = np.flatnonzero(np.bincount(batch, minlength=len(self.sizes)))
         base = np.zeros(len(self.sizes), np.int64)
         base[needed] = np.cumsum(np.r_[0, self.sizes[needed[:-1]]])
         own = pa.concat_arrays([self.batches[i] for i in needed]) if len(needed) != 1 \
             else self.batches[needed[0]]
-        return located([(own, rows - self.starts[batch] + base[batch]),
-                        (self.shared, rows % len(self.shared))], chunk_id, sub_id)
+        return located([(own, rows - self.starts[batch] + base[batch]), shared], chunk_id, sub_id)

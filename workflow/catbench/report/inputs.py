@@ -72,12 +72,14 @@ LOAD_SUMMARIES = pa.schema(KEY + [
     ("table_bytes", I), ("table_bytes_final", I), ("lookup_qps", F), ("lookup_p50_s", F),
     ("lookup_p99_s", F), ("optimize_seconds", F), ("optimize_stopped", B),
     ("optimize_skipped", B), ("optimize_limit_s", F), ("checksum_ok", B), ("server_version", S),
-    ("buffer_pool_bytes", I), ("n", I), ("summary_path", S)])
+    ("buffer_pool_bytes", I), ("n", I), ("stopped", B), ("time_limit_s", F), ("table_pool_ratio", F),
+    ("summary_path", S)])
 # One row per repetition of a load (summary.json "repetitions", or its top level).
 LOAD_RUNS = pa.schema(KEY + REP + [
     ("files", I), ("rows", I), ("seconds", F), ("sort_seconds", F), ("table_bytes", I),
     ("lookup_qps", F), ("lookup_p50_s", F), ("lookup_p99_s", F), ("optimize_seconds", F),
-    ("optimize_stopped", B), ("checksum_ok", B), ("buffer_pool_bytes", I)])
+    ("optimize_stopped", B), ("checksum_ok", B), ("buffer_pool_bytes", I), ("stopped", B),
+    ("table_pool_ratio", F), ("time_limit_s", F)])
 LOAD_INTERVALS = pa.schema(KEY + REP + [
     ("interval", I), ("start_s", F), ("end_s", F), ("files", I), ("rows", I), ("rows_per_s", F),
     ("input_read_MBps", F), ("target_write_MBps", F), ("innodb_write_MBps", F),
@@ -245,7 +247,8 @@ def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
     reps = s.get("repetitions") if isinstance(s.get("repetitions"), list) else None
     if reps is not None and not all(isinstance(r, dict) for r in reps):
         raise MetricsError(f"{path}: \"repetitions\" must be a list of objects")
-    runs = [{**{k: row[k] for k in ("target", "variant", "strategy", "files", "buffer_pool_bytes")},
+    runs = [{**{k: row.get(k) for k in ("target", "variant", "strategy", "files", "buffer_pool_bytes",
+                                         "time_limit_s")},
              **{k: v for k, v in r.items() if not isinstance(v, (dict, list))}} for r in reps or [dict(row)]]
     for i, r in enumerate(runs):
         r.setdefault("repetition", i)

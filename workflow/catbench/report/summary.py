@@ -75,8 +75,8 @@ def _failed_loads(loads: list) -> list:
         if r.get("optimize_stopped") is True:
             failed.append(f"Load {_load_name(r)}: OPTIMIZE TABLE was stopped at its time limit; "
                           f"optimize_seconds ({_num(r.get('optimize_seconds'))} s) is a lower bound.")
-    for variant in _order(r["variant"] for r in loads):
-        counts = {_load_name(r): r["rows"] for r in loads if r["variant"] == variant}
+    for variant in _order(r["variant"] for r in loads):  # a stopped load loaded fewer rows on purpose
+        counts = {_load_name(r): r["rows"] for r in loads if r["variant"] == variant and not r.get("stopped")}
         if len(set(counts.values())) > 1:
             failed.append(f"Loads of variant {variant} did not all load the same number of rows: "
                           + ", ".join(f"{k} {_num(v)}" for k, v in counts.items()) + ".")
@@ -102,6 +102,11 @@ def _notes(t: Tables) -> list:
         if r.get("direct") is False:
             notes.append(f"fio {r['test']} on {r['target']} ran buffered (the filesystem refused "
                          "O_DIRECT), so it measures the page cache too.")
+    for r in t.loads:
+        if r.get("stopped"):
+            notes.append(f"Load {_load_name(r)} was STOPPED at load.time_limit_s = {_num(r.get('time_limit_s'))} s "
+                         f"after {_num(r.get('rows'))} rows (table {_num(r.get('table_pool_ratio'))}x the buffer "
+                         "pool): it did not finish; its rows/s and rate curve cover the rows loaded until then.")
     for stage, present in (("storage (fio)", t.storage), ("load", t.loads), ("query", t.queries),
                            ("restart", t.restart)):
         if not present:
@@ -149,7 +154,8 @@ def storage_load(t: Tables, report: dict) -> list:
             row.append(_num(None if r is None else (r["MBps"] if x.startswith("seq") else r["iops"])))
         for s in strategies:
             r = lt.get((tg, v, s), {})
-            row.append(_num(r.get("seconds")) + (f" (n={r['n']})" if r.get("n") else ""))
+            row.append(("stopped at " if r.get("stopped") else "") + _num(r.get("seconds"))
+                       + (f" (n={r['n']})" if r.get("n") else ""))
         rows.append(row)
     return [("h2", "Storage | load time"),
             ("table", "fio on each target (medians over its repetitions) next to the median load time "

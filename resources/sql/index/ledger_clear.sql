@@ -1,0 +1,1 @@
+DELETE FROM `{database}`.`catbench_ledger` WHERE `tbl` = %s

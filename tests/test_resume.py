@@ -1,0 +1,131 @@
+"""Loads that survive hours, with real private servers: a file-by-file load killed at a
+random file resumes from its ledger with the uninterrupted checksum, and load.time_limit_s
+stops a load cleanly and reports it as stopped."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import mysql.connector
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from catbench.core.index_input import scan_file
+from catbench.load.driver import run_load_index
+from indexinput import write_files
+
+pytestmark = pytest.mark.server
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def root():
+    d = Path(tempfile.mkdtemp(prefix="cbr-", dir="/tmp"))
+    yield d
+    deadline = time.time() + 30
+    while time.time() < deadline and _servers(d):
+        time.sleep(0.2)
+    left = _servers(d)
+    for pid in left:
+        psutil.Process(pid).kill()
+    shutil.rmtree(d, ignore_errors=True)
+    assert not left, f"mariadbd left running: {left}"
+
+
+def _servers(d: Path) -> list[int]:
+    return [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
+            if str(d) in " ".join(p.info["cmdline"] or []) and "mariadbd" in " ".join(p.info["cmdline"] or [])]
+
+
+def _ledger_files(basedir: Path, table: str) -> int:
+    try:
+        conn = mysql.connector.connect(unix_socket=str(basedir / "mysqld.sock"), user="root",
+                                       connection_timeout=2)
+    except mysql.connector.Error:
+        return 0
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT COUNT(*) FROM secondary_index.catbench_ledger WHERE tbl = %s", (table,))
+        return cur.fetchone()[0]
+    except mysql.connector.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+def _input_checksum(files) -> tuple[int, int]:
+    infos = [scan_file(f, _variant("qserv")) for f in files]
+    return sum(i.rows for i in infos), sum(i.checksum for i in infos)
+
+
+def _variant(name):
+    from catbench.core.index_table import get_variant
+    return get_variant(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["sequential", "parallel"])
+def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, strategy):
+    files = write_files(root / "in", "qserv", 60, 4000)
+    rows, checksum = _input_checksum(files)
+    out, target = root / "results" / "load", root / "target"
+    basedir = target / f"catbench-load_index-qserv-{strategy}"
+    table = f"qserv_{strategy}"
+    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv",
+           "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
+    kill_at = random.Random().randrange(3, 40)
+    log = root / "first.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 120
+    while _ledger_files(basedir, table) < kill_at:
+        assert proc.poll() is None, f"finished before file {kill_at}: " + log.read_text()[-2000:]
+        assert time.time() < deadline, log.read_text()[-2000:]
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)  # the job, not the server: PDEATHSIG stops the server
+    proc.wait()
+    assert not out.exists()
+    assert (basedir / "resume.json").exists()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "resuming after" in r.stderr or "resuming after" in r.stdout
+    s = json.loads((out / "summary.json").read_text())
+    assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum
+    rep = s["repetitions"][0]
+    # at most the file in flight was loaded again: every file committed before the kill was kept
+    assert kill_at <= rep["resumed_at_file"] <= kill_at + 3
+    trace = pq.read_table(out / "trace.parquet").to_pylist()
+    assert len(trace) == len(files) and trace[-1]["cumulative_rows"] == rows
+    assert not s["stopped"] and not basedir.exists()
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "trans-partitioned"])
+def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
+    files = write_files(root / "in", "qserv", 40, 20000)
+    out = root / "results" / strategy
+    s = run_load_index("tmpdisk", root / "target", files, out, variant="qserv", strategy=strategy,
+                       load={"time_limit_s": 0.4, "optimize_limit_s": 0, "lookup_count": 50, "repetitions": 3,
+                             "batch_files": 4})
+    assert s["stopped"] and s["repetitions"][0]["stopped"] and s["n"] == 1  # no repetition after a stop
+    assert 0 < s["repetitions"][0]["files_loaded"] < len(files)
+    assert s["rows"] == 20000 * s["repetitions"][0]["files_loaded"] and s["checksum_ok"]
+    assert s["time_limit_s"] == 0.4 and s["seconds"] < 30
+    assert s["table_pool_ratio"] is not None and s["table_pool_ratio"] > 0
+    intervals = pq.read_table(out / "intervals.parquet").to_pylist()
+    assert intervals and sum(r["rows"] for r in intervals) == s["rows"]  # the rate curve until the stop
+
+
+def test_time_limit_is_not_applied_to_one_stream_strategies(root):
+    files = write_files(root / "in", "qserv", 4, 2000)
+    s = run_load_index("tmpdisk", root / "target", files, root / "results" / "b", variant="qserv", strategy="bulk",
+                       load={"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10, "repetitions": 1,
+                             "sort_memory": "64MB"})
+    assert not s["stopped"] and s["time_limit_s"] is None and s["rows"] == 8000

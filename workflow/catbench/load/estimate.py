@@ -1,0 +1,157 @@
+"""What a run will need on each storage target, said before any job starts: the index
+input, and per variant x strategy the table and the peak bytes of its load, from a model
+fitted to measured loads (``estimate.md``: the figures, where they came from, how to refit
+them). ``workflow/rules/common.smk`` prints it and refuses, while the DAG is built, a
+target whose free space is smaller; ``catbench estimate`` prints and writes it by hand.
+
+A target's need is its largest job, not the sum: measuring jobs run one at a time per
+node (core/jobs/requests.py) and each removes its server's data when it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.config import estimated_objects, target_dir
+from ..core.index_input import MANIFEST
+from ..core.targets import human, parse_size, server_bytes
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Bytes per index row (slopes over rows, so a table's fixed first extents do not count)."""
+    table: float    # the final table's files
+    peak: float     # the target at the load's peak beyond the server's own files: the table
+    #                 plus what the load holds beside it (partitions before REMOVE PARTITIONING,
+    #                 the table without its key during ADD PRIMARY KEY, sorted chunks)
+
+
+# Fitted to loads of 1,008,800 and 5,044,000 rows on ext4 (estimate.md has the runs, their
+# figures and how to measure them again on another filesystem or server version).
+MODEL: dict[tuple[str, str], Fit] = {
+    ("seed", "sequential"): Fit(118.0, 118.0),
+    ("seed", "parallel"): Fit(118.0, 118.0),
+    ("seed", "sorted"): Fit(74.0, 74.0),
+    ("seed", "bulk"): Fit(74.0, 74.0),
+    ("seed", "deferred-pk"): Fit(74.0, 74.0),
+    ("seed", "trans-partitioned"): Fit(118.0, 118.0),
+    ("qserv", "sequential"): Fit(60.0, 60.0),
+    ("qserv", "parallel"): Fit(60.0, 60.0),
+    ("qserv", "sorted"): Fit(40.0, 40.0),
+    ("qserv", "bulk"): Fit(40.0, 40.0),
+    ("qserv", "deferred-pk"): Fit(40.0, 40.0),
+    ("qserv", "trans-partitioned"): Fit(60.0, 60.0),
+}
+# Input-sized copies a load may add that the measured runs could not show (DuckDB spills
+# only past load.sort_memory): the strategies registry's scratch_copies (a test keeps them equal).
+SCRATCH_COPIES = {"sorted": 2, "bulk": 2}
+MARGIN = 1.10        # InnoDB grows files in steps, purge lags behind, and a fit is a fit
+KEY_CHARS = {"seed": 28}   # the seed's CHAR(28); qserv keys are decimal objectIds
+COPY_STRIDE = 1 << 20      # core.layout: objectId = local id * COPY_STRIDE + copy
+
+
+def index_rows(cfg: dict) -> int:
+    """Rows of the index input: one per Object of the catalog the config describes."""
+    return estimated_objects(cfg)
+
+
+def input_row_bytes(cfg: dict, variant: str) -> int:
+    """An upper bound of a TSV line: key, chunkId, subChunkId, two tabs and a newline."""
+    p = cfg["partition"]
+    ns, nsub = p["num_stripes"], p["num_sub_stripes_per_stripe"]
+    key = KEY_CHARS.get(variant) or len(str(cfg["catalog"]["patch"]["objects"] * COPY_STRIDE + COPY_STRIDE))
+    # chunkId < 2 ns^2; subChunkId < nsub * (sub-chunks per chunk), which stays under 8 nsub^2
+    return key + len(str(2 * ns * ns)) + len(str(8 * nsub * nsub)) + 3
+
+
+def input_bytes(cfg: dict, variant: str, rows: int, results: Path | None = None) -> tuple[int, bool]:
+    """(bytes, measured): the manifest's bytes when the input is already in ``results``."""
+    folder = {"seed": "input_seed", "qserv": "input"}[variant]
+    manifest = results / "index" / folder / MANIFEST if results else None
+    if manifest and manifest.is_file():
+        try:
+            doc = json.loads(manifest.read_text())
+            return sum(f["bytes"] for f in doc["files"].values()), True
+        except (OSError, ValueError, KeyError, TypeError):
+            pass   # a broken manifest: the load's own check names it; estimate from the model
+    return rows * input_row_bytes(cfg, variant), False
+
+
+def load_need(variant: str, strategy: str, rows: int, in_bytes: int, settings: dict) -> dict:
+    """One load's bytes on its target: table, peak (server files, margin included)."""
+    fit = MODEL[(variant, strategy)]
+    scratch = SCRATCH_COPIES.get(strategy, 0) * in_bytes
+    server = server_bytes(settings)
+    need = server + math.ceil(MARGIN * (fit.peak * rows + scratch))
+    return {"job": f"load {variant}/{strategy}", "table_bytes": math.ceil(fit.table * rows),
+            "scratch_bytes": scratch, "server_bytes": server, "need_bytes": need}
+
+
+def _jobs(cfg: dict, rows: int, inputs: dict) -> list[dict]:
+    """Every job of one target whose bytes the model knows (queries and cluster jobs check
+    their own room at their start, from the chunk files' real sizes)."""
+    stages, jobs = cfg["stages"], []
+    if "fio" in stages:
+        jobs.append({"job": "fio", "need_bytes": int(parse_size(cfg["fio"]["size"]) * 1.05) + (16 << 20)})
+    if "load_index" in stages:
+        settings = {**cfg["server"]["settings"], **(cfg["load"]["settings"] or {})}
+        jobs += [load_need(v, s, rows, inputs[v], settings)
+                 for v in cfg["load"]["variants"] for s in cfg["load"]["strategies"]]
+    if "restart" in stages:
+        v = cfg["restart"]["variant"]
+        r = load_need(v, "sequential", rows, inputs[v], {**cfg["server"]["settings"], **cfg["restart"]["settings"]})
+        # the table and the copy a crash diagnosis keeps beside it
+        jobs.append({**r, "job": f"restart {v}", "need_bytes": r["need_bytes"] + r["table_bytes"]})
+    return jobs
+
+
+def estimate(cfg: dict, results: Path | None = None) -> dict:
+    """The run's estimate: rows, input bytes per variant, and per target its jobs' needs and
+    the largest of them (``need_bytes``)."""
+    rows = index_rows(cfg)
+    variants = sorted({*cfg["load"]["variants"], cfg["restart"]["variant"], "seed", "qserv"})
+    measured = {v: input_bytes(cfg, v, rows, results) for v in variants}
+    inputs = {v: b for v, (b, _) in measured.items()}
+    jobs = _jobs(cfg, rows, inputs)
+    largest = max(jobs, key=lambda j: j["need_bytes"], default={"job": None, "need_bytes": 0})
+    targets = {t: {"path": str(target_dir(cfg, t)), "node": cfg["targets"][t].get("node"),
+                   "need_bytes": largest["need_bytes"], "largest_job": largest["job"]}
+               for t in cfg["targets"]}
+    return {"rows": rows, "input_bytes": inputs, "input_measured": {v: m for v, (_, m) in measured.items()},
+            "results_need_bytes": inputs["seed"] + inputs["qserv"], "jobs": jobs, "targets": targets,
+            "model": "workflow/catbench/load/estimate.md"}
+
+
+def lines(est: dict) -> list[str]:
+    """The estimate for a person: one line for the input, one per target, one per load."""
+    src = "measured" if all(est["input_measured"].values()) else "estimated"
+    out = [f"estimate: {est['rows']:,} index rows; input {human(est['input_bytes']['qserv'])} (qserv) + "
+           f"{human(est['input_bytes']['seed'])} (seed), {src}"]
+    for name, t in est["targets"].items():
+        out.append(f"estimate: target {name} ({t['path']}) needs {human(t['need_bytes'])} at its peak "
+                   f"(largest job: {t['largest_job']})")
+    for j in est["jobs"]:
+        table = f", table {human(j['table_bytes'])}" if "table_bytes" in j else ""
+        out.append(f"estimate:   {j['job']}: {human(j['need_bytes'])}{table}")
+    return out
+
+
+def fit_tables(summaries: list) -> dict:
+    """Table bytes per row per variant x strategy from load summaries (summary.json of
+    several sizes): the least-squares slope of table_bytes over rows, to refit MODEL."""
+    points: dict = {}
+    for p in summaries:
+        s = json.loads(Path(p).read_text())
+        if s.get("table_bytes") and s.get("rows"):
+            points.setdefault((s["variant"], s["strategy"]), []).append((s["rows"], s["table_bytes"]))
+    out = {}
+    for key, pts in sorted(points.items()):
+        n = len(pts)
+        mx, my = sum(r for r, _ in pts) / n, sum(b for _, b in pts) / n
+        sxx = sum((r - mx) ** 2 for r, _ in pts)
+        slope = sum((r - mx) * (b - my) for r, b in pts) / sxx if sxx else my / mx
+        out[f"{key[0]}/{key[1]}"] = {"loads": n, "bytes_per_row": round(slope, 1)}
+    return out

@@ -1,0 +1,186 @@
+"""Loads that survive hours: the ledger of committed files, the resume state, and the
+time limit (strategies marked ``resumable`` in the registry).
+
+Each input file is loaded in one transaction together with its row in the ledger table
+(``secondary_index.catbench_ledger``, ``resources/sql/index/ledger_*.sql``), so after any
+interruption (the job SIGKILLed, Snakemake interrupted, the server crashed, a reboot) the
+ledger names exactly the files whose rows are in the table. A failed job keeps its
+server's data and ``resume.json`` beside it (which load it was, the repetition in
+progress, the finished repetitions' results); the re-run of the same load finds them and
+continues with the first file not in the ledger, so at most the file in flight is loaded
+again. A re-run with another input, variant, strategy, options or settings starts afresh.
+
+The files loaded before the interruption keep their measured durations; their clock is
+moved to end where the resumed load starts, so rates and the rate curve cover loading
+time only (the downtime is recorded as ``resumed_after_s``, not counted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from ..core.index_input import FileInfo
+from ..core.loaddata import LoadError
+from ..core.resources import read_sql
+from .job import Outcome, Repetition
+
+log = logging.getLogger(__name__)
+
+STATE = "resume.json"
+
+
+def load_key(files: list[Path], variant: str, strategy: str, table: str, options: dict, settings: dict) -> str:
+    """What makes two loads the same load: input (paths and sizes), schema, strategy, knobs."""
+    doc = {"files": [[str(f), f.stat().st_size] for f in files], "variant": variant, "strategy": strategy,
+           "table": table, "options": options, "settings": settings}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class ResumeState:
+    """``<server dir>/resume.json``: the load's key, the repetition in progress and the
+    finished repetitions (written atomically after each change)."""
+
+    def __init__(self, path: Path, key: str, repetition: int = 0, in_progress: bool = False,
+                 completed: list | None = None):
+        self.path, self.key = Path(path), key
+        self.repetition, self.in_progress = repetition, in_progress
+        self.completed = completed or []
+
+    @classmethod
+    def find(cls, server_dir: Path, key: str) -> "ResumeState | None":
+        """The interrupted state of this same load, or None (absent, unreadable, another load)."""
+        path = Path(server_dir) / STATE
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if doc.get("key") != key or not (Path(server_dir) / "data").is_dir():
+            return None
+        return cls(path, key, doc["repetition"], doc["in_progress"], doc["completed"])
+
+    def save(self):
+        tmp = self.path.with_name(f".{STATE}.tmp")
+        tmp.write_text(json.dumps({"key": self.key, "repetition": self.repetition, "in_progress": self.in_progress,
+                                   "completed": self.completed}, default=str))
+        os.replace(tmp, self.path)
+
+    def begin(self, rep: int):
+        self.repetition, self.in_progress = rep, True
+        self.save()
+
+    def finish(self, run: Repetition):
+        self.completed.append(repetition_doc(run))
+        self.repetition, self.in_progress = run.rep + 1, False
+        self.save()
+
+    def resuming(self, rep: int) -> bool:
+        return self.in_progress and self.repetition == rep
+
+
+def repetition_doc(run: Repetition) -> dict:
+    o = run.outcome
+    return {"rep": run.rep, "figures": run.figures, "t0": run.t0, "t1": run.t1, "samples": run.sampler.rows,
+            "trace": o.trace, "phases": o.phases, "timings": o.timings, "extra": o.extra,
+            "infos": [[str(i.path), i.rows, i.bytes, i.checksum] for i in o.infos]}
+
+
+def repetition_from_doc(doc: dict) -> Repetition:
+    infos = [FileInfo(Path(p), r, b, c) for p, r, b, c in doc["infos"]]
+    outcome = Outcome(doc["trace"], infos, doc["phases"], doc["timings"], doc["extra"])
+    return Repetition(doc["rep"], doc["figures"], outcome, SimpleNamespace(rows=doc["samples"]), doc["t0"], doc["t1"])
+
+
+class Ledger:
+    """The committed files of one table and repetition."""
+
+    def __init__(self, database: str, table: str, rep: int, files: list[Path]):
+        self.database, self.table, self.rep = database, table, rep
+        self.seq = {str(f): i for i, f in enumerate(files)}
+        self.files = files
+
+    def _sql(self, name: str) -> str:
+        return read_sql("index", f"ledger_{name}.sql").format(database=self.database)
+
+    def create(self, conn):
+        conn.cursor().execute(self._sql("table"))
+
+    def clear(self, conn):
+        conn.cursor().execute(self._sql("clear"), (self.table,))
+
+    def record(self, cur, info: FileInfo, start: float, end: float):
+        path = str(info.path)
+        cur.execute(self._sql("insert"), (self.table, self.rep, self.seq[path], path, info.rows, info.bytes,
+                                           info.checksum, start, end))
+
+    def committed(self, conn) -> tuple[list[dict], list[FileInfo]]:
+        """(trace rows, FileInfos) of the files already in the table; LoadError when the
+        ledger names a file that is no longer the input's (the load cannot be resumed)."""
+        cur = conn.cursor()
+        cur.execute(self._sql("select"), (self.table, self.rep))
+        trace, infos = [], []
+        for seq, path, rows, nbytes, checksum, start, end in cur.fetchall():
+            if self.seq.get(path) != seq or Path(path).stat().st_size != nbytes:
+                raise LoadError(f"cannot resume {self.database}.{self.table}: input file {path} changed since "
+                                f"the interrupted load; remove the server directory to start afresh")
+            infos.append(FileInfo(Path(path), int(rows), int(nbytes), int(checksum)))
+            trace.append({"file": path, "rows": int(rows), "bytes": int(nbytes), "start": start, "end": end,
+                          "seconds": end - start, "cumulative_rows": 0})
+        return trace, infos
+
+
+def shift_to(trace: list[dict], now: float) -> float:
+    """Move the earlier files' clock so the last one ends at ``now``; returns the loading
+    time they took (first start to last end)."""
+    if not trace:
+        return 0.0
+    first, last = min(r["start"] for r in trace), max(r["end"] for r in trace)
+    for r in trace:
+        r["start"] += now - last
+        r["end"] += now - last
+    return last - first
+
+
+class LoadWatch:
+    """The file-by-file loads' clock: counts committed files and rows, answers the time
+    limit's "stop now?" before each file, and words the progress line the sampler logs."""
+
+    def __init__(self, total_files: int, limit_s: float | None, earlier: list[dict] = ()):
+        """``earlier``: the trace of the files committed before an interruption (moved
+        to end now); the load's clock starts their loading time ago."""
+        now = time.time()
+        self.resumed_s = shift_to(earlier, now)
+        self.origin = now - self.resumed_s
+        self.total_files, self.limit_s = total_files, limit_s
+        self.files, self.rows = len(earlier), sum(r["rows"] for r in earlier)
+        self.stopped = False
+        self._lock = threading.Lock()
+        self._last = (now, self.rows)
+
+    def stop(self) -> bool:
+        if self.limit_s is not None and time.time() - self.origin >= self.limit_s:
+            self.stopped = True
+        return self.stopped
+
+    def note(self, rows: int):
+        with self._lock:
+            self.files += 1
+            self.rows += rows
+
+    def progress_line(self, table_bytes: int) -> str:
+        now = time.time()
+        t_last, rows_last = self._last
+        self._last = (now, self.rows)
+        overall = self.rows / max(now - self.origin, 1e-9)
+        recent = (self.rows - rows_last) / max(now - t_last, 1e-9)
+        eta = (self.total_files - self.files) * (now - self.origin) / self.files if self.files else float("nan")
+        limit = f", stops at the {self.limit_s:.0f} s limit" if self.limit_s is not None else ""
+        return (f"loaded {self.files}/{self.total_files} files, {self.rows:,} rows, {recent:,.0f} rows/s now, "
+                f"{overall:,.0f} rows/s overall, table {table_bytes / 2**20:,.0f} MiB, "
+                f"ETA {time.strftime('%H:%M:%S', time.gmtime(max(0, eta))) if eta == eta else '?'}{limit}")
