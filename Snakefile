@@ -26,6 +26,7 @@ wildcard_constraints:
 
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/partition.smk"
+include: "workflow/rules/index.smk"
 include: "workflow/rules/storage.smk"
 include: "workflow/rules/queries.smk"
 include: "workflow/rules/restart.smk"
@@ -36,8 +37,9 @@ include: "workflow/rules/report.smk"
 rule all:
     default_target: True
     input:
-        rules.catalog.input,
-        rules.partition.input,
+        # the index study alone (index.source: generate) has no catalog and no chunks
+        [rules.catalog.input, rules.partition.input] if INDEX_SOURCE == "partition" else [],
+        [rules.index_generate.output] if INDEX_SOURCE == "generate" else [],
         [rules.fio.input] if "fio" in STAGES else [],
         [rules.load_index.input] if "load_index" in STAGES else [],
         [rules.queries.input] if "queries" in STAGES else [],

@@ -26,7 +26,7 @@ SNAKEMAKE = VENV_BIN / "snakemake"
 CATBENCH = VENV_BIN / "catbench"
 ENV = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
 RUN = "faults"
-LOAD_DIR = "catbench-load_index-qserv-sequential"
+LOAD_DIR = "catbench-load_index-qserv-innodb-sequential"
 QUERY_DIR = "catbench-queries"
 
 
@@ -199,7 +199,7 @@ def fingerprint(workdir: Path, run: str = RUN) -> dict:
     every chunk file's sha256, every query answer's digest per target/engine."""
     res = workdir / "results" / run
     out = {"load": {}, "chunks": {}, "queries": {}}
-    for s in sorted(res.glob("load/*/*/*/summary.json")):
+    for s in sorted(res.glob("load/*/*/*/*/summary.json")):
         d = json.loads(s.read_text())
         out["load"][str(s.parent.relative_to(res))] = (d["rows"], d["checksum_input"], d["checksum_table"],
                                                       d["checksum_ok"])

@@ -44,9 +44,9 @@ from faultkit import (
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
 RES = f"results/{RUN}"
-LOAD_OUT = f"{RES}/load/disk/qserv/sequential"
+LOAD_OUT = f"{RES}/load/disk/qserv/innodb/sequential"
 QUERY_OUT = f"{RES}/queries/disk/mysql"
-LOAD_LOG = f"{RES}/logs/load/disk-qserv-sequential.log"
+LOAD_LOG = f"{RES}/logs/load/disk-qserv-innodb-sequential.log"
 QUERY_LOG = f"{RES}/logs/queries/disk-mysql.log"
 
 
@@ -191,7 +191,7 @@ def test_full_target_fails_its_jobs_and_other_targets_finish(baseline, tmp_path)
         log = (wd / "results" / RUN / "logs/targets/small.log").read_text()
         assert "storage target 'small'" in log and "free but this step needs" in log, log[-3000:]
         res = wd / "results" / RUN
-        assert (res / "load/disk/qserv/sequential/summary.json").exists(), out[-3000:]
+        assert (res / "load/disk/qserv/innodb/sequential/summary.json").exists(), out[-3000:]
         assert (res / "queries/disk/mysql/summary.json").exists(), out[-3000:]
         assert not (res / "load/small").exists() and not (res / "queries/small").exists()
         assert not (res / "targets/small.json").exists()

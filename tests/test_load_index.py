@@ -105,7 +105,7 @@ def test_run_load_index_exact(tmp, variant):
     assert pq.read_table(out / "samples.parquet").num_rows >= 2
     # nothing half-finished or running is left behind
     assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
-    assert not (target / f"catbench-load_index-{variant}-sequential").exists()
+    assert not (target / f"catbench-load_index-{variant}-innodb-sequential").exists()
     assert not any(str(target) in " ".join(p.info["cmdline"] or [])
                    for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"])
 
@@ -119,8 +119,8 @@ def test_failed_load_leaves_nothing_finished(tmp):
     msg = str(err.value)
     assert "part-00002.tsv" in msg and "line 50" in msg and "part-00000.tsv line 11" in msg
     assert list(out.parent.iterdir()) == []
-    assert (tmp / "target" / "catbench-load_index-seed-sequential" / "error.log").exists()
-    assert not (tmp / "target" / "catbench-load_index-seed-sequential" / "data").exists()
+    assert (tmp / "target" / "catbench-load_index-seed-innodb-sequential" / "error.log").exists()
+    assert not (tmp / "target" / "catbench-load_index-seed-innodb-sequential" / "data").exists()
 
 
 def test_duplicate_within_a_file_names_both_lines(tmp, conn):

@@ -393,6 +393,47 @@ def test_orphan_source_is_an_error(tmp_path):
         part_mod.map_part(cfg, po, ps, tmp_path / "st", 2)
 
 
+def test_map_jobs_take_runs_of_parts_up_to_max_rows_per_map():
+    from catbench.core.layout import map_batches, part_copies
+    cfg = small_config()
+    parts = part_copies(cfg["catalog"])
+    part_rows = 4 * 2000 * (1 + 3)  # 4 copies of 2000 Objects with 3 Sources each
+    assert len(parts) == 7
+    for limit, jobs in ((1, 7), (part_rows, 7), (2 * part_rows, 4), (3 * part_rows - 1, 4),
+                        (10**9, 1)):
+        cfg["partition"]["max_rows_per_map"] = limit
+        batches = map_batches(cfg)
+        assert len(batches) == jobs, (limit, batches)
+        assert [p for b in batches for p in b] == list(range(len(parts)))  # each once, in order
+        sizes = [len(b) for b in batches]
+        assert max(sizes) - min(sizes) <= 1  # balanced
+        assert all(n * part_rows <= limit or n == 1 for n in sizes)
+    assert validate({})["partition"]["max_rows_per_map"] == 30_000_000
+
+
+def test_a_map_job_of_several_parts_writes_each_part_s_staging(run, tmp_path):
+    r = part_mod.map_parts(run["cfg"], run["parts"], tmp_path, GROUPS)
+    assert r["objects"] == run["objects"].num_rows and r["sources"] == run["sources"].num_rows
+    for k, (o, _) in enumerate(run["parts"]):
+        mine, ref = tmp_path / o.stem, run["root"] / f"staging/part-{k:05d}"
+        for name in ("Object", "ObjectOverlap", "Source", "index"):
+            assert pq.read_table(mine / f"{name}.parquet").equals(pq.read_table(ref / f"{name}.parquet"))
+    with pytest.raises(ValueError, match="same file name"):
+        part_mod.map_parts(run["cfg"], [run["parts"][0]] * 2, tmp_path / "twice", GROUPS)
+
+
+def test_partition_map_cli_needs_a_source_file_per_object_file(run, tmp_path):
+    import json
+    catbench = Path(sys.executable).parent / "catbench"
+    (o0, s0), (o1, _) = run["parts"][:2]
+    r = subprocess.run([str(catbench), "partition-map", "--config", json.dumps(run["cfg"]),
+                        "--objects", str(o0), str(o1), "--sources", str(s0), "--out",
+                        str(tmp_path / "st"), "--groups", "2", "--metrics",
+                        str(tmp_path / "m.json")], capture_output=True, text=True)
+    assert r.returncode == 1 and "2 --objects but 1 --sources" in r.stderr
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_chunker_from_config(run):
     ch = run["chunker"]
     assert isinstance(ch, Chunker)

@@ -76,7 +76,7 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, strat
     files = write_files(root / "in", "qserv", 60, 4000)
     rows, checksum = _input_checksum(files)
     out, target = root / "results" / "load", root / "target"
-    basedir = target / f"catbench-load_index-qserv-{strategy}"
+    basedir = target / f"catbench-load_index-qserv-innodb-{strategy}"
     table = f"qserv_{strategy}"
     cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv",

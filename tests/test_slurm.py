@@ -106,7 +106,7 @@ def _digest(results: Path) -> dict:
             h.update(f.read_bytes())
         out[sub] = h.hexdigest()
     loads = {}
-    for s in sorted((results / "load").glob("*/*/*/summary.json")):
+    for s in sorted((results / "load").glob("*/*/*/*/summary.json")):
         d = json.loads(s.read_text())
         loads[(d["target"], d["variant"], d["strategy"])] = (
             d["rows"], d["checksum_input"], d["checksum_table"], d["checksum_ok"])

@@ -64,7 +64,7 @@ def test_a_single_run_is_never_a_finding():
 
 
 def _load(run, target, strategy, secs, variant="seed"):
-    d = run / "load" / target / variant / strategy
+    d = run / "load" / target / variant / "innodb" / strategy
     d.mkdir(parents=True, exist_ok=True)
     reps = [{"repetition": i, "rows": 1000, "seconds": s, "rows_per_s": 1000 / s, "table_bytes": 2**20,
              "checksum_ok": True, "optimize_stopped": False} for i, s in enumerate(secs)]
@@ -117,13 +117,13 @@ def test_compare_gives_the_rules_verdict(tmp_path):
     a = _run_with(tmp_path, "A", {("disk", "sequential"): SLOW, ("disk", "sorted"): FAST})
     b = _run_with(tmp_path, "B", {("disk", "sequential"): FAST, ("disk", "sorted"): OVERLAPS_FAST})
     rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}
-    seq = rows[("load_time", "target=disk, variant=seed, strategy=sequential", "seconds")]
+    seq = rows[("load_time", "target=disk, variant=seed, engine=innodb, strategy=sequential", "seconds")]
     assert seq["verdict"] == "B faster by 2.00x (intervals apart)"
-    srt = rows[("load_time", "target=disk, variant=seed, strategy=sorted", "seconds")]
+    srt = rows[("load_time", "target=disk, variant=seed, engine=innodb, strategy=sorted", "seconds")]
     assert srt["verdict"] == "within noise (n=3 vs 3)"
     one = _run_with(tmp_path, "C", {("disk", "sequential"): [1.0]})
     rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, one)}
-    assert rows[("load_time", "target=disk, variant=seed, strategy=sequential", "seconds")]["verdict"] \
+    assert rows[("load_time", "target=disk, variant=seed, engine=innodb, strategy=sequential", "seconds")]["verdict"] \
         .startswith("not a finding: single run")
 
 

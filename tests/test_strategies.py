@@ -108,7 +108,7 @@ def test_every_strategy_loads_exactly_the_input(root, strategy, variant):
     assert trace[-1]["cumulative_rows"] == 4000
     assert pq.read_table(out / "samples.parquet").num_rows >= 2
     assert sum(r["rows"] for r in pq.read_table(out / "intervals.parquet").to_pylist()) == 4000
-    assert not (root / "target" / f"catbench-load_index-{variant}-{strategy}").exists()
+    assert not (root / "target" / f"catbench-load_index-{variant}-innodb-{strategy}").exists()
     assert not list((root / "results").glob(f".{name}.partial-*"))
 
 
@@ -164,7 +164,7 @@ def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not out.exists()
-    basedir = target / "catbench-load_index-seed-bulk"
+    basedir = target / "catbench-load_index-seed-innodb-bulk"
     assert basedir.exists()  # a stale datadir, removed by the re-run
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -37,7 +37,9 @@ def _json(path: Path, doc):
 
 def write_load(run: Path, target, variant, strategy, seconds, rows, checksum_ok, stopped,
                intervals_csv=False):
-    d = run / "load" / target / variant / strategy
+    # target b: the layout of results from before storage engines (no <engine>/ level: InnoDB)
+    d = run / "load" / target / variant / strategy if target == "b" else \
+        run / "load" / target / variant / "innodb" / strategy
     _json(d / "summary.json", {
         "target": target, "variant": variant, "strategy": strategy, "files": 4, "rows": rows,
         "seconds": seconds, "rows_per_s": rows / seconds, "table_bytes": 2**20 * int(seconds),
@@ -159,7 +161,7 @@ def test_storage_and_load_tables_have_known_values(built):
     assert [r["test"] for r in read(built / "storage.csv")][:2] == ["seq-read", "rand-read"]
 
     lt = by(read(built / "load_time.csv"), "target", "variant", "strategy")
-    assert len(lt) == 3
+    assert len(lt) == 3 and {r["engine"] for r in lt.values()} == {"innodb"}   # b: the older layout
     par = lt[("a", "seed", "parallel")]
     assert float(par["speedup_vs_sequential"]) == 2.5
     assert float(par["rows_per_s"]) == 250.0
@@ -223,7 +225,7 @@ def test_summary_opens_with_findings_and_names_failed_checks(built):
     assert "a (seed table): **`parallel` is fastest**, 4.00 s [single run]" in md
     assert "single runs, not a finding" in md
     assert "Fastest target" not in md and "Fastest load of variant" not in md
-    assert "checksum of the loaded table does not match" in md and "b/seed/sequential" in md
+    assert "checksum of the loaded table does not match" in md and "b/seed/innodb/sequential" in md
     assert "5 rows lost" in md
     assert "Query q1 does not return the same result" in md
     assert "OPTIMIZE TABLE was stopped" in md
@@ -249,10 +251,10 @@ def _corrupt(path: Path, text: bytes = b"\x00\x01 not what it should be \xff"):
 
 
 @pytest.mark.parametrize("rel, action", [
-    ("load/a/seed/parallel/trace.parquet", "delete"),
-    ("load/a/seed/parallel/summary.json", "delete"),
+    ("load/a/seed/innodb/parallel/trace.parquet", "delete"),
+    ("load/a/seed/innodb/parallel/summary.json", "delete"),
     ("load/b/seed/sequential/samples.parquet", "corrupt"),
-    ("load/a/seed/sequential/summary.json", "corrupt"),
+    ("load/a/seed/innodb/sequential/summary.json", "corrupt"),
     ("fio/a/fio.csv", "delete"),
     ("fio/b/fio.csv", "header-only-wrong"),
     ("chunks/chunks.tsv", "delete"),

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from catbench.core.config import n_groups, validate
+from catbench.core.layout import map_batches
 from catbench.prepare.catalog import part_copies
 from catbench.prepare.chunker import Chunker
 
@@ -161,9 +162,11 @@ def test_full_sky_dry_run_builds_dag_quickly(tmp_path):
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)\s*$", out, re.M)}
     valid = validate(cfg)
     parts = len(part_copies(valid["catalog"]))
-    # one map job per catalog part, reduce jobs per chunk group: never one job per chunk
+    # map jobs per run of catalog parts (partition.max_rows_per_map), reduce jobs per chunk
+    # group: never one job per chunk
     assert parts > 10
-    assert counts["catalog_part"] == counts["partition_map"] == parts
+    assert counts["catalog_part"] == parts
+    assert counts["partition_map"] == len(map_batches(valid)) < parts
     assert counts["partition_reduce"] == n_groups(valid)
     assert 1 < counts["partition_reduce"] < Chunker(85, 12).num_chunks // 10
     assert dt < 30

@@ -12,45 +12,45 @@
 -- early in a load it runs ahead of the data. Sorting time before the first file is not in
 -- the rate (load_time.csv has end-to-end seconds).
 WITH f AS (
-    SELECT target, variant, strategy, repetition, "end", rows, cumulative_rows,
-           row_number() OVER (PARTITION BY target, variant, strategy, repetition
+    SELECT target, variant, engine, strategy, repetition, "end", rows, cumulative_rows,
+           row_number() OVER (PARTITION BY target, variant, engine, strategy, repetition
                               ORDER BY "end", cumulative_rows)                AS i,
-           count(*) OVER (PARTITION BY target, variant, strategy, repetition) AS nfiles,
-           min(start) OVER (PARTITION BY target, variant, strategy, repetition) AS t0
+           count(*) OVER (PARTITION BY target, variant, engine, strategy, repetition) AS nfiles,
+           min(start) OVER (PARTITION BY target, variant, engine, strategy, repetition) AS t0
     FROM load_trace
 ),
 w AS (
     SELECT *, greatest(1, CAST(ceil(nfiles / 16.0) AS BIGINT)) AS win FROM f
 ),
 anchors AS (   -- position 0 of every load: its start, no rows yet
-    SELECT DISTINCT target, variant, strategy, repetition, t0 AS "end", 0 AS cumulative_rows, 0 AS i
+    SELECT DISTINCT target, variant, engine, strategy, repetition, t0 AS "end", 0 AS cumulative_rows, 0 AS i
     FROM w
     UNION ALL
-    SELECT target, variant, strategy, repetition, "end", cumulative_rows, i FROM w
+    SELECT target, variant, engine, strategy, repetition, "end", cumulative_rows, i FROM w
 ),
 r AS (
-    SELECT a.target, a.variant, a.strategy, a.repetition, a.i, a.win, a.t0, a."end",
+    SELECT a.target, a.variant, a.engine, a.strategy, a.repetition, a.i, a.win, a.t0, a."end",
            a.cumulative_rows,
            (a.cumulative_rows - b.cumulative_rows) / nullif(a."end" - b."end", 0) AS rows_per_s
     FROM w AS a
     JOIN anchors AS b
-      ON b.target = a.target AND b.variant = a.variant AND b.strategy = a.strategy
+      ON b.target = a.target AND b.variant = a.variant AND b.engine = a.engine AND b.strategy = a.strategy
      AND b.repetition = a.repetition AND b.i = a.i - a.win
 ),
 s AS (
-    SELECT target, variant, strategy, repetition, "time", table_bytes
+    SELECT target, variant, engine, strategy, repetition, "time", table_bytes
     FROM load_samples WHERE table_bytes IS NOT NULL
 ),
 before AS (
     SELECT r.*, s."time" AS t_a, s.table_bytes AS b_a
     FROM r ASOF LEFT JOIN s
-      ON s.target = r.target AND s.variant = r.variant AND s.strategy = r.strategy
+      ON s.target = r.target AND s.variant = r.variant AND s.engine = r.engine AND s.strategy = r.strategy
      AND s.repetition = r.repetition AND r."end" >= s."time"
 ),
 sized AS (
     SELECT b.*, s."time" AS t_b, s.table_bytes AS b_b
     FROM before AS b ASOF LEFT JOIN s
-      ON s.target = b.target AND s.variant = b.variant AND s.strategy = b.strategy
+      ON s.target = b.target AND s.variant = b.variant AND s.engine = b.engine AND s.strategy = b.strategy
      AND s.repetition = b.repetition AND b."end" <= s."time"
 ),
 bytes AS (
@@ -63,6 +63,7 @@ bytes AS (
 SELECT
     x.target,
     x.variant,
+    x.engine,
     x.strategy,
     x.repetition,
     x.i                                             AS files_done,
@@ -77,8 +78,8 @@ SELECT
                                                     AS table_over_pool
 FROM bytes AS x
 LEFT JOIN load_summaries AS l
-       ON l.target = x.target AND l.variant = x.variant AND l.strategy = x.strategy
+       ON l.target = x.target AND l.variant = x.variant AND l.engine = x.engine AND l.strategy = x.strategy
 LEFT JOIN load_runs AS u
-       ON u.target = x.target AND u.variant = x.variant AND u.strategy = x.strategy
+       ON u.target = x.target AND u.variant = x.variant AND u.engine = x.engine AND u.strategy = x.strategy
       AND u.repetition = x.repetition
-ORDER BY x.target, x.variant, x.strategy, x.repetition, x.i
+ORDER BY x.target, x.variant, x.engine, x.strategy, x.repetition, x.i

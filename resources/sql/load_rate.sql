@@ -1,11 +1,12 @@
 -- load_rate.csv: the seed's load-rate table, one row per load, repetition and time interval.
--- Input view load_intervals = every results/<run>/load/<target>/<variant>/<strategy>/intervals.parquet
---   (or intervals.csv): (target, variant, strategy, repetition, interval, start_s, end_s, files,
+-- Input view load_intervals = every results/<run>/load/<target>/<variant>/<engine>/<strategy>/intervals.parquet
+--   (or intervals.csv): (target, variant, engine, strategy, repetition, interval, start_s, end_s, files,
 --    rows, rows_per_s, input_read_MBps, target_write_MBps, innodb_write_MBps, table_bytes).
 -- Intervals are counted from the start of the load; the last one may be shorter.
 SELECT
     target,
     variant,
+    engine,
     strategy,
     "interval",
     round(end_s - start_s, 4)        AS interval_s,
@@ -20,4 +21,4 @@ SELECT
     round(innodb_write_MBps, 3)      AS innodb_write_MBps,
     repetition
 FROM load_intervals
-ORDER BY target, variant, strategy, repetition, "interval"
+ORDER BY target, variant, engine, strategy, repetition, "interval"

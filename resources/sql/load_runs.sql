@@ -1,10 +1,11 @@
 -- load_runs.csv: every repetition of every secondary-index load, one row per
--- target x variant x strategy x repetition (the raw rows behind load_time.csv).
--- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<s>/
+-- target x variant x engine x strategy x repetition (the raw rows behind load_time.csv).
+-- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<e>/<s>/
 -- (a summary without them is one repetition, number 0).
 SELECT
     target,
     variant,
+    engine,
     strategy,
     repetition,
     files,
@@ -22,4 +23,4 @@ SELECT
     optimize_stopped,
     coalesce(stopped, false)                   AS stopped
 FROM load_runs
-ORDER BY target, variant, strategy, repetition
+ORDER BY target, variant, engine, strategy, repetition

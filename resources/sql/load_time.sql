@@ -1,13 +1,16 @@
--- load_time.csv: one row per secondary-index load (target x variant x strategy), over its
+-- load_time.csv: one row per secondary-index load (target x variant x engine x strategy), over its
 -- repetitions (the raw rows are load_runs.csv).
--- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<s>/.
+-- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<e>/<s>/.
 -- seconds is the median; _ci_low/_ci_high the report.confidence bootstrap interval of the
 -- median (empty when n < 2). speedup_vs_sequential = median seconds of `sequential` (same
--- target and variant) / median seconds of this load, with the bootstrap interval of that
--- ratio (ratio_ci_low/ratio_ci_high: catbench functions, report/stats.py). stopped: the load
--- reached load.time_limit_s and did not finish (rows, seconds and rows_per_s until the stop).
+-- target, variant and engine) / median seconds of this load, with the bootstrap interval of
+-- that ratio (ratio_ci_low/ratio_ci_high: catbench functions, report/stats.py).
+-- speedup_vs_innodb (a load on another engine) = median seconds of the same strategy on
+-- InnoDB (same target and variant) / median seconds of this load, with its interval.
+-- buffer_pool_bytes is the engine's cache: InnoDB's buffer pool, MyRocks' block cache. stopped:
+-- the load reached load.time_limit_s and did not finish (rows, seconds, rows_per_s until then).
 WITH g AS (
-    SELECT target, variant, strategy,
+    SELECT target, variant, engine, strategy,
            max(files)                       AS files,
            max(rows)                        AS rows,
            count(seconds)                   AS n,
@@ -31,11 +34,12 @@ WITH g AS (
            bool_or(coalesce(stopped, false)) AS stopped,
            max(time_limit_s)                AS time_limit_s
     FROM load_runs
-    GROUP BY target, variant, strategy
+    GROUP BY target, variant, engine, strategy
 )
 SELECT
     l.target,
     l.variant,
+    l.engine,
     l.strategy,
     l.files,
     l.rows,
@@ -63,8 +67,14 @@ SELECT
     l.checksum_ok,
     l.optimize_stopped,
     l.stopped,
-    l.time_limit_s
+    l.time_limit_s,
+    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(i.seconds / l.seconds, 3) END AS speedup_vs_innodb,
+    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_ci_low(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_low,
+    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_ci_high(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_high
 FROM g AS l
 LEFT JOIN g AS s
-       ON s.target = l.target AND s.variant = l.variant AND s.strategy = 'sequential'
-ORDER BY l.target, l.variant, l.seconds, l.strategy
+       ON s.target = l.target AND s.variant = l.variant AND s.engine = l.engine AND s.strategy = 'sequential'
+LEFT JOIN g AS i
+       ON i.target = l.target AND i.variant = l.variant AND i.strategy = l.strategy AND i.engine = 'innodb'
+      AND l.engine <> 'innodb'
+ORDER BY l.target, l.variant, l.engine, l.seconds, l.strategy

@@ -1,6 +1,7 @@
 # Shared by all the .smk files: config validation (before any job runs), the results
 # folder and the DAG's sizes derived from the config.
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from catbench.core import targets as cb_targets  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
 from catbench.core.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
+from catbench.load import estimate as cb_estimate  # noqa: E402
 
 try:
     _validated = cb_config.validate(config)
@@ -36,6 +38,28 @@ except TargetError as e:
     raise WorkflowError(str(e))
 
 RES = f"results/{config['run']}"
+# Before any job: what the run will need on each target (load/estimate.py, estimate.md),
+# printed, and a target with less free space refused, naming it, its path, the need and the
+# free bytes (only in the main process: a job's own re-parse would see its siblings' data).
+# Targets on a SLURM node are checked by their jobs there. With --keep-going a too small
+# target only warns here: its own jobs refuse (each load checks its room at its start) or
+# fail, and the other targets finish.
+if workflow.is_main_process:
+    ESTIMATE = cb_estimate.estimate(config, Path(RES))
+    for _line in cb_estimate.lines(ESTIMATE, jobs=False):  # every job's: `catbench estimate`
+        print(f"catbench: {_line}", file=sys.stderr)
+    if config["index"]["space_check"]:
+        try:
+            cb_targets.check_targets(
+                config, [t for t, v in config["targets"].items() if not v.get("node")], create=False,
+                need={t: (e["need_bytes"], f"estimate, largest job: {e['largest_job']}; `catbench estimate`, "
+                                           "index.space_check") for t, e in ESTIMATE["targets"].items()})
+        except TargetError as e:
+            # Snakemake sets its execution settings after parsing: --keep-going from the command line
+            if not (getattr(workflow.execution_settings, "keep_going", False) or "--keep-going" in sys.argv
+                    or any(re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", a) for a in sys.argv[1:])):
+                raise WorkflowError(f"catbench: nothing was started: {e}")
+            print(f"catbench: warning: {e}", file=sys.stderr)
 ENV_PY = "../../envs/python.yaml"
 ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"
@@ -49,19 +73,27 @@ for _domain in cb_requests.measure_domains(config):
 # Optional measuring stages of this run: what `all` builds and the final tables require.
 STAGES = config["stages"]
 _STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "restart": "restart"}
+# Where the index input comes from: the partition stage, or straight from the generator
+# (index.source: generate, index.smk: no catalog, chunks or queries in that run).
+INDEX_SOURCE = config["index"]["source"]
+if INDEX_SOURCE == "generate" and "queries" in STAGES:
+    raise WorkflowError("config key 'index.source': generate writes no chunk files, which the queries "
+                        "stage needs; remove queries from 'stages' or set index.source: partition")
 # (the tables do not read the cluster stage's results/<run>/cluster/ yet)
-TABLE_REQUIRE = " ".join(["chunks", "metrics"] + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
+TABLE_REQUIRE = " ".join((["chunks", "metrics"] if INDEX_SOURCE == "partition" else ["metrics"])
+                         + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
 # Targets that get a Galera cluster (cluster.targets, or all).
 CLUSTER_TARGETS = list(config["cluster"]["targets"] or TARGETS)
-# Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds.
+# Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds (the same
+# folders, and bytes, whichever INDEX_SOURCE writes them).
 INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
 PARTS = [f"{p:05d}" for p in range(len(cb_layout.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
 # A load job reads the load and server sections (`catbench load-index --config`), except
-# which variants and strategies run: those shape the DAG, so adding a strategy does not
-# re-run the loads already done (Snakemake's params rerun trigger).
+# which variants, engines and strategies run: those shape the DAG, so adding a strategy
+# does not re-run the loads already done (Snakemake's params rerun trigger).
 LOAD_CFG = json.dumps(
-    {"load": {k: v for k, v in config["load"].items() if k not in ("variants", "strategies")},
+    {"load": {k: v for k, v in config["load"].items() if k not in ("variants", "strategies", "engines")},
      "server": config["server"]},
     sort_keys=True,
 )

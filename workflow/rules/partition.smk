@@ -1,22 +1,29 @@
 # Stage `partition`: Qserv chunks as a map/reduce (see workflow/catbench/partition.md):
-# one map job per catalog part, one reduce job per group of chunks, never one per chunk.
+# one map job per run of catalog parts (partition.max_rows_per_map), one reduce job per
+# group of chunks, never one per chunk.
+# The parts of each map job (core/layout.py): {"00000": ["00000", "00001", ...], ...}
+MAPS = {f"{m:05d}": [PARTS[p] for p in parts] for m, parts in enumerate(cb_layout.map_batches(config))}
+# Every part's staging dir, in part order: inside the dir of the map job that wrote it.
+STAGING = [f"{RES}/partition/staging/map-{m}/part-{p}" for m, parts in MAPS.items() for p in parts]
 
 
 rule partition_map:
     input:
-        objects=rules.catalog_part.output.objects,
-        sources=rules.catalog_part.output.sources,
+        objects=lambda wildcards: expand(rules.catalog_part.output.objects, part=MAPS[wildcards.batch]),
+        sources=lambda wildcards: expand(rules.catalog_part.output.sources, part=MAPS[wildcards.batch]),
     output:
-        staging=temp(directory(f"{RES}/partition/staging/part-{{part}}")),
-        metrics=f"{RES}/metrics/jobs/partition_map-{{part}}.json",
+        staging=temp(directory(f"{RES}/partition/staging/map-{{batch}}")),
+        metrics=f"{RES}/metrics/jobs/partition_map-{{batch}}.json",
+    wildcard_constraints:
+        batch=r"\d{5}",
     params:
         # catalog: the sky region's ra range sets the group wedges
         cfg=cfg_json("partition", "catalog"),
         groups=len(GROUPS),
     log:
-        f"{RES}/logs/partition/map-{{part}}.log",
+        f"{RES}/logs/partition/map-{{batch}}.log",
     benchmark:
-        f"{RES}/benchmarks/partition/map-{{part}}.tsv"
+        f"{RES}/benchmarks/partition/map-{{batch}}.tsv"
     conda:
         ENV_PY
     resources:
@@ -30,7 +37,7 @@ rule partition_map:
 
 rule partition_reduce:
     input:
-        staging=expand(f"{RES}/partition/staging/part-{{part}}", part=PARTS),
+        maps=expand(rules.partition_map.output.staging, batch=MAPS),
         objects=expand(rules.catalog_part.output.objects, part=PARTS),
         sources=expand(rules.catalog_part.output.sources, part=PARTS),
         # TSV lines are glued from the text the catalog stage made (catalog.smk)
@@ -42,6 +49,7 @@ rule partition_reduce:
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
     params:
         chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
+        staging=" ".join(STAGING),
         formats=" ".join(config["partition"]["formats"]),
         text=lambda wildcards, input: (
             f"--text-objects {' '.join(input.text_objects)} "
@@ -58,20 +66,21 @@ rule partition_reduce:
     shell:
         # Arrow threads = job threads: Snakemake already runs jobs side by side.
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
-        "--staging {input.staging} --objects {input.objects} --sources {input.sources} "
+        "--staging {params.staging} --objects {input.objects} --sources {input.sources} "
         "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
         "--manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
 
 
 rule index_input:
     input:
-        staging=expand(f"{RES}/partition/staging/part-{{part}}", part=PARTS),
+        maps=expand(rules.partition_map.output.staging, batch=MAPS),
     output:
         numeric=directory(f"{RES}/index/input"),
         seed=directory(f"{RES}/index/input_seed"),
         metrics=f"{RES}/metrics/jobs/index_input.json",
     params:
         files=config["partition"]["index_files"],
+        staging=" ".join(STAGING),
     log:
         f"{RES}/logs/partition/index_input.log",
     benchmark:
@@ -82,7 +91,7 @@ rule index_input:
         **job_resources("index_input"),
     threads: job_threads("index_input")
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench index-input --staging {input.staging} --files {params.files} "
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench index-input --staging {params.staging} --files {params.files} "
         "--out {output.numeric} --out-seed {output.seed} --metrics {output.metrics} "
         "> {log} 2>&1"
 
@@ -93,7 +102,7 @@ rule chunk_list:
         jobs=[
             rules.catalog_patch.output.metrics,
             *expand(rules.catalog_part.output.metrics, part=PARTS),
-            *expand(rules.partition_map.output.metrics, part=PARTS),
+            *expand(rules.partition_map.output.metrics, batch=MAPS),
             *expand(rules.partition_reduce.output.metrics, group=GROUPS),
             rules.index_input.output.metrics,
         ],

@@ -9,6 +9,7 @@ TABLE_NAMES = [
     "load_rate",
     "load_curve",
     "load_collapse",
+    "load_not_run",
     "queries",
     "query_runs",
     "chunk_load",
@@ -22,7 +23,7 @@ PLOT_NAMES = ["collapse", "speedup", "restart_timeline", "query_latency", "fio"]
 
 rule tables:
     input:
-        rules.chunk_list.output,
+        rules.chunk_list.output if INDEX_SOURCE == "partition" else rules.index_generate.output.summary,
         expand(rules.target_info.output, target=TARGETS),
         [rules.fio.input] if "fio" in STAGES else [],
         [rules.load_index.input] if "load_index" in STAGES else [],

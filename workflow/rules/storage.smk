@@ -1,6 +1,7 @@
 # Stages `fio` and `load_index`: each storage target characterised with fio, and the
-# secondary index loaded on a private server per target x variant x strategy.
+# secondary index loaded on a private server per target x variant x engine x strategy.
 # Measuring jobs take every core, so nothing else runs beside them on a workstation.
+from catbench.load import strategies as cb_strategies  # noqa: E402
 
 
 rule target_info:
@@ -57,39 +58,49 @@ rule load_index_run:
         index=lambda wildcards: INDEX_INPUT[wildcards.variant],
         target=rules.target_info.output,
     output:
-        directory(f"{RES}/load/{{target}}/{{variant}}/{{strategy}}"),
+        directory(f"{RES}/load/{{target}}/{{variant}}/{{engine}}/{{strategy}}"),
     params:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         env=target_env,
         cfg=LOAD_CFG,
     threads: job_threads("load_index_run")
     log:
-        f"{RES}/logs/load/{{target}}-{{variant}}-{{strategy}}.log",
+        f"{RES}/logs/load/{{target}}-{{variant}}-{{engine}}-{{strategy}}.log",
     benchmark:
-        f"{RES}/benchmarks/load/{{target}}-{{variant}}-{{strategy}}.tsv"
+        f"{RES}/benchmarks/load/{{target}}-{{variant}}-{{engine}}-{{strategy}}.tsv"
     conda:
         ENV_SERVER
     resources:
         **job_resources("load_index_run"),
     shell:
         "{params.env} catbench load-index --target {wildcards.target} --path {params.path:q} "
-        "--input-dir {input.index} --variant {wildcards.variant} "
+        "--input-dir {input.index} --variant {wildcards.variant} --engine {wildcards.engine} "
         "--strategy {wildcards.strategy} --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
-LOADS = expand(
-    f"{RES}/load/{{target}}/{{variant}}/{{strategy}}",
-    target=TARGETS,
-    variant=config["load"]["variants"],
-    strategy=config["load"]["strategies"],
-)
+# load.engines x load.strategies: only the pairs a strategy supports run (its registry
+# entry says which engines it cannot run on, and why); load_compare writes the others
+# with their reason to load/not_run.json for the report.
+try:
+    LOAD_PAIRS, LOAD_NOT_RUN = cb_strategies.load_pairs(config["load"]["strategies"], config["load"]["engines"])
+except cb_strategies.LoadError as e:
+    raise WorkflowError(str(e))
+LOADS = [
+    f"{RES}/load/{t}/{v}/{e}/{s}"
+    for t in TARGETS
+    for v in config["load"]["variants"]
+    for e, s in LOAD_PAIRS
+]
 
 
 rule load_compare:
     input:
         LOADS,
     output:
-        f"{RES}/load/comparison.csv",
+        csv=f"{RES}/load/comparison.csv",
+        not_run=f"{RES}/load/not_run.json",
+    params:
+        not_run=json.dumps(LOAD_NOT_RUN),
     log:
         f"{RES}/logs/load/comparison.log",
     conda:
@@ -97,7 +108,8 @@ rule load_compare:
     resources:
         **job_resources("load_compare"),
     shell:
-        "catbench load-compare --summaries {input} --out {output} > {log} 2>&1"
+        "catbench load-compare --summaries {input} --not-run {params.not_run:q} "
+        "--not-run-out {output.not_run} --out {output.csv} > {log} 2>&1"
 
 
 # The stage target lists every load itself: a load whose output was removed (a failed

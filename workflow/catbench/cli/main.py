@@ -74,7 +74,10 @@ def cmd_catalog_part(a):
 def cmd_partition_map(a):
     cfg = _config(a.config)
     with JobTimer("partition_map", a.metrics) as t:
-        r = partition_mod.map_part(cfg, a.objects, a.sources, a.out, a.groups)
+        if len(a.objects) != len(a.sources):
+            raise ValueError(f"{len(a.objects)} --objects but {len(a.sources)} --sources: give "
+                             f"each catalog part's pair, in the same order")
+        r = partition_mod.map_parts(cfg, list(zip(a.objects, a.sources)), a.out, a.groups)
         t.extra.update(rows=r["objects"] + r["sources"], **r)
 
 
@@ -114,11 +117,29 @@ def cmd_index_merge(a):
 
 def cmd_estimate(a):
     """What the run will need on each target (input, tables, scratch), before it starts."""
-    from ..load.estimate import estimate, lines
+    from ..load.estimate import calibrate, estimate, fit_tables, lines, time_lines
+    if a.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
+        print(json.dumps(fit_tables(a.fit), indent=1))
+        return
+    if not a.config:
+        raise ValueError("give --config (the run to estimate) or --fit (loads to refit the model from)")
     cfg = _config(a.config)
     est = estimate(cfg, Path(a.results) if a.results else None)
     for line in lines(est):
         print(line)
+    if a.calibrate:
+        import tempfile
+        if not a.results:
+            raise ValueError("--calibrate loads the run's index input: give --results results/<run>")
+        from ..core.loaddata import LoadError
+        from ..core.server_tools import ServerError
+        with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
+            try:
+                est["time"] = calibrate(cfg, a.calibrate, Path(a.results), a.calibrate_files, Path(tmp))
+            except (LoadError, ServerError) as exc:   # named, not a traceback
+                raise ValueError(f"calibration load on target {a.calibrate}: {exc}") from None
+        for line in time_lines(est["time"]):
+            print(line)
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(a.out) as tmp:
@@ -155,9 +176,12 @@ def cmd_target_info(a):
 
 
 def cmd_load_compare(a):
-    """One row per load (target, variant, strategy) with speed-up vs sequential."""
-    from ..load.comparison import compare_loads
+    """One row per load (target, variant, engine, strategy) with speed-up vs sequential; the
+    engine x strategy pairs not run, with their reason, to --not-run-out."""
+    from ..load.comparison import compare_loads, write_not_run
     compare_loads(a.summaries, a.out)
+    if a.not_run_out:
+        write_not_run(json.loads(a.not_run or "[]"), a.not_run_out)
 
 
 # Sub-command families in their own modules, imported only when one of their commands
@@ -189,7 +213,7 @@ def main(argv=None):
     def add(name, fn, *args):
         p = sub.add_parser(name, help=fn.__doc__)
         p.set_defaults(fn=fn)
-        p.add_argument("--config", required=name not in ("partition-reduce", "index-input", "index-merge",
+        p.add_argument("--config", required=name not in ("partition-reduce", "index-input", "index-merge", "estimate",
                                                         "chunk-list", "load-compare"),
                        help="config as JSON text or a YAML file")
         for spec in args:
@@ -206,7 +230,8 @@ def main(argv=None):
         ("--text", {"required": False, "metavar": "OBJECTS",
                     "help": "also write the Object rows' varying TSV text (Arrow IPC), for the "
                             "partition stage"}))
-    add("partition-map", cmd_partition_map, "--objects", "--sources", "--out",
+    add("partition-map", cmd_partition_map, ("--objects", {"nargs": "+"}),
+        ("--sources", {"nargs": "+"}), ("--out", {"help": "one staging dir per part is written in it"}),
         ("--groups", {"type": int}), "--metrics")
     add("partition-reduce", cmd_partition_reduce, ("--staging", {"nargs": "+"}),
         ("--objects", {"nargs": "+"}), ("--sources", {"nargs": "+"}),
@@ -229,11 +254,19 @@ def main(argv=None):
         ("--summary", {"required": False, "help": "stage summary of the parts' job metrics"}))
     add("estimate", cmd_estimate,
         ("--results", {"required": False, "help": "results/<run>: index input already there is measured"}),
-        ("--out", {"required": False, "help": "also write the estimate as JSON"}))
+        ("--out", {"required": False, "help": "also write the estimate as JSON"}),
+        ("--calibrate", {"required": False, "metavar": "TARGET",
+                         "help": "also time the steady strategies (sorted, bulk, deferred-pk) from a short "
+                                 "load of the first --calibrate-files input files on this target"}),
+        ("--calibrate-files", {"type": int, "default": 4, "required": False}),
+        ("--fit", {"nargs": "+", "required": False, "metavar": "SUMMARY_JSON",
+                   "help": "print table bytes per row fitted to these loads' summary.json instead"}))
     add("chunk-list", cmd_chunk_list, ("--manifests", {"nargs": "+"}), "--out",
         ("--job-metrics", {"nargs": "+"}), "--summary")
     add("target-info", cmd_target_info, "--target", "--out")
-    add("load-compare", cmd_load_compare, ("--summaries", {"nargs": "+"}), "--out")
+    add("load-compare", cmd_load_compare, ("--summaries", {"nargs": "+"}), "--out",
+        ("--not-run", {"required": False, "help": "JSON list of {engine, strategy, reason} not run"}),
+        ("--not-run-out", {"required": False, "help": "write those to this JSON file"}))
     for module in _families(argv if argv is not None else sys.argv[1:], set(sub.choices)):
         importlib.import_module(f".{module}", __package__).add_subcommands(sub)
     logging.getLogger("mysql.connector").setLevel(logging.WARNING)

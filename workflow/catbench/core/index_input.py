@@ -7,8 +7,10 @@ the input to name both places of a duplicate. ``variant`` is an ``index_table.Va
 
 from __future__ import annotations
 
+import bisect
 import concurrent.futures as cf
 import functools
+import itertools
 import json
 import logging
 import os
@@ -21,6 +23,7 @@ from pathlib import Path
 from .loaddata import LoadError
 
 log = logging.getLogger(__name__)
+LOOKUP_FILES = 64  # at most this many input files are read to draw lookup keys
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -230,6 +233,28 @@ def locate_key(key: str, files: list[Path], variant, limit: int = 4) -> list[tup
     return out
 
 
+def shared_key(path: Path, others: list[Path], variant) -> str | None:
+    """A key of ``path`` that one of ``others`` holds too, or None: names the duplicate behind
+    a failure that does not say which key it was (MyRocks' snapshot conflict when two
+    connections load the same key at once)."""
+    import duckdb
+    if not others:
+        return None
+    read = ("read_csv({}, delim='\t', header=false, quote='', escape='', auto_detect=false, "
+            f"columns={{{{'k': '{variant.duckdb_type}', 'c': 'VARCHAR', 's': 'VARCHAR'}}}})")
+    con = duckdb.connect()
+    try:
+        row = con.execute(f"SELECT a.k FROM {read.format('$one')} AS a WHERE {variant.sort_expr('a.k')} IN "
+                          f"(SELECT {variant.sort_expr('b.k')} FROM {read.format('$others')} AS b) LIMIT 1",
+                          {"one": [str(path)], "others": [str(f) for f in others]}).fetchone()
+    except Exception as exc:  # noqa: BLE001 - a failing lookup must not hide the real error
+        log.warning("could not search the input for the keys of %s: %s", path, exc)
+        return None
+    finally:
+        con.close()
+    return None if row is None else str(row[0])
+
+
 def duplicate_message(key: str, files: list[Path], variant, head: str = "") -> str:
     hits = locate_key(key, files, variant)
     where = " and ".join(f"{f} line {n}" for f, n in hits) if hits else "(not found again in the input)"
@@ -254,18 +279,24 @@ def explain_duplicate(head: str, key: str, path: Path, input_files: list[Path], 
     return f"{head}: duplicate key {key!r} (line {line})"
 
 
-def pick_lookup_keys(infos: list[FileInfo], n: int, variant, seed: int = 42) -> list[tuple]:
-    """Up to ``n`` random (key, chunkId, subChunkId) rows from the input, files weighted by
-    rows; reads only the files that hold a chosen row."""
+def pick_lookup_keys(infos: list[FileInfo], n: int, variant, seed: int = 42,
+                     max_files: int = LOOKUP_FILES) -> list[tuple]:
+    """Up to ``n`` random (key, chunkId, subChunkId) rows from the input: files drawn by
+    rows (at most ``max_files`` of them, so a 10^9-row input is not read whole for a
+    lookup benchmark; the partitioner's files hold unsorted keys from all over the sky),
+    then rows drawn uniformly among those files' rows, one pass over each file."""
     rng = random.Random(seed)
     total = sum(i.rows for i in infos)
     n = min(n, total)
     if n <= 0:
         return []
+    cum = list(itertools.accumulate(i.rows for i in infos))
+    chosen = sorted({bisect.bisect_right(cum, rng.randrange(total)) for _ in range(max_files)})
+    pool = list(itertools.accumulate(infos[fi].rows for fi in chosen))
     wanted: dict[int, set[int]] = {}
-    for _ in range(n):
-        fi = rng.choices(range(len(infos)), weights=[i.rows for i in infos])[0] if len(infos) > 1 else 0
-        wanted.setdefault(fi, set()).add(rng.randrange(1, infos[fi].rows + 1))
+    for r in rng.sample(range(pool[-1]), min(n, pool[-1])):
+        j = bisect.bisect_right(pool, r)
+        wanted.setdefault(chosen[j], set()).add(r - (pool[j - 1] if j else 0) + 1)
     out = []
     for fi, lines in wanted.items():
         with open(infos[fi].path, "rb") as f:

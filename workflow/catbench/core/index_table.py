@@ -16,13 +16,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .index_input import explain_duplicate, scan_file
+import mysql.connector
+
+from .index_input import explain_duplicate, scan_file, shared_key
 from .loaddata import LoadError, load_data
 from .resources import read_sql
 
 log = logging.getLogger(__name__)
 
 DATABASE = "secondary_index"
+ER_LOCK_DEADLOCK = 1213
 COLUMNS = ("chunkId", "subChunkId")
 
 
@@ -164,8 +167,20 @@ def load_file(conn, table: str, path: Path, rows: int, variant: Variant, input_f
         return explain_duplicate(head, key, Path(path), input_files, variant)
 
     def load() -> int:
-        return load_data(conn, path, table, variant.load_columns(), rows, database=database, set_sql=set_sql,
-                         what=what, explain_duplicate=explain)
+        try:
+            return load_data(conn, path, table, variant.load_columns(), rows, database=database,
+                             set_sql=set_sql, what=what, explain_duplicate=explain)
+        except mysql.connector.Error as exc:
+            # MyRocks: another connection committed one of this file's keys after this
+            # statement's snapshot (a key repeated across files loaded at once); it says
+            # "snapshot conflict" but not which key
+            if exc.errno != ER_LOCK_DEADLOCK or "snapshot conflict" not in str(exc):
+                raise
+            key = shared_key(Path(path), [f for f in input_files if f != Path(path)], variant)
+            if key is None:
+                raise
+            raise LoadError(explain_duplicate(f"{what or path}: {exc.msg}", key, Path(path), input_files,
+                                              variant)) from None
 
     if record is None:
         return load()

@@ -37,6 +37,7 @@ from .server_tools import (
     find_server_binary,
     free_tcp_port,
     plugin_options,
+    plugin_setting,
     server_version,
     validate_settings,
 )
@@ -157,7 +158,7 @@ class Server:
         else:
             network = "skip-networking"
         flavor = "" if self.mariadb else "mysqlx=OFF"  # X plugin would listen on 33060
-        settings = "\n".join(f"{k}={v}" for k, v in self.settings.items())
+        settings = "\n".join(f"{plugin_setting(k, self.plugins)}={v}" for k, v in self.settings.items())
         if self.internal:
             lines = ["# --- catbench's own options (not from the config) ---"]
             for group, opts in [(None, {k: v for k, v in self.internal.items() if not isinstance(v, dict)}),

@@ -137,6 +137,16 @@ def plugin_options(binary: str, plugins) -> dict[str, str]:
     return {"plugin_load_add": ";".join(libs), **{name: "FORCE" for name in plugins}}
 
 
+def plugin_setting(key: str, plugins) -> str:
+    """``key`` as my.cnf gets it: an option of a plugin this server does not load (e.g.
+    ``rocksdb_block_cache_size`` in ``load.settings``, read by the InnoDB loads too) gets
+    ``loose-``, so that the server ignores it instead of refusing to start."""
+    name = option_name(key)
+    if any(p not in plugins and name.startswith(p + "_") for p in PLUGINS) and not key.startswith("loose"):
+        return f"loose-{key}"
+    return key
+
+
 def log_tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
     try:
         lines = path.read_text(errors="replace").splitlines()

@@ -39,10 +39,10 @@ def human(n: float | None) -> str:
     return str(n)
 
 
-def check_target(name: str, path, need_bytes: int = 0, create: bool = True) -> dict:
-    """Make sure ``path`` is a writable directory with ``need_bytes`` free; returns
-    describe_target(). ``create=False`` (a dry run) creates nothing: a missing ``path``
-    is judged by its nearest existing parent."""
+def check_target(name: str, path, need_bytes: int = 0, create: bool = True, why: str = "") -> dict:
+    """Make sure ``path`` is a writable directory with ``need_bytes`` free (``why``: what
+    needs them, for the message); returns describe_target(). ``create=False`` (a dry run)
+    creates nothing: a missing ``path`` is judged by its nearest existing parent."""
     p = Path(path)
     where = f"storage target '{name}' ({p})"
     if p.exists() and not p.is_dir():
@@ -72,7 +72,8 @@ def check_target(name: str, path, need_bytes: int = 0, create: bool = True) -> d
     free = st.f_bavail * st.f_frsize
     # f_blocks == 0: the filesystem reports no size at all (ramfs); nothing to check against
     if need_bytes and st.f_blocks and free < need_bytes:
-        raise TargetError(f"{where} has {human(free)} free but this step needs {human(need_bytes)}; "
+        raise TargetError(f"{where} has {human(free)} free but this step needs {human(need_bytes)}"
+                          f"{f' ({why})' if why else ''}; "
                           f"free space there, use a bigger disk or lower the scale in the config")
     return describe_target(p)
 
@@ -154,19 +155,21 @@ def describe_target(path) -> dict:
 
 # ---- the run's targets as the workflow sees them ----------------------------------
 
-# Bytes per index row on a target: the InnoDB table (~60-90 B/row for CHAR(28) keys
-# with page fill), redo and temporary sort files of the faster strategies (x2).
-INDEX_BYTES_PER_ROW = 250
+# The smallest table per index row the estimate knows (load/estimate.md: qserv keys,
+# deferred-pk): a target's first job (target_info, on its node) checks this floor, which
+# stays under the full estimate of a run with loads (load/estimate.py: checked while the
+# DAG is built for targets without a node, and by each load at its start).
+INDEX_BYTES_PER_ROW = 36
+# A fresh datadir before any table: system tables, ibdata1, undo tablespaces, temp tablespace.
+SERVER_BASE_BYTES = 160 << 20
 
 
 def need_bytes(cfg: dict) -> int:
-    """A generous estimate of what one run writes on a target at its peak."""
-    return estimated_objects(cfg) * INDEX_BYTES_PER_ROW + parse_size(cfg["fio"]["size"]) \
-        + 256 * 2**20  # a fresh datadir: system tables, redo log, undo
-
-
-# A fresh datadir before any table: system tables, ibdata1, undo tablespaces, temp tablespace.
-SERVER_BASE_BYTES = 160 << 20
+    """The least one run writes on a target at its peak (the floor a first job checks):
+    its fio file, or a fresh server with the smallest index table. Jobs on a target run
+    one at a time and each removes its files, so the larger one counts."""
+    return max(parse_size(cfg["fio"]["size"]) + (16 << 20),
+               SERVER_BASE_BYTES + estimated_objects(cfg) * INDEX_BYTES_PER_ROW)
 
 
 def server_bytes(settings: dict) -> int:
@@ -188,13 +191,16 @@ def settings_mb(settings: dict) -> int:
     return total
 
 
-def check_targets(cfg: dict, names=None, space: bool = True, create: bool = True) -> dict:
+def check_targets(cfg: dict, names=None, space: bool = True, create: bool = True,
+                  need: dict | None = None) -> dict:
     """check_target() for each named target (default: all); returns their descriptions.
-    ``space=False`` checks only that each is a writable directory."""
+    ``space=False`` checks only that each is a writable directory; ``need`` = {target:
+    (bytes, why)} (the run's estimate, load/estimate.py) replaces need_bytes()."""
     out = {}
     for name in names or cfg["targets"]:
         if name not in cfg["targets"]:
             raise TargetError(f"storage target '{name}' is not in the config (targets: "
                               f"{', '.join(cfg['targets'])})")
-        out[name] = check_target(name, target_dir(cfg, name), need_bytes(cfg) if space else 0, create)
+        bytes_, why = (need or {}).get(name) or ((need_bytes(cfg) if space else 0), "")
+        out[name] = check_target(name, target_dir(cfg, name), bytes_, create, why)
     return out

@@ -1,5 +1,6 @@
 """load/comparison.csv: the loads of a run side by side, with each one's speed-up over
-the seed's protocol (``sequential``) on the same target and variant."""
+the seed's protocol (``sequential``) on the same target, variant and storage engine; and
+load/not_run.json: the engine x strategy pairs of the config that were not run, and why."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from pathlib import Path
 
 from ..core.files import atomic_path
 
-COLUMNS = ("target", "variant", "strategy", "files", "rows", "seconds", "rows_per_s", "sort_seconds",
+COLUMNS = ("target", "variant", "engine", "strategy", "files", "rows", "seconds", "rows_per_s", "sort_seconds",
            "table_bytes", "lookup_qps", "lookup_p50_s", "lookup_p99_s", "optimize_seconds", "optimize_stopped")
 
 _SPEEDUP = """
     SELECT l.*, s.seconds / l.seconds AS speedup_vs_sequential
     FROM loads l LEFT JOIN loads s
-      ON s.target = l.target AND s.variant = l.variant AND s.strategy = 'sequential'
-    ORDER BY l.target, l.variant, l.seconds"""
+      ON s.target = l.target AND s.variant = l.variant AND s.engine = l.engine AND s.strategy = 'sequential'
+    ORDER BY l.target, l.variant, l.engine, l.seconds"""
 
 
 def _read_summary(f) -> dict:
@@ -24,12 +25,12 @@ def _read_summary(f) -> dict:
         s = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ValueError(f"{p}: unreadable load summary ({e}); re-run that load") from e
-    return {k: s.get(k) for k in COLUMNS}
+    return {**{k: s.get(k) for k in COLUMNS}, "engine": s.get("engine") or "innodb"}  # before engines: InnoDB
 
 
 def compare_loads(summary_files, out_path):
-    """load/comparison.csv: one row per (target, variant, strategy) with the speed-up
-    against `sequential` of the same target and variant."""
+    """load/comparison.csv: one row per (target, variant, engine, strategy) with the
+    speed-up against `sequential` of the same target, variant and engine."""
     import duckdb
     import pyarrow as pa
 
@@ -41,3 +42,10 @@ def compare_loads(summary_files, out_path):
             con.sql(_SPEEDUP).write_csv(str(tmp), header=True)
     finally:
         con.close()
+
+
+def write_not_run(pairs: list[dict], out_path):
+    """load/not_run.json: [{engine, strategy, reason}] of the pairs the DAG left out."""
+    with atomic_path(out_path) as tmp:
+        tmp.write_text(json.dumps([{k: p[k] for k in ("engine", "strategy", "reason")} for p in pairs],
+                                  indent=1) + "\n")

@@ -158,6 +158,8 @@ def _aggregate(summary: dict, runs: list[Repetition]):
     for k in FIGURES:
         vals = [r[k] for r in reps if r.get(k) is not None]
         summary[k] = float(np.median(vals)) if vals else None
+    for k in ("table_bytes", "table_bytes_final"):   # bytes stay whole (MyRocks' differ between repetitions)
+        summary[k] = None if summary[k] is None else int(round(summary[k]))
     summary["rows"] = reps[0]["rows"]
     summary["n"] = len(reps)
     summary["checksum_ok"] = all(r["checksum_ok"] for r in reps)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core.config import estimated_objects, target_dir
 from ..core.index_input import MANIFEST
+from ..core.layout import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
 from ..core.targets import human, parse_size, server_bytes
 
 
@@ -29,28 +30,30 @@ class Fit:
     #                 the table without its key during ADD PRIMARY KEY, sorted chunks)
 
 
-# Fitted to loads of 1,008,800 and 5,044,000 rows on ext4 (estimate.md has the runs, their
-# figures and how to measure them again on another filesystem or server version).
+# Fitted to loads of 1,008,800 and 5,044,000 generated rows (config/index-study.yaml's
+# input) on ext4, MariaDB 10.11: the slope of bytes over rows between the two (estimate.md
+# has every load's figures and how to measure them again on another filesystem or server).
+# bulk wrote the same bytes as sorted at every size measured (200k, 500k, 1M rows).
 MODEL: dict[tuple[str, str], Fit] = {
-    ("seed", "sequential"): Fit(118.0, 118.0),
-    ("seed", "parallel"): Fit(118.0, 118.0),
-    ("seed", "sorted"): Fit(74.0, 74.0),
-    ("seed", "bulk"): Fit(74.0, 74.0),
-    ("seed", "deferred-pk"): Fit(74.0, 74.0),
-    ("seed", "trans-partitioned"): Fit(118.0, 118.0),
-    ("qserv", "sequential"): Fit(60.0, 60.0),
-    ("qserv", "parallel"): Fit(60.0, 60.0),
-    ("qserv", "sorted"): Fit(40.0, 40.0),
-    ("qserv", "bulk"): Fit(40.0, 40.0),
-    ("qserv", "deferred-pk"): Fit(40.0, 40.0),
-    ("qserv", "trans-partitioned"): Fit(60.0, 60.0),
+    ("seed", "sequential"): Fit(63.4, 63.4),
+    ("seed", "parallel"): Fit(76.9, 76.9),
+    ("seed", "sorted"): Fit(61.3, 61.3),
+    ("seed", "bulk"): Fit(61.3, 61.3),
+    ("seed", "deferred-pk"): Fit(60.3, 127.8),
+    ("seed", "trans-partitioned"): Fit(102.9, 260.9),
+    ("qserv", "sequential"): Fit(38.5, 38.5),
+    ("qserv", "parallel"): Fit(55.1, 55.1),
+    ("qserv", "sorted"): Fit(37.4, 37.4),
+    ("qserv", "bulk"): Fit(37.4, 37.4),
+    ("qserv", "deferred-pk"): Fit(36.4, 80.0),
+    ("qserv", "trans-partitioned"): Fit(59.2, 167.3),
 }
 # Input-sized copies a load may add that the measured runs could not show (DuckDB spills
 # only past load.sort_memory): the strategies registry's scratch_copies (a test keeps them equal).
 SCRATCH_COPIES = {"sorted": 2, "bulk": 2}
 MARGIN = 1.10        # InnoDB grows files in steps, purge lags behind, and a fit is a fit
-KEY_CHARS = {"seed": 28}   # the seed's CHAR(28); qserv keys are decimal objectIds
-COPY_STRIDE = 1 << 20      # core.layout: objectId = local id * COPY_STRIDE + copy
+FIXED_BYTES = 16 << 20   # a table's first extents, above the slope (the fits' intercepts: 9-16 MB)
+KEY_CHARS = {"seed": 28}   # the seed's CHAR(28) (core.index_table); qserv keys are decimal objectIds
 
 
 def index_rows(cfg: dict) -> int:
@@ -85,8 +88,8 @@ def load_need(variant: str, strategy: str, rows: int, in_bytes: int, settings: d
     fit = MODEL[(variant, strategy)]
     scratch = SCRATCH_COPIES.get(strategy, 0) * in_bytes
     server = server_bytes(settings)
-    need = server + math.ceil(MARGIN * (fit.peak * rows + scratch))
-    return {"job": f"load {variant}/{strategy}", "table_bytes": math.ceil(fit.table * rows),
+    need = server + math.ceil(MARGIN * (FIXED_BYTES + fit.peak * rows + scratch))
+    return {"job": f"load {variant}/{strategy}", "table_bytes": FIXED_BYTES + math.ceil(fit.table * rows),
             "scratch_bytes": scratch, "server_bytes": server, "need_bytes": need}
 
 
@@ -98,8 +101,10 @@ def _jobs(cfg: dict, rows: int, inputs: dict) -> list[dict]:
         jobs.append({"job": "fio", "need_bytes": int(parse_size(cfg["fio"]["size"]) * 1.05) + (16 << 20)})
     if "load_index" in stages:
         settings = {**cfg["server"]["settings"], **(cfg["load"]["settings"] or {})}
-        jobs += [load_need(v, s, rows, inputs[v], settings)
-                 for v in cfg["load"]["variants"] for s in cfg["load"]["strategies"]]
+        # MyRocks (load.engines: rocksdb) has no fit of its own yet: InnoDB's figures stand in
+        jobs += [{**load_need(v, s, rows, inputs[v], settings), "job": f"load {v}/{e}/{s}"}
+                 for v in cfg["load"]["variants"] for e in cfg["load"].get("engines", ["innodb"])
+                 for s in cfg["load"]["strategies"]]
     if "restart" in stages:
         v = cfg["restart"]["variant"]
         r = load_need(v, "sequential", rows, inputs[v], {**cfg["server"]["settings"], **cfg["restart"]["settings"]})
@@ -125,33 +130,74 @@ def estimate(cfg: dict, results: Path | None = None) -> dict:
             "model": "workflow/catbench/load/estimate.md"}
 
 
-def lines(est: dict) -> list[str]:
-    """The estimate for a person: one line for the input, one per target, one per load."""
+def lines(est: dict, jobs: bool = True) -> list[str]:
+    """The estimate for a person: one line for the input, one per target, one per job."""
     src = "measured" if all(est["input_measured"].values()) else "estimated"
     out = [f"estimate: {est['rows']:,} index rows; input {human(est['input_bytes']['qserv'])} (qserv) + "
            f"{human(est['input_bytes']['seed'])} (seed), {src}"]
     for name, t in est["targets"].items():
         out.append(f"estimate: target {name} ({t['path']}) needs {human(t['need_bytes'])} at its peak "
                    f"(largest job: {t['largest_job']})")
-    for j in est["jobs"]:
+    for j in est["jobs"] if jobs else []:
         table = f", table {human(j['table_bytes'])}" if "table_bytes" in j else ""
         out.append(f"estimate:   {j['job']}: {human(j['need_bytes'])}{table}")
     return out
 
 
+# Strategies whose rate holds as the table grows (key-ordered or unindexed appends), so a
+# short load tells their time; a random-order load's rate collapses past the buffer pool.
+STEADY = ("sorted", "bulk", "deferred-pk")
+
+
+def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) -> list[dict]:
+    """Time of the steady strategies of the run, from a short load on ``target``: the first
+    ``files`` input files of each variant loaded once (no OPTIMIZE, few lookups), the rate
+    extrapolated to all rows. First-order: a sort's n log n and a cache that stops holding
+    the table make the real load slower."""
+    from ..core.index_input import list_input   # the estimate itself reads no input and
+    from .driver import run_load_index          # starts no server: imported only here
+    rows = index_rows(cfg)
+    load = {**cfg["load"], "repetitions": 1, "optimize_limit_s": 0, "lookup_count": 100,
+            "lookup_seconds": None}
+    out = []
+    for v in cfg["load"]["variants"]:
+        part = list_input(results / "index" / {"seed": "input_seed", "qserv": "input"}[v])[:files]
+        for e in cfg["load"].get("engines", ["innodb"]):
+            for s in (s for s in cfg["load"]["strategies"] if s in STEADY):
+                kw = {"engine": e} if e != "innodb" else {}
+                done = run_load_index(target, target_dir(cfg, target) / "calibrate", part, out_dir / f"{v}-{e}-{s}",
+                                      variant=v, strategy=s, load=load, server=cfg["server"], **kw)
+                rate = done["rows_per_s"] or 0
+                out.append({"job": f"load {v}/{e}/{s}", "target": target, "calibration_files": len(part),
+                            "calibration_rows": done["rows"], "rows_per_s": rate,
+                            "seconds": rows / rate if rate else None})
+    return out
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def time_lines(times: list[dict]) -> list[str]:
+    return [f"estimate: time on {t['target']}: {t['job']}: {t['rows_per_s']:,.0f} rows/s over "
+            f"{t['calibration_rows']:,} rows ({t['calibration_files']} files) -> about "
+            f"{_duration(t['seconds'])} for all rows" for t in times if t["seconds"]]
+
+
 def fit_tables(summaries: list) -> dict:
-    """Table bytes per row per variant x strategy from load summaries (summary.json of
-    several sizes): the least-squares slope of table_bytes over rows, to refit MODEL."""
+    """Table bytes per row per variant x engine x strategy from load summaries (summary.json
+    of several sizes): the least-squares slope of table_bytes over rows, to refit MODEL."""
     points: dict = {}
     for p in summaries:
         s = json.loads(Path(p).read_text())
         if s.get("table_bytes") and s.get("rows"):
-            points.setdefault((s["variant"], s["strategy"]), []).append((s["rows"], s["table_bytes"]))
+            key = (s["variant"], s.get("engine") or "innodb", s["strategy"])
+            points.setdefault(key, []).append((s["rows"], s["table_bytes"]))
     out = {}
     for key, pts in sorted(points.items()):
         n = len(pts)
         mx, my = sum(r for r, _ in pts) / n, sum(b for _, b in pts) / n
         sxx = sum((r - mx) ** 2 for r, _ in pts)
         slope = sum((r - mx) * (b - my) for r, b in pts) / sxx if sxx else my / mx
-        out[f"{key[0]}/{key[1]}"] = {"loads": n, "bytes_per_row": round(slope, 1)}
+        out["/".join(key)] = {"loads": n, "bytes_per_row": round(slope, 1)}
     return out

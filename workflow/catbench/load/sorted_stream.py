@@ -7,10 +7,10 @@ before the server sees it.
 
 Key order is the variant's (``Variant.sort_expr``): numeric for BIGINT keys; for CHAR
 keys (latin1_swedish_ci, case-insensitive) ASCII upper-case, which is that collation's
-order and equality for digits and letters. Punctuation could sort slightly differently
-from InnoDB: that only costs speed, duplicates are still caught by the server and by the
-count/checksum check. MyRocks' bulk path (strategy bulk on rocksdb) needs the table's own
-order and refuses such a row: a LoadError says so.
+order and equality for digits and letters; on MariaDB 10.11 no printable ASCII character
+(the keys' alphabet) orders differently either, only case ties do. Were the orders to
+differ, InnoDB would only load slower, while MyRocks' bulk path (strategy bulk on rocksdb)
+refuses a row out of the table's own order (error 4054): a LoadError reports it as a bug.
 """
 
 from __future__ import annotations
@@ -240,12 +240,11 @@ def _load_chunk(job: LoadJob, path: Path, rows: int):
     except mysql.connector.Error as exc:
         if exc.errno != ER_KEYS_OUT_OF_ORDER:
             raise
-        # The stream has no repeated key (KeyOrder): the table's collation orders some keys
-        # differently from the sort's ASCII upper-casing (punctuation in CHAR keys).
+        # KeyOrder saw strictly increasing keys: the table's order differs from the sort's
         raise LoadError(f"sorted chunk {path.name}: the {job.engine.name} bulk load refused a row out of "
-                        f"the table's key order ({exc.msg}); the sorted stream holds no repeated key, so "
-                        f"the table's collation orders these keys differently from the sort: load this "
-                        f"input with strategy sorted") from None
+                        f"the table's key order ({exc.msg}) although the sorted stream has no repeated or "
+                        f"descending key; report this as a bug, and load this input with strategy "
+                        f"sorted meanwhile") from None
 
 
 def _end_bulk(job: LoadJob, txn: bool, outcome: Outcome | None):

@@ -185,7 +185,11 @@ REGISTRY: dict[str, Strategy] = {s.name: s for s in (
     Strategy("parallel", load_parallel, resumable=True),
     Strategy("sorted", load_sorted_keys, scratch_copies=2),
     Strategy("bulk", load_bulk, scratch_copies=2),
-    Strategy("deferred-pk", load_deferred_pk, _table_without_pk),
+    Strategy("deferred-pk", load_deferred_pk, _table_without_pk, unsupported={
+        "rocksdb": "MyRocks builds the primary key by copying the table in one transaction that holds "
+                   "every row in server memory (measured: 1.7 GB for 2.9 M rows, 4.6x the load's time), "
+                   "so it cannot reach the index's size; rocksdb_commit_in_the_middle bounds the memory "
+                   "but gives up the ALTER's atomicity and was slower still"}),
     Strategy("trans-partitioned", load_trans_partitioned, _trans_partitioned_table, resumable=True),
 )}
 STRATEGIES = tuple(REGISTRY)

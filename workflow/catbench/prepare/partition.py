@@ -1,8 +1,9 @@
 """Partition catalog parts into per-chunk files, as a map/reduce over chunk groups.
 
-map (one job per catalog part): locate every row (chunkId, subChunkId, overlap
-    locations) reading only the position and id columns, and write small staging files
-    of (row, chunkId, subChunkId) sorted by chunk group, one row group per group.
+map (one job per run of catalog parts, core.layout.map_batches): locate every row
+    (chunkId, subChunkId, overlap locations) reading only the position and id columns,
+    and write small staging files of (row, chunkId, subChunkId) per part, sorted by chunk
+    group, one row group per group.
 reduce (one job per group of chunks, ra wedges of the sky region): for each part, read
     only the catalog row groups that hold the group's rows, take those rows, order them
     by chunk (generation order within a chunk) and write per-chunk Parquet and/or TSV
@@ -92,10 +93,30 @@ def _write_locations(rows, chunk_id, sub_id, group, rank, path):
             w.write_table(t.slice(a, b - a))
 
 
+def map_parts(cfg: dict, parts, out_dir, groups: int) -> dict:
+    """Locate catalog parts, (Object, Source) file pairs, one after the other (a map job
+    holds one part at a time) and write each one's staging files into
+    ``out_dir/<Object file's stem>``; return the summed counts."""
+    names = [Path(o).stem for o, _ in parts]
+    if len(set(names)) != len(names):
+        raise ValueError(f"catalog parts with the same file name {names}: staging dirs would collide")
+    chunker, group_of = chunker_from(cfg), group_table(cfg, groups)
+    rank = _chunk_rank(group_of)
+    total = {"objects": 0, "sources": 0, "overlap_rows": 0}
+    for (o, s), name in zip(parts, names):
+        for k, v in _map_one(chunker, group_of, rank, o, s, Path(out_dir) / name).items():
+            total[k] += v
+    return total
+
+
 def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
     """Locate one catalog part and write its staging files into ``out_dir``."""
-    chunker = chunker_from(cfg)
-    out = Path(out_dir)
+    group_of = group_table(cfg, groups)
+    return _map_one(chunker_from(cfg), group_of, _chunk_rank(group_of), object_path,
+                    source_path, Path(out_dir))
+
+
+def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     obj = read_parquet(object_path, columns=["objectId", "ra_PS", "decl_PS"])
     ra, dec = numpy(obj["ra_PS"]), numpy(obj["decl_PS"])
@@ -119,8 +140,6 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
                          f"in {object_path}; regenerate the catalog part")
 
     n_obj, n_src = len(oid), len(s_oid)
-    group_of = group_table(cfg, groups)
-    rank = _chunk_rank(group_of)
     obj_group = group_of[chunk_id]
     for name, loc in (("Object", (np.arange(n_obj), chunk_id, sub_id, obj_group)),
                       ("ObjectOverlap", (ov_rows, ov_chunk, ov_sub, group_of[ov_chunk])),

@@ -22,9 +22,9 @@ from .tables import report_config, write_csv
 
 KEYS = {
     "storage": ("target", "test"),
-    "load_time": ("target", "variant", "strategy"),
-    "load_rate": ("target", "variant", "strategy", "repetition", "interval"),
-    "load_collapse": ("target", "variant", "strategy"),
+    "load_time": ("target", "variant", "engine", "strategy"),
+    "load_rate": ("target", "variant", "engine", "strategy", "repetition", "interval"),
+    "load_collapse": ("target", "variant", "engine", "strategy"),
     "queries": ("target", "engine", "query", "cache"),
     "chunk_load": ("target",),
     "restart": ("target", "kind", "buffer_pool_load", "phase"),

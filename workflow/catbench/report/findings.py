@@ -28,6 +28,19 @@ def _secs(r: dict) -> Figure:
     return Figure.from_row(r, "seconds")
 
 
+def _engine(r: dict) -> str:
+    return r.get("engine") or "innodb"
+
+
+def _label(r: dict) -> str:
+    """A load's name in a sentence: its strategy, and its engine when not InnoDB (the seed's)."""
+    return f"`{r['strategy']}`" + ("" if _engine(r) == "innodb" else f" on {_engine(r)}")
+
+
+def _is_seed(r: dict) -> bool:
+    return r["strategy"] == SEED_PROTOCOL and _engine(r) == "innodb"
+
+
 # ---------------------------------------------------------------- loading
 def _speedup_text(best: dict, seq: dict, thr: float) -> str:
     """The speed-up clause: the ratio with its own interval when the rule calls it real."""
@@ -35,9 +48,13 @@ def _speedup_text(best: dict, seq: dict, thr: float) -> str:
     name = f"the seed's protocol `{SEED_PROTOCOL}`"
     if v.kind != "better":
         return versus(name, v, unit="s")
-    lo, hi = best.get("speedup_ci_low"), best.get("speedup_ci_high")
-    ratio = best.get("speedup_vs_sequential") or v.ratio
-    return f"**{fmt(ratio, 'x')}** [{fmt(lo)}–{fmt(hi)}] faster than {name}, {interval_text(_secs(seq), 's')}"
+    if _engine(best) == _engine(seq):   # load_time's speed-up is against sequential on the same engine
+        lo, hi = best.get("speedup_ci_low"), best.get("speedup_ci_high")
+        ratio = best.get("speedup_vs_sequential") or v.ratio
+    else:
+        lo, hi, ratio = None, None, v.ratio
+    ci = f" [{fmt(lo)}–{fmt(hi)}]" if lo is not None and hi is not None else ""
+    return f"**{fmt(ratio, 'x')}**{ci} faster than {name}, {interval_text(_secs(seq), 's')}"
 
 
 def _runner_up(rs: list, thr: float) -> str:
@@ -45,8 +62,8 @@ def _runner_up(rs: list, thr: float) -> str:
         return ""
     v = verdict(_secs(rs[0]), _secs(rs[1]), threshold=thr)
     if v.kind == "better":
-        return f" Next: `{rs[1]['strategy']}`, {interval_text(v.b, 's')}, {fmt(v.ratio, 'x')} slower."
-    return f" It is {versus('`' + rs[1]['strategy'] + '`', v, unit='s')}."
+        return f" Next: {_label(rs[1])}, {interval_text(v.b, 's')}, {fmt(v.ratio, 'x')} slower."
+    return f" It is {versus(_label(rs[1]), v, unit='s')}."
 
 
 def loading(loads: list, thr: float) -> list:
@@ -57,8 +74,8 @@ def loading(loads: list, thr: float) -> list:
         if not rs:
             continue
         best = rs[0]
-        seq = next((r for r in rs if r["strategy"] == SEED_PROTOCOL), None)
-        text = f"{tg} ({var} table): **`{best['strategy']}` is fastest**, {interval_text(_secs(best), 's')}"
+        seq = next((r for r in rs if _is_seed(r)), None)
+        text = f"{tg} ({var} table): **{_label(best)} is fastest**, {interval_text(_secs(best), 's')}"
         if seq is not None and seq is not best:
             text += " — " + _speedup_text(best, seq, thr)
         elif seq is best and len(rs) > 1:
@@ -68,29 +85,33 @@ def loading(loads: list, thr: float) -> list:
 
 
 def collapse(rows: list, loads: list) -> list:
+    """The seed's protocol (and `sequential` on every other engine: the same files in the
+    same order, so only the engine differs) against table size / cache."""
     out = []
     best = {}
     for r in sorted((r for r in loads if r.get("seconds")), key=lambda r: r["seconds"]):
-        best.setdefault((r["target"], r["variant"]), r["strategy"])
+        best.setdefault((r["target"], r["variant"], _engine(r)), r["strategy"])
     for r in rows:
         if r["strategy"] != SEED_PROTOCOL:
             continue
-        key = (r["target"], r["variant"])
+        key = (r["target"], r["variant"], _engine(r))
         half = Figure.from_row(r, "half_table_over_pool")
-        pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"]) == key
+        pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"], _engine(x)) == key
                      and x["strategy"] == SEED_PROTOCOL), None)
-        head = f"{r['target']} ({r['variant']} table): the seed's protocol"
+        cache = "buffer pool" if _engine(r) == "innodb" else f"{_engine(r)} block cache"
+        head = f"{r['target']} ({r['variant']} table): " + (
+            "the seed's protocol" if _engine(r) == "innodb" else f"`{SEED_PROTOCOL}` on {_engine(r)}")
         if r.get("n_halved"):
             text = (f"{head} fell below half its initial {fmt(r.get('initial_rows_per_s'), 'rows/s')} once the "
-                    f"table reached {interval_text(half, 'x', bold=True)} the {_mb(pool)} buffer pool "
+                    f"table reached {interval_text(half, 'x', bold=True)} the {_mb(pool)} {cache} "
                     f"({_mb(r.get('half_table_bytes'))}; {r['n_halved']} of {r['n']} repetitions)")
         else:
             text = (f"{head} never fell below half its initial {fmt(r.get('initial_rows_per_s'), 'rows/s')} "
-                    f"(the table grew to {fmt(r.get('final_table_over_pool'), 'x')} the {_mb(pool)} pool; "
+                    f"(the table grew to {fmt(r.get('final_table_over_pool'), 'x')} the {_mb(pool)} {cache}; "
                     f"n={r['n']})")
         text += (f"; it ended at {fmt(r.get('final_rows_per_s'), 'rows/s')}, "
                  f"{fmt(100 * (r.get('final_over_initial') or 0), '%')} of its initial rate")
-        other = next((x for x in rows if (x["target"], x["variant"]) == key
+        other = next((x for x in rows if (x["target"], x["variant"], _engine(x)) == key
                       and x["strategy"] == best.get(key) and x["strategy"] != SEED_PROTOCOL), None)
         if other is not None:
             text += f" (`{other['strategy']}` ended at {fmt(other.get('final_rows_per_s'), 'rows/s')})"
@@ -109,11 +130,40 @@ def table_size(loads: list) -> list:
         def size(r):
             lo, hi = r.get("table_bytes_min"), r.get("table_bytes_max")
             spread = f" [{_mb(lo)}–{_mb(hi)}]" if lo is not None and hi is not None and lo != hi else ""
-            return f"`{r['strategy']}` {_mb(r['table_bytes'])}{spread}"
+            return f"{_label(r)} {_mb(r['table_bytes'])}{spread}"
         n = "/".join(map(str, sorted({r.get("n") or 0 for r in rs})))
         text = f"{tg} ({var} table), bytes on disk after the load (n={n}): " + ", ".join(size(r) for r in rs)
         if len(rs) > 1:
             text += f" — the largest is {fmt(rs[-1]['table_bytes'] / rs[0]['table_bytes'], 'x')} the smallest"
+        out.append(text + ".")
+    return out
+
+
+def engines(loads: list, rows: list, thr: float) -> list:
+    """Each non-InnoDB load against the same strategy on InnoDB (same target and variant):
+    the verdict on seconds, and how much of its initial rate each kept to the end."""
+    out = []
+    for r in loads:
+        if _engine(r) == "innodb" or not r.get("seconds"):
+            continue
+        key = (r["target"], r["variant"], r["strategy"])
+        inno = next((x for x in loads if (x["target"], x["variant"], x["strategy"]) == key
+                     and _engine(x) == "innodb" and x.get("seconds")), None)
+        if inno is None:
+            continue
+        v = verdict(_secs(r), _secs(inno), threshold=thr)
+        text = (f"{r['target']} ({r['variant']} table), `{r['strategy']}`: {_engine(r)} "
+                f"{interval_text(_secs(r), 's')} is {versus('InnoDB', v, unit='s')}")
+        kept = {e: next((c.get("final_over_initial") for c in rows if (c["target"], c["variant"], c["strategy"])
+                         == key and _engine(c) == e), None) for e in (_engine(r), "innodb")}
+        if all(x is not None for x in kept.values()):
+            text += (f"; at the end it loaded at {fmt(100 * kept[_engine(r)], '%')} of its initial rate, "
+                     f"InnoDB at {fmt(100 * kept['innodb'], '%')}")
+        if r.get("table_bytes") and inno.get("table_bytes"):
+            text += f"; its table is {fmt(r['table_bytes'] / inno['table_bytes'], 'x')} InnoDB's bytes"
+        if r.get("lookup_p50_ms") is not None and inno.get("lookup_p50_ms") is not None:
+            text += (f"; lookup p50 {fmt(r['lookup_p50_ms'], 'ms')} against "
+                     f"{fmt(inno['lookup_p50_ms'], 'ms')}")
         out.append(text + ".")
     return out
 
@@ -208,6 +258,8 @@ def findings(t, report: dict) -> list:
         ("Fastest way to load the index, and its speed-up over the seed's protocol", loading(t.loads, thr)),
         ("Where the seed's protocol collapses (load rate against table size / buffer pool)",
          collapse(t.collapse, t.loads)),
+        ("An LSM tree (MyRocks) against the B-tree (InnoDB): the same strategy on each engine",
+         engines(t.loads, t.collapse, thr)),
         ("Table bytes per strategy", table_size(t.loads)),
         ("Best target and engine per query class (whole class per run: cold = after a restart)",
          queries(t.query_runs, thr)),

@@ -39,7 +39,8 @@ from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
                 "load_time": "Load time", "load_runs": "Load time, every repetition",
                 "load_rate": "Load rate per interval", "load_curve": "Load rate against table size",
-                "load_collapse": "Where the load rate halves", "queries": "Queries",
+                "load_collapse": "Where the load rate halves",
+                "load_not_run": "Engine x strategy pairs not run", "queries": "Queries",
                 "query_runs": "Queries, every run", "chunk_load": "Chunk-table load", "restart": "Restart",
                 "restart_runs": "Restart, every repetition", "chunks": "Chunks",
                 "stages": "Data preparation stages"}

@@ -7,8 +7,10 @@ the right header; a file that a present stage needs but is missing or unreadable
 
     fio/<target>/fio.csv                       target,test,MBps,iops,clat_p50_us,clat_p99_us,direct,
                                                numjobs,size_bytes,runtime_s,json,[repetition]
-    load/<target>/<variant>/<strategy>/        one directory per load, all four files required:
-        summary.json                           target, variant, strategy, files, rows, seconds,
+    load/<target>/<variant>/<engine>/<strategy>/  one directory per load (a results dir from before
+                                               storage engines: load/<target>/<variant>/<strategy>/,
+                                               engine innodb), all four files required:
+        summary.json                           target, variant, engine, strategy, files, rows, seconds,
                                                rows_per_s, table_bytes, lookup_p50_s, lookup_p99_s,
                                                lookup_qps, optimize_seconds, optimize_stopped,
                                                checksum_ok, [sort_seconds], server{version,variables},
@@ -20,9 +22,12 @@ the right header; a file that a present stage needs but is missing or unreadable
                                                input_read_MBps, target_write_MBps, table_bytes, ...
         (trace, samples and intervals carry a ``repetition`` column; absent = repetition 0, and a
         summary.json without ``repetitions`` is one repetition: the figures of its top level)
+    load/not_run.json                          [{engine, strategy, reason}]: pairs of load.engines x
+                                               load.strategies the DAG left out (optional)
     chunks/chunks.tsv                          chunkId, object_rows, source_rows, overlap_rows,
                                                parquet_bytes, tsv_bytes   (required if chunks/ exists)
     metrics/partition.json                     {"stages": {name: {jobs, rows, wall_seconds, ...}}}
+    metrics/index.json                         the same, of an index-only run (index.source: generate)
     metrics/jobs/*.json                        per-job metrics (validated only)
     targets/<target>.json                      filesystem, device, size (for provenance / summary)
     queries/<target>/<engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
@@ -52,6 +57,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..core.index_table import ENGINES
+
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart")
 
 
@@ -61,7 +68,7 @@ class MetricsError(Exception):
 
 # ---------------------------------------------------------------- views (DuckDB names)
 S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()  # noqa: E741
-KEY = [("target", S), ("variant", S), ("strategy", S)]
+KEY = [("target", S), ("variant", S), ("engine", S), ("strategy", S)]
 
 REP = [("repetition", I)]
 FIO_RUNS = pa.schema([("target", S), ("test", S), ("MBps", F), ("iops", F), ("clat_p50_us", F),
@@ -89,6 +96,7 @@ LOAD_TRACE = pa.schema(KEY + REP + [("file", S), ("rows", I), ("bytes", I), ("st
 LOAD_SAMPLES = pa.schema(KEY + REP + [("time", F), ("table_bytes", I), ("dev_read_bytes", I),
                                       ("dev_write_bytes", I), ("cpu_percent", F), ("rss_bytes", I),
                                       ("Innodb_data_written", I), ("Innodb_os_log_written", I)])
+LOAD_NOT_RUN = pa.schema([("engine", S), ("strategy", S), ("reason", S)])
 CHUNK_STATS = pa.schema([("chunkId", I), ("object_rows", I), ("source_rows", I),
                          ("overlap_rows", I), ("parquet_bytes", I), ("tsv_bytes", I)])
 STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_seconds", F),
@@ -108,7 +116,7 @@ VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LO
          "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
          "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
-         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS}
+         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS, "load_not_run": LOAD_NOT_RUN}
 # required columns of each file (the others of the schema may be absent -> NULL)
 REQUIRED = {
     "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),
@@ -122,6 +130,7 @@ REQUIRED = {
     "query_runs": ("query", "cache", "seconds"),
     "restart_phases": ("phase", "seconds"),
     "chunk_loads": ("rows", "seconds"),
+    "load_not_run": ("engine", "strategy", "reason"),
 }
 
 
@@ -242,12 +251,14 @@ def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
     server = s.get("server") if isinstance(s.get("server"), dict) else {}
     variables = server.get("variables") if isinstance(server.get("variables"), dict) else {}
     row["server_version"] = variables.get("version") or server.get("version")
-    row["buffer_pool_bytes"] = variables.get("innodb_buffer_pool_size")
+    # the engine's page cache: InnoDB's buffer pool, MyRocks' block cache
+    engine = ENGINES.get(row.get("engine") or "innodb")
+    row["buffer_pool_bytes"] = variables.get(engine.cache_variable if engine else "innodb_buffer_pool_size")
     row["summary_path"] = str(path)
     reps = s.get("repetitions") if isinstance(s.get("repetitions"), list) else None
     if reps is not None and not all(isinstance(r, dict) for r in reps):
         raise MetricsError(f"{path}: \"repetitions\" must be a list of objects")
-    runs = [{**{k: row.get(k) for k in ("target", "variant", "strategy", "files", "buffer_pool_bytes",
+    runs = [{**{k: row.get(k) for k in ("target", "variant", "engine", "strategy", "files", "buffer_pool_bytes",
                                          "time_limit_s")},
              **{k: v for k, v in r.items() if not isinstance(v, (dict, list))}} for r in reps or [dict(row)]]
     for i, r in enumerate(runs):
@@ -281,9 +292,20 @@ class _Reader:
     def loads(self) -> None:
         for tdir in _subdirs(self.run / "load"):
             for vdir in _subdirs(tdir):
-                for sdir in _subdirs(vdir):
-                    self.inp.present.add("load")
-                    self._load(sdir, {"target": tdir.name, "variant": vdir.name, "strategy": sdir.name})
+                for edir in _subdirs(vdir):
+                    if edir.name not in ENGINES:   # results from before storage engines: InnoDB
+                        self.inp.present.add("load")
+                        self._load(edir, {"target": tdir.name, "variant": vdir.name, "engine": "innodb",
+                                          "strategy": edir.name})
+                        continue
+                    for sdir in _subdirs(edir):
+                        self.inp.present.add("load")
+                        self._load(sdir, {"target": tdir.name, "variant": vdir.name, "engine": edir.name,
+                                          "strategy": sdir.name})
+        nr = self.run / "load" / "not_run.json"
+        rows = _json_rows(self.used(nr)) if nr.is_file() else []
+        if rows:
+            self.add("load_not_run", _rows_table(rows, "load_not_run", nr))
 
     def _load(self, sdir: Path, key: dict) -> None:
         summary, table, runs = _load_summary(self.used(sdir / "summary.json"), key)
@@ -306,10 +328,12 @@ class _Reader:
                                          delimiter="\t"))
 
     def metrics(self) -> None:
-        pj = self.run / "metrics" / "partition.json"
-        if pj.is_file():
-            self.inp.present.add("metrics")
-            self.add("stage_metrics", _rows_table(_stage_rows(pj, _json(self.used(pj))), "stage_metrics", pj))
+        # partition.json: catalog + partition; index.json: the index study's own input
+        # (index.source: generate, no catalog or chunks)
+        for pj in (self.run / "metrics" / "partition.json", self.run / "metrics" / "index.json"):
+            if pj.is_file():
+                self.inp.present.add("metrics")
+                self.add("stage_metrics", _rows_table(_stage_rows(pj, _json(self.used(pj))), "stage_metrics", pj))
         for jp in sorted((self.run / "metrics" / "jobs").glob("*.json")):
             if not isinstance(_json(self.used(jp)), dict):
                 raise MetricsError(f"{jp}: expected a JSON object (job metrics)")
@@ -381,7 +405,8 @@ def collect(run_dir, require=()) -> RunInputs:
     inp = reader.inp
     for stage in require:
         if stage not in inp.present:
-            where = {"metrics": "metrics/partition.json", "chunks": "chunks/chunks.tsv"}.get(stage, f"{stage}/")
+            where = {"metrics": "metrics/partition.json (or index.json)",
+                     "chunks": "chunks/chunks.tsv"}.get(stage, f"{stage}/")
             raise MetricsError(f"{run / where}: required stage '{stage}' has no metrics in this run")
     inp.views = {v: _concat(v, reader.parts[v]) for v in VIEWS}
     return inp

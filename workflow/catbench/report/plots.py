@@ -91,18 +91,28 @@ def _median_repetition(rows: list) -> list:
     return sorted(reps[ranked[(len(ranked) - 1) // 2]], key=lambda p: p["files_done"])
 
 
+def _engine(r: dict) -> str:
+    return r.get("engine") or "innodb"
+
+
+def _name(r: dict) -> str:
+    """A load's label: its strategy, with its engine when not InnoDB (the seed's)."""
+    return r["strategy"] if _engine(r) == "innodb" else f"{r['strategy']} ({_engine(r)})"
+
+
 def _best(loads: list) -> dict:
     best = {}
     for r in sorted((r for r in loads if r.get("seconds") and r["strategy"] != SEED_PROTOCOL),
                     key=lambda r: r["seconds"]):
-        best.setdefault((r["target"], r["variant"]), r["strategy"])
+        best.setdefault((r["target"], r["variant"]), r)
     return best
 
 
 def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> bool:
     """Load rate against table size / buffer pool: the seed's protocol (solid, per input
-    file, smoothed) against the fastest strategy's end-to-end mean rate (dashed; sorting and
-    index building included), one colour per target, log rate."""
+    file, smoothed; `sequential` on another engine dash-dotted, against its block cache)
+    against the fastest strategy's end-to-end mean rate (dashed; sorting and index building
+    included), one colour per target, log rate."""
     pts = [r for r in curve if _num(r.get("table_over_pool")) is not None and _num(r.get("rows_per_s"))
            and r["strategy"] == SEED_PROTOCOL]
     if not pts:
@@ -111,24 +121,25 @@ def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> 
     variants, col, best = _order(r["variant"] for r in pts), colours(r["target"] for r in loads), _best(loads)
     fig, axes = plt.subplots(1, len(variants), figsize=(11, 4.6), squeeze=False, layout="constrained")
     for ax, var in zip(axes[0], variants):
-        for tg in _order(r["target"] for r in pts if r["variant"] == var):
-            line = _median_repetition([r for r in pts if (r["target"], r["variant"]) == (tg, var)])
+        for tg, eng in _order((r["target"], _engine(r)) for r in pts if r["variant"] == var):
+            line = _median_repetition([r for r in pts if (r["target"], r["variant"], _engine(r)) == (tg, var, eng)])
             xs = [p["table_over_pool"] for p in line]
-            ax.plot(xs, [p["rows_per_s"] for p in line], "-", color=col[tg], lw=2, marker=".",
-                    label=f"{tg}: {SEED_PROTOCOL} (seed's protocol)")
-            b = next((r for r in loads if (r["target"], r["variant"], r["strategy"]) ==
-                      (tg, var, best.get((tg, var)))), None)
-            if b is not None and _num(b.get("rows_per_s")):
+            seed = eng == "innodb"
+            ax.plot(xs, [p["rows_per_s"] for p in line], "-" if seed else "-.", color=col[tg], lw=2,
+                    marker="." if seed else "^", ms=4 if seed else 3,
+                    label=f"{tg}: {SEED_PROTOCOL} (seed's protocol)" if seed else f"{tg}: {SEED_PROTOCOL} ({eng})")
+            b = best.get((tg, var))
+            if seed and b is not None and _num(b.get("rows_per_s")):
                 ax.plot([0, max(xs)], [b["rows_per_s"]] * 2, "--", color=col[tg], lw=2,
-                        label=f"{tg}: {b['strategy']} (fastest; end-to-end mean)")
-            half = next((c for c in collapse if (c["target"], c["variant"], c["strategy"]) ==
-                         (tg, var, SEED_PROTOCOL) and _num(c.get("half_table_over_pool"))), None)
+                        label=f"{tg}: {_name(b)} (fastest; end-to-end mean)")
+            half = next((c for c in collapse if (c["target"], c["variant"], c["strategy"], _engine(c)) ==
+                         (tg, var, SEED_PROTOCOL, eng) and _num(c.get("half_table_over_pool"))), None)
             if half:
-                ax.plot([half["half_table_over_pool"]], [0.5 * half["initial_rows_per_s"]], "X", ms=10,
-                        color=col[tg], markeredgecolor="black",
-                        label=f"{tg}: fell below half its initial rate")
+                ax.plot([half["half_table_over_pool"]], [0.5 * half["initial_rows_per_s"]], "X" if seed else "P",
+                        ms=10, color=col[tg], markeredgecolor="black",
+                        label=f"{tg}: fell below half its initial rate" + ("" if seed else f" ({eng})"))
         ax.axvline(1.0, color="grey", ls=":", lw=1.5)
-        ax.text(1.02, 0.98, "table = buffer pool", transform=ax.get_xaxis_transform(), va="top",
+        ax.text(1.02, 0.98, "table = buffer pool (block cache)", transform=ax.get_xaxis_transform(), va="top",
                 fontsize=9, color="dimgrey")
         ax.set_yscale("log")
         ax.set_xlim(left=0)
@@ -151,13 +162,13 @@ def plot_speedup(plt, loads: list, path: Path) -> bool:
     fig, axes = plt.subplots(1, len(variants), figsize=(11, 4.4), squeeze=False, layout="constrained")
     for ax, var in zip(axes[0], variants):
         vr = [r for r in rs if r["variant"] == var]
-        strategies = sorted(_order(r["strategy"] for r in vr),
-                            key=lambda s: -max(r["speedup_vs_sequential"] for r in vr if r["strategy"] == s))
+        strategies = sorted(_order(_name(r) for r in vr),
+                            key=lambda s: -max(r["speedup_vs_sequential"] for r in vr if _name(r) == s))
         targets = sorted(_order(r["target"] for r in vr))
         width = 0.8 / len(targets)
         for j, tg in enumerate(targets):
             for i, s in enumerate(strategies):
-                r = next((r for r in vr if (r["target"], r["strategy"]) == (tg, s)), None)
+                r = next((r for r in vr if (r["target"], _name(r)) == (tg, s)), None)
                 if r is None:
                     continue
                 x, y = i + (j - (len(targets) - 1) / 2) * width, r["speedup_vs_sequential"]
@@ -173,7 +184,8 @@ def plot_speedup(plt, loads: list, path: Path) -> bool:
         ax.set_ylim(bottom=min(0.5, min(r["speedup_vs_sequential"] for r in vr) / 2),
                     top=max(r.get("speedup_ci_high") or r["speedup_vs_sequential"] for r in vr) * 4)
         ax.set_xticks(range(len(strategies)), strategies)
-        ax.set_title(f"{var} table: speed-up over the seed's protocol (1x = `{SEED_PROTOCOL}`)")
+        ax.set_title(f"{var} table: speed-up over the seed's protocol (1x = `{SEED_PROTOCOL}`"
+                     + (", same engine)" if len({_engine(r) for r in vr}) > 1 else ")"))
         ax.set_xlabel("loading strategy")
         ax.set_ylabel("speed-up (x, log scale)")
     handles, labels = _legend_from(axes[0])

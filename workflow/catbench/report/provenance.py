@@ -125,8 +125,8 @@ def server_settings(summaries) -> dict:
     requested = {}
     for path, s in summaries:
         server = s.get("server") or {}
-        name = f"{s.get('target', path.parts[-4])}/{s.get('variant', path.parts[-3])}/" \
-               f"{s.get('strategy', path.parts[-2])}"
+        name = f"{s.get('target', path.parts[-5])}/{s.get('variant', path.parts[-4])}/" \
+               f"{s.get('engine') or 'innodb'}/{s.get('strategy', path.parts[-2])}"
         per[name] = dict(server.get("variables") or {})
         for k, v in (server.get("settings") or {}).items():
             requested.setdefault(k, set()).add(str(v))
@@ -159,7 +159,8 @@ def collect(run_dir, inputs=None) -> dict:
                  "cpu": cpu(), "memory": memory()},
         "server": server_settings(inp.summaries),
         "targets": {name: doc for name, doc in sorted(inp.targets.items())},
-        "load_storage": {f"{s.get('target')}/{s.get('variant')}/{s.get('strategy')}": s.get("storage")
+        "load_storage": {f"{s.get('target')}/{s.get('variant')}/{s.get('engine') or 'innodb'}/{s.get('strategy')}":
+                         s.get("storage")
                          for _, s in inp.summaries if isinstance(s.get("storage"), dict)},
         "stages_present": sorted(inp.present),
         "metrics_files": len(inp.files),

@@ -31,13 +31,14 @@ class Tables:
     collapse: list = field(default_factory=list)    # load_collapse
     query_runs: list = field(default_factory=list)
     restart_runs: list = field(default_factory=list)
+    not_run: list = field(default_factory=list)     # load_not_run
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None) -> Tables:
         return cls(t.get("storage", []), t.get("load_time", []), t.get("load_rate", []),
                    t.get("queries", []), t.get("restart", []), t.get("chunks", []),
                    t.get("stages", []), targets or {}, t.get("load_collapse", []),
-                   t.get("query_runs", []), t.get("restart_runs", []))
+                   t.get("query_runs", []), t.get("restart_runs", []), t.get("load_not_run", []))
 
 
 # ---------------------------------------------------------------- formatting
@@ -58,7 +59,13 @@ def _num(v, digits=3) -> str:
 
 
 def _load_name(r: dict) -> str:
-    return f"{r['target']}/{r['variant']}/{r['strategy']}"
+    return f"{r['target']}/{r['variant']}/{r.get('engine') or 'innodb'}/{r['strategy']}"
+
+
+def _column(r: dict) -> str:
+    """A load's column in the side-by-side tables: its strategy, with its engine when not InnoDB."""
+    e = r.get("engine") or "innodb"
+    return r["strategy"] if e == "innodb" else f"{r['strategy']} ({e})"
 
 
 def _order(values) -> list:
@@ -107,11 +114,22 @@ def _notes(t: Tables) -> list:
             notes.append(f"Load {_load_name(r)} was STOPPED at load.time_limit_s = {_num(r.get('time_limit_s'))} s "
                          f"after {_num(r.get('rows'))} rows (table {_num(r.get('table_pool_ratio'))}x the buffer "
                          "pool): it did not finish; its rows/s and rate curve cover the rows loaded until then.")
+    for r in t.not_run:
+        notes.append(f"Not run: strategy {r['strategy']} on storage engine {r['engine']} "
+                     f"(load.strategies x load.engines): {r['reason']}.")
+    if index_only(t):
+        notes.append("This run is index-only (index.source: generate): its index input came straight from "
+                     "the catalog generator's positions, so it has no catalog, chunk or query results.")
     for stage, present in (("storage (fio)", t.storage), ("load", t.loads), ("query", t.queries),
                            ("restart", t.restart)):
         if not present:
             notes.append(f"No {stage} results in this run.")
     return notes
+
+
+def index_only(t: Tables) -> bool:
+    """An index study alone: its input was generated (stage index_generate), no chunks."""
+    return not t.chunks and any(r.get("stage") == "index_generate" for r in t.stages)
 
 
 def checks(t: Tables, report: dict) -> list:
@@ -140,8 +158,8 @@ def storage_load(t: Tables, report: dict) -> list:
     storage, loads = t.storage, t.loads
     tests = _order(r["test"] for r in storage)
     fio = {(r["target"], r["test"]): r for r in storage}
-    strategies = _order(r["strategy"] for r in loads)
-    lt = {(r["target"], r["variant"], r["strategy"]): r for r in loads}
+    strategies = _order(_column(r) for r in loads)
+    lt = {(r["target"], r["variant"], _column(r)): r for r in loads}
     header = ["target", "variant", "filesystem"]
     header += [f"{x} MB/s" if x.startswith("seq") else f"{x} IOPS" for x in tests]
     header += [f"{s} s" for s in strategies]
@@ -166,8 +184,8 @@ def load_rate(t: Tables, report: dict) -> list:
     """Load rate per interval, targets side by side."""
     out = []
     first = [r for r in t.rate if not r.get("repetition")]   # the first repetition of each load
-    for variant, strategy in _order((r["variant"], r["strategy"]) for r in first):
-        rs = [r for r in first if r["variant"] == variant and r["strategy"] == strategy]
+    for variant, strategy in _order((r["variant"], _column(r)) for r in first):
+        rs = [r for r in first if r["variant"] == variant and _column(r) == strategy]
         tgs = _order(r["target"] for r in rs)
         by = {(r["target"], r["interval"]): r for r in rs}
         header = ["interval"] + [h for tg in tgs for h in (f"{tg} end s", f"{tg} rows/s",
@@ -222,6 +240,8 @@ def restart(t: Tables, report: dict) -> list:
 
 
 def chunks(t: Tables, report: dict) -> list:
+    if index_only(t):
+        return [("h2", "Chunks"), ("p", "None: this run is index-only (index.source: generate).")]
     if not t.chunks:
         return []
     rows_ = [(r["object_rows"] or 0) + (r["source_rows"] or 0) for r in t.chunks]

@@ -16,13 +16,15 @@ import re
 from dataclasses import dataclass, field
 
 from ..config import estimated_objects, estimated_rows, n_groups
-from ..layout import part_copies
+from ..layout import map_batches, part_copies
 from ..targets import parse_size, settings_mb
 
 # Start-up and wind-down of any job: imports, a private server's start, checksums.
 BASE_S = 300
 # Rules that measure a target (or the engine under test): they run alone (see measure_domain).
 MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run")
+# Rules that are not measuring but use jobs.cpus worker processes.
+PARALLEL = ("index_generate_part",)
 # Queries that scan every chunk table; the others touch a few chunks.
 SCANNING_QUERIES = ("HV1", "HV2", "HV3", "SHV1", "SHV2")
 _ROW_BYTES_BASE = 16          # 8-byte columns of an Object row besides the fillers
@@ -55,6 +57,10 @@ def _mem(cfg: dict) -> dict:
     return {
         "part": 500 + 6 * row_bytes * cat["max_objects_per_part"] * (1 + cat["sources_per_object"]) // 2**20,
         "group": 500 + 4 * row_bytes * part["max_rows_per_group"] // 2**20,
+        # index generation: the job and each worker (jobs.cpus) hold the patch (with its Sources)
+        # and one copy's rows as columns and text
+        "index": (1 + cfg["jobs"]["cpus"]) * (
+            200 + 3 * row_bytes * cat["patch"]["objects"] * (1 + cat["sources_per_object"]) // 2**20),
         "server": server_job_mb(cfg["server"]["settings"]),
         "load": server_job_mb({**cfg["server"]["settings"], **(cfg["load"].get("settings") or {})}),
         "restart": server_job_mb(restart_settings),
@@ -77,6 +83,8 @@ def _scale(cfg: dict) -> dict:
     per_part = max((len(r) for r in part_copies(cat)), default=0) * cat["patch"]["objects"]
     return {"rows": rows, "objects": objects,
             "part_rows": per_part * (1 + cat["sources_per_object"]),
+            # a map job locates several parts, one after the other (map_batches)
+            "map_rows": max((len(b) for b in map_batches(cfg)), default=0) * per_part * (1 + cat["sources_per_object"]),
             "patch_rows": cat["patch"]["objects"] * (1 + cat["sources_per_object"]),
             "group_rows": math.ceil(rows / n_groups(cfg))}
 
@@ -109,9 +117,12 @@ def _runtimes(cfg: dict) -> dict:
     return {
         "catalog_patch": (s["patch_rows"] / rate, r),
         "catalog_part": (s["part_rows"] / rate, r),
-        "partition_map": (s["part_rows"] / rate, r),
+        "partition_map": (s["map_rows"] / rate, r),
         "partition_reduce": (2 * s["group_rows"] / rate, r),
         "index_input": (2 * s["objects"] / rate, r),
+        # index.source generate: a job's share of the rows, both variants, over its workers
+        "index_generate_part": (2 * s["objects"] / cfg["index"]["jobs"] / rate, r),
+        "index_generate": (0, r),
         "chunk_list": (0, r),
         "target_info": (0, r),
         # four tests of runtime_s (each repeated), each file laid out first at (slowly) 20 MB/s
@@ -141,6 +152,8 @@ def requests(cfg: dict) -> dict[str, Request]:
         "partition_map": (mem["part"], "catalog.max_objects_per_part"),
         "partition_reduce": (mem["group"], "partition.max_rows_per_group"),
         "index_input": (mem["part"], "catalog.max_objects_per_part"),
+        "index_generate_part": (mem["index"], "catalog.patch.objects"),
+        "index_generate": (500, None),
         "chunk_list": (1000, None),
         "target_info": (500, None),
         "fio_run": (1000, None),
@@ -158,9 +171,10 @@ def requests(cfg: dict) -> dict[str, Request]:
     for rule, (seconds, runtime_key) in _runtimes(cfg).items():
         measuring = rule in MEASURING
         mb, mem_key = mem_of[rule]
-        out[rule] = Request(threads=cpus if measuring else 1, mem_mb=int(mb), runtime=_minutes(seconds),
+        many = measuring or rule in PARALLEL
+        out[rule] = Request(threads=cpus if many else 1, mem_mb=int(mb), runtime=_minutes(seconds),
                             measuring=measuring,
-                            keys={"threads": "jobs.cpus" if measuring else None,
+                            keys={"threads": "jobs.cpus" if many else None,
                                   "mem_mb": mem_key, "runtime": runtime_key})
     return out
 

@@ -1,0 +1,179 @@
+"""MyRocks (load.engines: rocksdb) with real private servers: every strategy that runs on it
+loads exactly the input and names a repeated key; the ones that cannot are refused with
+their reason; the engine is a column of the final tables and the report."""
+
+import csv
+import json
+import re
+import shutil
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from catbench.core.index_table import ENGINES, LoadError
+from catbench.core.server import Server
+from catbench.core.server_tools import ServerError, plugin_options
+from catbench.load.comparison import write_not_run
+from catbench.load.driver import run_load_index
+from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
+from catbench.report.html import make_report
+from catbench.report.tables import make_tables
+from indexinput import write_files
+
+pytestmark = pytest.mark.server
+ROCKSDB = [s for s in STRATEGIES if REGISTRY[s].supports("rocksdb")]
+OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0, repetitions=1,
+            sample_interval_s=0.2, lookup_threads=2, lookup_count=200, optimize_limit_s=0,
+            settings={"rocksdb_block_cache_size": "8M", "innodb_buffer_pool_size": "8M"})
+
+
+@pytest.fixture(scope="module")
+def root():
+    d = Path(tempfile.mkdtemp(prefix="cbr-", dir="/tmp"))
+    yield d
+    deadline = time.time() + 30   # no server of this module may outlive it
+    while time.time() < deadline and _servers(d):
+        time.sleep(0.2)
+    left = _servers(d)
+    shutil.rmtree(d, ignore_errors=True)
+    assert not left, f"mariadbd left running: {left}"
+
+
+def _servers(d: Path) -> list[int]:
+    return [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
+            if str(d) in " ".join(p.info["cmdline"] or []) and "mariadbd" in " ".join(p.info["cmdline"] or [])]
+
+
+def run(root: Path, name: str, files, variant: str, strategy: str, engine: str = "rocksdb", out=None, **kw):
+    return run_load_index("tmpdisk", root / "target", files, out or root / "results" / name, variant=variant,
+                          strategy=strategy, engine=engine, load={**OPTS, **kw})
+
+
+def test_every_strategy_declares_its_engines():
+    assert set(ROCKSDB) == {"sequential", "parallel", "sorted", "bulk", "trans-partitioned"}
+    pairs, skipped = load_pairs(["sequential", "deferred-pk"], ["innodb", "rocksdb"])
+    assert pairs == [("innodb", "sequential"), ("innodb", "deferred-pk"), ("rocksdb", "sequential")]
+    assert [(x["engine"], x["strategy"]) for x in skipped] == [("rocksdb", "deferred-pk")]
+    assert "one transaction" in skipped[0]["reason"]
+    with pytest.raises(LoadError, match="load.strategies.*load.engines"):
+        load_pairs(["deferred-pk"], ["rocksdb"])
+    with pytest.raises(LoadError, match="load.engines"):
+        load_pairs(["sequential"], ["myisam"])
+
+
+def test_a_strategy_that_cannot_run_on_the_engine_is_refused(root):
+    files = write_files(root / "in" / "refused", "qserv", 1, 10)
+    with pytest.raises(LoadError, match="deferred-pk does not run on storage engine rocksdb.*load.engines"):
+        run(root, "refused", files, "qserv", "deferred-pk")
+    assert not (root / "target").exists() or not list((root / "target").glob("catbench-*rocksdb*"))
+
+
+def test_a_missing_plugin_is_named_with_its_package(tmp_path):
+    fake = tmp_path / "mariadbd"   # a server binary whose plugin_dir has no ha_rocksdb.so
+    fake.write_text(f"#!/bin/sh\necho 'plugin-dir {tmp_path}/'\n")
+    fake.chmod(0o755)
+    with pytest.raises(ServerError, match="apt-get install mariadb-plugin-rocksdb.*load.engines"):
+        plugin_options(str(fake), ("rocksdb",))
+    assert plugin_options(str(fake), ()) == {}
+
+
+@pytest.mark.parametrize("strategy", ROCKSDB)
+def test_every_rocksdb_strategy_loads_exactly_the_input(root, strategy):
+    variant = "seed" if ROCKSDB.index(strategy) % 2 else "qserv"
+    name = f"{variant}-{strategy}"
+    files = write_files(root / "in" / name, variant, 4, 1000, seed=zlib.crc32(name.encode()))
+    s = run(root, name, files, variant, strategy)
+    assert s["engine"] == "rocksdb" and s["strategy"] == strategy
+    assert s["rows"] == 4000 and s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
+    # the table's bytes are MyRocks' SST files (a fresh server has none: the rows are there)
+    assert s["table_bytes"] > 0 and s["table_bytes_final"] > 0
+    assert s["lookups"] == 200 and 0 < s["lookup_p50_s"] <= s["lookup_p99_s"]
+    assert int(s["server"]["variables"]["rocksdb_block_cache_size"]) == 8 << 20
+    assert int(s["server"]["variables"]["rocksdb_max_row_locks"]) == ENGINES["rocksdb"].settings[
+        "rocksdb_max_row_locks"]
+    if strategy == "bulk":   # MyRocks' bulk path: no transactions, the SST files ingested at its end
+        assert s["transaction_rows"] is None and s["strategy_details"]["commits"] is None
+        assert s["strategy_details"]["final_commit_seconds"] >= 0
+    out = root / "results" / name
+    samples = pq.read_table(out / "samples.parquet").to_pylist()
+    assert max(r["Rocksdb_wal_bytes"] or 0 for r in samples) > 0 or strategy == "bulk"
+    assert json.loads((out / "summary.json").read_text())["engine"] == "rocksdb"
+    assert not (root / "target" / f"catbench-load_index-{variant}-rocksdb-{strategy}").exists()
+
+
+@pytest.mark.parametrize("strategy", ROCKSDB)
+@pytest.mark.parametrize("where", ["within", "across"])
+def test_duplicates_are_caught_and_named(root, strategy, where):
+    variant = "seed" if (ROCKSDB.index(strategy) + (where == "across")) % 2 else "qserv"
+    name = f"dup-{where}-{strategy}"
+    files = write_files(root / "in" / name, variant, 4, 200)
+    lines = [p.read_text().splitlines(keepends=True) for p in files]
+    if where == "within":
+        dup, src, dst, at = lines[1][4].split("\t")[0], files[1], files[1], 149
+    else:   # file 0 and file 3: different partitions for trans-partitioned (batch_files=2)
+        dup, src, dst, at = lines[0][6].split("\t")[0], files[0], files[3], 119
+    i = files.index(dst)
+    lines[i][at] = f"{dup}\t1\t1\n"
+    dst.write_text("".join(lines[i]))
+    with pytest.raises(LoadError) as err:
+        run(root, name, files, variant, strategy)
+    msg = str(err.value)
+    assert dup in msg and src.name in msg and dst.name in msg, msg
+    assert "duplicate" in msg.lower() or "repeats" in msg or "repeated" in msg, msg
+    assert not (root / "results" / name).exists()
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_the_engine_is_a_column_of_the_tables_and_the_report(root):
+    run_dir = root / "run"
+    files = write_files(root / "in" / "report", "qserv", 4, 500)
+    for engine in ("innodb", "rocksdb"):
+        run(root, f"report-{engine}", files, "qserv", "sequential", engine=engine, repetitions=2,
+            out=run_dir / "load" / "disk" / "qserv" / engine / "sequential")
+    write_not_run(load_pairs(["sequential", "deferred-pk"], ["innodb", "rocksdb"])[1],
+                  run_dir / "load" / "not_run.json")
+    tables = make_tables(run_dir)
+    lt = {r["engine"]: r for r in _csv(tables["load_time"])}
+    assert set(lt) == {"innodb", "rocksdb"} and all(r["rows"] == "2000" for r in lt.values())
+    assert lt["rocksdb"]["speedup_vs_innodb"] and not lt["innodb"]["speedup_vs_innodb"]
+    assert float(lt["rocksdb"]["buffer_pool_bytes"]) == 8 << 20   # its block cache
+    assert float(lt["rocksdb"]["speedup_vs_sequential"]) == 1.0   # against itself, same engine
+    assert {r["engine"] for r in _csv(tables["load_runs"])} == {"innodb", "rocksdb"}
+    assert {r["engine"] for r in _csv(tables["load_curve"])} == {"innodb", "rocksdb"}
+    nr = _csv(tables["load_not_run"])
+    assert [(r["engine"], r["strategy"]) for r in nr] == [("rocksdb", "deferred-pk")] and nr[0]["reason"]
+    md = tables["summary"].read_text()
+    assert "sequential (rocksdb)" in md and "Not run: strategy deferred-pk on storage engine rocksdb" in md
+    assert "An LSM tree (MyRocks) against the B-tree (InnoDB)" in md and "disk (qserv table), `sequential`: " \
+        "rocksdb" in md
+    html = make_report(run_dir, run_dir / "report").read_text()   # plots and HTML take the engine too
+    drawn = set(re.findall(r'<img src="data:image/png;base64,[^"]+" alt="[^"]*" data-name="([a-z_]+)"', html))
+    assert "collapse" in drawn and "Engine x strategy pairs not run" in html
+
+
+def test_the_plugin_is_loaded_only_when_an_engine_needs_it(tmp_path):
+    # a MyRocks option in the settings (load.settings serves both engines' loads) does not
+    # stop a server without the plugin: it gets loose- and is ignored there
+    with Server("plain", tmp_path / "plain", {"rocksdb_block_cache_size": "8M"}) as srv:
+        conn = srv.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT COUNT(*) FROM information_schema.ENGINES WHERE ENGINE = 'ROCKSDB'")
+        assert cur.fetchone()[0] == 0 and "plugin_load_add" not in srv.render_config()
+        assert "loose-rocksdb_block_cache_size=8M" in srv.render_config()
+        conn.close()
+    with Server("rocks", tmp_path / "rocks", plugins=("rocksdb",)) as srv:
+        conn = srv.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = 'ROCKSDB'")
+        assert cur.fetchone()[0] in ("YES", "DEFAULT")
+        conn.close()
+        assert "plugin_load_add=ha_rocksdb" in srv.render_config() and "rocksdb=FORCE" in srv.render_config()
+        assert "loose-" not in srv.render_config()

@@ -1,0 +1,60 @@
+# Stage `index` (index.source: generate): the secondary-index input straight from the
+# catalog generator's positions — no catalog, no Source rows, no chunk files — with the
+# same files and bytes as the partition stage writes (workflow/catbench/prepare/index_only.py).
+# index.jobs jobs each write their share of the files (Slurm spreads them over nodes, each
+# job over its cores); index_generate links them into one folder per variant.
+INDEX_JOBS = [f"{p:05d}" for p in range(config["index"]["jobs"])]
+
+
+rule index_generate_part:
+    output:
+        staging=temp(directory(f"{RES}/index/staging/part-{{part}}")),
+        metrics=f"{RES}/metrics/jobs/index_generate-{{part}}.json",
+    params:
+        cfg=cfg_json("seed", "catalog", "partition"),
+        parts=len(INDEX_JOBS),
+    threads: job_threads("index_generate_part")
+    log:
+        f"{RES}/logs/index/generate-{{part}}.log",
+    benchmark:
+        f"{RES}/benchmarks/index/generate-{{part}}.tsv"
+    conda:
+        ENV_PY
+    resources:
+        **job_resources("index_generate_part"),
+    shell:
+        # worker processes = job threads; one BLAS thread each (numpy's pool is unused here)
+        "OPENBLAS_NUM_THREADS=1 catbench index-generate --config {params.cfg:q} --part {wildcards.part} "
+        "--parts {params.parts} --workers {threads} --out {output.staging}/input "
+        "--out-seed {output.staging}/input_seed --metrics {output.metrics} > {log} 2>&1"
+
+
+rule index_generate:
+    input:
+        staging=expand(rules.index_generate_part.output.staging, part=INDEX_JOBS),
+        metrics=expand(rules.index_generate_part.output.metrics, part=INDEX_JOBS),
+    output:
+        numeric=directory(INDEX_INPUT["qserv"]),
+        seed=directory(INDEX_INPUT["seed"]),
+        summary=f"{RES}/metrics/index.json",
+    log:
+        f"{RES}/logs/index/generate.log",
+    benchmark:
+        f"{RES}/benchmarks/index/generate.tsv"
+    conda:
+        ENV_PY
+    resources:
+        **job_resources("index_generate"),
+    shell:
+        "catbench index-merge --staging {input.staging} --out {output.numeric} --out-seed {output.seed} "
+        "--job-metrics {input.metrics} --summary {output.summary} > {log} 2>&1"
+
+
+# Both this stage and the partition stage can write results/<run>/index/input*: the config says which.
+if INDEX_SOURCE == "generate":
+
+    ruleorder: index_generate > index_input
+
+else:
+
+    ruleorder: index_input > index_generate
