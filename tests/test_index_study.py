@@ -249,3 +249,32 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
     finally:
         kill_servers(disk)   # only this test's servers, by pid
         shutil.rmtree(disk, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_calibration_times_the_steady_strategies_from_a_short_load(tmp_path):
+    """`catbench estimate --calibrate`: the first files loaded on a real server, the rate
+    extrapolated to every row; the random-order strategy is not extrapolated."""
+    disk = Path(tempfile.mkdtemp(prefix="cbix-", dir="/tmp"))
+    try:
+        cfg = _small(targets={"disk": {"path": str(disk)}},
+                     load={"variants": ["qserv"], "strategies": ["sequential", "sorted"], "chunk_rows": 1000})
+        cfgfile = tmp_path / "c.yaml"
+        cfgfile.write_text(yaml.safe_dump(cfg))
+        res = tmp_path / "results"
+        generate_index(validate(cfg), 7, res / "index" / "input", res / "index" / "input_seed")
+        r = subprocess.run([str(VENV_BIN / "catbench"), "estimate", "--config", str(cfgfile), "--results", str(res),
+                            "--calibrate", "disk", "--calibrate-files", "2", "--out", str(tmp_path / "e.json")],
+                           capture_output=True, text=True, env=ENV, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        times = json.loads((tmp_path / "e.json").read_text())["time"]
+        assert [t["job"] for t in times] == ["load qserv/innodb/sorted"]
+        t = times[0]
+        assert t["calibration_files"] == 2 and 0 < t["calibration_rows"] < est.index_rows(validate(cfg))
+        assert t["seconds"] == pytest.approx(est.index_rows(validate(cfg)) / t["rows_per_s"])
+        assert "estimate: time on disk: load qserv/innodb/sorted" in r.stdout
+        assert not server_procs(disk)
+    finally:
+        kill_servers(disk)
+        shutil.rmtree(disk, ignore_errors=True)
