@@ -11,12 +11,14 @@ parallel, and ``parts`` jobs (on several nodes) each write their share of the fi
 
 from __future__ import annotations
 
-import logging
 import json
+import logging
 import multiprocessing as mp
 import os
 import time
 from pathlib import Path
+
+import numpy as np
 
 from ..core.files import atomic_path
 from ..core.index_input import MANIFEST, write_manifest
@@ -26,6 +28,7 @@ from .chunker import Chunker
 
 log = logging.getLogger(__name__)
 KEY_WIDTH = 28  # the seed's CHAR(28) source_id
+WRITE_ROWS = 1 << 18
 _STATE: dict = {}  # the patch positions and layout, set in each worker process
 
 
@@ -58,7 +61,10 @@ def _copy_rows(copy: int, lo: int, hi: int):
 
 
 def _write_file(args) -> tuple[str, int, int, int]:
-    """Rows [first, end) of the whole index into part-<k>.tsv of both folders."""
+    """Rows [first, end) of the whole index into part-<k>.tsv of both folders. Copies are
+    located one by one (as the full path does) and written in batches of at least
+    ``WRITE_ROWS`` rows: with small patches the per-write cost dominated (0.05 M rows/s at
+    100 objects a copy)."""
     import polars as pl
 
     k, first, end, out_numeric, out_char = args
@@ -66,16 +72,21 @@ def _write_file(args) -> tuple[str, int, int, int]:
     name = f"part-{k:05d}.tsv"
     with atomic_path(Path(out_numeric) / name) as num_tmp, atomic_path(Path(out_char) / name) as chr_tmp, \
             open(num_tmp, "wb") as num, open(chr_tmp, "wb") as char:
-        row = first
+        row, batch, rows = first, [], 0
         while row < end:
             copy, lo = divmod(row, n_obj)
             hi = min(n_obj, lo + (end - row))
-            oid, chunk, sub = _copy_rows(copy, lo, hi)
-            df = pl.DataFrame({"objectId": oid, "chunkId": chunk, "subChunkId": sub})
+            batch.append(_copy_rows(copy, lo, hi))
+            rows += hi - lo
+            row += hi - lo
+            if rows < WRITE_ROWS and row < end:
+                continue
+            df = pl.DataFrame({c: np.concatenate([b[i] for b in batch])
+                               for i, c in enumerate(("objectId", "chunkId", "subChunkId"))})
             df.write_csv(num, separator="\t", include_header=False)
             df.with_columns(pl.col("objectId").cast(pl.String).str.zfill(KEY_WIDTH)) \
               .write_csv(char, separator="\t", include_header=False)
-            row += hi - lo
+            batch, rows = [], 0
     return name, end - first, (Path(out_numeric) / name).stat().st_size, (Path(out_char) / name).stat().st_size
 
 
