@@ -12,6 +12,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.config import validate
+from catbench.core.layout import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
 from catbench.prepare.chunker import Chunker, CoordinateError
@@ -46,7 +47,8 @@ def build_catalog(cfg, out: Path):
         o, s = out / f"Object/part-{k:05d}.parquet", out / f"Source/part-{k:05d}.parquet"
         o.parent.mkdir(parents=True, exist_ok=True)
         s.parent.mkdir(parents=True, exist_ok=True)
-        cat_mod.write_part(patch, layout, copies, o, s, text_paths={"Object": text_paths(o)[0]})
+        cat_mod.write_part(patch, layout, copies, o, s,
+                           text_paths=dict(zip(("Object", "Source"), text_paths(o, s))))
         parts.append((o, s))
     return parts
 
@@ -55,18 +57,20 @@ def text_paths(*parquets):
     return [p.with_suffix(".text.arrow") for p in parquets]
 
 
-def part_texts(o, s):
-    """A part's (Object, Source) varying text files: Sources have none (catalog.PART_TEXT)."""
-    return [text_paths(o)[0], None]
+def part_texts(o, s, tables=PART_TEXT):
+    """A part's (Object, Source) varying text files; None for a table not in ``tables``
+    (its varying columns are then formatted by the reduce)."""
+    return [p if t in tables else None for p, t in zip(text_paths(o, s), ("Object", "Source"))]
 
 
-def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, text=True):
+def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, text=True,
+                  tables=PART_TEXT):
     staging = []
     for k, (o, s) in enumerate(parts):
         d = out / f"staging/part-{k:05d}"
         part_mod.map_part(cfg, o, s, d, groups)
         staging.append(d)
-    texts = [part_texts(o, s) for o, s in parts] if text else None
+    texts = [part_texts(o, s, tables) for o, s in parts] if text else None
     shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source")))) \
         if text else None
     for g in range(groups):

@@ -31,10 +31,15 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("formats")
     cfg = small_config()
     parts = build_catalog(cfg, root / "catalog")
-    out = {name: run_partition(cfg, parts, root / name, GROUPS, formats, text)
-           for name, formats, text in (("glued", ("tsv", "parquet"), True),
-                                       ("formatted", ("tsv", "parquet"), False),
-                                       ("tsv", ("tsv",), True), ("parquet", ("parquet",), True))}
+    both = ("Object", "Source")
+    out = {name: run_partition(cfg, parts, root / name, GROUPS, formats, text, tables)
+           for name, formats, text, tables in (
+               ("glued", ("tsv", "parquet"), True, both),
+               ("formatted", ("tsv", "parquet"), False, both),
+               # Sources without part text: their varying columns formatted by the reduce
+               ("source_formatted", ("tsv", "parquet"), True, ("Object",)),
+               ("source_formatted_tsv", ("tsv",), True, ("Object",)),
+               ("tsv", ("tsv",), True, both), ("parquet", ("parquet",), True, both))}
     return {"cfg": cfg, "parts": parts, **out}
 
 
@@ -46,15 +51,18 @@ def manifest(root: Path):
     return rows
 
 
-def test_glued_text_is_the_formatted_text_byte_for_byte(runs):
+@pytest.mark.parametrize("other", ["formatted", "source_formatted", "source_formatted_tsv"])
+def test_glued_text_is_the_formatted_text_byte_for_byte(runs, other):
     for table, kind in KINDS:
         glued = chunk_files(runs["glued"], table, kind, "tsv")
-        formatted = chunk_files(runs["formatted"], table, kind, "tsv")
+        formatted = chunk_files(runs[other], table, kind, "tsv")
         assert set(glued) == set(formatted) and len(glued) > 5
         for cid, path in glued.items():
             assert path.read_bytes() == formatted[cid].read_bytes(), path.name
-        for cid, path in chunk_files(runs["glued"], table, kind).items():
-            assert path.read_bytes() == chunk_files(runs["formatted"], table, kind)[cid].read_bytes()
+        parquet = chunk_files(runs[other], table, kind)
+        assert set(parquet) == (set() if other.endswith("_tsv") else set(glued))
+        for cid, path in parquet.items():
+            assert path.read_bytes() == chunk_files(runs["glued"], table, kind)[cid].read_bytes()
 
 
 def test_one_format_writes_only_that_format(runs):
@@ -105,7 +113,7 @@ def test_queries_stage_needs_both_formats():
     assert validate({})["partition"]["formats"] == ["tsv", "parquet"]
 
 
-def _imports_after_partitioning(cfg, parts, tmp_path) -> list[list[str]]:
+def _imports_after_partitioning(cfg, parts, tmp_path, texts) -> list[list[str]]:
     """Which of pandas, polars, pyarrow.compute a fresh process has imported after the map,
     the index input and a reduce that glues the catalog's text, and then after a reduce
     without text files (which formats every value); both reduces' manifests must agree."""
@@ -119,7 +127,7 @@ cfg = json.loads({repr(__import__("json").dumps(cfg))})
 p.map_part(cfg, {str(o)!r}, {str(s)!r}, {str(tmp_path / "st")!r}, 1)
 p.write_index_input([{str(tmp_path / "st")!r}], 2, {str(tmp_path / "i")!r}, {str(tmp_path / "j")!r})
 p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch")!r},
-               {str(tmp_path / "m.tsv")!r}, texts=[{[str(text_paths(o)[0]), None]!r}],
+               {str(tmp_path / "m.tsv")!r}, texts=[{[t and str(t) for t in texts]!r}],
                shared_texts={[str(x) for x in text_paths(o.parent.parent / "patch/Object.parquet",
                                                          s.parent.parent / "patch/Source.parquet")]!r})
 loaded()
@@ -137,20 +145,21 @@ def test_partition_jobs_import_neither_pandas_nor_polars(runs, tmp_path):
     """pyarrow imports pandas on its first array made from or turned into numpy (0.3 CPU-s
     a job start) and pyarrow.compute builds 300 wrappers on import: partitioning uses
     neither (prepare/arrays.py), nor polars when it only glues the catalog's text (Object
-    rows); Source rows' varying columns are formatted in the reduce, by polars."""
-    glued, formatted = _imports_after_partitioning(runs["cfg"], runs["parts"], tmp_path / "src")
-    assert glued == formatted == ["polars"]
-    cfg = validate({**runs["cfg"], "catalog": {**runs["cfg"]["catalog"], "sources_per_object": 0}})
-    parts = build_catalog(cfg, tmp_path / "objects")
-    assert pq.ParquetFile(parts[1][1]).metadata.num_rows == 0
-    glued, formatted = _imports_after_partitioning(cfg, parts, tmp_path / "obj")
+    rows); a table without part text files has its varying columns formatted, by polars."""
+    o, s = runs["parts"][1]
+    glued, formatted = _imports_after_partitioning(runs["cfg"], runs["parts"], tmp_path / "all",
+                                                   part_texts(o, s, ("Object", "Source")))
     assert (glued, formatted) == ([], ["polars"])
+    glued, _ = _imports_after_partitioning(runs["cfg"], runs["parts"], tmp_path / "obj",
+                                           part_texts(o, s, ("Object",)))
+    assert glued == ["polars"]
 
 
 def test_lines_made_in_batches_are_the_same_bytes(runs, tmp_path, monkeypatch):
     monkeypatch.setattr(part_mod, "TEXT_BATCH", 777)  # batches end inside chunks and tables
-    for text in (True, False):
-        root = run_partition(runs["cfg"], runs["parts"], tmp_path / str(text), GROUPS, ("tsv",), text)
+    for text, tables in ((True, ("Object", "Source")), (True, ("Object",)), (False, ())):
+        root = run_partition(runs["cfg"], runs["parts"], tmp_path / f"{text}{len(tables)}", GROUPS,
+                             ("tsv",), text, tables)
         for table, kind in KINDS:
             ref = chunk_files(runs["glued"], table, kind, "tsv")
             mine = chunk_files(root, table, kind, "tsv")

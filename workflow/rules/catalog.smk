@@ -1,8 +1,10 @@
 # Stage `catalog`: a seeded base patch, duplicated over the sky region, in parts.
 # With TSV chunk files (partition.formats), it also writes TSV text once (Arrow IPC):
-# the patch's shared columns, each part's varying Object columns; the partition stage
-# glues them (workflow/catbench/prepare/rowtext.py; Sources: catalog.PART_TEXT).
+# the patch's shared columns, each part's varying columns (of the tables in
+# core/layout.py PART_TEXT); the partition stage glues them (prepare/rowtext.py).
 TEXT = "tsv" in config["partition"]["formats"]
+# {"objects": "Object", ...}: the tables with part text files, by their output name
+PART_TEXT = {f"{t.lower()}s": t for t in cb_layout.PART_TEXT} if TEXT else {}
 
 
 rule catalog_patch:
@@ -37,10 +39,10 @@ rule catalog_part:
         objects=f"{RES}/catalog/Object/part-{{part}}.parquet",
         sources=f"{RES}/catalog/Source/part-{{part}}.parquet",
         metrics=f"{RES}/metrics/jobs/catalog-{{part}}.json",
-        **({"objects_text": f"{RES}/catalog/Object/part-{{part}}.text.arrow"} if TEXT else {}),
+        **{f"{n}_text": f"{RES}/catalog/{t}/part-{{part}}.text.arrow" for n, t in PART_TEXT.items()},
     params:
         cfg=cfg_json("seed", "catalog"),
-        text=lambda wildcards, output: f"--text {output.objects_text}" if TEXT else "",
+        text=lambda wildcards, output: " ".join(f"--text-{n} {getattr(output, n + '_text')}" for n in PART_TEXT),
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",
     benchmark:

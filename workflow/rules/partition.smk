@@ -41,8 +41,8 @@ rule partition_reduce:
         objects=expand(rules.catalog_part.output.objects, part=PARTS),
         sources=expand(rules.catalog_part.output.sources, part=PARTS),
         # TSV lines are glued from the text the catalog stage made (catalog.smk)
-        **({"text_objects": expand(rules.catalog_part.output.objects_text, part=PARTS),
-            "patch_text": [rules.catalog_patch.output.objects_text,
+        **{f"text_{n}": expand(getattr(rules.catalog_part.output, f"{n}_text"), part=PARTS) for n in PART_TEXT},
+        **({"patch_text": [rules.catalog_patch.output.objects_text,
                            rules.catalog_patch.output.sources_text]} if TEXT else {}),
     output:
         manifest=f"{RES}/chunks/groups/group-{{group}}.tsv",
@@ -51,9 +51,9 @@ rule partition_reduce:
         chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
         staging=" ".join(STAGING),
         formats=" ".join(config["partition"]["formats"]),
-        text=lambda wildcards, input: (
-            f"--text-objects {' '.join(input.text_objects)} "
-            f"--patch-text {' '.join(input.patch_text)}" if TEXT else ""),
+        text=lambda wildcards, input: " ".join(
+            [f"--text-{n} {' '.join(getattr(input, f'text_{n}'))}" for n in PART_TEXT]
+            + ([f"--patch-text {' '.join(input.patch_text)}"] if TEXT else [])),
     log:
         f"{RES}/logs/partition/reduce-{{group}}.log",
     benchmark:

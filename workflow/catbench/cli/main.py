@@ -66,8 +66,8 @@ def cmd_catalog_part(a):
         Path(p).parent.mkdir(parents=True, exist_ok=True)
     with JobTimer("catalog", a.metrics) as t:
         prog = Progress(f"catalog part {a.part} (copies)", len(copies))
-        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, prog,
-                                        {"Object": a.text} if a.text else None)
+        texts = {t: p for t, p in (("Object", a.text_objects), ("Source", a.text_sources)) if p}
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, prog, texts)
         t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
 
 
@@ -227,9 +227,8 @@ def main(argv=None):
     add("patch", cmd_patch, "--objects", "--sources", "--metrics", text)
     add("catalog-part", cmd_catalog_part, ("--part", {"type": int}), "--patch-objects",
         "--patch-sources", "--objects", "--sources", "--metrics",
-        ("--text", {"required": False, "metavar": "OBJECTS",
-                    "help": "also write the Object rows' varying TSV text (Arrow IPC), for the "
-                            "partition stage"}))
+        *((f"--text-{t}", {"required": False, "help": f"also write the {t} rows' varying TSV text "
+                           f"(Arrow IPC), for the partition stage"}) for t in ("objects", "sources")))
     add("partition-map", cmd_partition_map, ("--objects", {"nargs": "+"}),
         ("--sources", {"nargs": "+"}), ("--out", {"help": "one staging dir per part is written in it"}),
         ("--groups", {"type": int}), "--metrics")

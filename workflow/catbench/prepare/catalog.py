@@ -20,6 +20,7 @@ from ..core.files import PARQUET_OPTIONS, atomic_path
 from ..core.layout import (  # noqa: F401
     COPY_STRIDE,
     MAX_COPIES,
+    PART_TEXT,
     copy_layout,
     n_copies,
     part_copies,
@@ -143,11 +144,6 @@ def _magnitudes(rng, n):
 # columns is made once per patch row (write_shared_text) and only the leading columns'
 # text per row; the partition stage glues them (rowtext.py).
 VARYING = {"Object": 3, "Source": 4}
-# Tables whose varying text the part jobs write. Not Source: half its 8 columns vary, so
-# its text would be 3 of the bench run's 3.2 GB of catalog text, written and read back
-# once more for the same formatting; the reduce formats a Source row's varying columns
-# from the Parquet it decodes anyway (see partition.md).
-PART_TEXT = ("Object",)
 
 
 def write_shared_text(patch: Patch, object_path, source_path):
@@ -184,8 +180,8 @@ def duplicate(patch: Patch, layout: np.ndarray, copy: int) -> tuple[pa.Table, pa
 def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, source_path,
                progress=None, text_paths=None) -> dict:
     """Write one catalog part (one row group per copy) and, given ``text_paths`` (table
-    name -> path, tables of PART_TEXT), the text of its rows' varying columns; return its
-    row counts."""
+    name -> path: the workflow gives those of PART_TEXT), the text of its rows' varying
+    columns; return its row counts."""
     n_obj = n_src = 0
     with contextlib.ExitStack() as stack:
         otmp = stack.enter_context(atomic_path(object_path))
@@ -193,9 +189,6 @@ def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, sou
         ow = stack.enter_context(pq.ParquetWriter(otmp, patch.objects.schema, **PARQUET_OPTIONS))
         sw = stack.enter_context(pq.ParquetWriter(stmp, patch.sources.schema, **PARQUET_OPTIONS))
         text_paths = text_paths or {}
-        if set(text_paths) - set(PART_TEXT):
-            raise ValueError(f"part text of {sorted(set(text_paths) - set(PART_TEXT))}: only "
-                             f"{list(PART_TEXT)} have one")
         texts = {kind: stack.enter_context(TextWriter(path, VARYING[kind], table.num_rows))
                  for kind, table in (("Object", patch.objects), ("Source", patch.sources))
                  if (path := text_paths.get(kind))}
