@@ -129,10 +129,14 @@ def test_interrupt_during_load_index_and_queries_then_resume(baseline, tmp_path,
                 assert (out / "summary.json").exists()
             # no half-written result directory of the job is left beside it
             assert not list(out.parent.glob(f".{out.name}.partial-*"))
-            # the server dir keeps at most the logs and config of the interrupted server
+            # the server dir keeps at most the logs and config of the interrupted server; a
+            # file-by-file load also its data and resume.json, for the re-run to resume
             sdir = disk / RUN / server_dir
             if sdir.exists() and group:
-                assert not (sdir / "data").exists(), sorted(p.name for p in sdir.iterdir())
+                if target == "load_index" and (sdir / "data").exists():
+                    assert (sdir / "resume.json").exists(), sorted(p.name for p in sdir.iterdir())
+                elif target != "load_index":
+                    assert not (sdir / "data").exists(), sorted(p.name for p in sdir.iterdir())
         # The stage outputs are named too: when the interrupted job failed (SIGTERM to the
         # group) Snakemake deleted its output, and the stage's summary file left by the
         # earlier complete run would otherwise hide that (see test_server_killed_during_load_index).
@@ -164,7 +168,9 @@ def test_server_killed_during_load_index(baseline, tmp_path):
         assert "Traceback" not in log, log[-3000:]
         assert not (wd / LOAD_OUT).exists()
         assert not list((wd / LOAD_OUT).parent.glob(".sequential.partial-*"))
-        assert error_log.exists() and not (disk / RUN / LOAD_DIR / "data").exists()
+        # the sequential load keeps its server's data and ledger for the re-run to resume
+        assert error_log.exists() and "re-run the same job to resume the load" in log, log[-3000:]
+        resumable = (disk / RUN / LOAD_DIR / "resume.json").exists()  # the kill came after the load began
         # What a plain re-run plans: the failed job's output is gone while
         # load/comparison.csv of the earlier complete run (the workdir copy) still exists;
         # the stage target lists every load, so the load is redone.
@@ -172,8 +178,11 @@ def test_server_killed_during_load_index(baseline, tmp_path):
         assert "Nothing to be done" not in plan.stdout + plan.stderr
         assert "load_index_run" in plan.stdout + plan.stderr
         snakemake(wd, "load_index", "--rerun-incomplete")
+        if resumable:  # InnoDB's crash recovery kept the ledger's files
+            assert "resuming after" in (wd / LOAD_LOG).read_text()
         assert fingerprint(wd)["load"] == baseline.fp["load"]
         assert not server_procs(disk)
+        assert not (disk / RUN / LOAD_DIR).exists()
 
 
 # ---- a target that is (or becomes) too small ----------------------------------------------

@@ -78,12 +78,16 @@ def lookup_benchmark(server: Server, table: str, variant: Variant, keys: list[tu
     deadline = [0.0]
 
     def worker(w: int):
-        conn = server.connect()
+        try:
+            conn = server.connect()
+        except BaseException:
+            start.abort()  # the others and the main thread wait at the barrier: release them
+            raise
         cur = conn.cursor()
         rng = random.Random(w)
         mine = lat[w]
-        start.wait()
         try:
+            start.wait()
             while True:
                 with lock:
                     if issued[0] >= count or (seconds and time.monotonic() > deadline[0]):
@@ -101,11 +105,19 @@ def lookup_benchmark(server: Server, table: str, variant: Variant, keys: list[tu
 
     with cf.ThreadPoolExecutor(threads) as ex:
         futs = [ex.submit(worker, w) for w in range(threads)]
-        start.wait()
+        try:
+            start.wait()
+        except threading.BrokenBarrierError:
+            pass  # a worker could not connect: its error is raised below
         t0 = time.monotonic()
         deadline[0] = t0 + (seconds or 0)
-        for f in futs:
-            f.result()
+        errors = [f.exception() for f in futs]
+        for e in errors:
+            if e is not None and not isinstance(e, threading.BrokenBarrierError):
+                raise e
+        for e in errors:
+            if e is not None:
+                raise e
         wall = time.monotonic() - t0
     if wrong:
         raise LoadError(f"{len(wrong)} point lookups returned wrong rows, e.g. {wrong[0]}")
