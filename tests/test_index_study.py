@@ -219,7 +219,7 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
     try:
         cfg = _small(run="ixs", targets={"disk": {"path": str(disk)}}, index={"jobs": 2},
                      fio={"size": "4M", "runtime_s": 0.5, "numjobs": 1, "repetitions": 1},
-                     load={"strategies": ["sequential", "sorted"], "repetitions": 1, "lookup_count": 200,
+                     load={"strategies": ["sequential", "sorted"], "engines": ["innodb"], "repetitions": 1, "lookup_count": 200,
                            "optimize_limit_s": 1, "sample_interval_s": 0.2, "chunk_rows": 2000})
         cfgfile = tmp_path / "c.yaml"
         cfgfile.write_text(yaml.safe_dump(cfg))

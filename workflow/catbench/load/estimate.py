@@ -19,6 +19,7 @@ from ..core.config import estimated_objects, target_dir
 from ..core.index_input import MANIFEST
 from ..core.layout import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
 from ..core.targets import human, parse_size, server_bytes
+from .strategies import load_pairs
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,9 @@ def _jobs(cfg: dict, rows: int, inputs: dict) -> list[dict]:
     if "load_index" in stages:
         settings = {**cfg["server"]["settings"], **(cfg["load"]["settings"] or {})}
         # MyRocks (load.engines: rocksdb) has no fit of its own yet: InnoDB's figures stand in
+        pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"].get("engines", ["innodb"]))
         jobs += [{**load_need(v, s, rows, inputs[v], settings), "job": f"load {v}/{e}/{s}"}
-                 for v in cfg["load"]["variants"] for e in cfg["load"].get("engines", ["innodb"])
-                 for s in cfg["load"]["strategies"]]
+                 for v in cfg["load"]["variants"] for e, s in pairs]
     if "restart" in stages:
         v = cfg["restart"]["variant"]
         r = load_need(v, "sequential", rows, inputs[v], {**cfg["server"]["settings"], **cfg["restart"]["settings"]})
@@ -162,8 +163,8 @@ def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) 
     out = []
     for v in cfg["load"]["variants"]:
         part = list_input(results / "index" / {"seed": "input_seed", "qserv": "input"}[v])[:files]
-        for e in cfg["load"].get("engines", ["innodb"]):
-            for s in (s for s in cfg["load"]["strategies"] if s in STEADY):
+        for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"].get("engines", ["innodb"]))[0]:
+            if s in STEADY:
                 kw = {"engine": e} if e != "innodb" else {}
                 done = run_load_index(target, target_dir(cfg, target) / "calibrate", part, out_dir / f"{v}-{e}-{s}",
                                       variant=v, strategy=s, load=load, server=cfg["server"], **kw)
