@@ -5,21 +5,18 @@ stops a load cleanly and reports it as stopped."""
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import mysql.connector
-import psutil
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.index_input import scan_file
 from catbench.load.driver import run_load_index
-from indexinput import write_files
+from indexinput import scratch_root, write_files
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
@@ -27,21 +24,7 @@ VENV_BIN = Path(sys.executable).parent
 
 @pytest.fixture
 def root():
-    d = Path(tempfile.mkdtemp(prefix="cbr-", dir="/tmp"))
-    yield d
-    deadline = time.time() + 30
-    while time.time() < deadline and _servers(d):
-        time.sleep(0.2)
-    left = _servers(d)
-    for pid in left:
-        psutil.Process(pid).kill()
-    shutil.rmtree(d, ignore_errors=True)
-    assert not left, f"mariadbd left running: {left}"
-
-
-def _servers(d: Path) -> list[int]:
-    return [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
-            if str(d) in " ".join(p.info["cmdline"] or []) and "mariadbd" in " ".join(p.info["cmdline"] or [])]
+    yield from scratch_root("cbr-")
 
 
 def _ledger_files(basedir: Path, table: str) -> int:

@@ -5,13 +5,9 @@ their reason; the engine is a column of the final tables and the report."""
 import csv
 import json
 import re
-import shutil
-import tempfile
-import time
 import zlib
 from pathlib import Path
 
-import psutil
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.index_table import ENGINES, LoadError
@@ -22,7 +18,7 @@ from catbench.load.driver import run_load_index
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from catbench.report.html import make_report
 from catbench.report.tables import make_tables
-from indexinput import write_files
+from indexinput import scratch_root, write_files
 
 pytestmark = pytest.mark.server
 ROCKSDB = [s for s in STRATEGIES if REGISTRY[s].supports("rocksdb")]
@@ -33,19 +29,7 @@ OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", tr
 
 @pytest.fixture(scope="module")
 def root():
-    d = Path(tempfile.mkdtemp(prefix="cbr-", dir="/tmp"))
-    yield d
-    deadline = time.time() + 30   # no server of this module may outlive it
-    while time.time() < deadline and _servers(d):
-        time.sleep(0.2)
-    left = _servers(d)
-    shutil.rmtree(d, ignore_errors=True)
-    assert not left, f"mariadbd left running: {left}"
-
-
-def _servers(d: Path) -> list[int]:
-    return [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"])
-            if str(d) in " ".join(p.info["cmdline"] or []) and "mariadbd" in " ".join(p.info["cmdline"] or [])]
+    yield from scratch_root("cbr-")
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, engine: str = "rocksdb", out=None, **kw):

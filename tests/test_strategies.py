@@ -2,23 +2,20 @@
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from pathlib import Path
 
-import psutil
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.index_table import VARIANTS, LoadError
 from catbench.load.driver import run_load_index
 from catbench.load.job import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl
-from indexinput import write_files
+from indexinput import scratch_root, write_files
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
@@ -36,24 +33,7 @@ def replace_line(p: Path, lineno: int, text: str):
 
 @pytest.fixture(scope="module")
 def root():
-    d = Path(tempfile.mkdtemp(prefix="cbs-", dir="/tmp"))
-    yield d
-    # no server of this module may outlive it
-    deadline = time.time() + 30
-    while time.time() < deadline and _servers(d):
-        time.sleep(0.2)
-    left = _servers(d)
-    shutil.rmtree(d, ignore_errors=True)
-    assert not left, f"mariadbd left running: {left}"
-
-
-def _servers(d: Path) -> list[int]:
-    out = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if str(d) in cmd and "mariadbd" in cmd or str(d) in cmd and "mysqld" in cmd:
-            out.append(p.info["pid"])
-    return out
+    yield from scratch_root("cbs-")
 
 
 OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0, repetitions=1)
