@@ -407,7 +407,8 @@ def test_empty_catalog_part(baseline, tmp_path):
     pq.write_table(s, tmp_path / "s.parquet")
     r = _map_cli(baseline, tmp_path / "o.parquet", tmp_path / "s.parquet", tmp_path)
     assert r.returncode == 0, r.stderr
-    r = catbench("index-input", "--staging", tmp_path / "staging", "--files", "3", "--out", tmp_path / "i",
+    # a map job writes each part's staging files into a dir named after its Object file
+    r = catbench("index-input", "--staging", tmp_path / "staging" / "o", "--files", "3", "--out", tmp_path / "i",
                  "--out-seed", tmp_path / "j", "--metrics", tmp_path / "m2.json")
     assert r.returncode == 1
     assert "the catalog has no objects" in r.stderr, r.stderr
