@@ -12,9 +12,9 @@ import numpy as np
 COPY_STRIDE = 1 << 20          # ids: permuted local id * COPY_STRIDE + copy
 MAX_COPIES = COPY_STRIDE
 # Tables whose catalog parts get a text file of their varying columns (prepare/rowtext.py,
-# when partition.formats has tsv); the others' varying columns are formatted by the
-# partition reduce. An output of the catalog stage, so the DAG's shape: see
-# prepare/partition.md for the measurements behind the choice.
+# when partition.formats has tsv); the others' varying columns would be formatted by the
+# partition reduce, which measured slower for Sources too (prepare/partition.md). Outputs
+# of the catalog stage, so part of the DAG's shape.
 PART_TEXT = ("Object", "Source")
 
 

@@ -14,8 +14,10 @@ each value once: ``catalog_patch`` writes the text of every patch row's shared c
     varying[r] \\t shared[r % patch rows] \\t chunkId \\t subChunkId \\n
 
 glued by the reduce from bytes already made, as sph-partition copies its input lines;
-it formats only chunk and sub-chunk ids (each id once). Without text files every column
-of a row is formatted (``formatted``): the same bytes, slower. See partition.md.
+it formats only chunk and sub-chunk ids (each id once). A part without a varying text
+file has its varying columns formatted by the reduce (``PartText.lines(table=...)``), and
+without any text files every column of a row is formatted (``formatted``): the same
+bytes, slower. See partition.md.
 
 Text files are Arrow IPC files (uncompressed, memory-mapped when read) of one
 large_string column ``text``; their schema metadata says ``{"varying": k, "rows": n}``
