@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import threading
 import time
@@ -29,9 +28,8 @@ from types import SimpleNamespace
 from ..core.index_input import FileInfo
 from ..core.loaddata import LoadError
 from ..core.resources import read_sql
-from .job import Outcome, Repetition
+from .job import Outcome, Repetition, trace_row
 
-log = logging.getLogger(__name__)
 
 STATE = "resume.json"
 
@@ -103,7 +101,6 @@ class Ledger:
     def __init__(self, database: str, table: str, rep: int, files: list[Path]):
         self.database, self.table, self.rep = database, table, rep
         self.seq = {str(f): i for i, f in enumerate(files)}
-        self.files = files
 
     def _sql(self, name: str) -> str:
         return read_sql("index", f"ledger_{name}.sql").format(database=self.database)
@@ -130,8 +127,7 @@ class Ledger:
                 raise LoadError(f"cannot resume {self.database}.{self.table}: input file {path} changed since "
                                 f"the interrupted load; remove the server directory to start afresh")
             infos.append(FileInfo(Path(path), int(rows), int(nbytes), int(checksum)))
-            trace.append({"file": path, "rows": int(rows), "bytes": int(nbytes), "start": start, "end": end,
-                          "seconds": end - start, "cumulative_rows": 0})
+            trace.append(trace_row(path, int(rows), int(nbytes), start, end))
         return trace, infos
 
 
