@@ -259,7 +259,8 @@ def test_calibration_times_the_steady_strategies_from_a_short_load(tmp_path):
     disk = Path(tempfile.mkdtemp(prefix="cbix-", dir="/tmp"))
     try:
         cfg = _small(targets={"disk": {"path": str(disk)}},
-                     load={"variants": ["qserv"], "strategies": ["sequential", "sorted"], "chunk_rows": 1000})
+                     load={"variants": ["qserv"], "strategies": ["sequential", "sorted"], "chunk_rows": 1000,
+                           "engines": ["innodb"]})
         cfgfile = tmp_path / "c.yaml"
         cfgfile.write_text(yaml.safe_dump(cfg))
         res = tmp_path / "results"
