@@ -84,7 +84,7 @@ def _write_file(args) -> tuple[str, int, int, int]:
             df = pl.DataFrame({c: np.concatenate([b[i] for b in batch])
                                for i, c in enumerate(("objectId", "chunkId", "subChunkId"))})
             df.write_csv(num, separator="\t", include_header=False)
-            df.with_columns(pl.col("objectId").cast(pl.String).str.zfill(KEY_WIDTH)) \
+            df.with_columns(pl.col("objectId").cast(pl.String).str.pad_start(KEY_WIDTH, "0")) \
               .write_csv(char, separator="\t", include_header=False)
             batch, rows = [], 0
     return name, end - first, (Path(out_numeric) / name).stat().st_size, (Path(out_char) / name).stat().st_size
