@@ -49,6 +49,16 @@ def test_every_strategy_declares_its_engines():
         load_pairs(["sequential"], ["myisam"])
 
 
+def test_load_skip_leaves_out_the_pairs_it_names_and_refuses_a_typo():
+    pairs, skipped = load_pairs(["sorted", "bulk"], ["innodb", "rocksdb"], ["rocksdb/sorted"])
+    assert pairs == [("innodb", "sorted"), ("innodb", "bulk"), ("rocksdb", "bulk")]
+    assert skipped == [{"engine": "rocksdb", "strategy": "sorted", "reason": "skipped by config key load.skip"}]
+    with pytest.raises(LoadError, match="load.skip names rocksdb/sortd"):
+        load_pairs(["sorted"], ["rocksdb"], ["rocksdb/sortd"])
+    with pytest.raises(LoadError, match="none of config key load.strategies"):
+        load_pairs(["sorted"], ["rocksdb"], ["rocksdb/sorted"])
+
+
 def test_a_strategy_that_cannot_run_on_the_engine_is_refused(root):
     files = write_files(root / "in" / "refused", "qserv", 1, 10)
     with pytest.raises(LoadError, match="deferred-pk does not run on storage engine rocksdb.*load.engines"):

@@ -82,7 +82,9 @@ rule load_index_run:
 # entry says which engines it cannot run on, and why); load_compare writes the others
 # with their reason to load/not_run.json for the report.
 try:
-    LOAD_PAIRS, LOAD_NOT_RUN = cb_strategies.load_pairs(config["load"]["strategies"], config["load"]["engines"])
+    LOAD_PAIRS, LOAD_NOT_RUN = cb_strategies.load_pairs(
+        config["load"]["strategies"], config["load"]["engines"], config["load"]["skip"]
+    )
 except cb_strategies.LoadError as e:
     raise WorkflowError(str(e))
 LOADS = [

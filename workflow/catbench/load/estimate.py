@@ -103,7 +103,7 @@ def _jobs(cfg: dict, rows: int, inputs: dict) -> list[dict]:
     if "load_index" in stages:
         settings = {**cfg["server"]["settings"], **(cfg["load"]["settings"] or {})}
         # MyRocks (load.engines: rocksdb) has no fit of its own yet: InnoDB's figures stand in
-        pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"].get("engines", ["innodb"]))
+        pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
         jobs += [{**load_need(v, s, rows, inputs[v], settings), "job": f"load {v}/{e}/{s}"}
                  for v in cfg["load"]["variants"] for e, s in pairs]
     if "restart" in stages:
@@ -163,7 +163,7 @@ def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) 
     out = []
     for v in cfg["load"]["variants"]:
         part = list_input(results / "index" / {"seed": "input_seed", "qserv": "input"}[v])[:files]
-        for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"].get("engines", ["innodb"]))[0]:
+        for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])[0]:
             if s in STEADY:
                 kw = {"engine": e} if e != "innodb" else {}
                 done = run_load_index(target, target_dir(cfg, target) / "calibrate", part, out_dir / f"{v}-{e}-{s}",

@@ -210,18 +210,26 @@ def table_ddl(variant, strategy: str, database: str, table: str, engine: Engine 
     return get_strategy(strategy).table_ddl(variant, database, table, engine)
 
 
-def load_pairs(strategies, engines) -> tuple[list[tuple[str, str]], list[dict]]:
+def load_pairs(strategies, engines, skip=()) -> tuple[list[tuple[str, str]], list[dict]]:
     """The (engine, strategy) loads of ``load.engines`` x ``load.strategies`` that run, in
-    config order, and those that do not, each with its reason; LoadError naming both keys
-    when none runs (a config that asks for nothing runnable is a mistake)."""
+    config order, and those that do not, each with its reason (a strategy's registry entry,
+    or ``load.skip``); LoadError naming the keys when none runs (a config that asks for
+    nothing runnable is a mistake) or when a ``load.skip`` entry names no pair of them."""
     pairs, skipped = [], []
+    unused = set(skip) - {f"{e}/{s}" for e in engines for s in strategies}
+    if unused:
+        raise LoadError(f"config key load.skip names {', '.join(sorted(unused))}, which is not an "
+                        f"engine/strategy pair of load.engines ({', '.join(engines)}) x load.strategies "
+                        f"({', '.join(strategies)})")
     for e in engines:
         if e not in ENGINES:
             raise LoadError(f"unknown storage engine {e!r} in config key load.engines; choose from "
                             f"{', '.join(ENGINES)}")
         for s in strategies:
             plan = get_strategy(s)
-            if plan.supports(e):
+            if f"{e}/{s}" in skip:
+                skipped.append({"engine": e, "strategy": s, "reason": "skipped by config key load.skip"})
+            elif plan.supports(e):
                 pairs.append((e, s))
             else:
                 skipped.append({"engine": e, "strategy": s, "reason": plan.unsupported[e]})
