@@ -16,6 +16,7 @@ import logging
 import os
 import random
 import re
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,8 +186,23 @@ def scan_files(files: list[Path], variant, workers: int | None = None) -> list[F
         return [scan_file(f, variant) for f in files]
     import multiprocessing as mp
     with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("forkserver")) as ex:
-        return list(ex.map(_scan_one, [(f, variant) for f in files],
-                           chunksize=max(1, len(files) // (4 * workers))))
+        return _logged(ex.map(_scan_one, [(f, variant) for f in files], chunksize=max(1, len(files) // (64 * workers))),
+                       len(files))
+
+
+def _logged(infos, total: int, every_s: float = 5.0) -> list[FileInfo]:
+    """The scan's results, with a progress line every ``every_s`` (hours at 10^9 rows)."""
+    out, t0 = [], time.monotonic()
+    last = t0
+    for info in infos:
+        out.append(info)
+        now = time.monotonic()
+        if now - last >= every_s:
+            last = now
+            rows = sum(i.rows for i in out)
+            log.info("validating the input: %d/%d files, %s rows, %.0f rows/s, ETA %.0f s", len(out), total,
+                     f"{rows:,}", rows / (now - t0), (now - t0) * (total - len(out)) / len(out))
+    return out
 
 
 # ---- finding keys again -------------------------------------------------------------

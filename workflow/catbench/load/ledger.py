@@ -156,6 +156,7 @@ class LoadWatch:
         self.total_files, self.limit_s = total_files, limit_s
         self.files, self.rows = len(earlier), sum(r["rows"] for r in earlier)
         self.stopped = False
+        self.by_files = True   # False: the load streams rows, not files, and logs its own progress
         self._lock = threading.Lock()
         self._last = (now, self.rows)
 

@@ -88,7 +88,7 @@ class Sampler:
         last = time.time()
         while not self._stop.wait(self.interval_s):
             row = self.sample()
-            if self.watch is not None and row["time"] - last >= self.progress_every_s:
+            if self.watch is not None and self.watch.by_files and row["time"] - last >= self.progress_every_s:
                 last = row["time"]
                 log.info("%s", self.watch.progress_line(row["table_bytes"]))
 

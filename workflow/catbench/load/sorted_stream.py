@@ -275,6 +275,8 @@ def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False):
     """Scan (validate + checksum) the input while DuckDB sorts it, then load the sorted
     chunks; ``bulk`` in the engine's bulk session (``Engine.bulk_sql``)."""
     conn, t0 = job.conn, time.time()
+    if job.watch is not None:
+        job.watch.by_files = False   # LoadProgress below counts the sorted stream's rows
     stream = SortedStream(job.files, job.variant, job.tmpdir, job.opts).start()
     outcome.infos = _scan_while_sorting(job, stream)
     outcome.phase("scan", t0, time.time())
