@@ -2,6 +2,7 @@
 text the catalog stage wrote (each value formatted once) or formatted in the reduce, the
 same bytes either way; a job that partitions imports neither pandas nor polars."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.config import ConfigError, validate
+from faultkit import ENV, VENV_BIN
 from catbench.prepare import partition as part_mod
 from catbench.prepare.rowtext import TextWriter, column_text
 
@@ -111,6 +113,20 @@ def test_queries_stage_needs_both_formats():
             validate({"partition": {"formats": formats}, "stages": ["queries"]})
         assert validate({"partition": {"formats": formats}, "stages": ["fio"]})["partition"]["formats"] == formats
     assert validate({})["partition"]["formats"] == ["tsv", "parquet"]
+
+
+def test_a_jobs_config_slice_with_one_format_is_valid(tmp_path):
+    """A rule gives its job only the sections it reads (no `stages`): the run's own
+    validation judged formats against stages, so a map job with formats [tsv] starts."""
+    with pytest.raises(ConfigError, match="lacks parquet"):
+        validate({"partition": {"formats": ["tsv"]}})          # a whole config: default stages
+    assert validate({"partition": {"formats": ["tsv"]}}, whole=False)["partition"]["formats"] == ["tsv"]
+    with pytest.raises(ConfigError, match="lacks parquet"):   # a slice that has stages is checked
+        validate({"partition": {"formats": ["tsv"]}, "stages": ["queries"]}, whole=False)
+    r = subprocess.run([str(VENV_BIN / "catbench"), "validate", "--config",
+                        json.dumps({"partition": {"formats": ["tsv"]}, "catalog": {}})],
+                       capture_output=True, text=True, env=ENV)
+    assert r.returncode == 0, r.stderr
 
 
 def _imports_after_partitioning(cfg, parts, tmp_path, texts) -> list[list[str]]:

@@ -26,14 +26,13 @@ log = logging.getLogger("catbench")
 
 
 def _config(text: str) -> dict:
-    """--config takes a JSON object or a path to a YAML/JSON file."""
+    """--config takes a JSON object (the sections a rule gives its job) or a path to a
+    YAML/JSON file (a whole config)."""
     from ..core.config import validate
     if text.lstrip().startswith("{"):
-        cfg = json.loads(text)
-    else:
-        import yaml
-        cfg = yaml.safe_load(Path(text).read_text())
-    return validate(cfg)
+        return validate(json.loads(text), whole=False)
+    import yaml
+    return validate(yaml.safe_load(Path(text).read_text()))
 
 
 def cmd_validate(a):

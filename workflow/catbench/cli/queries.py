@@ -25,7 +25,7 @@ EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSE
 def _config(text: str) -> dict:
     if text.lstrip().startswith("{"):
         from ..core.config import validate
-        return validate(json.loads(text))
+        return validate(json.loads(text), whole=False)
     return load_config(text)
 
 

@@ -41,9 +41,12 @@ def load_schema() -> dict:
         return yaml.safe_load(f)
 
 
-def validate(config: dict) -> dict:
-    """A validated copy of ``config`` with defaults filled in; raises ConfigError."""
+def validate(config: dict, whole: bool = True) -> dict:
+    """A validated copy of ``config`` with defaults filled in; raises ConfigError.
+    ``whole`` False: the sections a job was given (its rule's JSON); checks across stages
+    then apply only if ``stages`` is among them (the run's own validation did them)."""
     schema = load_schema()
+    across_stages = whole or "stages" in config
     cfg = copy.deepcopy(dict(config))
     if isinstance(cfg, dict):
         _fill_defaults(schema, cfg)
@@ -60,11 +63,11 @@ def validate(config: dict) -> dict:
             else:
                 lines.append(f"config key '{_key(e.absolute_path)}': {e.message}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
-    _check_semantics(cfg)
+    _check_semantics(cfg, across_stages)
     return cfg
 
 
-def _check_semantics(cfg: dict):
+def _check_semantics(cfg: dict, across_stages: bool = True):
     cat, part = cfg["catalog"], cfg["partition"]
     sky = cat["sky"]
     if sky["ra_max_deg"] <= sky["ra_min_deg"]:
@@ -86,7 +89,7 @@ def _check_semantics(cfg: dict):
     # The queries stage loads the chunk tables into MySQL from TSV and runs DuckDB over
     # Parquet (whose schema also gives the tables' DDL and the drawn parameters).
     missing = [f for f in ("tsv", "parquet") if f not in part["formats"]]
-    if missing and "queries" in cfg["stages"]:
+    if missing and across_stages and "queries" in cfg["stages"]:
         raise ConfigError(f"config key 'partition.formats': {part['formats']} lacks "
                           f"{' and '.join(missing)}, which the queries stage needs (MySQL "
                           f"loads chunk tables from TSV, DuckDB reads Parquet); add it, or "
