@@ -17,8 +17,14 @@ def on_signal(signum, frame):
     """SIGTERM (Snakemake, Slurm, kill) and SIGINT unwind like Ctrl-C, so `finally` blocks
     remove partial outputs and stop servers; the signal is remembered, so what fails
     because of it (a server that got the same Ctrl-C: "Lost connection") is reported as
-    an interruption, not as a fault of the target."""
+    an interruption, not as a fault of the target. A later signal (Snakemake passes on
+    the SIGTERM its process group already got) must not cut that clean-up short: it is
+    only noted; SIGKILL stays the way to stop at once."""
     _signals.append(signum)
+    if len(_signals) > 1:
+        log.warning("%s during the clean-up after %s: finishing the clean-up",
+                    signal.Signals(signum).name, signal.Signals(_signals[0]).name)
+        return
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
