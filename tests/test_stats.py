@@ -136,3 +136,31 @@ def test_single_runs_claim_nothing(tmp_path):
     for line in findings.splitlines():
         if "faster" in line or "better" in line:
             assert "not a finding" in line, line
+
+
+def test_a_stopped_load_is_never_ranked_by_its_seconds():
+    """A load stopped at load.time_limit_s: its seconds are the limit. The findings rank
+    finished loads, say how far the stopped one got, and compare engines by rate and by
+    bytes per row (a stopped table holds fewer rows)."""
+    from catbench.report import findings as fd
+
+    def row(engine, strategy, secs, rows, table_bytes, stopped):
+        return {"target": "disk", "variant": "seed", "engine": engine, "strategy": strategy, "n": 1,
+                "seconds": secs, "rows": rows, "rows_per_s": rows / secs, "table_bytes": table_bytes,
+                "stopped": stopped, "time_limit_s": 600.0 if stopped else None}
+    loads = [row("innodb", "sorted", 588.0, 100_000_000, 6_100_000_000, False),
+             row("innodb", "sequential", 601.0, 68_000_000, 4_400_000_000, True),
+             row("rocksdb", "sequential", 600.5, 16_000_000, 150_000_000, True)]
+    lines = fd.loading(loads, 0.05)
+    assert lines[0].startswith("disk (seed table): **`sorted` is fastest**, 588 s [single run].")
+    assert "faster than the seed's protocol" not in lines[0]   # 601 s is not sequential's finish
+    assert ("`sequential` was stopped at its 600 s time limit after 68.0 M of 100 M rows (68.0%), "
+            "113,145 rows/s [single run] until then") in lines[1]
+    assert "a single run is not a finding" in lines[1]
+    eng = fd.engines(loads, [], 0.05)[0]
+    assert "rocksdb 26,644 rows/s [single run] is 0.235x the speed of InnoDB, 113,145 rows/s" in eng
+    assert "stopped at the time limit: rocksdb after 16.0 M rows and innodb after 68.0 M rows" in eng
+    assert "its table is 0.145x InnoDB's bytes per row" in eng
+    size = fd.table_size(loads)[0]
+    assert "`sequential` 4,400 MB, 64.7 B/row (stopped after 68.0 M rows)" in size
+    assert "the largest is" not in size   # one finished load: nothing to compare it with

@@ -41,6 +41,28 @@ def _is_seed(r: dict) -> bool:
     return r["strategy"] == SEED_PROTOCOL and _engine(r) == "innodb"
 
 
+def _stopped(r: dict) -> bool:
+    """A load stopped at load.time_limit_s: its seconds are the limit, not a finish."""
+    return str(r.get("stopped")).lower() in ("true", "1")
+
+
+def _rate(r: dict) -> Figure:
+    return Figure.from_row(r, "rows_per_s")
+
+
+def _stopped_text(r: dict, total: int | None) -> str:
+    """'was stopped at its 600 s limit after 68.7 M of 101 M rows (68%), 114,239 rows/s until then'."""
+    part = f" of {fmt(total / 1e6, 'M')} rows ({fmt(100 * r['rows'] / total, '%')})" if total else " rows"
+    return (f"was stopped at its {fmt(r.get('time_limit_s'), 's')} time limit after {fmt(r['rows'] / 1e6, 'M')}"
+            f"{part}, {interval_text(_rate(r), 'rows/s')} until then")
+
+
+def _input_rows(loads: list, tg: str, var: str) -> int | None:
+    """The input's rows: what a finished load of the same target and variant loaded."""
+    return max((r["rows"] for r in loads if (r["target"], r["variant"]) == (tg, var) and r.get("rows")
+                and not _stopped(r)), default=None)
+
+
 # ---------------------------------------------------------------- loading
 def _speedup_text(best: dict, seq: dict, thr: float) -> str:
     """The speed-up clause: the ratio with its own interval when the rule calls it real."""
@@ -69,18 +91,26 @@ def _runner_up(rs: list, thr: float) -> str:
 def loading(loads: list, thr: float) -> list:
     out = []
     for tg, var in _order((r["target"], r["variant"]) for r in loads):
-        rs = sorted((r for r in loads if r["target"] == tg and r["variant"] == var and r.get("seconds")),
-                    key=lambda r: r["seconds"])
-        if not rs:
-            continue
-        best = rs[0]
-        seq = next((r for r in rs if _is_seed(r)), None)
-        text = f"{tg} ({var} table): **{_label(best)} is fastest**, {interval_text(_secs(best), 's')}"
-        if seq is not None and seq is not best:
-            text += " — " + _speedup_text(best, seq, thr)
-        elif seq is best and len(rs) > 1:
-            text += " — the seed's protocol itself"
-        out.append(text + "." + _runner_up(rs, thr))
+        mine = [r for r in loads if r["target"] == tg and r["variant"] == var and r.get("seconds")]
+        rs = sorted((r for r in mine if not _stopped(r)), key=lambda r: r["seconds"])
+        stopped = [r for r in mine if _stopped(r)]
+        total = _input_rows(loads, tg, var)
+        if rs:
+            best = rs[0]
+            seq = next((r for r in rs if _is_seed(r)), None)
+            text = f"{tg} ({var} table): **{_label(best)} is fastest**, {interval_text(_secs(best), 's')}"
+            if seq is not None and seq is not best:
+                text += " — " + _speedup_text(best, seq, thr)
+            elif seq is best and len(rs) > 1:
+                text += " — the seed's protocol itself"
+            out.append(text + "." + _runner_up(rs, thr))
+        for r in stopped:   # never ranked by its seconds: those are the limit's
+            text = f"{tg} ({var} table): {_label(r)} {_stopped_text(r, total)}"
+            if rs:
+                v = verdict(_rate(rs[0]), _rate(r), higher_is_better=True, threshold=thr)
+                text += (f"; {_label(rs[0])} loaded every row at {interval_text(v.a, 'rows/s')}, "
+                         + versus(_label(r), v, unit="rows/s"))
+            out.append(text + ".")
     return out
 
 
@@ -130,11 +160,15 @@ def table_size(loads: list) -> list:
         def size(r):
             lo, hi = r.get("table_bytes_min"), r.get("table_bytes_max")
             spread = f" [{_mb(lo)}–{_mb(hi)}]" if lo is not None and hi is not None and lo != hi else ""
-            return f"{_label(r)} {_mb(r['table_bytes'])}{spread}"
+            per_row = f", {fmt(r['table_bytes'] / r['rows'], 'B')}/row" if r.get("rows") else ""
+            cut = f" (stopped after {fmt(r['rows'] / 1e6, 'M')} rows)" if _stopped(r) else ""
+            return f"{_label(r)} {_mb(r['table_bytes'])}{spread}{per_row}{cut}"
         n = "/".join(map(str, sorted({r.get("n") or 0 for r in rs})))
         text = f"{tg} ({var} table), bytes on disk after the load (n={n}): " + ", ".join(size(r) for r in rs)
-        if len(rs) > 1:
-            text += f" — the largest is {fmt(rs[-1]['table_bytes'] / rs[0]['table_bytes'], 'x')} the smallest"
+        done = [r for r in rs if not _stopped(r)]   # a stopped load's table holds fewer rows
+        if len(done) > 1:
+            text += (f" — of the finished loads the largest is "
+                     f"{fmt(done[-1]['table_bytes'] / done[0]['table_bytes'], 'x')} the smallest")
         out.append(text + ".")
     return out
 
@@ -151,16 +185,24 @@ def engines(loads: list, rows: list, thr: float) -> list:
                      and _engine(x) == "innodb" and x.get("seconds")), None)
         if inno is None:
             continue
-        v = verdict(_secs(r), _secs(inno), threshold=thr)
-        text = (f"{r['target']} ({r['variant']} table), `{r['strategy']}`: {_engine(r)} "
-                f"{interval_text(_secs(r), 's')} is {versus('InnoDB', v, unit='s')}")
+        head = f"{r['target']} ({r['variant']} table), `{r['strategy']}`: {_engine(r)} "
+        if _stopped(r) or _stopped(inno):   # seconds of a stopped load are its limit: compare rates
+            v = verdict(_rate(r), _rate(inno), higher_is_better=True, threshold=thr)
+            cut = " and ".join(f"{_engine(x)} after {fmt(x['rows'] / 1e6, 'M')} rows"
+                               for x in (r, inno) if _stopped(x))
+            text = (f"{head}{interval_text(_rate(r), 'rows/s')} is {versus('InnoDB', v, unit='rows/s')} "
+                    f"(stopped at the time limit: {cut})")
+        else:
+            v = verdict(_secs(r), _secs(inno), threshold=thr)
+            text = f"{head}{interval_text(_secs(r), 's')} is {versus('InnoDB', v, unit='s')}"
         kept = {e: next((c.get("final_over_initial") for c in rows if (c["target"], c["variant"], c["strategy"])
                          == key and _engine(c) == e), None) for e in (_engine(r), "innodb")}
         if all(x is not None for x in kept.values()):
             text += (f"; at the end it loaded at {fmt(100 * kept[_engine(r)], '%')} of its initial rate, "
                      f"InnoDB at {fmt(100 * kept['innodb'], '%')}")
-        if r.get("table_bytes") and inno.get("table_bytes"):
-            text += f"; its table is {fmt(r['table_bytes'] / inno['table_bytes'], 'x')} InnoDB's bytes"
+        if r.get("table_bytes") and inno.get("table_bytes") and r.get("rows") and inno.get("rows"):
+            ratio = (r["table_bytes"] / r["rows"]) / (inno["table_bytes"] / inno["rows"])
+            text += f"; its table is {fmt(ratio, 'x')} InnoDB's bytes per row"
         if r.get("lookup_p50_ms") is not None and inno.get("lookup_p50_ms") is not None:
             text += (f"; lookup p50 {fmt(r['lookup_p50_ms'], 'ms')} against "
                      f"{fmt(inno['lookup_p50_ms'], 'ms')}")
