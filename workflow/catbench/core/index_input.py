@@ -192,14 +192,14 @@ def scan_files(files: list[Path], variant, workers: int | None = None) -> list[F
 
 def _logged(infos, total: int, every_s: float = 5.0) -> list[FileInfo]:
     """The scan's results, with a progress line every ``every_s`` (hours at 10^9 rows)."""
-    out, t0 = [], time.monotonic()
+    out, t0, rows = [], time.monotonic(), 0
     last = t0
     for info in infos:
         out.append(info)
+        rows += info.rows
         now = time.monotonic()
         if now - last >= every_s:
             last = now
-            rows = sum(i.rows for i in out)
             log.info("validating the input: %d/%d files, %s rows, %.0f rows/s, ETA %.0f s", len(out), total,
                      f"{rows:,}", rows / (now - t0), (now - t0) * (total - len(out)) / len(out))
     return out
