@@ -54,16 +54,17 @@ def _variant(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["sequential", "parallel"])
-def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, strategy):
+@pytest.mark.parametrize("engine,strategy", [("innodb", "sequential"), ("innodb", "parallel"),
+                                             ("rocksdb", "sequential")])
+def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engine, strategy):
     files = write_files(root / "in", "qserv", 60, 4000)
     rows, checksum = _input_checksum(files)
     out, target = root / "results" / "load", root / "target"
-    basedir = target / f"catbench-load_index-qserv-innodb-{strategy}"
+    basedir = target / f"catbench-load_index-qserv-{engine}-{strategy}"
     table = f"qserv_{strategy}"
     cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv",
-           "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
+           "--engine", engine, "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
     kill_at = random.Random().randrange(3, 40)
     log = root / "first.log"
     with open(log, "wb") as fh:
