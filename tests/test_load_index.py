@@ -91,6 +91,9 @@ def test_run_load_index_exact(tmp, variant):
     assert s["rows"] == 10_000 and s["files"] == 4
     assert s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
     assert s["rows_per_s"] > 0 and s["table_bytes"] > 0
+    # which side bounds the load: the server's CPU and the job's, both spent on it
+    assert s["server_cpu_s"] > 0 and s["job_cpu_s"] > 0 and s["host_cpus"] >= 1
+    assert s["server_cpu_s"] + s["job_cpu_s"] < s["seconds"] * s["host_cpus"] * 1.1
     assert s["lookups"] == 400 and s["lookup_qps"] > 0 and 0 < s["lookup_p50_s"] <= s["lookup_p99_s"]
     assert s["optimize_stopped"] is False and s["optimize_seconds"] > 0
     assert all(s["server"]["timings"][k] > 0 for k in ("init_s", "start_s", "stop_s"))
@@ -172,6 +175,22 @@ def test_crlf_is_named(tmp):
     p.write_bytes(b"k1\t1\t2\nk2\t3\t4\r\n")
     with pytest.raises(LoadError, match=r"line 2 has a Windows line ending"):
         scan_file(p, VARIANTS["seed"])
+
+
+@pytest.mark.parametrize("name,line", [("qserv", "007\t5\t6"), ("qserv", "-0\t5\t6"), ("qserv", "7\t-05\t6"),
+                                       ("qserv", "7\t5\t-0"), ("seed", "007\t05\t6"), ("seed", "k\t5\t-0"),
+                                       ("seed", "00k\t5\t60"), ("qserv", "70\t0\t0")])
+@pytest.mark.parametrize("at", [0, 3, 9])
+def test_the_fast_scan_hands_numbers_it_cannot_copy_to_the_exact_one(tmp, name, line, at):
+    """A leading or negative zero anywhere in a block: the checksum is that of the numbers
+    the server reads (the exact scan's), never of the text (the fast path's)."""
+    from catbench.core.index_input import _scan_file_exact
+    v = VARIANTS[name]
+    lines = [f"{k + 1}\t{k}\t{k % 7}" for k in range(10)]
+    lines[at] = line
+    p = tmp / f"{name}-{at}.tsv"
+    p.write_text("\n".join(lines) + "\n")
+    assert scan_file(p, v).checksum == _scan_file_exact(p, v).checksum
 
 
 def test_python_and_sql_checksums_agree(tmp, conn):

@@ -13,6 +13,8 @@ SELECT
     round(seconds, 4)                          AS seconds,
     round(rows / nullif(seconds, 0), 1)        AS rows_per_s,
     round(sort_seconds, 4)                     AS sort_seconds,
+    round(server_cpu_s, 3)                     AS server_cpu_s,
+    round(job_cpu_s, 3)                        AS job_cpu_s,
     table_bytes,
     buffer_pool_bytes,
     round(lookup_p50_s * 1000, 4)              AS lookup_p50_ms,

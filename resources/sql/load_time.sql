@@ -9,6 +9,8 @@
 -- InnoDB (same target and variant) / median seconds of this load, with its interval.
 -- buffer_pool_bytes is the engine's cache: InnoDB's buffer pool, MyRocks' block cache. stopped:
 -- the load reached load.time_limit_s and did not finish (rows, seconds, rows_per_s until then).
+-- server_cpu_s / job_cpu_s: CPU-s of the server and of the loading job over the load (which
+-- side bounds it); server_bound_rows_per_s: rows / (server CPU-s / host CPUs).
 WITH g AS (
     SELECT target, variant, engine, strategy,
            max(files)                       AS files,
@@ -28,6 +30,9 @@ WITH g AS (
            median(lookup_p99_s)             AS lookup_p99_s,
            median(optimize_seconds)         AS optimize_seconds,
            median(sort_seconds)             AS sort_seconds,
+           median(server_cpu_s)             AS server_cpu_s,
+           median(job_cpu_s)                AS job_cpu_s,
+           max(host_cpus)                   AS host_cpus,
            median(lookup_qps)               AS lookup_qps,
            bool_and(checksum_ok)            AS checksum_ok,
            bool_or(optimize_stopped)        AS optimize_stopped,
@@ -63,6 +68,11 @@ SELECT
     round(l.lookup_p99_s * 1000, 4)                    AS lookup_p99_ms,
     round(l.optimize_seconds, 4)                       AS optimize_seconds,
     round(l.sort_seconds, 4)                           AS sort_seconds,
+    round(l.server_cpu_s, 3)                           AS server_cpu_s,
+    round(l.job_cpu_s, 3)                              AS job_cpu_s,
+    round(l.server_cpu_s * 1e6 / nullif(l.rows, 0), 3) AS server_cpu_us_per_row,
+    -- the rate the server's own CPU allows with every core of the host: a load at it is server-bound
+    round(l.rows * l.host_cpus / nullif(l.server_cpu_s, 0), 1) AS server_bound_rows_per_s,
     round(l.lookup_qps, 1)                             AS lookup_qps,
     l.checksum_ok,
     l.optimize_stopped,

@@ -21,6 +21,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .loaddata import LoadError
 
 log = logging.getLogger(__name__)
@@ -121,6 +123,21 @@ def line_problem(line: bytes, variant) -> str:
     return "is malformed"
 
 
+def _noncanonical(block: bytes, text_key: bool) -> bool:
+    """Whether a block of well-formed lines has a number that the server reads but that
+    does not print back the same: a leading zero ("07") or a negative zero ("-0"), at the
+    start of a numeric field (after a tab; the BIGINT key also at a line's start). One numpy
+    pass: the regex it replaces started a match at every tab and newline, 1.4 us a row, 70%
+    of a BIGINT-key scan."""
+    a = np.frombuffer(block, np.uint8)
+    starts = np.flatnonzero(a == 9) if text_key else np.flatnonzero((a == 9) | (a == 10))
+    starts = starts[starts + 2 < len(a)] + 1   # a field of one character has no second one
+    if not text_key:
+        starts = np.concatenate(([0], starts))
+    c0, c1 = a[starts], a[starts + 1]
+    return bool((((c0 == 48) & (c1 >= 48) & (c1 <= 57)) | ((c0 == 45) & (c1 == 48))).any())
+
+
 def _fast_scan(path: Path, variant) -> tuple[int, int] | None:
     """(rows, checksum) if every line is canonical (then the checksum line is the input
     line itself), else None."""
@@ -136,7 +153,7 @@ def _fast_scan(path: Path, variant) -> tuple[int, int] | None:
             data, rest = data[:cut], data[cut:]
             if not data:
                 continue
-            if variant.block.fullmatch(data) is None or variant.noncanonical.search(data) is not None:
+            if variant.block.fullmatch(data) is None or _noncanonical(data, variant.text_key):
                 return None
             lines = data.split(b"\n")
             lines.pop()

@@ -39,10 +39,10 @@ class Variant:
     nullable_ints: bool      # the seed's table allows NULL chunkId/subChunkId
     text_key: bool           # CHAR key: latin1_swedish_ci, compared case-insensitively
     line: re.Pattern         # one valid input line; failures get a reason from index_input
-    # index_input's fast path: whole blocks of canonical lines (no leading zeros, no "-0",
-    # at most 18/9 digits so no range check is needed); anything else is scanned line by line
+    # index_input's fast path: whole blocks of well-formed lines of at most 18/9 digits (no
+    # range check needed) and, checked there, no leading zeros or "-0"; anything else is
+    # scanned line by line
     block: re.Pattern
-    noncanonical: re.Pattern
 
     def columns_ddl(self, primary_key: bool = True) -> str:
         null = "DEFAULT NULL" if self.nullable_ints else "NOT NULL"
@@ -83,13 +83,11 @@ VARIANTS = {
     # The seed's table, exactly (CHAR(28) keys, nullable ints, latin1).
     "seed": Variant("seed", "source_id", "CHAR(28)", "VARCHAR", True, True,
                     re.compile(rb"([!-~]{1,28})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
-                    re.compile(rb"(?:[!-~]{1,28}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
-                    re.compile(rb"\t-?0[0-9]|\t-0[\t\n]")),
+                    re.compile(rb"(?:[!-~]{1,28}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*")),
     # Today's Qserv director index: the object id's own type.
     "qserv": Variant("qserv", "objectId", "BIGINT", "BIGINT", False, False,
                      re.compile(rb"(-?[0-9]{1,19})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
-                     re.compile(rb"(?:-?[0-9]{1,18}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"),
-                     re.compile(rb"[\t\n]-?0[0-9]|[\t\n]-0[\t\n]|^-?0[0-9]|^-0\t")),
+                     re.compile(rb"(?:-?[0-9]{1,18}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*")),
 }
 
 

@@ -18,6 +18,7 @@ only complete (``core.files.staged_output``). Every knob comes from the ``load``
 from __future__ import annotations
 
 import json
+import os
 import logging
 import time
 from pathlib import Path
@@ -52,7 +53,8 @@ log = logging.getLogger(__name__)
 
 MAX_LOOKUP_KEYS = 100_000
 # Per-repetition figures whose median is the load's figure in summary.json.
-FIGURES = ("rows", "seconds", "rows_per_s", *TIMINGS, "verify_seconds", "table_bytes", "table_bytes_final",
+FIGURES = ("rows", "seconds", "rows_per_s", *TIMINGS, "verify_seconds", "server_cpu_s", "job_cpu_s",
+           "table_bytes", "table_bytes_final",
            "optimize_seconds", "optimize_elapsed_s", "lookups", "lookup_qps", "lookup_p50_s", "lookup_p99_s")
 
 
@@ -212,6 +214,7 @@ def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strat
         "transaction_rows": outcome.extra.get("transaction_rows"),
         "strategy_details": {k: val for k, val in outcome.extra.items()
                              if k not in ("connections", "transaction_rows")},
+        "server_cpu_s": sampler.server_cpu_s, "job_cpu_s": sampler.job_cpu_s, "host_cpus": len(os.sched_getaffinity(0)),
         "table_bytes": table_bytes, "table_bytes_final": table_bytes_final,
         **{k: verified[k] for k in ("checksum_input", "checksum_table", "checksum_ok")}, **after,
     })

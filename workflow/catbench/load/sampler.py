@@ -17,6 +17,28 @@ from ..core.server_tools import status_counters
 log = logging.getLogger(__name__)
 
 
+def _cpu_s(p: psutil.Process, children: bool = True) -> float:
+    t = p.cpu_times()
+    return t.user + t.system + ((t.children_user + t.children_system) if children else 0.0)
+
+
+def cpu_split(server_pid: int | None) -> tuple[float | None, float]:
+    """CPU-s so far of the server and of this job (its threads, and its other descendants:
+    the scan's workers, reaped by their forkserver). Their difference over a load says
+    which side bounds it: a server that spends the cores is the floor no client can move."""
+    me = psutil.Process()
+    server, job = None, _cpu_s(me)
+    for child in me.children(recursive=True):
+        try:
+            if child.pid == server_pid:
+                server = _cpu_s(child, children=False)
+            elif child.ppid() != server_pid:
+                job += _cpu_s(child)
+        except psutil.Error:   # gone meanwhile: its time is in its parent's children_* now
+            pass
+    return server, job
+
+
 class Sampler:
     """``with Sampler(server, device="vda", table_glob="db/*.ibd"):`` samples every ``interval_s``.
 
@@ -42,6 +64,9 @@ class Sampler:
         self._conn = None
         self._proc = None
         self.flush_sql = flush_sql
+        self.cpu0 = (None, 0.0)
+        self.server_cpu_s: float | None = None   # over the load (start to stop)
+        self.job_cpu_s: float | None = None
 
     def table_bytes(self) -> int:
         total = 0
@@ -93,6 +118,7 @@ class Sampler:
                 log.info("%s", self.watch.progress_line(row["table_bytes"]))
 
     def start(self):
+        self.cpu0 = cpu_split(self.server.pid)
         self.sample()
         self._thread = threading.Thread(target=self._run, name="catbench-sampler", daemon=True)
         self._thread.start()
@@ -104,6 +130,9 @@ class Sampler:
             self._thread.join()
             self._thread = None
             self.sample()  # closing sample so intervals have an end point
+            (s0, j0), (s1, j1) = self.cpu0, cpu_split(self.server.pid)
+            self.server_cpu_s = None if s0 is None or s1 is None else s1 - s0
+            self.job_cpu_s = j1 - j0
         self._close()
 
     def _close(self):
