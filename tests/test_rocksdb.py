@@ -38,7 +38,8 @@ def run(root: Path, name: str, files, variant: str, strategy: str, engine: str =
 
 
 def test_every_strategy_declares_its_engines():
-    assert set(ROCKSDB) == {"sequential", "parallel", "sorted", "bulk", "trans-partitioned"}
+    assert set(ROCKSDB) == {"sequential", "parallel", "sorted", "sorted-parallel", "bulk",
+                            "trans-partitioned"}
     pairs, skipped = load_pairs(["sequential", "deferred-pk"], ["innodb", "rocksdb"])
     assert pairs == [("innodb", "sequential"), ("innodb", "deferred-pk"), ("rocksdb", "sequential")]
     assert [(x["engine"], x["strategy"]) for x in skipped] == [("rocksdb", "deferred-pk")]

@@ -74,8 +74,9 @@ def test_every_strategy_loads_exactly_the_input(root, strategy, variant):
     for k in ("sort_seconds", "load_seconds", "index_build_seconds", "consolidate_seconds",
               "duplicate_check_seconds"):
         assert s[k] >= 0
-    if strategy in ("sorted", "bulk"):
+    if strategy in ("sorted", "sorted-parallel", "bulk"):
         assert s["sort_seconds"] > 0 and s["strategy_details"]["chunks"] == 6  # 4000 rows / 700
+        assert s["connections"] == (3 if strategy == "sorted-parallel" else 1)
     if strategy == "deferred-pk":
         assert s["index_build_seconds"] > 0
     if strategy == "trans-partitioned":

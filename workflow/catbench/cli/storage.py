@@ -64,7 +64,7 @@ LOAD_INDEX_FLAGS = (
     ("--repetition-limit-s", "load", "repetition_limit_s", {"type": float},
      "no further repetition once one took longer than this (null: none)"),
     ("--connections", "load", "connections", {"type": int},
-     "parallel, deferred-pk, trans-partitioned: loading connections"),
+     "parallel, sorted-parallel, deferred-pk, trans-partitioned: loading connections"),
     ("--transaction-rows", "load", "transaction_rows", {"type": int},
      "bulk: rows per transaction, 0 = one transaction for everything"),
     ("--batch-files", "load", "batch_files", {"type": int}, "trans-partitioned: input files per partition"),

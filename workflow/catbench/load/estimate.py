@@ -34,24 +34,27 @@ class Fit:
 # Fitted to loads of 1,008,800 and 5,044,000 generated rows (config/index-study.yaml's
 # input) on ext4, MariaDB 10.11: the slope of bytes over rows between the two (estimate.md
 # has every load's figures and how to measure them again on another filesystem or server).
-# bulk wrote the same bytes as sorted at every size measured (200k, 500k, 1M rows).
+# bulk wrote the same bytes as sorted at every size measured (200k, 500k, 1M rows);
+# sorted-parallel is taken as sorted's (its chunks fill pages in key order too).
 MODEL: dict[tuple[str, str], Fit] = {
     ("seed", "sequential"): Fit(63.4, 63.4),
     ("seed", "parallel"): Fit(76.9, 76.9),
     ("seed", "sorted"): Fit(61.3, 61.3),
+    ("seed", "sorted-parallel"): Fit(61.3, 61.3),
     ("seed", "bulk"): Fit(61.3, 61.3),
     ("seed", "deferred-pk"): Fit(60.3, 127.8),
     ("seed", "trans-partitioned"): Fit(102.9, 260.9),
     ("qserv", "sequential"): Fit(38.5, 38.5),
     ("qserv", "parallel"): Fit(55.1, 55.1),
     ("qserv", "sorted"): Fit(37.4, 37.4),
+    ("qserv", "sorted-parallel"): Fit(37.4, 37.4),
     ("qserv", "bulk"): Fit(37.4, 37.4),
     ("qserv", "deferred-pk"): Fit(36.4, 80.0),
     ("qserv", "trans-partitioned"): Fit(59.2, 167.3),
 }
 # Input-sized copies a load may add that the measured runs could not show (DuckDB spills
 # only past load.sort_memory): the strategies registry's scratch_copies (a test keeps them equal).
-SCRATCH_COPIES = {"sorted": 2, "bulk": 2}
+SCRATCH_COPIES = {"sorted": 2, "sorted-parallel": 2, "bulk": 2}
 MARGIN = 1.10        # InnoDB grows files in steps, purge lags behind, and a fit is a fit
 FIXED_BYTES = 16 << 20   # a table's first extents, above the slope (the fits' intercepts: 9-16 MB)
 KEY_CHARS = {"seed": 28}   # the seed's CHAR(28) (core.index_table); qserv keys are decimal objectIds

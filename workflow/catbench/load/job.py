@@ -24,7 +24,7 @@ from ..core.targets import parse_size
 @dataclass
 class LoadOptions:
     """Knobs of the strategies (config ``load.*``); irrelevant ones are ignored."""
-    connections: int          # parallel, deferred-pk, trans-partitioned
+    connections: int          # parallel, sorted-parallel, deferred-pk, trans-partitioned
     transaction_rows: int     # bulk: rows per transaction, 0 = one transaction
     batch_files: int          # trans-partitioned: files per partition
     consolidate: bool         # trans-partitioned: REMOVE PARTITIONING at the end

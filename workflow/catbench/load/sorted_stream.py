@@ -214,7 +214,7 @@ def _load_chunks(job: LoadJob, stream: SortedStream, outcome: Outcome, txn: bool
     for path, rows, nbytes in stream.chunks():
         start = time.time()
         first_load = first_load or start
-        _load_chunk(job, path, rows)
+        _load_chunk(job, conn, path, rows)
         in_txn += rows
         end = time.time()
         if txn and opts.transaction_rows and in_txn >= opts.transaction_rows:
@@ -233,9 +233,51 @@ def _load_chunks(job: LoadJob, stream: SortedStream, outcome: Outcome, txn: bool
     return trace, commits, first_load
 
 
-def _load_chunk(job: LoadJob, path: Path, rows: int):
+def _load_chunks_parallel(job: LoadJob, stream: SortedStream, progress: LoadProgress, connections: int):
+    """Strategy ``sorted-parallel``: each of ``connections`` connections takes the next
+    sorted chunk, so neighbouring key ranges grow side by side. One LOAD DATA is one server
+    thread: a single connection left the server's other cores idle (its CPU, not the sort,
+    bounded ``sorted``; strategies.md). A chunk is its own transaction; the first failure
+    stops the others before their next chunk."""
+    trace, first_load, lock = [], [], threading.Lock()
+    conns: queue.Queue = queue.Queue()
+    for _ in range(connections):
+        conns.put(job.server.connect())
+
+    def one(path: Path, rows: int, nbytes: int):
+        conn = conns.get()
+        try:
+            start = time.time()
+            _load_chunk(job, conn, path, rows)
+            with lock:
+                first_load.append(start)
+                trace.append(trace_row(path, rows, nbytes, start, time.time(), source="sorted"))
+            progress.add(rows)
+            path.unlink()
+        finally:
+            conns.put(conn)
+
     try:
-        load_file(job.conn, job.table, path, rows, job.variant, job.files, database=job.database,
+        with cf.ThreadPoolExecutor(connections, thread_name_prefix="catbench-load") as ex:
+            running: set = set()
+            for item in stream.chunks():
+                if len(running) >= connections:   # at most one chunk per connection in flight
+                    done, running = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                    for f in done:
+                        f.result()
+                running.add(ex.submit(one, *item))
+            for f in cf.as_completed(running):
+                f.result()
+    finally:
+        while not conns.empty():
+            conns.get().close()
+    trace.sort(key=lambda r: r["start"])
+    return trace, min(first_load, default=None)
+
+
+def _load_chunk(job: LoadJob, conn, path: Path, rows: int):
+    try:
+        load_file(conn, job.table, path, rows, job.variant, job.files, database=job.database,
                   what=f"sorted chunk {path.name}")
     except mysql.connector.Error as exc:
         if exc.errno != ER_KEYS_OUT_OF_ORDER:
@@ -271,9 +313,10 @@ def _end_bulk(job: LoadJob, txn: bool, outcome: Outcome | None):
         outcome.extra["final_commit_seconds"] = time.time() - c0
 
 
-def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False):
+def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False, connections: int = 1):
     """Scan (validate + checksum) the input while DuckDB sorts it, then load the sorted
-    chunks; ``bulk`` in the engine's bulk session (``Engine.bulk_sql``)."""
+    chunks; ``bulk`` in the engine's bulk session (``Engine.bulk_sql``); with more than one
+    connection, chunks side by side (not with ``bulk``: one session, one transaction)."""
     conn, t0 = job.conn, time.time()
     if job.watch is not None:
         job.watch.by_files = False   # LoadProgress below counts the sorted stream's rows
@@ -287,7 +330,11 @@ def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False):
         conn.cursor().execute(read_sql("index", job.engine.bulk_sql[0]))
         conn.autocommit = not txn
     try:
-        trace, commits, first_load = _load_chunks(job, stream, outcome, txn, progress)
+        if connections > 1:
+            trace, first_load = _load_chunks_parallel(job, stream, progress, connections)
+            commits = len(trace)
+        else:
+            trace, commits, first_load = _load_chunks(job, stream, outcome, txn, progress)
     except BaseException:
         stream.cancel()
         if bulk:

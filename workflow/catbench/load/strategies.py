@@ -68,6 +68,13 @@ def load_sorted_keys(job: LoadJob) -> Outcome:
     return out
 
 
+def load_sorted_parallel(job: LoadJob) -> Outcome:
+    out = Outcome()
+    load_sorted(job, out, connections=job.opts.connections)
+    out.extra["connections"] = job.opts.connections
+    return out
+
+
 def load_bulk(job: LoadJob) -> Outcome:
     out = Outcome()
     load_sorted(job, out, bulk=True)
@@ -184,6 +191,7 @@ REGISTRY: dict[str, Strategy] = {s.name: s for s in (
     Strategy("sequential", load_sequential, resumable=True),
     Strategy("parallel", load_parallel, resumable=True),
     Strategy("sorted", load_sorted_keys, scratch_copies=2),
+    Strategy("sorted-parallel", load_sorted_parallel, scratch_copies=2),
     Strategy("bulk", load_bulk, scratch_copies=2),
     Strategy("deferred-pk", load_deferred_pk, _table_without_pk, unsupported={
         "rocksdb": "MyRocks builds the primary key by copying the table in one transaction that holds "
