@@ -153,3 +153,28 @@ def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
     assert s["rows"] == 200_000 and s["checksum_ok"] and s["strategy"] == "bulk"
     assert not basedir.exists()
     assert not list(out.parent.glob(".kill.partial-*"))
+
+
+@pytest.mark.parametrize("strategy", ["sorted", "bulk"])
+def test_text_keys_sorted_without_their_shared_prefix_keep_the_tables_order(root, strategy):
+    """Keys of mixed case and length that share a prefix: the sort skips the prefix, and
+    the order is still the table's (latin1_swedish_ci: case-insensitive), so InnoDB's
+    bulk path takes it and a key repeated in another case is a duplicate."""
+    d = root / "in" / f"prefix-{strategy}"
+    d.mkdir(parents=True)
+    keys = [f"{'Dr3' if i % 2 else 'dR3'}_{i}" for i in range(3000)]
+    for f in range(3):
+        (d / f"part-{f:05d}.tsv").write_text("".join(f"{k}\t{f}\t{j % 7}\n" for j, k in enumerate(keys[f::3])))
+    files = sorted(d.glob("*.tsv"))
+    s = run(root, f"prefix-{strategy}", files, "seed", strategy)
+    assert s["rows"] == 3000 and s["checksum_ok"]
+    assert s["strategy_details"]["shared_key_prefix"] == 4   # "DR3_"
+    (d / "part-00000.tsv").write_text((d / "part-00000.tsv").read_text() + "DR3_17\t1\t1\n")  # dR3_17 in part 2
+    with pytest.raises(LoadError, match=r"(?i)dr3_17"):
+        run(root, f"prefix-dup-{strategy}", files, "seed", strategy)
+
+
+def test_shared_prefix():
+    from catbench.load.sorted_stream import shared_prefix
+    assert shared_prefix("000123", "000456") == 3 and shared_prefix("12", "123") == 2
+    assert shared_prefix("a", "b") == 0 and shared_prefix(None, None) == 0 and shared_prefix("x", "x") == 1

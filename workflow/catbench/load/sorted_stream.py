@@ -40,9 +40,20 @@ from .job import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trac
 log = logging.getLogger(__name__)
 ER_KEYS_OUT_OF_ORDER = 4054  # MyRocks bulk load: "Rows must be inserted in primary key order"
 
-_READ_INPUT = ("SELECT k, c, s FROM read_csv($files, delim='\t', header=false, quote='', escape='', "
-               "auto_detect=false, columns={{'k': '{key_type}', 'c': 'INTEGER', 's': 'INTEGER'}}) "
-               "ORDER BY {order}")
+_INPUT = ("read_csv($files, delim='\t', header=false, quote='', escape='', auto_detect=false, "
+          "columns={{'k': '{key_type}', 'c': 'INTEGER', 's': 'INTEGER'}})")
+_READ_INPUT = "SELECT k, c, s FROM " + _INPUT + " ORDER BY {order}"
+_KEY_RANGE = "SELECT min({order}), max({order}) FROM " + _INPUT
+
+
+def shared_prefix(lo: str | None, hi: str | None) -> int:
+    """Length of the prefix every key between ``lo`` and ``hi`` (sort order) shares."""
+    if lo is None or hi is None:
+        return 0
+    n = 0
+    while n < min(len(lo), len(hi)) and lo[n] == hi[n]:
+        n += 1
+    return n
 
 
 class _Cancelled(Exception):
@@ -94,6 +105,7 @@ class SortedStream:
         self.sort_end: float | None = None      # first sorted row available
         self.end: float | None = None           # last chunk written
         self.rows = 0
+        self.shared_prefix = 0   # leading characters every key shares (not sorted on)
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name="catbench-sort", daemon=True)
 
@@ -153,12 +165,27 @@ class SortedStream:
         return duckdb.connect(config={"memory_limit": self.opts.sort_memory, "temp_directory": str(spill),
                                       "threads": threads, "preserve_insertion_order": True})
 
+    def _order(self, con) -> str:
+        """The ORDER BY expression. Text keys are sorted without the prefix they all share
+        (found by one pass over the input): DuckDB sorts strings on their first bytes and
+        compares the rest only on ties, and the seed's zero-padded keys share 18 leading
+        zeros, so every comparison was a tie. On the bench's 4.76 M CHAR(28) keys: 6.1-6.8
+        against 12.1-13.2 CPU-s for the sort, plus 1.8 CPU-s for the pass (n=2, alternated)."""
+        order = self.variant.sort_expr("k")
+        if not self.variant.text_key:
+            return order
+        lo, hi = con.sql(_KEY_RANGE.format(key_type=self.variant.duckdb_type, order=order),
+                         params={"files": [str(f) for f in self.files]}).fetchall()[0]
+        n = shared_prefix(lo, hi)
+        self.shared_prefix = n
+        return self.variant.sort_expr(f"substr(k, {n + 1})") if n else order
+
     def _sort(self):
         out = self.tmpdir / "sorted"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         con = self._connect()
-        sql = _READ_INPUT.format(key_type=self.variant.duckdb_type, order=self.variant.sort_expr("k"))
+        sql = _READ_INPUT.format(key_type=self.variant.duckdb_type, order=self._order(con))
         rel = con.sql(sql, params={"files": [str(f) for f in self.files]})
         reader = rel.to_arrow_reader(min(self.opts.chunk_rows, 1 << 20))
         wopts = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
@@ -347,6 +374,7 @@ def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False, connections:
     outcome.phase("load", first_load or t_end, t_end)
     outcome.trace = finish_trace(trace)
     outcome.extra.update({"sorted_rows": stream.rows, "commits": commits if txn else None,
+                          "shared_key_prefix": stream.shared_prefix,
                           "chunks": len(trace)})
     shutil.rmtree(Path(job.tmpdir) / "sorted", ignore_errors=True)
     shutil.rmtree(Path(job.tmpdir) / "duckdb", ignore_errors=True)
