@@ -164,3 +164,18 @@ def test_a_stopped_load_is_never_ranked_by_its_seconds():
     size = fd.table_size(loads)[0]
     assert "`sequential` 4,400 MB, 64.7 B/row (stopped after 68.0 M rows)" in size
     assert "the largest is" not in size   # one finished load: nothing to compare it with
+
+
+def test_the_fastest_load_says_whether_the_servers_cpu_bounds_it():
+    from catbench.report import findings as fd
+
+    def row(strategy, secs, bound):
+        return {"target": "disk", "variant": "qserv", "engine": "innodb", "strategy": strategy, "n": 1,
+                "seconds": secs, "rows": 4_760_000, "rows_per_s": 4_760_000 / secs, "stopped": False,
+                "server_cpu_us_per_row": 3.4, "server_bound_rows_per_s": bound}
+    line = fd.loading([row("sorted-parallel", 10.0, 580_000), row("sorted", 20.0, 580_000)], 0.05)[0]
+    assert ("Its server spent 3.40 µs of CPU a row, which alone allows 580,000 rows/s on this host's cores: "
+            "at 82.1% of that, the load is bound by the server's CPU.") in line
+    line = fd.loading([row("sorted", 20.0, 2_000_000)], 0.05)[0]
+    assert "at 11.9% of that, the load is not bound by the server's CPU." in line
+    assert "server spent" not in fd.loading([{**row("sorted", 20.0, None)}], 0.05)[0]

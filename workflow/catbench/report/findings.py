@@ -79,6 +79,18 @@ def _speedup_text(best: dict, seq: dict, thr: float) -> str:
     return f"**{fmt(ratio, 'x')}**{ci} faster than {name}, {interval_text(_secs(seq), 's')}"
 
 
+def _server_bound(r: dict) -> str:
+    """Whether the server's own CPU bounds the load: then a faster disk or client cannot
+    speed it up on this host, only more (or faster) cores for the server."""
+    bound, us = r.get("server_bound_rows_per_s"), r.get("server_cpu_us_per_row")
+    if not bound or not us or not r.get("rows_per_s"):
+        return ""
+    share = r["rows_per_s"] / bound
+    what = "bound by the server's CPU" if share >= 0.5 else "not bound by the server's CPU"
+    return (f" Its server spent {fmt(us, 'µs')} of CPU a row, which alone allows {fmt(bound, 'rows/s')} on "
+            f"this host's cores: at {fmt(100 * share, '%')} of that, the load is {what}.")
+
+
 def _runner_up(rs: list, thr: float) -> str:
     if len(rs) < 2:
         return ""
@@ -103,7 +115,7 @@ def loading(loads: list, thr: float) -> list:
                 text += " — " + _speedup_text(best, seq, thr)
             elif seq is best and len(rs) > 1:
                 text += " — the seed's protocol itself"
-            out.append(text + "." + _runner_up(rs, thr))
+            out.append(text + "." + _runner_up(rs, thr) + _server_bound(best))
         for r in stopped:   # never ranked by its seconds: those are the limit's
             text = f"{tg} ({var} table): {_label(r)} {_stopped_text(r, total)}"
             if rs:
