@@ -1,13 +1,16 @@
 """The index-only path (issue 15): the same index input as the full catalog path, byte for
 byte, without writing a catalog; a row limit; workers do not change a byte."""
 
+import io
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from catbench.core.index_input import list_input, scan_file
 from catbench.core.index_table import VARIANTS
 from catbench.prepare.index_only import bounds, generate_index
+from catbench.prepare.indextext import KEY_WIDTH, IndexText
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_partition import INDEX_FILES, small_config  # noqa: E402
@@ -44,3 +47,38 @@ def test_rows_limit_and_checks(tmp_path):
 def test_bounds_split_evenly():
     assert bounds(10, 4) == [0, 2, 5, 7, 10]
     assert bounds(3, 8) == [0, 1, 2, 3]
+
+
+def _polars_lines(keys, chunk, sub) -> tuple[bytes, bytes]:
+    """The index input's bytes as polars' CSV writer made them before IndexText."""
+    import polars as pl
+    df = pl.DataFrame({"objectId": keys, "chunkId": chunk, "subChunkId": sub})
+    num, char = io.BytesIO(), io.BytesIO()
+    df.write_csv(num, separator="\t", include_header=False)
+    df.with_columns(pl.col("objectId").cast(pl.String).str.pad_start(KEY_WIDTH, "0")) \
+      .write_csv(char, separator="\t", include_header=False)
+    return num.getvalue(), char.getvalue()
+
+
+def test_index_text_same_bytes_as_polars_at_the_edges():
+    # int64 keys have at most 19 digits: a 28-digit key cannot reach the formatter
+    edges = [0, 1, 9, 10, 99, 100, 9999, 10000, 99_999_999, 100_000_000, 10**12 - 1, 10**12,
+             10**18 - 1, 10**18, 2**62, 2**63 - 1, 10485760000, 10485760999]
+    rng = np.random.default_rng(1)
+    keys = np.array(edges + list(rng.integers(0, 2**63 - 1, 5000)) + list(rng.integers(0, 10**6, 5000)), np.int64)
+    max_chunk, max_sub = 14449, 8982
+    chunk = np.resize(np.array([0, 1, 9, 10, 99, 100, 9999, 10000, max_chunk], np.int32), len(keys))
+    sub = np.resize(np.array([max_sub, 0, 1, 9, 10, 99, 100, 999, 1000, 8981], np.int32), len(keys))
+    text = IndexText(max_chunk, max_sub, len(keys))
+    for n in (len(keys), 1, 7, 0):   # the buffers are reused: a shorter call after a longer one
+        got = tuple(bytes(b) for b in text.lines(keys[:n], chunk[:n], sub[:n]))
+        assert got == _polars_lines(keys[:n], chunk[:n], sub[:n]) if n else got == (b"", b"")
+
+
+def test_index_text_refuses_what_it_cannot_write():
+    text = IndexText(10, 10, 4)
+    for keys, chunk, sub in (([-1], [0], [0]), ([1], [11], [0]), ([1], [0], [-1])):
+        with pytest.raises(ValueError, match="outside"):
+            text.lines(np.array(keys), np.array(chunk, np.int32), np.array(sub, np.int32))
+    with pytest.raises(ValueError, match="at most 4"):
+        text.lines(np.arange(5), np.zeros(5, np.int32), np.zeros(5, np.int32))

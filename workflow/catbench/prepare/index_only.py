@@ -25,24 +25,24 @@ from ..core.index_input import MANIFEST, write_manifest
 from ..core.layout import COPY_STRIDE, copy_layout
 from .catalog import _move, generate_patch
 from .chunker import Chunker
+from .indextext import IndexText
 
 log = logging.getLogger(__name__)
-KEY_WIDTH = 28  # the seed's CHAR(28) source_id
-WRITE_ROWS = 1 << 18
+WRITE_ROWS = 1 << 16
 _STATE: dict = {}  # the patch positions and layout, set in each worker process
 
 
 def _setup(cfg: dict):
-    """The base patch's positions (the generator is seeded: every process gets the same).
-    One polars thread per worker: the workers are the parallelism, and polars' own pool
-    in each of them oversubscribed the cores (0.75x [0.67-0.95] the wall time with one
-    thread, n=3, bench config, 2 workers)."""
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")  # before polars is imported here
+    """The base patch's positions (the generator is seeded: every process gets the same)
+    and the formatter of its lines."""
     patch = generate_patch(cfg["catalog"], cfg["seed"]).objects
     p = cfg["partition"]
+    chunker = Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
+    text = IndexText(int(chunker.all_chunks().max()), chunker.num_sub_stripes * chunker.max_sub_chunks - 1,
+                     WRITE_ROWS)
     _STATE.update(oid=patch["objectId"].to_numpy(), ra=patch["ra_PS"].to_numpy(),
                   dec=patch["decl_PS"].to_numpy(), layout=copy_layout(cfg["catalog"]),
-                  chunker=Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"]))
+                  chunker=chunker, text=text)
 
 
 def bounds(total: int, n_files: int) -> list[int]:
@@ -62,31 +62,25 @@ def _copy_rows(copy: int, lo: int, hi: int):
 
 def _write_file(args) -> tuple[str, int, int, int]:
     """Rows [first, end) of the whole index into part-<k>.tsv of both folders. Copies are
-    located one by one (as the full path does) and written in batches of at least
-    ``WRITE_ROWS`` rows: with small patches the per-write cost dominated (0.05 M rows/s at
-    100 objects a copy)."""
-    import polars as pl
-
+    located one by one (as the full path does, a long copy in pieces) and written in
+    batches of ``WRITE_ROWS`` rows: with small patches the per-write cost dominated
+    (0.05 M rows/s at 100 objects a copy), and a batch bounds the memory."""
     k, first, end, out_numeric, out_char = args
     n_obj = len(_STATE["oid"])
     name = f"part-{k:05d}.tsv"
     with atomic_path(Path(out_numeric) / name) as num_tmp, atomic_path(Path(out_char) / name) as chr_tmp, \
             open(num_tmp, "wb") as num, open(chr_tmp, "wb") as char:
-        row, batch, rows = first, [], 0
+        row = first
         while row < end:
-            copy, lo = divmod(row, n_obj)
-            hi = min(n_obj, lo + (end - row))
-            batch.append(_copy_rows(copy, lo, hi))
-            rows += hi - lo
-            row += hi - lo
-            if rows < WRITE_ROWS and row < end:
-                continue
-            df = pl.DataFrame({c: np.concatenate([b[i] for b in batch])
-                               for i, c in enumerate(("objectId", "chunkId", "subChunkId"))})
-            df.write_csv(num, separator="\t", include_header=False)
-            df.with_columns(pl.col("objectId").cast(pl.String).str.pad_start(KEY_WIDTH, "0")) \
-              .write_csv(char, separator="\t", include_header=False)
-            batch, rows = [], 0
+            stop, batch = min(end, row + WRITE_ROWS), []
+            while row < stop:
+                copy, lo = divmod(row, n_obj)
+                hi = min(n_obj, lo + (stop - row))
+                batch.append(_copy_rows(copy, lo, hi))
+                row += hi - lo
+            numeric, padded = _STATE["text"].lines(*(np.concatenate([b[i] for b in batch]) for i in range(3)))
+            num.write(numeric)
+            char.write(padded)
     return name, end - first, (Path(out_numeric) / name).stat().st_size, (Path(out_char) / name).stat().st_size
 
 
@@ -118,7 +112,7 @@ def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | N
     tasks = [(k, b[k], b[k + 1], str(out_numeric), str(out_char)) for k in part_files(len(b) - 1, part, parts)]
     total = sum(t[2] - t[1] for t in tasks)
     done, written = [], 0
-    # not fork: polars' thread pool does not survive a fork of a process that used it
+    # not fork: Arrow's thread pools do not survive a fork of a process that used them
     ctx = mp.get_context("forkserver")
     with ctx.Pool(max(1, workers), initializer=_setup, initargs=(cfg,)) as pool:
         for name, n, num_bytes, chr_bytes in pool.imap(_write_file, tasks):
