@@ -66,19 +66,27 @@ def test_index_text_same_bytes_as_polars_at_the_edges():
              10**18 - 1, 10**18, 2**62, 2**63 - 1, 10485760000, 10485760999]
     rng = np.random.default_rng(1)
     keys = np.array(edges + list(rng.integers(0, 2**63 - 1, 5000)) + list(rng.integers(0, 10**6, 5000)), np.int64)
-    max_chunk, max_sub = 14449, 8982
+    max_chunk, max_sub = 2**31 - 1, 8982  # a chunk range over 2^20: id_table takes the unique ids
     chunk = np.resize(np.array([0, 1, 9, 10, 99, 100, 9999, 10000, max_chunk], np.int32), len(keys))
     sub = np.resize(np.array([max_sub, 0, 1, 9, 10, 99, 100, 999, 1000, 8981], np.int32), len(keys))
-    text = IndexText(max_chunk, max_sub, len(keys))
+    text = IndexText(len(keys))
     for n in (len(keys), 1, 7, 0):   # the buffers are reused: a shorter call after a longer one
         got = tuple(bytes(b) for b in text.lines(keys[:n], chunk[:n], sub[:n]))
         assert got == _polars_lines(keys[:n], chunk[:n], sub[:n]) if n else got == (b"", b"")
 
 
 def test_index_text_refuses_what_it_cannot_write():
-    text = IndexText(10, 10, 4)
-    for keys, chunk, sub in (([-1], [0], [0]), ([1], [11], [0]), ([1], [0], [-1])):
-        with pytest.raises(ValueError, match="outside"):
-            text.lines(np.array(keys), np.array(chunk, np.int32), np.array(sub, np.int32))
+    text = IndexText(4)
+    with pytest.raises(ValueError, match="negative"):
+        text.lines(np.array([5, -1]), np.zeros(2, np.int32), np.zeros(2, np.int32))
     with pytest.raises(ValueError, match="at most 4"):
         text.lines(np.arange(5), np.zeros(5, np.int32), np.zeros(5, np.int32))
+
+
+def test_index_text_keeps_its_id_tables_right_as_their_range_grows():
+    text = IndexText(100)
+    keys = np.arange(100, dtype=np.int64) * 977
+    for first in (50, 40, 45, 1000, 0):
+        chunk = np.arange(first, first + 100, dtype=np.int32)
+        sub = chunk[::-1].copy()
+        assert tuple(bytes(b) for b in text.lines(keys, chunk, sub)) == _polars_lines(keys, chunk, sub)

@@ -153,9 +153,11 @@ def write_shared_text(patch: Patch, object_path, source_path):
         with TextWriter(path, VARYING[kind], table.num_rows) as w:
             w.write(text_of(table, range(VARYING[kind], table.num_columns)))
 
-def _move(ra, dec, dec_centre, ra_start):
+def _move(ra, dec, dec_centre, ra_start, cos_dec=None):
+    """``cos_dec``: cos(radians(dec)), the same for every copy (the index-only path keeps it)."""
     dec_new = dec + dec_centre
-    stretch = np.cos(np.radians(dec)) / np.cos(np.radians(np.clip(dec_new, -90.0, 90.0)))
+    cos_dec = np.cos(np.radians(dec)) if cos_dec is None else cos_dec
+    stretch = cos_dec / np.cos(np.radians(np.clip(dec_new, -90.0, 90.0)))
     return np.mod(ra_start + ra * stretch, 360.0), np.clip(dec_new, -90.0, 90.0)
 
 

@@ -55,6 +55,7 @@ class Chunker:
     sub_chunks_per_chunk: np.ndarray = field(init=False, repr=False)
     sub_chunk_width: np.ndarray = field(init=False, repr=False)
     alpha: np.ndarray = field(init=False, repr=False)
+    columns: np.ndarray = field(init=False, repr=False)
     max_sub_chunks: int = field(init=False)
 
     def __post_init__(self):
@@ -80,7 +81,8 @@ class Chunker:
                 f"{self.ss_height:.6f} deg")
         self.chunks_per_stripe = nc
         self.sub_chunks_per_chunk = nsc
-        self.sub_chunk_width = 360.0 / (nsc * np.repeat(nc, nss))
+        self.columns = nsc * np.repeat(nc, nss)  # sub-chunks across each sub-stripe
+        self.sub_chunk_width = 360.0 / self.columns
         self.max_sub_chunks = int(nsc.max())
         lat_lo = np.arange(n_sub) * self.ss_height - 90.0
         self.alpha = np.array([max_alpha(self.overlap, max(abs(lo), abs(lo + self.ss_height)))
@@ -116,9 +118,8 @@ class Chunker:
         return np.clip(np.floor((dec + 90.0) / self.ss_height).astype(np.int64), 0, n_sub - 1)
 
     def _column(self, ra, ss):
-        n = self.sub_chunks_per_chunk[ss] * self.chunks_per_stripe[ss // self.num_sub_stripes]
         col = np.floor(ra / self.sub_chunk_width[ss]).astype(np.int64)
-        return np.minimum(col, n - 1)
+        return np.minimum(col, self.columns[ss] - 1)
 
     def locate(self, ra, dec, where: str = "input"):
         """chunkId and subChunkId (int32 arrays) of each position (degrees).
@@ -153,7 +154,7 @@ class Chunker:
             r, s, x = rows[m], ss[m], ra[m]
             width = self.sub_chunk_width[s]
             alpha = self.alpha[s]
-            n = self.sub_chunks_per_chunk[s] * self.chunks_per_stripe[s // self.num_sub_stripes]
+            n = self.columns[s]
             first = np.floor((x - alpha) / width).astype(np.int64)
             count = np.floor((x + alpha) / width).astype(np.int64) - first + 1
             full = count >= n

@@ -38,11 +38,10 @@ def _setup(cfg: dict):
     patch = generate_patch(cfg["catalog"], cfg["seed"]).objects
     p = cfg["partition"]
     chunker = Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
-    text = IndexText(int(chunker.all_chunks().max()), chunker.num_sub_stripes * chunker.max_sub_chunks - 1,
-                     WRITE_ROWS)
     _STATE.update(oid=patch["objectId"].to_numpy(), ra=patch["ra_PS"].to_numpy(),
                   dec=patch["decl_PS"].to_numpy(), layout=copy_layout(cfg["catalog"]),
-                  chunker=chunker, text=text)
+                  chunker=chunker, text=IndexText(WRITE_ROWS))
+    _STATE["cos_dec"] = np.cos(np.radians(_STATE["dec"]))
 
 
 def bounds(total: int, n_files: int) -> list[int]:
@@ -55,7 +54,8 @@ def _copy_rows(copy: int, lo: int, hi: int):
     """(objectId, chunkId, subChunkId) of objects lo..hi-1 of one copy."""
     s = _STATE
     lay = s["layout"]
-    ra, dec = _move(s["ra"][lo:hi], s["dec"][lo:hi], lay["dec_centre"][copy], lay["ra_start"][copy])
+    ra, dec = _move(s["ra"][lo:hi], s["dec"][lo:hi], lay["dec_centre"][copy], lay["ra_start"][copy],
+                    s["cos_dec"][lo:hi])
     chunk, sub = s["chunker"].locate(ra, dec, where=f"copy {copy}")
     return s["oid"][lo:hi] * COPY_STRIDE + copy, chunk, sub
 

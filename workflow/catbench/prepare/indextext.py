@@ -3,14 +3,14 @@ numeric objectId and the seed's CHAR(28) key (the objectId's digits zero-padded 
 Byte for byte what polars' CSV writer (and the full path's Arrow text) writes; see
 index_only.md for the measurements behind this design.
 
-Every key is formatted once, as 28 zero-padded digits (numpy, four digits a lookup);
-every chunk and sub-chunk id once per worker, as ``\\tC`` and ``\\tS\\n`` in a table.
-One Arrow array (the *pool*) holds the table entries then the keys, all over one byte
-buffer: a row's line is then three pool entries (key, its chunk's, its sub-chunk's), and
-one ``take`` of 3 indices a row concatenates a whole batch's lines, each byte copied
-once. The CHAR(28) form takes a key's 28 digits; the numeric form the digits after its
-leading zeros (each key is two pool entries there: zeros, digits). Buffers are made once,
-for ``rows`` rows a batch, and reused: fresh pages cost more than the formatting.
+Every key is formatted once, as 28 zero-padded digits (numpy, four digits a lookup), and
+every chunk and sub-chunk id once, as ``\\tC`` and ``\\tS\\n`` (rowtext.id_table).
+One Arrow array (the *pool*) holds the keys then those texts: a row's line is three pool
+entries (key, its chunk's, its sub-chunk's), and one ``take`` of 3 indices a row
+concatenates a whole batch's lines, each byte copied once. The CHAR(28) form takes a
+key's 28 digits; the numeric form the digits after its leading zeros (each key is two
+pool entries there: zeros, digits). The keys' buffers are made once, for ``rows`` rows a
+call, and reused: fresh pages cost more than the formatting.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrays import arrow, call
+from .rowtext import id_table
 
 KEY_WIDTH = 28  # the seed's CHAR(28) source_id
 _BLOCKS = KEY_WIDTH // 4
@@ -27,39 +28,36 @@ _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)  # a key >= 10^k has more than k
 _SUB_ROWS = 1 << 14  # digits of this many keys at a time: their temporaries stay in cache
 
 
-def _table(texts: list[bytes]) -> tuple[bytes, np.ndarray]:
-    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
-    return b"".join(texts), np.cumsum(lengths)
-
-
 class IndexText:
-    """Lines of rows with chunk ids in 0..``max_chunk`` and sub-chunk ids in 0..``max_sub``,
-    at most ``rows`` rows a call."""
+    """Lines of at most ``rows`` rows a call."""
 
-    def __init__(self, max_chunk: int, max_sub: int, rows: int):
-        chunks, chunk_ends = _table([b"\t%d" % c for c in range(max_chunk + 1)])
-        subs, sub_ends = _table([b"\t%d\n" % s for s in range(max_sub + 1)])
-        self.max_chunk, self.max_sub, self.rows = max_chunk, max_sub, rows
-        self.n_chunks = max_chunk + 1
-        self.n_table = self.n_chunks + max_sub + 1
-        self.base = len(chunks) + len(subs)  # the keys' first byte
-        self.data = np.empty(self.base + rows * KEY_WIDTH, np.uint8)
-        self.data[:self.base] = np.frombuffer(chunks + subs, np.uint8)
-        table_offsets = np.r_[0, chunk_ends, len(chunks) + sub_ends]
-        key_starts = self.base + KEY_WIDTH * np.arange(rows + 1, dtype=np.int64)
-        # CHAR(28): one pool entry a key; numeric: two (zeros, digits), the split set per call
-        self.char_offsets = np.r_[table_offsets, key_starts[1:]]
-        self.num_offsets = np.empty(self.n_table + 1 + 2 * rows, np.int64)
-        self.num_offsets[:self.n_table + 1] = table_offsets
-        self.num_offsets[self.n_table + 2::2] = key_starts[1:]
-        self.char_keys = self.n_table + np.arange(rows, dtype=np.int64)
-        self.num_keys = self.n_table + 1 + 2 * np.arange(rows, dtype=np.int64)
+    def __init__(self, rows: int):
+        self.rows = rows
+        self.digits = np.empty(rows * KEY_WIDTH, np.uint8)
+        starts = KEY_WIDTH * np.arange(rows + 1, dtype=np.int64)
+        self.char_offsets = starts
+        self.num_offsets = np.repeat(starts, 2)[1:]  # odd entries: where a key's digits start
+        self.char_keys = np.arange(rows, dtype=np.int64)
+        self.num_keys = 2 * self.char_keys + 1
         self.index = np.empty((rows, 3), np.int64)
+        self.tables: dict[str, tuple] = {}
+
+    def _ids(self, values, end: str):
+        """Texts ``\t<id><end>`` and each value's entry: kept between calls (made over the
+        ids' whole range so far) while that range is under 2^20 ids; made per call beyond.
+        Per call, at 64k rows, the tables cost 20 ns a row."""
+        lo, hi = int(values.min()), int(values.max())
+        have = self.tables.get(end)
+        if have is None or lo < have[0] or hi > have[1]:
+            lo, hi = (lo, hi) if have is None else (min(lo, have[0]), max(hi, have[1]))
+            if hi - lo >= 1 << 20:
+                return id_table(values, end, "\t")
+            have = self.tables[end] = (lo, hi, id_table(np.array([lo, hi]), end, "\t")[0])
+        return have[2], values - have[0]
 
     def _digits(self, keys: np.ndarray):
-        """Each key's 28 zero-padded digits into the data buffer (int64 has at most 19)."""
-        out = self.data[self.base:self.base + len(keys) * KEY_WIDTH].view(np.uint32)
-        out = out.reshape(len(keys), _BLOCKS)
+        """Each key's 28 zero-padded digits (an int64 has at most 19)."""
+        out = self.digits[:len(keys) * KEY_WIDTH].view(np.uint32).reshape(len(keys), _BLOCKS)
         out[:, :2] = _LUT4[0]
         for s in range(0, len(keys), _SUB_ROWS):
             v, o = keys[s:s + _SUB_ROWS], out[s:s + _SUB_ROWS]
@@ -77,26 +75,24 @@ class IndexText:
             raise ValueError(f"{n} rows in one call; this IndexText takes at most {self.rows}")
         if n == 0:
             return pa.py_buffer(b""), pa.py_buffer(b"")
-        # an id outside its table would take another table's text: checked, not trusted
-        for name, v, top in (("objectId", keys, np.iinfo(np.int64).max),
-                             ("chunkId", chunk, self.max_chunk), ("subChunkId", sub, self.max_sub)):
-            lo, hi = int(v.min()), int(v.max())
-            if lo < 0 or hi > top:
-                raise ValueError(f"{name} {lo if lo < 0 else hi} is outside 0..{top}")
+        if keys.min() < 0:
+            raise ValueError(f"objectId {keys.min()} is negative: not a key of the index input")
         self._digits(keys)
-        n_digits = np.searchsorted(_POW10, keys, side="right") + 1
-        t = self.n_table
-        self.num_offsets[t + 1:t + 2 * n:2] = self.num_offsets[t + 2:t + 2 * n + 1:2] - n_digits
+        self.num_offsets[1:2 * n:2] = self.num_offsets[2:2 * n + 1:2] - (np.searchsorted(_POW10, keys, "right") + 1)
+        chunks, chunk_rows = self._ids(chunk, "")
+        subs, sub_rows = self._ids(sub, "\n")
         index = self.index[:n]
-        index[:, 1] = chunk
-        index[:, 2] = sub
-        index[:, 2] += self.n_chunks
         out = []
-        for offsets, key_entries, entries in ((self.num_offsets, self.num_keys, t + 2 * n),
-                                              (self.char_offsets, self.char_keys, t + n)):
+        for offsets, key_entries, entries in ((self.num_offsets, self.num_keys, 2 * n),
+                                              (self.char_offsets, self.char_keys, n)):
+            keys_text = pa.LargeStringArray.from_buffers(
+                entries, pa.py_buffer(offsets[:entries + 1]), pa.py_buffer(self.digits))
+            pool = pa.concat_arrays([keys_text, chunks, subs])
             index[:, 0] = key_entries[:n]
-            pool = pa.LargeStringArray.from_buffers(
-                entries, pa.py_buffer(offsets[:entries + 1]), pa.py_buffer(self.data))
+            index[:, 1] = chunk_rows
+            index[:, 1] += entries
+            index[:, 2] = sub_rows
+            index[:, 2] += entries + len(chunks)
             text = call("take", pool, arrow(index.ravel()))
             end = int(np.frombuffer(text.buffers()[1], np.int64, 1, 8 * len(text))[0])
             out.append(text.buffers()[2][:end])

@@ -87,15 +87,14 @@ def text_of(table: pa.Table, columns: range) -> pa.Array:
     return join(column_texts(table, columns))
 
 
-def _id_table(values: np.ndarray, end: str = "") -> tuple[pa.Array, np.ndarray]:
-    """Text of each id in the range of ``values`` (followed by ``end``), and each value's
-    index into it: chunk and sub-chunk ids are formatted once each."""
+def id_table(values: np.ndarray, end: str = "", start: str = "") -> tuple[pa.Array, np.ndarray]:
+    """Text of each id in the range of ``values`` (between ``start`` and ``end``), and each
+    value's index into it: chunk and sub-chunk ids are formatted once each."""
     values = np.asarray(values, np.int64)
     lo, hi = (int(values.min()), int(values.max())) if len(values) else (0, -1)
-    if hi - lo >= 1 << 20:
-        ids = np.unique(values)
-        return join([column_text(arrow(ids)), repeat(end, len(ids))], ""), np.searchsorted(ids, values)
-    return join([column_text(arrow(np.arange(lo, hi + 1))), repeat(end, hi - lo + 1)], ""), values - lo
+    ids = np.unique(values) if hi - lo >= 1 << 20 else np.arange(lo, hi + 1)
+    text = join([repeat(start, len(ids)), column_text(arrow(ids)), repeat(end, len(ids))], "")
+    return text, (np.searchsorted(ids, values) if hi - lo >= 1 << 20 else values - lo)
 
 
 class Lines:
@@ -117,7 +116,7 @@ def located(pieces: list[tuple[pa.Array, np.ndarray]], chunk_id, sub_id) -> Line
     """Full chunk-file lines, ``piece[index]`` of every (array, index) of ``pieces`` then
     chunkId and subChunkId, tab-separated, each line ending in ``\\n``: one gather (take)
     over all the pieces' text, so every byte is copied once."""
-    pieces = [*pieces, _id_table(chunk_id), _id_table(sub_id, "\n")]
+    pieces = [*pieces, id_table(chunk_id), id_table(sub_id, "\n")]
     pool = pa.concat_arrays([text for text, _ in pieces] + [repeat("\t", 1)])
     tab = len(pool) - 1
     index = np.full((len(chunk_id), 2 * len(pieces) - 1), tab, np.int64)
