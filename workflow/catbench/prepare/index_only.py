@@ -6,7 +6,9 @@ files and no staging. Only the base patch's positions are kept; each copy is mov
 located and written, so memory is one copy's rows (bounded by ``catalog.patch.objects``),
 whatever the catalog's size. Files are independent: worker processes write them in
 parallel, and ``parts`` jobs (on several nodes) each write their share of the files, which
-``merge_parts`` then links into one folder per variant.
+``merge_parts`` then links into one folder per variant. The lines' text: indextext.py.
+Speed at 10^8 rows (4.85 M rows/s, 0.38 CPU-us a row on 2 cores), what it costs and what
+did not help: index_only.md.
 """
 
 from __future__ import annotations
