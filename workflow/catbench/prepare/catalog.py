@@ -153,12 +153,17 @@ def write_shared_text(patch: Patch, object_path, source_path):
         with TextWriter(path, VARYING[kind], table.num_rows) as w:
             w.write(text_of(table, range(VARYING[kind], table.num_columns)))
 
-def _move(ra, dec, dec_centre, ra_start, cos_dec=None):
-    """``cos_dec``: cos(radians(dec)), the same for every copy (the index-only path keeps it)."""
+def _band(dec, dec_centre):
+    """Declinations of a copy centred at ``dec_centre`` and the stretch of its ra: the same
+    for every copy of a band (the index-only path keeps them)."""
     dec_new = dec + dec_centre
-    cos_dec = np.cos(np.radians(dec)) if cos_dec is None else cos_dec
-    stretch = cos_dec / np.cos(np.radians(np.clip(dec_new, -90.0, 90.0)))
-    return np.mod(ra_start + ra * stretch, 360.0), np.clip(dec_new, -90.0, 90.0)
+    stretch = np.cos(np.radians(dec)) / np.cos(np.radians(np.clip(dec_new, -90.0, 90.0)))
+    return np.clip(dec_new, -90.0, 90.0), stretch
+
+
+def _move(ra, dec, dec_centre, ra_start):
+    dec_new, stretch = _band(dec, dec_centre)
+    return np.mod(ra_start + ra * stretch, 360.0), dec_new
 
 
 def duplicate(patch: Patch, layout: np.ndarray, copy: int) -> tuple[pa.Table, pa.Table]:

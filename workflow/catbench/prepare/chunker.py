@@ -113,7 +113,7 @@ class Chunker:
         return chunk_id.astype(np.int32), sub_id.astype(np.int32)
 
     # -- locate ------------------------------------------------------------------------
-    def _sub_stripe(self, dec):
+    def sub_stripe(self, dec):
         n_sub = self.num_stripes * self.num_sub_stripes
         return np.clip(np.floor((dec + 90.0) / self.ss_height).astype(np.int64), 0, n_sub - 1)
 
@@ -128,8 +128,12 @@ class Chunker:
         out-of-range values raise CoordinateError naming ``where`` and the first bad row.
         """
         ra, dec = check_coordinates(ra, dec, where)
-        ss = self._sub_stripe(dec)
-        return self._ids(ss, self._column(ra, ss))
+        return self.locate_in(ra, self.sub_stripe(dec))
+
+    def locate_in(self, ra, sub_stripe):
+        """``locate`` of checked positions whose sub-stripes (``sub_stripe(dec)``) are
+        known: the index-only path moves a patch along a band, its declinations unchanged."""
+        return self._ids(sub_stripe, self._column(ra, sub_stripe))
 
     def overlap_locations(self, ra, dec, where: str = "input"):
         """Every (row, chunkId, subChunkId) whose sub-chunk box, widened by the overlap
@@ -140,7 +144,7 @@ class Chunker:
         if self.overlap == 0.0 or len(ra) == 0:
             return empty
         n_sub = self.num_stripes * self.num_sub_stripes
-        own_ss = self._sub_stripe(dec)
+        own_ss = self.sub_stripe(dec)
         own_col = self._column(ra, own_ss)
         lo = np.floor((dec - self.overlap + 90.0) / self.ss_height).astype(np.int64)
         hi = np.floor((dec + self.overlap + 90.0) / self.ss_height).astype(np.int64)

@@ -25,8 +25,8 @@ import numpy as np
 from ..core.files import atomic_path
 from ..core.index_input import MANIFEST, write_manifest
 from ..core.layout import COPY_STRIDE, copy_layout
-from .catalog import _move, generate_patch
-from .chunker import Chunker
+from .catalog import _band, generate_patch
+from .chunker import Chunker, check_coordinates
 from .indextext import IndexText
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,7 @@ def _setup(cfg: dict):
     chunker = Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
     _STATE.update(oid=patch["objectId"].to_numpy(), ra=patch["ra_PS"].to_numpy(),
                   dec=patch["decl_PS"].to_numpy(), layout=copy_layout(cfg["catalog"]),
-                  chunker=chunker, text=IndexText(WRITE_ROWS))
-    _STATE["cos_dec"] = np.cos(np.radians(_STATE["dec"]))
+                  chunker=chunker, text=IndexText(WRITE_ROWS), band=None)
 
 
 def bounds(total: int, n_files: int) -> list[int]:
@@ -53,12 +52,18 @@ def bounds(total: int, n_files: int) -> list[int]:
 
 
 def _copy_rows(copy: int, lo: int, hi: int):
-    """(objectId, chunkId, subChunkId) of objects lo..hi-1 of one copy."""
+    """(objectId, chunkId, subChunkId) of objects lo..hi-1 of one copy. The copies of a
+    band share their declinations, ra stretch and sub-stripes: made once a band."""
     s = _STATE
     lay = s["layout"]
-    ra, dec = _move(s["ra"][lo:hi], s["dec"][lo:hi], lay["dec_centre"][copy], lay["ra_start"][copy],
-                    s["cos_dec"][lo:hi])
-    chunk, sub = s["chunker"].locate(ra, dec, where=f"copy {copy}")
+    if s.get("band") is None or s["band"][0] != lay["dec_centre"][copy]:
+        dec, stretch = _band(s["dec"], lay["dec_centre"][copy])
+        check_coordinates(np.zeros_like(dec), dec, where=f"copy {copy}")
+        s["band"] = (lay["dec_centre"][copy], stretch, s["chunker"].sub_stripe(dec))
+    _, stretch, sub_stripe = s["band"]
+    ra = np.mod(lay["ra_start"][copy] + s["ra"][lo:hi] * stretch[lo:hi], 360.0)  # as catalog._move
+    ra[ra == 360.0] = 0.0  # as locate's check (finite by construction, in [0, 360])
+    chunk, sub = s["chunker"].locate_in(ra, sub_stripe[lo:hi])
     return s["oid"][lo:hi] * COPY_STRIDE + copy, chunk, sub
 
 
