@@ -7,7 +7,7 @@ located and written, so memory is one copy's rows (bounded by ``catalog.patch.ob
 whatever the catalog's size. Files are independent: worker processes write them in
 parallel, and ``parts`` jobs (on several nodes) each write their share of the files, which
 ``merge_parts`` then links into one folder per variant. The lines' text: indextext.py.
-Speed at 10^8 rows (4.85 M rows/s, 0.38 CPU-us a row on 2 cores), what it costs and what
+Speed at 10^8 rows (5.06 M rows/s, 0.35 CPU-us a row on 2 cores), what it costs and what
 did not help: index_only.md.
 """
 
