@@ -18,8 +18,8 @@ only complete (``core.files.staged_output``). Every knob comes from the ``load``
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import time
 from pathlib import Path
 
