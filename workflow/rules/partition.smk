@@ -28,10 +28,12 @@ rule partition_map:
         ENV_PY
     resources:
         **job_resources("partition_map"),
+    threads: job_threads("partition_map")
     shell:
         # One BLAS thread: numpy's OpenBLAS pool costs 0.1 CPU-s per job start, unused here.
+        # {threads} parts mapped at once (numpy and pyarrow release the GIL).
         "OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects} "
-        "--sources {input.sources} --out {output.staging} --groups {params.groups} "
+        "--sources {input.sources} --out {output.staging} --groups {params.groups} --threads {threads} "
         "--metrics {output.metrics} > {log} 2>&1"
 
 
@@ -64,7 +66,8 @@ rule partition_reduce:
         **job_resources("partition_reduce"),
     threads: job_threads("partition_reduce")
     shell:
-        # Arrow threads = job threads: Snakemake already runs jobs side by side. Arrow's
+        # {threads}: the next part decoded, Parquet and TSV written beside the lines being
+        # made (2 side-by-side 1-thread reduces were slower: partition.md). Arrow's
         # buffers from glibc's heap, kept (not returned and re-faulted): the kernel zeroing
         # fresh pages was 13% of a reduce's time; 0.83x CPU [0.75-0.86], n=3 (partition.md).
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 ARROW_DEFAULT_MEMORY_POOL=system "
@@ -72,7 +75,7 @@ rule partition_reduce:
         "catbench partition-reduce "
         "--staging {params.staging} --objects {input.objects} --sources {input.sources} "
         "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
-        "--manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
+        "--threads {threads} --manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
 
 
 rule index_input:

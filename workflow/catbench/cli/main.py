@@ -76,7 +76,8 @@ def cmd_partition_map(a):
         if len(a.objects) != len(a.sources):
             raise ValueError(f"{len(a.objects)} --objects but {len(a.sources)} --sources: give "
                              f"each catalog part's pair, in the same order")
-        r = partition_mod.map_parts(cfg, list(zip(a.objects, a.sources)), a.out, a.groups)
+        r = partition_mod.map_parts(cfg, list(zip(a.objects, a.sources)), a.out, a.groups,
+                                     a.threads)
         t.extra.update(rows=r["objects"] + r["sources"], **r)
 
 
@@ -85,7 +86,8 @@ def cmd_partition_reduce(a):
         n = len(a.objects)  # a table without part text files has its varying text made here
         texts = list(zip(a.text_objects or [None] * n, a.text_sources or [None] * n))
         r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group,
-                                       a.chunks, a.manifest, a.formats, texts, a.patch_text)
+                                       a.chunks, a.manifest, a.formats, texts, a.patch_text,
+                                       a.threads)
         t.extra.update(group=a.group, **r)
 
 
@@ -230,7 +232,8 @@ def main(argv=None):
                            f"(Arrow IPC), for the partition stage"}) for t in ("objects", "sources")))
     add("partition-map", cmd_partition_map, ("--objects", {"nargs": "+"}),
         ("--sources", {"nargs": "+"}), ("--out", {"help": "one staging dir per part is written in it"}),
-        ("--groups", {"type": int}), "--metrics")
+        ("--groups", {"type": int}), "--metrics",
+        ("--threads", {"type": int, "default": 1, "required": False, "help": "parts mapped at once"}))
     add("partition-reduce", cmd_partition_reduce, ("--staging", {"nargs": "+"}),
         ("--objects", {"nargs": "+"}), ("--sources", {"nargs": "+"}),
         ("--group", {"type": int}), "--chunks", "--manifest", "--metrics",
@@ -238,7 +241,9 @@ def main(argv=None):
                        "default": list(partition_mod.FORMATS)}),
         ("--text-objects", {"nargs": "+", "required": False}),
         ("--text-sources", {"nargs": "+", "required": False}),
-        ("--patch-text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES")}))
+        ("--patch-text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES")}),
+        ("--threads", {"type": int, "default": 1, "required": False,
+                       "help": "this one and threads-1 Parquet writers"}))
     add("index-input", cmd_index_input, ("--staging", {"nargs": "+"}),
         ("--files", {"type": int}), "--out", "--out-seed", "--metrics")
     add("index-generate", cmd_index_generate, "--out", "--out-seed", "--metrics",

@@ -19,6 +19,7 @@ See partition.md.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -93,19 +94,25 @@ def _write_locations(rows, chunk_id, sub_id, group, rank, path):
             w.write_table(t.slice(a, b - a))
 
 
-def map_parts(cfg: dict, parts, out_dir, groups: int) -> dict:
-    """Locate catalog parts, (Object, Source) file pairs, one after the other (a map job
-    holds one part at a time) and write each one's staging files into
-    ``out_dir/<Object file's stem>``; return the summed counts."""
+def map_parts(cfg: dict, parts, out_dir, groups: int, threads: int = 1) -> dict:
+    """Locate catalog parts, (Object, Source) file pairs, ``threads`` at a time (a map
+    job holds that many parts at once; numpy and pyarrow release the GIL) and write each
+    one's staging files into ``out_dir/<Object file's stem>``; return the summed counts."""
     names = [Path(o).stem for o, _ in parts]
     if len(set(names)) != len(names):
         raise ValueError(f"catalog parts with the same file name {names}: staging dirs would collide")
     chunker, group_of = chunker_from(cfg), group_table(cfg, groups)
     rank = _chunk_rank(group_of)
+
+    def one(k):
+        (o, s), name = parts[k], names[k]
+        return _map_one(chunker, group_of, rank, o, s, Path(out_dir) / name)
+
     total = {"objects": 0, "sources": 0, "overlap_rows": 0}
-    for (o, s), name in zip(parts, names):
-        for k, v in _map_one(chunker, group_of, rank, o, s, Path(out_dir) / name).items():
-            total[k] += v
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        for counts in pool.map(one, range(len(parts))):
+            for k, v in counts.items():
+                total[k] += v
     return total
 
 
@@ -123,8 +130,9 @@ def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Pa
     chunk_id, sub_id = chunker.locate(ra, dec, where=str(object_path))
     ov_rows, ov_chunk, ov_sub = chunker.overlap_locations(ra, dec, where=str(object_path))
     oid = numpy(obj["objectId"])
+    # Staging, read once: snappy was 6% of a map job and saved little on random ids.
     write_parquet(table({"objectId": oid, "chunkId": chunk_id, "subChunkId": sub_id}),
-                  out / "index.parquet")
+                  out / "index.parquet", compression="none")
 
     # Sources take their Object's location (child table, no overlap).
     s_oid = numpy(read_parquet(source_path, columns=["objectId"])["objectId"])
@@ -148,7 +156,7 @@ def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Pa
     return {"objects": n_obj, "sources": n_src, "overlap_rows": len(ov_rows)}
 
 
-def _group_rows(path, group: int) -> pa.Table | None:
+def _group_rows(path, group: int, columns=None) -> pa.Table | None:
     """The rows of ``group`` in one staging file (row groups are pure per group)."""
     f = open_parquet(path)
     col = f.schema_arrow.get_field_index("_group")
@@ -157,7 +165,7 @@ def _group_rows(path, group: int) -> pa.Table | None:
         st = f.metadata.row_group(i).column(col).statistics
         if st is not None and st.has_min_max and st.min == group:
             wanted.append(i)
-    return f.read_row_groups(wanted) if wanted else None
+    return f.read_row_groups(wanted, columns=columns) if wanted else None
 
 
 def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
@@ -177,31 +185,50 @@ def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
 
 
 def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path,
-                 formats=FORMATS, texts=None, shared_texts=None) -> dict:
+                 formats=FORMATS, texts=None, shared_texts=None, threads: int = 1) -> dict:
     """Write every chunk file of one chunk group, in ``formats`` (tsv, parquet), and a
     manifest of them. ``catalog_parts`` are the (Object, Source) Parquet files each staging
     dir was mapped from, in the same order. Given ``shared_texts``, the patch's (Object,
     Source) text files (rowtext.py), TSV lines are glued from the text the catalog stage
     made: the shared columns' from those, the varying columns' from ``texts``, each part's
     (Object, Source) varying text files, a None formatted here (catalog.PART_TEXT).
-    Without ``shared_texts`` every value is formatted here."""
+    Without ``shared_texts`` every value is formatted here. A chunk's Parquet file is
+    written once the last part holding its rows is cut, by ``threads - 1`` writer threads
+    beside this one (inline when 1)."""
     if len(catalog_parts) != len(staging_dirs):
         raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
                          f"parts: give the parts in the order they were mapped")
     if texts is not None and len(texts) != len(catalog_parts):
         raise ValueError(f"{len(texts)} text files for {len(catalog_parts)} catalog parts")
     tsv = "tsv" in formats
-    files = ChunkFiles(chunks_dir, formats)
+    files = ChunkFiles(chunks_dir, formats, threads - 1)
+    complete = _complete_after(staging_dirs, group) if "parquet" in formats else {}
+
+    def load(k):  # no shared state: runs ahead on the loader thread
+        d, parquets = staging_dirs[k], catalog_parts[k]
+        locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
+        out = []
+        # Object and its overlap come from the same file: decode its row groups once.
+        for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
+            present = [(name, locs[name]) for name in names if locs[name] is not None]
+            if present:
+                text = PartText(shared_texts[i], open_parquet(parquets[i]).metadata.num_rows,
+                                texts[k][i] if texts else None) if tsv and shared_texts else None
+                out.append((present, text, _load(parquets[i], present, text, formats)))
+        return out
+
+    # The next part is decoded while this one's lines are made (two parts held at most).
+    loader = ThreadPoolExecutor(1) if threads > 1 else None
     try:
-        for k, (d, parquets) in enumerate(zip(staging_dirs, catalog_parts)):
-            locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
-            # Object and its overlap come from the same file: decode its row groups once.
-            for i, kind, names in ((0, "Object", ("Object", "ObjectOverlap")), (1, "Source", ("Source",))):
-                present = [(name, locs[name]) for name in names if locs[name] is not None]
-                if present:
-                    text = PartText(shared_texts[i], open_parquet(parquets[i]).metadata.num_rows,
-                                    texts[k][i] if texts else None) if tsv and shared_texts else None
-                    _cut(parquets[i], present, text, files)
+        ahead = loader.submit(load, 0) if loader and catalog_parts else None
+        for k in range(len(catalog_parts)):
+            loaded = ahead.result() if loader else load(k)
+            if loader and k + 1 < len(catalog_parts):
+                ahead = loader.submit(load, k + 1)
+            for present, text, rows in loaded:
+                _cut(present, text, rows, files)
+            del loaded
+            files.complete(complete.get(k, ()))
         object_chunks = files.chunks("Object")
         # Every chunk with Objects gets an overlap file, empty when nothing is near.
         for cid in object_chunks - files.chunks("ObjectOverlap"):
@@ -210,6 +237,8 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             if catalog_parts else None
         manifest = files.finish(empty)
     finally:
+        if loader:
+            loader.shutdown(cancel_futures=True)
         files.discard()
     Path(manifest_path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(manifest_path) as tmp:
@@ -222,21 +251,43 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             "rows": sum(r["rows"] for r in manifest)}
 
 
+def _complete_after(staging_dirs, group: int) -> dict[int, list]:
+    """The (table, chunk) keys whose rows end in each part: after cutting that part, their
+    Parquet files can be written and their pieces let go."""
+    last = {}
+    for k, d in enumerate(staging_dirs):
+        for name in TABLES:
+            loc = _group_rows(Path(d) / f"{name}.parquet", group, ["chunkId"])
+            if loc is not None:
+                last.update({(name, c): k for c in np.unique(numpy(loc["chunkId"])).tolist()})
+    out: dict[int, list] = {}
+    for key, k in last.items():
+        out.setdefault(k, []).append(key)
+    return out
+
+
 TEXT_BATCH = 1 << 18  # rows whose lines are made at once: bounds the text's memory
 
 
-def _cut(path, present, text: PartText | None, files: ChunkFiles):
-    """Take one catalog file's rows of the group (all tables ``present`` at once), make
-    their lines, and hand both to ``files`` per chunk."""
+def _load(path, present, text: PartText | None, formats):
+    """One catalog file's rows of the group (all tables ``present`` at once): their row
+    numbers, locations and decoded columns."""
     rows = np.concatenate([numpy(loc["row"]) for _, loc in present])
     chunk_id = np.concatenate([numpy(loc["chunkId"]) for _, loc in present])
     sub_id = np.concatenate([numpy(loc["subChunkId"]) for _, loc in present])
-    parquet, tsv = "parquet" in files.formats, "tsv" in files.formats
     # Decoded: every column for Parquet or formatting, only the varying ones when the
     # text of the others is the patch's; none when all the text was made before.
-    columns = None if parquet or text is None else \
+    columns = None if "parquet" in formats or text is None else \
         open_parquet(path).schema_arrow.names[:text.varying] if text.batches is None else []
     taken = _take_rows(path, rows, columns) if columns != [] else None
+    return rows, chunk_id, sub_id, taken
+
+
+def _cut(present, text: PartText | None, loaded, files: ChunkFiles):
+    """Make the lines of one catalog file's rows of the group (``_load``), and hand them
+    and the rows to ``files`` per chunk."""
+    rows, chunk_id, sub_id, taken = loaded
+    parquet, tsv = "parquet" in files.formats, "tsv" in files.formats
     at = 0
     for name, loc in present:
         n = loc.num_rows
@@ -255,15 +306,16 @@ def _cut(path, present, text: PartText | None, files: ChunkFiles):
         part = taken.slice(s, e - s) if taken is not None else None
         lines = text.lines(rows[s:e], chunk_id[s:e], sub_id[s:e], part) if text else \
             formatted(part, chunk_id[s:e], sub_id[s:e])
-        at = 0
+        at, pieces = 0, []
         for name, loc in present:  # the batch's rows of each table
             lo, hi = max(s, at), min(e, at + loc.num_rows)
             if lo < hi:
                 bounds = [(lo - s + a, lo - s + b) for a, b in _runs(chunk_id[lo:hi])]
-                for (a, b), blob in zip(bounds, lines.slices(bounds)):
-                    files.add_text(name, int(chunk_id[s + a]), blob)
+                pieces += [(name, int(chunk_id[s + a]), blob)
+                           for (a, b), blob in zip(bounds, lines.slices(bounds))]
             at += loc.num_rows
-        del lines  # its buffers are reused by the next batch
+        files.add_text(pieces)  # the pieces keep the batch's buffers until written
+        del lines, pieces
 
 
 def _runs(ids: np.ndarray) -> list[tuple[int, int]]:

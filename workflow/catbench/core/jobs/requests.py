@@ -23,8 +23,9 @@ from ..targets import parse_size, settings_mb
 BASE_S = 300
 # Rules that measure a target (or the engine under test): they run alone (see measure_domain).
 MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run")
-# Rules that are not measuring but use jobs.cpus worker processes.
-PARALLEL = ("index_generate_part",)
+# Rules that are not measuring but use jobs.cpus worker processes or threads (a partition
+# map job maps that many parts at once; a reduce decodes, makes lines and writes at once).
+PARALLEL = ("index_generate_part", "partition_map", "partition_reduce")
 # Queries that scan every chunk table; the others touch a few chunks.
 SCANNING_QUERIES = ("HV1", "HV2", "HV3", "SHV1", "SHV2")
 _ROW_BYTES_BASE = 16          # 8-byte columns of an Object row besides the fillers
@@ -149,8 +150,9 @@ def requests(cfg: dict) -> dict[str, Request]:
     mem_of = {
         "catalog_patch": (mem["part"], "catalog.max_objects_per_part"),
         "catalog_part": (mem["part"], "catalog.max_objects_per_part"),
-        "partition_map": (mem["part"], "catalog.max_objects_per_part"),
-        "partition_reduce": (mem["group"], "partition.max_rows_per_group"),
+        "partition_map": (500 + cpus * (mem["part"] - 500), "catalog.max_objects_per_part"),
+        # the group, and the next part's rows decoded ahead
+        "partition_reduce": (mem["group"] + mem["part"] - 500, "partition.max_rows_per_group"),
         "index_input": (mem["part"], "catalog.max_objects_per_part"),
         "index_generate_part": (mem["index"], "catalog.patch.objects"),
         "index_generate": (500, None),
