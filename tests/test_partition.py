@@ -12,6 +12,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.config import validate
+from catbench.core.files import write_parquet
 from catbench.core.layout import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
@@ -42,6 +43,8 @@ def build_catalog(cfg, out: Path):
     layout = cat_mod.copy_layout(cat)
     parts = []
     (out / "patch").mkdir(parents=True, exist_ok=True)
+    write_parquet(patch.objects, out / "patch/Object.parquet")
+    write_parquet(patch.sources, out / "patch/Source.parquet")
     cat_mod.write_shared_text(patch, *text_paths(out / "patch/Object.parquet", out / "patch/Source.parquet"))
     for k, copies in enumerate(cat_mod.part_copies(cat)):
         o, s = out / f"Object/part-{k:05d}.parquet", out / f"Source/part-{k:05d}.parquet"
@@ -64,7 +67,8 @@ def part_texts(o, s, tables=PART_TEXT):
 
 
 def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, text=True,
-                  tables=PART_TEXT):
+                  tables=PART_TEXT, patch=True):
+    """As the workflow runs it; ``patch=False``: every column decoded from the parts."""
     staging = []
     for k, (o, s) in enumerate(parts):
         d = out / f"staging/part-{k:05d}"
@@ -73,9 +77,11 @@ def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, 
     texts = [part_texts(o, s, tables) for o, s in parts] if text else None
     shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source")))) \
         if text else None
+    patches = [p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))] \
+        if patch else None
     for g in range(groups):
         part_mod.reduce_group(staging, parts, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv",
-                              formats, texts, shared)
+                              formats, texts, shared, patches=patches)
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], out / "index/input",
                                out / "index/input_seed")
     return out
@@ -218,7 +224,7 @@ def read_tsv(path: Path, schema: pa.Schema) -> pa.Table:
         path, read_options=pcsv.ReadOptions(column_names=schema.names),
         parse_options=pcsv.ParseOptions(delimiter="\t", quote_char=False),
         convert_options=pcsv.ConvertOptions(column_types=schema, null_values=["\\N"],
-                                            strings_can_be_null=True))
+                                            strings_can_be_null=True)).cast(schema)
 
 
 def test_tsv_files_parse_back_to_the_parquet_values(run):

@@ -42,6 +42,10 @@ def runs(tmp_path_factory):
                ("source_formatted", ("tsv", "parquet"), True, ("Object",)),
                ("source_formatted_tsv", ("tsv",), True, ("Object",)),
                ("tsv", ("tsv",), True, both), ("parquet", ("parquet",), True, both))}
+    # Every column decoded from the parts, none taken from the patch (SharedRows)
+    out["decoded"] = run_partition(cfg, parts, root / "decoded", GROUPS, patch=False)
+    out["decoded_formatted"] = run_partition(cfg, parts, root / "decoded_formatted", GROUPS,
+                                             text=False, patch=False)
     return {"cfg": cfg, "parts": parts, **out}
 
 
@@ -201,3 +205,29 @@ def test_threads_write_the_same_bytes(runs, tmp_path, monkeypatch):
     files = sorted(p.relative_to(ref) for p in (ref / "chunks").rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(tmp_path) for p in (tmp_path / "chunks").rglob("*") if p.is_file())
     assert all((tmp_path / f).read_bytes() == (ref / f).read_bytes() for f in files)
+
+
+@pytest.mark.parametrize("patched, decoded", [("glued", "decoded"), ("formatted", "decoded_formatted")])
+def test_shared_columns_from_the_patch_are_the_decoded_bytes(runs, patched, decoded):
+    """Taking a part's shared columns from the patch writes the bytes of decoding them."""
+    for table, kind in KINDS:
+        for fmt in ("parquet", "tsv"):
+            mine, ref = chunk_files(runs[patched], table, kind, fmt), chunk_files(runs[decoded], table, kind, fmt)
+            assert set(mine) == set(ref) and len(mine) > 5
+            assert all(p.read_bytes() == ref[c].read_bytes() for c, p in mine.items()), (table, kind, fmt)
+
+
+def test_a_part_that_is_not_made_of_the_patch_is_refused(runs, tmp_path):
+    """A catalog part whose rows are not whole copies of the patch given is named, with
+    what to do, before anything is written (its shared columns would be wrong)."""
+    cfg, parts = runs["cfg"], runs["parts"]
+    patch = pq.read_table(parts[0][0].parent.parent / "patch/Object.parquet")
+    short = tmp_path / "patch/Object.parquet"
+    short.parent.mkdir()
+    pq.write_table(patch.slice(1), short)
+    staging = [runs["glued"] / f"staging/part-{k:05d}" for k in range(len(parts))]
+    with pytest.raises(ValueError, match=r"not made of copies of the patch .*re-run the catalog stage"):
+        part_mod.reduce_group(staging, parts, 0, tmp_path / "chunks", tmp_path / "m.tsv",
+                              ("parquet",), patches=[short, parts[0][1].parent.parent / "patch/Source.parquet"])
+    assert not (tmp_path / "m.tsv").exists()
+    assert not list((tmp_path / "chunks").rglob("*.parquet"))

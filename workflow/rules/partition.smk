@@ -42,6 +42,8 @@ rule partition_reduce:
         maps=expand(rules.partition_map.output.staging, batch=MAPS),
         objects=expand(rules.catalog_part.output.objects, part=PARTS),
         sources=expand(rules.catalog_part.output.sources, part=PARTS),
+        # a part's shared columns are the patch's (prepare/partition.py SharedRows)
+        patch=[rules.catalog_patch.output.objects, rules.catalog_patch.output.sources],
         # TSV lines are glued from the text the catalog stage made (catalog.smk)
         **{f"text_{n}": expand(getattr(rules.catalog_part.output, f"{n}_text"), part=PARTS) for n in PART_TEXT},
         **({"patch_text": [rules.catalog_patch.output.objects_text,
@@ -73,7 +75,7 @@ rule partition_reduce:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 ARROW_DEFAULT_MEMORY_POOL=system "
         "MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=268435456 "
         "catbench partition-reduce "
-        "--staging {params.staging} --objects {input.objects} --sources {input.sources} "
+        "--staging {params.staging} --objects {input.objects} --sources {input.sources} --patch {input.patch} "
         "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
         "--threads {threads} --manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
 

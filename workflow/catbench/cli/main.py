@@ -87,7 +87,7 @@ def cmd_partition_reduce(a):
         texts = list(zip(a.text_objects or [None] * n, a.text_sources or [None] * n))
         r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group,
                                        a.chunks, a.manifest, a.formats, texts, a.patch_text,
-                                       a.threads)
+                                       a.threads, a.patch)
         t.extra.update(group=a.group, **r)
 
 
@@ -242,6 +242,8 @@ def main(argv=None):
         ("--text-objects", {"nargs": "+", "required": False}),
         ("--text-sources", {"nargs": "+", "required": False}),
         ("--patch-text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES")}),
+        ("--patch", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
+                     "help": "the patch's Parquet files: shared columns taken from them"}),
         ("--threads", {"type": int, "default": 1, "required": False,
                        "help": "this one and threads-1 Parquet writers"}))
     add("index-input", cmd_index_input, ("--staging", {"nargs": "+"}),

@@ -119,5 +119,7 @@ def _append(paths):
 
 
 def _write(parts: list[pa.Table], path: Path) -> int:
-    write_parquet(pa.concat_tables(parts), path)
+    # Uncompressed: snappy saved 4% of a chunk file's bytes (random float values) for
+    # 1.4x the CPU of writing it.
+    write_parquet(pa.concat_tables(parts), path, compression="none")
     return path.stat().st_size
