@@ -20,6 +20,7 @@ from catbench.core.jobs.requests import (
     requests,
 )
 from catbench.core.jobs.slurm import check_jobs, minutes, nodelist, parse_partitions
+from catbench.core.layout import map_batches
 
 REPO = Path(__file__).resolve().parent.parent
 SCONTROL = (
@@ -148,3 +149,20 @@ def test_other_catbench_commands_are_seen(monkeypatch):
 def test_measuring_rules_take_the_configured_cpus(rule):
     # every measuring rule is in the requests table with the config's CPUs
     assert requests(_cfg(jobs={"cpus": 3}))[rule].threads == 3
+
+
+def test_partition_jobs_share_the_cpus_of_their_stage():
+    """A stage of one reduce (and one map) gives it every CPU; a stage of more jobs than
+    CPUs runs them side by side on one thread each, never more than jobs.cpus in all."""
+    small = _cfg(jobs={"cpus": 4})
+    assert requests(small)["partition_reduce"].threads == 4
+    assert requests(small)["partition_map"].threads == 4
+    part = small["partition"]
+    many = _cfg(jobs={"cpus": 4}, partition={**part, "max_rows_per_group": 1000})
+    assert requests(many)["partition_reduce"].threads == 1
+    two = _cfg(jobs={"cpus": 4}, partition={**part, "max_rows_per_map": 1})
+    maps = len(map_batches(two))  # one map job per part
+    assert maps > 1 and requests(two)["partition_map"].threads == max(1, 4 // maps)
+    # a reduce with threads holds the next part too
+    one = _cfg(jobs={"cpus": 1})
+    assert requests(small)["partition_reduce"].mem_mb > requests(one)["partition_reduce"].mem_mb

@@ -1,4 +1,4 @@
-# Stage `partition`: Qserv chunks as a map/reduce (see workflow/catbench/partition.md):
+# Stage `partition`: Qserv chunks as a map/reduce (see workflow/catbench/prepare/partition.md):
 # one map job per run of catalog parts (partition.max_rows_per_map), one reduce job per
 # group of chunks, never one per chunk.
 # The parts of each map job (core/layout.py): {"00000": ["00000", "00001", ...], ...}
@@ -69,7 +69,7 @@ rule partition_reduce:
     threads: job_threads("partition_reduce")
     shell:
         # {threads}: the next part decoded, Parquet and TSV written beside the lines being
-        # made (2 side-by-side 1-thread reduces were slower: partition.md). Arrow's
+        # made (as fast as 2 one-thread reduces side by side, 0.92x their CPU: partition.md). Arrow's
         # buffers from glibc's heap, kept (not returned and re-faulted): the kernel zeroing
         # fresh pages was 13% of a reduce's time; 0.83x CPU [0.75-0.86], n=3 (partition.md).
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 ARROW_DEFAULT_MEMORY_POOL=system "
