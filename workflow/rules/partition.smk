@@ -2,6 +2,12 @@
 # one map job per run of catalog parts (partition.max_rows_per_map), one reduce job per
 # group of chunks, never one per chunk.
 # The parts of each map job (core/layout.py): {"00000": ["00000", "00001", ...], ...}
+# Arrow on glibc's heap, kept between buffers (not returned and re-faulted: the kernel
+# zeroing fresh pages was 13% of a reduce's time), in one arena for every thread (a
+# thread's own arena maps each buffer over 64 MB afresh: 1.5x a threaded reduce's sys
+# time). prepare/partition.md has the measurements.
+ARROW_HEAP = ("ARROW_DEFAULT_MEMORY_POOL=system MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=1073741824 "
+              "MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=268435456 ")
 MAPS = {f"{m:05d}": [PARTS[p] for p in parts] for m, parts in enumerate(cb_layout.map_batches(config))}
 # Every part's staging dir, in part order: inside the dir of the map job that wrote it.
 STAGING = [f"{RES}/partition/staging/map-{m}/part-{p}" for m, parts in MAPS.items() for p in parts]
@@ -32,7 +38,7 @@ rule partition_map:
     shell:
         # One BLAS thread: numpy's OpenBLAS pool costs 0.1 CPU-s per job start, unused here.
         # {threads} parts mapped at once (numpy and pyarrow release the GIL).
-        "OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects} "
+        ARROW_HEAP + "OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects} "
         "--sources {input.sources} --out {output.staging} --groups {params.groups} --threads {threads} "
         "--metrics {output.metrics} > {log} 2>&1"
 
@@ -69,12 +75,8 @@ rule partition_reduce:
     threads: job_threads("partition_reduce")
     shell:
         # {threads}: the next part decoded, Parquet and TSV written beside the lines being
-        # made (as fast as 2 one-thread reduces side by side, 0.92x their CPU: partition.md). Arrow's
-        # buffers from glibc's heap, kept (not returned and re-faulted): the kernel zeroing
-        # fresh pages was 13% of a reduce's time; 0.83x CPU [0.75-0.86], n=3 (partition.md).
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 ARROW_DEFAULT_MEMORY_POOL=system "
-        "MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=268435456 "
-        "catbench partition-reduce "
+        # made (for a stage of one reduce; more reduces run side by side: partition.md).
+        ARROW_HEAP + "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
         "--staging {params.staging} --objects {input.objects} --sources {input.sources} --patch {input.patch} "
         "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
         "--threads {threads} --manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
