@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from catbench.core.config import validate
+from catbench.core.config import n_groups, validate
 from catbench.core.jobs import isolation
 from catbench.core.jobs.requests import (
     MEASURING,
@@ -151,18 +151,16 @@ def test_measuring_rules_take_the_configured_cpus(rule):
     assert requests(_cfg(jobs={"cpus": 3}))[rule].threads == 3
 
 
-def test_partition_jobs_share_the_cpus_of_their_stage():
-    """A stage of one reduce (and one map) gives it every CPU; a stage of more jobs than
-    CPUs runs them side by side on one thread each, never more than jobs.cpus in all."""
+def test_partition_jobs_use_the_cpus_side_by_side():
+    """One map job (a small catalog) maps jobs.cpus parts at once, more map jobs run side
+    by side on one thread each; there are at least jobs.cpus one-thread reduces."""
     small = _cfg(jobs={"cpus": 4})
-    assert requests(small)["partition_reduce"].threads == 4
-    assert requests(small)["partition_map"].threads == 4
-    part = small["partition"]
-    many = _cfg(jobs={"cpus": 4}, partition={**part, "max_rows_per_group": 1000})
-    assert requests(many)["partition_reduce"].threads == 1
-    two = _cfg(jobs={"cpus": 4}, partition={**part, "max_rows_per_map": 1})
-    maps = len(map_batches(two))  # one map job per part
-    assert maps > 1 and requests(two)["partition_map"].threads == max(1, 4 // maps)
-    # a reduce with threads holds the next part too
-    one = _cfg(jobs={"cpus": 1})
-    assert requests(small)["partition_reduce"].mem_mb > requests(one)["partition_reduce"].mem_mb
+    maps = len(map_batches(small))
+    assert requests(small)["partition_map"].threads == max(1, 4 // maps)
+    one = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_map": 10**9})
+    assert len(map_batches(one)) == 1 and requests(one)["partition_map"].threads == 4
+    two = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_map": 1})
+    assert len(map_batches(two)) > 1 and requests(two)["partition_map"].threads == max(1, 4 // len(map_batches(two)))
+    big = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_group": 10**9})
+    assert n_groups(big) == 4 and requests(big)["partition_reduce"].threads == 1
+    assert n_groups(_cfg(jobs={"cpus": 1}, partition={**small["partition"], "max_rows_per_group": 1000})) > 4

@@ -187,10 +187,10 @@ def test_lines_made_in_batches_are_the_same_bytes(runs, tmp_path, monkeypatch):
             assert all(p.read_bytes() == ref[c].read_bytes() for c, p in mine.items())
 
 
-def test_threads_write_the_same_bytes(runs, tmp_path, monkeypatch):
-    """Parts mapped 2 at a time, and a reduce that decodes ahead and writes on threads,
-    write every chunk file and manifest byte for byte as the one-thread run."""
-    monkeypatch.setattr(part_mod, "TEXT_BATCH", 777)  # many text batches queued in turn
+def test_parts_mapped_on_threads_are_the_same_bytes(runs, tmp_path, monkeypatch):
+    """Parts mapped 2 at a time write the staging, and so every chunk file and manifest,
+    byte for byte as parts mapped one after the other."""
+    monkeypatch.setattr(part_mod, "TEXT_BATCH", 777)  # many text batches, appended in turn
     cfg, parts = runs["cfg"], runs["parts"]
     part_mod.map_parts(cfg, parts, tmp_path / "staging", GROUPS, threads=2)
     staging = [tmp_path / "staging" / Path(o).stem for o, _ in parts]
@@ -200,7 +200,7 @@ def test_threads_write_the_same_bytes(runs, tmp_path, monkeypatch):
     for g in range(GROUPS):
         part_mod.reduce_group(staging, parts, g, tmp_path / "chunks",
                               tmp_path / f"chunks/groups/group-{g:05d}.tsv",
-                              part_mod.FORMATS, texts, shared, threads=2)
+                              part_mod.FORMATS, texts, shared)
     ref = runs["glued"]
     files = sorted(p.relative_to(ref) for p in (ref / "chunks").rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(tmp_path) for p in (tmp_path / "chunks").rglob("*") if p.is_file())

@@ -72,14 +72,12 @@ rule partition_reduce:
         ENV_PY
     resources:
         **job_resources("partition_reduce"),
-    threads: job_threads("partition_reduce")
     shell:
-        # {threads}: the next part decoded, Parquet and TSV written beside the lines being
-        # made (for a stage of one reduce; more reduces run side by side: partition.md).
-        ARROW_HEAP + "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
+        # One thread: at least jobs.cpus reduces run side by side (core/config.py n_groups).
+        ARROW_HEAP + "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
         "--staging {params.staging} --objects {input.objects} --sources {input.sources} --patch {input.patch} "
         "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
-        "--threads {threads} --manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
+        "--manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
 
 
 rule index_input:

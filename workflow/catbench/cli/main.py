@@ -87,7 +87,7 @@ def cmd_partition_reduce(a):
         texts = list(zip(a.text_objects or [None] * n, a.text_sources or [None] * n))
         r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group,
                                        a.chunks, a.manifest, a.formats, texts, a.patch_text,
-                                       a.threads, a.patch)
+                                       a.patch)
         t.extra.update(group=a.group, **r)
 
 
@@ -243,9 +243,7 @@ def main(argv=None):
         ("--text-sources", {"nargs": "+", "required": False}),
         ("--patch-text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES")}),
         ("--patch", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
-                     "help": "the patch's Parquet files: shared columns taken from them"}),
-        ("--threads", {"type": int, "default": 1, "required": False,
-                       "help": "this one and threads-1 Parquet writers"}))
+                     "help": "the patch's Parquet files: shared columns taken from them"}))
     add("index-input", cmd_index_input, ("--staging", {"nargs": "+"}),
         ("--files", {"type": int}), "--out", "--out-seed", "--metrics")
     add("index-generate", cmd_index_generate, "--out", "--out-seed", "--metrics",

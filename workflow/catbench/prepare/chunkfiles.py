@@ -4,15 +4,13 @@
 Text goes to disk as soon as a catalog part's rows are made (appended to each chunk's
 temporary file, in part = generation order), so its buffers are reused from part to part
 instead of a group's worth of text being held; Parquet pieces are kept until the chunk is
-complete (``complete``), then written as one table, by writer threads when there are any
-(pyarrow's writer releases the GIL). TSV files are renamed into place only when the group
-is complete; on failure the temporary files are removed.
+complete (``complete``), then written as one table. TSV files are renamed into place only
+when the group is complete; on failure the temporary files are removed.
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,15 +22,11 @@ SUFFIX = {"Object": "", "ObjectOverlap": "_overlap", "Source": ""}
 
 
 class ChunkFiles:
-    def __init__(self, chunks_dir, formats, writers: int = 0):
+    def __init__(self, chunks_dir, formats):
         self.dir = Path(chunks_dir)
         self.formats = tuple(formats)
         self.tables: dict[tuple[str, int], list[pa.Table]] = {}
-        self.written: dict[tuple[str, int], Future] = {}  # Parquet bytes of each file
-        self.pool = ThreadPoolExecutor(writers) if writers > 0 else None
-        # Text appends in order on one thread; at most one batch queued (bounds memory).
-        self.text_pool = ThreadPoolExecutor(1) if writers > 0 else None
-        self.text_done: Future | None = None
+        self.written: dict[tuple[str, int], int] = {}  # Parquet bytes of each file
         self.rows: dict[tuple[str, int], int] = {}
         self.text: dict[tuple[str, int], Path] = {}
         for folder in set(FOLDER.values()):
@@ -55,40 +49,28 @@ class ChunkFiles:
             self.text[key].write_bytes(b"")
 
     def add_text(self, pieces):
-        """Lines of chunks, (name, chunkId, bytes) each, appended to their TSVs in the
-        order given: now, or on the text thread once the previous pieces are written."""
-        paths = [(self.text[(name, cid)], text) for name, cid, text in pieces if len(text)]
-        if self.text_pool is None:
-            return _append(paths)
-        self.wait_text()
-        self.text_done = self.text_pool.submit(_append, paths)
-
-    def wait_text(self):
-        if self.text_done is not None:
-            self.text_done.result()
+        """Lines of chunks, (name, chunkId, bytes) each, appended to their TSVs now, in the
+        order given."""
+        for name, cid, text in pieces:
+            if len(text):
+                with open(self.text[(name, cid)], "ab") as f:
+                    f.write(text)
 
     def chunks(self, name: str) -> set[int]:
         return {cid for n, cid in self.rows if n == name}
 
     def complete(self, keys, empty: pa.Table | None = None):
-        """Write the Parquet files of chunks that get no more rows (on a writer thread
-        when there is one)."""
+        """Write the Parquet files of chunks that get no more rows, and let their rows go."""
         if "parquet" not in self.formats:
             return
         for key in keys:
             parts = [t for t in self.tables.pop(key) if t is not None] or [empty]
-            path = self.stem(*key).with_suffix(".parquet")
-            if self.pool:
-                self.written[key] = self.pool.submit(_write, parts, path)
-            else:
-                self.written[key] = Future()
-                self.written[key].set_result(_write(parts, path))
+            self.written[key] = _write(parts, self.stem(*key).with_suffix(".parquet"))
 
     def finish(self, empty: pa.Table) -> list[dict]:
         """Write the Parquet files not yet written, put every file in place; one manifest
         row per chunk file pair (a format that is off counts 0 bytes)."""
         self.complete(list(self.tables), empty)
-        self.wait_text()
         manifest = []
         for key in sorted(self.rows, key=lambda k: (k[1], k[0])):
             name, cid = key
@@ -96,7 +78,7 @@ class ChunkFiles:
             row = {"chunkId": cid, "table": name, "rows": self.rows[key],
                    "parquet_bytes": 0, "tsv_bytes": 0}
             if "parquet" in self.formats:
-                row["parquet_bytes"] = self.written.pop(key).result()
+                row["parquet_bytes"] = self.written.pop(key)
             if "tsv" in self.formats:
                 os.replace(self.text.pop(key), stem.with_suffix(".tsv"))
                 row["tsv_bytes"] = stem.with_suffix(".tsv").stat().st_size
@@ -104,18 +86,9 @@ class ChunkFiles:
         return manifest
 
     def discard(self):
-        """Stop the writers; remove the temporary text files of a group that failed."""
-        for pool in (self.pool, self.text_pool):
-            if pool:
-                pool.shutdown(cancel_futures=True)
+        """Remove the temporary text files of a group that failed."""
         for path in self.text.values():
             path.unlink(missing_ok=True)
-
-
-def _append(paths):
-    for path, text in paths:
-        with open(path, "ab") as f:
-            f.write(text)
 
 
 def _write(parts: list[pa.Table], path: Path) -> int:

@@ -186,8 +186,7 @@ def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
 
 
 def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path,
-                 formats=FORMATS, texts=None, shared_texts=None, threads: int = 1,
-                 patches=None) -> dict:
+                 formats=FORMATS, texts=None, shared_texts=None, patches=None) -> dict:
     """Write every chunk file of one chunk group, in ``formats`` (tsv, parquet), and a
     manifest of them. ``catalog_parts`` are the (Object, Source) Parquet files each staging
     dir was mapped from, in the same order. Given ``shared_texts``, the patch's (Object,
@@ -196,45 +195,29 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
     (Object, Source) varying text files, a None formatted here (catalog.PART_TEXT).
     Without ``shared_texts`` every value is formatted here. Given ``patches``, the patch's
     (Object, Source) Parquet files, a part's shared columns are taken from the patch and
-    only its varying columns decoded (``SharedRows``). A chunk's Parquet file is
-    written once the last part holding its rows is cut, by ``threads - 1`` writer threads
-    beside this one (inline when 1)."""
+    only its varying columns decoded (``SharedRows``). A chunk's Parquet file is written
+    once the last part holding its rows is cut."""
     if len(catalog_parts) != len(staging_dirs):
         raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
                          f"parts: give the parts in the order they were mapped")
     if texts is not None and len(texts) != len(catalog_parts):
         raise ValueError(f"{len(texts)} text files for {len(catalog_parts)} catalog parts")
     tsv = "tsv" in formats
-    files = ChunkFiles(chunks_dir, formats, threads - 1)
+    files = ChunkFiles(chunks_dir, formats)
     complete = _complete_after(staging_dirs, group) if "parquet" in formats else {}
     shared_rows = [SharedRows(p, kind) for p, kind in zip(patches, ("Object", "Source"))] \
         if patches else [None, None]
-
-    def load(k):  # no shared state: runs ahead on the loader thread
-        d, parquets = staging_dirs[k], catalog_parts[k]
-        locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
-        out = []
-        # Object and its overlap come from the same file: decode its row groups once.
-        for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
-            present = [(name, locs[name]) for name in names if locs[name] is not None]
-            if present:
-                text = PartText(shared_texts[i], open_parquet(parquets[i]).metadata.num_rows,
-                                texts[k][i] if texts else None) if tsv and shared_texts else None
-                out.append((present, text,
-                            _load(parquets[i], present, text, formats, shared_rows[i])))
-        return out
-
-    # The next part is decoded while this one's lines are made (two parts held at most).
-    loader = ThreadPoolExecutor(1) if threads > 1 else None
     try:
-        ahead = loader.submit(load, 0) if loader and catalog_parts else None
-        for k in range(len(catalog_parts)):
-            loaded = ahead.result() if loader else load(k)
-            if loader and k + 1 < len(catalog_parts):
-                ahead = loader.submit(load, k + 1)
-            for present, text, rows in loaded:
-                _cut(present, text, rows, files)
-            del loaded
+        for k, (d, parquets) in enumerate(zip(staging_dirs, catalog_parts)):
+            locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
+            # Object and its overlap come from the same file: decode its row groups once.
+            for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
+                present = [(name, locs[name]) for name in names if locs[name] is not None]
+                if present:
+                    text = PartText(shared_texts[i], open_parquet(parquets[i]).metadata.num_rows,
+                                    texts[k][i] if texts else None) if tsv and shared_texts else None
+                    _cut(present, text, _load(parquets[i], present, text, formats, shared_rows[i]),
+                         files)
             files.complete(complete.get(k, ()))
         object_chunks = files.chunks("Object")
         # Every chunk with Objects gets an overlap file, empty when nothing is near.
@@ -244,8 +227,6 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             if catalog_parts else None
         manifest = files.finish(empty)
     finally:
-        if loader:
-            loader.shutdown(cancel_futures=True)
         files.discard()
     Path(manifest_path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(manifest_path) as tmp:
@@ -347,8 +328,8 @@ def _cut(present, text: PartText | None, loaded, files: ChunkFiles):
                 pieces += [(name, int(chunk_id[s + a]), blob)
                            for (a, b), blob in zip(bounds, lines.slices(bounds))]
             at += loc.num_rows
-        files.add_text(pieces)  # the pieces keep the batch's buffers until written
-        del lines, pieces
+        files.add_text(pieces)
+        del lines, pieces  # the batch's buffers are reused by the next
 
 
 def _runs(ids: np.ndarray) -> list[tuple[int, int]]:

@@ -23,9 +23,9 @@ from ..targets import parse_size, settings_mb
 BASE_S = 300
 # Rules that measure a target (or the engine under test): they run alone (see measure_domain).
 MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run")
-# Rules that are not measuring but use jobs.cpus worker processes or threads (partition
-# jobs share them among the jobs of their stage: _shares).
-PARALLEL = ("index_generate_part", "partition_map", "partition_reduce")
+# Rules that are not measuring but use jobs.cpus worker processes or threads (a map job
+# shares them with the other map jobs: _map_threads).
+PARALLEL = ("index_generate_part", "partition_map")
 # Queries that scan every chunk table; the others touch a few chunks.
 SCANNING_QUERIES = ("HV1", "HV2", "HV3", "SHV1", "SHV2")
 _ROW_BYTES_BASE = 16          # 8-byte columns of an Object row besides the fillers
@@ -143,27 +143,23 @@ def _runtimes(cfg: dict) -> dict:
     }
 
 
-def _shares(cfg: dict, cpus: int) -> dict[str, int]:
-    """Threads of each partition job: the stage's jobs.cpus shared among its jobs. A stage
-    of fewer jobs than CPUs (one reduce for a small catalog) gives each job the cores that
-    would idle; a stage of more jobs runs them side by side on one thread each
-    (prepare/partition.md)."""
-    jobs = {"partition_map": len(map_batches(cfg)), "partition_reduce": n_groups(cfg)}
-    return {rule: max(1, cpus // n) for rule, n in jobs.items()}
+def _map_threads(cfg: dict, cpus: int) -> int:
+    """Threads of each map job: jobs.cpus shared among the map jobs. One map job (a
+    catalog under partition.max_rows_per_map rows) maps jobs.cpus parts at once; more run
+    side by side on one thread each."""
+    return max(1, cpus // len(map_batches(cfg)))
 
 
 def requests(cfg: dict) -> dict[str, Request]:
     """{rule: Request} for every rule that runs a job, from the validated config."""
     mem, cpus = _mem(cfg), cfg["jobs"]["cpus"]
-    shares = _shares(cfg, cpus)
+    map_threads = _map_threads(cfg, cpus)
     server_key = "server.settings.innodb_buffer_pool_size"
     mem_of = {
         "catalog_patch": (mem["part"], "catalog.max_objects_per_part"),
         "catalog_part": (mem["part"], "catalog.max_objects_per_part"),
-        "partition_map": (500 + shares["partition_map"] * (mem["part"] - 500), "catalog.max_objects_per_part"),
-        # the group, and the next part's rows decoded ahead when it has threads
-        "partition_reduce": (mem["group"] + (mem["part"] - 500) * (shares["partition_reduce"] > 1),
-                             "partition.max_rows_per_group"),
+        "partition_map": (500 + map_threads * (mem["part"] - 500), "catalog.max_objects_per_part"),
+        "partition_reduce": (mem["group"], "partition.max_rows_per_group"),
         "index_input": (mem["part"], "catalog.max_objects_per_part"),
         "index_generate_part": (mem["index"], "catalog.patch.objects"),
         "index_generate": (500, None),
@@ -185,8 +181,8 @@ def requests(cfg: dict) -> dict[str, Request]:
         measuring = rule in MEASURING
         mb, mem_key = mem_of[rule]
         many = measuring or rule in PARALLEL
-        out[rule] = Request(threads=shares.get(rule, cpus) if many else 1, mem_mb=int(mb),
-                            runtime=_minutes(seconds),
+        threads = (map_threads if rule == "partition_map" else cpus) if many else 1
+        out[rule] = Request(threads=threads, mem_mb=int(mb), runtime=_minutes(seconds),
                             measuring=measuring,
                             keys={"threads": "jobs.cpus" if many else None,
                                   "mem_mb": mem_key, "runtime": runtime_key})
