@@ -26,6 +26,7 @@ rule partition_map:
         # catalog: the sky region's ra range sets the group wedges
         cfg=cfg_json("partition", "catalog"),
         groups=len(GROUPS),
+        heap=ARROW_HEAP,
     log:
         f"{RES}/logs/partition/map-{{batch}}.log",
     benchmark:
@@ -38,7 +39,7 @@ rule partition_map:
     shell:
         # One BLAS thread: numpy's OpenBLAS pool costs 0.1 CPU-s per job start, unused here.
         # {threads} parts mapped at once (numpy and pyarrow release the GIL).
-        ARROW_HEAP + "OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects} "
+        "{params.heap}OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects} "
         "--sources {input.sources} --out {output.staging} --groups {params.groups} --threads {threads} "
         "--metrics {output.metrics} > {log} 2>&1"
 
@@ -59,6 +60,7 @@ rule partition_reduce:
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
     params:
         chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
+        heap=ARROW_HEAP,
         staging=" ".join(STAGING),
         formats=" ".join(config["partition"]["formats"]),
         text=lambda wildcards, input: " ".join(
@@ -74,7 +76,7 @@ rule partition_reduce:
         **job_resources("partition_reduce"),
     shell:
         # One thread: at least jobs.cpus reduces run side by side (core/config.py n_groups).
-        ARROW_HEAP + "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
+        "{params.heap}OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
         "--staging {params.staging} --objects {input.objects} --sources {input.sources} --patch {input.patch} "
         "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
         "--manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
