@@ -177,6 +177,7 @@ def test_partition_jobs_import_neither_pandas_nor_polars(runs, tmp_path):
 
 def test_lines_made_in_batches_are_the_same_bytes(runs, tmp_path, monkeypatch):
     monkeypatch.setattr(part_mod, "TEXT_BATCH", 777)  # batches end inside chunks and tables
+    monkeypatch.setattr(part_mod, "PATCH_ROWS_PER_BATCH", 0)
     for text, tables in ((True, ("Object", "Source")), (True, ("Object",)), (False, ())):
         root = run_partition(runs["cfg"], runs["parts"], tmp_path / f"{text}{len(tables)}", GROUPS,
                              ("tsv",), text, tables)
@@ -191,6 +192,7 @@ def test_parts_mapped_on_threads_are_the_same_bytes(runs, tmp_path, monkeypatch)
     """Parts mapped 2 at a time write the staging, and so every chunk file and manifest,
     byte for byte as parts mapped one after the other."""
     monkeypatch.setattr(part_mod, "TEXT_BATCH", 777)  # many text batches, appended in turn
+    monkeypatch.setattr(part_mod, "PATCH_ROWS_PER_BATCH", 0)
     cfg, parts = runs["cfg"], runs["parts"]
     part_mod.map_parts(cfg, parts, tmp_path / "staging", GROUPS, threads=2)
     staging = [tmp_path / "staging" / Path(o).stem for o, _ in parts]
@@ -231,3 +233,19 @@ def test_a_part_that_is_not_made_of_the_patch_is_refused(runs, tmp_path):
                               ("parquet",), patches=[short, parts[0][1].parent.parent / "patch/Source.parquet"])
     assert not (tmp_path / "m.tsv").exists()
     assert not list((tmp_path / "chunks").rglob("*.parquet"))
+
+
+@pytest.mark.parametrize("slots", [1 << 20, 0])  # a slot per pair, or pairs sorted
+@pytest.mark.parametrize("chunks, subs", [
+    ([7, 7, 7, 9, 9, 7, 3], [0, 5, 0, 1, 1, 5, 2]),
+    ([0, 0, 5000, 5000, 9000, 17000], [4000, 0, 4000, 1, 0, 4000]),
+])
+def test_location_text_is_each_rows_chunk_and_sub_chunk(chunks, subs, slots, monkeypatch):
+    import numpy as np
+    from catbench.prepare import rowtext
+
+    monkeypatch.setattr(rowtext, "DENSE_SLOTS", slots)
+    text, index = rowtext.location_text(np.array(chunks), np.array(subs))
+    got = [text[int(i)].as_py() for i in index]
+    assert got == [f"\t{c}\t{s}\n" for c, s in zip(chunks, subs)]
+    assert len(text) == len(set(zip(chunks, subs)))

@@ -37,8 +37,10 @@ def _fill_defaults(schema: dict, data: dict):
 
 
 def load_schema() -> dict:
+    # libyaml's loader: 0.003 against 0.022 s of every job's start (our own
+    # file, so its error marks do not matter).
     with open(SCHEMA_PATH) as f:
-        return yaml.safe_load(f)
+        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def validate(config: dict, whole: bool = True) -> dict:

@@ -140,36 +140,39 @@ class Chunker:
         radius (dec) and alpha (ra), contains the row, excluding the row's own sub-chunk.
         Rows come out ordered by row index."""
         ra, dec = check_coordinates(ra, dec, where)
+        return self._overlap(ra, dec, *self.cells(ra, dec))
+
+    def _overlap(self, ra, dec, own_ss, own_col):
+        """``overlap_locations`` of checked positions in cells (``own_ss``, ``own_col``)."""
         empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
         if self.overlap == 0.0 or len(ra) == 0:
             return empty
         n_sub = self.num_stripes * self.num_sub_stripes
-        own_ss = self.sub_stripe(dec)
-        own_col = self._column(ra, own_ss)
         lo = np.floor((dec - self.overlap + 90.0) / self.ss_height).astype(np.int64)
         hi = np.floor((dec + self.overlap + 90.0) / self.ss_height).astype(np.int64)
         rows_out, ss_out, col_out = [], [], []
-        rows = np.arange(len(ra), dtype=np.int64)
         for off in (-1, 0, 1):  # overlap <= sub-stripe height: at most one neighbour each way
-            ss = own_ss + off
-            m = (ss >= np.maximum(lo, 0)) & (ss <= np.minimum(hi, n_sub - 1))
-            if not m.any():
+            if off:  # the few rows whose widened box reaches that neighbour
+                ss = own_ss + off
+                r = np.flatnonzero((ss >= np.maximum(lo, 0)) & (ss <= np.minimum(hi, n_sub - 1)))
+                s = ss[r]
+            else:  # every row's own sub-stripe
+                r, s = np.arange(len(ra)), own_ss
+            if not len(r):
                 continue
-            r, s, x = rows[m], ss[m], ra[m]
-            width = self.sub_chunk_width[s]
-            alpha = self.alpha[s]
-            n = self.columns[s]
+            x, width, alpha, n = ra[r], self.sub_chunk_width[s], self.alpha[s], self.columns[s]
             first = np.floor((x - alpha) / width).astype(np.int64)
             count = np.floor((x + alpha) / width).astype(np.int64) - first + 1
             full = count >= n
             first = np.where(full, 0, first)
             count = np.minimum(count, n)
+            mine = own_col[r] if off == 0 else None  # a row's own cell is not overlap
             for k in range(int(count.max())):
-                mk = k < count
-                col = np.mod(first[mk] + k, n[mk])
-                keep = ~((s[mk] == own_ss[r[mk]]) & (col == own_col[r[mk]]))
-                rows_out.append(r[mk][keep])
-                ss_out.append(s[mk][keep])
+                sel = np.flatnonzero(count > k) if k else slice(None)
+                col = np.mod(first[sel] + k, n[sel])
+                keep = col != mine[sel] if off == 0 else slice(None)
+                rows_out.append(r[sel][keep])
+                ss_out.append(s[sel][keep])
                 col_out.append(col[keep])
         if not rows_out:
             return empty
@@ -177,6 +180,17 @@ class Chunker:
         order = np.argsort(r, kind="stable")
         chunk_id, sub_id = self._ids(np.concatenate(ss_out)[order], np.concatenate(col_out)[order])
         return r[order], chunk_id, sub_id
+
+    def locate_with_overlap(self, ra, dec, where: str = "input"):
+        """``locate`` and ``overlap_locations`` of the same rows, each cell found once."""
+        ra, dec = check_coordinates(ra, dec, where)
+        own = self.cells(ra, dec)
+        return (*self._ids(*own), *self._overlap(ra, dec, *own))
+
+    def cells(self, ra, dec):
+        """(sub-stripe, ra column) of checked positions: ``locate_in``'s inputs."""
+        ss = self.sub_stripe(dec)
+        return ss, self._column(ra, ss)
 
     # -- geometry for tests and queries ------------------------------------------------
     def sub_chunk_box(self, chunk_id: int, sub_chunk_id: int):
