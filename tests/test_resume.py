@@ -81,14 +81,16 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engin
     log = root / "first.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.time() + 120
-    while _ledger_files(basedir, table) < kill_at:
-        assert proc.poll() is None, f"finished before file {kill_at}: " + log.read_text()[-2000:]
-        assert time.time() < deadline, log.read_text()[-2000:]
-        time.sleep(0.02)
-    committed = _freeze(proc, basedir, table)
-    os.kill(proc.pid, signal.SIGKILL)  # the job, not the server: PDEATHSIG stops the server
-    proc.wait()
+    try:
+        deadline = time.time() + 120
+        while _ledger_files(basedir, table) < kill_at:
+            assert proc.poll() is None, f"finished before file {kill_at}: " + log.read_text()[-2000:]
+            assert time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.02)
+        committed = _freeze(proc, basedir, table)
+    finally:  # on every path, so a failed wait leaves no job or server behind
+        proc.kill()  # the job (SIGKILL), not the server: PDEATHSIG stops the server
+        proc.wait()
     assert not out.exists()
     assert (basedir / "resume.json").exists()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
