@@ -1,12 +1,12 @@
 -- load_time.csv: one row per secondary-index load (target x variant x engine x strategy), over its
 -- repetitions (the raw rows are load_runs.csv).
 -- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<e>/<s>/.
--- seconds is the median; _ci_low/_ci_high the report.confidence bootstrap interval of the
--- median (empty when n < 2). speedup_vs_sequential = median seconds of `sequential` (same
--- target, variant and engine) / median seconds of this load, with the bootstrap interval of
--- that ratio (ratio_ci_low/ratio_ci_high: catbench functions, report/stats.py).
--- speedup_vs_innodb (a load on another engine) = median seconds of the same strategy on
--- InnoDB (same target and variant) / median seconds of this load, with its interval.
+-- seconds is the median; _ci_low/_ci_high the report.confidence interval of the typical value
+-- (empty when n < 2), seconds_values the raw repetitions. speedup_vs_sequential = seconds of
+-- `sequential` (same target, variant and engine) / seconds of this load, as a ratio of
+-- geometric means with its interval (ratio_gm, ratio_ci_low/ratio_ci_high: catbench
+-- functions, report/stats.py). speedup_vs_innodb (a load on another engine) = seconds of the
+-- same strategy on InnoDB (same target and variant) / seconds of this load, likewise.
 -- buffer_pool_bytes is the engine's cache: InnoDB's buffer pool, MyRocks' block cache. stopped:
 -- the load reached load.time_limit_s and did not finish (rows, seconds, rows_per_s until then).
 -- server_cpu_s / job_cpu_s: CPU-s of the server and of the loading job over the load (which
@@ -54,9 +54,10 @@ SELECT
     round(l.seconds_max, 4)                            AS seconds_max,
     round(l.seconds_ci_low, 4)                         AS seconds_ci_low,
     round(l.seconds_ci_high, 4)                        AS seconds_ci_high,
+    vals(l.secs)                                       AS seconds_values,
     round(l.rows / nullif(l.seconds, 0), 1)            AS rows_per_s,
     -- a load stopped at load.time_limit_s did not finish: no speedup against or for it
-    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(s.seconds / l.seconds, 3) END AS speedup_vs_sequential,
+    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_gm(s.secs, l.secs), 3) END AS speedup_vs_sequential,
     CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_low(s.secs, l.secs), 3) END AS speedup_ci_low,
     CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_high(s.secs, l.secs), 3) END AS speedup_ci_high,
     CAST(round(l.table_bytes) AS BIGINT)               AS table_bytes,
@@ -78,7 +79,7 @@ SELECT
     l.optimize_stopped,
     l.stopped,
     l.time_limit_s,
-    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(i.seconds / l.seconds, 3) END AS speedup_vs_innodb,
+    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_gm(i.secs, l.secs), 3) END AS speedup_vs_innodb,
     CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_ci_low(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_low,
     CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_ci_high(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_high
 FROM g AS l

@@ -3,8 +3,8 @@
 -- Input view restart_phases = every results/<run>/restart/<target>/<kind>.json
 --   (target, kind, repetition, phase, seconds, rows_expected, rows_found, rows_lost,
 --    redo_bytes, recovery_MBps, buffer_pool_load).
--- seconds and recovery_MBps are medians; _ci_low/_ci_high the report.confidence bootstrap
--- interval of the median (empty when n < 2); rows_lost is the sum over the repetitions.
+-- seconds and recovery_MBps are medians; _ci_low/_ci_high the report.confidence interval of the
+-- typical value (empty when n < 2), _values the raw repetitions (report/stats.py); rows_lost is the sum over the repetitions.
 SELECT
     target,
     kind,
@@ -16,11 +16,13 @@ SELECT
     round(max(seconds), 4)                   AS seconds_max,
     round(ci_low(list(seconds)), 4)          AS seconds_ci_low,
     round(ci_high(list(seconds)), 4)         AS seconds_ci_high,
+    vals(list(seconds))                      AS seconds_values,
     sum(rows_lost)                           AS rows_lost,
     CAST(round(median(redo_bytes)) AS BIGINT) AS redo_bytes,
     round(median(recovery_MBps), 3)          AS recovery_MBps,
     round(ci_low(list(recovery_MBps)), 3)    AS recovery_MBps_ci_low,
-    round(ci_high(list(recovery_MBps)), 3)   AS recovery_MBps_ci_high
+    round(ci_high(list(recovery_MBps)), 3)   AS recovery_MBps_ci_high,
+    vals(list(recovery_MBps))                AS recovery_MBps_values
 FROM restart_phases
 GROUP BY target, kind, buffer_pool_load, phase
 ORDER BY target, kind, buffer_pool_load NULLS FIRST, min(phase_order), phase

@@ -53,13 +53,38 @@ def cmd_report(args) -> int:
 def cmd_compare(args) -> int:
     """Differences between two runs' tables, joined on key columns, with ratios B/A."""
     from ..report import compare as cmp
-    rows = cmp.compare(args.results_a, args.results_b, report=_report_section(args.config))
+    from ..report import noise
+    path = Path(args.noise_floor) if args.noise_floor else Path(args.results_a).resolve().parent / noise.FLOOR_FILE
+    try:
+        floor, note = noise.load(path)
+    except ValueError as exc:
+        raise MetricsError(str(exc)) from exc
+    report = _report_section(args.config)
+    if floor is None:
+        cv = cmp.report_config(report)["between_run_cv"]
+        note += f"; between-run spread assumed {cv:.0%} (report.between_run_cv; measure it: make aa)"
+    rows = cmp.compare(args.results_a, args.results_b, report=report, floor=floor)
     out = Path(args.out) if args.out else \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
     cmp.write(rows, out)
-    print(f"A = {args.results_a}\nB = {args.results_b}\n")
+    print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}\n")
     print(cmp.format_rows(rows, args.limit))
-    print(f"\n{len(rows)} comparisons written to {out}")
+    print(f"\n{cmp.tally(rows)}\n{len(rows)} comparisons written to {out}")
+    return 0
+
+
+def cmd_noise_floor(args) -> int:
+    """The between-run noise floor of this machine from a twin: two runs of one config, one after
+    the other (make aa). compare then uses it for every comparison of runs on this machine."""
+    from ..report import compare as cmp
+    from ..report import noise
+    floor = noise.estimate(cmp.figure_pairs(args.results_a, args.results_b),
+                           (cmp.run_name(args.results_a), cmp.run_name(args.results_b)))
+    out = Path(args.out) if args.out else Path(args.results_a).resolve().parent / noise.FLOOR_FILE
+    noise.save(floor, out)
+    for fam, f in floor["families"].items():
+        print(f"{fam:<22} between-run spread {f['between_cv']:.1%} ({f['figures']} figures)")
+    print(f"written to {out}")
     return 0
 
 
@@ -78,7 +103,7 @@ def cmd_provenance(args) -> int:
 
 def _config_arg(p) -> None:
     p.add_argument("--config", help="config as JSON text or a YAML file: its report section (confidence, "
-                                    "practical_threshold; default: the schema's)")
+                                    "alpha, practical_threshold, between_run_cv; default: the schema's)")
 
 
 def add_subcommands(subparsers) -> None:
@@ -105,8 +130,17 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("results_b", metavar="RESULTS_B", help="run B: results/<run> or its tables/")
     p.add_argument("--out", help="CSV to write (default RESULTS_B/tables/compare_<A>.csv)")
     p.add_argument("--limit", type=int, default=40, help="rows printed per table (default 40)")
+    p.add_argument("--noise-floor", help="between-run noise floor (default: noise-floor.json beside RESULTS_A, "
+                                         "when measured on this machine; else report.between_run_cv)")
     _config_arg(p)
     p.set_defaults(func=guarded(cmd_compare, (MetricsError, ConfigError), "compare"))
+
+    p = subparsers.add_parser("noise-floor", help="this machine's between-run noise from two runs of one config",
+                              description=cmd_noise_floor.__doc__)
+    p.add_argument("results_a", metavar="RESULTS_A", help="the first run of the twin")
+    p.add_argument("results_b", metavar="RESULTS_B", help="the second run of the twin")
+    p.add_argument("--out", help="file to write (default: beside RESULTS_A, noise-floor.json)")
+    p.set_defaults(func=guarded(cmd_noise_floor, (MetricsError, ConfigError), "noise-floor"))
 
     p = subparsers.add_parser("provenance", help="versions, settings, hardware of a run",
                               description=cmd_provenance.__doc__)

@@ -4,9 +4,10 @@ Each table is joined on its key columns (full outer join, DuckDB); every numeric
 row ``table, key, column, a, b, ratio`` with ratio = B / A; other columns give a row only when
 they differ; a key present in one run only gives one row with ``column`` = ``(row)``.
 The measured figures (:data:`FIGURES`: load seconds, fio MB/s and IOPS, query and restart
-seconds) also get a ``verdict`` from the product's one comparison rule (``stats.verdict``,
-on each run's n and interval of the median): "B better by 2.1x (intervals apart)", "within
-noise (n=3 vs 3)" or "not a finding: single run".
+seconds) also get a ``verdict`` from the product's one comparison rule (``stats.verdict`` on
+each run's repetitions) with the variance that one run adds to each side (``noise.py``: a
+floor measured by a twin of runs on this machine, else ``report.between_run_cv``):
+"B faster by 2.1x [1.6–2.8] (p=0.003)", "within noise (n=3 vs 3, p=0.4)" or "not a finding".
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .inputs import MetricsError
+from . import noise
 from .stats import Figure, short, verdict
 from .tables import report_config, write_csv
 
@@ -31,13 +33,13 @@ KEYS = {
     "chunks": ("chunkId",),
     "stages": ("stage",),
 }
-# (table, median column) -> (higher is better, (min, max, ci_low, ci_high) columns)
+# (table, median column) -> (higher is better, (min, max, ci_low, ci_high, values) columns)
 FIGURES = {
-    ("storage", "MBps"): (True, ("MBps_min", "MBps_max", "MBps_ci_low", "MBps_ci_high")),
-    ("storage", "iops"): (True, ("iops_min", "iops_max", "iops_ci_low", "iops_ci_high")),
-    ("load_time", "seconds"): (False, ("seconds_min", "seconds_max", "seconds_ci_low", "seconds_ci_high")),
-    ("queries", "p50_s"): (False, ("min_s", "max_s", "ci_low_s", "ci_high_s")),
-    ("restart", "seconds"): (False, ("seconds_min", "seconds_max", "seconds_ci_low", "seconds_ci_high")),
+    ("storage", "MBps"): (True, None),
+    ("storage", "iops"): (True, None),
+    ("load_time", "seconds"): (False, None),
+    ("queries", "p50_s"): (False, ("min_s", "max_s", "ci_low_s", "ci_high_s", "values_s")),
+    ("restart", "seconds"): (False, None),
 }
 COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note", "verdict")
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",
@@ -88,22 +90,44 @@ def _ratio(a, b):
     return None if math.isnan(r) else r
 
 
-def _verdict(name: str, column: str, a: dict, b: dict, threshold: float) -> str:
+def _figures(name: str, column: str, a: dict, b: dict) -> tuple[Figure, Figure] | None:
     spec = FIGURES.get((name, column))
     if spec is None:
-        return ""
-    higher, names = spec
-    fa, fb = Figure.from_row(a, column, names=names), Figure.from_row(b, column, names=names)
-    if fa.median is None or fb.median is None:
-        return ""
-    return short(verdict(fb, fa, higher_is_better=higher, threshold=threshold), "B", "A", "faster", "slower")
+        return None
+    fa, fb = Figure.from_row(a, column, names=spec[1]), Figure.from_row(b, column, names=spec[1])
+    return None if fa.median is None or fb.median is None else (fa, fb)
 
 
-def compare(results_a, results_b, report: dict | None = None) -> list:
+def _verdict(name: str, column: str, a: dict, b: dict, rule: dict) -> str:
+    figs = _figures(name, column, a, b)
+    if figs is None:
+        return ""
+    between = rule["floor"].get(noise.family(name, column), rule["default_var"])
+    v = verdict(figs[1], figs[0], higher_is_better=FIGURES[(name, column)][0], threshold=rule["threshold"],
+                alpha=rule["alpha"], between_var=between)
+    return short(v, "B", "A", "faster", "slower")
+
+
+def rule_of(report: dict | None, floor: dict | None) -> dict:
+    """What the verdicts of a comparison of two runs use: the report section's threshold and
+    alpha, and the between-run variance per figure family (``floor``, else the config's cv)."""
+    cfg = report_config(report)
+    return {"threshold": cfg["practical_threshold"], "alpha": cfg["alpha"], "floor": floor or {},
+            "default_var": noise.cv_var(cfg["between_run_cv"])}
+
+
+def figure_pairs(results_a, results_b):
+    """(table, column, key, Figure A, Figure B) of every measured figure in both runs."""
+    return [r for r in compare(results_a, results_b, None, pairs=True) if isinstance(r, tuple)]
+
+
+def compare(results_a, results_b, report: dict | None = None, floor: dict | None = None,
+            pairs: bool = False) -> list:
     """Rows of the comparison (dicts with COLUMNS); ``report`` = the config's report section
-    (its practical_threshold; schema defaults when None)."""
+    (schema defaults when None); ``floor`` = the between-run variance per figure family
+    (``noise.load``). With ``pairs``, only the measured figures as (table, column, key, A, B)."""
     import duckdb
-    threshold = report_config(report)["practical_threshold"]
+    rule = rule_of(report, floor)
     da, db = tables_dir(results_a), tables_dir(results_b)
     con = duckdb.connect()
     out = []
@@ -126,20 +150,39 @@ def compare(results_a, results_b, report: dict | None = None) -> list:
                     out.append({"table": name, "key": kstr, "column": "(row)", "a": None, "b": None,
                                 "ratio": None, "note": f"only in {'A' if b is None else 'B'}", "verdict": ""})
                     continue
-                for c in [c for c in ca if c in cb and c not in ks]:
+                for c in [c for c in ca if c in cb and c not in ks and not _raw(c)]:
                     va, vb = a.get(c), b.get(c)
+                    if pairs:
+                        figs = _figures(name, c, a, b)
+                        if figs is not None:
+                            out.append((name, c, kstr, *figs))
+                        continue
                     if c in na and c in nb:
                         r = _ratio(va, vb)
                         note = "" if va == vb else ("differs" if r is None else "")
                         out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
                                     "ratio": None if r is None else round(r, 6), "note": note,
-                                    "verdict": _verdict(name, c, a, b, threshold)})
+                                    "verdict": _verdict(name, c, a, b, rule)})
                     elif str(va) != str(vb):
                         out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
                                     "ratio": None, "note": "differs", "verdict": ""})
     finally:
         con.close()
     return out
+
+
+def _raw(column: str) -> bool:
+    """The raw repetitions of a figure: judged through the figure, not listed as a difference."""
+    return column.endswith("_values") or column.startswith("values_")
+
+
+def tally(rows: list) -> str:
+    """'31 figures judged: 1 called different (3 %), 30 within noise or below the threshold'."""
+    judged = [r["verdict"] for r in rows if r.get("verdict") and not r["verdict"].startswith("not a finding")]
+    diff = sum(not (v.startswith("within noise") or v.startswith("below the")) for v in judged)
+    share = f" ({100 * diff / len(judged):.0f} %)" if judged else ""
+    return (f"{len(judged)} figures judged: {diff} called different{share}, "
+            f"{len(judged) - diff} within noise or below the threshold")
 
 
 def write(rows: list, path: Path) -> None:

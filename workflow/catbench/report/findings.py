@@ -1,7 +1,8 @@
 """The headline findings: the study's questions answered in one sentence each, with the
 figure and its interval, from the final tables. Every "faster / better than" here is the
-verdict of ``stats.verdict`` (the product's one comparison rule): a difference inside the
-intervals is "within noise", a single run is "not a finding".
+verdict of ``stats.verdict`` (the product's one comparison rule): a difference its test cannot
+tell from noise is "within noise", a single run is "not a finding"; the findings end by saying
+how many comparisons they judged (and so how many false findings to expect at ``report.alpha``).
 
 ``findings(t, report)`` returns summary blocks (see ``summary``): an ``h3`` per question
 followed by a ``ul`` of sentences.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .stats import Figure, fmt, interval_text, sentence, verdict, versus
+from .stats import DEFAULT_ALPHA, Figure, fmt, interval_text, sentence, tally, verdict, versus
 
 SEED_PROTOCOL = "sequential"
 
@@ -47,7 +48,8 @@ def _stopped(r: dict) -> bool:
 
 
 def _rate(r: dict) -> Figure:
-    return Figure.from_row(r, "rows_per_s")
+    """rows/s of each repetition (the same rows over each one's seconds)."""
+    return _secs(r).scaled(r["rows"]) if r.get("rows") else Figure.from_row(r, "rows_per_s")
 
 
 def _stopped_text(r: dict, total: int | None) -> str:
@@ -64,19 +66,14 @@ def _input_rows(loads: list, tg: str, var: str) -> int | None:
 
 
 # ---------------------------------------------------------------- loading
-def _speedup_text(best: dict, seq: dict, thr: float) -> str:
+def _speedup_text(best: dict, seq: dict, thr: dict) -> str:
     """The speed-up clause: the ratio with its own interval when the rule calls it real."""
-    v = verdict(_secs(best), _secs(seq), threshold=thr)
+    v = verdict(_secs(best), _secs(seq), **thr)
     name = f"the seed's protocol `{SEED_PROTOCOL}`"
     if v.kind != "better":
         return versus(name, v, unit="s")
-    if _engine(best) == _engine(seq):   # load_time's speed-up is against sequential on the same engine
-        lo, hi = best.get("speedup_ci_low"), best.get("speedup_ci_high")
-        ratio = best.get("speedup_vs_sequential") or v.ratio
-    else:
-        lo, hi, ratio = None, None, v.ratio
-    ci = f" [{fmt(lo)}–{fmt(hi)}]" if lo is not None and hi is not None else ""
-    return f"**{fmt(ratio, 'x')}**{ci} faster than {name}, {interval_text(_secs(seq), 's')}"
+    ci = f" [{fmt(v.lo)}–{fmt(v.hi)}]" if v.lo is not None and v.hi is not None else ""
+    return f"**{fmt(v.ratio, 'x')}**{ci} faster than {name} (p={v.p:.2g}), {interval_text(_secs(seq), 's')}"
 
 
 def _server_bound(r: dict) -> str:
@@ -91,16 +88,16 @@ def _server_bound(r: dict) -> str:
             f"this host's cores: at {fmt(100 * share, '%')} of that, the load is {what}.")
 
 
-def _runner_up(rs: list, thr: float) -> str:
+def _runner_up(rs: list, thr: dict) -> str:
     if len(rs) < 2:
         return ""
-    v = verdict(_secs(rs[0]), _secs(rs[1]), threshold=thr)
+    v = verdict(_secs(rs[0]), _secs(rs[1]), **thr)
     if v.kind == "better":
         return f" Next: {_label(rs[1])}, {interval_text(v.b, 's')}, {fmt(v.ratio, 'x')} slower."
     return f" It is {versus(_label(rs[1]), v, unit='s')}."
 
 
-def loading(loads: list, thr: float) -> list:
+def loading(loads: list, thr: dict) -> list:
     out = []
     for tg, var in _order((r["target"], r["variant"]) for r in loads):
         mine = [r for r in loads if r["target"] == tg and r["variant"] == var and r.get("seconds")]
@@ -119,7 +116,7 @@ def loading(loads: list, thr: float) -> list:
         for r in stopped:   # never ranked by its seconds: those are the limit's
             text = f"{tg} ({var} table): {_label(r)} {_stopped_text(r, total)}"
             if rs:
-                v = verdict(_rate(rs[0]), _rate(r), higher_is_better=True, threshold=thr)
+                v = verdict(_rate(rs[0]), _rate(r), higher_is_better=True, **thr)
                 text += (f"; {_label(rs[0])} loaded every row at {interval_text(v.a, 'rows/s')}, "
                          + versus(_label(r), v, unit="rows/s"))
             out.append(text + ".")
@@ -185,7 +182,7 @@ def table_size(loads: list) -> list:
     return out
 
 
-def engines(loads: list, rows: list, thr: float) -> list:
+def engines(loads: list, rows: list, thr: dict) -> list:
     """Each non-InnoDB load against the same strategy on InnoDB (same target and variant):
     the verdict on seconds, and how much of its initial rate each kept to the end."""
     out = []
@@ -199,13 +196,13 @@ def engines(loads: list, rows: list, thr: float) -> list:
             continue
         head = f"{r['target']} ({r['variant']} table), `{r['strategy']}`: {_engine(r)} "
         if _stopped(r) or _stopped(inno):   # seconds of a stopped load are its limit: compare rates
-            v = verdict(_rate(r), _rate(inno), higher_is_better=True, threshold=thr)
+            v = verdict(_rate(r), _rate(inno), higher_is_better=True, **thr)
             cut = " and ".join(f"{_engine(x)} after {fmt(x['rows'] / 1e6, 'M')} rows"
                                for x in (r, inno) if _stopped(x))
             text = (f"{head}{interval_text(_rate(r), 'rows/s')} is {versus('InnoDB', v, unit='rows/s')} "
                     f"(stopped at the time limit: {cut})")
         else:
-            v = verdict(_secs(r), _secs(inno), threshold=thr)
+            v = verdict(_secs(r), _secs(inno), **thr)
             text = f"{head}{interval_text(_secs(r), 's')} is {versus('InnoDB', v, unit='s')}"
         kept = {e: next((c.get("final_over_initial") for c in rows if (c["target"], c["variant"], c["strategy"])
                          == key and _engine(c) == e), None) for e in (_engine(r), "innodb")}
@@ -238,7 +235,7 @@ def _class_runs(runs: list, cls: str, cache: str) -> dict:
     return {k: [sum(q.values()) for q in by_run.values() if len(q) == len(qs)] for k, by_run in acc.items()}
 
 
-def queries(runs: list, thr: float) -> list:
+def queries(runs: list, thr: dict) -> list:
     out = []
     for cls in _order(query_class(r["query"]) for r in runs):
         for cache in ("cold", "warm"):
@@ -249,7 +246,7 @@ def queries(runs: list, thr: float) -> list:
             qs = "+".join(_order(r["query"] for r in runs if query_class(r["query"]) == cls))
             text = f"{cls}, {cache}: {ranked[0]} is fastest, {interval_text(figs[ranked[0]], 's')} for {qs}"
             if len(ranked) > 1:
-                v = verdict(figs[ranked[0]], figs[ranked[1]], threshold=thr)
+                v = verdict(figs[ranked[0]], figs[ranked[1]], **thr)
                 text += " — " + versus(ranked[1], v, unit="s")
             out.append(text + ".")
     return out
@@ -260,15 +257,15 @@ def _phase(rows: list, tg: str, kind: str, phase: str) -> dict | None:
     return next((r for r in rows if (r["target"], r["kind"], r["phase"]) == (tg, kind, phase)), None)
 
 
-def restarts(rows: list, thr: float) -> list:
+def restarts(rows: list, thr: dict) -> list:
     out, rec = [], {}
     for tg in _order(r["target"] for r in rows):
         r = _phase(rows, tg, "crash-during-load", "crash_recovery")
         if r is None:
             continue
         rec[tg] = Figure.from_row(r, "seconds")
-        mbps = Figure(r.get("n") or 0, r.get("recovery_MBps"), None, None, r.get("recovery_MBps_ci_low"),
-                      r.get("recovery_MBps_ci_high"))
+        mbps = Figure.from_row(r, "recovery_MBps", names=("", "", "recovery_MBps_ci_low", "recovery_MBps_ci_high",
+                                                          "recovery_MBps_values"))
         text = (f"{tg}: crash recovery {interval_text(rec[tg], 's')}, {_mb(r.get('redo_bytes'))} of redo at "
                 f"{interval_text(mbps, 'MB/s')}")
         clean = next((x for x in rows if (x["target"], x["kind"], x["phase"]) ==
@@ -279,7 +276,7 @@ def restarts(rows: list, thr: float) -> list:
         out.append(text + ".")
     ranked = sorted(rec, key=lambda k: rec[k].median)
     if len(ranked) > 1:
-        v = verdict(rec[ranked[0]], rec[ranked[1]], threshold=thr)
+        v = verdict(rec[ranked[0]], rec[ranked[1]], **thr)
         out.append("Crash recovery: " + sentence(ranked[0], ranked[1], v, unit="s"))
     return out
 
@@ -288,7 +285,7 @@ _FIO = (("seq-write", "MBps", "MB/s", "sequential write"), ("seq-read", "MBps", 
         ("rand-read", "iops", "IOPS", "random 4 KiB read"), ("rand-write", "iops", "IOPS", "random 4 KiB write"))
 
 
-def fio(rows: list, thr: float) -> list:
+def fio(rows: list, thr: dict) -> list:
     out = []
     by = {(r["target"], r["test"]): r for r in rows}
     for tg in _order(r["target"] for r in rows):
@@ -300,15 +297,38 @@ def fio(rows: list, thr: float) -> list:
                 if (tg, test) in by}
         ranked = sorted(figs, key=lambda k: -(figs[k].median or 0))
         if len(ranked) > 1:
-            v = verdict(figs[ranked[0]], figs[ranked[1]], higher_is_better=True, threshold=thr)
+            v = verdict(figs[ranked[0]], figs[ranked[1]], higher_is_better=True, **thr)
             out.append(f"{words[0].upper()}{words[1:]}: " + sentence(ranked[0], ranked[1], v, unit=unit))
     return out
 
 
 def findings(t, report: dict) -> list:
     """Blocks of the findings: one h3 per question, then its sentences."""
-    thr = report["practical_threshold"]
-    parts = (
+    thr = {"threshold": report["practical_threshold"], "alpha": report.get("alpha", DEFAULT_ALPHA)}
+    with tally() as judged:
+        parts = _parts(t, thr)
+    out = []
+    for title, sentences in parts:
+        if sentences:
+            out += [("h3", title), ("ul", sentences)]
+    if not out:
+        out.append(("p", "No measurements in this run."))
+    elif judged:
+        out.append(("p", _multiplicity(judged, thr["alpha"])))
+    return out
+
+
+def _multiplicity(judged: list, alpha: float) -> str:
+    """How many comparisons the findings judged, and what that means for false findings."""
+    n, real = len(judged), sum(v.real for v in judged)
+    return (f"These findings judged {n} differences with the comparison rule (t-test on log values at "
+            f"α = {alpha:g} and the practical threshold) and called {real} of them real. Were nothing "
+            f"different, about {fmt(alpha * n)} of {n} would still be called real by chance; a finding "
+            f"with p below α/{n} = {alpha / n:.2g} still stands after a Bonferroni correction.")
+
+
+def _parts(t, thr: dict) -> tuple:
+    return (
         ("Fastest way to load the index, and its speed-up over the seed's protocol", loading(t.loads, thr)),
         ("Where the seed's protocol collapses (load rate against table size / buffer pool)",
          collapse(t.collapse, t.loads)),
@@ -320,10 +340,3 @@ def findings(t, report: dict) -> list:
         ("Crash recovery and restart", restarts(t.restart, thr)),
         ("Storage (fio)", fio(t.storage, thr)),
     )
-    out = []
-    for title, sentences in parts:
-        if sentences:
-            out += [("h3", title), ("ul", sentences)]
-    if not out:
-        out.append(("p", "No measurements in this run."))
-    return out

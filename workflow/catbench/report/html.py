@@ -176,11 +176,11 @@ def _tables_html(tabs: dict, out: Path) -> list:
 
 
 def _header_html(report: dict) -> str:
-    return (f'<p class="meta">Every figure is the median of its repetitions (n) with its '
-            f'{report["confidence"]:.0%} bootstrap interval. "A is faster than B" only when their '
-            f"intervals do not overlap and they differ by more than "
-            f'{report["practical_threshold"]:.0%}; otherwise they are "within noise". A single run is '
-            f"never a finding.</p>")
+    return (f'<p class="meta">Every figure is the median of its repetitions (n) with the '
+            f'{report["confidence"]:.0%} interval of its typical value. "A is faster than B" only when a '
+            f't-test on the log values tells them apart at α = {report["alpha"]:g} and they differ by more '
+            f'than {report["practical_threshold"]:.0%}; otherwise they are "within noise". Fewer than two '
+            f"repetitions are never a finding.</p>")
 
 
 def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = None) -> Path:

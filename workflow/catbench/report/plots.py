@@ -4,7 +4,7 @@ run" when a stage is absent) and says whether it had data.
 
 Conventions: the Okabe-Ito colour-blind-safe palette, one colour per target (the same in
 every plot), legends outside the axes (below them), units on every axis, intervals as
-whiskers (the report.confidence interval of the median, or of the speed-up ratio).
+whiskers (the report.confidence interval of the typical value, or of the speed-up ratio).
 """
 
 from __future__ import annotations

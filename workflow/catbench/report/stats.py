@@ -2,36 +2,57 @@
 rests on. Every final table, the summary, the report and ``catbench compare`` use these
 functions; nothing else in catbench decides what is faster.
 
-Intervals: the ``confidence`` (config ``report.confidence``, default 0.95) percentile
-bootstrap interval of the **median** of a figure's repetitions (``median_interval``), and
-of the **ratio of two medians** for speed-ups (``ratio_interval``: both samples resampled
-independently). Resampling is seeded, so the same rows always give the same interval.
-A single repetition has no interval (NULL / empty); with two or three repetitions the
-bootstrap interval of the median is about the range of the values, which is what such a
-small sample can honestly say.
+Timings are compared on a log scale (a 2x change is the same size up or down, and a
+measurement's spread grows with its size). For a figure's repetitions x1..xn:
+
+- its **interval** (``median_interval``; columns ``_ci_low``/``_ci_high``) is the
+  ``confidence`` (config ``report.confidence``, default 0.95) Student-t interval of the mean
+  of log(x), back-transformed: an interval of the figure's typical (geometric-mean) value.
+  It needs n >= 2; with n = 2 it is wide (t = 12.7 at 95 %), which is what two runs can say;
+- a **ratio** of two figures (``ratio_interval``, a speed-up) is the ratio of their geometric
+  means, with the same test's interval (below) at the same confidence.
 
 The rule (``verdict``): "A is faster than B" only when
 
-1. both have at least two repetitions (a single run is never a finding: "single run"),
-2. their intervals of the median do not overlap (the test of significance), and
-3. the medians differ by more than ``practical_threshold`` (config
-   ``report.practical_threshold``, default 0.10 = 10 %) of the faster one;
+1. both have at least ``MIN_N`` = 2 repetitions (otherwise "too few repetitions to tell");
+2. the two-sided pooled-variance t-test on log values rejects "same typical value" at
+   ``alpha`` (config ``report.alpha``, default 0.05); and
+3. the ratio differs from 1 by more than ``practical_threshold`` (config
+   ``report.practical_threshold``, default 0.10 = 10 %).
 
-otherwise "A and B are within noise (n=…)". Non-overlapping intervals are conservative:
-a difference they accept is significant at a level better than ``1 - confidence``.
+Otherwise "within noise" (2 fails) or "less than the practical threshold" (3 fails).
+
+What it guarantees: when A and B come from one distribution whose log is roughly normal
+(timings usually are), it calls a winner at most ``alpha`` of the time, at every n
+(tests/test_stats.py checks this by simulation for n = 2..10 and spreads of 10-30 %; power:
+a 1.5x difference at 20 % spread is called right ~80 % of the time with n = 5). What it does
+not guarantee:
+
+- **many comparisons**: a report judges dozens of pairs, each at ``alpha``; the findings
+  state how many they judged and so how many false findings to expect if nothing differed
+  (``alpha`` x that number). No multiplicity correction is applied.
+- **drift between runs**: repetitions inside one run do not see how a machine changes between
+  runs. Comparing two runs (``catbench compare``) adds a between-run variance to the test:
+  measured on this machine by a twin of runs (``catbench noise-floor``, ``make aa``), else
+  assumed from ``report.between_run_cv``.
+- outliers: one repetition far off (a page-cache flush, another process) widens the interval
+  and so hides a difference rather than creating one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import stats as sps
 
-RESAMPLES = 2000
-SEED = 20131208          # fixed: the same rows always give the same interval
+MIN_N = 2
 DEFAULT_CONFIDENCE = 0.95
+DEFAULT_ALPHA = 0.05
 DEFAULT_THRESHOLD = 0.10
+SEP = ";"               # raw repetitions in a table cell: "1.02;0.98;1.05"
 
 
 def _clean(values) -> np.ndarray:
@@ -39,51 +60,92 @@ def _clean(values) -> np.ndarray:
     return np.asarray(xs, dtype=float)
 
 
-def _medians(xs: np.ndarray, resamples: int, rng) -> np.ndarray:
-    idx = rng.integers(0, len(xs), size=(resamples, len(xs)))
-    return np.median(xs[idx], axis=1)
+def _logs(xs: np.ndarray) -> np.ndarray | None:
+    """log of positive values; None when any is <= 0 (no ratio scale: compared as values)."""
+    return np.log(xs) if len(xs) and np.all(xs > 0) else None
 
 
-def median_interval(values, confidence: float = DEFAULT_CONFIDENCE,
-                    resamples: int = RESAMPLES) -> tuple[float | None, float | None]:
-    """Percentile bootstrap interval of the median; (None, None) for fewer than 2 values."""
+def median_interval(values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None]:
+    """The interval of a figure's typical value (see the module docstring); (None, None) for
+    fewer than 2 values."""
     xs = _clean(values)
-    if len(xs) < 2:
+    if len(xs) < MIN_N:
         return None, None
     if np.all(xs == xs[0]):
         return float(xs[0]), float(xs[0])
-    meds = _medians(xs, resamples, np.random.default_rng(SEED))
-    a = (1 - confidence) / 2
-    return float(np.quantile(meds, a)), float(np.quantile(meds, 1 - a))
+    lx = _logs(xs)
+    ys = xs if lx is None else lx
+    half = sps.t.ppf((1 + confidence) / 2, len(ys) - 1) * ys.std(ddof=1) / math.sqrt(len(ys))
+    lo, hi = ys.mean() - half, ys.mean() + half
+    return (float(lo), float(hi)) if lx is None else (float(math.exp(lo)), float(math.exp(hi)))
 
 
-def ratio_interval(num, den, confidence: float = DEFAULT_CONFIDENCE,
-                   resamples: int = RESAMPLES) -> tuple[float | None, float | None, float | None]:
-    """(median(num) / median(den), interval low, interval high): e.g. a speed-up = seconds of
-    the seed's protocol over seconds of a strategy. No interval unless both have >= 2 values."""
+@dataclass(frozen=True)
+class Test:
+    """The pooled t-test of log(A) against log(B): ratio = geomean(A) / geomean(B)."""
+    ratio: float
+    p: float
+    lo: float | None
+    hi: float | None
+
+
+def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between_var: float = 0.0) -> Test | None:
+    """Test A against B on log values; ``between_var`` (log scale) is the variance one run adds
+    to each side when A and B come from different runs. None unless both have >= MIN_N positive
+    values."""
+    la, lb = _logs(_clean(a)), _logs(_clean(b))
+    if la is None or lb is None or len(la) < MIN_N or len(lb) < MIN_N:
+        return None
+    na, nb = len(la), len(lb)
+    d = float(la.mean() - lb.mean())
+    df = na + nb - 2
+    pooled = ((na - 1) * la.var(ddof=1) + (nb - 1) * lb.var(ddof=1)) / df
+    se = math.sqrt(pooled * (1 / na + 1 / nb) + 2 * between_var)
+    if se == 0:
+        return Test(math.exp(d), 1.0 if d == 0 else 0.0, math.exp(d), math.exp(d))
+    p = float(2 * sps.t.sf(abs(d) / se, df))
+    half = float(sps.t.ppf((1 + confidence) / 2, df)) * se
+    return Test(math.exp(d), p, math.exp(d - half), math.exp(d + half))
+
+
+def ratio_interval(num, den, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None, float | None]:
+    """(geomean(num) / geomean(den), interval low, interval high): e.g. a speed-up = seconds of
+    the one-file-at-a-time protocol over seconds of a strategy. No interval unless both have
+    >= 2 values."""
     a, b = _clean(num), _clean(den)
-    if not len(a) or not len(b) or np.median(b) == 0:
+    la, lb = _logs(a), _logs(b)
+    if la is None or lb is None:
         return None, None, None
-    ratio = float(np.median(a) / np.median(b))
-    if len(a) < 2 or len(b) < 2:
-        return ratio, None, None
-    rng = np.random.default_rng(SEED)
-    ra, rb = _medians(a, resamples, rng), _medians(b, resamples, rng)
-    ok = rb != 0
-    r = ra[ok] / rb[ok]
-    q = (1 - confidence) / 2
-    return ratio, float(np.quantile(r, q)), float(np.quantile(r, 1 - q))
+    t = log_test(a, b, confidence)
+    if t is None:
+        return float(math.exp(la.mean() - lb.mean())), None, None
+    return t.ratio, t.lo, t.hi
+
+
+def values_text(values) -> str | None:
+    """The raw repetitions as one table cell (the rule needs them, not only the median)."""
+    xs = _clean(values)
+    return SEP.join(f"{x:.9g}" for x in xs) if len(xs) else None
+
+
+def parse_values(text) -> tuple:
+    if text is None or (isinstance(text, float) and math.isnan(text)) or text == "":
+        return ()
+    if isinstance(text, (int, float)):
+        return (float(text),)
+    return tuple(float(v) for v in str(text).split(SEP) if v.strip())
 
 
 @dataclass(frozen=True)
 class Figure:
-    """One measured figure over its repetitions."""
+    """One measured figure over its repetitions (``values``: the raw ones, which the rule tests)."""
     n: int
     median: float | None
     min: float | None
     max: float | None
-    lo: float | None        # interval of the median (None when n < 2)
+    lo: float | None        # interval of the typical value (None when n < 2)
     hi: float | None
+    values: tuple = field(default=(), compare=False)
 
     @classmethod
     def of(cls, values, confidence: float = DEFAULT_CONFIDENCE) -> Figure:
@@ -91,53 +153,92 @@ class Figure:
         if not len(xs):
             return cls(0, None, None, None, None, None)
         lo, hi = median_interval(xs, confidence)
-        return cls(len(xs), float(np.median(xs)), float(xs.min()), float(xs.max()), lo, hi)
+        return cls(len(xs), float(np.median(xs)), float(xs.min()), float(xs.max()), lo, hi,
+                   tuple(float(x) for x in xs))
 
     @classmethod
     def from_row(cls, row: dict, median: str, prefix: str | None = None, n: str = "n",
-                 names: tuple[str, str, str, str] | None = None) -> Figure:
+                 names: tuple[str, ...] | None = None) -> Figure:
         """From a final-table row: the ``median`` column and ``<prefix>_min``, ``_max``,
-        ``_ci_low``, ``_ci_high`` (prefix = median), or the four ``names`` in that order."""
+        ``_ci_low``, ``_ci_high``, ``_values`` (prefix = median), or the ``names`` in that order."""
         p = prefix or median
-        cols = names or (f"{p}_min", f"{p}_max", f"{p}_ci_low", f"{p}_ci_high")
+        cols = names or (f"{p}_min", f"{p}_max", f"{p}_ci_low", f"{p}_ci_high", f"{p}_values")
 
         def g(k):
             v = row.get(k)
             return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-        return cls(int(row.get(n) or 0), g(median), *(g(c) for c in cols))
+        vals = parse_values(row.get(cols[4])) if len(cols) > 4 else ()
+        return cls(int(row.get(n) or 0), g(median), *(g(c) for c in cols[:4]), vals)
+
+    def scaled(self, over: float) -> Figure:
+        """``over`` / this figure for every value (seconds -> rows/s of the same rows)."""
+        return Figure.of([over / v for v in self.values if v]) if self.values else Figure(
+            self.n, over / self.median if self.median else None, None, None, None, None)
 
     @property
     def has_interval(self) -> bool:
-        return self.n >= 2 and self.lo is not None and self.hi is not None
+        return self.n >= MIN_N and self.lo is not None and self.hi is not None
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The rule's answer for A against B (``kind``: 'better', 'worse', 'noise', 'single')."""
+    """The rule's answer for A against B. ``kind``: 'better', 'worse', 'noise' (the test cannot
+    tell them apart), 'small' (told apart, but by less than the practical threshold) or
+    'single' (too few repetitions to test). ``ratio``: how many times better A is than B
+    (geometric means; >= 1 when A is better), ``lo``/``hi`` its interval, ``p`` the test's."""
     kind: str
-    ratio: float | None      # how many times better A is than B (>= 1 when A is better)
+    ratio: float | None
     a: Figure
     b: Figure
+    p: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    threshold: float = DEFAULT_THRESHOLD
 
     @property
     def real(self) -> bool:
         return self.kind in ("better", "worse")
 
 
-def verdict(a: Figure, b: Figure, *, higher_is_better: bool = False,
-            threshold: float = DEFAULT_THRESHOLD) -> Verdict:
+_TALLY: list[list] = []
+
+
+@contextlib.contextmanager
+def tally():
+    """Count the verdicts given inside the block (a report says how many it judged)."""
+    got: list = []
+    _TALLY.append(got)
+    try:
+        yield got
+    finally:
+        _TALLY.remove(got)
+
+
+def verdict(a: Figure, b: Figure, *, higher_is_better: bool = False, threshold: float = DEFAULT_THRESHOLD,
+            alpha: float = DEFAULT_ALPHA, between_var: float = 0.0) -> Verdict:
     """Is A better than B? See the module docstring for the rule."""
+    v = _verdict(a, b, higher_is_better, threshold, alpha, between_var)
+    for got in _TALLY:
+        got.append(v)
+    return v
+
+
+def _verdict(a, b, higher_is_better, threshold, alpha, between_var) -> Verdict:
     if a.median is None or b.median is None:
-        return Verdict("single", None, a, b)
-    good, bad = (a.median, b.median) if higher_is_better else (b.median, a.median)
-    ratio = good / bad if bad else (math.inf if good else 1.0)
-    if not (a.has_interval and b.has_interval):
-        return Verdict("single", ratio, a, b)
-    apart = a.hi < b.lo or b.hi < a.lo
-    big = max(ratio, 1 / ratio if ratio else math.inf) - 1 > threshold
-    if not (apart and big):
-        return Verdict("noise", ratio, a, b)
-    return Verdict("better" if ratio > 1 else "worse", ratio, a, b)
+        return Verdict("single", None, a, b, threshold=threshold)
+    t = log_test(a.values, b.values, 1 - alpha, between_var)
+    if t is None:
+        good, bad = (a.median, b.median) if higher_is_better else (b.median, a.median)
+        ratio = good / bad if bad else (math.inf if good else 1.0)
+        return Verdict("single", ratio, a, b, threshold=threshold)
+    ratio, lo, hi = (t.ratio, t.lo, t.hi) if higher_is_better else (1 / t.ratio, 1 / t.hi, 1 / t.lo)
+    if t.p >= alpha:
+        kind = "noise"
+    elif max(ratio, 1 / ratio) - 1 <= threshold:
+        kind = "small"
+    else:
+        kind = "better" if ratio > 1 else "worse"
+    return Verdict(kind, ratio, a, b, t.p, lo, hi, threshold)
 
 
 # ---------------------------------------------------------------- wording
@@ -162,7 +263,7 @@ def fmt(v, unit: str = "") -> str:
 
 
 def interval_text(f: Figure, unit: str = "", bold: bool = False) -> str:
-    """'1.32 s [1.20–1.41, n=3]' (the interval of the median), or '1.32 s [single run]';
+    """'1.32 s [1.20–1.41, n=3]' (the interval of the typical value), or '1.32 s [single run]';
     ``bold`` marks the median up as **Markdown**."""
     if f.n == 0 or f.median is None:
         return "not measured"
@@ -172,16 +273,28 @@ def interval_text(f: Figure, unit: str = "", bold: bool = False) -> str:
     return f"{med} [{fmt(f.lo)}–{fmt(f.hi)}, n={f.n}]"
 
 
+def _too_few(v: Verdict) -> str:
+    return f"too few repetitions to tell (n={v.a.n} vs {v.b.n}; the rule needs n ≥ {MIN_N} each)"
+
+
+def _ratio_text(v: Verdict, word: str) -> str:
+    """'2.00x [1.71–2.34] faster' (the ratio turned to >= 1, with its interval)."""
+    r, lo, hi = (v.ratio, v.lo, v.hi) if v.kind == "better" else (
+        1 / v.ratio, 1 / v.hi if v.hi else None, 1 / v.lo if v.lo else None)
+    ci = f" [{fmt(lo)}–{fmt(hi)}]" if lo is not None and hi is not None else ""
+    return f"{fmt(r, 'x')}{ci} {word}"
+
+
 def versus(b_name: str, v: Verdict, *, unit: str = "", better: str = "faster", worse: str = "slower") -> str:
     """The rule's answer for A against ``b_name``, as the second half of a sentence about A."""
     fb = f"{b_name}, {interval_text(v.b, unit)}"
     if v.kind == "single":
-        return f"{fmt(v.ratio, 'x')} the speed of {fb} — a single run is not a finding"
+        return f"{fmt(v.ratio, 'x')} the speed of {fb} — {_too_few(v)}"
     if v.kind == "noise":
-        return f"within noise of {fb} (n={v.a.n} vs {v.b.n})"
-    if v.kind == "better":
-        return f"{fmt(v.ratio, 'x')} {better} than {fb}"
-    return f"{fmt(1 / v.ratio if v.ratio else None, 'x')} {worse} than {fb}"
+        return f"within noise of {fb} (n={v.a.n} vs {v.b.n}, p={v.p:.2g})"
+    if v.kind == "small":
+        return f"within {v.threshold:.0%} of {fb} (n={v.a.n} vs {v.b.n}: below the practical threshold)"
+    return f"{_ratio_text(v, better if v.kind == 'better' else worse)} than {fb}"
 
 
 def sentence(a_name: str, b_name: str, v: Verdict, *, unit: str = "", better: str = "faster",
@@ -189,19 +302,24 @@ def sentence(a_name: str, b_name: str, v: Verdict, *, unit: str = "", better: st
     """The rule's answer in words, with both figures and their intervals."""
     both = f"{interval_text(v.a, unit)} vs {interval_text(v.b, unit)}"
     if v.kind == "single":
-        return f"{a_name} vs {b_name}: {both} — single runs, not a finding."
+        return f"{a_name} vs {b_name}: {both} — {_too_few(v)}, not a finding."
     if v.kind == "noise":
-        return f"{a_name} and {b_name} are within noise (n={v.a.n} vs {v.b.n}): {both}."
-    word, ratio = (better, v.ratio) if v.kind == "better" else (worse, 1 / v.ratio if v.ratio else None)
-    return f"{a_name} is {fmt(ratio, 'x')} {word} than {b_name}: {both}."
+        return f"{a_name} and {b_name} are within noise (n={v.a.n} vs {v.b.n}, p={v.p:.2g}): {both}."
+    if v.kind == "small":
+        return (f"{a_name} and {b_name} differ by less than the {v.threshold:.0%} practical threshold "
+                f"(n={v.a.n} vs {v.b.n}): {both}.")
+    return (f"{a_name} is {_ratio_text(v, better if v.kind == 'better' else worse)} than {b_name} "
+            f"(p={v.p:.2g}): {both}.")
 
 
 def short(v: Verdict, a_name: str = "A", b_name: str = "B", better: str = "better",
           worse: str = "worse") -> str:
     """The rule's answer in a few words (for ``catbench compare``)."""
     if v.kind == "single":
-        return f"not a finding: single run (n={v.a.n} vs {v.b.n})"
+        return f"not a finding: {_too_few(v)}"
     if v.kind == "noise":
-        return f"within noise (n={v.a.n} vs {v.b.n})"
-    ratio = v.ratio if v.kind == "better" else (1 / v.ratio if v.ratio else None)
-    return f"{a_name if v.kind == 'better' else b_name} {better} by {fmt(ratio, 'x')} (intervals apart)"
+        return f"within noise (n={v.a.n} vs {v.b.n}, p={v.p:.2g})"
+    if v.kind == "small":
+        return f"below the {v.threshold:.0%} threshold (n={v.a.n} vs {v.b.n})"
+    name = a_name if v.kind == "better" else b_name
+    return f"{name} {_ratio_text(v, better)} (p={v.p:.2g})"

@@ -2,10 +2,11 @@
 ``inputs.collect`` reads from every metrics file, written as CSV next to summary.md and
 provenance.json (``catbench tables``).
 
-The SQL may call ``ci_low(list)`` / ``ci_high(list)`` (the interval of the median) and
-``ratio_ci_low(num_list, den_list)`` / ``ratio_ci_high`` (the interval of a ratio of
-medians) at the ``report.confidence`` level (``stats.py``), and read every table built
-before it in :data:`TABLES` as the view ``table_<name>``."""
+The SQL may call ``ci_low(list)`` / ``ci_high(list)`` (the interval of a figure's typical
+value), ``ratio_gm(num_list, den_list)`` with ``ratio_ci_low`` / ``ratio_ci_high`` (a ratio of
+geometric means and its interval) at the ``report.confidence`` level, and ``vals(list)`` (the
+raw repetitions as one cell, which the comparison rule tests; ``stats.py``), and read every
+table built before it in :data:`TABLES` as the view ``table_<name>``."""
 
 from __future__ import annotations
 
@@ -57,9 +58,15 @@ def _udfs(con, confidence: float) -> None:
     def rhi(a, b):
         return None if a is None or b is None else stats.ratio_interval(a, b, confidence)[2]
 
+    def ratio(a, b):
+        return None if a is None or b is None else stats.ratio_interval(a, b, confidence)[0]
+
     for name, fn, args in (("ci_low", lo, ["DOUBLE[]"]), ("ci_high", hi, ["DOUBLE[]"]),
+                           ("ratio_gm", ratio, ["DOUBLE[]"] * 2),
                            ("ratio_ci_low", rlo, ["DOUBLE[]"] * 2), ("ratio_ci_high", rhi, ["DOUBLE[]"] * 2)):
         con.create_function(name, fn, args, "DOUBLE", null_handling="special", side_effects=False)
+    con.create_function("vals", lambda xs: None if xs is None else stats.values_text(xs), ["DOUBLE[]"],
+                        "VARCHAR", null_handling="special", side_effects=False)
 
 
 def connect(inp: RunInputs, confidence: float = stats.DEFAULT_CONFIDENCE):
