@@ -6,7 +6,7 @@ CORES ?= all
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system run test bench bench-index lint clean-results
+.PHONY: env system run test bench bench-index aa lint clean-results
 
 env: $(STAMP) system
 
@@ -37,6 +37,19 @@ bench: env
 # The secondary-index study at 10^8 rows (index-only input, InnoDB and MyRocks).
 bench-index: env
 	$(SNAKEMAKE_RUN) --configfile config/index-bench.yaml
+
+# Is this machine steady enough to compare runs? Three runs of one config, one after the
+# other: the first two measure the between-run noise floor (results/noise-floor.json, which
+# `catbench compare` then uses on this machine), the third is compared with each of them under
+# it: an A/A check, which should call (almost) nothing different. docs/noise.md.
+AA_CONFIG ?= config/config.yaml
+aa: env
+	$(SNAKEMAKE_RUN) --configfile $(AA_CONFIG) --config run=aa1
+	$(SNAKEMAKE_RUN) --configfile $(AA_CONFIG) --config run=aa2
+	catbench noise-floor results/aa1 results/aa2 --out results/noise-floor.json
+	$(SNAKEMAKE_RUN) --configfile $(AA_CONFIG) --config run=aa3
+	catbench compare results/aa1 results/aa3 --noise-floor results/noise-floor.json
+	catbench compare results/aa2 results/aa3 --noise-floor results/noise-floor.json
 
 lint: env
 	snakemake --lint

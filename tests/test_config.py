@@ -39,7 +39,8 @@ def test_defaults_are_filled_in():
 def test_repetitions_and_the_comparison_rule_have_schema_defaults():
     cfg = validate({"catalog": {"patch": {}, "sky": {}}, "partition": {}})
     assert [cfg[s]["repetitions"] for s in ("fio", "load", "queries", "restart")] == [3, 3, 3, 3]
-    assert cfg["report"] == {"confidence": 0.95, "practical_threshold": 0.1}
+    assert cfg["report"] == {"confidence": 0.95, "alpha": 0.05, "practical_threshold": 0.1, "between_run_cv": 0.1}
+    assert cfg["queries"]["max_repetitions"] is None      # fixed n unless a config asks to adapt
     assert cfg["load"]["settings"] == {} and cfg["load"]["repetition_limit_s"] is None
 
 

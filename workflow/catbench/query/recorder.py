@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.jobs.repeat import Repeats
 from .suite import Answer, QueryError, compare
 
 log = logging.getLogger(__name__)
@@ -100,11 +101,12 @@ def timed(engine, q, params) -> tuple[float, Answer]:
     return time.perf_counter() - t0, ans
 
 
-def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, repetitions: int,
+def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, plan: Repeats,
               cold: bool) -> None:
-    """Cold runs (``restart()`` before each query) then warm runs (after one warm-up)."""
+    """Cold runs (``restart()`` before each query: ``plan.min_n`` of them) then warm runs (after
+    one warm-up), as many as ``plan`` asks for (core/repeat.py)."""
     if cold:
-        for rep in range(1, repetitions + 1):
+        for rep in range(1, plan.min_n + 1):
             for n in names:
                 restart()
                 s, ans = timed(engine, suite[n], params[n])
@@ -112,9 +114,12 @@ def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, 
                 log.info("%s %s cold run %d: %.4f s, %s", rec.target, n, rep, s, c.summary(suite[n].order))
     for n in names:
         rec.add(n, "warmup", 0, *timed(engine, suite[n], params[n]))
-        for rep in range(1, repetitions + 1):
+        times, t0, rep = [], time.monotonic(), 0
+        while plan.more(times, time.monotonic() - t0):
+            rep += 1
             s, ans = timed(engine, suite[n], params[n])
             c = rec.add(n, "warm", rep, s, ans)
+            times.append(s)
         log.info("%s %s warm: p50 %.4f s, %s", rec.target, n,
                  float(np.median([r["seconds"] for r in rec.rows if r["query"] == n and r["cache"] == "warm"])),
                  c.summary(suite[n].order))

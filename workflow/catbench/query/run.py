@@ -26,6 +26,7 @@ from ..core import config
 from ..core.files import staged_output
 from ..core.index_input import list_input
 from ..core.index_table import get_variant
+from ..core.jobs.repeat import Repeats
 from ..core.server_tools import variables
 from ..core.session import private_server
 from ..core.targets import TargetError, check_target, describe_target
@@ -82,7 +83,7 @@ def run_queries_duckdb(cfg: dict, chunks_dir, out_dir, repetitions: int | None =
                     drop_caches()
                 engine.open()
 
-            run_suite(engine, restart, suite, qs["queries"], params, rec, qs["repetitions"], cold)
+            run_suite(engine, restart, suite, qs["queries"], params, rec, Repeats.of(qs), cold)
             conc = run_concurrency_of(qs, lambda: _DuckStream(engine), suite, params, rec)
         finally:
             engine.close()
@@ -145,7 +146,7 @@ def _measure_on_server(srv, cfg: dict, qs: dict, suite: dict, chunks, params: di
             restarts.append({"stop_s": stop_s, "start_s": start_s})
             engine.open()
 
-        run_suite(engine, restart, suite, qs["queries"], params, rec, qs["repetitions"], cold)
+        run_suite(engine, restart, suite, qs["queries"], params, rec, Repeats.of(qs), cold)
         conc = run_concurrency_of(qs, engine_of, suite, params, rec)
     finally:
         engine.close()

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
+from ..core.jobs.repeat import interval
+
 MIN_N = 2
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_ALPHA = 0.05
@@ -68,16 +70,8 @@ def _logs(xs: np.ndarray) -> np.ndarray | None:
 def median_interval(values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None]:
     """The interval of a figure's typical value (see the module docstring); (None, None) for
     fewer than 2 values."""
-    xs = _clean(values)
-    if len(xs) < MIN_N:
-        return None, None
-    if np.all(xs == xs[0]):
-        return float(xs[0]), float(xs[0])
-    lx = _logs(xs)
-    ys = xs if lx is None else lx
-    half = sps.t.ppf((1 + confidence) / 2, len(ys) - 1) * ys.std(ddof=1) / math.sqrt(len(ys))
-    lo, hi = ys.mean() - half, ys.mean() + half
-    return (float(lo), float(hi)) if lx is None else (float(math.exp(lo)), float(math.exp(hi)))
+    ci = interval(_clean(values), confidence)
+    return (None, None) if ci is None else ci
 
 
 @dataclass(frozen=True)
