@@ -240,3 +240,30 @@ def test_the_fastest_load_says_whether_the_servers_cpu_bounds_it():
     line = fd.loading([row("sorted", 20.0, 2_000_000)], RULE)[0]
     assert "at 11.9% of that, the load is not bound by the server's CPU." in line
     assert "server spent" not in fd.loading([{**row("sorted", 20.0, None)}], RULE)[0]
+
+
+def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
+    """Repetitions inside a run never see the drift between runs: a tight 15 % difference
+    between two runs is a finding only when the config says runs do not drift; a twin's
+    noise floor is measured per figure family and never taken below the config's spread."""
+    from catbench.report import noise
+    from catbench.report.compare import figure_pairs
+    tight = [1.00, 1.01, 0.99]
+    a = _run_with(tmp_path, "A", {("disk", "sequential"): tight})
+    b = _run_with(tmp_path, "B", {("disk", "sequential"): [1.15 * x for x in tight]})
+    key = ("load_time", "target=disk, variant=seed, engine=innodb, strategy=sequential", "seconds")
+    drift = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}[key]["verdict"]
+    assert drift.startswith("within noise")                                     # 10 % between runs
+    steady = {(r["table"], r["key"], r["column"]): r
+              for r in compare(a, b, report={"between_run_cv": 0.0})}[key]["verdict"]
+    assert steady.startswith("A 1.15x [")                                       # A is faster
+    floor = noise.estimate(figure_pairs(a, b), ("A", "B"))
+    fam = floor["families"]["load_time.seconds"]
+    assert fam["figures"] == 1 and 0.09 < fam["between_cv"] < 0.11            # log(1.15)^2 / 2
+    path = noise.save(floor, tmp_path / noise.FLOOR_FILE)
+    got, note = noise.load(path)
+    assert got == {f: v["between_var"] for f, v in floor["families"].items()} and "twin A and B" in note
+    assert noise.load(path, {"hostname": "elsewhere"})[0] is None                # another machine's floor
+    small = {(r["table"], r["key"], r["column"]): r
+             for r in compare(a, b, report={"between_run_cv": 0.0}, floor={"load_time.seconds": 1e-6})}
+    assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured

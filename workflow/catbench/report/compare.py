@@ -6,7 +6,7 @@ they differ; a key present in one run only gives one row with ``column`` = ``(ro
 The measured figures (:data:`FIGURES`: load seconds, fio MB/s and IOPS, query and restart
 seconds) also get a ``verdict`` from the product's one comparison rule (``stats.verdict`` on
 each run's repetitions) with the variance that one run adds to each side (``noise.py``: a
-floor measured by a twin of runs on this machine, else ``report.between_run_cv``):
+floor measured by a twin of runs on this machine where it exceeds ``report.between_run_cv``):
 "B faster by 2.1x [1.6–2.8] (p=0.003)", "within noise (n=3 vs 3, p=0.4)" or "not a finding".
 """
 
@@ -102,7 +102,7 @@ def _verdict(name: str, column: str, a: dict, b: dict, rule: dict) -> str:
     figs = _figures(name, column, a, b)
     if figs is None:
         return ""
-    between = rule["floor"].get(noise.family(name, column), rule["default_var"])
+    between = max(rule["floor"].get(noise.family(name, column), 0.0), rule["default_var"])
     v = verdict(figs[1], figs[0], higher_is_better=FIGURES[(name, column)][0], threshold=rule["threshold"],
                 alpha=rule["alpha"], between_var=between)
     return short(v, "B", "A", "faster", "slower")
@@ -110,7 +110,9 @@ def _verdict(name: str, column: str, a: dict, b: dict, rule: dict) -> str:
 
 def rule_of(report: dict | None, floor: dict | None) -> dict:
     """What the verdicts of a comparison of two runs use: the report section's threshold and
-    alpha, and the between-run variance per figure family (``floor``, else the config's cv)."""
+    alpha, and the between-run variance per figure family: the measured ``floor``'s where it is
+    larger than the config's ``between_run_cv`` (one twin's estimate is itself noisy: taken
+    alone it let 5-7 % of a third run's figures through), else the config's."""
     cfg = report_config(report)
     return {"threshold": cfg["practical_threshold"], "alpha": cfg["alpha"], "floor": floor or {},
             "default_var": noise.cv_var(cfg["between_run_cv"])}

@@ -7,8 +7,9 @@ rule promises (docs/noise.md).
 A twin (two runs of the same config, one after the other: ``make aa``) measures it: for every
 figure of a family (table and column, e.g. ``storage.MBps``), r = mean log B - mean log A and
 w = the rule's within-run variance of r; the family's between-run variance (log scale, per
-run) is max(0, mean((r^2 - w) / 2)). Without a floor for this machine, compare assumes
-``report.between_run_cv`` for every family.
+run) is max(0, mean((r^2 - w) / 2)). Compare uses, per family, the larger of that and
+``report.between_run_cv``: one twin's estimate is noisy (n = 2 repetitions give w little
+precision), so the config's spread is a floor under the measured one.
 """
 
 from __future__ import annotations
