@@ -267,3 +267,15 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     small = {(r["table"], r["key"], r["column"]): r
              for r in compare(a, b, report={"between_run_cv": 0.0}, floor={"load_time.seconds": 1e-6})}
     assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured
+
+
+def test_the_report_of_a_run_with_a_twin_shows_the_between_run_spread(tmp_path):
+    from catbench.report import noise
+    from catbench.report.compare import figure_pairs
+    from catbench.report.html import make_report
+    a = _run_with(tmp_path, "A", {("disk", "sequential"): [1.00, 1.01, 0.99]})
+    b = _run_with(tmp_path, "B", {("disk", "sequential"): [1.15, 1.16, 1.14]})
+    assert "has a twin" not in make_report(a).read_text()
+    noise.save(noise.estimate(figure_pairs(a, b), ("A", "B")), tmp_path / noise.FLOOR_FILE)
+    page = make_report(a).read_text()
+    assert "This run has a twin (A and B" in page and "load_time.seconds 9." in page

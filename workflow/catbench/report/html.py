@@ -29,7 +29,7 @@ import string
 from pathlib import Path
 
 from ..core.resources import resources_dir
-from . import provenance
+from . import noise, provenance
 from . import tables as T
 from .inputs import collect
 from .markdown import to_markdown
@@ -183,6 +183,24 @@ def _header_html(report: dict) -> str:
             f"repetitions are never a finding.</p>")
 
 
+def _twin_html(run: Path, report: dict) -> str:
+    """The between-run noise floor of this run's machine when this run is one of its twin
+    (``catbench noise-floor``: results/noise-floor.json beside the runs)."""
+    path = run.resolve().parent / noise.FLOOR_FILE
+    try:
+        doc = json.loads(path.read_text())
+        twin, fams = doc["runs"], doc["families"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    if run.resolve().name not in twin:
+        return ""
+    parts = ", ".join(f"{html.escape(f)} {v['between_cv']:.1%}" for f, v in fams.items())
+    return (f'<p class="meta">This run has a twin ({html.escape(" and ".join(twin))}, the same config run '
+            f"one after the other on this machine): between them, figures moved by {parts} (the spread one "
+            f"run adds, beyond its repetitions). <code>catbench compare</code> of runs on this machine uses "
+            f'these, and never less than {report["between_run_cv"]:.0%}; docs/noise.md.</p>')
+
+
 def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = None) -> Path:
     """Build ``index.html`` and the plots; returns the path of index.html. ``report`` = the
     config's report section (schema defaults when None)."""
@@ -197,8 +215,8 @@ def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = No
     drawn = draw_all(tabs, out)
     head = summary_sections(tabs, inp.targets, report, SECTIONS[:HEADLINE_SECTIONS])
     rest = summary_sections(tabs, inp.targets, report, SECTIONS[HEADLINE_SECTIONS:])
-    body = ['<section id="findings"><h2>Findings</h2>', _header_html(report), sections_html(head[1:]),
-            "</section>"]
+    body = ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run, report),
+            sections_html(head[1:]), "</section>"]
     body += _plots_html(drawn, out)
     body += ['<section id="details"><h2>Seed-style tables</h2><details><summary>Storage | load time, '
              'load rate per interval, query latency, restart phases, chunks, stages</summary>',
