@@ -199,3 +199,90 @@ def test_unsafe_identifiers_stop_the_real_snakemake(tmp_path, what):
     assert f"config key '{key}'" in out, out[-2000:]
     assert not (wd / "results").exists() and not (wd / "disk").exists()
     assert not Path("/tmp/cbf-pwned").exists()
+
+
+# ---------------------------------------------------------------- options that name files
+def _server_options() -> dict:
+    """{option: default} of the installed server (MyRocks loaded when it is installed)."""
+    import subprocess
+    from catbench.core.server_tools import find_server_binary, option_name, plugin_dir
+    binary = find_server_binary()
+    args = [binary, "--no-defaults", "--verbose", "--help"]
+    pdir = plugin_dir(binary)
+    if pdir is not None and (pdir / "ha_rocksdb.so").exists():
+        args.insert(2, "--plugin-load-add=ha_rocksdb")
+    text = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
+    body = text.split("Variables (--variable-name=value)", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(body) if line.startswith("-----")) + 1
+    out = {}
+    for line in body[start:]:
+        if not line.strip():
+            break
+        name, _, default = line.partition(" ")
+        out[option_name(name)] = default.strip()
+    return out
+
+
+DEFAULT = Path(__file__).resolve().parent.parent / "config" / "config.yaml"
+_PATHLIKE_NAME = re.compile(r"file|dir|path|basename|socket|language|log_bin|relay_log|home|debug|tmp|log_ddl|log_isam|log_tc")
+_PATHLIKE_VALUE = re.compile(r"/|^[\w.#-]+\.(log|info|pid|sock|index|err|cnf)$|^[\w.-]+:\d+[KMGkmg]")
+
+
+def test_every_option_that_names_a_file_is_refused_or_confined():
+    """The installed server's own option list against resources/server/path_options.yaml: an
+    option whose name or default looks like a path is refused, confined to the server's
+    directory, or listed as not a path with the reason. A new server's new option fails here."""
+    from catbench.core.server_tools import _RESERVED, _RESERVED_PREFIXES, path_options
+    known = path_options()
+    listed = known["refused"] | known["confined"] | set(known["not_paths"]) | _RESERVED
+    options = _server_options()
+    assert len(options) > 300                          # the parse read the whole list
+    unlisted = sorted(n for n, d in options.items()
+                      if (_PATHLIKE_NAME.search(n) or _PATHLIKE_VALUE.search(d))
+                      and n not in listed and not n.startswith(_RESERVED_PREFIXES))
+    assert unlisted == [], f"options that may name a file, missing from path_options.yaml: {unlisted}"
+
+
+@pytest.mark.parametrize("section", ["server", "load"])
+@pytest.mark.parametrize("option,value", [
+    ("log_slow_query_file", "/tmp/elsewhere/slow.log"),
+    ("slow_query_log_file", "../../elsewhere/slow.log"),
+    ("log_basename", "x"),
+    ("innodb_temp_data_file_path", "../../../elsewhere/ibtmp_x:12M:autoextend"),
+    ("innodb_data_file_path", "../ibdata_x:12M:autoextend"),
+    ("innodb_data_home_dir", "elsewhere"),
+    ("rocksdb_wal_dir", "/tmp/wal"),
+    ("rocksdb_datadir", "rocks"),
+    ("ft_stopword_file", "/etc/shadow"),
+    ("language", "english"),
+    ("slave_load_tmpdir", "/tmp"),
+    ("log_ddl_recovery", "ddl.log"),
+    ("debug", "d:t:o,trace"),
+    ("loose-log-basename", "x"),
+    ("log_basen", "x"),                                # an abbreviation the server accepts
+])
+def test_an_option_that_would_write_outside_the_target_is_refused_naming_the_key(section, option, value):
+    with pytest.raises(ConfigError, match=re.escape(f"config key '{section}.settings.{option}'")):
+        validate({**yaml.safe_load(DEFAULT.read_text()), section: {"settings": {option: value}}})
+
+
+def test_the_same_options_are_refused_from_the_command_line_before_a_server_starts(tmp_path):
+    from catbench.core.server_tools import ServerError
+    for option, value in (("log_slow_query_file", "/tmp/x.log"), ("rocksdb_wal_dir", "/tmp/wal"),
+                          ("innodb_temp_data_file_path", "../../x:12M:autoextend")):
+        with pytest.raises(ServerError, match=option):
+            Server("refuse", tmp_path / "s", {option: value})    # --settings-json reaches this
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.server
+def test_a_confined_option_writes_inside_the_servers_own_directory(tmp_path):
+    settings = {"slow_query_log": 1, "slow_query_log_file": "every-statement.log", "long_query_time": 0}
+    with Server("confined", tmp_path / "target", settings) as s:
+        conn = s.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT 42")
+        cur.fetchall()
+        conn.close()
+        logs = list((tmp_path / "target").rglob("every-statement.log"))
+        assert [p.parent for p in logs] == [s.datadir] and "SELECT 42" in logs[0].read_text()

@@ -10,32 +10,43 @@ import re
 import shutil
 import socket
 import subprocess
+from functools import cache
 from pathlib import Path
+
+from .resources import resource
 
 # sun_path is 108 bytes including the terminating NUL.
 SOCKET_PATH_MAX = 107
 LOG_TAIL_LINES = 30
 _SETTING_NAME = re.compile(r"^[a-z0-9_-]+$")
-_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.:/+,-]+$")
-# Options catbench sets itself or that would open the private server to others, move its
-# files off the target or load code: networking, authentication, paths, plugins. Names
-# are compared after normalising them as the server does (see option_name).
+# No '/' and (checked apart) no '..': a value can then name a file only inside the server's
+# own directory on the target, its working directory, whatever the option (path_options.yaml).
+_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.:+,-]+$")
+# Options that would open the private server to others or load code (the options that name
+# files are in resources/server/path_options.yaml). Names are compared after normalising
+# them as the server does (see option_name).
 _RESERVED = {
-    # paths and identity
-    "datadir", "tmpdir", "socket", "pid_file", "log_error", "user", "basedir", "chroot",
-    "general_log_file", "slow_query_log_file", "log_bin", "log_bin_index", "relay_log",
-    "relay_log_index", "innodb_data_home_dir", "innodb_log_group_home_dir", "innodb_undo_directory",
-    "innodb_tmpdir", "aria_log_dir_path", "character_sets_dir", "lc_messages_dir", "secure_file_priv",
-    "defaults_file", "defaults_extra_file", "defaults_group_suffix", "init_file", "log_tc",
+    "user", "defaults_group_suffix",
     # networking
     "port", "bind_address", "networking", "extra_port", "admin_address", "admin_port",
     "named_pipe", "shared_memory", "proxy_protocol_networks", "port_open_timeout",
     # authentication and loading of code or data
     "grant_tables", "local_infile", "init_connect", "init_slave", "default_authentication_plugin",
-    "plugin_load", "plugin_load_add", "plugin_dir", "plugin_maturity", "symbolic_links",
+    "plugin_load", "plugin_load_add", "plugin_maturity", "symbolic_links",
 }
 # whole families: TLS, the X protocol, Galera, replication sources
 _RESERVED_PREFIXES = ("ssl", "tls_", "mysqlx", "wsrep", "master_", "replicate_", "federated")
+
+
+@cache
+def path_options() -> dict:
+    """resources/server/path_options.yaml: the options that name a file or directory
+    (``refused``, ``confined``) and the ones that only look so (``not_paths``)."""
+    import yaml
+    doc = yaml.safe_load(resource("server", "path_options.yaml").read_text())
+    return {"refused": set(doc["refused"]), "confined": set(doc["confined"]), "not_paths": dict(doc["not_paths"])}
+
+
 # option modifiers the server strips from a name (my_getopt)
 _MODIFIERS = ("loose_", "maximum_", "skip_", "enable_", "disable_")
 INSTALL_HINT = ("install MariaDB (Debian/Ubuntu: apt-get install mariadb-server; conda: "
@@ -196,7 +207,7 @@ def is_reserved(key: str) -> bool:
     name = option_name(key)
     if name.startswith(_RESERVED_PREFIXES):
         return True
-    return any(r == name or (len(name) >= 3 and r.startswith(name)) for r in _RESERVED)
+    return any(r == name or (len(name) >= 3 and r.startswith(name)) for r in _RESERVED | path_options()["refused"])
 
 
 _SIZE_VALUE = re.compile(r"^[0-9]+(\.[0-9]+)?[KMGTkmgt]?$")
@@ -213,17 +224,20 @@ def validate_settings(settings: dict | None, key_prefix: str = "server.settings"
                               f"(lower-case letters, digits, '_' or '-')")
         if is_reserved(key):
             raise ServerError(f"{where}: option {option_name(key)!r} is managed by catbench or would "
-                              f"open the private server to others (networking, authentication, paths, "
-                              f"plugins); set the target path / server.tcp in the config instead")
+                              f"open the private server to others or reach outside its directory on the "
+                              f"target (networking, authentication, paths, plugins; "
+                              f"resources/server/path_options.yaml); set the target path / server.tcp "
+                              f"in the config instead")
         if isinstance(value, bool):
             text = "1" if value else "0"
         elif isinstance(value, (int, float)):
             text = str(value)
-        elif isinstance(value, str) and _SETTING_VALUE.match(value):
+        elif isinstance(value, str) and _SETTING_VALUE.match(value) and ".." not in value:
             text = value
         else:
             raise ServerError(f"{where}: {value!r} is not a number, a boolean or a simple word "
-                              f"such as 1G or O_DIRECT")
+                              f"such as 1G or O_DIRECT (no '/' or '..': a file the server writes stays "
+                              f"in its own directory on the target)")
         # sizes are checked here: the server would only fail inside the job
         if option_name(key).endswith("_size") and not _SIZE_VALUE.match(text):
             raise ServerError(f"{where}: {text!r} is not a size (a number with an optional K, M, G "
