@@ -128,3 +128,34 @@ def test_time_limit_is_not_applied_to_one_stream_strategies(root):
                        load={"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10, "repetitions": 1,
                              "sort_memory": "64MB"})
     assert not s["stopped"] and s["time_limit_s"] is None and s["rows"] == 8000
+
+
+@pytest.mark.slow
+def test_a_committed_file_changed_in_place_stops_the_resume_naming_it(root):
+    """The ledger keeps each committed file's rows and checksum: a resume reads them again, so
+    a file changed without changing its size is named, never reported with the old checksum."""
+    files = write_files(root / "in", "qserv", 40, 4000)
+    out, target = root / "results" / "load", root / "target"
+    basedir = target / "catbench-load_index-qserv-innodb-sequential"
+    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv",
+           "--engine", "innodb", "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "100",
+           "--repetitions", "1"]
+    with open(root / "first.log", "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while _ledger_files(basedir, "qserv_sequential") < 5:
+            assert proc.poll() is None and time.time() < deadline, (root / "first.log").read_text()[-2000:]
+            time.sleep(0.02)
+        _freeze(proc, basedir, "qserv_sequential")
+    finally:
+        proc.kill()
+        proc.wait()
+    text = files[0].read_bytes()
+    end = text.index(b"\n")                       # the first line's last digit (its subChunkId)
+    files[0].write_bytes(text[:end - 1] + str((int(text[end - 1:end]) + 1) % 10).encode() + text[end:])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and not (out / "summary.json").exists()
+    said = r.stdout + r.stderr
+    assert f"input file {files[0]} changed since it was loaded" in said, said[-3000:]

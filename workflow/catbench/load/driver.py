@@ -233,7 +233,7 @@ def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, 
     job.ledger = Ledger(DATABASE, job.table, figures["repetition"], job.files)
     job.ledger.create(job.conn)
     if resuming:
-        job.earlier = job.ledger.committed(job.conn)
+        job.earlier = job.ledger.committed(job.conn, job.variant)
         figures["resumed_at_file"] = len(job.earlier[1])
         log.info("resuming after %d of %d committed files", len(job.earlier[1]), len(job.files))
     else:

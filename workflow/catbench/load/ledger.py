@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..core.index_input import FileInfo
+from ..core.index_input import FileInfo, scan_files
 from ..core.loaddata import LoadError
 from ..core.resources import read_sql
 from .job import Outcome, Repetition, trace_row
@@ -116,9 +116,11 @@ class Ledger:
         cur.execute(self._sql("insert"), (self.table, self.rep, self.seq[path], path, info.rows, info.bytes,
                                            info.checksum, start, end))
 
-    def committed(self, conn) -> tuple[list[dict], list[FileInfo]]:
+    def committed(self, conn, variant) -> tuple[list[dict], list[FileInfo]]:
         """(trace rows, FileInfos) of the files already in the table; LoadError when the
-        ledger names a file that is no longer the input's (the load cannot be resumed)."""
+        ledger names a file that is no longer the input's (the load cannot be resumed). The
+        committed files are read again: a file changed in place (same size) would otherwise
+        end the load with the table's checksum of the old rows reported as the input's."""
         cur = conn.cursor()
         cur.execute(self._sql("select"), (self.table, self.rep))
         trace, infos = [], []
@@ -128,6 +130,12 @@ class Ledger:
                                 f"the interrupted load; remove the server directory to start afresh")
             infos.append(FileInfo(Path(path), int(rows), int(nbytes), int(checksum)))
             trace.append(trace_row(path, int(rows), int(nbytes), start, end))
+        for was, now in zip(infos, scan_files([i.path for i in infos], variant)):
+            if (was.rows, was.checksum) != (now.rows, now.checksum):
+                raise LoadError(f"cannot resume {self.database}.{self.table}: input file {was.path} changed since "
+                                f"it was loaded (the ledger has {was.rows} rows with checksum {was.checksum}, the "
+                                f"file now {now.rows} with {now.checksum}); remove the server directory "
+                                f"to start afresh")
         return trace, infos
 
 
