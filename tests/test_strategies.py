@@ -178,3 +178,18 @@ def test_shared_prefix():
     from catbench.load.sorted_stream import shared_prefix
     assert shared_prefix("000123", "000456") == 3 and shared_prefix("12", "123") == 2
     assert shared_prefix("a", "b") == 0 and shared_prefix(None, None) == 0 and shared_prefix("x", "x") == 1
+
+
+@pytest.mark.parametrize("engine,strategy", [("innodb", s) for s in STRATEGIES]
+                         + [("rocksdb", s) for s in ("sorted", "sorted-parallel", "bulk")])
+def test_a_key_with_quotes_and_backslashes_loads_with_every_strategy(root, engine, strategy):
+    """A CHAR(28) key may hold any printable character: quotes and backslashes are data."""
+    name = f"quote-{engine}-{strategy}"
+    files = write_files(root / "in" / name, "seed", 4, 200)
+    odd = ['a"b\\\\c\'d"', '"quoted"', "x\\\\ty"]
+    for k, key in enumerate(odd):
+        replace_line(files[k], 3 + k, f"{key}\t{k + 1}\t{k + 2}")
+    load = {**OPTS, "sample_interval_s": 0.2, "lookup_threads": 2, "lookup_count": 200, "optimize_limit_s": 0}
+    s = run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant="seed",
+                       strategy=strategy, load=load, engine=engine)
+    assert s["rows"] == 800 and s["checksum_ok"]

@@ -56,6 +56,28 @@ def shared_prefix(lo: str | None, hi: str | None) -> int:
     return n
 
 
+
+_WRITE = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
+
+
+def write_tsv(table: pa.Table, path: Path) -> None:
+    """The rows as LOAD DATA's tab-separated lines, taken literally (``ESCAPED BY ''``): a key
+    may hold any printable character (the input scan's rule). Arrow's CSV writer (the fast
+    path) refuses a quote without quoting; then the lines are the string buffers of one join
+    (1.4x its time)."""
+    try:
+        pacsv.write_csv(table, path, _WRITE)
+        return
+    except pa.ArrowInvalid:
+        pass
+    cols = [pc.cast(table.column(i), pa.string()) for i in range(table.num_columns)]
+    lines = pc.binary_join_element_wise(pc.binary_join_element_wise(*cols, "\t"), "", "\n")  # "k\tc\ts\n"
+    with open(path, "wb") as f:
+        for chunk in lines.chunks:
+            text = chunk.cast(pa.large_string())
+            offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset:text.offset + len(text) + 1]
+            f.write(memoryview(text.buffers()[2])[offsets[0]:offsets[-1]])
+
 class _Cancelled(Exception):
     pass
 
@@ -188,7 +210,6 @@ class SortedStream:
         sql = _READ_INPUT.format(key_type=self.variant.duckdb_type, order=self._order(con))
         rel = con.sql(sql, params={"files": [str(f) for f in self.files]})
         reader = rel.to_arrow_reader(min(self.opts.chunk_rows, 1 << 20))
-        wopts = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
         order = KeyOrder(self.variant, self.files)
         pending: list[pa.RecordBatch] = []
         pending_rows, n_chunk = 0, 0
@@ -198,7 +219,7 @@ class SortedStream:
             if not pending_rows:
                 return
             path = out / f"sorted-{n_chunk:06d}.tsv"
-            pacsv.write_csv(pa.Table.from_batches(pending), path, wopts)
+            write_tsv(pa.Table.from_batches(pending), path)
             self._put((path, pending_rows, path.stat().st_size))
             n_chunk += 1
             pending, pending_rows = [], 0
