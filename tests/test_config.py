@@ -189,8 +189,7 @@ def test_snakemake_accepts_a_good_config(tmp_path):
 
 
 def test_snakemake_config_override_names_the_key(tmp_path):
-    """--config on top of a valid --configfile. Snakemake passes nested values of
-    --config as strings ('0'), so the error is a type error, but it names the key."""
+    """--config on top of a valid --configfile: a bad value names the key."""
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(with_change("run", "ok")))
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
@@ -204,3 +203,21 @@ def test_snakemake_config_override_names_the_key(tmp_path):
                            env=env, timeout=120)
         assert r.returncode != 0, override
         assert f"config key '{named}'" in r.stdout + r.stderr, r.stderr[-2000:]
+
+
+def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_path):
+    """`--config 'load={repetitions: 3}'`: Snakemake reads the inner 3 as the string '3';
+    catbench types it as YAML does, so the documented form works and errors are about values."""
+    from catbench.core.config import typed_overrides
+    cfg = typed_overrides({"load": {"repetitions": "3", "strategies": ["sequential"], "x": {"y": "true"}}, "run": "r"},
+                          {"load": {"repetitions": "3", "x": {"y": "true"}}, "run": "r"})
+    assert cfg["load"] == {"repetitions": 3, "strategies": ["sequential"], "x": {"y": True}} and cfg["run"] == "r"
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(with_change("run", "ok")))
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    base = [str(VENV_BIN / "snakemake"), "partition", "-n", "-s", str(REPO / "Snakefile"),
+            "-d", str(tmp_path / "wd"), "--configfile", str(good), "--config"]
+    ok = subprocess.run([*base, "load={repetitions: 3}"], capture_output=True, text=True, env=env, timeout=120)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    bad = subprocess.run([*base, "load={repetitions: 0}"], capture_output=True, text=True, env=env, timeout=120)
+    assert "config key 'load.repetitions': 0 is less than the minimum of 1" in bad.stdout + bad.stderr

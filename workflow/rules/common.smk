@@ -19,7 +19,7 @@ from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 
 try:
-    _validated = cb_config.validate(config)
+    _validated = cb_config.validate(cb_config.typed_overrides(config, dict(workflow.config_settings.config)))
 except cb_config.ConfigError as e:
     raise WorkflowError(str(e))
 config.clear()

@@ -43,6 +43,35 @@ def load_schema() -> dict:
         return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+def typed_overrides(config: dict, given: dict) -> dict:
+    """``config`` with the sections given on Snakemake's command line typed as YAML: its
+    ``--config load='{repetitions: 3}'`` reads the inner values as strings ('3'), which the
+    schema then refuses. Top-level values (``--config run=x``) are typed by Snakemake itself."""
+    out = copy.deepcopy(config)
+
+    def typed(value):
+        if isinstance(value, dict):
+            return {k: typed(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [typed(v) for v in value]
+        if isinstance(value, str):
+            try:
+                return yaml.safe_load(value) if value.strip() else value
+            except yaml.YAMLError:
+                return value
+        return value
+
+    def put(into: dict, over: dict):
+        for k, v in over.items():
+            if isinstance(v, dict) and isinstance(into.get(k), dict):
+                put(into[k], v)
+            else:
+                into[k] = typed(v)
+
+    put(out, {k: v for k, v in (given or {}).items() if isinstance(v, dict)})
+    return out
+
+
 def validate(config: dict, whole: bool = True) -> dict:
     """A validated copy of ``config`` with defaults filled in; raises ConfigError.
     ``whole`` False: the sections a job was given (its rule's JSON); checks across stages
