@@ -6,6 +6,7 @@ data and bad target configs. Every test cleans up its servers, mounts and direct
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ import pytest
 import yaml
 from catbench.core.server import Server
 from faultkit import (
+    CATBENCH,
     LOAD_DIR,
     QUERY_DIR,
     RUN,
@@ -459,3 +461,35 @@ def test_server_tcp_wrong_type_through_snakemake(tmp_path):
     assert r.returncode != 0
     assert "config key 'server.tcp': 'yes' is not of type 'boolean'" in r.stdout + r.stderr
     assert not (tmp_path / "disk").exists()
+
+
+def test_a_target_that_fills_during_a_load_is_named_with_its_free_bytes_and_the_file(tmp_path):
+    """The room check passes, then something else fills the disk mid-load: the error says out
+    of space, names the target, its path and free bytes, and the input file being loaded."""
+    from indexinput import write_files
+    files = write_files(tmp_path / "in", "seed", 60, 20000)
+    with tmpfs("1G") as small:
+        out = tmp_path / "load"
+        settings = json.dumps({"innodb_log_file_size": "8M", "innodb_buffer_pool_size": "8M"})
+        cmd = [str(CATBENCH), "load-index", "--target", "small", "--path", str(small / "run"),
+               "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "seed",
+               "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "10",
+               "--repetitions", "1", "--settings-json", settings]
+        log = tmp_path / "load.log"
+        with open(log, "wb") as fh:
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.time() + 120
+            while b"loading 60 files" not in log.read_bytes():
+                assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
+                time.sleep(0.05)
+            subprocess.run(["dd", "if=/dev/zero", f"of={small / 'filler'}", "bs=1M"], capture_output=True)
+            assert proc.wait(timeout=120) != 0
+        finally:
+            proc.kill()
+            proc.wait()
+        said = log.read_text()
+        assert "target small: out of space on" in said and "MiB free" in said, said[-3000:]
+        assert re.search(r"part-000\d\d\.tsv", said.split("out of space", 1)[1]), said[-3000:]
+        assert not out.exists()
+        assert not server_procs(small)

@@ -12,6 +12,11 @@ import re
 from pathlib import Path
 from typing import Callable
 
+import mysql.connector
+
+# the table is full, the disk is full, a write or the engine failed: a full target, mostly
+STORE_FAILED = (3, 1021, 1030, 1114)
+
 
 class LoadError(RuntimeError):
     """A load did not put exactly the input into the table; the message names file and line."""
@@ -28,9 +33,14 @@ def load_data(conn, path, table: str, columns: tuple[str, ...] | None, rows: int
     cols = f" ({', '.join(f'`{c}`' for c in columns)})" if columns else ""
     literal = " CHARACTER SET latin1" if not escaped else ""
     escape = " ESCAPED BY ''" if not escaped else ""
-    cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{database}`.`{table}`{literal} "
-                f"FIELDS TERMINATED BY '\\t'{escape} LINES TERMINATED BY '\\n'{cols}"
-                + (f" SET {set_sql}" if set_sql else ""), (str(path),))
+    try:
+        cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{database}`.`{table}`{literal} "
+                    f"FIELDS TERMINATED BY '\\t'{escape} LINES TERMINATED BY '\\n'{cols}"
+                    + (f" SET {set_sql}" if set_sql else ""), (str(path),))
+    except mysql.connector.Error as exc:
+        if exc.errno in STORE_FAILED:   # the caller knows the target and says whether it is full
+            raise LoadError(f"{what or path}: the server could not store its rows ({exc.errno}: {exc.msg})") from exc
+        raise
     affected = cur.rowcount
     cur.execute("SHOW WARNINGS")
     warnings = cur.fetchall()

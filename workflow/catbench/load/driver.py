@@ -23,6 +23,7 @@ import os
 import time
 from pathlib import Path
 
+import mysql.connector
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -34,7 +35,7 @@ from ..core.index_input import pick_lookup_keys
 from ..core.index_table import DATABASE, Variant, get_engine, get_variant, table_checksum
 from ..core.loaddata import LoadError
 from ..core.resources import read_sql
-from ..core.server_tools import variables
+from ..core.server_tools import out_of_space, variables
 from ..core.session import private_server, server_dir
 from ..core.targets import check_target, describe_target, device_for
 from .job import TIMINGS, LoadJob, LoadOptions, Outcome, Repetition
@@ -195,7 +196,13 @@ def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strat
                  options.as_dict())
         with sampler:
             t0 = job.clock()
-            outcome = plan.load(job)
+            try:
+                outcome = plan.load(job)
+            except (LoadError, mysql.connector.Error) as exc:
+                full = out_of_space(summary["target"], srv.datadir, srv.error_log)
+                if full:
+                    raise LoadError(f"{full}; loading failed: {exc}") from exc
+                raise
             t1 = time.time()
         verified = _verify(conn, v, table, outcome, summary["target"])
         table_bytes = sampler.settled_table_bytes(conn)
