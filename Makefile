@@ -26,6 +26,7 @@ system:
 SNAKEMAKE_RUN := snakemake --cores $(CORES) --rerun-incomplete --keep-going
 
 run: env
+	python workflow/scripts/stale_lock.py
 	$(SNAKEMAKE_RUN)
 
 test: env

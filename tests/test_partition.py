@@ -496,3 +496,30 @@ def test_scanned_rows_are_checked_against_the_manifest(run, tmp_path):
     b.write_text("".join(lb + la[-1:]))
     with pytest.raises(LoadError, match=r"part-00003\.tsv: \d+ rows, .*manifest\.json says"):
         scan_file(a, VARIANTS["qserv"])
+
+
+def test_a_reduce_removes_what_a_killed_reduce_left_and_keeps_a_running_ones(tmp_path):
+    """SIGKILL leaves `.chunk_*.tsv.tmp-<pid>` files; the next reduce of the run removes those of
+    dead processes (a reduce running beside it keeps its own)."""
+    import os
+    from catbench.core.files import remove_stale_temps
+    from catbench.prepare.chunkfiles import ChunkFiles
+    d = tmp_path / "chunks" / "Object"
+    d.mkdir(parents=True)
+    dead = 4_000_000
+    while True:
+        try:
+            os.kill(dead, 0)
+            dead -= 1
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            dead -= 1
+    left = [d / f".chunk_{c}.tsv.tmp-{dead}" for c in (1, 2, 3)]
+    mine = d / f".chunk_9.tsv.tmp-{os.getpid()}"
+    for p in [*left, mine]:
+        p.write_text("partial")
+    (d / "chunk_5.tsv").write_text("done\n")
+    ChunkFiles(tmp_path / "chunks", ("tsv",))
+    assert not any(p.exists() for p in left) and mine.exists() and (d / "chunk_5.tsv").exists()
+    assert remove_stale_temps(d) == 0

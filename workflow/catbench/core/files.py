@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,6 +19,34 @@ import pyarrow.parquet as pq
 log = logging.getLogger(__name__)
 
 PARQUET_OPTIONS = {"use_dictionary": False, "compression": "snappy"}
+
+
+_TEMP = re.compile(r"^\..+\.tmp-(\d+)$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(directory) -> int:
+    """Remove the temporary files (``atomic_path``'s ``.<name>.tmp-<pid>``) that a killed job
+    left in ``directory``: those whose process is gone (a running job's are kept). Returns
+    how many."""
+    gone = 0
+    for p in Path(directory).glob(".*.tmp-*"):
+        m = _TEMP.match(p.name)
+        if m and not _alive(int(m.group(1))):
+            p.unlink(missing_ok=True)
+            gone += 1
+    if gone:
+        log.warning("%s: removed %d temporary files of killed jobs", directory, gone)
+    return gone
 
 
 @contextlib.contextmanager

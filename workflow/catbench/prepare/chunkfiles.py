@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..core.files import write_parquet
+from ..core.files import remove_stale_temps, write_parquet
 
 FOLDER = {"Object": "Object", "ObjectOverlap": "Object", "Source": "Source"}
 SUFFIX = {"Object": "", "ObjectOverlap": "_overlap", "Source": ""}
@@ -31,6 +31,7 @@ class ChunkFiles:
         self.text: dict[tuple[str, int], Path] = {}
         for folder in set(FOLDER.values()):
             (self.dir / folder).mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(self.dir / folder)   # what a killed reduce of this run left
 
     def stem(self, name: str, chunk_id: int) -> Path:
         return self.dir / FOLDER[name] / f"chunk_{chunk_id}{SUFFIX[name]}"
