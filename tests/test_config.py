@@ -221,3 +221,25 @@ def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_pat
     assert ok.returncode == 0, ok.stderr[-2000:]
     bad = subprocess.run([*base, "load={repetitions: 0}"], capture_output=True, text=True, env=env, timeout=120)
     assert "config key 'load.repetitions': 0 is less than the minimum of 1" in bad.stdout + bad.stderr
+
+
+def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path):
+    """workflow/scripts/stale_lock.py (make run's first step): a lock with no Snakemake of the
+    checkout alive is removed (saying so); with one running, it stops naming the process."""
+    (tmp_path / "Snakefile").write_text("rule all:\n    input: []\n")
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text("")
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    script = [str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "stale_lock.py")]
+    live = subprocess.Popen([str(VENV_BIN / "python"), "-c", "import time; time.sleep(60)", "snakemake"],
+                            cwd=tmp_path)
+    try:
+        r = subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 1 and f"pid {live.pid}" in r.stderr and (locks / "0.input.lock").exists()
+    finally:
+        live.kill()
+        live.wait()
+    r = subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "removing a stale Snakemake lock" in r.stderr, r.stderr
+    assert not locks.is_dir() or not any(locks.iterdir())
