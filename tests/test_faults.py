@@ -493,3 +493,24 @@ def test_a_target_that_fills_during_a_load_is_named_with_its_free_bytes_and_the_
         assert re.search(r"part-000\d\d\.tsv", said.split("out of space", 1)[1]), said[-3000:]
         assert not out.exists()
         assert not server_procs(small)
+
+
+def test_a_target_with_the_room_the_run_estimate_asks_is_accepted_by_the_load_job(baseline, tmp_path):
+    """One space model: a target with just the room the run-level estimate (printed before the
+    run) asks for a load is accepted by that load's own check, which counts a resumed load's
+    kept data as already there."""
+    from catbench.core.config import validate
+    from catbench.load.estimate import estimate
+    cfg = validate(yaml.safe_load((baseline.wd / "config.yaml").read_text()))
+    est = estimate(cfg, baseline.wd / RES)
+    job = max((j for j in est["jobs"] if j["job"].startswith("load ")), key=lambda j: j["need_bytes"])
+    _, variant, engine, strategy = job["job"].replace("/", " ").split()
+    size_mib = job["need_bytes"] // 2**20 + 4
+    folder = {"seed": "input_seed", "qserv": "input"}[variant]
+    with tmpfs(f"{size_mib}M") as small:
+        r = catbench("load-index", "--target", "small", "--path", small / RUN, "--input-dir",
+                     baseline.wd / RES / "index" / folder, "--variant", variant, "--engine", engine,
+                     "--strategy", strategy, "--config", json.dumps(cfg), "--out", tmp_path / "load")
+        assert "free but this step needs" not in r.stderr, (job, r.stderr[-2000:])
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert not server_procs(small)

@@ -21,6 +21,18 @@ log = logging.getLogger(__name__)
 PARQUET_OPTIONS = {"use_dictionary": False, "compression": "snappy"}
 
 
+def dir_bytes(path) -> int:
+    """Bytes of the files under ``path`` (0 when it does not exist)."""
+    total = 0
+    for root, _dirs, names in os.walk(path):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_size
+            except OSError:
+                pass
+    return total
+
+
 _TEMP = re.compile(r"^\..+\.tmp-(\d+)$")
 
 

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .files import dir_bytes
 from .loaddata import LoadError
 from .server import Server
 from .server_tools import SOCKET_PATH_MAX, ServerError
@@ -104,7 +105,9 @@ def private_server(target: str, root, name: str, settings: dict | None = None, *
             elif basedir.exists():
                 log.info("target %s: removing the previous run's %s", target, basedir)
                 shutil.rmtree(basedir)
-            check_target(target, root, data_bytes + server_bytes(settings or {}))
+            # a resumed server's files are already there: only the rest must still fit
+            kept = dir_bytes(basedir) if reuse and srv.initialized else 0
+            check_target(target, root, max(0, data_bytes + server_bytes(settings or {}) - kept))
             if start:
                 with srv:
                     yield srv

@@ -30,7 +30,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.config import section
-from ..core.files import staged_output
+from ..core.files import dir_bytes, staged_output
 from ..core.index_input import pick_lookup_keys
 from ..core.index_table import DATABASE, Variant, get_engine, get_variant, table_checksum
 from ..core.loaddata import LoadError
@@ -39,6 +39,7 @@ from ..core.server_tools import out_of_space, variables
 from ..core.session import private_server, server_dir
 from ..core.targets import check_target, describe_target, device_for
 from .job import TIMINGS, LoadJob, LoadOptions, Outcome, Repetition
+from .estimate import input_rows, load_need
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,
@@ -82,9 +83,6 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
     if not files:
         raise LoadError("no input files given")
     input_bytes = sum(f.stat().st_size for f in files)
-    # InnoDB needs roughly 3x the TSV size for a CHAR(28) key index, plus redo logs; the
-    # sorting strategies also keep a sorted copy and DuckDB's spill files on the target.
-    check_target(target, path, need_bytes=(3 + plan.scratch_copies) * input_bytes + (512 << 20))
     table = table_name(v, strategy)
     summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
                "table": f"{DATABASE}.{table}",
@@ -98,6 +96,11 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
         key = load_key(files, v.name, strategy, table, options.as_dict(), settings)
         state = ResumeState.find(server_dir(path, name), key) or ResumeState(server_dir(path, name) / STATE, key)
     summary["time_limit_s"] = load["time_limit_s"] if plan.resumable else None
+    # the run-level estimate's model (estimate.py), less what a resumed load already has there
+    kept = dir_bytes(server_dir(path, name)) if state and state.in_progress else 0
+    need = load_need(v.name, strategy, input_rows(files, input_bytes), input_bytes, settings)["need_bytes"]
+    check_target(target, path, need_bytes=max(0, need - kept),
+                 why=f"a {v.name}/{strategy} load" + (f", less the {kept / 2**20:.1f} MiB it has kept" if kept else ""))
     with staged_output(out_dir) as work:
         with private_server(target, path, name, settings, binary=server["binary"], tcp=server["tcp"],
                             start_timeout=server["start_timeout_s"], keep_data=keep_data,

@@ -87,6 +87,20 @@ def input_bytes(cfg: dict, variant: str, rows: int, results: Path | None = None)
     return rows * input_row_bytes(cfg, variant), False
 
 
+def input_rows(files: list[Path], in_bytes: int) -> int:
+    """Rows of a load's input: its manifest's (the workflow's inputs have one), else from the
+    first file's mean line length."""
+    try:
+        doc = json.loads((files[0].parent / MANIFEST).read_text())
+        names = {f.name for f in files}
+        return sum(int(f["rows"]) for n, f in doc["files"].items() if n in names)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        pass
+    with open(files[0], "rb") as fh:
+        head = fh.read(1 << 16)
+    return math.ceil(in_bytes * max(1, head.count(b"\n")) / max(1, len(head)))
+
+
 def load_need(variant: str, strategy: str, rows: int, in_bytes: int, settings: dict) -> dict:
     """One load's bytes on its target: table, peak (server files, margin included)."""
     fit = MODEL[(variant, strategy)]
