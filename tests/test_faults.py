@@ -514,3 +514,47 @@ def test_a_target_with_the_room_the_run_estimate_asks_is_accepted_by_the_load_jo
         assert "free but this step needs" not in r.stderr, (job, r.stderr[-2000:])
         assert r.returncode == 0, r.stderr[-3000:]
         assert not server_procs(small)
+
+
+def test_a_resumed_load_counts_its_kept_data_as_already_on_the_target(tmp_path):
+    """After a kill the server's data stays for the resume; with less free space than a whole
+    load needs but enough for the rest, the re-run resumes instead of refusing."""
+    from catbench.core.files import dir_bytes
+    from catbench.core.index_table import get_engine
+    from catbench.load.estimate import input_rows, load_need
+    from indexinput import write_files
+    files = write_files(tmp_path / "in", "seed", 60, 20000)
+    given = {"innodb_log_file_size": "8M", "innodb_buffer_pool_size": "8M"}
+    in_bytes = sum(f.stat().st_size for f in files)
+    need = load_need("seed", "sequential", input_rows(files, in_bytes), in_bytes,
+                     {**get_engine("innodb").settings, **given})["need_bytes"]
+    with tmpfs(f"{need // 2**20 + 64}M") as small:
+        basedir = small / "run" / "catbench-load_index-seed-innodb-sequential"
+        cmd = [str(CATBENCH), "load-index", "--target", "small", "--path", str(small / "run"),
+               "--out", str(tmp_path / "load"), "--input-dir", str(files[0].parent), "--variant", "seed",
+               "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "10",
+               "--repetitions", "1", "--settings-json", json.dumps(given)]
+        log = tmp_path / "first.log"
+        with open(log, "wb") as fh:
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.time() + 120
+            while b"loaded 2" not in log.read_bytes() and b"loaded 3" not in log.read_bytes():
+                assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
+                time.sleep(0.05)
+        finally:
+            proc.kill()
+            proc.wait()
+        kept = dir_bytes(basedir)
+        st = os.statvfs(small)
+        free = st.f_bavail * st.f_frsize
+        leave = need - kept + (8 << 20)          # less than a whole load, more than the rest
+        assert kept > (16 << 20) and leave < need
+        with open(small / "filler", "wb") as f:
+            f.truncate(0)
+            f.write(b"\0" * max(0, free - leave))
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        said = r.stdout + r.stderr
+        assert r.returncode == 0 and "resuming after" in said, said[-3000:]
+        assert json.loads((tmp_path / "load" / "summary.json").read_text())["checksum_ok"]
+        assert not server_procs(small)
