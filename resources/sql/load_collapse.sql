@@ -4,7 +4,7 @@
 -- the windows ending within the first three windows' worth of files (a cold start can make
 -- the very first one slow); the half point = the first later window below half of it.
 -- Figures are medians over the repetitions that reached it (_ci_low/_ci_high: the
--- report.confidence bootstrap interval of the median, empty when fewer than 2 did).
+-- report.confidence interval of the typical value, empty when fewer than 2 did; _values the raw ones).
 WITH first_w AS (
     SELECT target, variant, engine, strategy, repetition,
            max(rows_per_s) FILTER (WHERE files_done <= 3 * window_files)              AS initial_rows_per_s,

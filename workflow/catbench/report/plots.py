@@ -267,7 +267,7 @@ def plot_restart(plt, restart: list, path: Path) -> bool:
 # ---------------------------------------------------------------- 4. query latency
 def plot_queries(plt, queries: list, path: Path) -> bool:
     """Median latency per query (log), cold and warm side by side, engines/targets as
-    series, whiskers = interval of the median."""
+    series, whiskers = interval of the typical value."""
     rs = [r for r in queries if r["cache"] in ("cold", "warm") and _num(r.get("p50_s"))]
     if not rs:
         _empty(plt, path, "query results")
@@ -305,7 +305,7 @@ def plot_queries(plt, queries: list, path: Path) -> bool:
 # ---------------------------------------------------------------- 5. fio
 def plot_fio(plt, storage: list, path: Path) -> bool:
     """fio per target: sequential MB/s and random IOPS (medians, labelled), whiskers =
-    interval of the median."""
+    interval of the typical value."""
     if not storage:
         _empty(plt, path, "fio results")
         return False
