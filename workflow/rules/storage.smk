@@ -32,6 +32,7 @@ rule fio_run:
         runtime=config["fio"]["runtime_s"],
         numjobs=config["fio"]["numjobs"],
         repetitions=config["fio"]["repetitions"],
+        adapt=cb_config.repeat_args(config["fio"]),
         out=lambda wildcards, output: Path(output.csv).parent,
     threads: job_threads("fio_run")
     log:
@@ -45,7 +46,7 @@ rule fio_run:
     shell:
         "catbench fio --target {wildcards.target} --path {params.path:q} --out {params.out} "
         "--size {params.size} --runtime-s {params.runtime} --numjobs {params.numjobs} "
-        "--repetitions {params.repetitions} > {log} 2>&1"
+        "--repetitions {params.repetitions} {params.adapt} > {log} 2>&1"
 
 
 rule fio:

@@ -118,7 +118,8 @@ def cmd_index_merge(a):
 
 def cmd_estimate(a):
     """What the run will need on each target (input, tables, scratch), before it starts."""
-    from ..load.estimate import calibrate, estimate, fit_tables, lines, time_lines
+    from ..load.driver import calibrate
+    from ..load.estimate import estimate, fit_tables, lines, time_lines
     if a.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
         print(json.dumps(fit_tables(a.fit), indent=1))
         return

@@ -23,6 +23,7 @@ from ..core.targets import TargetError, parse_size
 from ..fio.bench import TESTS, FioError, run_fio
 from ..load.driver import run_load_index
 from ..load.strategies import STRATEGIES
+from ..core.jobs.repeat import Repeats
 from .common import guarded, measured, settings_arg
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,9 @@ def cmd_fio(args) -> int:
     """Run the fio job files on one target; writes <out>/fio.csv and the raw JSON."""
     out = Path(args.out)
     rows = run_fio(args.target, args.path, parse_size(args.size), args.runtime_s, args.numjobs,
-                   out / "json", tests=args.tests or TESTS, repetitions=args.repetitions)
+                   out / "json", tests=args.tests or TESTS, repetitions=args.repetitions,
+                   plan=Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
+                                    "precision": args.precision, "budget_s": args.budget_s}))
     pacsv.write_csv(pa.Table.from_pylist(rows), out / "fio.csv")
     return 0
 
@@ -120,6 +123,12 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--tests", nargs="*", choices=TESTS, help="subset of tests (default all)")
     p.add_argument("--repetitions", type=int, default=1,
                    help="run every test this many times (config fio.repetitions; default 1)")
+    p.add_argument("--max-repetitions", type=int, default=None,
+                   help="then more, until the MB/s interval is within --precision, up to this many "
+                        "(config fio.max_repetitions; default: no more)")
+    p.add_argument("--precision", type=float, default=0.05, help="config fio.precision (default 0.05)")
+    p.add_argument("--budget-s", type=float, default=None, help="config fio.budget_s: seconds per test after "
+                                                                   "which no further run starts")
     # --path is <target>/<run>/fio: the target's lock sits beside the loads' one
     p.set_defaults(func=guarded(measured(cmd_fio, lambda args: Path(args.path).parent), EXPECTED, "fio"))
 

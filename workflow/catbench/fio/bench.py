@@ -7,8 +7,10 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+from ..core.jobs.repeat import Repeats
 from ..core.resources import resources_dir
 from ..core.targets import check_target, parse_size
 
@@ -81,11 +83,25 @@ def _row(target: str, test: str, doc: dict, direct: bool, numjobs: int, size: in
     }
 
 
+def _schedule(tests, plan: Repeats, seen: dict):
+    """(repetition, test) in rounds: every test that ``plan`` still wants another run of."""
+    t0, rep = time.monotonic(), 0
+    while True:
+        todo = [t for t in tests if plan.more(seen[t], time.monotonic() - t0)]
+        if not todo:
+            return
+        for t in todo:
+            yield rep, t
+        rep += 1
+
+
 def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, out_dir,
-            tests=TESTS, fio_binary: str | None = None, repetitions: int = 1) -> list[dict]:
+            tests=TESTS, fio_binary: str | None = None, repetitions: int = 1,
+            plan: Repeats | None = None) -> list[dict]:
     """Run the job files in ``resources/fio`` on ``directory``, every test ``repetitions``
-    times (all tests once, then again); raw JSON goes to ``out_dir`` (``<test>.json`` for
-    the first repetition, ``<test>.rep<N>.json`` after).
+    times (all tests once, then again), or as ``plan`` asks (core/jobs/repeat.py: more runs of
+    a test until its MB/s are as precise as asked); raw JSON goes to ``out_dir``
+    (``<test>.json`` for the first repetition, ``<test>.rep<N>.json`` after).
 
     Rows: target, test, repetition, MBps (10^6 B/s), iops, clat_p50_us, clat_p99_us, direct, ...
     """
@@ -102,7 +118,9 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
         log.warning("target %s: %s refuses O_DIRECT; fio runs buffered (direct=false)", target_name, directory)
     rows = []
     try:
-        for rep, test in ((r, t) for r in range(max(1, int(repetitions))) for t in tests):
+        plan = plan or Repeats(max(1, int(repetitions)), max(1, int(repetitions)), 0.0, None)
+        seen: dict = {t: [] for t in tests}
+        for rep, test in _schedule(tests, plan, seen):
             job_file = resources_dir() / "fio" / f"{test}.fio"
             json_path = out_dir / (f"{test}.json" if rep == 0 else f"{test}.rep{rep}.json")
             while True:
@@ -127,6 +145,7 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
             log.info("target %s: %s (repetition %d) %.1f MB/s %.0f IOPS p99 %.0f us", target_name, test, rep,
                      row["MBps"], row["iops"], row["clat_p99_us"] or -1)
             rows.append(row)
+            seen[test].append(row["MBps"])
     finally:
         for leftover in directory.glob(DATA_FILE + "*"):
             leftover.unlink()

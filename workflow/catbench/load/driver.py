@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.config import section
+from ..core.config import section, target_dir
 from ..core.files import dir_bytes, staged_output
-from ..core.index_input import pick_lookup_keys
+from ..core.index_input import list_input, pick_lookup_keys
 from ..core.index_table import DATABASE, Variant, get_engine, get_variant, table_checksum
 from ..core.loaddata import LoadError
 from ..core.resources import read_sql
@@ -39,7 +39,7 @@ from ..core.server_tools import out_of_space, variables
 from ..core.session import private_server, server_dir
 from ..core.targets import check_target, describe_target, device_for
 from .job import TIMINGS, LoadJob, LoadOptions, Outcome, Repetition
-from .estimate import input_rows, load_need
+from .estimate import STEADY, index_rows, input_rows, load_need
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,
@@ -49,7 +49,7 @@ from .measure import (
     phase_at,
 )
 from .sampler import Sampler
-from .strategies import Strategy, get_strategy, table_name
+from .strategies import Strategy, get_strategy, load_pairs, table_name
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed
     if not files:
         raise LoadError("no input files given")
     input_bytes = sum(f.stat().st_size for f in files)
+    check_target(target, path)   # a usable directory now; its room once a resume's kept data is known
     table = table_name(v, strategy)
     summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
                "table": f"{DATABASE}.{table}",
@@ -312,3 +313,26 @@ def _write_results(work: Path, summary: dict, runs: list[Repetition], interval_s
     _write_table(phases, work / "phases.parquet")
     pacsv.write_csv(pa.Table.from_pylist(intervals), work / "intervals.csv")
     (work / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+
+
+def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) -> list[dict]:
+    """Time of the steady strategies of the run, from a short load on ``target``: the first
+    ``files`` input files of each variant loaded once (no OPTIMIZE, few lookups), the rate
+    extrapolated to all rows. First-order: a sort's n log n and a cache that stops holding
+    the table make the real load slower."""
+    rows = index_rows(cfg)
+    load = {**cfg["load"], "repetitions": 1, "optimize_limit_s": 0, "lookup_count": 100,
+            "lookup_seconds": None}
+    out = []
+    for v in cfg["load"]["variants"]:
+        part = list_input(results / "index" / {"seed": "input_seed", "qserv": "input"}[v])[:files]
+        for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])[0]:
+            if s in STEADY:
+                kw = {"engine": e} if e != "innodb" else {}
+                done = run_load_index(target, target_dir(cfg, target) / "calibrate", part, out_dir / f"{v}-{e}-{s}",
+                                      variant=v, strategy=s, load=load, server=cfg["server"], **kw)
+                rate = done["rows_per_s"] or 0
+                out.append({"job": f"load {v}/{e}/{s}", "target": target, "calibration_files": len(part),
+                            "calibration_rows": done["rows"], "rows_per_s": rate,
+                            "seconds": rows / rate if rate else None})
+    return out

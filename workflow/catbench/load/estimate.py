@@ -167,31 +167,6 @@ def lines(est: dict, jobs: bool = True) -> list[str]:
 STEADY = ("sorted", "bulk", "deferred-pk")
 
 
-def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) -> list[dict]:
-    """Time of the steady strategies of the run, from a short load on ``target``: the first
-    ``files`` input files of each variant loaded once (no OPTIMIZE, few lookups), the rate
-    extrapolated to all rows. First-order: a sort's n log n and a cache that stops holding
-    the table make the real load slower."""
-    from ..core.index_input import list_input   # the estimate itself reads no input and
-    from .driver import run_load_index          # starts no server: imported only here
-    rows = index_rows(cfg)
-    load = {**cfg["load"], "repetitions": 1, "optimize_limit_s": 0, "lookup_count": 100,
-            "lookup_seconds": None}
-    out = []
-    for v in cfg["load"]["variants"]:
-        part = list_input(results / "index" / {"seed": "input_seed", "qserv": "input"}[v])[:files]
-        for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])[0]:
-            if s in STEADY:
-                kw = {"engine": e} if e != "innodb" else {}
-                done = run_load_index(target, target_dir(cfg, target) / "calibrate", part, out_dir / f"{v}-{e}-{s}",
-                                      variant=v, strategy=s, load=load, server=cfg["server"], **kw)
-                rate = done["rows_per_s"] or 0
-                out.append({"job": f"load {v}/{e}/{s}", "target": target, "calibration_files": len(part),
-                            "calibration_rows": done["rows"], "rows_per_s": rate,
-                            "seconds": rows / rate if rate else None})
-    return out
-
-
 def _duration(s: float) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
 

@@ -92,7 +92,8 @@ def _scale(cfg: dict) -> dict:
 
 def _query_seconds(cfg: dict, rows: int, rate: float) -> float:
     q = cfg["queries"]
-    runs = q["repetitions"] * (2 if q["cold"] else 1)
+    # warm runs may adapt up to queries.max_repetitions (core/jobs/repeat.py)
+    runs = max(q["repetitions"], q.get("max_repetitions") or 0) + (q["repetitions"] if q["cold"] else 0)
     scans = sum(1 for name in q["queries"] if name in SCANNING_QUERIES)
     others = len(q["queries"]) - scans
     streams = 2 * q["concurrency"]["seconds"] if q["concurrency"]["streams"] else 0
@@ -127,7 +128,8 @@ def _runtimes(cfg: dict) -> dict:
         "chunk_list": (0, r),
         "target_info": (0, r),
         # four tests of runtime_s (each repeated), each file laid out first at (slowly) 20 MB/s
-        "fio_run": (4 * fio.get("repetitions", 1) * (fio["runtime_s"] + fio_bytes / 20e6), "fio.runtime_s"),
+        "fio_run": (4 * max(fio.get("repetitions", 1), fio.get("max_repetitions") or 0)
+                    * (fio["runtime_s"] + fio_bytes / 20e6), "fio.runtime_s"),
         "load_index_run": (loads * one_load, ir),
         "queries_mysql": (index_load + s["rows"] / rate + _query_seconds(cfg, s["rows"], rate), r),
         "queries_duckdb": (_query_seconds(cfg, s["rows"], rate), r),
