@@ -153,28 +153,3 @@ def test_spatial_ids_refuse_a_catalog_too_large_for_int64():
     cfg["catalog"]["patch"]["objects"] = 10**12
     with pytest.raises(ValueError, match="catalog.id_layout"):
         IdLayout(cfg)
-
-
-@pytest.mark.parametrize("id_layout", ["random", "spatial"])
-def test_chunk_order_same_bytes_from_both_paths(tmp_path, id_layout):
-    from catbench.prepare import partition as part_mod
-    from catbench.prepare.arrival import written_in_order
-    cfg = small_config()
-    cfg["catalog"]["id_layout"] = id_layout
-    gen = _full_path_index(cfg, tmp_path / "full")
-    staging = sorted((tmp_path / "full/staging").iterdir())
-    full = tmp_path / "full_chunk"
-    written_in_order("chunk", lambda n, c: part_mod.write_index_input(staging, INDEX_FILES, n, c),
-                     full / "input", full / "input_seed", "64MB")
-    only = tmp_path / "only_chunk"
-    written_in_order("chunk", lambda n, c: generate_index(cfg, INDEX_FILES, n, c, workers=2),
-                     only / "input", only / "input_seed", "64MB")
-    assert _files(only / "input") == _files(full / "input")
-    assert _files(only / "input_seed") == _files(full / "input_seed")
-    assert not list(tmp_path.glob("*/.arrival-*"))            # the work folder is gone
-    before = _keys(*sorted((gen / "input").glob("part-*.tsv")))
-    after = _keys(*sorted((full / "input").glob("part-*.tsv")))
-    # chunks in chunkId order, each chunk's rows in generation order, the same rows
-    assert np.array_equal(after, before[np.argsort(before[:, 1], kind="stable")])
-    sizes = [scan_file(f, VARIANTS["seed"]).rows for f in list_input(full / "input_seed")]
-    assert len(sizes) == INDEX_FILES and max(sizes) - min(sizes) <= 1

@@ -37,8 +37,6 @@ rule index_generate:
         numeric=directory(INDEX_INPUT["qserv"]),
         seed=directory(INDEX_INPUT["seed"]),
         summary=f"{RES}/metrics/index.json",
-    params:
-        order=INDEX_ORDER,
     log:
         f"{RES}/logs/index/generate.log",
     benchmark:
@@ -49,7 +47,7 @@ rule index_generate:
         **job_resources("index_generate"),
     shell:
         "catbench index-merge --staging {input.staging} --out {output.numeric} --out-seed {output.seed} "
-        "--job-metrics {input.metrics} --summary {output.summary} {params.order} > {log} 2>&1"
+        "--job-metrics {input.metrics} --summary {output.summary} > {log} 2>&1"
 
 
 # Both this stage and the partition stage can write results/<run>/index/input*: the config says which.

@@ -95,10 +95,8 @@ def cmd_partition_reduce(a):
 
 
 def cmd_index_input(a):
-    from ..prepare.arrival import written_in_order
     with JobTimer("index_input", a.metrics) as t:
-        r = written_in_order(a.order, lambda num, char: partition_mod.write_index_input(
-            a.staging, a.files, num, char), a.out, a.out_seed, a.sort_memory)
+        r = partition_mod.write_index_input(a.staging, a.files, a.out, a.out_seed)
         t.extra.update(**r)
 
 
@@ -114,10 +112,8 @@ def cmd_index_generate(a):
 
 def cmd_index_merge(a):
     """The index parts' files linked into one folder per variant, with one manifest each."""
-    from ..prepare.arrival import written_in_order
     from ..prepare.index_only import merge_parts
-    r = written_in_order(a.order, lambda num, char: merge_parts(a.staging, num, char), a.out,
-                         a.out_seed, a.sort_memory)
+    r = merge_parts(a.staging, a.out, a.out_seed)
     log.info("index input: %d files, %d rows in %s and %s", r["files"], r["rows"], a.out, a.out_seed)
     if a.job_metrics:
         summarise(a.job_metrics, a.summary, rows_stage="index_generate")
@@ -252,19 +248,15 @@ def main(argv=None):
         ("--patch-text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES")}),
         ("--patch", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
                      "help": "the patch's Parquet files: shared columns taken from them"}))
-    arrival = (("--order", {"choices": ("generation", "chunk"), "default": "generation", "required": False,
-                            "help": "the rows' order in the files (index.order)"}),
-               ("--sort-memory", {"default": "1GB", "required": False,
-                                  "help": "chunk order: DuckDB's memory limit (index.sort_memory)"}))
     add("index-input", cmd_index_input, ("--staging", {"nargs": "+"}),
-        ("--files", {"type": int}), "--out", "--out-seed", "--metrics", *arrival)
+        ("--files", {"type": int}), "--out", "--out-seed", "--metrics")
     add("index-generate", cmd_index_generate, "--out", "--out-seed", "--metrics",
         ("--files", {"type": int, "required": False, "help": "default: partition.index_files"}),
         ("--rows", {"type": int, "required": False, "help": "the first N rows (default: all)"}),
         ("--workers", {"type": int, "default": 1, "required": False}),
         ("--part", {"type": int, "default": 0, "required": False, "help": "this job's share of the files"}),
         ("--parts", {"type": int, "default": 1, "required": False, "help": "jobs the files are split over"}))
-    add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-seed", *arrival,
+    add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-seed",
         ("--job-metrics", {"nargs": "+", "required": False}),
         ("--summary", {"required": False, "help": "stage summary of the parts' job metrics"}))
     add("estimate", cmd_estimate,
