@@ -15,7 +15,6 @@ from pathlib import Path
 from ..core.files import atomic_path, read_parquet, write_parquet
 from ..core.metrics import JobTimer, Progress, setup_logging, summarise
 from ..prepare import catalog as catalog_mod
-from ..prepare.ids import IdLayout
 from ..prepare import partition as partition_mod
 from .common import on_signal
 
@@ -46,7 +45,6 @@ def cmd_validate(a):
 
 def cmd_patch(a):
     cfg = _config(a.config)
-    IdLayout(cfg)  # the id layout fits int64 (catalog.id_layout), before any work
     with JobTimer("patch", a.metrics) as t:
         patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
         for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
@@ -68,8 +66,7 @@ def cmd_catalog_part(a):
     with JobTimer("catalog", a.metrics) as t:
         prog = Progress(f"catalog part {a.part} (copies)", len(copies))
         texts = {t: p for t, p in (("Object", a.text_objects), ("Source", a.text_sources)) if p}
-        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(cfg),
-                                        prog, texts)
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, prog, texts)
         t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
 
 
