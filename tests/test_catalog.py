@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from catbench.core.config import validate
 from catbench.prepare import catalog as cat_mod
+from catbench.prepare.ids import IdLayout
 
 BANDS = "ugrizy"
 
@@ -166,14 +167,14 @@ def test_magnitudes_are_plausible(patch):
 
 # -- duplication -----------------------------------------------------------------------
 
-def all_copies(patch, cat):
-    layout = cat_mod.copy_layout(cat)
-    objs, srcs = zip(*(cat_mod.duplicate(patch, layout, c) for c in range(len(layout))))
+def all_copies(patch, cfg):
+    layout, ids = cat_mod.copy_layout(cfg["catalog"]), IdLayout(cfg)
+    objs, srcs = zip(*(cat_mod.duplicate(patch, layout, c, ids) for c in range(len(layout))))
     return layout, pa.concat_tables(objs), pa.concat_tables(srcs)
 
 
 def test_copy_ids_unique_and_sources_follow(cfg, patch):
-    layout, o, s = all_copies(patch, cfg["catalog"])
+    layout, o, s = all_copies(patch, cfg)
     # 3 dec bands; in each, copies of 2 deg stretched to 2/cos(band edge) in 20 deg of ra
     per_band = [math.floor(20 / (2 / math.cos(math.radians(e)))) for e in (3, 1, 3)]
     assert len(layout) == sum(per_band) == 27
@@ -197,7 +198,7 @@ def test_copies_stay_inside_the_sky_region(patch):
                 {"ra_min_deg": 340, "ra_max_deg": 360, "dec_min_deg": 50, "dec_max_deg": 70},
                 {"ra_min_deg": 100, "ra_max_deg": 130, "dec_min_deg": -88, "dec_max_deg": -60}):
         c = make_cfg(sky=sky)
-        layout, o, s = all_copies(patch, c["catalog"])
+        layout, o, s = all_copies(patch, c)
         assert len(layout) > 0
         ra, dec = o["ra_PS"].to_numpy(), o["decl_PS"].to_numpy()
         assert ra.min() >= sky["ra_min_deg"] and ra.max() <= sky["ra_max_deg"], sky
@@ -214,7 +215,7 @@ def band_density(patch, dec_lo, dec_hi):
     """Objects per square degree over the ra range the band's copies cover."""
     c = make_cfg(sky={"ra_min_deg": 0, "ra_max_deg": 60, "dec_min_deg": dec_lo,
                       "dec_max_deg": dec_hi})
-    layout, o, _ = all_copies(patch, c["catalog"])
+    layout, o, _ = all_copies(patch, c)
     ra = o["ra_PS"].to_numpy()
     ra_hi = ra.max()
     slot = layout["ra_start"][1] - layout["ra_start"][0]
@@ -234,12 +235,12 @@ def test_duplication_preserves_density(patch):
 def test_write_part_round_trip(tmp_path, cfg, patch):
     layout = cat_mod.copy_layout(cfg["catalog"])
     counts = cat_mod.write_part(patch, layout, range(2, 5), tmp_path / "o.parquet",
-                                tmp_path / "s.parquet")
+                                tmp_path / "s.parquet", IdLayout(cfg))
     assert counts == {"copies": 3, "objects": 3 * 6000, "sources": 3 * patch.sources.num_rows}
     o = pq.read_table(tmp_path / "o.parquet")
     assert o.schema.equals(patch.objects.schema)
     assert pq.ParquetFile(tmp_path / "o.parquet").num_row_groups == 3
-    expect = pa.concat_tables([cat_mod.duplicate(patch, layout, c)[0] for c in range(2, 5)])
+    expect = pa.concat_tables([cat_mod.duplicate(patch, layout, c, IdLayout(cfg))[0] for c in range(2, 5)])
     assert o.equals(expect)
 
 

@@ -90,3 +90,91 @@ def test_index_text_keeps_its_id_tables_right_as_their_range_grows():
         chunk = np.arange(first, first + 100, dtype=np.int32)
         sub = chunk[::-1].copy()
         assert tuple(bytes(b) for b in text.lines(keys, chunk, sub)) == _polars_lines(keys, chunk, sub)
+
+
+def _full_path_index(cfg, root: Path) -> Path:
+    """The full path's index input alone: catalog parts, partition maps, index files."""
+    from catbench.prepare import partition as part_mod
+    from test_partition import build_catalog
+    parts = build_catalog(cfg, root / "catalog")
+    staging = []
+    for k, (o, s) in enumerate(parts):
+        part_mod.map_part(cfg, o, s, root / f"staging/part-{k:05d}", 2)
+        staging.append(root / f"staging/part-{k:05d}")
+    part_mod.write_index_input(staging, cfg["partition"]["index_files"], root / "index/input",
+                               root / "index/input_seed")
+    return root / "index"
+
+
+def _keys(*files: Path) -> np.ndarray:
+    return np.concatenate([np.loadtxt(p, dtype=np.int64, ndmin=2) for p in files])
+
+
+@pytest.mark.parametrize("id_layout", ["random", "spatial", "interleaved"])
+def test_every_id_layout_same_bytes_unique_and_deterministic(tmp_path, id_layout):
+    cfg = small_config()
+    cfg["catalog"]["id_layout"] = id_layout
+    full = _full_path_index(cfg, tmp_path / "full")
+    generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_seed", workers=1)
+    assert _files(tmp_path / "a/input") == _files(full / "input")
+    assert _files(tmp_path / "a/input_seed") == _files(full / "input_seed")
+    generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_seed", workers=2)
+    assert _files(tmp_path / "b/input") == _files(full / "input")       # deterministic
+    rows = _keys(*sorted((full / "input").glob("part-*.tsv")))
+    keys = rows[:, 0]
+    assert keys.min() > 0 and len(np.unique(keys)) == len(keys)
+    if id_layout == "spatial":   # the high bits are the row's sky cell, in order
+        from catbench.prepare.ids import IdLayout
+        ids = IdLayout(cfg)
+        assert np.array_equal(keys >> ids.low, rows[:, 1] * ids.cells + rows[:, 2])
+    if id_layout == "random":    # spread over the key space: every file a sample of it
+        first = _keys(full / "input" / "part-00000.tsv")[:, 0]
+        assert first.min() < np.quantile(keys, 0.05) and first.max() > np.quantile(keys, 0.95)
+
+
+def test_random_ids_depend_on_the_seed_only():
+    from catbench.prepare.ids import IdLayout
+    cfg = small_config()
+    a, b = IdLayout(cfg), IdLayout(cfg)
+    local = np.arange(1, 2001)
+    assert np.array_equal(a.ids(local, 3), b.ids(local, 3))
+    other = small_config()
+    other["seed"] = 43
+    assert not np.array_equal(a.ids(local, 3), IdLayout(other).ids(local, 3))
+    # a bijection of the k-bit space: every dense number gets its own id
+    every = np.concatenate([a.ids(local, c) for c in range(a.copies)])
+    assert len(np.unique(every)) == len(every) and every.max() <= 1 << a.bits
+
+
+def test_spatial_ids_refuse_a_catalog_too_large_for_int64():
+    from catbench.prepare.ids import IdLayout
+    cfg = small_config(num_stripes=5000, num_sub_stripes_per_stripe=1)
+    cfg["catalog"]["id_layout"] = "spatial"
+    cfg["catalog"]["patch"]["objects"] = 10**12
+    with pytest.raises(ValueError, match="catalog.id_layout"):
+        IdLayout(cfg)
+
+
+@pytest.mark.parametrize("id_layout", ["random", "spatial"])
+def test_chunk_order_same_bytes_from_both_paths(tmp_path, id_layout):
+    from catbench.prepare import partition as part_mod
+    from catbench.prepare.arrival import written_in_order
+    cfg = small_config()
+    cfg["catalog"]["id_layout"] = id_layout
+    gen = _full_path_index(cfg, tmp_path / "full")
+    staging = sorted((tmp_path / "full/staging").iterdir())
+    full = tmp_path / "full_chunk"
+    written_in_order("chunk", lambda n, c: part_mod.write_index_input(staging, INDEX_FILES, n, c),
+                     full / "input", full / "input_seed", "64MB")
+    only = tmp_path / "only_chunk"
+    written_in_order("chunk", lambda n, c: generate_index(cfg, INDEX_FILES, n, c, workers=2),
+                     only / "input", only / "input_seed", "64MB")
+    assert _files(only / "input") == _files(full / "input")
+    assert _files(only / "input_seed") == _files(full / "input_seed")
+    assert not list(tmp_path.glob("*/.arrival-*"))            # the work folder is gone
+    before = _keys(*sorted((gen / "input").glob("part-*.tsv")))
+    after = _keys(*sorted((full / "input").glob("part-*.tsv")))
+    # chunks in chunkId order, each chunk's rows in generation order, the same rows
+    assert np.array_equal(after, before[np.argsort(before[:, 1], kind="stable")])
+    sizes = [scan_file(f, VARIANTS["seed"]).rows for f in list_input(full / "input_seed")]
+    assert len(sizes) == INDEX_FILES and max(sizes) - min(sizes) <= 1

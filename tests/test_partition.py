@@ -17,6 +17,7 @@ from catbench.core.layout import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
 from catbench.prepare.chunker import Chunker, CoordinateError
+from catbench.prepare.ids import IdLayout
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_chunker import brute_force_overlap  # noqa: E402
@@ -50,7 +51,7 @@ def build_catalog(cfg, out: Path):
         o, s = out / f"Object/part-{k:05d}.parquet", out / f"Source/part-{k:05d}.parquet"
         o.parent.mkdir(parents=True, exist_ok=True)
         s.parent.mkdir(parents=True, exist_ok=True)
-        cat_mod.write_part(patch, layout, copies, o, s,
+        cat_mod.write_part(patch, layout, copies, o, s, IdLayout(cfg),
                            text_paths=dict(zip(("Object", "Source"), text_paths(o, s))))
         parts.append((o, s))
     return parts
@@ -361,7 +362,7 @@ def write_bad_part(tmp_path, bad_row: int):
     cfg = small_config()
     cat = cfg["catalog"]
     patch = cat_mod.generate_patch(cat, cfg["seed"])
-    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cat), 0)
+    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cat), 0, IdLayout(cfg))
     dec = o["decl_PS"].to_numpy().copy()
     dec[bad_row] = np.nan
     o = o.set_column(2, "decl_PS", pa.array(dec))
@@ -395,7 +396,7 @@ def test_nan_coordinates_cli_exit_status(tmp_path):
 def test_orphan_source_is_an_error(tmp_path):
     cfg = small_config()
     patch = cat_mod.generate_patch(cfg["catalog"], cfg["seed"])
-    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cfg["catalog"]), 0)
+    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cfg["catalog"]), 0, IdLayout(cfg))
     po, ps = tmp_path / "o.parquet", tmp_path / "s.parquet"
     pq.write_table(o.slice(1), po)  # drop the first Object, keep its Sources
     pq.write_table(s, ps)

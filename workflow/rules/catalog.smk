@@ -5,6 +5,10 @@
 TEXT = "tsv" in config["partition"]["formats"]
 # {"objects": "Object", ...}: the tables with part text files, by their output name
 PART_TEXT = {f"{t.lower()}s": t for t in cb_layout.PART_TEXT} if TEXT else {}
+# Spatial ids (catalog.id_layout) hold each object's chunk: the catalog reads the chunker's
+# stripes too, not the rest of the partition section (a change there re-runs no catalog job).
+CATALOG_CFG = json.dumps({"seed": config["seed"], "catalog": config["catalog"], "partition": {
+    k: config["partition"][k] for k in ("num_stripes", "num_sub_stripes_per_stripe")}}, sort_keys=True)
 
 
 rule catalog_patch:
@@ -15,7 +19,7 @@ rule catalog_patch:
         **({"objects_text": f"{RES}/catalog/patch/Object.text.arrow",
             "sources_text": f"{RES}/catalog/patch/Source.text.arrow"} if TEXT else {}),
     params:
-        cfg=cfg_json("seed", "catalog"),
+        cfg=CATALOG_CFG,
         text=lambda wildcards, output: (
             f"--text {output.objects_text} {output.sources_text}" if TEXT else ""),
     log:
@@ -41,7 +45,7 @@ rule catalog_part:
         metrics=f"{RES}/metrics/jobs/catalog-{{part}}.json",
         **{f"{n}_text": f"{RES}/catalog/{t}/part-{{part}}.text.arrow" for n, t in PART_TEXT.items()},
     params:
-        cfg=cfg_json("seed", "catalog"),
+        cfg=CATALOG_CFG,
         text=lambda wildcards, output: " ".join(f"--text-{n} {getattr(output, n + '_text')}" for n in PART_TEXT),
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",

@@ -17,6 +17,7 @@ from catbench.core.targets import TargetError  # noqa: E402
 from catbench.core.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
+from catbench.prepare import working_set as cb_working_set  # noqa: E402
 
 try:
     _validated = cb_config.validate(cb_config.typed_overrides(config, dict(workflow.config_settings.config)))
@@ -87,6 +88,10 @@ CLUSTER_TARGETS = list(config["cluster"]["targets"] or TARGETS)
 # Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds (the same
 # folders, and bytes, whichever INDEX_SOURCE writes them).
 INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
+WORKING_SET = f"{RES}/index/working_set.json"
+# The order of the index input's rows (index.order, prepare/arrival.py), for whichever rule writes it.
+INDEX_ORDER = (f"--order {config['index']['order']} "
+               f"--sort-memory {shlex.quote(str(config['index']['sort_memory']))}")
 PARTS = [f"{p:05d}" for p in range(len(cb_layout.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
 # A load job reads the load and server sections (`catbench load-index --config`), except

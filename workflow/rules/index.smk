@@ -37,6 +37,8 @@ rule index_generate:
         numeric=directory(INDEX_INPUT["qserv"]),
         seed=directory(INDEX_INPUT["seed"]),
         summary=f"{RES}/metrics/index.json",
+    params:
+        order=INDEX_ORDER,
     log:
         f"{RES}/logs/index/generate.log",
     benchmark:
@@ -47,7 +49,28 @@ rule index_generate:
         **job_resources("index_generate"),
     shell:
         "catbench index-merge --staging {input.staging} --out {output.numeric} --out-seed {output.seed} "
-        "--job-metrics {input.metrics} --summary {output.summary} > {log} 2>&1"
+        "--job-metrics {input.metrics} --summary {output.summary} {params.order} > {log} 2>&1"
+
+
+# What a B-tree load of that input should expect (prepare/working_set.md): the insert working
+# set against the loads' buffer pool, from a sample of the input, before the loads; the report
+# shows it beside each load's measured collapse. Its params are the pool and the labels only,
+# so a change of strategies re-runs nothing here.
+rule index_working_set:
+    input:
+        INDEX_INPUT["qserv"],
+    output:
+        WORKING_SET,
+    params:
+        setup=json.dumps(cb_working_set.pool(config), sort_keys=True),
+    log:
+        f"{RES}/logs/index/working_set.log",
+    conda:
+        ENV_PY
+    resources:
+        **job_resources("index_working_set"),
+    shell:
+        "catbench index-working-set --input {input} --setup {params.setup:q} --out {output} > {log} 2>&1"
 
 
 # Both this stage and the partition stage can write results/<run>/index/input*: the config says which.

@@ -92,6 +92,7 @@ rule index_input:
     params:
         files=config["partition"]["index_files"],
         staging=" ".join(STAGING),
+        order=INDEX_ORDER,
     log:
         f"{RES}/logs/partition/index_input.log",
     benchmark:
@@ -103,7 +104,7 @@ rule index_input:
     threads: job_threads("index_input")
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench index-input --staging {params.staging} --files {params.files} "
-        "--out {output.numeric} --out-seed {output.seed} --metrics {output.metrics} "
+        "--out {output.numeric} --out-seed {output.seed} --metrics {output.metrics} {params.order} "
         "> {log} 2>&1"
 
 

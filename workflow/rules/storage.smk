@@ -121,3 +121,4 @@ rule load_index:
     input:
         LOADS,
         rules.load_compare.output,
+        WORKING_SET,  # what the loads should expect (index.smk)

@@ -16,6 +16,7 @@ from ..core.files import atomic_path, read_parquet, write_parquet
 from ..core.metrics import JobTimer, Progress, setup_logging, summarise
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
+from ..prepare.ids import IdLayout
 from .common import on_signal
 
 log = logging.getLogger("catbench")
@@ -45,6 +46,7 @@ def cmd_validate(a):
 
 def cmd_patch(a):
     cfg = _config(a.config)
+    IdLayout(cfg)  # the id layout fits int64 (catalog.id_layout), before any work
     with JobTimer("patch", a.metrics) as t:
         patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
         for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
@@ -66,7 +68,8 @@ def cmd_catalog_part(a):
     with JobTimer("catalog", a.metrics) as t:
         prog = Progress(f"catalog part {a.part} (copies)", len(copies))
         texts = {t: p for t, p in (("Object", a.text_objects), ("Source", a.text_sources)) if p}
-        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, prog, texts)
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(cfg),
+                                        prog, texts)
         t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
 
 
@@ -92,8 +95,10 @@ def cmd_partition_reduce(a):
 
 
 def cmd_index_input(a):
+    from ..prepare.arrival import written_in_order
     with JobTimer("index_input", a.metrics) as t:
-        r = partition_mod.write_index_input(a.staging, a.files, a.out, a.out_seed)
+        r = written_in_order(a.order, lambda num, char: partition_mod.write_index_input(
+            a.staging, a.files, num, char), a.out, a.out_seed, a.sort_memory)
         t.extra.update(**r)
 
 
@@ -109,11 +114,22 @@ def cmd_index_generate(a):
 
 def cmd_index_merge(a):
     """The index parts' files linked into one folder per variant, with one manifest each."""
+    from ..prepare.arrival import written_in_order
     from ..prepare.index_only import merge_parts
-    r = merge_parts(a.staging, a.out, a.out_seed)
+    r = written_in_order(a.order, lambda num, char: merge_parts(a.staging, num, char), a.out,
+                         a.out_seed, a.sort_memory)
     log.info("index input: %d files, %d rows in %s and %s", r["files"], r["rows"], a.out, a.out_seed)
     if a.job_metrics:
         summarise(a.job_metrics, a.summary, rows_stage="index_generate")
+
+
+def cmd_index_working_set(a):
+    """The insert working set of the index input against the loads' buffer pool (JSON)."""
+    from ..prepare.working_set import write
+    doc = write(a.input, json.loads(a.setup), a.out)
+    for v, w in doc["variants"].items():
+        log.info("%s: working set %d pages, pool %d pages (x%.2f)", v, w["working_set_pages"],
+                 doc["pool_pages"], w["working_set_over_pool"])
 
 
 def cmd_estimate(a):
@@ -216,6 +232,7 @@ def main(argv=None):
         p = sub.add_parser(name, help=fn.__doc__)
         p.set_defaults(fn=fn)
         p.add_argument("--config", required=name not in ("partition-reduce", "index-input", "index-merge", "estimate",
+                                                        "index-working-set",
                                                         "chunk-list", "load-compare"),
                        help="config as JSON text or a YAML file")
         for spec in args:
@@ -245,17 +262,24 @@ def main(argv=None):
         ("--patch-text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES")}),
         ("--patch", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
                      "help": "the patch's Parquet files: shared columns taken from them"}))
+    arrival = (("--order", {"choices": ("generation", "chunk"), "default": "generation", "required": False,
+                            "help": "the rows' order in the files (index.order)"}),
+               ("--sort-memory", {"default": "1GB", "required": False,
+                                  "help": "chunk order: DuckDB's memory limit (index.sort_memory)"}))
     add("index-input", cmd_index_input, ("--staging", {"nargs": "+"}),
-        ("--files", {"type": int}), "--out", "--out-seed", "--metrics")
+        ("--files", {"type": int}), "--out", "--out-seed", "--metrics", *arrival)
     add("index-generate", cmd_index_generate, "--out", "--out-seed", "--metrics",
         ("--files", {"type": int, "required": False, "help": "default: partition.index_files"}),
         ("--rows", {"type": int, "required": False, "help": "the first N rows (default: all)"}),
         ("--workers", {"type": int, "default": 1, "required": False}),
         ("--part", {"type": int, "default": 0, "required": False, "help": "this job's share of the files"}),
         ("--parts", {"type": int, "default": 1, "required": False, "help": "jobs the files are split over"}))
-    add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-seed",
+    add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-seed", *arrival,
         ("--job-metrics", {"nargs": "+", "required": False}),
         ("--summary", {"required": False, "help": "stage summary of the parts' job metrics"}))
+    add("index-working-set", cmd_index_working_set, ("--input", {"help": "index input folder (numeric keys)"}),
+        ("--setup", {"help": "JSON: pool_bytes, page_bytes, id_layout, order (prepare/working_set.py pool)"}),
+        "--out")
     add("estimate", cmd_estimate,
         ("--results", {"required": False, "help": "results/<run>: index input already there is measured"}),
         ("--out", {"required": False, "help": "also write the estimate as JSON"}),

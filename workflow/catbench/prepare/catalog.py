@@ -19,13 +19,13 @@ import pyarrow.parquet as pq
 from ..core.files import PARQUET_OPTIONS, atomic_path
 from ..core.layout import (  # noqa: F401
     COPY_STRIDE,
-    MAX_COPIES,
     PART_TEXT,
     copy_layout,
     n_copies,
     part_copies,
 )
 from .arrays import arrow, numpy
+from .ids import IdLayout
 from .rowtext import TextWriter, text_of
 
 BANDS = "ugrizy"
@@ -172,19 +172,21 @@ def _move(ra, dec, dec_centre, ra_start):
     return np.mod(ra_start + ra * stretch, 360.0), dec_new
 
 
-def duplicate(patch: Patch, layout: np.ndarray, copy: int) -> tuple[pa.Table, pa.Table]:
-    """Copy number ``copy`` of the patch: moved, with ids unique across copies."""
-    if copy >= MAX_COPIES:
-        raise ValueError(f"copy {copy} exceeds the id scheme's {MAX_COPIES} copies")
+def duplicate(patch: Patch, layout: np.ndarray, copy: int, ids: IdLayout) -> tuple[pa.Table, pa.Table]:
+    """Copy number ``copy`` of the patch: moved, with ids unique across copies (``ids``:
+    the catalog's id layout, ids.py); each Source keeps its Object's id."""
     dc, rs = layout["dec_centre"][copy], layout["ra_start"][copy]
     o, s = patch.objects, patch.sources
     # numpy/Arrow through buffers (arrays.py): to_numpy/pa.array would import pandas.
     ra, dec = _move(numpy(o["ra_PS"]), numpy(o["decl_PS"]), dc, rs)
-    oid = numpy(o["objectId"]) * COPY_STRIDE + copy
+    local = numpy(o["objectId"])
+    oid = ids.ids(local, copy, *ids.locate(ra, dec, f"copy {copy}"))
+    by_local = np.empty(len(local) + 1, np.int64)   # patch-local ids are 1..n
+    by_local[local] = oid
     obj = _replaced(o, arrow(oid), arrow(ra), arrow(dec))
     sra, sdec = _move(numpy(s["ra"]), numpy(s["decl"]), dc, rs)
     src = _replaced(s, arrow(numpy(s["sourceId"]) * COPY_STRIDE + copy),
-                    arrow(numpy(s["objectId"]) * COPY_STRIDE + copy), arrow(sra), arrow(sdec))
+                    arrow(by_local[numpy(s["objectId"])]), arrow(sra), arrow(sdec))
     return obj, src
 
 
@@ -196,7 +198,7 @@ def _replaced(table: pa.Table, *columns) -> pa.Table:
 
 
 def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, source_path,
-               progress=None, text_paths=None) -> dict:
+               ids: IdLayout, progress=None, text_paths=None) -> dict:
     """Write one catalog part (one row group per copy) and, given ``text_paths`` (table
     name -> path: the workflow gives those of PART_TEXT), the text of its rows' varying
     columns; return its row counts."""
@@ -211,7 +213,7 @@ def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, sou
                  for kind, table in (("Object", patch.objects), ("Source", patch.sources))
                  if (path := text_paths.get(kind))}
         for k, c in enumerate(copies):
-            obj, src = duplicate(patch, layout, c)
+            obj, src = duplicate(patch, layout, c, ids)
             ow.write_table(obj)
             sw.write_table(src)
             for kind, table in (("Object", obj), ("Source", src)):

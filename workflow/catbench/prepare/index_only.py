@@ -24,9 +24,10 @@ import numpy as np
 
 from ..core.files import atomic_path
 from ..core.index_input import MANIFEST, write_manifest
-from ..core.layout import COPY_STRIDE, copy_layout
+from ..core.layout import copy_layout
 from .catalog import _band, generate_patch
 from .chunker import Chunker, check_coordinates
+from .ids import IdLayout
 from .indextext import IndexText
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def _setup(cfg: dict):
     chunker = Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
     _STATE.update(oid=patch["objectId"].to_numpy(), ra=patch["ra_PS"].to_numpy(),
                   dec=patch["decl_PS"].to_numpy(), layout=copy_layout(cfg["catalog"]),
-                  chunker=chunker, text=IndexText(WRITE_ROWS), band=None)
+                  chunker=chunker, text=IndexText(WRITE_ROWS), band=None, ids=IdLayout(cfg))
 
 
 def bounds(total: int, n_files: int) -> list[int]:
@@ -64,7 +65,7 @@ def _copy_rows(copy: int, lo: int, hi: int):
     ra = np.mod(lay["ra_start"][copy] + s["ra"][lo:hi] * stretch[lo:hi], 360.0)  # as catalog._move
     ra[ra == 360.0] = 0.0  # as locate's check (finite by construction, in [0, 360])
     chunk, sub = s["chunker"].locate_in(ra, sub_stripe[lo:hi])
-    return s["oid"][lo:hi] * COPY_STRIDE + copy, chunk, sub
+    return s["ids"].ids(s["oid"][lo:hi], copy, chunk, sub), chunk, sub
 
 
 def _write_file(args) -> tuple[str, int, int, int]:

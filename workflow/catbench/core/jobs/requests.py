@@ -116,15 +116,17 @@ def _runtimes(cfg: dict) -> dict:
     limit = load.get("repetition_limit_s")
     loads = 1 if limit is not None and one_load > limit else load.get("repetitions", 1)
     r, ir = "jobs.rows_per_s", "jobs.index_rows_per_s"
+    chunk_order = cfg["index"]["order"] == "chunk"
     return {
         "catalog_patch": (s["patch_rows"] / rate, r),
         "catalog_part": (s["part_rows"] / rate, r),
         "partition_map": (s["map_rows"] / rate, r),
         "partition_reduce": (2 * s["group_rows"] / rate, r),
-        "index_input": (2 * s["objects"] / rate, r),
+        "index_input": ((2 + 2 * chunk_order) * s["objects"] / rate, r),
         # index.source generate: a job's share of the rows, both variants, over its workers
         "index_generate_part": (2 * s["objects"] / cfg["index"]["jobs"] / rate, r),
-        "index_generate": (0, r),
+        "index_generate": (2 * chunk_order * s["objects"] / rate, r),   # index.order chunk: read, sort, write
+        "index_working_set": (0, r),
         "chunk_list": (0, r),
         "target_info": (0, r),
         # four tests of runtime_s (each repeated), each file laid out first at (slowly) 20 MB/s
@@ -157,14 +159,17 @@ def requests(cfg: dict) -> dict[str, Request]:
     mem, cpus = _mem(cfg), cfg["jobs"]["cpus"]
     map_threads = _map_threads(cfg, cpus)
     server_key = "server.settings.innodb_buffer_pool_size"
+    # index.order chunk: DuckDB's sort of the index input beside the job's own memory
+    sort_mb = parse_size(cfg["index"]["sort_memory"]) // 2**20 if cfg["index"]["order"] == "chunk" else 0
     mem_of = {
         "catalog_patch": (mem["part"], "catalog.max_objects_per_part"),
         "catalog_part": (mem["part"], "catalog.max_objects_per_part"),
         "partition_map": (500 + map_threads * (mem["part"] - 500), "catalog.max_objects_per_part"),
         "partition_reduce": (mem["group"], "partition.max_rows_per_group"),
-        "index_input": (mem["part"], "catalog.max_objects_per_part"),
+        "index_input": (mem["part"] + sort_mb, "catalog.max_objects_per_part"),
         "index_generate_part": (mem["index"], "catalog.patch.objects"),
-        "index_generate": (500, None),
+        "index_generate": (500 + sort_mb, "index.sort_memory" if sort_mb else None),
+        "index_working_set": (1500, None),
         "chunk_list": (1000, None),
         "target_info": (500, None),
         "fio_run": (1000, None),

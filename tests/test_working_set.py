@@ -1,0 +1,69 @@
+"""The insert working set (prepare/working_set.py) on inputs with a known answer."""
+
+import json
+
+import numpy as np
+import pytest
+from catbench.core.config import validate
+from catbench.prepare.indextext import IndexText
+from catbench.prepare.working_set import estimate, open_leaves, pool, rows_per_leaf
+
+
+def test_sorted_keys_keep_about_one_leaf_open():
+    keys = np.arange(1, 1_000_001, dtype=np.int64)
+    window = keys[400_000:500_000]
+    assert open_leaves(window, keys, len(keys), 200) <= 2
+
+
+def test_uniformly_random_keys_open_about_a_leaf_per_row():
+    rng = np.random.default_rng(3)
+    keys = rng.permutation(np.arange(1, 2_000_001, dtype=np.int64))
+    ref = np.sort(keys)
+    window = keys[-1000:]                  # 1,000 rows over 10,000 leaves
+    got = open_leaves(window, ref, len(keys), 200)
+    assert 900 <= got <= 1000              # ~ the window: 1000 (1 - 1000/20000) on average
+    # a window far larger than the table: every leaf open, none filled
+    assert open_leaves(keys[:1_000_000], ref, len(keys), 100_000) == 20
+
+
+def test_interleaved_keys_keep_one_leaf_per_insertion_point_open():
+    n, copies = 300, 2000                  # local * 2^20 + copy, copy after copy
+    keys = (np.arange(1, n + 1)[None, :] * (1 << 20) + np.arange(copies)[:, None]).ravel()
+    ref = np.sort(keys)
+    got = open_leaves(keys[len(keys) // 2:len(keys) // 2 + 100 * n], ref, len(keys), 400)
+    assert n <= got <= 2 * n
+
+
+def _write_input(folder, keys, files=4):
+    folder.mkdir(parents=True)
+    text, manifest = IndexText(len(keys)), {}
+    b = [len(keys) * k // files for k in range(files + 1)]
+    for k in range(files):
+        part = keys[b[k]:b[k + 1]]
+        num, _ = text.lines(part, np.zeros(len(part), np.int32), np.zeros(len(part), np.int32))
+        (folder / f"part-{k:05d}.tsv").write_bytes(bytes(num))
+        manifest[f"part-{k:05d}.tsv"] = {"rows": len(part), "bytes": len(bytes(num))}
+    (folder / "manifest.json").write_text(json.dumps({"rows": len(keys), "files": manifest}))
+
+
+@pytest.mark.parametrize("pool_size, expect", [("6M", True), ("1G", False)])
+def test_estimate_of_a_random_input_against_small_and_large_pools(tmp_path, pool_size, expect):
+    keys = np.random.default_rng(1).permutation(np.arange(1, 300_001, dtype=np.int64))
+    _write_input(tmp_path / "input", keys)
+    cfg = validate({"run": "t", "seed": 1, "catalog": {"patch": {}, "sky": {}},
+                    "load": {"settings": {"innodb_buffer_pool_size": pool_size}}})
+    doc = estimate(tmp_path / "input", pool(cfg))
+    assert doc["rows"] == 300_000 and doc["pool_pages"] == (6 << 20 if expect else 1 << 30) // 16384
+    seed = doc["variants"]["seed"]
+    assert seed["rows_per_leaf"] == rows_per_leaf("seed", 16384, ordered=False)
+    assert seed["collapse_expected"] is expect
+    if expect:   # every leaf of the table is open: the table over the pool
+        assert seed["working_set_pages"] == pytest.approx(seed["leaves"], rel=0.02)
+
+
+def test_estimate_of_a_sorted_input_expects_no_collapse(tmp_path):
+    _write_input(tmp_path / "input", np.arange(1, 300_001, dtype=np.int64))
+    doc = estimate(tmp_path / "input", {"pool_bytes": 6 << 20, "page_bytes": 16384})
+    for v in doc["variants"].values():
+        assert v["working_set_pages"] <= 2 and not v["collapse_expected"]
+        assert v["table_over_pool"] > 1.5   # the table outgrows the pool all the same
