@@ -67,3 +67,35 @@ def test_estimate_of_a_sorted_input_expects_no_collapse(tmp_path):
     for v in doc["variants"].values():
         assert v["working_set_pages"] <= 2 and not v["collapse_expected"]
         assert v["table_over_pool"] > 1.5   # the table outgrows the pool all the same
+
+
+def test_the_collapse_table_carries_the_prediction_and_the_layout(tmp_path):
+    import csv
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from catbench.report.tables import make_tables
+    from test_tables import make_run
+    run = make_run(tmp_path)
+    (run / "index").mkdir()
+    (run / "index" / "working_set.json").write_text(json.dumps({
+        "id_layout": "spatial", "order": "chunk", "pool_pages": 384, "variants": {
+            "seed": {"rows_per_leaf": 197, "window_rows": 1000, "leaves": 900, "table_over_pool": 2.3,
+                     "working_set_pages": 40, "working_set_over_pool": 0.104, "collapse_expected": False}}}))
+    make_tables(run)
+    with open(run / "tables" / "load_collapse.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    seed = [r for r in rows if r["variant"] == "seed"]
+    assert seed and all(r["id_layout"] == "spatial" and r["arrival_order"] == "chunk"
+                        and float(r["predicted_working_set_over_pool"]) == 0.104
+                        and r["collapse_expected"] == "false" for r in seed)
+
+
+def test_the_finding_says_what_was_predicted():
+    from catbench.report.findings import _prediction
+    row = {"engine": "innodb", "id_layout": "random", "arrival_order": "generation",
+           "predicted_working_set_over_pool": 3.9}
+    assert "random ids" in _prediction(row) and "collapse expected" in _prediction(row)
+    assert "collapse not expected" in _prediction({**row, "predicted_working_set_over_pool": 0.2})
+    assert _prediction({**row, "engine": "rocksdb"}) == ""
+    assert _prediction({"engine": "innodb"}) == ""

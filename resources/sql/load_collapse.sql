@@ -49,7 +49,16 @@ SELECT
     vals(list(table_over_pool))                      AS half_table_over_pool_values,
     CAST(round(median(table_bytes)) AS BIGINT)       AS half_table_bytes,
     CAST(round(median(rows_loaded)) AS BIGINT)       AS half_rows_loaded,
-    round(median(final_table_over_pool), 3)          AS final_table_over_pool
+    round(median(final_table_over_pool), 3)          AS final_table_over_pool,
+    -- what index/working_set.json predicted for the variant's input (prepare/working_set.md)
+    any_value(w.id_layout)                           AS id_layout,
+    any_value(w.arrival_order)                       AS arrival_order,
+    any_value(w.ws_pages)                            AS predicted_working_set_pages,
+    any_value(w.ws_over_pool)                        AS predicted_working_set_over_pool,
+    any_value(w.collapse_expected)                   AS collapse_expected
 FROM at_half
+LEFT JOIN (SELECT variant, id_layout, "order" AS arrival_order, working_set_pages AS ws_pages,
+                  working_set_over_pool AS ws_over_pool, collapse_expected FROM working_set) AS w
+       USING (variant)
 GROUP BY target, variant, engine, strategy
 ORDER BY target, variant, engine, strategy

@@ -154,8 +154,19 @@ def collapse(rows: list, loads: list) -> list:
                       and x["strategy"] == best.get(key) and x["strategy"] != SEED_PROTOCOL), None)
         if other is not None:
             text += f" (`{other['strategy']}` ended at {fmt(other.get('final_rows_per_s'), 'rows/s')})"
+        text += _prediction(r)
         out.append(text + ".")
     return out
+
+
+def _prediction(r: dict) -> str:
+    """What index/working_set.json predicted for the input (prepare/working_set.md)."""
+    ratio = r.get("predicted_working_set_over_pool")
+    if ratio in (None, "") or _engine(r) != "innodb":
+        return ""
+    return (f"; predicted before the load from its {r.get('id_layout') or '?'} ids in "
+            f"{r.get('arrival_order') or '?'} order: an insert working set of {fmt(ratio, 'x')} the pool, "
+            f"collapse {'expected' if float(ratio) > 1 else 'not expected'}")
 
 
 def table_size(loads: list) -> list:

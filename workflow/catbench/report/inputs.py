@@ -24,6 +24,8 @@ the right header; a file that a present stage needs but is missing or unreadable
         summary.json without ``repetitions`` is one repetition: the figures of its top level)
     load/not_run.json                          [{engine, strategy, reason}]: pairs of load.engines x
                                                load.strategies the DAG left out (optional)
+    index/working_set.json                     the loads' predicted insert working set per variant
+                                               (prepare/working_set.md; optional)
     chunks/chunks.tsv                          chunkId, object_rows, source_rows, overlap_rows,
                                                parquet_bytes, tsv_bytes   (required if chunks/ exists)
     metrics/partition.json                     {"stages": {name: {jobs, rows, wall_seconds, ...}}}
@@ -97,6 +99,10 @@ LOAD_SAMPLES = pa.schema(KEY + REP + [("time", F), ("table_bytes", I), ("dev_rea
                                       ("dev_write_bytes", I), ("cpu_percent", F), ("rss_bytes", I),
                                       ("Innodb_data_written", I), ("Innodb_os_log_written", I)])
 LOAD_NOT_RUN = pa.schema([("engine", S), ("strategy", S), ("reason", S)])
+# index/working_set.json, one row per variant: what the loads should expect (prepare/working_set.py)
+WORKING_SET = pa.schema([("variant", S), ("id_layout", S), ("order", S), ("pool_pages", I),
+                         ("rows_per_leaf", I), ("window_rows", I), ("leaves", I), ("table_over_pool", F),
+                         ("working_set_pages", I), ("working_set_over_pool", F), ("collapse_expected", B)])
 CHUNK_STATS = pa.schema([("chunkId", I), ("object_rows", I), ("source_rows", I),
                          ("overlap_rows", I), ("parquet_bytes", I), ("tsv_bytes", I)])
 STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_seconds", F),
@@ -116,7 +122,8 @@ VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LO
          "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
          "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
-         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS, "load_not_run": LOAD_NOT_RUN}
+         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS, "load_not_run": LOAD_NOT_RUN,
+         "working_set": WORKING_SET}
 # required columns of each file (the others of the schema may be absent -> NULL)
 REQUIRED = {
     "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),
@@ -131,6 +138,7 @@ REQUIRED = {
     "restart_phases": ("phase", "seconds"),
     "chunk_loads": ("rows", "seconds"),
     "load_not_run": ("engine", "strategy", "reason"),
+    "working_set": ("variant", "working_set_pages", "working_set_over_pool"),
 }
 
 
@@ -306,6 +314,14 @@ class _Reader:
         rows = _json_rows(self.used(nr)) if nr.is_file() else []
         if rows:
             self.add("load_not_run", _rows_table(rows, "load_not_run", nr))
+        ws = self.run / "index" / "working_set.json"
+        if ws.is_file():
+            doc = _json(self.used(ws))
+            if not isinstance(doc, dict) or not isinstance(doc.get("variants"), dict):
+                raise MetricsError(f"{ws}: expected an object with a \"variants\" object")
+            rows = [{**v, "variant": name, "id_layout": doc.get("id_layout"), "order": doc.get("order"),
+                     "pool_pages": doc.get("pool_pages")} for name, v in doc["variants"].items()]
+            self.add("working_set", _rows_table(rows, "working_set", ws))
 
     def _load(self, sdir: Path, key: dict) -> None:
         summary, table, runs = _load_summary(self.used(sdir / "summary.json"), key)

@@ -143,7 +143,10 @@ def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> 
                 fontsize=9, color="dimgrey")
         ax.set_yscale("log")
         ax.set_xlim(left=0)
-        ax.set_title(f"{var} table: load rate as the index outgrows the buffer pool")
+        pred = next((c for c in collapse if c["variant"] == var and _num(c.get("predicted_working_set_over_pool"))), None)
+        ax.set_title(f"{var} table: load rate as the index outgrows the buffer pool" + (
+            f"\n{pred.get('id_layout')} ids, {pred.get('arrival_order')} order: predicted working set "
+            f"{_num(pred['predicted_working_set_over_pool']):.2g}x the pool" if pred else ""))
         ax.set_xlabel("table size / buffer pool (x)")
         ax.set_ylabel("load rate (rows/s, log scale)")
     handles, labels = _legend_from(axes[0])
