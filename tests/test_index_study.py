@@ -210,6 +210,10 @@ def test_tables_and_report_of_an_index_only_run_say_so(tmp_path):
 
 # ---- the preset end to end -----------------------------------------------------------------------
 
+def cfg_id_layout(cfg: dict) -> str:
+    return validate(cfg)["catalog"]["id_layout"]
+
+
 @pytest.mark.slow
 @pytest.mark.server
 def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
@@ -245,6 +249,11 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
         assert "This run is index-only" in summary_md and "None: this run is index-only" in summary_md
         assert (res / "report" / "index.html").is_file()
         assert "index-only" in (res / "report" / "index.html").read_text()
+        # the prediction written before the loads, and shown beside their collapse
+        ws = json.loads((res / "index" / "working_set.json").read_text())
+        assert set(ws["variants"]) == {"seed", "qserv"} and ws["id_layout"] == cfg_id_layout(cfg)
+        collapse = (res / "tables" / "load_collapse.csv").read_text()
+        assert "predicted_working_set_over_pool" in collapse.splitlines()[0]
         assert not server_procs(disk)
     finally:
         kill_servers(disk)   # only this test's servers, by pid

@@ -99,3 +99,18 @@ def test_the_finding_says_what_was_predicted():
     assert "collapse not expected" in _prediction({**row, "predicted_working_set_over_pool": 0.2})
     assert _prediction({**row, "engine": "rocksdb"}) == ""
     assert _prediction({"engine": "innodb"}) == ""
+
+
+@pytest.mark.parametrize("preset", ["config.yaml", "index-study.yaml", "index-bench.yaml"])
+def test_presets_validate_with_each_id_layout_up_to_1e10_rows(preset):
+    import yaml
+    from pathlib import Path
+    from catbench.prepare.ids import IdLayout
+    given = yaml.safe_load((Path(__file__).parent.parent / "config" / preset).read_text())
+    assert validate(given)["catalog"]["id_layout"] == "random"
+    for layout in ("random", "spatial", "interleaved"):
+        cfg = validate({**given, "catalog": {**given["catalog"], "id_layout": layout}})
+        IdLayout(cfg)
+        if preset != "config.yaml":   # the preset's knob at its largest documented value
+            big = {**given["catalog"], "id_layout": layout, "patch": {**given["catalog"]["patch"], "objects": 10**6}}
+            assert IdLayout(validate({**given, "catalog": big})).n > 10**10
