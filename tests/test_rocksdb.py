@@ -47,7 +47,7 @@ def test_every_strategy_declares_its_engines():
     with pytest.raises(LoadError, match="load.strategies.*load.engines"):
         load_pairs(["deferred-pk"], ["rocksdb"])
     with pytest.raises(LoadError, match="load.engines"):
-        load_pairs(["sequential"], ["myisam"])
+        load_pairs(["sequential"], ["aria"])
 
 
 def test_load_skip_leaves_out_the_pairs_it_names_and_refuses_a_typo():

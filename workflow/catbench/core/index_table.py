@@ -2,7 +2,7 @@
 
 One owner for what every stage that builds or reads the index needs: the schema
 variants and their behaviour (key type, key order and equality, DDL, checksum, point
-lookup), the storage engines it can live in (InnoDB, MyRocks), and the seed's loading
+lookup), the storage engines it can live in (InnoDB, MyRocks, MyISAM), and the seed's loading
 loop. Input files are read and checked by ``index_input``; rows reach the server only
 through ``loaddata.load_data``.
 """
@@ -110,6 +110,9 @@ class Engine:
     bulk_sql: tuple = ()         # resources beginning and ending strategy bulk's session
     bulk_transactions: bool = True  # bulk commits (load.transaction_rows); else the end statement does
     cache_variable: str = ""     # server variable sizing its page/block cache (table/cache ratios)
+    # A file's rows and its ledger row commit together (load/ledger.py); without transactions
+    # a resumed load first checks that the table holds exactly the ledger's files
+    transactional: bool = True
 
 
 ENGINES = {
@@ -124,6 +127,12 @@ ENGINES = {
     "rocksdb": Engine("rocksdb", "ROCKSDB", "rocksdb", {"rocksdb_max_row_locks": 1073741824}, "#rocksdb/*.sst",
                       "rocksdb_flush.sql", ("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"), False,
                       "rocksdb_block_cache_size"),
+    # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
+    # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
+    # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
+    # statement's rows stay when it fails, so resume checks the table (driver._prepare_table).
+    "myisam": Engine("myisam", "MyISAM", None, {}, "{database}/{table}*.MY[DI]", "myisam_flush.sql",
+                     (), True, "key_buffer_size", transactional=False),
 }
 
 

@@ -256,19 +256,24 @@ STATUS_COUNTERS = (
     # (WAL, memtable flushes, compactions) and how its block cache serves reads.
     "Rocksdb_wal_bytes", "Rocksdb_flush_write_bytes", "Rocksdb_compact_write_bytes",
     "Rocksdb_compact_read_bytes", "Rocksdb_block_cache_hit", "Rocksdb_block_cache_miss",
+    # MyISAM's key cache (load.engines myisam): index block reads and writes, requested and
+    # done on disk (its data blocks go through the OS, which the device counters see).
+    "Key_reads", "Key_read_requests", "Key_writes", "Key_write_requests",
 )
 
 PROVENANCE_VARIABLES = (
     "version", "version_comment", "innodb_buffer_pool_size", "innodb_log_file_size",
     "innodb_flush_log_at_trx_commit", "innodb_doublewrite", "innodb_flush_method", "innodb_page_size",
     "innodb_io_capacity", "datadir", "tmpdir", "rocksdb_block_cache_size", "rocksdb_max_row_locks",
+    "key_buffer_size", "myisam_sort_buffer_size",
 )
 
 
 def status_counters(conn, names=STATUS_COUNTERS) -> dict[str, int | None]:
-    """Global InnoDB (and MyRocks) status counters as ints (None where the server lacks one)."""
+    """Global InnoDB (MyRocks, MyISAM key cache) status counters as ints (None where the server lacks one)."""
     cur = conn.cursor()
-    cur.execute("SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Innodb%' OR Variable_name LIKE 'Rocksdb%'")
+    cur.execute("SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Innodb%' OR Variable_name LIKE 'Rocksdb%' "
+                "OR Variable_name LIKE 'Key%'")
     got = {k.lower(): v for k, v in cur.fetchall()}
     out = {}
     for n in names:

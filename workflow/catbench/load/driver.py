@@ -245,11 +245,38 @@ def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, 
     job.ledger.create(job.conn)
     if resuming:
         job.earlier = job.ledger.committed(job.conn, job.variant)
+        if not job.engine.transactional and not _table_is_ledger(job, figures):
+            job.earlier = ((), ())
+            job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
+            job.conn.cursor().execute(plan.table_ddl(job.variant, DATABASE, job.table, job.engine))
+            job.ledger.clear(job.conn)
         figures["resumed_at_file"] = len(job.earlier[1])
         log.info("resuming after %d of %d committed files", len(job.earlier[1]), len(job.files))
     else:
         job.ledger.clear(job.conn)
     job.watch = LoadWatch(len(job.files), time_limit_s, list(job.earlier[0]))
+
+
+def _table_is_ledger(job: LoadJob, figures: dict) -> bool:
+    """A non-transactional table (MyISAM) keeps the rows of a file that was loading when the
+    load stopped, which the ledger does not name, and may be left marked crashed. It is
+    resumed only when its row count and checksum are exactly the ledger's files'; otherwise
+    the repetition starts again from an empty table (``figures["resume_discarded"]`` says why)."""
+    infos = job.earlier[1]
+    want = (sum(i.rows for i in infos), sum(i.checksum for i in infos))
+    try:
+        have = table_checksum(job.conn, job.variant, job.table)
+    except mysql.connector.Error as exc:
+        why = f"the table cannot be read ({exc.msg})"
+    else:
+        if have == want:
+            return True
+        why = (f"the table holds {have[0]} rows (checksum {have[1]}), the ledger's {len(infos)} files "
+               f"{want[0]} (checksum {want[1]}): rows of a file in flight that {job.engine.sql_name} cannot "
+               f"roll back")
+    figures["resume_discarded"] = why
+    log.warning("not resuming %s.%s: %s; loading again from an empty table", DATABASE, job.table, why)
+    return False
 
 
 def _verify(conn, v: Variant, table: str, outcome: Outcome, target: str) -> dict:

@@ -1,0 +1,139 @@
+"""MyISAM (load.engines: myisam), Qserv's other director-index engine, with real private
+servers: every strategy that runs on it loads exactly the input and names a repeated key;
+bulk is refused with its reason; a resumed load never keeps rows its ledger does not name."""
+
+import json
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from catbench.core.config import section
+from catbench.core.index_input import scan_file
+from catbench.core.index_table import DATABASE, ENGINES, get_variant, load_file
+from catbench.core.loaddata import LoadError
+from catbench.core.server import Server
+from catbench.load.driver import run_load_index
+from catbench.load.job import LoadOptions
+from catbench.load.ledger import Ledger, ResumeState, load_key
+from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
+from indexinput import scratch_root, write_files
+
+pytestmark = pytest.mark.server
+MYISAM = [s for s in STRATEGIES if REGISTRY[s].supports("myisam")]
+OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0, repetitions=1,
+            sample_interval_s=0.2, lookup_threads=2, lookup_count=200, optimize_limit_s=0,
+            settings={"key_buffer_size": "8M", "innodb_buffer_pool_size": "8M"})
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def root():
+    yield from scratch_root("cbm-")
+
+
+def run(root: Path, name: str, files, variant: str, strategy: str, **kw):
+    return run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant=variant,
+                          strategy=strategy, engine="myisam", load={**OPTS, **kw})
+
+
+def test_every_strategy_but_bulk_runs_on_myisam():
+    assert set(MYISAM) == set(STRATEGIES) - {"bulk"}
+    pairs, skipped = load_pairs(["sorted", "bulk"], ["myisam"])
+    assert pairs == [("myisam", "sorted")]
+    assert skipped[0]["strategy"] == "bulk" and "unique" in skipped[0]["reason"]
+    assert not ENGINES["myisam"].transactional and ENGINES["innodb"].transactional
+
+
+@pytest.mark.parametrize("strategy", MYISAM)
+def test_every_myisam_strategy_loads_exactly_the_input(root, strategy):
+    variant = "seed" if MYISAM.index(strategy) % 2 else "qserv"
+    name = f"{variant}-{strategy}"
+    files = write_files(root / "in" / name, variant, 4, 1000, seed=zlib.crc32(name.encode()))
+    s = run(root, name, files, variant, strategy)
+    assert s["engine"] == "myisam" and s["strategy"] == strategy
+    assert s["rows"] == 4000 and s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
+    # the table's bytes are its .MYD and .MYI files: at least the rows' fixed-width records
+    assert s["table_bytes"] >= 4000 * 9 and s["table_bytes_final"] > 0
+    assert s["lookups"] == 200 and 0 < s["lookup_p50_s"] <= s["lookup_p99_s"]
+    assert int(s["server"]["variables"]["key_buffer_size"]) == 8 << 20
+    assert s["table_pool_ratio"] == pytest.approx(s["table_bytes"] / (8 << 20))
+    assert not (root / "target" / f"catbench-load_index-{variant}-myisam-{strategy}").exists()
+
+
+@pytest.mark.parametrize("strategy", MYISAM)
+@pytest.mark.parametrize("where", ["within", "across"])
+def test_duplicates_are_caught_and_named(root, strategy, where):
+    variant = "seed" if (MYISAM.index(strategy) + (where == "across")) % 2 else "qserv"
+    name = f"dup-{where}-{strategy}"
+    files = write_files(root / "in" / name, variant, 4, 200)
+    lines = [p.read_text().splitlines(keepends=True) for p in files]
+    if where == "within":
+        dup, src, dst, at = lines[1][4].split("\t")[0], files[1], files[1], 149
+    else:   # file 0 and file 3: different partitions for trans-partitioned (batch_files=2)
+        dup, src, dst, at = lines[0][6].split("\t")[0], files[0], files[3], 119
+    i = files.index(dst)
+    lines[i][at] = f"{dup}\t1\t1\n"
+    dst.write_text("".join(lines[i]))
+    with pytest.raises(LoadError) as err:
+        run(root, name, files, variant, strategy)
+    msg = str(err.value)
+    assert dup in msg and src.name in msg and dst.name in msg, msg
+    assert "duplicate" in msg.lower() or "repeats" in msg or "repeated" in msg, msg
+    assert not (root / "results" / name).exists()
+
+
+def _cmd(files, target: Path, out: Path) -> list[str]:
+    return [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv", "--engine", "myisam",
+            "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
+
+
+@pytest.mark.parametrize("in_flight", [True, False])
+def test_a_resumed_load_keeps_only_the_rows_its_ledger_names(root, in_flight):
+    """A load interrupted after 5 committed files, as a kill leaves it on MyISAM: with the
+    6th file's rows in the table too (in flight, not in the ledger) the resume starts again
+    from an empty table; with exactly the ledger's rows it continues. Both end with exactly
+    the input's rows."""
+    name = f"resume-{in_flight}"
+    files = write_files(root / "in" / name, "qserv", 12, 2000)
+    infos = [scan_file(f, get_variant("qserv")) for f in files]
+    rows, checksum = sum(i.rows for i in infos), sum(i.checksum for i in infos)
+    target, out = root / f"{name}-target", root / "results" / name
+    basedir = target / "catbench-load_index-qserv-myisam-sequential"
+    _interrupted(files, basedir, in_flight)
+    r = subprocess.run(_cmd(files, target, out), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    rep = s["repetitions"][0]
+    if in_flight:
+        assert "rows of a file in flight" in rep["resume_discarded"] and rep["resumed_at_file"] == 0
+    else:
+        assert "resume_discarded" not in rep and rep["resumed_at_file"] == 5
+    assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum
+    assert not basedir.exists()
+
+
+def _interrupted(files, basedir: Path, in_flight: bool):
+    """The server data and resume state an interrupted sequential MyISAM load leaves: 5
+    files in table and ledger, and (``in_flight``) the 6th file's rows in the table only."""
+    load = section("load", {"optimize_limit_s": 0, "lookup_count": 100, "repetitions": 1})
+    settings = {**ENGINES["myisam"].settings, **section("server", None)["settings"], **(load["settings"] or {})}
+    files = [Path(f).absolute() for f in files]
+    options = LoadOptions.from_config(load).check().as_dict()
+    variant, table = get_variant("qserv"), "qserv_sequential"
+    with Server("tmpdisk", basedir, settings) as srv:
+        conn = srv.connect()
+        conn.cursor().execute(f"CREATE DATABASE `{DATABASE}`")
+        conn.cursor().execute(variant.ddl(table, DATABASE, "MyISAM"))
+        ledger = Ledger(DATABASE, table, 0, files)
+        ledger.create(conn)
+        for f in files[:6 if in_flight else 5]:
+            info = scan_file(f, variant)
+            load_file(conn, table, f, info.rows, variant, files, database=DATABASE)
+            if f != files[5]:
+                ledger.record(conn.cursor(), info, 0.0, 1.0)
+                conn.commit()
+        conn.close()
+    ResumeState(basedir / "resume.json", load_key(files, "qserv", "sequential", table, options, settings)).begin(0)
