@@ -19,9 +19,9 @@ wildcard_constraints:
     part=r"\d{5}",
     group=r"\d{5}",
     target=r"[A-Za-z][A-Za-z0-9_]*",
-    variant=r"seed|qserv",
+    variant="|".join(cb_index_table.VARIANTS),
     strategy=r"[a-z-]+",
-    engine=r"innodb|rocksdb",
+    engine="|".join(cb_index_table.ENGINES),
 
 
 include: "workflow/rules/catalog.smk"

@@ -13,6 +13,7 @@ from catbench.core import layout as cb_layout  # noqa: E402
 from catbench.core import metrics as cb_metrics  # noqa: E402
 from catbench.core import config as cb_config  # noqa: E402
 from catbench.core import targets as cb_targets  # noqa: E402
+from catbench.core import index_table as cb_index_table  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
 from catbench.core.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
