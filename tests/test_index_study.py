@@ -18,6 +18,7 @@ from catbench.core.config import validate
 from catbench.core.index_input import list_input
 from catbench.load import estimate as est
 from catbench.load.strategies import REGISTRY
+from catbench.prepare.arrival import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
 from faultkit import kill_servers, server_procs
 
@@ -234,8 +235,9 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
         assert "estimate: target disk" in out
         res = wd / "results" / "ixs"
         assert not (res / "catalog").exists() and not (res / "chunks").exists()
-        one = tmp_path / "one"
-        generate_index(validate(cfg), 7, one / "input", one / "input_seed")
+        one, valid = tmp_path / "one", validate(cfg)
+        written_in_order(valid["index"]["order"], lambda num, char: generate_index(valid, 7, num, char),
+                         one / "input", one / "input_seed", valid["index"]["sort_memory"])
         for sub in ("input", "input_seed"):
             assert _files(res / "index" / sub) == _files(one / sub)
         assert not (res / "index" / "staging").exists() or not list((res / "index" / "staging").iterdir())
