@@ -60,86 +60,13 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index_table import ENGINES
+from .views import I, REQUIRED, S, VIEWS
 
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart")
 
 
 class MetricsError(Exception):
     """A metrics file is missing, unreadable or has the wrong shape (message names the file)."""
-
-
-# ---------------------------------------------------------------- views (DuckDB names)
-S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()  # noqa: E741
-KEY = [("target", S), ("variant", S), ("engine", S), ("strategy", S)]
-
-REP = [("repetition", I)]
-FIO_RUNS = pa.schema([("target", S), ("test", S), ("MBps", F), ("iops", F), ("clat_p50_us", F),
-                      ("clat_p99_us", F), ("direct", B), ("numjobs", I), ("size_bytes", I),
-                      ("runtime_s", F)] + REP)
-LOAD_SUMMARIES = pa.schema(KEY + [
-    ("files", I), ("rows", I), ("seconds", F), ("rows_per_s", F), ("sort_seconds", F),
-    ("table_bytes", I), ("table_bytes_final", I), ("lookup_qps", F), ("lookup_p50_s", F),
-    ("lookup_p99_s", F), ("optimize_seconds", F), ("optimize_stopped", B),
-    ("optimize_skipped", B), ("optimize_limit_s", F), ("checksum_ok", B), ("server_version", S),
-    ("buffer_pool_bytes", I), ("n", I), ("stopped", B), ("time_limit_s", F), ("table_pool_ratio", F),
-    ("summary_path", S)])
-# One row per repetition of a load (summary.json "repetitions", or its top level).
-LOAD_RUNS = pa.schema(KEY + REP + [
-    ("files", I), ("rows", I), ("seconds", F), ("sort_seconds", F), ("table_bytes", I),
-    ("lookup_qps", F), ("lookup_p50_s", F), ("lookup_p99_s", F), ("optimize_seconds", F),
-    ("optimize_stopped", B), ("checksum_ok", B), ("buffer_pool_bytes", I), ("stopped", B),
-    ("table_pool_ratio", F), ("time_limit_s", F), ("server_cpu_s", F), ("job_cpu_s", F), ("host_cpus", I)])
-LOAD_INTERVALS = pa.schema(KEY + REP + [
-    ("interval", I), ("start_s", F), ("end_s", F), ("files", I), ("rows", I), ("rows_per_s", F),
-    ("input_read_MBps", F), ("target_write_MBps", F), ("innodb_write_MBps", F),
-    ("table_bytes", I)])
-LOAD_TRACE = pa.schema(KEY + REP + [("file", S), ("rows", I), ("bytes", I), ("start", F), ("end", F),
-                                    ("cumulative_rows", I)])
-LOAD_SAMPLES = pa.schema(KEY + REP + [("time", F), ("table_bytes", I), ("dev_read_bytes", I),
-                                      ("dev_write_bytes", I), ("cpu_percent", F), ("rss_bytes", I),
-                                      ("Innodb_data_written", I), ("Innodb_os_log_written", I)])
-LOAD_NOT_RUN = pa.schema([("engine", S), ("strategy", S), ("reason", S)])
-# index/working_set.json, one row per variant: what the loads should expect (prepare/working_set.py)
-WORKING_SET = pa.schema([("variant", S), ("id_layout", S), ("order", S), ("pool_pages", I),
-                         ("rows_per_leaf", I), ("window_rows", I), ("leaves", I), ("table_over_pool", F),
-                         ("working_set_pages", I), ("working_set_over_pool", F), ("collapse_expected", B)])
-CHUNK_STATS = pa.schema([("chunkId", I), ("object_rows", I), ("source_rows", I),
-                         ("overlap_rows", I), ("parquet_bytes", I), ("tsv_bytes", I)])
-STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_seconds", F),
-                           ("busy_seconds", F), ("rows_per_s", F), ("peak_rss_mb", F),
-                           ("start_epoch_s", F)])
-CHUNK_LOADS = pa.schema([("target", S), ("chunks", I), ("files", I), ("rows", I), ("bytes", I),
-                         ("create_s", F), ("load_s", F), ("seconds", F), ("connections", I),
-                         ("index_rows", I), ("index_seconds", F)])
-QUERY_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S), ("run", I),
-                        ("seconds", F), ("result_rows", I), ("answer", S), ("digest", S)])
-RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("phase", S),
-                            ("seconds", F), ("rows_expected", I), ("rows_found", I),
-                            ("rows_lost", I), ("redo_bytes", I), ("recovery_MBps", F),
-                            ("buffer_pool_load", S), ("phase_order", I)])
-
-VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LOAD_RUNS,
-         "load_intervals": LOAD_INTERVALS,
-         "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
-         "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
-         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS, "load_not_run": LOAD_NOT_RUN,
-         "working_set": WORKING_SET}
-# required columns of each file (the others of the schema may be absent -> NULL)
-REQUIRED = {
-    "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),
-    "load_summaries": ("rows", "seconds"),
-    "load_runs": ("rows", "seconds"),
-    "load_intervals": ("interval", "start_s", "end_s", "files", "rows"),
-    "load_trace": ("rows", "start", "end", "cumulative_rows"),
-    "load_samples": ("time", "table_bytes"),
-    "chunk_stats": ("chunkId", "object_rows", "source_rows"),
-    "stage_metrics": (),
-    "query_runs": ("query", "cache", "seconds"),
-    "restart_phases": ("phase", "seconds"),
-    "chunk_loads": ("rows", "seconds"),
-    "load_not_run": ("engine", "strategy", "reason"),
-    "working_set": ("variant", "working_set_pages", "working_set_over_pool"),
-}
 
 
 @dataclass
