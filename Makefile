@@ -1,12 +1,20 @@
-# The two commands a user needs: `make run` and `make test`. Each does all set-up
-# first (Python venv with pinned packages, system tools) and is fast when done already.
+# The two commands a user needs: `make run` and `make test`. Each does its set-up first
+# (Python venv with pinned packages, the system tools it uses) and is fast when done already:
+# a run installs only what its config's stages need, the tests everything they use.
 SHELL := /bin/bash
 VENV ?= .venv
 CORES ?= all
+# The config `make run` (and `make env`) runs; e.g. make run CONFIG=config/index-study.yaml
+CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system run test bench bench-index aa lint clean-results
+.PHONY: env system system-all run test bench bench-index aa lint clean-results
+
+# The system tools of a config's stages (catbench.core.jobs.system, which needs the venv),
+# installed by install-system.sh when missing.
+install_system = tools=$$(python -m catbench.core.jobs.system $(1)) \
+	&& { [ -z "$$tools" ] || bash workflow/scripts/install-system.sh $$tools; }
 
 env: $(STAMP) system
 
@@ -17,26 +25,33 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VENV)/bin/pip install --quiet --no-deps -e .
 	touch $@
 
-system:
-	@bash workflow/scripts/install-system.sh
+system: $(STAMP)
+	@$(call install_system,$(CONFIG))
+
+# Every tool the tests use: the server and its plugin, fio, Galera, Slurm, chromium.
+system-all: $(STAMP)
+	@bash workflow/scripts/install-system.sh all
 
 # --rerun-incomplete: outputs are written atomically, so a job cut off by an
 # interruption is simply run again. --keep-going: a broken or full target fails its own
 # jobs; the other targets still finish (the run then exits non-zero).
 SNAKEMAKE_RUN := snakemake --cores $(CORES) --rerun-incomplete --keep-going
 
-run: env
+run: $(STAMP)
+	@$(call install_system,$(CONFIG))
 	python workflow/scripts/stale_lock.py
-	$(SNAKEMAKE_RUN)
+	$(SNAKEMAKE_RUN) --configfile $(CONFIG)
 
-test: env
+test: $(STAMP) system-all
 	pytest --durations=10
 
-bench: env
+bench: $(STAMP)
+	@$(call install_system,config/bench.yaml)
 	$(SNAKEMAKE_RUN) --configfile config/bench.yaml
 
 # The secondary-index study at 10^8 rows (index-only input, InnoDB and MyRocks).
-bench-index: env
+bench-index: $(STAMP)
+	@$(call install_system,config/index-bench.yaml)
 	$(SNAKEMAKE_RUN) --configfile config/index-bench.yaml
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
@@ -44,7 +59,8 @@ bench-index: env
 # `catbench compare` then uses on this machine), the third is compared with each of them under
 # it: an A/A check, which should call (almost) nothing different. docs/noise.md.
 AA_CONFIG ?= config/config.yaml
-aa: env
+aa: $(STAMP)
+	@$(call install_system,$(AA_CONFIG))
 	$(SNAKEMAKE_RUN) --configfile $(AA_CONFIG) --config run=aa1
 	$(SNAKEMAKE_RUN) --configfile $(AA_CONFIG) --config run=aa2
 	catbench noise-floor results/aa1 results/aa2 --out results/noise-floor.json
@@ -52,7 +68,7 @@ aa: env
 	catbench compare results/aa1 results/aa3 --noise-floor results/noise-floor.json
 	catbench compare results/aa2 results/aa3 --noise-floor results/noise-floor.json
 
-lint: env
+lint: $(STAMP)
 	snakemake --lint
 
 clean-results:

@@ -1,0 +1,133 @@
+"""Set-up installs what the configured stages need: the tools a config asks for
+(catbench.core.jobs.system) and install-system.sh's choice of packages from them, checked
+without installing anything (CATBENCH_DRY_RUN, a fake apt-get, a PATH without the tools)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from catbench.core.config import validate
+from catbench.core.jobs.system import TOOLS, main, needed_tools
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "workflow" / "scripts" / "install-system.sh"
+BASH = shutil.which("bash")
+
+
+def _cfg(path="config/config.yaml", **over):
+    cfg = yaml.safe_load((REPO / path).read_text())
+    cfg.update(over)
+    return validate(cfg)
+
+
+def _script(*args, env=None, path=None):
+    env = {**os.environ, **(env or {})}
+    if path is not None:
+        env["PATH"] = str(path)
+    return subprocess.run([BASH, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def _bare_path(tmp_path, uid="0"):
+    """A PATH with the script's own helpers only (none of the tools it checks), and an
+    ``id`` that says ``uid``."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("sort", "tr", "cat"):
+        (bin_ / tool).symlink_to(shutil.which(tool))
+    (bin_ / "id").write_text(f"#!{BASH}\necho {uid}\n")
+    (bin_ / "id").chmod(0o755)
+    return bin_
+
+
+def test_default_config_needs_the_server_and_fio_only():
+    cfg = _cfg()
+    need = needed_tools(cfg)
+    assert need[:1] == ["server"] and "fio" in need
+    assert ("rocksdb" in need) == ("rocksdb" in cfg["load"]["engines"])
+    assert not {"cluster", "slurm", "browser"} & set(need)
+
+
+def test_cluster_stage_adds_galera_and_its_sst_tools():
+    cfg = _cfg(stages=["fio", "load_index", "cluster"])
+    assert needed_tools(cfg) == ["server", "fio", "cluster"]
+    assert needed_tools(_cfg("config/bench.yaml")) == ["server", "fio", "cluster"]
+
+
+def test_index_bench_needs_myrocks():
+    assert needed_tools(_cfg("config/index-bench.yaml")) == ["server", "rocksdb", "fio"]
+
+
+def test_stages_decide_server_and_plugin():
+    assert needed_tools(_cfg(stages=[])) == []
+    assert needed_tools(_cfg(stages=["fio"])) == ["fio"]
+    rocks = {"variants": ["seed"], "engines": ["innodb", "rocksdb"]}
+    # MyRocks is for the index study's loads only
+    assert needed_tools(_cfg(stages=["queries"], load=rocks)) == ["server"]
+    assert needed_tools(_cfg(stages=["load_index"], load=rocks)) == ["server", "rocksdb"]
+
+
+def test_all_lists_every_tool_the_script_knows(capsys):
+    assert main(["all"]) == 0
+    assert capsys.readouterr().out.split() == list(TOOLS)
+    line = next(x for x in SCRIPT.read_text().splitlines() if x.startswith("all="))
+    assert line.split("=", 1)[1].strip('"').split() == list(TOOLS)
+
+
+def test_cli_prints_a_config_s_tools(capsys):
+    assert main([str(REPO / "config" / "index-bench.yaml")]) == 0
+    assert capsys.readouterr().out.split() == ["server", "rocksdb", "fio"]
+    assert main([str(REPO / "no-such.yaml")]) == 1
+
+
+def test_present_tools_install_nothing(tmp_path):
+    # every tool is installed on this machine: nothing to install, apt-get never called
+    if _script("all", env={"CATBENCH_DRY_RUN": "1"}).stdout.strip():
+        pytest.skip("some system tools are not installed here")
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "apt-get").write_text(f"#!{BASH}\ntouch {tmp_path}/called\nexit 1\n")
+    (fake / "apt-get").chmod(0o755)
+    for args in (["all"], ["server", "fio"]):
+        out = _script(*args, path=f"{fake}:{os.environ['PATH']}")
+        assert out.returncode == 0, out.stderr
+        assert not (tmp_path / "called").exists()
+
+
+def test_only_the_named_tools_are_checked(tmp_path):
+    out = _script("fio", "cluster", env={"CATBENCH_DRY_RUN": "1"}, path=_bare_path(tmp_path))
+    assert out.returncode == 0, out.stderr
+    pkgs = set(out.stdout.split())
+    assert {"fio", "mariadb-backup", "rsync", "socat"} <= pkgs
+    assert not {"mariadb-server", "mariadb-plugin-rocksdb", "slurm-wlm", "munge", "chromium"} & pkgs
+
+
+def test_without_root_it_prints_the_command_and_fails(tmp_path):
+    out = _script("fio", path=_bare_path(tmp_path, uid="1000"))
+    assert out.returncode == 1
+    assert "sudo apt-get install -y fio" in out.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["slurmd"], ["all", "fio"]])
+def test_bad_arguments_fail(args):
+    assert _script(*args, env={"CATBENCH_DRY_RUN": "1"}).returncode == 2
+
+
+def test_make_targets_pass_their_config():
+    if not shutil.which("make"):
+        pytest.skip("no make")
+
+    def dry(target, *var):
+        return subprocess.run(["make", "-n", "-o", ".venv/.installed", target, *var], cwd=REPO,
+                              capture_output=True, text=True, timeout=60).stdout
+
+    assert "install-system.sh all" in dry("test")
+    for target, config in [("run", "config/config.yaml"), ("bench", "config/bench.yaml"),
+                           ("bench-index", "config/index-bench.yaml"), ("aa", "config/config.yaml")]:
+        out = dry(target)
+        assert f"catbench.core.jobs.system {config}" in out and " all" not in out.split("snakemake")[0]
+    assert "catbench.core.jobs.system config/index-study.yaml" in dry("run", "CONFIG=config/index-study.yaml")

@@ -1,0 +1,51 @@
+"""The system tools a config's jobs need, the ONE place set-up reads them from: the names
+``workflow/scripts/install-system.sh`` takes as arguments (it maps each to its packages
+and installs the missing ones). ``make run`` installs only its config's; ``make test`` all.
+
+    python -m catbench.core.jobs.system config/config.yaml   # e.g. "server fio"
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..config import ConfigError, load
+
+# Every tool install-system.sh knows, in its order. slurm (slurm-wlm, munge) and browser
+# (chromium) are for the tests alone: no config needs them.
+TOOLS = ("server", "rocksdb", "fio", "cluster", "slurm", "browser")
+# Stages whose jobs start a private MariaDB/MySQL server.
+SERVER_STAGES = ("load_index", "queries", "restart", "cluster")
+
+
+def needed_tools(cfg: dict) -> list[str]:
+    """The tools of a validated config's stages: the server for any stage that starts one,
+    MyRocks when the index study loads into rocksdb, fio for fio, Galera and its SST tools
+    for cluster."""
+    stages = cfg["stages"]
+    need = set()
+    if any(s in stages for s in SERVER_STAGES):
+        need.add("server")
+    if "load_index" in stages and "rocksdb" in cfg["load"]["engines"]:
+        need.add("rocksdb")
+    need.update(s for s in ("fio", "cluster") if s in stages)
+    return [t for t in TOOLS if t in need]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m catbench.core.jobs.system CONFIG.yaml|all", file=sys.stderr)
+        return 2
+    if argv[0] == "all":
+        print(" ".join(TOOLS))
+        return 0
+    try:
+        print(" ".join(needed_tools(load(argv[0]))))
+    except (OSError, ConfigError) as exc:
+        print(f"{argv[0]}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
