@@ -5,8 +5,9 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# The default config only when the user gives none: a user's --configfile replaces it
-# (its targets and stages are theirs alone), missing keys take the schema's defaults.
+# The default run when the user gives no config; a user's --configfile is layered over its
+# base (config key 'base', the default run unless it says null; common.smk): its targets
+# and stages, when given, are theirs alone.
 if not workflow.overwrite_configfiles:
 
     configfile: "config/config.yaml"

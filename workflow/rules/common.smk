@@ -20,8 +20,11 @@ from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 
+# A user's --configfile over its base (config key 'base': the default run unless it says
+# null), then the --config overrides typed as YAML, last.
 try:
-    _validated = cb_config.validate(cb_config.typed_overrides(config, dict(workflow.config_settings.config)))
+    _validated = cb_config.validate(cb_config.typed_overrides(
+        cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)))
 except cb_config.ConfigError as e:
     raise WorkflowError(str(e))
 config.clear()

@@ -80,6 +80,51 @@ def typed_overrides(config: dict, given: dict) -> dict:
     return out
 
 
+# Keys a layered config replaces whole when it gives them: its targets are its disks alone,
+# its stages the stages it runs.
+REPLACED_WHOLE = ("targets", "stages")
+
+
+def merge_over(base: dict, over: dict, top: bool = True) -> dict:
+    """``over`` merged over ``base``: mappings key by key, anything else (and, at the top,
+    REPLACED_WHOLE) replaced by ``over``'s value."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and not (top and k in REPLACED_WHOLE):
+            out[k] = merge_over(out[k], v, top=False)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def layered(config: dict, root: Path, _seen: tuple = ()) -> dict:
+    """``config`` over its ``base`` (the schema's default when it names none; a path relative
+    to ``root``, the workflow directory), itself over its own base; ``base: null`` ends the
+    chain. The result keeps ``config``'s ``base``. ConfigError names the key."""
+    config = dict(config or {})
+    name = config["base"] if "base" in config else load_schema()["properties"]["base"]["default"]
+    config["base"] = name
+    if name is None:
+        return config
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"config key 'base': {name!r} is not a path to a config file (or null)")
+    path = (Path(root) / Path(name).expanduser()).resolve()
+    if path in _seen:
+        raise ConfigError(f"config key 'base': {name} is its own base (a loop of base keys)")
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"config key 'base': cannot read {path} ({e.strerror}); give a config file, "
+                          "or null for a complete config") from None
+    try:
+        under = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config key 'base': {path} is not YAML: {e}") from None
+    if not isinstance(under, dict):
+        raise ConfigError(f"config key 'base': {path} is not a mapping of config keys")
+    return {**merge_over(layered(under, root, (*_seen, path)), config), "base": name}
+
+
 def validate(config: dict, whole: bool = True) -> dict:
     """A validated copy of ``config`` with defaults filled in; raises ConfigError.
     ``whole`` False: the sections a job was given (its rule's JSON); checks across stages
