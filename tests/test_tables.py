@@ -11,6 +11,7 @@ import pytest
 from catbench.cli import report as cli_report
 from catbench.core.resources import resources_dir
 from catbench.report.tables import TABLES, MetricsError, collect, make_tables
+from catbench.restart.cluster.rows import LOAD_KEYS, ROW_KEYS
 
 COLUMNS_MD = resources_dir() / "report" / "columns.md"
 
@@ -72,6 +73,72 @@ def write_load(run: Path, target, variant, strategy, seconds, rows, checksum_ok,
         pq.write_table(pa.table(iv), d / "intervals.parquet")
 
 
+# the phases restart/cluster/rows.py phase_rows writes, per kind, in its order
+CLUSTER_PHASES = {
+    "node-restart-ist": ["shutdown", "node_down"],
+    "node-restart-sst": ["shutdown", "wipe_datadir", "node_down"],
+    "node-crash": ["kill", "wsrep_recover", "innodb_crash_recovery", "node_down"],
+}
+CLUSTER_STARTS = ["process_start_to_primary", "process_start_to_transfer_start", "process_start_to_engine_ready",
+                  "process_start_to_transfer_end", "process_start_to_joined", "process_start_to_synced",
+                  "process_start_to_first_answer", "down_to_synced", "down_to_first_answer"]
+
+
+def write_cluster(run: Path, target: str, kind: str, answers: list, lost: int = 0, down_s: float = 2.0,
+                  inserts_during: float = 800.0) -> Path:
+    """``cluster/<target>/<kind>.json`` as restart/cluster/run.py writes it: one repetition per
+    seconds in ``answers`` (new process -> first correct answer); ``lost`` acknowledged inserts
+    missing after the last repetition (the stage then records "failed" and stops)."""
+    transfer = "SST" if kind == "node-restart-sst" else "IST"
+    rows, load, verify = [], [], []
+    for rep_, ans in enumerate(answers):
+        acked, rep_lost = 1000 * (rep_ + 1), lost if rep_ == len(answers) - 1 else 0
+        secs = dict.fromkeys(CLUSTER_PHASES[kind], 0.5)
+        secs.update(node_down=down_s, process_start_to_primary=0.2, process_start_to_transfer_start=0.3,
+                    process_start_to_engine_ready=ans / 2, process_start_to_transfer_end=ans * 0.8,
+                    process_start_to_joined=ans * 0.85, process_start_to_synced=ans * 0.9,
+                    process_start_to_first_answer=ans, down_to_synced=down_s + ans * 0.9,
+                    down_to_first_answer=down_s + ans, state_transfer=ans * 0.5, ist_apply=0.1)
+        for phase, s in secs.items():
+            row = dict.fromkeys(ROW_KEYS)
+            row.update(target=target, kind=kind, repetition=rep_, node="node3", phase=phase, seconds=s,
+                       clock="client", donor="node2", acked_inserts=acked, acked_lost=rep_lost,
+                       checksums_equal=True)
+            if phase in ("state_transfer", "ist_apply"):
+                row.update(transfer=transfer if phase == "state_transfer" else "IST", transfer_bytes=5_000_000,
+                           transfer_MBps=5_000_000 / 1e6 / s, clock="log-observed")
+            rows.append(row)
+        for window, rate in (("before", 1000.0), ("during", inserts_during), ("after", 990.0)):
+            for node, role in (("node1", "insert"), ("node2", "donor"), ("node3", "restarted")):
+                r = dict.fromkeys(LOAD_KEYS)
+                r.update(target=target, kind=kind, repetition=rep_, window=window, window_s=5.0, node=node,
+                         role=role, lookups_ok=500, lookups_failed=3 if role == "restarted" else 0,
+                         lookups_per_s=100.0, lookup_p50_ms=0.5, lookup_p99_ms=2.0)
+                if role == "insert":
+                    r.update(insert_rows=int(rate * 5), inserts_per_s=rate * (1 + rep_ / 100),
+                             insert_max_latency_s=0.05, insert_failures=0)
+                load.append(r)
+        verify.append({"repetition": rep_, "checksums_equal": True, "acked_inserts": acked, "in_doubt_inserts": 0,
+                       "acked_lost": rep_lost, "nodes": {}, "failed": None})
+    doc = {"target": target, "variant": "qserv", "nodes": 3, "files": 4, "kind": kind,
+           "rows": rows, "load": load, "verify": verify, "detail": [{"repetition": i} for i in range(len(answers))]}
+    if lost:
+        doc["failed"] = verify[-1]["failed"] = f"{lost} acknowledged inserts missing or changed on a node"
+    else:
+        doc["summary"] = {"repetitions": len(answers), "acked_lost": 0}
+    _json(run / "cluster" / target / f"{kind}.json", doc)
+    (run / "cluster" / target / "node3-error.log").write_text("WSREP: Shifting JOINED -> SYNCED\n")
+    return run / "cluster" / target / f"{kind}.json"
+
+
+def write_isolation(job_dir: Path, target, alone=True, others=(), slurm=(), locks=()) -> None:
+    """``isolation.json`` beside a measuring job's results, as core/jobs/isolation.py writes it."""
+    _json(job_dir / "isolation.json", {
+        "host": "node1", "target": target, "slurm_job": None, "start": 1000.0, "slurm_exclusive": None,
+        "end": 1010.5, "shared_locks": list(locks), "other_catbench_jobs": list(others),
+        "other_slurm_jobs": list(slurm), "alone": alone})
+
+
 def make_run(root: Path, name="run1", factor=1.0, with_optional=True) -> Path:
     """A complete results/<run> directory; ``factor`` scales load seconds and fio MBps."""
     run = root / name
@@ -113,6 +180,11 @@ def make_run(root: Path, name="run1", factor=1.0, with_optional=True) -> Path:
             {"repetition": 0, "phase": "shutdown", "seconds": 1.0},
             {"repetition": 0, "phase": "recovery", "seconds": 3.0, "rows_expected": 100,
              "rows_found": 95, "rows_lost": 5, "redo_bytes": 3_000_000, "recovery_MBps": 1.0}])
+        write_cluster(run, "a", "node-restart-ist", [4.0])
+        write_cluster(run, "a", "node-crash", [6.0])
+        _json(run / "cluster" / "a" / "summary.json", {"target": "a", "rows_lost_total": 0})
+        for job in ("fio/a", "fio/b", "load/a/seed/innodb/sequential", "queries/a/mariadb", "restart/a"):
+            write_isolation(run / job, job.split("/")[1])
     return run
 
 

@@ -15,10 +15,13 @@ TABLE_NAMES = [
     "chunk_load",
     "restart",
     "restart_runs",
+    "cluster_restart",
+    "cluster_load",
     "chunks",
     "stages",
+    "isolation",
 ]
-PLOT_NAMES = ["collapse", "speedup", "restart_timeline", "query_latency", "fio"]
+PLOT_NAMES = ["collapse", "speedup", "restart_timeline", "query_latency", "fio", "cluster_restart"]
 
 
 rule tables:
@@ -29,6 +32,7 @@ rule tables:
         [rules.load_index.input] if "load_index" in STAGES else [],
         [rules.queries.input] if "queries" in STAGES else [],
         [rules.restart.input] if "restart" in STAGES else [],
+        [rules.cluster.input] if "cluster" in STAGES else [],
     output:
         **{
             t: report(

@@ -30,6 +30,8 @@ KEYS = {
     "queries": ("target", "engine", "query", "cache"),
     "chunk_load": ("target",),
     "restart": ("target", "kind", "buffer_pool_load", "phase"),
+    "cluster_restart": ("target", "kind", "phase"),
+    "cluster_load": ("target", "kind", "window", "role"),
     "chunks": ("chunkId",),
     "stages": ("stage",),
 }
@@ -40,6 +42,8 @@ FIGURES = {
     ("load_time", "seconds"): (False, None),
     ("queries", "p50_s"): (False, ("min_s", "max_s", "ci_low_s", "ci_high_s", "values_s")),
     ("restart", "seconds"): (False, None),
+    ("cluster_restart", "seconds"): (False, None),
+    ("cluster_load", "inserts_per_s"): (True, None),
 }
 COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note", "verdict")
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",

@@ -292,6 +292,70 @@ def restarts(rows: list, thr: dict) -> list:
     return out
 
 
+# ---------------------------------------------------------------- cluster restarts
+def _cluster(rows: list, tg: str, kind: str, phase: str) -> dict | None:
+    return next((r for r in rows if (r["target"], r["kind"], r["phase"]) == (tg, kind, phase)), None)
+
+
+def acked_lost(rows: list, tg: str, kind: str) -> int:
+    """Acknowledged inserts a kind's restarts lost on some node (must be 0)."""
+    return max((int(r.get("acked_lost") or 0) for r in rows if (r["target"], r["kind"]) == (tg, kind)), default=0)
+
+
+def _inserts(load: list, tg: str, kind: str, window: str) -> Figure | None:
+    r = next((x for x in load if (x["target"], x["kind"], x["window"]) == (tg, kind, window)
+              and "insert" in str(x.get("role") or "").split("+")), None)
+    return None if r is None or r.get("inserts_per_s") is None else Figure.from_row(r, "inserts_per_s")
+
+
+def _back_text(rows: list, tg: str, kind: str) -> tuple[str, Figure | None]:
+    """'`node-crash` (IST) **4.10 s** [single run] (6.2 s after it went down)'."""
+    xfer = (_cluster(rows, tg, kind, "state_transfer") or {}).get("transfer")
+    ans, down = (_cluster(rows, tg, kind, p) for p in ("process_start_to_first_answer", "down_to_first_answer"))
+    head = f"`{kind}`" + (f" ({xfer})" if xfer else "")
+    if ans is None or ans.get("seconds") is None:
+        return f"{head} never answered", None
+    fig = _secs(ans)
+    text = f"{head} {interval_text(fig, 's', bold=True)}"
+    if down is not None and down.get("seconds") is not None:
+        text += f" ({interval_text(_secs(down), 's')} after it went down)"
+    return text, fig
+
+
+def cluster(rows: list, load: list, thr: dict) -> list:
+    """Per target: how long a restarted node takes from its new process to its first correct
+    answer (per kind), the insert rate while it is down, and the acknowledged inserts lost."""
+    out = []
+    for tg in _order(r["target"] for r in rows):
+        kinds = _order(r["kind"] for r in rows if r["target"] == tg)
+        backs = {k: _back_text(rows, tg, k) for k in kinds}
+        text = (f"{tg}: a restarted node answered correctly after its new process started — "
+                + "; ".join(b[0] for b in backs.values()) + ".")
+        rates = []
+        for k in kinds:
+            during, before = _inserts(load, tg, k, "during"), _inserts(load, tg, k, "before")
+            if during is not None:
+                rates.append(f"`{k}` {interval_text(during, 'rows/s')}"
+                             + (f" (before: {fmt(before.median, 'rows/s')})" if before is not None else ""))
+        if rates:
+            text += " Inserts while the node was down: " + "; ".join(rates) + "."
+        lost = {k: acked_lost(rows, tg, k) for k in kinds}
+        acked = max((int(r.get("acked_inserts") or 0) for r in rows if r["target"] == tg), default=0)
+        if any(lost.values()):
+            text += (" **FAILED: acknowledged inserts lost** — " + ", ".join(
+                f"`{k}` {n:,}" for k, n in lost.items() if n) + f" (of {acked:,} acknowledged).")
+        else:
+            text += f" Acknowledged inserts lost: 0 of {acked:,}, checked on every node after every restart."
+        out.append(text)
+        figs = {k: b[1] for k, b in backs.items() if b[1] is not None and b[1].median is not None}
+        ranked = sorted(figs, key=lambda k: figs[k].median)
+        if len(ranked) > 1:
+            v = verdict(figs[ranked[0]], figs[ranked[1]], **thr)
+            out.append(f"{tg}, node back to its first answer: "
+                       + sentence(f"`{ranked[0]}`", f"`{ranked[1]}`", v, unit="s"))
+    return out
+
+
 _FIO = (("seq-write", "MBps", "MB/s", "sequential write"), ("seq-read", "MBps", "MB/s", "sequential read"),
         ("rand-read", "iops", "IOPS", "random 4 KiB read"), ("rand-write", "iops", "IOPS", "random 4 KiB write"))
 
@@ -349,5 +413,6 @@ def _parts(t, thr: dict) -> tuple:
         ("Best target and engine per query class (whole class per run: cold = after a restart)",
          queries(t.query_runs, thr)),
         ("Crash recovery and restart", restarts(t.restart, thr)),
+        ("A Galera cluster node restarted under load (IST, SST, crash)", cluster(t.cluster, t.cluster_load, thr)),
         ("Storage (fio)", fio(t.storage, thr)),
     )

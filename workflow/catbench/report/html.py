@@ -11,6 +11,7 @@ Writes into ``results/<run>/report/``::
     restart_timeline.png  restarts as timelines of non-overlapping phases with milestones
     query_latency.png     median latency per query, cold | warm, engines side by side (log)
     fio.png               fio MB/s and IOPS per test and target, whiskers
+    cluster_restart.png   Galera node restarts: back to a first answer, inserts/s around it
     tables/*.csv, summary.md, provenance.json, columns.md   copies, so the directory stands alone
 
 Every PNG is always written (a figure saying "no ... in this run" when a stage is absent), so
@@ -43,6 +44,9 @@ TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), ever
                 "load_not_run": "Engine x strategy pairs not run", "queries": "Queries",
                 "query_runs": "Queries, every run", "chunk_load": "Chunk-table load", "restart": "Restart",
                 "restart_runs": "Restart, every repetition", "chunks": "Chunks",
+                "cluster_restart": "Cluster node restart (Galera)",
+                "cluster_load": "Cluster workload around a node restart",
+                "isolation": "Did each measuring job run alone",
                 "stages": "Data preparation stages"}
 MAX_HTML_ROWS = 300
 

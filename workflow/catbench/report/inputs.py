@@ -34,6 +34,11 @@ the right header; a file that a present stage needs but is missing or unreadable
     targets/<target>.json                      filesystem, device, size (for provenance / summary)
     queries/<target>/<engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
     restart/<target>/<kind>.json               restart phases, see RESTART_PHASES
+    cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/run.py): "rows" =
+                                               phases (CLUSTER_PHASES), "load" = the workload per window
+                                               and node (CLUSTER_LOAD), "failed" = a check that failed
+    {fio,load,queries,restart,cluster}/**/isolation.json   whether each measuring job ran alone
+                                               (core/jobs/isolation.py; view isolation)
 
 Query runs (``results.parquet`` columns, or ``results.json`` = a list of such objects or
 ``{"rows": [...]}``; ``target``/``engine`` default to the directory names)::
@@ -62,7 +67,9 @@ import pyarrow.parquet as pq
 from ..core.index_table import ENGINES
 from .views import I, REQUIRED, S, VIEWS
 
-STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart")
+STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")
+# the stages whose jobs measure (an isolation.json beside their results)
+MEASURING = ("fio", "load", "queries", "restart", "cluster")
 
 
 class MetricsError(Exception):
@@ -319,6 +326,35 @@ class _Reader:
                 self.add("restart_phases",
                          _rows_table(rows, "restart_phases", kp, {"target": tdir.name, "kind": kp.stem}))
 
+    def clusters(self) -> None:
+        for tdir in _subdirs(self.run / "cluster"):
+            # <kind>.json only: summary.json, isolation.json, <kind>.error.json and node logs sit beside them.
+            for kp in sorted(p for p in tdir.glob("*.json")
+                             if p.stem not in ("summary", "isolation") and not p.name.endswith(".error.json")):
+                self.inp.present.add("cluster")
+                doc = _json(self.used(kp))
+                rows, load = (doc.get("rows"), doc.get("load", [])) if isinstance(doc, dict) else (None, None)
+                if not all(isinstance(x, list) and all(isinstance(r, dict) for r in x) for x in (rows, load)):
+                    raise MetricsError(f"{kp}: expected an object with \"rows\" and \"load\" lists of objects "
+                                       "(a cluster restart kind)")
+                const = {"target": tdir.name, "kind": kp.stem}
+                if rows:
+                    rows = [dict(r, phase_order=i, failed=doc.get("failed")) for i, r in enumerate(rows)]
+                    self.add("cluster_phases", _rows_table(rows, "cluster_phases", kp, const))
+                if load:
+                    self.add("cluster_load", _rows_table(load, "cluster_load", kp, const))
+
+    def isolation(self) -> None:
+        for stage in MEASURING:
+            for ip in sorted((self.run / stage).rglob("isolation.json")):
+                rec = _json(self.used(ip))
+                if not isinstance(rec, dict):
+                    raise MetricsError(f"{ip}: expected a JSON object (an isolation record)")
+                row = {k: ("; ".join(map(str, v)) or None) if isinstance(v, list) else v
+                       for k, v in rec.items() if not isinstance(v, dict)}
+                row.update(stage=stage, job=ip.parent.relative_to(self.run).as_posix())
+                self.add("isolation", _rows_table([row], "isolation", ip))
+
 
 def _stage_rows(pj: Path, doc) -> list:
     """Rows of view stage_metrics from metrics/partition.json."""
@@ -343,7 +379,7 @@ def collect(run_dir, require=()) -> RunInputs:
         raise MetricsError(f"{run}: results directory does not exist")
     reader = _Reader(run)
     for step in (reader.fio, reader.loads, reader.chunks, reader.metrics, reader.targets,
-                 reader.queries, reader.restarts):
+                 reader.queries, reader.restarts, reader.clusters, reader.isolation):
         step()
     inp = reader.inp
     for stage in require:

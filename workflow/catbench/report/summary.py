@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..core.config import section
+from .findings import acked_lost
 from .findings import findings as _findings
 
 
@@ -32,13 +33,18 @@ class Tables:
     query_runs: list = field(default_factory=list)
     restart_runs: list = field(default_factory=list)
     not_run: list = field(default_factory=list)     # load_not_run
+    cluster: list = field(default_factory=list)     # cluster_restart
+    cluster_load: list = field(default_factory=list)
+    isolation: list = field(default_factory=list)
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None) -> Tables:
         return cls(t.get("storage", []), t.get("load_time", []), t.get("load_rate", []),
                    t.get("queries", []), t.get("restart", []), t.get("chunks", []),
                    t.get("stages", []), targets or {}, t.get("load_collapse", []),
-                   t.get("query_runs", []), t.get("restart_runs", []), t.get("load_not_run", []))
+                   t.get("query_runs", []), t.get("restart_runs", []), t.get("load_not_run", []),
+                   cluster=t.get("cluster_restart", []), cluster_load=t.get("cluster_load", []),
+                   isolation=t.get("isolation", []))
 
 
 # ---------------------------------------------------------------- formatting
@@ -103,6 +109,43 @@ def _failed_restarts_and_queries(t: Tables) -> list:
     return failed
 
 
+def _failed_cluster(t: Tables) -> list:
+    failed = []
+    for tg, kind in _order((r["target"], r["kind"]) for r in t.cluster):
+        rs = [r for r in t.cluster if (r["target"], r["kind"]) == (tg, kind)]
+        lost = acked_lost(t.cluster, tg, kind)
+        why = [f"{_num(lost)} acknowledged inserts lost (missing or changed on a node)"] if lost else []
+        if any(r.get("checksums_equal") is False for r in rs):
+            why.append("the nodes disagree on the table")
+        msg = next((r["failed"] for r in rs if r.get("failed")), None)
+        if msg and not why:
+            why.append(str(msg))
+        if why:
+            failed.append(f"Cluster restart {kind} on {tg}: " + "; ".join(why) + ".")
+    return failed
+
+
+def _shared(r: dict) -> str:
+    met = [f"{what} {r[k]}" for k, what in (("shared_locks", "a lock held by"),
+                                            ("other_catbench_jobs", "catbench command(s)"),
+                                            ("other_slurm_jobs", "Slurm job(s)")) if r.get(k)]
+    return "; ".join(met) or "no record of what"
+
+
+def _not_alone(t: Tables) -> list:
+    """Every measuring job that did not run alone: its figures are not to be trusted."""
+    return [f"Measuring job {r['job']} did NOT run alone (met {_shared(r)}): do not trust its figures."
+            for r in t.isolation if r.get("alone") is not True]
+
+
+def _isolation_text(t: Tables) -> tuple | None:
+    if t.isolation and not _not_alone(t):
+        return ("p", f"All {len(t.isolation)} measuring jobs ran alone (isolation.csv).")
+    if not t.isolation and (t.storage or t.loads or t.queries or t.restart or t.cluster):
+        return ("p", "No isolation records in this run: whether its measuring jobs ran alone is unknown.")
+    return None
+
+
 def _notes(t: Tables) -> list:
     notes = []
     for r in t.storage:
@@ -133,14 +176,19 @@ def index_only(t: Tables) -> bool:
 
 
 def checks(t: Tables, report: dict) -> list:
-    failed = _failed_loads(t.loads) + _failed_restarts_and_queries(t)
+    failed = _failed_loads(t.loads) + _failed_restarts_and_queries(t) + _failed_cluster(t) + _not_alone(t)
     notes = _notes(t)
     out = [("h2", "Checks")]
     if failed:
         out += [("p", f"{len(failed)} check(s) FAILED:"), ("ul", failed)]
     else:
         out.append(("p", "All checks passed (load checksums, row counts, OPTIMIZE within its time "
-                         "limit, no rows lost on restart, queries agree across targets)."))
+                         "limit, no rows lost on restart, queries agree across targets"
+                         + (", no acknowledged insert lost in a cluster node restart" if t.cluster else "")
+                         + ")."))
+    iso = _isolation_text(t)
+    if iso is not None:
+        out.append(iso)
     if notes:
         out.append(("ul", notes))
     return out
@@ -239,6 +287,32 @@ def restart(t: Tables, report: dict) -> list:
                       "phases named A_to_B are cumulative from A.", header, rows)]
 
 
+CLUSTER_PHASES = ("node_down", "state_transfer", "process_start_to_synced", "process_start_to_first_answer",
+                  "down_to_first_answer")
+
+
+def cluster(t: Tables, report: dict) -> list:
+    """Galera node restarts: the headline phases per target and kind, the insert rate while
+    the node was down, acknowledged inserts lost."""
+    if not t.cluster:
+        return []
+    header = ["target", "kind", "transfer", "n"] + [f"{p} s" for p in CLUSTER_PHASES] + [
+        "inserts/s during", "acked lost"]
+    rows = []
+    for tg, kind in _order((r["target"], r["kind"]) for r in t.cluster):
+        rs = {r["phase"]: r for r in t.cluster if (r["target"], r["kind"]) == (tg, kind)}
+        ins = next((x.get("inserts_per_s") for x in t.cluster_load if (x["target"], x["kind"], x["window"])
+                    == (tg, kind, "during") and "insert" in str(x.get("role") or "").split("+")), None)
+        rows.append([tg, kind, str(rs.get("state_transfer", {}).get("transfer") or "–"),
+                     _num(max((r.get("n") or 0) for r in rs.values()))]
+                    + [_num(rs[p]["seconds"]) if p in rs else "–" for p in CLUSTER_PHASES]
+                    + [_num(ins), _num(acked_lost(t.cluster, tg, kind))])
+    return [("h2", "Cluster node restart"),
+            ("table", "Median seconds per phase of a Galera node restarted under load (intervals in "
+                      "cluster_restart.csv); inserts/s on the insert node while it was down "
+                      "(cluster_load.csv).", header, rows)]
+
+
 def chunks(t: Tables, report: dict) -> list:
     if index_only(t):
         return [("h2", "Chunks"), ("p", "None: this run is index-only (index.source: generate).")]
@@ -269,7 +343,7 @@ def stages(t: Tables, report: dict) -> list:
 
 
 # The sections of summary.md, in order: the answers first.
-SECTIONS = (findings, checks, storage_load, load_rate, queries, restart, chunks, stages)
+SECTIONS = (findings, checks, storage_load, load_rate, queries, restart, cluster, chunks, stages)
 # How many leading sections the report shows open (the rest go under <details>).
 HEADLINE_SECTIONS = 2
 

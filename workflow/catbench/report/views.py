@@ -54,13 +54,30 @@ RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("pha
                             ("seconds", F), ("rows_expected", I), ("rows_found", I),
                             ("rows_lost", I), ("redo_bytes", I), ("recovery_MBps", F),
                             ("buffer_pool_load", S), ("phase_order", I)])
+# cluster/<target>/<kind>.json "rows": one node restart's phases (restart/cluster/rows.py ROW_KEYS);
+# failed: the kind's "failed" (a check that stopped the stage)
+CLUSTER_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("node", S), ("phase", S),
+                            ("seconds", F), ("clock", S), ("transfer", S), ("transfer_bytes", F),
+                            ("transfer_MBps", F), ("donor", S), ("acked_inserts", I), ("acked_lost", I),
+                            ("checksums_equal", B), ("failed", S), ("phase_order", I)])
+# its "load": the workload per window (before / during / transfer / after) and node (LOAD_KEYS)
+CLUSTER_LOAD = pa.schema([("target", S), ("kind", S), ("repetition", I), ("window", S), ("window_s", F),
+                          ("node", S), ("role", S), ("lookups_ok", I), ("lookups_failed", I),
+                          ("lookups_per_s", F), ("lookup_p50_ms", F), ("lookup_p99_ms", F),
+                          ("insert_rows", I), ("inserts_per_s", F), ("insert_max_latency_s", F),
+                          ("insert_failures", I)])
+# <a measuring job's results>/isolation.json (core/jobs/isolation.py); job = its directory
+ISOLATION = pa.schema([("stage", S), ("job", S), ("target", S), ("host", S), ("slurm_job", S),
+                       ("slurm_exclusive", B), ("start", F), ("end", F), ("alone", B), ("shared_locks", S),
+                       ("other_catbench_jobs", S), ("other_slurm_jobs", S)])
 
 VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LOAD_RUNS,
          "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
          "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
          "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS, "load_not_run": LOAD_NOT_RUN,
-         "working_set": WORKING_SET}
+         "working_set": WORKING_SET, "cluster_phases": CLUSTER_PHASES, "cluster_load": CLUSTER_LOAD,
+         "isolation": ISOLATION}
 # required columns of each file (the others of the schema may be absent -> NULL)
 REQUIRED = {
     "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),
@@ -76,4 +93,7 @@ REQUIRED = {
     "chunk_loads": ("rows", "seconds"),
     "load_not_run": ("engine", "strategy", "reason"),
     "working_set": ("variant", "working_set_pages", "working_set_over_pool"),
+    "cluster_phases": ("phase", "seconds"),
+    "cluster_load": ("window", "node"),
+    "isolation": ("alone",),
 }
