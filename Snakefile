@@ -35,6 +35,10 @@ include: "workflow/rules/cluster.smk"
 include: "workflow/rules/report.smk"
 
 
+# The run's rows and expected time per stage, before any job; over run_limit_h it stops.
+check_plan(LOAD_PAIRS)
+
+
 rule all:
     default_target: True
     input:

@@ -14,6 +14,7 @@ from catbench.core import metrics as cb_metrics  # noqa: E402
 from catbench.core import config as cb_config  # noqa: E402
 from catbench.core import targets as cb_targets  # noqa: E402
 from catbench.core import index_table as cb_index_table  # noqa: E402
+from catbench.core.jobs import plan as cb_plan  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
 from catbench.core.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
@@ -190,6 +191,36 @@ def check_slurm_requests():
     if problems:
         raise WorkflowError(f"catbench: {len(problems)} job request(s) do not fit the Slurm partitions; "
                             "nothing was submitted:\n  " + "\n  ".join(problems))
+
+
+def cli_targets():
+    """The targets on Snakemake's command line (none: `all`), read with its own parser; None
+    when this process is not the snakemake command (the whole run is then checked)."""
+    if not Path(sys.argv[0]).name.startswith("snakemake") and not sys.argv[0].endswith("snakemake/__main__.py"):
+        return None
+    try:
+        from snakemake.cli import get_argument_parser
+
+        return sorted(get_argument_parser().parse_known_args(sys.argv[1:])[0].targets or [])
+    except (Exception, SystemExit):
+        return None
+
+
+def check_plan(load_pairs):
+    """Before any job, in the main process (core/jobs/plan.py): the run's rows and expected minutes
+    per stage, printed; a run expected to take longer than run_limit_h stops here, naming it.
+    ``load_pairs``: the (engine, strategy) loads that run per target and variant."""
+    if not workflow.is_main_process:
+        return
+    per = len(TARGETS) * len(config["load"]["variants"]) if "load_index" in STAGES else 0
+    steady = sum(not cb_strategies.get_strategy(s).resumable for _, s in load_pairs)
+    plan = cb_plan.plan(config, per * len(load_pairs), per * steady)
+    for line in cb_plan.lines(plan):
+        print(f"catbench: {line}", file=sys.stderr)
+    try:
+        cb_plan.check_limit(plan, cli_targets())
+    except cb_config.ConfigError as e:
+        raise WorkflowError(f"catbench: nothing was started: {e}")
 
 
 def target_env(wildcards):

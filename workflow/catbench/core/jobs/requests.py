@@ -21,6 +21,8 @@ from ..targets import parse_size, settings_mb
 
 # Start-up and wind-down of any job: imports, a private server's start, checksums.
 BASE_S = 300
+# What that start-up is expected to take (BASE_S is a time limit's allowance for it).
+START_S = 15
 # Rules that measure a target (or the engine under test): they run alone (see measure_domain).
 MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run")
 # Rules that are not measuring but use jobs.cpus worker processes or threads (a map job
@@ -104,17 +106,12 @@ def _runtimes(cfg: dict) -> dict:
     """Seconds of work per rule (before BASE_S), with the key that sizes it."""
     s, j = _scale(cfg), cfg["jobs"]
     rate, irate = j["rows_per_s"], j["index_rows_per_s"]
-    load, fio, rs, cl = cfg["load"], cfg["fio"], cfg["restart"], cfg["cluster"]
+    fio, rs, cl = cfg["fio"], cfg["restart"], cfg["cluster"]
     fio_bytes = parse_size(fio["size"])
     index_load = s["objects"] / irate
     restart_runs = rs["repetitions"] * (len(rs["kinds"]) + len(rs["buffer_pool_dump"]) - 1)
     # one load for the clean restarts, one more per crash-during-load (killed, then resumed)
     crash_loads = rs["repetitions"] * ("crash-during-load" in rs["kinds"])
-    # a load repeats (load.repetitions) unless one repetition outlasts load.repetition_limit_s
-    one_load = index_load + 2 * s["objects"] / rate + load["optimize_limit_s"] + (
-        load["lookup_seconds"] or load["lookup_count"] / 100)
-    limit = load.get("repetition_limit_s")
-    loads = 1 if limit is not None and one_load > limit else load.get("repetitions", 1)
     r, ir = "jobs.rows_per_s", "jobs.index_rows_per_s"
     chunk_order = cfg["index"]["order"] == "chunk"
     return {
@@ -132,7 +129,7 @@ def _runtimes(cfg: dict) -> dict:
         # four tests of runtime_s (each repeated), each file laid out first at (slowly) 20 MB/s
         "fio_run": (4 * max(fio.get("repetitions", 1), fio.get("max_repetitions") or 0)
                     * (fio["runtime_s"] + fio_bytes / 20e6), "fio.runtime_s"),
-        "load_index_run": (loads * one_load, ir),
+        "load_index_run": (load_seconds(cfg), ir),
         "queries_mysql": (index_load + s["rows"] / rate + _query_seconds(cfg, s["rows"], rate), r),
         "queries_duckdb": (_query_seconds(cfg, s["rows"], rate), r),
         "load_compare": (0, r),
@@ -145,6 +142,50 @@ def _runtimes(cfg: dict) -> dict:
         "tables": (0, r),
         "report_html": (0, r),
     }
+
+
+def load_seconds(cfg: dict, steady: bool | None = None) -> float:
+    """Seconds of a load_index_run job: its repetitions, each loading the index, reading the
+    input twice, OPTIMIZE and the lookups. ``steady`` None, a time limit's: every load at
+    jobs.index_rows_per_s. Expected (core/jobs/plan.py): a ``steady`` load (one sorted stream, its
+    rate holds as the table grows) at jobs.rows_per_s; a file-by-file one (False) at
+    jobs.index_rows_per_s, stopped after load.time_limit_s."""
+    s, j, load = _scale(cfg), cfg["jobs"], cfg["load"]
+    loading = s["objects"] / (j["rows_per_s"] if steady else j["index_rows_per_s"])
+    if steady is False and load.get("time_limit_s") is not None:
+        loading = min(loading, load["time_limit_s"])
+    one_load = loading + 2 * s["objects"] / j["rows_per_s"] + load["optimize_limit_s"] + (
+        load["lookup_seconds"] or load["lookup_count"] / 100)
+    # a load repeats (load.repetitions) unless one repetition outlasts load.repetition_limit_s
+    limit = load.get("repetition_limit_s")
+    return (1 if limit is not None and one_load > limit else load.get("repetitions", 1)) * one_load
+
+
+def _expected_query_seconds(cfg: dict, rows: int, rate: float) -> float:
+    """A query suite as expected, not allowed: a second a query (a scan: its rows at
+    jobs.rows_per_s more), cold runs with a server restart each, warm runs adapting up to
+    queries.max_repetitions within queries.budget_s a query."""
+    q = cfg["queries"]
+    total = 2 * q["concurrency"]["seconds"] if q["concurrency"]["streams"] else 0
+    for name in q["queries"]:
+        one = 1 + (rows / rate if name in SCANNING_QUERIES else 0)
+        more = max(q["repetitions"], q.get("max_repetitions") or 0) * one
+        total += (q["repetitions"] * (one + 5) if q["cold"] else 0) + max(
+            q["repetitions"] * one, min(more, q.get("budget_s") or more))
+    return total
+
+
+def expected_seconds(cfg: dict) -> dict[str, float]:
+    """Seconds of work of one job of each rule at the config's scale, as expected (START_S
+    more per job for its start): what core/jobs/plan.py adds up before a run. The time limits'
+    allowances, except the loads (load_seconds) and the query suites, which are expected."""
+    out = {rule: seconds for rule, (seconds, _) in _runtimes(cfg).items()}
+    s, rate = _scale(cfg), cfg["jobs"]["rows_per_s"]
+    suite = _expected_query_seconds(cfg, s["rows"], rate)
+    out["queries_mysql"] += suite - _query_seconds(cfg, s["rows"], rate)
+    out["queries_duckdb"] = suite
+    out["load_index_run"] = load_seconds(cfg, steady=False)
+    return out
 
 
 def _map_threads(cfg: dict, cpus: int) -> int:

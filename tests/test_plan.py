@@ -1,0 +1,114 @@
+"""A user's config over the default run (config key base), the run's plan (rows, expected
+minutes per stage) and its limit (run_limit_h): in the package and through `snakemake -n`."""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from catbench.core.jobs import plan as cb_plan
+from catbench.core.config import ConfigError, layered, typed_overrides, validate
+from catbench.load.strategies import get_strategy, load_pairs
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = REPO / ".venv" / "bin"
+PRESETS = ["config/config.yaml", "config/index-study.yaml", "config/index-bench.yaml", "config/bench.yaml",
+           "tests/configs/small.yaml", "tests/configs/tiny.yaml"]
+MINE = {"run": "mine", "targets": {"nvme": {"path": "/tmp/catbench-plan-test"}},
+        "server": {"settings": {"innodb_buffer_pool_size": "128M"}}}
+
+
+def as_run(raw: dict, overrides: dict | None = None) -> dict:
+    """The validated config as the workflow makes it (common.smk)."""
+    return validate(typed_overrides(layered(raw, REPO), overrides or {}))
+
+
+def run_plan(cfg: dict) -> dict:
+    pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
+    per = len(cfg["targets"]) * len(cfg["load"]["variants"]) if "load_index" in cfg["stages"] else 0
+    return cb_plan.plan(cfg, per * len(pairs), per * sum(not get_strategy(s).resumable for _, s in pairs))
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_a_preset_is_a_complete_config_unchanged_by_layering(name):
+    raw = yaml.safe_load((REPO / name).read_text())
+    assert raw["base"] is None
+    assert as_run(raw) == validate(raw)
+
+
+def test_a_user_config_layers_over_the_default_run():
+    default = validate(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    cfg = as_run(MINE)
+    assert cfg["targets"] == {"nvme": {"path": "/tmp/catbench-plan-test"}}
+    assert cfg["catalog"] == default["catalog"] and cfg["load"] == default["load"]
+    assert cfg["stages"] == default["stages"] and cfg["base"] == "config/config.yaml"
+    # mappings merge key by key: the default run's other server settings stay
+    assert cfg["server"]["settings"] == {**default["server"]["settings"], "innodb_buffer_pool_size": "128M"}
+    # stages given replace the default run's; --config overrides apply last
+    cfg = as_run({**MINE, "stages": ["fio"]}, {"load": {"repetitions": "5"}})
+    assert cfg["stages"] == ["fio"] and cfg["load"]["repetitions"] == 5
+    assert as_run({**MINE, "base": None})["catalog"]["patch"]["objects"] == 6000   # the schema's
+
+
+def test_a_missing_or_looping_base_names_the_key(tmp_path):
+    with pytest.raises(ConfigError, match="config key 'base'"):
+        as_run({**MINE, "base": str(tmp_path / "none.yaml")})
+    loop = tmp_path / "loop.yaml"
+    loop.write_text(f"base: {loop}\n")
+    with pytest.raises(ConfigError, match="config key 'base'.*loop"):
+        as_run({**MINE, "base": str(loop)})
+
+
+def test_the_default_run_and_every_preset_are_under_their_limit():
+    for name in PRESETS:
+        p = run_plan(validate(yaml.safe_load((REPO / name).read_text())))
+        cb_plan.check_limit(p)
+        assert 0 < p["total_minutes"] and p["objects"] > 0
+    p = run_plan(as_run(MINE))
+    assert p["total_minutes"] < 60 * p["limit_h"] and set(p["minutes"]) >= {"catalog", "load_index", "queries"}
+
+
+def test_a_run_over_its_limit_names_the_key_and_a_stage_target_only_its_stages():
+    p = run_plan(as_run({**MINE, "base": None}))   # the schema's full sky: ~60 M objects
+    with pytest.raises(ConfigError, match=r"config key 'run_limit_h': the run is expected to take ~\d+\.\d h "
+                                          r"\(load_index .*\), over the limit of 3 h; raise run_limit_h"):
+        cb_plan.check_limit(p)
+    cb_plan.check_limit(p, ["partition"])          # the catalog and its chunks: under 3 h
+    cb_plan.check_limit(p, ["results/mine/load/nvme/seed/innodb/sorted"])   # one job: not planned here
+    with pytest.raises(ConfigError, match="run_limit_h"):
+        cb_plan.check_limit(p, ["load_index"])
+
+
+def dry_run(tmp_path, cfg: dict, *extra):
+    cfgfile = tmp_path / "my.yaml"
+    cfgfile.write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", "-s", str(REPO / "Snakefile"), "-d",
+                           str(tmp_path / "wd"), "--configfile", str(cfgfile), *extra],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_snakemake_plans_the_default_run_on_the_users_one_target(tmp_path):
+    mine = {**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}}
+    r = dry_run(tmp_path, mine)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)\s*$", r.stdout, re.M)}
+    cfg = as_run(mine)
+    assert set(re.findall(r"wildcards: .*target=(\w+)", out)) == {"nvme"}
+    assert counts["load_index_run"] == len(cfg["load"]["variants"]) * len(cfg["load"]["strategies"]) == 4
+    assert counts["catalog_part"] == run_plan(cfg)["counts"]["catalog"]["catalog_part"]
+    assert "queries_mysql" in counts and "restart_run" in counts   # the default run's stages
+    assert re.search(r"catbench: plan: 296,000 objects, 592,000 sources, 296,000 index rows", out), out[-3000:]
+    assert re.search(r"catbench: plan: expected ~\d+ min \(catalog .*load_index .*\)", out)
+    assert not (tmp_path / "x").exists()
+
+
+def test_snakemake_stops_a_run_over_its_limit_before_any_job(tmp_path):
+    r = dry_run(tmp_path, {**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}, "run_limit_h": 0.1})
+    out = r.stdout + r.stderr
+    assert r.returncode != 0
+    assert "config key 'run_limit_h': the run is expected to take" in out and "over the limit of 0.1 h" in out
+    assert not (tmp_path / "wd" / "results").exists() and "load_index_run" not in r.stdout
