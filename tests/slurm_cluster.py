@@ -26,7 +26,7 @@ def available() -> str | None:
     """None when Slurm and munge can run here, else the reason."""
     for tool in (*DAEMONS, "sbatch", "squeue", "sinfo", "srun"):
         if not (shutil.which(tool) or Path(f"/usr/sbin/{tool}").exists()):
-            return f"{tool} not installed (make env installs slurm-wlm and munge as root)"
+            return f"{tool} not installed (make test installs slurm-wlm and munge as root)"
     if os.geteuid() != 0:
         return "a private slurmd must run as root here"
     return None

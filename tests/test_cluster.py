@@ -36,7 +36,7 @@ HELPERS = ("mariadbd", "socat", "mbstream", "mariadb-backup", "mariabackup", "rs
 
 needs_galera = pytest.mark.skipif(not os.path.exists("/usr/lib/galera/libgalera_smm.so")
                                   or not shutil.which("wsrep_sst_mariabackup"),
-                                  reason="galera-4 and mariadb-backup not installed (make env)")
+                                  reason="galera-4 and mariadb-backup not installed (make test installs them as root)")
 
 
 def left_behind(root: Path) -> list[str]:

@@ -142,7 +142,7 @@ def plugin_options(binary: str, plugins) -> dict[str, str]:
         if where is None or not (where / f"{lib}.so").is_file():
             raise ServerError(f"storage engine {name} needs the server plugin {lib}.so, which is not in "
                               f"{where or 'the plugin_dir'} of {binary}; install it (Debian/Ubuntu: apt-get "
-                              f"install {package}; `make env` does it as root) or remove {name} from the "
+                              f"install {package}; `make run` with this config does it as root) or remove {name} from the "
                               f"config key load.engines")
         libs.append(lib)
     return {"plugin_load_add": ";".join(libs), **{name: "FORCE" for name in plugins}}

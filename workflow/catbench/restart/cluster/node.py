@@ -29,7 +29,7 @@ PROVIDERS = ("/usr/lib/galera/libgalera_smm.so", "/usr/lib/galera-4/libgalera_sm
              "/usr/lib64/galera-4/libgalera_smm.so", "/usr/lib64/galera/libgalera_smm.so",
              "/usr/local/lib/libgalera_smm.so")
 INSTALL_HINT = ("install Galera and the SST tools (Debian/Ubuntu: apt-get install galera-4 "
-                "mariadb-backup rsync socat; `make env` does it as root)")
+                "mariadb-backup rsync socat; `make run` with the cluster stage, or `make test`, does it as root)")
 # what each SST method runs besides its wsrep_sst_<method> script
 SST_TOOLS = {"mariabackup": (("mariadb-backup", "mariabackup"), ("socat",)), "rsync": (("rsync",),)}
 # Files of a datadir that are not state: the gcache ring buffer (allocated at start), the
