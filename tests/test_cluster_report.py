@@ -1,0 +1,136 @@
+"""Galera node restarts (results/<run>/cluster/) and the isolation records of measuring jobs in
+the final tables, the findings, the checks and the report, from files written here in the
+stages' own format (test_tables.write_cluster, write_isolation)."""
+
+import csv
+from pathlib import Path
+
+import pytest
+from catbench.report.html import make_report
+from catbench.report.stats import SEP
+from catbench.report.summary import summary_sections
+from catbench.report.tables import make_tables, read_tables
+from test_tables import make_run, write_cluster, write_isolation
+
+
+def read(path: Path) -> list:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def section(md: str, title: str) -> str:
+    start = md.index(title)
+    end = md.find("\n## ", start + 1)
+    return md[start:end if end >= 0 else None]
+
+
+@pytest.fixture
+def cluster_run(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    write_cluster(run, "disk", "node-crash", [6.0, 6.5, 7.0])
+    write_cluster(run, "disk", "node-restart-ist", [2.0, 2.2, 2.1], inserts_during=500.0)
+    write_cluster(run, "disk", "node-restart-sst", [20.0, 22.0, 21.0])
+    (run / "cluster" / "disk" / "node-crash.error.json").write_text('{"error": "an earlier attempt"}')
+    (run / "cluster" / "disk" / "summary.json").write_text('{"target": "disk", "rows_lost_total": 0}')
+    return run
+
+
+def test_cluster_table_and_finding(cluster_run):
+    make_tables(cluster_run)
+    rows = read(cluster_run / "tables" / "cluster_restart.csv")
+    assert [r["kind"] for r in rows if r["phase"] == "node_down"] == [
+        "node-restart-ist", "node-restart-sst", "node-crash"]          # the stage's order of kinds
+    by = {(r["kind"], r["phase"]): r for r in rows}
+    ans = by[("node-restart-sst", "process_start_to_first_answer")]
+    assert ans["n"] == "3" and float(ans["seconds"]) == 21.0
+    assert float(ans["seconds_min"]) == 20.0 and float(ans["seconds_max"]) == 22.0
+    assert float(ans["seconds_ci_low"]) < 20.0 < 22.0 < float(ans["seconds_ci_high"])
+    assert sorted(map(float, ans["seconds_values"].split(SEP))) == [20.0, 21.0, 22.0]
+    xfer = by[("node-restart-sst", "state_transfer")]
+    assert xfer["transfer"] == "SST" and int(xfer["transfer_bytes"]) == 5_000_000 and xfer["donors"] == "node2"
+    assert by[("node-crash", "state_transfer")]["transfer"] == "IST"
+    assert [r["phase"] for r in rows if r["kind"] == "node-crash"][:4] == [
+        "kill", "wsrep_recover", "innodb_crash_recovery", "node_down"]  # phases in the file's order
+    assert {r["acked_lost"] for r in rows} == {"0"} and {r["checksums_equal"] for r in rows} == {"true"}
+    assert by[("node-crash", "node_down")]["acked_inserts"] == "3000"
+
+    load = {(r["kind"], r["window"], r["role"]): r for r in read(cluster_run / "tables" / "cluster_load.csv")}
+    during = load[("node-restart-ist", "during", "insert")]
+    assert during["n"] == "3" and float(during["inserts_per_s"]) == 505.0 and during["nodes"] == "node1"
+    assert during["inserts_per_s_ci_low"] and len(during["inserts_per_s_values"].split(SEP)) == 3
+    assert load[("node-restart-ist", "during", "restarted")]["lookups_failed"] == "9"
+
+    md = (cluster_run / "tables" / "summary.md").read_text()
+    found = section(md, "### A Galera cluster node restarted under load")
+    assert "`node-restart-ist` (IST) **2.10 s** [" in found and "`node-restart-sst` (SST) **21.0 s** [" in found
+    assert "`node-crash` (IST) **6.50 s** [" in found and "after it went down" in found
+    assert "Inserts while the node was down: `node-restart-ist` 505 rows/s [" in found
+    assert "Acknowledged inserts lost: 0 of 3,000" in found and "FAILED" not in found
+    # the comparison rule judges the two fastest kinds: 2.1 s against 6.5 s, three repetitions each
+    assert "disk, node back to its first answer: `node-restart-ist` is " in found and "faster than `node-crash`" in found
+    checks = section(md, "## Checks")
+    assert "Cluster restart" not in checks     # (make_run's loads fail checks of their own)
+    alone = summary_sections({k: v for k, v in read_tables(cluster_run / "tables").items() if "cluster" in k})
+    assert "no acknowledged insert lost in a cluster node restart" in str(alone)
+    assert "| disk | node-restart-sst | SST | 3 |" in section(md, "## Cluster node restart")
+
+    html = make_report(cluster_run).read_text()
+    assert 'data-name="cluster_restart"' in html and 'href="tables/cluster_restart.csv"' in html
+    assert 'href="tables/isolation.csv"' in html
+
+
+def test_lost_acknowledged_inserts_are_a_failed_check(cluster_run):
+    write_cluster(cluster_run, "disk", "node-crash", [6.0, 6.5], lost=7)
+    make_tables(cluster_run)
+    rows = read(cluster_run / "tables" / "cluster_restart.csv")
+    crash = [r for r in rows if r["kind"] == "node-crash"]
+    assert {r["acked_lost"] for r in crash} == {"7"} and crash[0]["failed"].startswith("7 acknowledged inserts")
+    md = (cluster_run / "tables" / "summary.md").read_text()
+    checks = section(md, "## Checks")
+    assert "check(s) FAILED" in checks
+    assert "Cluster restart node-crash on disk: 7 acknowledged inserts lost" in checks
+    assert "**FAILED: acknowledged inserts lost** — `node-crash` 7 (of 3,000 acknowledged)" in md
+    html = make_report(cluster_run).read_text()
+    assert '<p class="fail">' in html and "Cluster restart node-crash on disk: 7 acknowledged inserts lost" in html
+    assert html.index("7 acknowledged inserts lost") < html.index('id="plots"')   # at the top, not in a table
+
+
+def test_a_measuring_job_that_did_not_run_alone_is_named(cluster_run):
+    for job in ("fio/a", "fio/b", "load/a/seed/innodb/sequential", "cluster/disk"):
+        write_isolation(cluster_run / job, job.split("/")[1])
+    make_tables(cluster_run)
+    md = (cluster_run / "tables" / "summary.md").read_text()
+    assert "All 4 measuring jobs ran alone (isolation.csv)." in section(md, "## Checks")
+    iso = read(cluster_run / "tables" / "isolation.csv")
+    assert {(r["stage"], r["job"]) for r in iso} >= {("cluster", "cluster/disk"), ("fio", "fio/a")}
+    assert {r["alone"] for r in iso} == {"true"} and float(iso[0]["seconds"]) == 10.5
+    # the isolation record beside the cluster results is not a restart kind
+    assert "isolation" not in {r["kind"] for r in read(cluster_run / "tables" / "cluster_restart.csv")}
+
+    write_isolation(cluster_run / "load/b/seed/sequential", "b", alone=False,
+                    others=["4242 catbench fio --target b"], slurm=["77 other-job"])
+    write_isolation(cluster_run / "fio/a", "a", alone=False, locks=["/tmp/catbench-measure-0.lock: {\"pid\": 9}"])
+    make_tables(cluster_run)
+    iso = read(cluster_run / "tables" / "isolation.csv")
+    assert [r["job"] for r in iso[:2]] == ["fio/a", "load/b/seed/sequential"]          # not alone first
+    assert iso[1]["other_catbench_jobs"] == "4242 catbench fio --target b" and iso[1]["other_slurm_jobs"] == "77 other-job"
+    checks = section((cluster_run / "tables" / "summary.md").read_text(), "## Checks")
+    assert "Measuring job load/b/seed/sequential did NOT run alone (met catbench command(s) 4242 catbench fio " \
+           "--target b; Slurm job(s) 77 other-job): do not trust its figures." in checks
+    assert "Measuring job fio/a did NOT run alone (met a lock held by /tmp/catbench-measure-0.lock" in checks
+    assert "ran alone (isolation.csv)" not in checks and "check(s) FAILED" in checks
+    html = make_report(cluster_run).read_text()
+    assert "Measuring job load/b/seed/sequential did NOT run alone" in html
+
+
+def test_a_run_without_the_cluster_stage(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    make_tables(run)
+    for t in ("cluster_restart", "cluster_load", "isolation"):
+        text = (run / "tables" / f"{t}.csv").read_text()
+        assert text.count("\n") == 1 and text.startswith(("target,kind,", "stage,job,")), t
+    md = (run / "tables" / "summary.md").read_text()
+    assert "Galera" not in md and "## Cluster node restart" not in md
+    assert "No isolation records in this run" in md
+    html = make_report(run).read_text()
+    assert 'data-name="cluster_restart"' not in html and "cluster restart: no data in this run" in html
