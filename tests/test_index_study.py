@@ -134,7 +134,7 @@ def test_estimate_command_prints_and_writes(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "estimate: target disk" in r.stdout and "load seed/innodb/sorted" in r.stdout
     doc = json.loads((tmp_path / "e.json").read_text())
-    assert doc["targets"]["tmpfs"]["need_bytes"] > 0 and doc["rows"] > 0
+    assert doc["targets"]["disk"]["need_bytes"] > 0 and doc["rows"] > 0
 
 
 # ---- refused before any job starts ---------------------------------------------------------------

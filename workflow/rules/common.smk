@@ -78,14 +78,13 @@ for _domain in cb_requests.measure_domains(config):
     workflow.register_resource(_domain, 1)  # one measuring job at a time per node (or host)
 # Optional measuring stages of this run: what `all` builds and the final tables require.
 STAGES = config["stages"]
-_STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "restart": "restart"}
+_STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "restart": "restart", "cluster": "cluster"}
 # Where the index input comes from: the partition stage, or straight from the generator
 # (index.source: generate, index.smk: no catalog, chunks or queries in that run).
 INDEX_SOURCE = config["index"]["source"]
 if INDEX_SOURCE == "generate" and "queries" in STAGES:
     raise WorkflowError("config key 'index.source': generate writes no chunk files, which the queries "
                         "stage needs; remove queries from 'stages' or set index.source: partition")
-# (the tables do not read the cluster stage's results/<run>/cluster/ yet)
 TABLE_REQUIRE = " ".join((["chunks", "metrics"] if INDEX_SOURCE == "partition" else ["metrics"])
                          + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
 # Targets that get a Galera cluster (cluster.targets, or all).

@@ -17,7 +17,7 @@ from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
 from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
-from .common import guarded
+from .common import guarded, measured
 from .restart import _read_config
 
 log = logging.getLogger(__name__)
@@ -72,4 +72,4 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--server-binary", help="server.binary: the mariadbd to use")
     p.add_argument("--seed", type=int, help="seed of lookup keys and the workload (config: seed)")
     p.add_argument("--keep-data", action="store_true", help="keep the nodes' datadirs afterwards")
-    p.set_defaults(func=guarded(cmd_cluster, EXPECTED, "cluster"))
+    p.set_defaults(func=guarded(measured(cmd_cluster), EXPECTED, "cluster"))

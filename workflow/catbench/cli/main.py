@@ -28,12 +28,11 @@ log = logging.getLogger("catbench")
 
 def _config(text: str) -> dict:
     """--config takes a JSON object (the sections a rule gives its job) or a path to a
-    YAML/JSON file (a whole config)."""
-    from ..core.config import validate
+    YAML/JSON file (a user's config, over its ``base`` as the workflow reads it)."""
+    from ..core.config import load, validate
     if text.lstrip().startswith("{"):
         return validate(json.loads(text), whole=False)
-    import yaml
-    return validate(yaml.safe_load(Path(text).read_text()))
+    return load(text)
 
 
 def cmd_validate(a):

@@ -13,7 +13,7 @@ import jsonschema
 import yaml
 
 from .layout import MAX_COPIES, n_copies
-from .resources import SCHEMA_PATH
+from .resources import SCHEMA_PATH, repo_dir
 from .server_tools import ServerError, validate_settings
 
 
@@ -260,10 +260,11 @@ def check_section(name: str, value: dict):
 
 
 def load(path, overrides: dict | None = None) -> dict:
+    """A config file as the workflow reads it: over its ``base``, then validated."""
     with open(path) as f:
         cfg = yaml.safe_load(f) or {}
     cfg.update(overrides or {})
-    return validate(cfg)
+    return validate(layered(cfg, repo_dir()))
 
 
 # -- derived sizes, used by the rules to lay out the DAG -------------------------------

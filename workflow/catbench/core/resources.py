@@ -9,6 +9,11 @@ from pathlib import Path
 _REPO = Path(__file__).resolve().parents[3]
 
 
+def repo_dir() -> Path:
+    """The workflow directory (the repository): where a config's ``base`` is found."""
+    return _REPO
+
+
 def resources_dir() -> Path:
     """Repository ``resources/`` (override with CATBENCH_RESOURCES)."""
     env = os.environ.get("CATBENCH_RESOURCES")
