@@ -1,7 +1,8 @@
 """Where the catalog's copies of the base patch go on the sky, how they are split into
 parts, and which parts each partition map job takes: the DAG's shape (common.smk,
 partition.smk), the config check and the catalog stage all need it, so it lives in core
-(see prepare/catalog.md for the duplication itself)."""
+(see prepare/catalog.md for the duplication itself), with the density the copies are
+thinned or thickened to (``catalog.density``, density.md)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,13 @@ MAX_COPIES = COPY_STRIDE
 PART_TEXT = ("Object", "Source")
 
 
-def copy_layout(cat: dict) -> np.ndarray:
-    """One row per copy: dec centre, ra start. Copies are ordered band by band from
-    dec_min; a band whose stretched slot is wider than the ra range gets none."""
+LAYER_STEP = (0.7548776662466927, 0.5698402909980532)  # R2 sequence: layers spread evenly
+
+
+def placements(cat: dict) -> np.ndarray:
+    """Where the patch goes, one row per place: dec centre, ra start. Places are ordered
+    band by band from dec_min; a band whose stretched slot is wider than the ra range gets
+    none."""
     p, sky = cat["patch"], cat["sky"]
     width, height = float(p["ra_width_deg"]), float(p["dec_height_deg"])
     ra_range = sky["ra_max_deg"] - sky["ra_min_deg"]
@@ -38,15 +43,63 @@ def copy_layout(cat: dict) -> np.ndarray:
     return np.array(rows, dtype=[("dec_centre", "f8"), ("ra_start", "f8")])
 
 
+COPY = [("dec_centre", "f8"), ("ra_start", "f8"), ("ra_shift", "f8"), ("dec_shift", "f8"),
+        ("keep", "i8"), ("width", "f8"), ("height", "f8")]   # the last two: the patch's
+
+
+def copy_layout(cat: dict) -> np.ndarray:
+    """One row per copy: dec centre, ra start, the shift of its patch (a layer), and the
+    patch objects it keeps (the first ``keep``). A place gets round(factor x patch
+    objects) objects of ``catalog.density`` (core/density.py): full layers, the first
+    unshifted, then the rest as a last, thinned layer; none when that is 0. ``uniform``:
+    one unshifted, whole copy per place."""
+    places, n = placements(cat), int(cat["patch"]["objects"])
+    model = cat["density"]
+    out = np.zeros(len(places), COPY)
+    width, height = float(cat["patch"]["ra_width_deg"]), float(cat["patch"]["dec_height_deg"])
+    out["dec_centre"], out["ra_start"], out["keep"] = places["dec_centre"], places["ra_start"], n
+    out["width"], out["height"] = width, height
+    if model["model"] == "uniform" or not len(places):
+        return out
+    dec = places["dec_centre"]
+    ra = places["ra_start"] + width / 2 / np.cos(np.radians(dec))
+    total = np.rint(factors(np.mod(ra, 360.0), dec, model) * n).astype(np.int64)
+    layers = -(-total // n)                                   # ceil
+    rows = np.repeat(np.arange(len(places)), layers)
+    layer = np.arange(len(rows)) - np.repeat(np.cumsum(layers) - layers, layers)
+    out = np.zeros(len(rows), COPY)
+    out["dec_centre"], out["ra_start"] = places["dec_centre"][rows], places["ra_start"][rows]
+    out["ra_shift"] = np.mod(layer * LAYER_STEP[0], 1.0) * width
+    out["dec_shift"] = np.mod(layer * LAYER_STEP[1], 1.0) * height
+    out["keep"] = np.minimum(n, total[rows] - layer * n)
+    out["width"], out["height"] = width, height
+    return out
+
+
 def n_copies(cat: dict) -> int:
     return len(copy_layout(cat))
 
 
+def catalog_objects(cat: dict) -> int:
+    """Objects of the whole catalog (every copy's kept objects)."""
+    return int(copy_layout(cat)["keep"].sum())
+
+
 def part_copies(cat: dict) -> list[range]:
-    """Copies of each catalog part: ``max_objects_per_part`` bounds a part's memory."""
-    per = max(1, int(cat["max_objects_per_part"]) // int(cat["patch"]["objects"]))
-    n = n_copies(cat)
-    return [range(s, min(s + per, n)) for s in range(0, n, per)]
+    """Copies of each catalog part: runs of whole copies holding at most
+    ``max_objects_per_part`` objects (at least one copy), which bounds a part's memory."""
+    keep, limit = copy_layout(cat)["keep"], int(cat["max_objects_per_part"])
+    n = int(cat["patch"]["objects"])
+    if (keep == n).all():   # every copy whole: equal runs
+        per = max(1, limit // n)
+        return [range(s, min(s + per, len(keep))) for s in range(0, len(keep), per)]
+    parts, start, held = [], 0, 0
+    for c, k in enumerate(keep.tolist()):
+        if c > start and held + k > limit:
+            parts.append(range(start, c))
+            start, held = c, 0
+        held += k
+    return parts + ([range(start, len(keep))] if len(keep) else [])
 
 
 def map_batches(cfg: dict) -> list[range]:
@@ -55,9 +108,105 @@ def map_batches(cfg: dict) -> list[range]:
     holds one part at a time, so this bounds its run time, not its memory; fewer jobs pay
     fewer process start-ups (~0.5 CPU-s each, as much as mapping a 2 M-row part)."""
     cat = cfg["catalog"]
-    parts = part_copies(cat)
-    per_copy = int(cat["patch"]["objects"]) * (1 + float(cat["sources_per_object"]))
-    part_rows = max((len(c) for c in parts), default=1) * per_copy
+    parts, keep = part_copies(cat), copy_layout(cat)["keep"]
+    part_rows = max((int(keep[c.start:c.stop].sum()) for c in parts), default=1) \
+        * (1 + float(cat["sources_per_object"]))
     per_job = max(1, int(cfg["partition"]["max_rows_per_map"] // max(part_rows, 1)))
     jobs = math.ceil(len(parts) / per_job)
     return [range(len(parts) * k // jobs, len(parts) * (k + 1) // jobs) for k in range(jobs)]
+
+
+# -- the density model (catalog.density) ------------------------------------------------
+# How crowded the duplicated sky is: ``uniform``, or ``galactic``, a star-count model in
+# galactic coordinates (l, b) that each copy of the base patch is thinned or thickened to
+# (copy_layout). density.md beside this file gives the model, its figures and sources.
+#
+# ``galactic`` relative density, in units of the halo at the galactic poles:
+#
+#     rho(l, b) = 1                                                         halo
+#               + thick_peak exp(-|b| / thick_scale_deg)                    thick disc
+#               + disc_peak exp(-(|l| / disc_half_length_deg)^4 - b^2 / (2 disc_sigma_b_deg^2))
+#               + bulge_peak exp(-l^2 / (2 bulge_sigma_l_deg^2) - b^2 / (2 bulge_sigma_b_deg^2))
+#               + sum over clouds: peak exp(-d^2 / (2 sigma_deg^2))         d: angle to its centre
+#
+# with l in (-180, 180]. A copy's factor is rho at its centre over the mean of rho at every
+# copy centre of the run's sky region (so the region holds, on average, the patch's density:
+# as many rows as ``uniform``), at most ``max_factor``.
+
+# ICRS (equatorial J2000) -> galactic: the Hipparcos definition (ESA 1997, vol. 1, eq.
+# 1.5.11), the IAU 1958 system rotated to ICRS: x_gal = A_G @ x_icrs.
+A_G = np.array([
+    [-0.0548755604162154, -0.8734370902348850, -0.4838350155487132],
+    [+0.4941094278755837, -0.4448296299600112, +0.7469822444972189],
+    [-0.8676661490190047, -0.1980763734312015, +0.4559837761750669],
+])
+
+
+def _unit(lon_deg, lat_deg) -> np.ndarray:
+    lon, lat = np.radians(lon_deg), np.radians(lat_deg)
+    return np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
+
+
+def _angles(xyz) -> tuple[np.ndarray, np.ndarray]:
+    lon = np.degrees(np.arctan2(xyz[1], xyz[0])) % 360.0
+    lat = np.degrees(np.arcsin(np.clip(xyz[2], -1.0, 1.0)))
+    return lon, lat
+
+
+def to_galactic(ra, dec) -> tuple[np.ndarray, np.ndarray]:
+    """(l, b) in degrees, l in [0, 360), of equatorial (ra, dec) in degrees."""
+    return _angles(np.tensordot(A_G, _unit(np.asarray(ra, float), np.asarray(dec, float)), 1))
+
+
+def to_equatorial(l, b) -> tuple[np.ndarray, np.ndarray]:
+    """(ra, dec) in degrees of galactic (l, b) in degrees (A_G is a rotation: its
+    inverse is its transpose)."""
+    return _angles(np.tensordot(A_G.T, _unit(np.asarray(l, float), np.asarray(b, float)), 1))
+
+
+def relative(l, b, model: dict) -> np.ndarray:
+    """The galactic model's density at (l, b) (degrees), 1 = the halo at the poles."""
+    l = (np.asarray(l, float) + 180.0) % 360.0 - 180.0     # (-180, 180]
+    b = np.asarray(b, float)
+    m = model
+    rho = 1.0 + m["thick_peak"] * np.exp(-np.abs(b) / m["thick_scale_deg"])
+    rho = rho + m["disc_peak"] * np.exp(-(np.abs(l) / m["disc_half_length_deg"]) ** 4
+                                        - b ** 2 / (2.0 * m["disc_sigma_b_deg"] ** 2))
+    rho = rho + m["bulge_peak"] * np.exp(-l ** 2 / (2.0 * m["bulge_sigma_l_deg"] ** 2)
+                                         - b ** 2 / (2.0 * m["bulge_sigma_b_deg"] ** 2))
+    here = _unit(l, b)
+    for c in m["clouds"]:
+        cos_d = np.tensordot(_unit(c["l_deg"], c["b_deg"]), here, 1)
+        d = np.degrees(np.arccos(np.clip(cos_d, -1.0, 1.0)))
+        rho = rho + c["peak"] * np.exp(-d ** 2 / (2.0 * c["sigma_deg"] ** 2))
+    return rho
+
+
+def at_equatorial(ra, dec, model: dict) -> np.ndarray:
+    """The model's relative density at equatorial (ra, dec): 1 everywhere for uniform."""
+    if model["model"] == "uniform":
+        return np.ones(np.shape(ra))
+    return relative(*to_galactic(ra, dec), model)
+
+
+def factors(ra, dec, model: dict) -> np.ndarray:
+    """Each copy's density factor (copies centred at ``ra``, ``dec``): the model over its
+    mean at those centres, at most ``max_factor``; exactly 1 for uniform."""
+    if model["model"] == "uniform" or len(np.atleast_1d(ra)) == 0:
+        return np.ones(np.shape(ra))
+    rho = at_equatorial(ra, dec, model)
+    return np.minimum(rho / rho.mean(), float(model["max_factor"]))
+
+
+def per_deg2(cells_deg: float, model: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The model on a grid of ~``cells_deg``-wide cells of equal area (cells_deg^2 each,
+    in bands of equal height): (l, b, relative density) at the cells' centres."""
+    rows = int(round(180.0 / cells_deg))
+    ls, bs = [], []
+    for k in range(rows):
+        b = -90.0 + (k + 0.5) * 180.0 / rows
+        n = max(1, int(round(360.0 * np.cos(np.radians(b)) / cells_deg)))
+        ls.append((np.arange(n) + 0.5) * 360.0 / n)
+        bs.append(np.full(n, b))
+    l, b = np.concatenate(ls), np.concatenate(bs)
+    return l, b, relative(l, b, model)

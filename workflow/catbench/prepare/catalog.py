@@ -9,6 +9,7 @@ area (the DMTR-21 150-node duplication). See catalog.md.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ from ..core.layout import (  # noqa: F401
 )
 from .arrays import arrow, numpy
 from .ids import IdLayout
-from .rowtext import TextWriter, text_of
+from .rowtext import COPY_ROWS, TextWriter, text_of
 
 BANDS = "ugrizy"
 # Single-visit 5-sigma depths (AB mag), LSST-like; flux sigma = depth flux / 5.
@@ -90,6 +91,11 @@ def generate_patch(cat: dict, seed: int) -> Patch:
         dec[:n_cl] = c_dec[centres] + rng.normal(0.0, 1.0, n_cl) * sig[centres]
     ra = np.mod(ra, width)                                   # periodic patch
     dec = np.mod(dec + height / 2, height) - height / 2
+    if cat["density"]["model"] != "uniform":
+        # Rows in random sky order, so a copy thinned to its first ``keep`` rows keeps a
+        # random sample of the patch (copy_layout); uniform keeps its rows (and bytes).
+        order = np.random.default_rng([seed, 31]).permutation(n)
+        ra, dec = ra[order], dec[order]
 
     mags = _magnitudes(rng, n)
     flux_true = mag_to_flux(mags)
@@ -159,6 +165,16 @@ def write_shared_text(patch: Patch, object_path, source_path):
         with TextWriter(path, VARYING[kind], table.num_rows) as w:
             w.write(text_of(table, range(VARYING[kind], table.num_columns)))
 
+def layer(ra, dec, ra_shift, dec_shift, width, height):
+    """Patch-local positions of a layer: shifted by (ra_shift, dec_shift), wrapped in the
+    periodic patch; the positions themselves when unshifted (every copy of ``uniform``)."""
+    if ra_shift:
+        ra = np.mod(ra + ra_shift, width)
+    if dec_shift:
+        dec = np.mod(dec + height / 2 + dec_shift, height) - height / 2
+    return ra, dec
+
+
 def _band(dec, dec_centre):
     """Declinations of a copy centred at ``dec_centre`` and the stretch of its ra: the same
     for every copy of a band (the index-only path keeps them)."""
@@ -173,20 +189,32 @@ def _move(ra, dec, dec_centre, ra_start):
 
 
 def duplicate(patch: Patch, layout: np.ndarray, copy: int, ids: IdLayout) -> tuple[pa.Table, pa.Table]:
-    """Copy number ``copy`` of the patch: moved, with ids unique across copies (``ids``:
-    the catalog's id layout, ids.py); each Source keeps its Object's id."""
-    dc, rs = layout["dec_centre"][copy], layout["ra_start"][copy]
+    """Copy number ``copy`` of the patch: its first ``keep`` objects (and their Sources),
+    shifted as its layer and moved, with ids unique across copies (``ids``: the catalog's
+    id layout, ids.py); each Source keeps its Object's id and moves with it."""
+    row = layout[copy]
+    keep, dc, rs = int(row["keep"]), row["dec_centre"], row["ra_start"]
     o, s = patch.objects, patch.sources
     # numpy/Arrow through buffers (arrays.py): to_numpy/pa.array would import pandas.
-    ra, dec = _move(numpy(o["ra_PS"]), numpy(o["decl_PS"]), dc, rs)
     local = numpy(o["objectId"])
-    oid = ids.ids(local, copy, *ids.locate(ra, dec, f"copy {copy}"))
     by_local = np.empty(len(local) + 1, np.int64)   # patch-local ids are 1..n
-    by_local[local] = oid
+    by_local[local] = np.arange(len(local))
+    owner = by_local[numpy(s["objectId"])]           # the patch row of each Source's Object
+    n_src = int(np.searchsorted(owner, keep)) if keep < len(local) else len(owner)
+    if keep < len(local):
+        o, s, local, owner = o.slice(0, keep), s.slice(0, n_src), local[:keep], owner[:n_src]
+    o_ra, o_dec = numpy(o["ra_PS"]), numpy(o["decl_PS"])
+    s_ra, s_dec = numpy(s["ra"]), numpy(s["decl"])
+    if row["ra_shift"] or row["dec_shift"]:
+        l_ra, l_dec = layer(o_ra, o_dec, row["ra_shift"], row["dec_shift"], row["width"], row["height"])
+        s_ra, s_dec = s_ra + (l_ra - o_ra)[owner], s_dec + (l_dec - o_dec)[owner]
+        o_ra, o_dec = l_ra, l_dec
+    ra, dec = _move(o_ra, o_dec, dc, rs)
+    oid = ids.ids(local, copy, *ids.locate(ra, dec, f"copy {copy}"))
     obj = _replaced(o, arrow(oid), arrow(ra), arrow(dec))
-    sra, sdec = _move(numpy(s["ra"]), numpy(s["decl"]), dc, rs)
+    sra, sdec = _move(s_ra, s_dec, dc, rs)
     src = _replaced(s, arrow(numpy(s["sourceId"]) * COPY_STRIDE + copy),
-                    arrow(by_local[numpy(s["objectId"])]), arrow(sra), arrow(sdec))
+                    arrow(oid[owner]), arrow(sra), arrow(sdec))
     return obj, src
 
 
@@ -203,6 +231,7 @@ def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, sou
     name -> path: the workflow gives those of PART_TEXT), the text of its rows' varying
     columns; return its row counts."""
     n_obj = n_src = 0
+    sizes = _copy_sizes(patch, layout, copies)
     with contextlib.ExitStack() as stack:
         otmp = stack.enter_context(atomic_path(object_path))
         stmp = stack.enter_context(atomic_path(source_path))
@@ -223,4 +252,21 @@ def write_part(patch: Patch, layout: np.ndarray, copies: range, object_path, sou
             n_src += src.num_rows
             if progress:
                 progress(k + 1, len(copies), n_obj + n_src)
+        if sizes is not None:
+            for writer, rows in zip((ow, sw), sizes):
+                writer.add_key_value_metadata({COPY_ROWS: json.dumps(rows)})
     return {"copies": len(copies), "objects": n_obj, "sources": n_src}
+
+
+def _copy_sizes(patch: Patch, layout: np.ndarray, copies: range) -> tuple[list, list] | None:
+    """The (Object, Source) rows of each copy of a part when a copy is thinned, None when
+    every copy is whole. Written in the part's Parquet metadata (rowtext.COPY_ROWS): the
+    partition stage then finds each row's patch row without assuming whole copies."""
+    keep = layout["keep"][copies.start:copies.stop]
+    n = patch.objects.num_rows
+    if (keep == n).all():
+        return None
+    by_local = np.empty(n + 1, np.int64)
+    by_local[numpy(patch.objects["objectId"])] = np.arange(n)
+    owner = by_local[numpy(patch.sources["objectId"])]
+    return keep.tolist(), np.searchsorted(owner, keep).tolist()

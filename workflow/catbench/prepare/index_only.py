@@ -25,7 +25,7 @@ import numpy as np
 from ..core.files import atomic_path
 from ..core.index_input import MANIFEST, write_manifest
 from ..core.layout import copy_layout
-from .catalog import _band, generate_patch
+from .catalog import _band, generate_patch, layer
 from .chunker import Chunker, check_coordinates
 from .ids import IdLayout
 from .indextext import IndexText
@@ -41,8 +41,10 @@ def _setup(cfg: dict):
     patch = generate_patch(cfg["catalog"], cfg["seed"]).objects
     p = cfg["partition"]
     chunker = Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
+    layout = copy_layout(cfg["catalog"])
     _STATE.update(oid=patch["objectId"].to_numpy(), ra=patch["ra_PS"].to_numpy(),
-                  dec=patch["decl_PS"].to_numpy(), layout=copy_layout(cfg["catalog"]),
+                  dec=patch["decl_PS"].to_numpy(), layout=layout,
+                  starts=np.r_[0, np.cumsum(layout["keep"])],   # each copy's first row
                   chunker=chunker, text=IndexText(WRITE_ROWS), band=None, ids=IdLayout(cfg))
 
 
@@ -54,15 +56,19 @@ def bounds(total: int, n_files: int) -> list[int]:
 
 def _copy_rows(copy: int, lo: int, hi: int):
     """(objectId, chunkId, subChunkId) of objects lo..hi-1 of one copy. The copies of a
-    band share their declinations, ra stretch and sub-stripes: made once a band."""
+    band (and layer: its dec shift) share their declinations, ra stretch and sub-stripes:
+    made once a band."""
     s = _STATE
-    lay = s["layout"]
-    if s.get("band") is None or s["band"][0] != lay["dec_centre"][copy]:
-        dec, stretch = _band(s["dec"], lay["dec_centre"][copy])
+    row = s["layout"][copy]
+    key = (row["dec_centre"], row["dec_shift"])
+    if s.get("band") is None or s["band"][0] != key:
+        _, local_dec = layer(s["ra"][:0], s["dec"], 0.0, row["dec_shift"], row["width"], row["height"])
+        dec, stretch = _band(local_dec, row["dec_centre"])
         check_coordinates(np.zeros_like(dec), dec, where=f"copy {copy}")
-        s["band"] = (lay["dec_centre"][copy], stretch, s["chunker"].sub_stripe(dec))
+        s["band"] = (key, stretch, s["chunker"].sub_stripe(dec))
     _, stretch, sub_stripe = s["band"]
-    ra = np.mod(lay["ra_start"][copy] + s["ra"][lo:hi] * stretch[lo:hi], 360.0)  # as catalog._move
+    local_ra, _ = layer(s["ra"][lo:hi], None, row["ra_shift"], 0.0, row["width"], row["height"])
+    ra = np.mod(row["ra_start"] + local_ra * stretch[lo:hi], 360.0)  # as catalog._move
     ra[ra == 360.0] = 0.0  # as locate's check (finite by construction, in [0, 360])
     chunk, sub = s["chunker"].locate_in(ra, sub_stripe[lo:hi])
     return s["ids"].ids(s["oid"][lo:hi], copy, chunk, sub), chunk, sub
@@ -74,7 +80,7 @@ def _write_file(args) -> tuple[str, int, int, int]:
     batches of ``WRITE_ROWS`` rows: with small patches the per-write cost dominated
     (0.05 M rows/s at 100 objects a copy), and a batch bounds the memory."""
     k, first, end, out_numeric, out_char = args
-    n_obj = len(_STATE["oid"])
+    starts = _STATE["starts"]
     name = f"part-{k:05d}.tsv"
     with atomic_path(Path(out_numeric) / name) as num_tmp, atomic_path(Path(out_char) / name) as chr_tmp, \
             open(num_tmp, "wb") as num, open(chr_tmp, "wb") as char:
@@ -82,8 +88,9 @@ def _write_file(args) -> tuple[str, int, int, int]:
         while row < end:
             stop, batch = min(end, row + WRITE_ROWS), []
             while row < stop:
-                copy, lo = divmod(row, n_obj)
-                hi = min(n_obj, lo + (stop - row))
+                copy = int(np.searchsorted(starts, row, side="right")) - 1
+                lo = row - int(starts[copy])
+                hi = min(int(starts[copy + 1] - starts[copy]), lo + (stop - row))
                 batch.append(_copy_rows(copy, lo, hi))
                 row += hi - lo
             numeric, padded = _STATE["text"].lines(*(np.concatenate([b[i] for b in batch]) for i in range(3)))
@@ -106,7 +113,7 @@ def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | N
     ``parts`` > 1 only the files of ``part`` (each folder's manifest then lists just them)."""
     t0 = time.monotonic()
     _setup(cfg)
-    whole = len(_STATE["layout"]) * len(_STATE["oid"])
+    whole = int(_STATE["starts"][-1])
     total = whole if rows is None else min(int(rows), whole)
     if total <= 0:
         raise ValueError("the catalog has no objects: nothing to write to the index input")

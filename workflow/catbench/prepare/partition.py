@@ -38,7 +38,7 @@ from .arrays import lpad, numpy, table, take
 from .catalog import VARYING
 from .chunker import Chunker
 from .chunkfiles import ChunkFiles
-from .rowtext import PartText, column_text, formatted, join, repeat
+from .rowtext import PartText, column_text, copy_rows, formatted, join, patch_rows, repeat
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +214,9 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
                 present = [(name, locs[name]) for name in names if locs[name] is not None]
                 if present:
-                    text = PartText(shared_texts[i], open_parquet(parquets[i]).metadata.num_rows,
-                                    texts[k][i] if texts else None) if tsv and shared_texts else None
+                    meta = open_parquet(parquets[i])
+                    text = PartText(shared_texts[i], meta.metadata.num_rows, texts[k][i] if texts
+                                    else None, copy_rows(meta)) if tsv and shared_texts else None
                     _cut(present, text, _load(parquets[i], present, text, formats, shared_rows[i]),
                          files)
             files.complete(complete.get(k, ()))
@@ -281,9 +282,9 @@ def _load(path, present, text: PartText | None, formats, shared: SharedRows | No
 
 
 class SharedRows:
-    """A catalog part's rows with their shared columns taken from the patch (a part's row
-    r holds patch row r % patch rows in every column but the leading ``VARYING``, see
-    catalog.duplicate): only the varying columns are decoded from the part, 22% of an
+    """A catalog part's rows with their shared columns taken from the patch (a copy's row
+    k holds patch row k in every column but the leading ``VARYING``, see
+    catalog.duplicate and rowtext.patch_rows): only the varying columns are decoded from the part, 22% of an
     Object row's bytes. Decoding every column was a third of a reduce's CPU."""
 
     def __init__(self, patch_path, kind: str):
@@ -292,14 +293,16 @@ class SharedRows:
 
     def rows(self, part_path, rows: np.ndarray) -> pa.Table:
         f = open_parquet(part_path)
-        n = len(self.patch)
-        if f.schema_arrow != self.patch.schema or n == 0 or f.metadata.num_rows % n:
+        n, sizes = len(self.patch), copy_rows(f)
+        whole = sizes is None and n and f.metadata.num_rows % n == 0
+        thinned = sizes is not None and sum(sizes) == f.metadata.num_rows and max(sizes, default=0) <= n
+        if f.schema_arrow != self.patch.schema or n == 0 or not (whole or thinned):
             raise ValueError(f"{part_path} ({f.metadata.num_rows} rows) is not made of "
                              f"copies of the patch {self.path} ({n} rows): re-run the "
                              f"catalog stage")
         names = self.patch.schema.names
         own = _take_rows(part_path, rows, names[:self.varying])
-        shared = take(self.patch.select(names[self.varying:]), rows % n, checked=False)
+        shared = take(self.patch.select(names[self.varying:]), patch_rows(rows, n, sizes), checked=False)
         return pa.Table.from_arrays(own.columns + shared.columns, schema=self.patch.schema)
 
 

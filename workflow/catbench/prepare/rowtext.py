@@ -37,6 +37,26 @@ from .arrays import arrow, call, cast, take
 NULL = "\\N"
 TEXT = pa.large_string()
 META = b"catbench.text"
+# A catalog part's Parquet metadata when a copy is thinned (catalog._copy_sizes): the
+# rows of each copy, a JSON list. Without it every copy holds the whole patch.
+COPY_ROWS = b"catbench.copy_rows"
+
+
+def copy_rows(parquet_file) -> list[int] | None:
+    """The rows of each copy of a catalog part (a ``pq.ParquetFile``; its file metadata's
+    COPY_ROWS), None: whole copies."""
+    meta = parquet_file.metadata.metadata or {}
+    return json.loads(meta[COPY_ROWS]) if COPY_ROWS in meta else None
+
+
+def patch_rows(rows: np.ndarray, n: int, sizes: list[int] | None) -> np.ndarray:
+    """The patch row of each of a part's rows ``rows``: a copy's row k holds the patch's
+    row k (a thinned copy its first rows). Whole copies of ``n`` rows when ``sizes`` is
+    None, else copies of ``sizes`` rows."""
+    if sizes is None:
+        return rows % n
+    starts = np.r_[0, np.cumsum(sizes)]
+    return rows - starts[np.searchsorted(starts, rows, side="right") - 1]
 
 
 def repeat(text: str, n: int) -> pa.Array:
@@ -206,10 +226,13 @@ class PartText:
     the catalog stage wrote one (``varying_path``), else formatted here from the rows'
     varying columns (``lines(table=...)``): see catalog.PART_TEXT."""
 
-    def __init__(self, shared_path, rows: int, varying_path=None):
+    def __init__(self, shared_path, rows: int, varying_path=None, sizes: list[int] | None = None):
         shared, self.meta = read_text(shared_path)
         self.shared = pa.concat_arrays(shared) if len(shared) != 1 else shared[0]
-        if len(self.shared) != self.meta["rows"] or rows % len(self.shared):
+        self.sizes_of_copies = sizes    # rows of each copy (copy_rows), None: whole copies
+        whole = sizes is None and rows % max(len(self.shared), 1) == 0
+        fits = sizes is not None and sum(sizes) == rows and max(sizes, default=0) <= len(self.shared)
+        if len(self.shared) != self.meta["rows"] or not (whole or fits):
             raise ValueError(f"{shared_path} ({self.meta}, {len(self.shared)} rows) does not "
                              f"describe the patch of a catalog part of {rows} rows: re-run "
                              f"the catalog stage")
@@ -232,7 +255,7 @@ class PartText:
     def lines(self, rows: np.ndarray, chunk_id, sub_id, table: pa.Table | None = None) -> Lines:
         """Lines of the part's rows ``rows`` (``table``: those rows' varying columns, when
         there is no varying text file): only the batches holding them are gathered."""
-        shared = (self.tabbed, rows % len(self.shared))
+        shared = (self.tabbed, patch_rows(rows, len(self.shared), self.sizes_of_copies))
         if self.batches is None:  # each column a piece: the gather places the tabs
             own = np.arange(len(rows))
             texts = column_texts(table, range(self.varying))
