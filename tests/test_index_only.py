@@ -178,3 +178,29 @@ def test_chunk_order_same_bytes_from_both_paths(tmp_path, id_layout):
     assert np.array_equal(after, before[np.argsort(before[:, 1], kind="stable")])
     sizes = [scan_file(f, VARIANTS["seed"]).rows for f in list_input(full / "input_seed")]
     assert len(sizes) == INDEX_FILES and max(sizes) - min(sizes) <= 1
+
+
+def galactic_config(id_layout: str):
+    """small_config on a sky crossing the galactic plane, thinned and thickened copies."""
+    cfg = small_config()
+    cfg["catalog"]["sky"].update(ra_min_deg=275, ra_max_deg=295)
+    cfg["catalog"]["density"]["model"] = "galactic"
+    cfg["catalog"]["id_layout"] = id_layout
+    return cfg
+
+
+@pytest.mark.parametrize("id_layout", ["random", "spatial", "interleaved"])
+def test_galactic_density_same_bytes_as_the_full_path(tmp_path, id_layout):
+    from catbench.core.layout import copy_layout, placements
+    cfg = galactic_config(id_layout)
+    layout, n = copy_layout(cfg["catalog"]), cfg["catalog"]["patch"]["objects"]
+    assert (layout["keep"] < n).any() and len(layout) > len(placements(cfg["catalog"]))
+    full = _full_path_index(cfg, tmp_path / "full")
+    r = generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_seed", workers=2)
+    assert _files(tmp_path / "a/input") == _files(full / "input")
+    assert _files(tmp_path / "a/input_seed") == _files(full / "input_seed")
+    keys = _keys(*sorted((full / "input").glob("part-*.tsv")))[:, 0]
+    assert r["rows"] == len(keys) == layout["keep"].sum() and len(np.unique(keys)) == len(keys)
+    part = generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_seed",
+                          rows=int(layout["keep"][:3].sum()) + 7)   # a row limit inside a thinned copy
+    assert part["rows"] == int(layout["keep"][:3].sum()) + 7

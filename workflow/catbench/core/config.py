@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .layout import MAX_COPIES, n_copies
+from .layout import MAX_COPIES, catalog_objects, n_copies
 from .resources import SCHEMA_PATH, repo_dir
 from .server_tools import ServerError, validate_settings
 
@@ -271,11 +271,11 @@ def load(path, overrides: dict | None = None) -> dict:
 
 def estimated_rows(cfg: dict) -> int:
     cat = cfg["catalog"]
-    return int(n_copies(cat) * cat["patch"]["objects"] * (1 + cat["sources_per_object"]))
+    return int(catalog_objects(cat) * (1 + cat["sources_per_object"]))
 
 
 def estimated_objects(cfg: dict) -> int:
-    return int(n_copies(cfg["catalog"]) * cfg["catalog"]["patch"]["objects"])
+    return catalog_objects(cfg["catalog"])
 
 
 def target_dir(cfg: dict, name: str) -> Path:

@@ -63,7 +63,7 @@ def copy_layout(cat: dict) -> np.ndarray:
         return out
     dec = places["dec_centre"]
     ra = places["ra_start"] + width / 2 / np.cos(np.radians(dec))
-    total = np.rint(factors(np.mod(ra, 360.0), dec, model) * n).astype(np.int64)
+    total = _rounded(factors(np.mod(ra, 360.0), dec, model) * n)
     layers = -(-total // n)                                   # ceil
     rows = np.repeat(np.arange(len(places)), layers)
     layer = np.arange(len(rows)) - np.repeat(np.cumsum(layers) - layers, layers)
@@ -73,6 +73,16 @@ def copy_layout(cat: dict) -> np.ndarray:
     out["dec_shift"] = np.mod(layer * LAYER_STEP[1], 1.0) * height
     out["keep"] = np.minimum(n, total[rows] - layer * n)
     out["width"], out["height"] = width, height
+    return out
+
+
+def _rounded(objects: np.ndarray) -> np.ndarray:
+    """Whole objects per place summing to the rounded total (largest remainders first, the
+    earlier place on a tie): uncapped, the region holds exactly uniform's objects."""
+    out = np.floor(objects).astype(np.int64)
+    short = int(round(float(objects.sum()))) - int(out.sum())
+    if short > 0:
+        out[np.argsort(out - objects, kind="stable")[:short]] += 1
     return out
 
 
