@@ -152,7 +152,8 @@ def _magnitudes(rng, n):
 # -- duplication ----------------------------------------------------------------------
 
 # A copy changes only its leading columns (ids, position; see duplicate()): every later
-# column of a part's row r is the patch's row r % patch rows. So the TSV text of those
+# column of a copy's row k is the patch's row k (a thinned copy holds the patch's first rows,
+# core/density.md). So the TSV text of those
 # columns is made once per patch row (write_shared_text) and only the leading columns'
 # text per row; the partition stage glues them (rowtext.py).
 VARYING = {"Object": 3, "Source": 4}

@@ -6,7 +6,8 @@ assembled in Arrow.
 Formatting numbers is what a TSV writer spends its time on (100-130 ns a float). A
 catalog part is made of whole copies of the base patch, and a copy changes only its
 leading columns (ids and position, ``catalog.VARYING``): every later column of a part's
-row r is the patch's row r % patch rows, value for value. So the catalog stage formats
+row r is the patch's row r % patch rows, value for value (a thinned copy, core/density.md,
+holds the patch's first rows: ``patch_rows``). So the catalog stage formats
 each value once: ``catalog_patch`` writes the text of every patch row's shared columns
 (a *shared* text file), ``catalog_part`` the text of every row's varying columns (a
 *varying* text file, one batch per copy). A chunk row's line is then
