@@ -147,7 +147,7 @@ def test_the_engine_is_a_column_of_the_tables_and_the_report(root):
     assert [(r["engine"], r["strategy"]) for r in nr] == [("rocksdb", "deferred-pk")] and nr[0]["reason"]
     md = tables["summary"].read_text()
     assert "sequential (rocksdb)" in md and "Not run: strategy deferred-pk on storage engine rocksdb" in md
-    assert "An LSM tree (MyRocks) against the B-tree (InnoDB)" in md and "disk (qserv table), `sequential`: " \
+    assert "Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM)" in md and "disk (qserv table), `sequential`: " \
         "rocksdb" in md
     html = make_report(run_dir, run_dir / "report").read_text()   # plots and HTML take the engine too
     drawn = set(re.findall(r'<img src="data:image/png;base64,[^"]+" alt="[^"]*" data-name="([a-z_]+)"', html))

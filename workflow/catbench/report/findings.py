@@ -137,7 +137,7 @@ def collapse(rows: list, loads: list) -> list:
         half = Figure.from_row(r, "half_table_over_pool")
         pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"], _engine(x)) == key
                      and x["strategy"] == SEED_PROTOCOL), None)
-        cache = "buffer pool" if _engine(r) == "innodb" else f"{_engine(r)} block cache"
+        cache = {"innodb": "buffer pool", "myisam": "MyISAM key cache"}.get(_engine(r), f"{_engine(r)} block cache")
         head = f"{r['target']} ({r['variant']} table): " + (
             "the seed's protocol" if _engine(r) == "innodb" else f"`{SEED_PROTOCOL}` on {_engine(r)}")
         if r.get("n_halved"):
@@ -407,7 +407,7 @@ def _parts(t, thr: dict) -> tuple:
         ("Fastest way to load the index, and its speed-up over the seed's protocol", loading(t.loads, thr)),
         ("Where the seed's protocol collapses (load rate against table size / buffer pool)",
          collapse(t.collapse, t.loads)),
-        ("An LSM tree (MyRocks) against the B-tree (InnoDB): the same strategy on each engine",
+        ("Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM): the same strategy on each engine",
          engines(t.loads, t.collapse, thr)),
         ("Table bytes per strategy", table_size(t.loads)),
         ("Best target and engine per query class (whole class per run: cold = after a restart)",
