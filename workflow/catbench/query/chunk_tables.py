@@ -107,7 +107,8 @@ def _load_one(conn, kind: str, chunk_id: int, path: Path, expected: int) -> dict
 
 def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: int) -> dict:
     """Create and load every chunk table over ``connections`` connections (config
-    ``queries.load_connections``); returns timings (create, load, total) and counts."""
+    ``queries.load_connections``); returns timings (create, load, total), counts and
+    ``trace``, each file's load (kind, chunkId, rows, bytes, seconds)."""
     chunks_dir = Path(chunks_dir)
     schemas = {k: pq.read_schema(chunk_file(chunks_dir, k, chunks[0].chunk_id, "parquet"))
                for k in KINDS}
@@ -158,7 +159,8 @@ def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: 
     by_kind = {k: sum(t["rows"] for t in trace if t["kind"] == k) for k in KINDS}
     return {"chunks": len(chunks), "files": len(trace), "rows": rows, "bytes": nbytes,
             "create_s": t1 - t0, "load_s": t2 - t1, "seconds": t2 - t0, "connections": len(pool),
-            "rows_per_s": rows / (t2 - t1) if t2 > t1 else None, "rows_by_table": by_kind}
+            "rows_per_s": rows / (t2 - t1) if t2 > t1 else None, "rows_by_table": by_kind,
+            "trace": trace}
 
 
 def load_secondary_index(server, files: list[Path], variant: str) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import queue
+import time
 from pathlib import Path
 
 import duckdb
@@ -66,6 +67,7 @@ class MysqlEngine:
         self._conns: list = []
         self._ex: cf.ThreadPoolExecutor | None = None
         self._merge = duckdb.connect()
+        self.last_chunks: list[tuple[int, float, int]] = []  # the last run's (chunkId, s, rows)
         self.open()
 
     # -- connections: reopened after every server restart --
@@ -93,12 +95,15 @@ class MysqlEngine:
         self.close_pool()
         self._merge.close()
 
-    def _execute(self, sql: str, args: dict | tuple):
+    def _execute(self, sql: str, args: dict | tuple, timing: list | None = None):
         conn = self._pool.get()
         try:
+            t0 = time.perf_counter()
             cur = conn.cursor()
             cur.execute(sql, args)
             rows = cur.fetchall()
+            if timing is not None:
+                timing.append(time.perf_counter() - t0)
             desc = cur.description or []
             return [d[0] for d in desc], {d[0] for d in desc if d[1] == MYSQL_FLOAT}, rows
         finally:
@@ -133,13 +138,19 @@ class MysqlEngine:
     def run(self, q: Query, params: dict) -> Answer:
         tasks = self.tasks(q, params)
         sql, args = bind(q, q.chunk_sql, params, "pyformat")
-        futs = [self._ex.submit(self._execute, self.chunk_sql(sql, c, subs), args) for c, subs in tasks]
-        columns, f32, rows = None, set(), []
-        for f in futs:
+        # Each chunk query's own time (from its connection's execute to its last row
+        # fetched): what one chunk costs a query run, as Qserv's workers see it.
+        timings = [[] for _ in tasks]
+        futs = [self._ex.submit(self._execute, self.chunk_sql(sql, c, subs), args, timings[k])
+                for k, (c, subs) in enumerate(tasks)]
+        columns, f32, rows, chunks = None, set(), [], []
+        for (c, _), f, tm in zip(tasks, futs, timings):
             cols, fl, r = f.result()
             columns = columns or cols
             f32 |= fl
             rows.extend(r)
+            chunks.append((c, tm[0], len(r)))
+        self.last_chunks = chunks
         columns = columns or []
         if q.merge_sql:
             return self.merge(q, columns, rows, f32)

@@ -27,6 +27,16 @@ RESULT_SCHEMA = pa.schema([
     ("run", pa.int32()), ("seconds", pa.float64()), ("result_rows", pa.int64()), ("answer", pa.string()),
     ("digest", pa.string()), ("cold_method", pa.string()),
 ])
+# chunk_times.parquet: every chunk query of a run of the mysql engine (one query per chunk).
+CHUNK_TIME_SCHEMA = pa.schema([
+    ("target", pa.string()), ("engine", pa.string()), ("query", pa.string()), ("cache", pa.string()),
+    ("run", pa.int32()), ("chunkId", pa.int32()), ("seconds", pa.float64()), ("result_rows", pa.int64()),
+])
+# chunk_loads.parquet: every chunk file loaded into its table before the suite.
+CHUNK_LOAD_SCHEMA = pa.schema([
+    ("target", pa.string()), ("kind", pa.string()), ("chunkId", pa.int32()), ("rows", pa.int64()),
+    ("bytes", pa.int64()), ("seconds", pa.float64()),
+])
 
 
 def drop_caches() -> bool:
@@ -54,6 +64,7 @@ class Recorder:
     def __init__(self, target: str, engine: str, suite: dict, cold_method: str):
         self.target, self.engine, self.suite, self.cold_method = target, engine, suite, cold_method
         self.rows: list[dict] = []
+        self.chunk_rows: list[dict] = []   # per-chunk times of the runs (chunk_times.parquet)
         self.answers: dict[str, Answer] = {}
         self.digests: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -77,6 +88,14 @@ class Recorder:
                               "cold_method": self.cold_method})
         return canon
 
+    def add_chunks(self, query: str, cache: str, run: int, chunks) -> None:
+        """A run's chunk queries, (chunkId, seconds, result rows) each (an engine's
+        ``last_chunks``; engines without per-chunk queries give none)."""
+        with self._lock:
+            self.chunk_rows += [{"target": self.target, "engine": self.engine, "query": query, "cache": cache,
+                                 "run": run, "chunkId": int(c), "seconds": float(s), "result_rows": int(n)}
+                                for c, s, n in chunks or ()]
+
     def stats(self) -> dict:
         out: dict[str, dict] = {}
         for r in self.rows:
@@ -85,14 +104,25 @@ class Recorder:
 
     def write(self, out_dir: Path, summary: dict) -> None:
         """results.parquet, summary.json (``summary`` plus stats, digests and answers) and
-        answers.json (every query's canonical answer) into ``out_dir``."""
+        answers.json (every query's canonical answer) into ``out_dir``; chunk_times.parquet
+        when the engine ran a query per chunk."""
         pq.write_table(pa.Table.from_pylist(self.rows, schema=RESULT_SCHEMA), out_dir / "results.parquet")
+        if self.chunk_rows:
+            pq.write_table(pa.Table.from_pylist(self.chunk_rows, schema=CHUNK_TIME_SCHEMA),
+                           out_dir / "chunk_times.parquet")
         summary["stats"] = self.stats()
         summary["digests"] = self.digests
         summary["answers"] = {q: a.summary(self.suite[q].order) for q, a in self.answers.items()}
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
         (out_dir / "answers.json").write_text(json.dumps({q: a.to_json() for q, a in self.answers.items()},
                                                          default=str) + "\n")
+
+
+def write_chunk_loads(out_dir: Path, target: str, trace: list[dict]) -> None:
+    """chunk_loads.parquet: each chunk file's load (chunk_tables.load_chunk_tables' trace)."""
+    rows = [{"target": target, **{k: t[k] for k in ("kind", "chunkId", "rows", "bytes", "seconds")}}
+            for t in trace]
+    pq.write_table(pa.Table.from_pylist(rows, schema=CHUNK_LOAD_SCHEMA), Path(out_dir) / "chunk_loads.parquet")
 
 
 def timed(engine, q, params) -> tuple[float, Answer]:
@@ -111,6 +141,7 @@ def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, 
                 restart()
                 s, ans = timed(engine, suite[n], params[n])
                 c = rec.add(n, "cold", rep, s, ans)
+                rec.add_chunks(n, "cold", rep, getattr(engine, "last_chunks", None))
                 log.info("%s %s cold run %d: %.4f s, %s", rec.target, n, rep, s, c.summary(suite[n].order))
     for n in names:
         rec.add(n, "warmup", 0, *timed(engine, suite[n], params[n]))
@@ -119,6 +150,7 @@ def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, 
             rep += 1
             s, ans = timed(engine, suite[n], params[n])
             c = rec.add(n, "warm", rep, s, ans)
+            rec.add_chunks(n, "warm", rep, getattr(engine, "last_chunks", None))
             times.append(s)
         log.info("%s %s warm: p50 %.4f s, %s", rec.target, n,
                  float(np.median([r["seconds"] for r in rec.rows if r["query"] == n and r["cache"] == "warm"])),

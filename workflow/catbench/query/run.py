@@ -38,7 +38,7 @@ from .chunk_tables import (
 )
 from .engines import DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters, settings_of
-from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite
+from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
 from .suite import QueryError, load_suite
 
 log = logging.getLogger(__name__)
@@ -177,6 +177,7 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
                             start_timeout=start_timeout or server["start_timeout_s"],
                             keep_data=keep_data) as srv:
             filled = _fill_server(srv, chunks_dir, chunks, index_files, qs)
+            trace = filled["load"]["chunk_tables"].pop("trace")
             runs = _measure_on_server(srv, cfg, qs, suite, chunks, params, cold)
         rec = runs["recorder"]
         summary = {"target": target_name, "engine": "mysql", "cold_method": rec.cold_method, "params": params,
@@ -185,4 +186,5 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
                    "restarts": runs["restarts"], "server": {**filled["server"], "timings": dict(srv.timings)},
                    "storage": describe_target(target_path)}
         rec.write(work, summary)
+        write_chunk_loads(work, target_name, trace)
     return summary
