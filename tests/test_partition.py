@@ -272,8 +272,8 @@ def test_manifests_count_the_rows(run):
 
 
 def test_groups_are_balanced_ra_wedges(run):
-    """Groups are equal ra wedges of the sky region by chunk centre: monotonic in ra, each
-    holding a fair share of the Objects (duplication keeps the density)."""
+    """Groups are ra wedges of the sky region by chunk centre, cut at equal expected rows:
+    monotonic in ra, each holding a fair share of the Objects."""
     cfg, ch = run["cfg"], run["chunker"]
     chunk_id, _ = ch.locate(run["objects"]["ra_PS"].to_numpy(), run["objects"]["decl_PS"].to_numpy())
     groups = part_mod.group_table(cfg, GROUPS)[chunk_id]
@@ -284,8 +284,58 @@ def test_groups_are_balanced_ra_wedges(run):
     for stripe in np.unique(ids // (2 * ch.num_stripes)):
         m = ids // (2 * ch.num_stripes) == stripe
         assert np.all(np.diff(g[m][np.argsort(centre[m])]) >= 0)
-    wedge = 20.0 / GROUPS                                    # the fixture's ra range is 0..20
-    assert np.all(np.floor(np.clip(centre, 0, 20 - 1e-9) / wedge) == g)
+    assert np.all(np.diff(g[np.lexsort((ids, centre))]) >= 0)     # one wedge order overall
+
+
+def test_groups_follow_the_expected_rows_of_a_skewed_sky():
+    """With the galactic model, crowded chunks make narrow wedges: every group's expected
+    rows are within a chunk's of the mean (not the equal-wedge split)."""
+    cfg = small_config()
+    cfg["catalog"]["sky"].update(ra_min_deg=80, ra_max_deg=130)   # across the galactic plane
+    cfg["catalog"]["density"]["model"] = "galactic"
+    rows = part_mod.expected_chunk_rows(cfg)
+    assert rows.sum() == pytest.approx(cat_mod.copy_layout(cfg["catalog"])["keep"].sum() * 4)
+    ids = np.flatnonzero(rows)
+    assert rows[ids].max() > 1.5 * np.median(rows[ids])               # skewed
+    per_group = np.bincount(part_mod.group_table(cfg, 4)[ids], rows[ids], minlength=4)
+    assert np.all(np.abs(per_group - per_group.mean()) <= rows.max()), per_group
+
+
+def test_a_chunk_bigger_than_the_bound_partitions_the_same_with_rows_held_bounded(run, tmp_path):
+    """max_rows_per_group smaller than a chunk: the reduce takes that chunk in slices
+    (its Parquet file a row group at a time), holds at most the bound, and writes the same
+    bytes as the unbounded reduce; a row group size below the chunk's rows is exercised."""
+    staging = sorted((run["root"] / "staging").glob("part-*"))
+    parts = run["parts"]
+    texts = [part_texts(o, s) for o, s in parts]
+    shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))))
+    patches = [p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))]
+    out = {}
+    for name, bound in (("free", 10 ** 12), ("bounded", 700)):
+        root = tmp_path / name
+        r = part_mod.reduce_group(staging, parts, 0, root / "chunks", root / "m.tsv", part_mod.FORMATS,
+                                  texts, shared, patches, max_rows=bound, row_group=256)
+        out[name] = (root, r)
+    r = out["bounded"][1]
+    assert r["largest_chunk_rows"] > 700 and r["passes"] > 1
+    assert 0 < r["peak_rows_held"] <= 700
+    assert out["free"][1]["peak_rows_held"] > 700
+    files = sorted(p.relative_to(out["free"][0]) for p in out["free"][0].rglob("chunk_*"))
+    assert files
+    for f in files:
+        assert (out["bounded"][0] / f).read_bytes() == (out["free"][0] / f).read_bytes(), f
+    assert (out["bounded"][0] / "m.tsv").read_bytes() == (out["free"][0] / "m.tsv").read_bytes()
+    big = max(files, key=lambda f: pq.ParquetFile(out["free"][0] / f).metadata.num_rows if f.suffix == ".parquet" else 0)
+    ref = tmp_path / "ref.parquet"        # one table written at once: the same bytes
+    pq.write_table(pq.read_table(out["free"][0] / big), ref, row_group_size=256, use_dictionary=False,
+                   compression="none")
+    assert pq.ParquetFile(ref).metadata.num_row_groups > 1
+    assert ref.read_bytes() == (out["free"][0] / big).read_bytes()
+
+
+def test_the_map_records_the_bound_for_the_reduce(run):
+    staging = sorted((run["root"] / "staging").glob("part-*"))
+    assert part_mod._recorded_bound(staging) == run["cfg"]["partition"]["max_rows_per_group"]
 
 
 def test_reduce_needs_the_catalog_part_of_every_staging_dir(run, tmp_path):

@@ -4,8 +4,11 @@
 Text goes to disk as soon as a catalog part's rows are made (appended to each chunk's
 temporary file, in part = generation order), so its buffers are reused from part to part
 instead of a group's worth of text being held; Parquet pieces are kept until the chunk is
-complete (``complete``), then written as one table. TSV files are renamed into place only
-when the group is complete; on failure the temporary files are removed.
+complete (``complete``), then written as one table, or, once a chunk has a whole row group
+(``row_group`` rows, pyarrow's default 1 Mi rows), that row group is written to the chunk's
+open file and let go: the same bytes as writing the whole table at once, with at most
+``row_group`` - 1 rows of any chunk held. TSV and flushed Parquet files are renamed into
+place only when complete; on failure the temporary files are removed.
 """
 
 from __future__ import annotations
@@ -13,18 +16,29 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pyarrow as pa
+import numpy as np
 
-from ..core.files import remove_stale_temps, write_parquet
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..core.files import PARQUET_OPTIONS, remove_stale_temps, write_parquet
+from .arrays import numpy
 
 FOLDER = {"Object": "Object", "ObjectOverlap": "Object", "Source": "Source"}
 SUFFIX = {"Object": "", "ObjectOverlap": "_overlap", "Source": ""}
+ROW_GROUP = 1 << 20      # rows per row group of a chunk's Parquet file (pyarrow's default)
+# Uncompressed: snappy saved 4% of a chunk file's bytes (random float values) for 1.4x the
+# CPU of writing it.
+OPTIONS = {**PARQUET_OPTIONS, "compression": "none"}
 
 
 class ChunkFiles:
-    def __init__(self, chunks_dir, formats):
+    def __init__(self, chunks_dir, formats, row_group: int = ROW_GROUP):
         self.dir = Path(chunks_dir)
         self.formats = tuple(formats)
+        self.row_group = int(row_group)
+        self.held = 0       # rows of Parquet pieces held now
+        self.writers: dict[tuple[str, int], tuple[pq.ParquetWriter, Path]] = {}
         self.tables: dict[tuple[str, int], list[pa.Table]] = {}
         self.written: dict[tuple[str, int], int] = {}  # Parquet bytes of each file
         self.rows: dict[tuple[str, int], int] = {}
@@ -44,6 +58,8 @@ class ChunkFiles:
         self.rows[key] = self.rows.get(key, 0) + rows
         if "parquet" in self.formats:
             self.tables.setdefault(key, []).append(table)
+            self.held += rows
+            self._flush(key)
         if "tsv" in self.formats and key not in self.text:
             stem = self.stem(name, chunk_id)
             self.text[key] = stem.with_name(f".{stem.name}.tsv.tmp-{os.getpid()}")
@@ -66,7 +82,34 @@ class ChunkFiles:
             return
         for key in keys:
             parts = [t for t in self.tables.pop(key) if t is not None] or [empty]
-            self.written[key] = _write(parts, self.stem(*key).with_suffix(".parquet"))
+            self.held -= sum(t.num_rows for t in parts if t is not empty)
+            path = self.stem(*key).with_suffix(".parquet")
+            if key in self.writers:          # its first row groups are written already
+                writer, tmp = self.writers.pop(key)
+                rest = pa.concat_tables(parts)
+                if rest.num_rows:
+                    writer.write_table(rest, row_group_size=self.row_group)
+                writer.close()
+                os.replace(tmp, path)
+                self.written[key] = path.stat().st_size
+            else:
+                self.written[key] = _write(parts, path, self.row_group)
+
+    def _flush(self, key):
+        """Write a chunk's whole row groups to its open file and let their rows go."""
+        parts = [t for t in self.tables[key] if t is not None]
+        n = sum(t.num_rows for t in parts)
+        if n < self.row_group:
+            return
+        whole = n // self.row_group * self.row_group
+        table = pa.concat_tables(parts)
+        if key not in self.writers:
+            stem = self.stem(*key)
+            tmp = stem.with_name(f".{stem.name}.parquet.tmp-{os.getpid()}")
+            self.writers[key] = (pq.ParquetWriter(tmp, table.schema, **OPTIONS), tmp)
+        self.writers[key][0].write_table(table.slice(0, whole), row_group_size=self.row_group)
+        self.tables[key] = [table.slice(whole)]
+        self.held -= whole
 
     def finish(self, empty: pa.Table) -> list[dict]:
         """Write the Parquet files not yet written, put every file in place; one manifest
@@ -90,10 +133,49 @@ class ChunkFiles:
         """Remove the temporary text files of a group that failed."""
         for path in self.text.values():
             path.unlink(missing_ok=True)
+        for writer, tmp in self.writers.values():
+            writer.close()
+            tmp.unlink(missing_ok=True)
 
 
-def _write(parts: list[pa.Table], path: Path) -> int:
-    # Uncompressed: snappy saved 4% of a chunk file's bytes (random float values) for
-    # 1.4x the CPU of writing it.
-    write_parquet(pa.concat_tables(parts), path, compression="none")
+def passes(counts: dict[int, int], max_rows: int | None) -> list[tuple[int, int, int]]:
+    """(first, last chunkId, rows per slice) of each pass over the group's parts: runs of
+    consecutive chunks holding at most ``max_rows`` rows together; a chunk holding more is
+    a pass of its own, taken ``max_rows`` rows at a time. One pass when unbounded."""
+    ids = sorted(counts)
+    if not ids:
+        return []
+    if max_rows is None:
+        return [(ids[0], ids[-1], 1 << 62)]
+    out, start, held = [], ids[0], 0
+    for c in ids:
+        if held and held + counts[c] > max_rows:
+            out.append((start, prev, max_rows))
+            start, held = c, 0
+        held, prev = held + counts[c], c
+    return out + [(start, prev, max_rows)]
+
+
+def in_range(loc: pa.Table | None, first: int, last: int) -> pa.Table | None:
+    """The staging rows of chunks ``first``..``last`` (rows are sorted by chunk)."""
+    if loc is None:
+        return None
+    cid = numpy(loc["chunkId"])
+    a, b = np.searchsorted(cid, first, "left"), np.searchsorted(cid, last, "right")
+    return loc.slice(int(a), int(b - a)) if b > a else None
+
+
+def slices(present, step: int):
+    """``present`` (name, rows) at once, or each table's rows ``step`` at a time when they
+    are more than that (rows stay in order, so every file's bytes are the same)."""
+    if sum(loc.num_rows for _, loc in present) <= step:
+        yield present
+        return
+    for name, loc in present:
+        for a in range(0, loc.num_rows, step):
+            yield [(name, loc.slice(a, step))]
+
+
+def _write(parts: list[pa.Table], path: Path, row_group: int = ROW_GROUP) -> int:
+    write_parquet(pa.concat_tables(parts), path, compression="none", row_group_size=row_group)
     return path.stat().st_size

@@ -34,10 +34,11 @@ from ..core.files import (
     write_parquet,
 )
 from ..core.index_input import write_manifest
+from ..core.layout import copy_layout
 from .arrays import lpad, numpy, table, take
 from .catalog import VARYING
 from .chunker import Chunker
-from .chunkfiles import ChunkFiles
+from .chunkfiles import ROW_GROUP, ChunkFiles, in_range, passes, slices
 from .rowtext import PartText, column_text, copy_rows, formatted, join, patch_rows, repeat
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ TABLES = ("Object", "ObjectOverlap", "Source")
 KEY_WIDTH = 28  # the seed's CHAR(28) source_id
 LOCATION = ("chunkId", "subChunkId")
 FORMATS = ("tsv", "parquet")  # of the chunk files; config partition.formats
+MAX_ROWS_KEY = b"catbench.max_rows_per_group"  # the reduce's bound, from the map's staging
 
 
 def chunker_from(cfg: dict) -> Chunker:
@@ -55,18 +57,51 @@ def chunker_from(cfg: dict) -> Chunker:
 
 def group_table(cfg: dict, groups: int) -> np.ndarray:
     """The reduce group of every chunk id (a lookup table: 15k entries at 85 stripes):
-    ``groups`` equal ra wedges of the sky region, by chunk centre. Wedges (not
-    ``chunkId % groups``) keep a group's rows in few catalog row groups, since a part's
-    copies are runs in ra; equal wedges of the region hold equal numbers of rows, as
-    duplication keeps the density."""
+    ``groups`` ra wedges of the sky region, by chunk centre, cut so that each holds about
+    the same expected rows (``expected_chunk_rows``: the density model's crowded chunks
+    make narrower wedges). Wedges (not ``chunkId % groups``) keep a group's rows in few
+    catalog row groups, since a part's copies are runs in ra."""
     chunker = chunker_from(cfg)
     sky = cfg["catalog"]["sky"]
     lo, hi = float(sky["ra_min_deg"]), float(sky["ra_max_deg"])
     ids = chunker.all_chunks()
-    g = np.floor((chunker.chunk_ra_centre(ids) - lo) / (hi - lo) * groups)
+    centre = chunker.chunk_ra_centre(ids)
+    weight = expected_chunk_rows(cfg, chunker)[ids]
+    if weight.sum() > 0:
+        order = np.lexsort((ids, centre))
+        before = np.cumsum(weight[order]) - weight[order] / 2    # each chunk's middle row
+        g = np.empty(len(ids))
+        g[order] = np.floor(before / weight.sum() * groups)
+    else:
+        g = np.floor((centre - lo) / (hi - lo) * groups)
     table = np.zeros(int(ids.max()) + 1, np.int32)
     table[ids] = np.clip(g, 0, groups - 1)
     return table
+
+
+FOOTPRINT_SAMPLES = 4  # per side of a copy: a copy's rows spread over 4 x 4 points
+
+
+def expected_chunk_rows(cfg: dict, chunker: Chunker | None = None) -> np.ndarray:
+    """Expected rows (Objects and their Sources) of every chunk id, from the copy layout
+    (core/layout.py, with the density model): each copy's kept objects spread evenly over
+    its footprint (dec centre +- height/2, ra start + width / cos dec). An estimate known
+    before any row is generated, the same in every map job."""
+    cat = cfg["catalog"]
+    chunker = chunker or chunker_from(cfg)
+    layout = copy_layout(cat)
+    out = np.zeros(int(chunker.all_chunks().max()) + 1)
+    if not len(layout):
+        return out
+    f = (np.arange(FOOTPRINT_SAMPLES) + 0.5) / FOOTPRINT_SAMPLES
+    fd, fr = (a.ravel() for a in np.meshgrid(f - 0.5, f))
+    dec = np.clip(layout["dec_centre"][:, None] + fd * layout["height"][:, None], -90.0, 90.0)
+    span = layout["width"] / np.maximum(np.cos(np.radians(layout["dec_centre"])), 1e-9)
+    ra = np.mod(layout["ra_start"][:, None] + fr * span[:, None], 360.0)
+    rows = layout["keep"] * (1.0 + float(cat["sources_per_object"])) / len(fd)
+    chunk_id, _ = chunker.locate(ra.ravel(), dec.ravel(), where="copy layout")
+    np.add.at(out, chunk_id, np.repeat(rows, len(fd)))
+    return out
 
 
 def _chunk_rank(group_of: np.ndarray) -> np.ndarray:
@@ -78,14 +113,17 @@ def _chunk_rank(group_of: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _write_locations(rows, chunk_id, sub_id, group, rank, path):
+def _write_locations(rows, chunk_id, sub_id, group, rank, path, max_rows=None):
     """Staging file of one table: (row, chunkId, subChunkId, _group) sorted by (group,
-    chunkId, row), one row group per group, so a reduce job reads only its own."""
+    chunkId, row), one row group per group, so a reduce job reads only its own; with the
+    reduce's bound ``max_rows`` (``partition.max_rows_per_group``) in its metadata."""
     # One stable sort on (group, chunk): rows come in generation order, in runs per chunk.
     order = np.argsort(rank[chunk_id], kind="stable")
     g = group[order]
     t = table({"row": rows[order].astype(np.int64), "chunkId": chunk_id[order].astype(np.int32),
                "subChunkId": sub_id[order].astype(np.int32), "_group": g.astype(np.int32)})
+    if max_rows is not None:
+        t = t.replace_schema_metadata({MAX_ROWS_KEY: str(int(max_rows))})
     bounds = np.flatnonzero(np.diff(g)) + 1
     # Small: locations dictionary-encode, row numbers are runs (delta-encoded).
     with atomic_path(path) as tmp, pq.ParquetWriter(
@@ -103,11 +141,11 @@ def map_parts(cfg: dict, parts, out_dir, groups: int, threads: int = 1) -> dict:
     if len(set(names)) != len(names):
         raise ValueError(f"catalog parts with the same file name {names}: staging dirs would collide")
     chunker, group_of = chunker_from(cfg), group_table(cfg, groups)
-    rank = _chunk_rank(group_of)
+    rank, bound = _chunk_rank(group_of), cfg["partition"]["max_rows_per_group"]
 
     def one(k):
         (o, s), name = parts[k], names[k]
-        return _map_one(chunker, group_of, rank, o, s, Path(out_dir) / name)
+        return _map_one(chunker, group_of, rank, o, s, Path(out_dir) / name, bound)
 
     total = {"objects": 0, "sources": 0, "overlap_rows": 0}
     with ThreadPoolExecutor(max(1, threads)) as pool:
@@ -121,10 +159,11 @@ def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
     """Locate one catalog part and write its staging files into ``out_dir``."""
     group_of = group_table(cfg, groups)
     return _map_one(chunker_from(cfg), group_of, _chunk_rank(group_of), object_path,
-                    source_path, Path(out_dir))
+                    source_path, Path(out_dir), cfg["partition"]["max_rows_per_group"])
 
 
-def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Path) -> dict:
+def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Path,
+             max_rows=None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     obj = read_parquet(object_path, columns=["objectId", "ra_PS", "decl_PS"])
     ra, dec = numpy(obj["ra_PS"]), numpy(obj["decl_PS"])
@@ -153,7 +192,7 @@ def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Pa
     for name, loc in (("Object", (np.arange(n_obj), chunk_id, sub_id, obj_group)),
                       ("ObjectOverlap", (ov_rows, ov_chunk, ov_sub, group_of[ov_chunk])),
                       ("Source", (np.arange(n_src), chunk_id[pos], sub_id[pos], obj_group[pos]))):
-        _write_locations(*loc, rank, out / f"{name}.parquet")
+        _write_locations(*loc, rank, out / f"{name}.parquet", max_rows if name == "Object" else None)
     return {"objects": n_obj, "sources": n_src, "overlap_rows": len(ov_rows)}
 
 
@@ -186,7 +225,8 @@ def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
 
 
 def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path,
-                 formats=FORMATS, texts=None, shared_texts=None, patches=None) -> dict:
+                 formats=FORMATS, texts=None, shared_texts=None, patches=None,
+                 max_rows: int | None = None, row_group: int = ROW_GROUP) -> dict:
     """Write every chunk file of one chunk group, in ``formats`` (tsv, parquet), and a
     manifest of them. ``catalog_parts`` are the (Object, Source) Parquet files each staging
     dir was mapped from, in the same order. Given ``shared_texts``, the patch's (Object,
@@ -196,30 +236,50 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
     Without ``shared_texts`` every value is formatted here. Given ``patches``, the patch's
     (Object, Source) Parquet files, a part's shared columns are taken from the patch and
     only its varying columns decoded (``SharedRows``). A chunk's Parquet file is written
-    once the last part holding its rows is cut."""
+    once the last part holding its rows is cut.
+
+    Rows held are bounded by ``max_rows`` (default: the ``partition.max_rows_per_group``
+    the map recorded in the staging files; none recorded, unbounded): the group's chunks
+    are taken in passes of at most that many rows, a chunk larger than that in a pass of
+    its own per table, cut in slices while its Parquet file is written a row group
+    (``row_group`` rows) at a time (``chunkfiles.passes``). The files are the same bytes whatever the bound."""
     if len(catalog_parts) != len(staging_dirs):
         raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
                          f"parts: give the parts in the order they were mapped")
     if texts is not None and len(texts) != len(catalog_parts):
         raise ValueError(f"{len(texts)} text files for {len(catalog_parts)} catalog parts")
     tsv = "tsv" in formats
-    files = ChunkFiles(chunks_dir, formats)
-    complete = _complete_after(staging_dirs, group) if "parquet" in formats else {}
+    files = ChunkFiles(chunks_dir, formats, row_group)
+    complete, counts = _complete_after(staging_dirs, group)
+    max_rows = _recorded_bound(staging_dirs) if max_rows is None else int(max_rows)
+    runs = passes(counts, max_rows)
     shared_rows = [SharedRows(p, kind) for p, kind in zip(patches, ("Object", "Source"))] \
         if patches else [None, None]
+    peak = 0
     try:
-        for k, (d, parquets) in enumerate(zip(staging_dirs, catalog_parts)):
-            locs = {name: _group_rows(Path(d) / f"{name}.parquet", group) for name in TABLES}
-            # Object and its overlap come from the same file: decode its row groups once.
-            for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
-                present = [(name, locs[name]) for name in names if locs[name] is not None]
-                if present:
-                    meta = open_parquet(parquets[i])
-                    text = PartText(shared_texts[i], meta.metadata.num_rows, texts[k][i] if texts
-                                    else None, copy_rows(meta)) if tsv and shared_texts else None
-                    _cut(present, text, _load(parquets[i], present, text, formats, shared_rows[i]),
-                         files)
-            files.complete(complete.get(k, ()))
+        for first, last, step in runs:
+            # A chunk over the bound: one table at a time, each slice leaving room for the
+            # row group being filled.
+            big = "parquet" in formats and step < counts.get(first, 0)
+            for only in [(name,) for name in TABLES] if big else [TABLES]:
+                size = max(1, step - (row_group - 1)) if big else step
+                for k, (d, parquets) in enumerate(zip(staging_dirs, catalog_parts)):
+                    locs = {name: in_range(_group_rows(Path(d) / f"{name}.parquet", group), first, last)
+                            for name in only}
+                    # Object and its overlap come from the same file: decode its row groups once.
+                    for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
+                        present = [(name, locs[name]) for name in names if locs.get(name) is not None]
+                        if not present:
+                            continue
+                        meta = open_parquet(parquets[i])
+                        text = PartText(shared_texts[i], meta.metadata.num_rows, texts[k][i] if texts
+                                        else None, copy_rows(meta)) if tsv and shared_texts else None
+                        for piece in slices(present, size):
+                            peak = max(peak, files.held + sum(loc.num_rows for _, loc in piece))
+                            _cut(piece, text, _load(parquets[i], piece, text, formats, shared_rows[i]),
+                                 files)
+                    files.complete([key for key in complete.get(k, ())
+                                    if first <= key[1] <= last and key[0] in only])
         object_chunks = files.chunks("Object")
         # Every chunk with Objects gets an overlap file, empty when nothing is near.
         for cid in object_chunks - files.chunks("ObjectOverlap"):
@@ -237,22 +297,36 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
                 f.write(f"{r['chunkId']}\t{r['table']}\t{r['rows']}\t{r['parquet_bytes']}\t"
                         f"{r['tsv_bytes']}\n")
     return {"chunks": len(object_chunks), "files": len(formats) * len(manifest),
-            "rows": sum(r["rows"] for r in manifest)}
+            "rows": sum(r["rows"] for r in manifest), "max_rows": max_rows,
+            "passes": len(runs), "peak_rows_held": peak,
+            "largest_chunk_rows": max(counts.values(), default=0)}
 
 
-def _complete_after(staging_dirs, group: int) -> dict[int, list]:
-    """The (table, chunk) keys whose rows end in each part: after cutting that part, their
-    Parquet files can be written and their pieces let go."""
-    last = {}
+def _complete_after(staging_dirs, group: int) -> tuple[dict[int, list], dict[int, int]]:
+    """The (table, chunk) keys whose rows end in each part (after cutting that part, their
+    Parquet files can be written and their pieces let go), and the rows of each chunk (all
+    tables)."""
+    last, counts = {}, {}
     for k, d in enumerate(staging_dirs):
         for name in TABLES:
             loc = _group_rows(Path(d) / f"{name}.parquet", group, ["chunkId"])
             if loc is not None:
-                last.update({(name, c): k for c in np.unique(numpy(loc["chunkId"])).tolist()})
+                ids, n = np.unique(numpy(loc["chunkId"]), return_counts=True)
+                last.update({(name, c): k for c in ids.tolist()})
+                for c, m in zip(ids.tolist(), n.tolist()):
+                    counts[c] = counts.get(c, 0) + m
     out: dict[int, list] = {}
     for key, k in last.items():
         out.setdefault(k, []).append(key)
-    return out
+    return out, counts
+
+
+def _recorded_bound(staging_dirs) -> int | None:
+    """``partition.max_rows_per_group`` as the map recorded it (None: not recorded)."""
+    if not staging_dirs:
+        return None
+    meta = open_parquet(Path(staging_dirs[0]) / "Object.parquet").schema_arrow.metadata or {}
+    return int(meta[MAX_ROWS_KEY]) if MAX_ROWS_KEY in meta else None
 
 
 # Rows whose lines are made at once: bounds the text's memory. 64k rather than 256k: a
