@@ -18,6 +18,8 @@ TABLE_NAMES = [
     "cluster_restart",
     "cluster_load",
     "chunks",
+    "chunk_load_chunks",
+    "query_chunks",
     "stages",
     "isolation",
 ]

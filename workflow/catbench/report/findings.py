@@ -415,4 +415,40 @@ def _parts(t, thr: dict) -> tuple:
         ("Crash recovery and restart", restarts(t.restart, thr)),
         ("A Galera cluster node restarted under load (IST, SST, crash)", cluster(t.cluster, t.cluster_load, thr)),
         ("Storage (fio)", fio(t.storage, thr)),
+        ("What the density skew costs (chunk sizes, chunk-table loads, per-chunk queries)",
+         skew(t.chunks, t.chunk_load_chunks, t.query_chunks)),
     )
+
+
+def skew(chunks: list, loads: list, queries: list) -> list:
+    """The chunk-size skew, and what it costs the chunk-table loads and each HV/SHV query
+    (single measurements per chunk: figures, not comparisons)."""
+    out = []
+    objects = sorted(r["object_rows"] or 0 for r in chunks if r.get("object_rows"))
+    if objects:
+        med = objects[(len(objects) - 1) // 2] if len(objects) % 2 else \
+            (objects[len(objects) // 2 - 1] + objects[len(objects) // 2]) / 2
+        out.append(f"objects per chunk: max ÷ median = {fmt(objects[-1] / med if med else None)} "
+                   f"({fmt(objects[-1])} ÷ {fmt(med)} over {len(objects)} chunks), the largest chunk "
+                   f"holds {fmt(100 * objects[-1] / sum(objects), '%')} of the rows")
+    for target in _order(r["target"] for r in loads):
+        rs = [r for r in loads if r["target"] == target and r.get("rows_per_s")]
+        big = next((r for r in rs if r.get("largest")), None)
+        if not rs or big is None:
+            continue
+        rates = sorted(r["rows_per_s"] for r in rs)
+        out.append(f"chunk-table loads on `{target}`: {fmt(rates[0])}–{fmt(rates[-1])} rows/s per chunk "
+                   f"(median {fmt(rates[len(rates) // 2])}); the largest chunk ({fmt(big['rows'])} rows, "
+                   f"{fmt(big['rows_per_s'])} rows/s) took {fmt(100 * (big['time_share'] or 0), '%')} "
+                   f"of the load time")
+    for r in queries:
+        if r.get("slowest_share") is None:
+            continue
+        which = "the largest chunk" if r.get("slowest_is_largest") else \
+            f"not the largest chunk ({r.get('largest_chunk')})"
+        out.append(f"{r['query']} on `{r['target']}`: the slowest chunk takes "
+                   f"{fmt(100 * r['slowest_share'], '%')} of the query's chunk time (median of {r['n']} warm "
+                   f"runs, {fmt(100 * r['slowest_share_min'], '%')}–{fmt(100 * r['slowest_share_max'], '%')}; "
+                   f"an even share is {fmt(100 * r['even_share'], '%')} of {r['chunks']} chunks); "
+                   f"most often chunk {r['slowest_chunk']}, {which}")
+    return out

@@ -33,6 +33,7 @@ the right header; a file that a present stage needs but is missing or unreadable
     metrics/jobs/*.json                        per-job metrics (validated only)
     targets/<target>.json                      filesystem, device, size (for provenance / summary)
     queries/<target>/<engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
+    queries/<target>/mysql/chunk_loads.parquet, chunk_times.parquet  per chunk: file loads, chunk queries
     restart/<target>/<kind>.json               restart phases, see RESTART_PHASES
     cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/run.py): "rows" =
                                                phases (CLUSTER_PHASES), "load" = the workload per window
@@ -306,6 +307,10 @@ class _Reader:
                 else:
                     self.add("query_runs", _rows_table(_json_rows(self.used(jp)), "query_runs", jp, const))
                 self._chunk_load(edir / "summary.json", tdir.name)
+                for name, view in (("chunk_loads", "chunk_load_files"), ("chunk_times", "query_chunk_runs")):
+                    if (edir / f"{name}.parquet").is_file():   # per chunk (mysql engine)
+                        self.add(view, _parquet(self.used(edir / f"{name}.parquet"), view,
+                                                {"target": tdir.name} if view == "chunk_load_files" else const))
 
     def _chunk_load(self, sp: Path, target: str) -> None:
         load = _json(self.used(sp)).get("load") if sp.is_file() else None

@@ -36,6 +36,8 @@ class Tables:
     cluster: list = field(default_factory=list)     # cluster_restart
     cluster_load: list = field(default_factory=list)
     isolation: list = field(default_factory=list)
+    chunk_load_chunks: list = field(default_factory=list)
+    query_chunks: list = field(default_factory=list)
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None) -> Tables:
@@ -44,7 +46,8 @@ class Tables:
                    t.get("stages", []), targets or {}, t.get("load_collapse", []),
                    t.get("query_runs", []), t.get("restart_runs", []), t.get("load_not_run", []),
                    cluster=t.get("cluster_restart", []), cluster_load=t.get("cluster_load", []),
-                   isolation=t.get("isolation", []))
+                   isolation=t.get("isolation", []), chunk_load_chunks=t.get("chunk_load_chunks", []),
+                   query_chunks=t.get("query_chunks", []))
 
 
 # ---------------------------------------------------------------- formatting

@@ -26,7 +26,8 @@ from .summary import summary_sections
 # In build order (a table may read the ones before it); *_runs are the raw repetitions.
 TABLES = ("storage", "storage_runs", "load_time", "load_runs", "load_rate", "load_curve",
           "load_collapse", "load_not_run", "queries", "query_runs", "chunk_load", "restart",
-          "restart_runs", "cluster_restart", "cluster_load", "chunks", "stages", "isolation")
+          "restart_runs", "cluster_restart", "cluster_load", "chunks", "chunk_load_chunks",
+          "query_chunks", "stages", "isolation")
 
 
 def sql_path(table: str) -> Path:

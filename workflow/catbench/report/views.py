@@ -48,6 +48,12 @@ STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_second
 CHUNK_LOADS = pa.schema([("target", S), ("chunks", I), ("files", I), ("rows", I), ("bytes", I),
                          ("create_s", F), ("load_s", F), ("seconds", F), ("connections", I),
                          ("index_rows", I), ("index_seconds", F)])
+# queries/<target>/mysql/chunk_loads.parquet: each chunk file's load (query/recorder.py)
+CHUNK_LOAD_FILES = pa.schema([("target", S), ("kind", S), ("chunkId", I), ("rows", I), ("bytes", I),
+                              ("seconds", F)])
+# queries/<target>/mysql/chunk_times.parquet: each chunk query of a run (query/recorder.py)
+QUERY_CHUNK_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S), ("run", I),
+                              ("chunkId", I), ("seconds", F), ("result_rows", I)])
 QUERY_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S), ("run", I),
                         ("seconds", F), ("result_rows", I), ("answer", S), ("digest", S)])
 RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("phase", S),
@@ -75,7 +81,8 @@ VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LO
          "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
          "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
-         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS, "load_not_run": LOAD_NOT_RUN,
+         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS,
+         "chunk_load_files": CHUNK_LOAD_FILES, "query_chunk_runs": QUERY_CHUNK_RUNS, "load_not_run": LOAD_NOT_RUN,
          "working_set": WORKING_SET, "cluster_phases": CLUSTER_PHASES, "cluster_load": CLUSTER_LOAD,
          "isolation": ISOLATION}
 # required columns of each file (the others of the schema may be absent -> NULL)
@@ -91,6 +98,8 @@ REQUIRED = {
     "query_runs": ("query", "cache", "seconds"),
     "restart_phases": ("phase", "seconds"),
     "chunk_loads": ("rows", "seconds"),
+    "chunk_load_files": ("chunkId", "rows", "seconds"),
+    "query_chunk_runs": ("query", "cache", "run", "chunkId", "seconds"),
     "load_not_run": ("engine", "strategy", "reason"),
     "working_set": ("variant", "working_set_pages", "working_set_over_pool"),
     "cluster_phases": ("phase", "seconds"),
