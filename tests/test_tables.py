@@ -151,8 +151,10 @@ def make_run(root: Path, name="run1", factor=1.0, with_optional=True) -> Path:
     for i, ((tg, v, s), (sec, rows, ok, stopped)) in enumerate(LOADS.items()):
         write_load(run, tg, v, s, sec * factor, rows, ok, stopped, intervals_csv=(i == 2))
     _csv(run / "chunks" / "chunks.tsv",
-         ["chunkId", "object_rows", "source_rows", "overlap_rows", "parquet_bytes", "tsv_bytes"],
-         [[10, 1, 9, 2, 50, 100], [11, 2, 18, 3, 90, 200], [12, 4, 36, 5, 170, 400]], delimiter="\t")
+         ["chunkId", "object_rows", "source_rows", "overlap_rows", "parquet_bytes", "tsv_bytes", "ra_centre",
+          "dec_centre"],
+         [[10, 1, 9, 2, 50, 100, 30.0, -87.9], [11, 2, 18, 3, 90, 200, 90.0, -87.9],
+          [12, 4, 36, 5, 170, 400, 150.0, -87.9]], delimiter="\t")
     _json(run / "metrics" / "partition.json",
           {"stages": {"patch": {"jobs": 1, "rows": 10, "wall_seconds": 2.0, "busy_seconds": 2.0,
                                 "rows_per_s": 5.0, "peak_rss_mb": 100.0, "start": 1.0},
@@ -383,10 +385,13 @@ def test_chunk_list_with_a_single_quote_in_paths(tmp_path):
     _json(d / "job's.json", {"stage": "patch", "start": 1, "end": 2, "seconds": 1, "peak_rss_mb": 1,
                              "rows": 3})
     out = d / "chunk's.tsv"
+    cfg = json.dumps({"partition": {"num_stripes": 85, "num_sub_stripes_per_stripe": 12}})
     cmd_chunk_list(argparse.Namespace(manifests=[str(d / "m'1.tsv"), str(d / "m2.tsv")], out=str(out),
-                                      job_metrics=[str(d / "job's.json")], summary=str(d / "p.json")))
+                                      job_metrics=[str(d / "job's.json")], summary=str(d / "p.json"),
+                                      config=cfg))
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     assert [r["chunkId"] for r in rows] == ["0", "1"]
     assert rows[1] == {"chunkId": "1", "object_rows": "5", "source_rows": "7", "overlap_rows": "2",
-                       "parquet_bytes": "24", "tsv_bytes": "45"}
+                       "parquet_bytes": "24", "tsv_bytes": "45", "ra_centre": "540.0", "dec_centre": "-88.9412"}
+    # the chunker's centre of each id, whatever the id (chunk 1 of the one-chunk polar stripe here)

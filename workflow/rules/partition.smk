@@ -121,6 +121,8 @@ rule chunk_list:
     output:
         chunks=f"{RES}/chunks/chunks.tsv",
         summary=f"{RES}/metrics/partition.json",
+    params:
+        cfg=cfg_json("partition"),
     log:
         f"{RES}/logs/partition/chunk_list.log",
     conda:
@@ -128,7 +130,7 @@ rule chunk_list:
     resources:
         **job_resources("chunk_list"),
     shell:
-        "catbench chunk-list --manifests {input.manifests} --out {output.chunks} "
+        "catbench chunk-list --config {params.cfg:q} --manifests {input.manifests} --out {output.chunks} "
         "--job-metrics {input.jobs} --summary {output.summary} > {log} 2>&1"
 
 

@@ -23,7 +23,7 @@ TABLE_NAMES = [
     "stages",
     "isolation",
 ]
-PLOT_NAMES = ["collapse", "speedup", "restart_timeline", "query_latency", "fio", "cluster_restart"]
+from catbench.report.plots import PLOTS as PLOT_NAMES  # noqa: E402  (one list: the plots module)
 
 
 rule tables:

@@ -164,18 +164,29 @@ def cmd_estimate(a):
 
 
 def cmd_chunk_list(a):
+    """chunks.tsv: rows and bytes per chunk from the reduces' manifests, with each chunk's
+    centre on the sky (for the report's map of chunk rows)."""
     import duckdb
+    import pyarrow as pa
+    from ..prepare.chunker import Chunker
+    part = _config(a.config)["partition"]
     con = duckdb.connect()
     # The relation API reads and writes the files: no path is pasted into SQL text.
     con.read_csv([str(m) for m in a.manifests], delimiter="\t", header=True).create_view("manifests")
+    ids = con.sql("SELECT DISTINCT chunkId::BIGINT AS chunkId FROM manifests ORDER BY 1").fetchnumpy()["chunkId"]
+    ch = Chunker(part["num_stripes"], part["num_sub_stripes_per_stripe"])
+    centres = pa.table({"chunkId": ids, "ra_centre": ch.chunk_ra_centre(ids).round(4),
+                        "dec_centre": ch.chunk_dec_centre(ids).round(4)})
+    con.register("centres", centres)
     con.sql("""
-        SELECT chunkId,
+        SELECT m.chunkId,
                SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
                SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
                SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
-               SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes
-        FROM manifests
-        GROUP BY chunkId ORDER BY chunkId""").write_csv(str(a.out), sep="\t", header=True)
+               SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes,
+               any_value(c.ra_centre) AS ra_centre, any_value(c.dec_centre) AS dec_centre
+        FROM manifests AS m JOIN centres AS c ON m.chunkId = c.chunkId
+        GROUP BY m.chunkId ORDER BY m.chunkId""").write_csv(str(a.out), sep="\t", header=True)
     summarise(a.job_metrics, a.summary)
 
 
@@ -232,7 +243,7 @@ def main(argv=None):
         p.set_defaults(fn=fn)
         p.add_argument("--config", required=name not in ("partition-reduce", "index-input", "index-merge", "estimate",
                                                         "index-working-set",
-                                                        "chunk-list", "load-compare"),
+                                                        "load-compare"),
                        help="config as JSON text or a YAML file")
         for spec in args:
             flag, kw = spec if isinstance(spec, tuple) else (spec, {})

@@ -103,6 +103,11 @@ class Chunker:
         stripe, chunk = np.divmod(np.asarray(chunk_ids, dtype=np.int64), 2 * self.num_stripes)
         return (chunk + 0.5) * (360.0 / self.chunks_per_stripe[stripe])
 
+    def chunk_dec_centre(self, chunk_ids) -> np.ndarray:
+        """Declination (degrees) of the centre of each chunk's stripe."""
+        stripe = np.asarray(chunk_ids, dtype=np.int64) // (2 * self.num_stripes)
+        return -90.0 + (stripe + 0.5) * (180.0 / self.num_stripes)
+
     def _ids(self, ss, sc):
         """(chunkId, subChunkId) of sub-stripe ``ss`` and ra sub-chunk column ``sc``."""
         stripe = ss // self.num_sub_stripes

@@ -12,6 +12,7 @@ Writes into ``results/<run>/report/``::
     query_latency.png     median latency per query, cold | warm, engines side by side (log)
     fio.png               fio MB/s and IOPS per test and target, whiskers
     cluster_restart.png   Galera node restarts: back to a first answer, inserts/s around it
+    chunk_sky.png         Objects per chunk on the sky (log colour) and their distribution
     tables/*.csv, summary.md, provenance.json, columns.md   copies, so the directory stands alone
 
 Every PNG is always written (a figure saying "no ... in this run" when a stage is absent), so

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PLOTS = ("collapse", "speedup", "restart_timeline", "query_latency", "fio", "cluster_restart")
+PLOTS = ("collapse", "speedup", "restart_timeline", "query_latency", "fio", "cluster_restart", "chunk_sky")
 # Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 SEED_PROTOCOL = "sequential"
@@ -411,6 +411,34 @@ def plot_cluster(plt, rows: list, load: list, path: Path) -> bool:
     return True
 
 
+# ---------------------------------------------------------------- 7. chunk rows on the sky
+def plot_chunk_sky(plt, chunks: list, path: Path) -> bool:
+    """Objects per chunk at each chunk's centre (log colour scale), and their distribution:
+    where the crowded chunks are and how far they are from the median one."""
+    rows = [r for r in chunks if _num(r.get("object_rows")) and _num(r.get("ra_centre")) is not None]
+    if not rows:
+        _empty(plt, path, "chunk rows")
+        return False
+    from matplotlib.colors import LogNorm
+    objects = [r["object_rows"] for r in rows]
+    median = sorted(objects)[len(objects) // 2]
+    fig, (sky, hist) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained",
+                                    gridspec_kw={"width_ratios": [2, 1]})
+    dots = sky.scatter([r["ra_centre"] for r in rows], [r["dec_centre"] for r in rows], c=objects,
+                       norm=LogNorm(vmin=min(objects), vmax=max(objects)), cmap="viridis", s=18, marker="s")
+    fig.colorbar(dots, ax=sky, label="Objects in the chunk (log scale)")
+    sky.invert_xaxis()   # east to the left, as the sky is drawn
+    sky.set_xlabel("ra of the chunk's centre (deg)")
+    sky.set_ylabel("dec (deg)")
+    sky.set_title(f"{len(rows)} chunks: the largest holds {max(objects) / median:.1f}x the median's Objects")
+    hist.hist([v / median for v in objects], bins=30, color="#4c72b0")
+    hist.set_xlabel("Objects ÷ the median chunk's")
+    hist.set_ylabel("chunks")
+    hist.set_title("distribution")
+    _save(plt, fig, path)
+    return True
+
+
 def draw_all(tables: dict, out: Path) -> dict:
     """Every plot of :data:`PLOTS` into ``out``/<name>.png: {name: drawn with data}."""
     plt = _plt()
@@ -423,4 +451,5 @@ def draw_all(tables: dict, out: Path) -> dict:
         "fio": plot_fio(plt, tables["storage"], out / "fio.png"),
         "cluster_restart": plot_cluster(plt, tables["cluster_restart"], tables["cluster_load"],
                                         out / "cluster_restart.png"),
+        "chunk_sky": plot_chunk_sky(plt, tables["chunks"], out / "chunk_sky.png"),
     }

@@ -41,7 +41,8 @@ WORKING_SET = pa.schema([("variant", S), ("id_layout", S), ("order", S), ("pool_
                          ("rows_per_leaf", I), ("window_rows", I), ("leaves", I), ("table_over_pool", F),
                          ("working_set_pages", I), ("working_set_over_pool", F), ("collapse_expected", B)])
 CHUNK_STATS = pa.schema([("chunkId", I), ("object_rows", I), ("source_rows", I),
-                         ("overlap_rows", I), ("parquet_bytes", I), ("tsv_bytes", I)])
+                         ("overlap_rows", I), ("parquet_bytes", I), ("tsv_bytes", I),
+                         ("ra_centre", F), ("dec_centre", F)])
 STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_seconds", F),
                            ("busy_seconds", F), ("rows_per_s", F), ("peak_rss_mb", F),
                            ("start_epoch_s", F)])
