@@ -28,7 +28,7 @@ def as_run(raw: dict, overrides: dict | None = None) -> dict:
 def run_plan(cfg: dict) -> dict:
     pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
     per = len(cfg["targets"]) * len(cfg["load"]["variants"]) if "load_index" in cfg["stages"] else 0
-    return cb_plan.plan(cfg, per * len(pairs), per * sum(not get_strategy(s).resumable for _, s in pairs))
+    return cb_plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs] * per)
 
 
 @pytest.mark.parametrize("name", PRESETS)

@@ -212,8 +212,8 @@ def check_plan(load_pairs):
     if not workflow.is_main_process:
         return
     per = len(TARGETS) * len(config["load"]["variants"]) if "load_index" in STAGES else 0
-    steady = sum(not cb_strategies.get_strategy(s).resumable for _, s in load_pairs)
-    plan = cb_plan.plan(config, per * len(load_pairs), per * steady)
+    loads = [(e, cb_strategies.get_strategy(s).resumable) for e, s in load_pairs] * per
+    plan = cb_plan.plan(config, loads)
     for line in cb_plan.lines(plan):
         print(f"catbench: {line}", file=sys.stderr)
     try:

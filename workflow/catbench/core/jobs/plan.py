@@ -10,7 +10,49 @@ import math
 
 from ..config import ConfigError, estimated_objects, n_groups
 from ..layout import map_batches, part_copies
-from .requests import MEASURING, START_S, expected_seconds, load_seconds, measure_domain, requests
+from ..targets import parse_size
+from .requests import MEASURING, START_S, expected_seconds, measure_domain, requests
+
+# A collapsed B-tree load's rate, expected: the seed's protocol fell to under 200 files of
+# ~94k rows per 30 min (~10k rows/s) once its table outgrew the pool, and random ids loaded
+# file by file into InnoDB here ran at 8.6-10.5k rows/s (10^6 rows, 6 MB pool, ext4 disk).
+# (jobs.index_rows_per_s is the time limits' slower, safe figure.)
+COLLAPSED_ROWS_PER_S = 10_000
+# Bytes a row takes in the smaller variant's B-tree (load/estimate.md: 37 B for BIGINT keys
+# after a sorted load): a table of more rows than the pool holds at this size outgrows it.
+_ROW_BYTES = 37
+
+
+def collapses(cfg: dict, engine: str) -> bool:
+    """A file-by-file load expected to fall to the disk's random reads (prepare/working_set.md):
+    an InnoDB table that outgrows its pool, with keys that do not arrive in key order (ids
+    not spatial). The others keep a steady rate (measured: MyISAM and MyRocks at 0.1-0.6 M
+    rows/s, InnoDB with spatial ids at 0.3-0.4 M rows/s, 10^6 rows on a 6 MB cache)."""
+    settings = {**cfg["server"]["settings"], **cfg["load"]["settings"]}
+    pool = parse_size(str(settings.get("innodb_buffer_pool_size", "128M")))
+    return (engine == "innodb" and cfg["catalog"]["id_layout"] != "spatial"
+            and estimated_objects(cfg) * _ROW_BYTES > pool)
+
+
+def one_load_seconds(cfg: dict, collapsing: bool) -> float:
+    """Expected seconds of one load job, as measured runs take them (not the time limit's
+    allowance, requests.load_seconds): each repetition loads at jobs.rows_per_s (a collapsing
+    one at COLLAPSED_ROWS_PER_S, stopped at load.time_limit_s), checks the rows at 5x that,
+    OPTIMIZEs like a sorted load (at most load.optimize_limit_s), looks up ~2,000 keys a
+    second and starts and stops its server (~2 s)."""
+    rows, j, load = estimated_objects(cfg), cfg["jobs"], cfg["load"]
+    loading = rows / (COLLAPSED_ROWS_PER_S if collapsing else j["rows_per_s"])
+    if collapsing and load.get("time_limit_s") is not None:
+        loading = min(loading, load["time_limit_s"])
+    optimize = min(load["optimize_limit_s"], rows / j["rows_per_s"])
+    one = loading + rows / (5 * j["rows_per_s"]) + optimize + load["lookup_count"] / 2000 + 2
+    limit = load.get("repetition_limit_s")
+    return (1 if limit is not None and one > limit else load.get("repetitions", 1)) * one
+
+
+def load_job_seconds(cfg: dict, loads) -> float:
+    """Expected seconds of the load jobs ``loads`` ((engine, resumable) per job)."""
+    return sum(one_load_seconds(cfg, resumable and collapses(cfg, engine)) for engine, resumable in loads)
 
 
 def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
@@ -38,10 +80,10 @@ def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
     return out
 
 
-def plan(cfg: dict, loads: int, steady_loads: int = 0) -> dict:
-    """Rows, jobs and expected minutes per stage and in total. ``steady_loads``: the load
-    jobs that load one sorted stream (the others go file by file: load_seconds)."""
-    counts = job_counts(cfg, loads)
+def plan(cfg: dict, loads: list) -> dict:
+    """Rows, jobs and expected minutes per stage and in total. ``loads``: (engine, resumable)
+    of every load job (resumable: a file-by-file strategy)."""
+    counts = job_counts(cfg, len(loads))
     seconds, req = expected_seconds(cfg), requests(cfg)
     cpus = cfg["jobs"]["cpus"]
     nodes = len({measure_domain(cfg, t) for t in cfg["targets"]})   # measuring side by side
@@ -52,7 +94,7 @@ def plan(cfg: dict, loads: int, steady_loads: int = 0) -> dict:
             side = nodes if rule in MEASURING else max(1, cpus // req[rule].threads)
             work = jobs * (START_S + seconds[rule])
             if rule == "load_index_run":
-                work += steady_loads * (load_seconds(cfg, steady=True) - seconds[rule])
+                work = jobs * START_S + load_job_seconds(cfg, loads)
             total += math.ceil(jobs / side) * work / max(1, jobs)
         minutes[stage] = total / 60
     objects = estimated_objects(cfg)
@@ -71,8 +113,9 @@ def lines(p: dict) -> list[str]:
     stages = ", ".join(f"{s} {duration(m)}" for s, m in p["minutes"].items())
     return [f"plan: {p['objects']:,} objects, {p['sources']:,} sources, {p['index_rows']:,} index rows; "
             f"{p['jobs']} jobs",
-            f"plan: expected ~{duration(p['total_minutes'])} ({stages}; at jobs.rows_per_s and "
-            f"jobs.index_rows_per_s, measuring jobs one at a time); limit run_limit_h = {p['limit_h']:g} h"]
+            f"plan: expected ~{duration(p['total_minutes'])} ({stages}; at jobs.rows_per_s, collapsing "
+            f"loads at ~{COLLAPSED_ROWS_PER_S:,} rows/s, measuring jobs one at a time); "
+            f"limit run_limit_h = {p['limit_h']:g} h"]
 
 
 # The stages a stage's target rule builds (the index input comes with the loads, queries and
