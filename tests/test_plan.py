@@ -73,7 +73,7 @@ def test_the_default_run_and_every_preset_are_under_their_limit():
 def test_a_run_over_its_limit_names_the_key_and_a_stage_target_only_its_stages():
     p = run_plan(as_run({**MINE, "base": None}))   # the schema's full sky: ~60 M objects
     with pytest.raises(ConfigError, match=r"config key 'run_limit_h': the run is expected to take ~\d+\.\d h "
-                                          r"\(load_index .*\), over the limit of 3 h; raise run_limit_h"):
+                                          r"\((queries|restart|load_index) .*\), over the limit of 3 h; raise run_limit_h"):
         cb_plan.check_limit(p)
     cb_plan.check_limit(p, ["partition"])          # the catalog and its chunks: under 3 h
     cb_plan.check_limit(p, ["results/mine/load/nvme/seed/innodb/sorted"])   # one job: not planned here
