@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test bench bench-index aa lint clean-results
+.PHONY: env system system-all run test bench bench-index index-study aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -49,7 +49,16 @@ bench: $(STAMP)
 	@$(call install_system,config/bench.yaml)
 	$(SNAKEMAKE_RUN) --configfile config/bench.yaml
 
-# The secondary-index study at 10^8 rows (index-only input, InnoDB and MyRocks).
+# The secondary-index study with random ids (the seed's) and with spatial ids (Gaia's,
+# LSST's), and each figure of the one against the other under the comparison rule.
+index-study: $(STAMP)
+	@$(call install_system,config/index-study.yaml)
+	$(SNAKEMAKE_RUN) --configfile config/index-study.yaml
+	$(SNAKEMAKE_RUN) --configfile config/index-study.yaml --config run=index-study-spatial \
+	  'catalog={id_layout: spatial}'
+	catbench compare results/index-study results/index-study-spatial
+
+# The secondary-index study at 10^8 rows (index-only input, InnoDB, MyRocks and MyISAM).
 bench-index: $(STAMP)
 	@$(call install_system,config/index-bench.yaml)
 	$(SNAKEMAKE_RUN) --configfile config/index-bench.yaml
