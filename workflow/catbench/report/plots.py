@@ -108,9 +108,13 @@ def _best(loads: list) -> dict:
     return best
 
 
+# line and marker of each engine's `sequential` curve
+ENGINE_STYLE = {"innodb": ("-", "."), "rocksdb": ("-.", "^"), "myisam": (":", "s")}
+
+
 def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> bool:
     """Load rate against table size / buffer pool: the seed's protocol (solid, per input
-    file, smoothed; `sequential` on another engine dash-dotted, against its block cache)
+    file, smoothed; `sequential` on another engine dash-dotted or dotted, against its cache)
     against the fastest strategy's end-to-end mean rate (dashed; sorting and index building
     included), one colour per target, log rate."""
     pts = [r for r in curve if _num(r.get("table_over_pool")) is not None and _num(r.get("rows_per_s"))
@@ -125,8 +129,9 @@ def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> 
             line = _median_repetition([r for r in pts if (r["target"], r["variant"], _engine(r)) == (tg, var, eng)])
             xs = [p["table_over_pool"] for p in line]
             seed = eng == "innodb"
-            ax.plot(xs, [p["rows_per_s"] for p in line], "-" if seed else "-.", color=col[tg], lw=2,
-                    marker="." if seed else "^", ms=4 if seed else 3,
+            style, mark = ENGINE_STYLE.get(eng, ("-.", "^"))
+            ax.plot(xs, [p["rows_per_s"] for p in line], style, color=col[tg], lw=2,
+                    marker=mark, ms=4 if seed else 3,
                     label=f"{tg}: {SEED_PROTOCOL} (seed's protocol)" if seed else f"{tg}: {SEED_PROTOCOL} ({eng})")
             b = best.get((tg, var))
             if seed and b is not None and _num(b.get("rows_per_s")):
@@ -139,7 +144,7 @@ def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> 
                         ms=10, color=col[tg], markeredgecolor="black",
                         label=f"{tg}: fell below half its initial rate" + ("" if seed else f" ({eng})"))
         ax.axvline(1.0, color="grey", ls=":", lw=1.5)
-        ax.text(1.02, 0.98, "table = buffer pool (block cache)", transform=ax.get_xaxis_transform(), va="top",
+        ax.text(1.02, 0.02, "table = buffer pool (cache)", transform=ax.get_xaxis_transform(), va="bottom",
                 fontsize=9, color="dimgrey")
         ax.set_yscale("log")
         ax.set_xlim(left=0)
@@ -150,7 +155,7 @@ def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> 
         ax.set_xlabel("table size / buffer pool (x)")
         ax.set_ylabel("load rate (rows/s, log scale)")
     handles, labels = _legend_from(axes[0])
-    _save(plt, fig, path, handles, labels, ncol=3)
+    _save(plt, fig, path, handles, labels, ncol=2)
     return True
 
 
