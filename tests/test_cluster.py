@@ -129,6 +129,24 @@ def test_every_kind_runs_in_order_and_transfers_as_expected(full_run):
 
 
 @pytest.mark.slow
+def test_the_real_restarts_reach_the_tables_and_the_findings(full_run):
+    """The stage's own files (not a fixture's) build cluster_restart.csv and its finding."""
+    import csv
+
+    from catbench.report.tables import make_tables
+    d, out, result, _ = full_run
+    make_tables(d / "out", require=("cluster",))
+    with open(d / "out" / "tables" / "cluster_restart.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["kind"] for r in rows} == {"node-restart-ist", "node-restart-sst", "node-crash"}
+    assert {r["acked_lost"] for r in rows} == {"0"}
+    answers = [r for r in rows if r["phase"] == "process_start_to_first_answer"]
+    assert len(answers) == 3 and all(float(r["seconds"]) > 0 and int(r["n"]) >= 1 for r in answers)
+    md = (d / "out" / "tables" / "summary.md").read_text()
+    assert "Acknowledged inserts lost: 0 of" in md and "t1" in md
+
+
+@pytest.mark.slow
 def test_no_acknowledged_insert_lost_and_all_nodes_agree(full_run):
     d, out, result, _ = full_run
     total = 0
