@@ -219,7 +219,8 @@ FAMILIES = {"storage": ("fio", "load-index"),
             "report": ("tables", "report", "compare", "provenance"),
             "queries": ("queries", "queries-check"),
             "restart": ("restart",),
-            "cluster": ("cluster",)}
+            "cluster": ("cluster",),
+            "predict": ("predict", "ladder")}
 
 
 def _families(argv, own) -> list[str]:

@@ -1,0 +1,113 @@
+"""CLI sub-commands ``catbench predict`` (a load's time and bytes at N rows from the rungs of
+a ladder, with the ladder's own validation) and ``catbench ladder`` (the rungs' configs)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+
+import yaml
+
+from ..core.config import ConfigError, load, section
+from ..core.targets import human, parse_size
+from ..predict.ladder import rungs, target_pool
+from ..predict.runs import read_runs
+from ..predict.scale import Target, predict, validate
+from .common import guarded
+
+log = logging.getLogger(__name__)
+
+
+def _target(cfg: dict, engine: str, rows: float, pred: dict) -> Target:
+    ld = cfg.get("load") or {}
+    return Target(rows, target_pool(cfg, engine, rows), parse_size(ld.get("sort_memory") or "1GB"),
+                  ld.get("time_limit_s"), pred["below_rate"])
+
+
+def _fmt_s(v) -> str:
+    return "?" if v is None else f"{v:,.1f}"
+
+
+def _line(key: tuple, p: dict) -> str:
+    name = "/".join(key)
+    if "refused" in p:
+        return f"{name}: no prediction: {p['refused']}"
+    what = (f"{p['rows']:,.0f} rows by the {p['seconds']:,.0f} s limit "
+            f"[{p['rows_ci_low']:,.0f}, {p['rows_ci_high']:,.0f}]" if p["stopped"] else
+            f"{_fmt_s(p['seconds'])} s [{_fmt_s(p['seconds_ci_low'])}, {_fmt_s(p['seconds_ci_high'])}]")
+    return f"{name}: {what}, table {human(p['table_bytes'])}, {p['regime']}"
+
+
+def _validation_line(key: tuple, v: dict) -> str:
+    name = "/".join(key)
+    if "refused" in v:
+        return f"{name}: rung of {v['rung_rows']:,} rows not predicted: {v['refused']}"
+    return (f"{name}: rung of {v['rung_rows']:,} rows from {len(v['from_rungs'])} smaller: predicted ÷ "
+            f"measured {v['compared']} = {v['predicted_over_measured']:.2f} (n = {v['n_measured']}, {v['regime']})")
+
+
+def cmd_predict(a) -> int:
+    """Per target and method: the predicted load time and table bytes at --rows with an
+    interval and its regime (or why the model refuses), then every ladder's prediction of
+    its own largest rung from the smaller ones (predicted ÷ measured)."""
+    cfg = load(a.config)
+    pred = section("predict", cfg.get("predict"))
+    opts = {**pred, "min_rungs": a.min_rungs or pred["min_rungs"]}
+    rows = float(a.rows or pred["target_rows"])
+    groups = read_runs(a.results)
+    if not groups:
+        raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
+    out = {"rows": rows, "predictions": [], "validation": []}
+    print(f"predicted at {rows:,.0f} rows from {len(a.results)} run(s):")
+    for key, reps in sorted(groups.items()):
+        p = predict(reps, _target(cfg, key[2], rows, pred), opts)
+        out["predictions"].append({"key": dict(zip(("target", "variant", "engine", "strategy", "id_layout"), key)),
+                                   **p})
+        print("  " + _line(key, p))
+    print("validation (each ladder's largest rung from its smaller ones):")
+    for key, reps in sorted(groups.items()):
+        v = validate(reps, opts)
+        if v is not None:
+            out["validation"].append({"key": dict(zip(("target", "variant", "engine", "strategy", "id_layout"),
+                                                      key)), **v})
+            print("  " + _validation_line(key, v))
+    if not out["validation"]:
+        print("  none: every load has a single rung")
+    if a.out:
+        Path(a.out).write_text(json.dumps(out, indent=1, default=lambda o: None if isinstance(o, float)
+                                          and not math.isfinite(o) else str(o)))
+    return 0
+
+
+def cmd_ladder(a) -> int:
+    """The rungs of the config's ladder (predict.rows): one config file per rung in --out,
+    named by its run (``<run>-rung<k>``); without --out, their names and scaled settings."""
+    cfg = load(a.config)
+    for r in rungs(cfg):
+        ld = r.get("load") or {}
+        print(f"{r['run']}: catalog.patch.objects {r['catalog']['patch']['objects']}, load.settings "
+              f"{json.dumps(ld.get('settings'))}, sort_memory {ld.get('sort_memory')}, "
+              f"time_limit_s {ld.get('time_limit_s')}")
+        if a.out:
+            Path(a.out).mkdir(parents=True, exist_ok=True)
+            (Path(a.out) / f"{r['run']}.yaml").write_text(yaml.safe_dump({**r, "base": None}, sort_keys=False))
+    return 0
+
+
+def add_subcommands(subparsers) -> None:
+    p = subparsers.add_parser("predict", help="a load's time and bytes at N rows from a ladder's smaller runs",
+                              description=cmd_predict.__doc__)
+    p.add_argument("--config", required=True, help="the target's config (its predict section and load settings)")
+    p.add_argument("--results", required=True, action="append", help="results/<run> of a rung (repeat)")
+    p.add_argument("--rows", type=float, help="index rows to predict (default predict.target_rows)")
+    p.add_argument("--min-rungs", type=int, help="rungs needed (default predict.min_rungs)")
+    p.add_argument("--out", help="write the predictions and the validation as JSON here")
+    p.set_defaults(func=guarded(cmd_predict, (ConfigError, FileNotFoundError, ValueError), "predict"))
+
+    p = subparsers.add_parser("ladder", help="the rungs' configs of the config's predict section",
+                              description=cmd_ladder.__doc__)
+    p.add_argument("--config", required=True)
+    p.add_argument("--out", help="directory to write <run>-rung<k>.yaml into")
+    p.set_defaults(func=guarded(cmd_ladder, (ConfigError, ValueError), "ladder"))

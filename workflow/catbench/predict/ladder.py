@@ -1,0 +1,80 @@
+"""The ladder: one config's ``predict`` section turned into its rungs' configs (the same
+study at smaller row counts with every memory scaled by the rows, so table ÷ pool, working
+set ÷ pool and input ÷ sort memory match the target's), and the target's own figures."""
+
+from __future__ import annotations
+
+import copy
+
+from ..core.config import ConfigError, section
+from ..core.index_table import ENGINES
+from ..core.targets import parse_size
+
+ROWS_PER_OBJECT = 10_088      # index rows per catalog.patch.objects (a whole copy of the patch)
+MIN_POOL = 6 * 2 ** 20        # the least InnoDB takes (config/index-study.yaml)
+
+
+def settings(cfg: dict) -> dict:
+    """The loads' server options: load.settings over server.settings."""
+    return {**((cfg.get("server") or {}).get("settings") or {}), **((cfg.get("load") or {}).get("settings") or {})}
+
+
+def target_pool(cfg: dict, engine: str = "innodb", rows: float | None = None) -> int:
+    """The engine's cache at the target: ``predict.pool_per_row_bytes`` × rows when set, else
+    the config's own setting."""
+    pred = section("predict", cfg.get("predict"))
+    rows = rows or pred["target_rows"]
+    if pred["pool_per_row_bytes"]:
+        return int(pred["pool_per_row_bytes"] * rows)
+    var = ENGINES[engine].cache_variable if engine in ENGINES else "innodb_buffer_pool_size"
+    value = settings(cfg).get(var)
+    if value is None:
+        raise ConfigError(f"no {var} in load.settings or server.settings, and no predict.pool_per_row_bytes: "
+                          f"the target's pool is unknown")
+    return parse_size(value)
+
+
+def _kib(n: float) -> str:
+    return f"{max(1, round(n / 1024))}KiB"
+
+
+def rung_config(cfg: dict, k: int, rows: int) -> dict:
+    """Rung ``k`` (1-based) of ``cfg``'s ladder at ``rows`` rows: run ``<run>-rung<k>``."""
+    pred = section("predict", cfg.get("predict"))
+    objects = max(1, round(rows / ROWS_PER_OBJECT))
+    factor = objects * ROWS_PER_OBJECT / pred["target_rows"]
+    out = copy.deepcopy(cfg)
+    out["run"] = f"{cfg.get('run', 'default')}-rung{k}"
+    out.setdefault("catalog", {}).setdefault("patch", {})["objects"] = objects
+    load = out.setdefault("load", {})
+    load_settings = dict(load.get("settings") or {})
+    merged = settings(cfg)
+    for key in pred["scale_settings"]:
+        if key in merged or pred["pool_per_row_bytes"]:
+            full = (pred["pool_per_row_bytes"] * pred["target_rows"] if pred["pool_per_row_bytes"]
+                    else parse_size(merged[key]))
+            scaled = full * factor
+            if key == "innodb_buffer_pool_size" and scaled < MIN_POOL:
+                raise ConfigError(f"predict.rows: rung {k} ({objects * ROWS_PER_OBJECT:,} rows) would have a "
+                                  f"{scaled / 2**20:.1f} MiB buffer pool, under InnoDB's least (6 MiB): "
+                                  f"its table ÷ pool could not match; use more rows in that rung")
+            load_settings[key] = _kib(scaled)
+    load["settings"] = load_settings
+    if pred["scale_sort_memory"]:
+        load["sort_memory"] = _kib(parse_size((cfg.get("load") or {}).get("sort_memory") or
+                                              section("load")["sort_memory"]) * factor)
+    if pred["scale_time_limit"] and load.get("time_limit_s"):
+        load["time_limit_s"] = round(load["time_limit_s"] * factor, 3)
+    out["predict"] = {**(cfg.get("predict") or {}), "rung": k}
+    return out
+
+
+def rungs(cfg: dict) -> list[dict]:
+    """Every rung's config, smallest first."""
+    pred = section("predict", cfg.get("predict"))
+    if not pred["rows"]:
+        raise ConfigError("predict.rows: no rungs (give the rows of two or three smaller runs)")
+    if max(pred["rows"]) >= pred["target_rows"]:
+        raise ConfigError(f"predict.rows: a rung of {max(pred['rows']):,} rows is not smaller than "
+                          f"predict.target_rows ({pred['target_rows']:,})")
+    return [rung_config(cfg, k, int(n)) for k, n in enumerate(sorted(pred["rows"]), start=1)]

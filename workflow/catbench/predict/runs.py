@@ -1,0 +1,138 @@
+"""What the model reads from a run's result files: per load (target × variant × engine ×
+strategy) and repetition, the rate windows over x = table ÷ pool, the time before the first
+row and after the last, the rows, seconds and bytes (``summary.json``, ``trace.parquet``),
+and the insert working set of the variant's input (``index/working_set.json``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from ..core.index_table import ENGINES
+from ..core.targets import parse_size
+
+WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
+
+
+@dataclass
+class Rep:
+    """One repetition of one load at one rung."""
+    key: tuple                 # (target, variant, engine, strategy, id_layout)
+    run: str
+    rows: int
+    seconds: float
+    stopped: bool
+    time_limit_s: float | None
+    table_bytes: int
+    pool: int
+    input_bytes: int
+    sort_memory: int
+    pre_s: float               # before the first file's rows (scan, sort)
+    post_s: float              # after the last file's rows (index build, consolidation)
+    server_cpu_s: float | None
+    sorts: bool                # the strategy sorts before loading
+    x: np.ndarray = field(repr=False, default=None)        # window midpoints, table ÷ pool
+    rate: np.ndarray = field(repr=False, default=None)     # rows/s per window
+    weight: np.ndarray = field(repr=False, default=None)   # rows per window
+    ws_over_pool: float | None = None
+    collapse_expected: bool | None = None
+    rung_rows: int = 0         # the input's rows (a stopped load loaded fewer)
+
+    @property
+    def bytes_per_row(self) -> float:
+        return self.table_bytes / self.rows
+
+    @property
+    def x_final(self) -> float:
+        return self.table_bytes / self.pool
+
+
+def _windows(trace, t0: float, bpr: float, pool: int):
+    """Non-overlapping windows of ``len/WINDOWS`` files (at least 1): rate, midpoint x, rows."""
+    order = np.lexsort((trace["cumulative_rows"], trace["end"]))
+    end = np.asarray(trace["end"], float)[order]
+    cum = np.asarray(trace["cumulative_rows"], float)[order]
+    w = max(1, math.ceil(len(end) / WINDOWS))
+    idx = np.arange(w - 1, len(end), w)
+    prev_end = np.concatenate([[t0], end[idx[:-1]]])
+    prev_cum = np.concatenate([[0.0], cum[idx[:-1]]])
+    rows, dt = cum[idx] - prev_cum, end[idx] - prev_end
+    ok = (rows > 0) & (dt > 0)
+    mid = (cum[idx] + prev_cum) / 2 * bpr / pool
+    return mid[ok], (rows / np.where(dt > 0, dt, 1))[ok], rows[ok]
+
+
+def _pool(summary: dict, engine: str) -> int | None:
+    var = ENGINES[engine].cache_variable if engine in ENGINES else "innodb_buffer_pool_size"
+    v = ((summary.get("server") or {}).get("variables") or {}).get(var)
+    return int(v) if v not in (None, "") else None
+
+
+def working_set(results: Path) -> dict:
+    p = results / "index" / "working_set.json"
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dict) -> Rep | None:
+    rows, tb = int(r.get("rows") or 0), int(r.get("table_bytes") or summary.get("table_bytes") or 0)
+    if rows <= 0 or tb <= 0 or trace is None or len(trace["end"]) == 0:
+        return None
+    phases = r.get("phases") or []
+    first, last = float(np.min(trace["start"])), float(np.max(trace["end"]))
+    begin = min((float(p["start"]) for p in phases), default=first)
+    seconds = float(r.get("seconds") or (last - begin))
+    pre = max(0.0, first - begin)
+    post = max(0.0, seconds - (last - begin))
+    x, rate, wt = _windows(trace, first, tb / rows, pool)
+    v = (ws.get("variants") or {}).get(key[1]) or {}
+    opts = summary.get("options") or {}
+    return Rep(key, run, rows, seconds, bool(r.get("stopped")), summary.get("time_limit_s"), tb, pool,
+               int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
+               r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, x, rate, wt,
+               v.get("working_set_over_pool"), v.get("collapse_expected"),
+               int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows)
+
+
+def read_run(results) -> list[Rep]:
+    """Every load repetition of one run's results directory (``results/<run>``)."""
+    results = Path(results)
+    if not results.is_dir():
+        raise FileNotFoundError(f"{results}: no such results directory")
+    ws = working_set(results)
+    layout = ws.get("id_layout") or "unknown"
+    out: list[Rep] = []
+    for path in sorted(results.glob("load/*/*/*/*/summary.json")):
+        target, variant, engine, strategy = path.parent.parts[-4:]
+        summary = json.loads(path.read_text())
+        pool = _pool(summary, engine)
+        trace_path = path.parent / "trace.parquet"
+        if pool is None or not trace_path.exists():
+            continue
+        tr = pq.read_table(trace_path).to_pydict()
+        reps = summary.get("repetitions") or [summary]
+        key = (target, variant, engine, strategy, layout)
+        for i, r in enumerate(reps):
+            rep_no = r.get("repetition", i)
+            sel = [j for j, v in enumerate(tr.get("repetition") or [0] * len(tr["end"])) if v == rep_no]
+            trace = {c: np.asarray(tr[c])[sel] for c in ("start", "end", "cumulative_rows")} if sel else None
+            rep = _rep(summary, r, trace, key, results.name, pool, ws)
+            if rep is not None:
+                out.append(rep)
+    return out
+
+
+def read_runs(paths) -> dict[tuple, list[Rep]]:
+    """The repetitions of several runs, grouped by (target, variant, engine, strategy, id_layout)."""
+    groups: dict[tuple, list[Rep]] = {}
+    for p in paths:
+        for rep in read_run(p):
+            groups.setdefault(rep.key, []).append(rep)
+    return groups

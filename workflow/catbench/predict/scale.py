@@ -1,0 +1,194 @@
+"""A load's time and table bytes at N rows from the rungs of one load (target × variant ×
+engine × strategy × id layout), with an interval, its regime, or a refusal (model.md)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .rate import RateCurve, fit_rate, load_seconds, rows_by, rows_until_rate
+from .runs import Rep
+
+SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
+
+
+class Refusal(ValueError):
+    """The model does not support this prediction; the message says why."""
+
+
+@dataclass
+class Target:
+    rows: float
+    pool: float                    # the engine's cache, bytes
+    sort_memory: float | None = None
+    time_limit_s: float | None = None
+    below_rate: float | None = None
+
+
+@dataclass
+class Fit:
+    curve: RateCurve
+    bpr_slope: float               # table bytes per row (over the rungs' sizes)
+    bpr_intercept: float
+    pre_coef: float                # seconds ÷ (N log2 N) before the first row
+    post_coef: float               # … after the last row
+    cpu_share: float | None        # server CPU-s per second of load (cores busy)
+
+    def table_bytes(self, rows: float) -> float:
+        return self.bpr_intercept + self.bpr_slope * rows
+
+    def phase_s(self, rows: float) -> tuple[float, float]:
+        nl = rows * math.log2(max(rows, 2))
+        return self.pre_coef * nl, self.post_coef * nl
+
+
+def _nlogn(rows: float) -> float:
+    return rows * math.log2(max(rows, 2))
+
+
+def fit(reps: list[Rep]) -> Fit:
+    """One fit from the repetitions of every rung (each rung's windows over its own x)."""
+    x = np.concatenate([r.x for r in reps])
+    curve = fit_rate(x, np.concatenate([r.rate for r in reps]), np.concatenate([r.weight for r in reps]))
+    rows = np.array([r.rows for r in reps], float)
+    tb = np.array([r.table_bytes for r in reps], float)
+    if len(np.unique(rows)) >= 2:
+        slope, icpt = np.polyfit(rows, tb, 1)
+        if slope <= 0:
+            slope, icpt = float(np.median(tb / rows)), 0.0
+    else:
+        slope, icpt = float(np.median(tb / rows)), 0.0
+    cpu = [r.server_cpu_s / r.seconds for r in reps if r.server_cpu_s and r.seconds > 0]
+    return Fit(curve, float(slope), float(icpt),
+               float(np.median([r.pre_s / _nlogn(r.rung_rows) for r in reps])),
+               float(np.median([r.post_s / _nlogn(r.rows) for r in reps])),
+               float(np.median(cpu)) if cpu else None)
+
+
+def _rows_at_limit(f: Fit, t: Target, bpr: float) -> float | None:
+    if not t.time_limit_s:
+        return None
+    pre, _ = f.phase_s(t.rows)
+    return rows_by(f.curve, max(0.0, t.time_limit_s - pre), t.rows, bpr, t.pool)
+
+
+def point(f: Fit, t: Target) -> dict:
+    """The figures of one fit at the target: seconds (to all rows, or the limit), rows
+    loaded, table bytes, the phases and the rows where the rate falls below ``below_rate``."""
+    bpr = f.table_bytes(t.rows) / t.rows
+    pre, post = f.phase_s(t.rows)
+    load = load_seconds(f.curve, t.rows, bpr, t.pool)
+    out = {"load_s": load, "pre_s": pre, "post_s": post, "seconds": pre + load + post, "rows": t.rows,
+           "table_bytes": f.table_bytes(t.rows), "bytes_per_row": bpr, "stopped": False}
+    limited = _rows_at_limit(f, t, bpr)
+    if limited is not None and limited < t.rows:
+        out.update(rows=limited, seconds=t.time_limit_s, stopped=True, table_bytes=limited * bpr,
+                   load_s=t.time_limit_s - pre, post_s=0.0)
+    if t.below_rate:
+        n = rows_until_rate(f.curve, t.below_rate, bpr, t.pool)
+        out["rows_until_below_rate"] = n
+        out["seconds_until_below_rate"] = None if n is None else pre + load_seconds(f.curve, n, bpr, t.pool)
+    return out
+
+
+def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
+    """server-CPU bound (steady), I/O bound (after the collapse), sort / index-build bound."""
+    if p["pre_s"] + p["post_s"] >= SORT_BOUND * p["seconds"]:
+        return "sort bound" if any(r.sorts for r in reps) else "index-build bound"
+    x_end = p["rows"] * p["bytes_per_row"] / t.pool
+    if f.curve.form != "steady" and x_end >= f.curve.x_c:
+        return "I/O bound (random reads)"
+    return "server-CPU bound" if (f.cpu_share or 0) >= 0.5 else "steady (client or input bound)"
+
+
+def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
+    """Raise Refusal when the target is beyond what the rungs support."""
+    rungs = sorted({r.rung_rows for r in reps})
+    if len(rungs) < opts["min_rungs"]:
+        raise Refusal(f"{len(rungs)} rung(s) ({', '.join(f'{n:,}' for n in rungs)} rows); the model needs "
+                      f"{opts['min_rungs']} to see that the rate at a given table ÷ pool holds across scales")
+    if t.rows > opts["max_extrapolation"] * rungs[-1]:
+        raise Refusal(f"{t.rows:,.0f} rows is {t.rows / rungs[-1]:,.0f}× the largest rung ({rungs[-1]:,}); "
+                      f"the model extrapolates at most {opts['max_extrapolation']:g}×")
+    p = point(f, t)
+    x_end, x_seen = p["rows"] * p["bytes_per_row"] / t.pool, max(r.x_final for r in reps)
+    if x_end > opts["x_margin"] * x_seen:
+        raise Refusal(f"table ÷ pool would reach {x_end:.1f}; no rung went past {x_seen:.1f} (a regime not "
+                      f"seen: scale the rungs' pool with their rows)")
+    ws = [r.ws_over_pool for r in reps if r.ws_over_pool is not None]
+    if ws and not any(r.collapse_expected for r in reps):
+        ws_t = float(np.median(ws)) * x_end / float(np.median([r.x_final for r in reps]))
+        if ws_t > 1:
+            raise Refusal(f"the insert working set would be {ws_t:.1f}× the pool; in every rung it fit "
+                          f"({max(ws):.2f}×): the collapse it predicts was not measured")
+    sorts = [r.input_bytes / r.sort_memory for r in reps if r.sorts and r.sort_memory]
+    if sorts and t.sort_memory:
+        spill = p["rows"] * float(np.median([r.input_bytes / r.rung_rows for r in reps])) / t.sort_memory
+        if spill > 1 and spill > opts["x_margin"] * max(sorts):
+            raise Refusal(f"the input would be {spill:.1f}× load.sort_memory (an external sort); the rungs "
+                          f"reached {max(sorts):.2f}×: scale load.sort_memory with the rungs' rows")
+
+
+def _resample(reps: list[Rep], rng) -> list[Rep]:
+    """The repetitions resampled with replacement within each rung (every rung stays)."""
+    out = []
+    for n in sorted({r.rung_rows for r in reps}):
+        same = [r for r in reps if r.rung_rows == n]
+        out += [same[i] for i in rng.integers(0, len(same), len(same))]
+    return out
+
+
+def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
+    """The prediction for one load at ``t``: the point, its interval (bootstrap over the
+    repetitions, the fit redone each time), the regime and the fit; or the refusal."""
+    out = {"target_rows": t.rows, "pool_bytes": t.pool,
+           "rungs": sorted({r.rung_rows for r in reps}), "repetitions": len(reps)}
+    try:
+        f = fit(reps)
+        check(reps, t, f, opts)
+    except (Refusal, ValueError) as exc:
+        return {**out, "refused": str(exc)}
+    p = point(f, t)
+    rng = np.random.default_rng(opts.get("seed", 0))
+    boot = {"seconds": [], "rows": [], "table_bytes": []}
+    for _ in range(opts["bootstrap"]):
+        try:
+            q = point(fit(_resample(reps, rng)), t)
+        except ValueError:
+            continue
+        for k in boot:
+            boot[k].append(q[k])
+    a = (1 - opts["confidence"]) / 2
+    for k, vals in boot.items():
+        lo, hi = (np.quantile(vals, [a, 1 - a]) if len(vals) >= 2 else (None, None))
+        p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min(lo, p[k])),
+                                               None if hi is None else float(max(hi, p[k])))
+    return {**out, **p, "regime": regime(f, p, t, reps), "fit": f.curve.as_dict(),
+            "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
+
+
+def validate(reps: list[Rep], opts: dict) -> dict | None:
+    """The largest rung predicted from the smaller ones, against its measured median."""
+    rungs = sorted({r.rung_rows for r in reps})
+    if len(rungs) < 2:
+        return None
+    top = [r for r in reps if r.rung_rows == rungs[-1]]
+    t = Target(rungs[-1], float(np.median([r.pool for r in top])),
+               float(np.median([r.sort_memory for r in top])), top[0].time_limit_s)
+    p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, {**opts, "min_rungs": 1})
+    stopped = any(r.stopped for r in top)
+    measured_rows = float(np.median([r.rows for r in top]))
+    measured_s = float(np.median([r.seconds for r in top]))
+    out = {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], "n_measured": len(top),
+           "measured_seconds": measured_s, "measured_rows": measured_rows, "stopped": stopped}
+    if "refused" in p:
+        return {**out, "refused": p["refused"]}
+    if stopped:   # a load stopped by its limit: compare the rows it reached
+        ratio = p["rows"] / measured_rows
+    else:
+        ratio = p["seconds"] / measured_s
+    return {**out, "predicted_seconds": p["seconds"], "predicted_rows": p["rows"],
+            "predicted_over_measured": ratio, "compared": "rows" if stopped else "seconds",
+            "regime": p["regime"]}
