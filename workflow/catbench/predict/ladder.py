@@ -34,8 +34,9 @@ def target_pool(cfg: dict, engine: str = "innodb", rows: float | None = None) ->
     return parse_size(value)
 
 
-def _kib(n: float) -> str:
-    return f"{max(1, round(n / 1024))}KiB"
+def _kib(n: float, unit: str = "KiB") -> str:
+    """A size in whole KiB: ``K`` for a server option, ``KiB`` for load.sort_memory."""
+    return f"{max(1, round(n / 1024))}{unit}"
 
 
 def rung_config(cfg: dict, k: int, rows: int) -> dict:
@@ -58,7 +59,7 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
                 raise ConfigError(f"predict.rows: rung {k} ({objects * ROWS_PER_OBJECT:,} rows) would have a "
                                   f"{scaled / 2**20:.1f} MiB buffer pool, under InnoDB's least (6 MiB): "
                                   f"its table ÷ pool could not match; use more rows in that rung")
-            load_settings[key] = _kib(scaled)
+            load_settings[key] = _kib(scaled, "K")
     load["settings"] = load_settings
     if pred["scale_sort_memory"]:
         load["sort_memory"] = _kib(parse_size((cfg.get("load") or {}).get("sort_memory") or

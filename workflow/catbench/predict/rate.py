@@ -44,55 +44,48 @@ def _wmean(y, w):
     return float(np.sum(w * y) / np.sum(w))
 
 
-def _line(lx, y, w):
-    """Weighted least squares y = a − k·lx: (a, k, rss)."""
-    sw = np.sum(w)
-    mx, my = np.sum(w * lx) / sw, np.sum(w * y) / sw
-    sxx = np.sum(w * (lx - mx) ** 2)
-    slope = 0.0 if sxx <= 0 else float(np.sum(w * (lx - mx) * (y - my)) / sxx)
-    a = my - slope * mx
-    return a, -slope, float(np.sum(w * (y - a - slope * lx) ** 2))
-
-
-def _candidates(x: np.ndarray, most: int = 80) -> np.ndarray:
-    """Break points: midpoints between the sorted distinct x, at most ``most`` of them
-    (evenly by rank), each with at least one point before it and two after."""
-    u = np.unique(x)
-    if len(u) < 4:
-        return np.array([])
-    mids = (u[:-1] + u[1:]) / 2
-    mids = mids[:-1]                       # two distinct x after the break at least
-    if len(mids) > most:
-        mids = mids[np.linspace(0, len(mids) - 1, most).round().astype(int)]
-    return mids
-
-
 DROP = 0.8   # a break is a collapse: the rate just after it at most this × the rate before
 
 
+def _suffix(v: np.ndarray) -> np.ndarray:
+    """Sums of v[i:] for every i."""
+    return np.cumsum(v[::-1])[::-1]
+
+
 def _best_break(x, y, w, form):
-    """(rss, x_c, a0, a1, k) of the best break of ``form`` (floor or decay): a drop of the
-    rate (r1 ≤ DROP·r0) and, for decay, no growth after it (k ≥ 0), with a tenth of the
-    points (3 at least) after it."""
-    best, tail = None, max(3, len(x) // 10)
-    for xc in _candidates(x):
-        left, right = x < xc, x >= xc
-        if left.sum() < 1 or right.sum() < tail:
-            continue
-        a0 = _wmean(y[left], w[left])
-        rss_l = float(np.sum(w[left] * (y[left] - a0) ** 2))
-        if form == "floor":
-            a1, k = _wmean(y[right], w[right]), 0.0
-            rss_r = float(np.sum(w[right] * (y[right] - a1) ** 2))
-        else:
-            a1, k, rss_r = _line(np.log(x[right] / xc), y[right], w[right])
-            if k < 0:
-                continue
-        if a1 > a0 + math.log(DROP):
-            continue
-        if best is None or rss_l + rss_r < best[0]:
-            best = (rss_l + rss_r, float(xc), a0, a1, k)
-    return best
+    """(rss, x_c, a0, a1, k) of the best break of ``form`` (floor or decay) over every break
+    between two distinct x (at their midpoint), each rss from prefix and suffix sums: a drop
+    of the rate (r1 ≤ DROP·r0) and, for decay, no growth after it (k ≥ 0), with a tenth of
+    the points (3 at least) after it."""
+    o = np.argsort(x, kind="stable")
+    x, y, w = x[o], y[o], w[o]
+    lx = np.log(x)
+    i = np.nonzero(x[1:] > x[:-1])[0] + 1          # left x[:i], right x[i:]
+    i = i[len(x) - i >= max(3, len(x) // 10)]
+    if len(i) == 0:
+        return None
+    cw, cy, cyy = np.cumsum(w)[i - 1], np.cumsum(w * y)[i - 1], np.cumsum(w * y * y)[i - 1]
+    a0 = cy / cw
+    rss_l = cyy - cy * a0
+    sw, sy, syy = _suffix(w)[i], _suffix(w * y)[i], _suffix(w * y * y)[i]
+    xc = (x[i - 1] + x[i]) / 2
+    ok = np.ones(len(i), bool)
+    if form == "floor":
+        a1, k = sy / sw, np.zeros(len(i))
+        rss_r = syy - sy * a1
+    else:
+        sx, sxx, sxy = _suffix(w * lx)[i], _suffix(w * lx * lx)[i], _suffix(w * lx * y)[i]
+        vxx, cxy = sxx - sx * sx / sw, sxy - sx * sy / sw
+        ok = vxx > 1e-12
+        slope = np.where(ok, cxy / np.where(ok, vxx, 1.0), 0.0)
+        rss_r = syy - sy * sy / sw - slope * cxy
+        a1, k = (sy - slope * sx) / sw + slope * np.log(xc), -slope    # the line at the break
+    ok &= (a1 <= a0 + math.log(DROP)) & (k >= 0)
+    if not ok.any():
+        return None
+    rss = np.where(ok, np.maximum(rss_l, 0) + np.maximum(rss_r, 0), np.inf)
+    j = int(np.argmin(rss))
+    return float(rss[j]), float(xc[j]), float(a0[j]), float(a1[j]), float(k[j])
 
 
 def _bic(rss: float, n: int, p: int) -> float:

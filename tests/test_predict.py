@@ -1,0 +1,142 @@
+"""The scale model (workflow/catbench/predict/model.md): the fit, the integral over the
+table's growth, the ladder's rungs, the refusals, and a smoke test on real results."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from catbench.core.config import ConfigError, validate
+from catbench.predict.ladder import rungs
+from catbench.predict.rate import RateCurve, fit_rate, load_seconds, rows_by
+from catbench.predict.runs import Rep, read_runs
+from catbench.predict.scale import Target, predict, validate as validate_ladder
+
+REPO = Path(__file__).resolve().parent.parent
+REAL = [Path("/work/bench/results/index-study"), Path("/work/bench/results/index-study-spatial")]
+OPTS = {"min_rungs": 2, "max_extrapolation": 100, "x_margin": 1.25, "bootstrap": 30, "confidence": 0.95,
+        "below_rate": None}
+
+
+def _curve(x, r0=4e5, xc=1.0, r1=2e4, k=0.4, noise=0.0, seed=1):
+    rate = RateCurve("decay", r0, xc, r1, k).rate(x)
+    return rate * np.exp(np.random.default_rng(seed).normal(0, noise, len(x)))
+
+
+def test_fit_recovers_a_collapse_and_its_decay():
+    x = np.linspace(0.05, 15, 300)
+    c = fit_rate(x, _curve(x, noise=0.05))
+    assert c.form == "decay"
+    assert c.r0 == pytest.approx(4e5, rel=0.05) and c.r1 == pytest.approx(2e4, rel=0.1)
+    assert c.k == pytest.approx(0.4, abs=0.05) and c.x_c == pytest.approx(1.0, abs=0.1)
+    assert c.k_se is not None and c.k_se < 0.05
+
+
+def test_fit_keeps_a_steady_rate_steady_and_finds_a_floor():
+    x = np.linspace(0.05, 10, 200)
+    steady = fit_rate(x, 3e5 * np.exp(np.random.default_rng(2).normal(0, 0.05, len(x))))
+    assert steady.form == "steady" and steady.r0 == pytest.approx(3e5, rel=0.02)
+    floor = fit_rate(x, _curve(x, xc=2.0, k=0.0, noise=0.03))
+    assert floor.form == "floor" and floor.r1 == pytest.approx(2e4, rel=0.05)
+
+
+def test_integral_of_a_constant_rate():
+    c = RateCurve("steady", 1e5)
+    assert load_seconds(c, 1e7, 50, 1e8) == pytest.approx(100.0, rel=1e-9)
+    assert rows_by(c, 30, 1e7, 50, 1e8) == pytest.approx(3e6, rel=1e-6)
+
+
+def test_integral_of_a_step_and_of_a_decay_match_their_closed_forms():
+    bpr, pool = 50.0, 1e8
+    n_c = 2.0 * pool / bpr                                  # the break at x = 2
+    step = RateCurve("floor", 1e5, 2.0, 1e4, 0.0)
+    n = 1e7
+    assert load_seconds(step, n, bpr, pool) == pytest.approx(n_c / 1e5 + (n - n_c) / 1e4, rel=1e-9)
+    assert load_seconds(step, n_c / 2, bpr, pool) == pytest.approx(n_c / 2 / 1e5, rel=1e-9)
+    decay = RateCurve("decay", 1e5, 2.0, 1e4, 0.5)
+    x = n * bpr / pool
+    closed = n_c / 1e5 + pool / bpr * 2.0 / (1e4 * 1.5) * ((x / 2.0) ** 1.5 - 1)
+    assert load_seconds(decay, n, bpr, pool) == pytest.approx(closed, rel=1e-4)
+
+
+def _rep(rows, pool, run, rep=0, x_final=10.0, **kw):
+    """A synthetic repetition: its windows on the decay curve, up to ``x_final``."""
+    bpr = x_final * pool / rows
+    x = np.linspace(x_final / 64, x_final, 32)
+    rate = _curve(x, noise=0.03, seed=rep + rows % 97)
+    seconds = load_seconds(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), rows, bpr, pool)
+    base = dict(key=("disk", "seed", "innodb", "sequential", "random"), run=run, rows=rows, seconds=seconds,
+                stopped=False, time_limit_s=None, table_bytes=int(bpr * rows), pool=pool, input_bytes=38 * rows,
+                sort_memory=2 ** 30, pre_s=0.0, post_s=0.0, server_cpu_s=None, sorts=False, x=x, rate=rate,
+                weight=np.full(32, rows / 32), ws_over_pool=13.0, collapse_expected=True, rung_rows=rows)
+    return Rep(**{**base, **kw})
+
+
+def _ladder():
+    return [_rep(n, n * 6, f"r{n}", rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(3)]
+
+
+def test_a_ladder_predicts_its_largest_rung_and_the_target_within_its_interval():
+    reps = _ladder()
+    v = validate_ladder(reps, OPTS)
+    assert v["compared"] == "seconds" and v["predicted_over_measured"] == pytest.approx(1.0, abs=0.1)
+    t = Target(1e8, 6e8)
+    p = predict(reps, t, OPTS)
+    truth = load_seconds(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), 1e8, reps[0].bytes_per_row, 6e8)
+    assert p["seconds_ci_low"] <= p["seconds"] <= p["seconds_ci_high"]
+    assert p["seconds"] == pytest.approx(truth, rel=0.1)
+    assert p["regime"] == "I/O bound (random reads)"
+
+
+@pytest.mark.parametrize("target, reps, why", [
+    (Target(2e9, 12e9), None, "extrapolates at most 100"),
+    (Target(1e8, 6e7), None, "table ÷ pool would reach"),
+    (Target(1e8, 6e8), "one", "the model needs 2"),
+])
+def test_predictions_refuse_beyond_what_the_model_supports(target, reps, why):
+    reps = [r for r in _ladder() if r.rows == 1_000_000] if reps == "one" else _ladder()
+    p = predict(reps, target, OPTS)
+    assert "seconds" not in p and why in p["refused"]
+
+
+def test_a_working_set_that_fit_in_every_rung_refuses_a_target_it_outgrows():
+    reps = [_rep(n, n * 6, f"r{n}", 0, x_final=0.8, ws_over_pool=0.9, collapse_expected=False)
+            for n in (1_000_000, 3_000_000)]
+    p = predict(reps, Target(1e7, 1e7 * 6 / 1.2), OPTS)
+    assert "working set" in p["refused"]
+
+
+def test_a_ladder_config_validates_and_names_its_rungs():
+    base = {"run": "study", "base": str(REPO / "config/index-study.yaml"),
+            "predict": {"rows": [2_017_600, 10_088_000, 5_044_000], "target_rows": 100_880_000},
+            "load": {"settings": {"innodb_buffer_pool_size": "512M"}, "time_limit_s": 600, "sort_memory": "4GB"}}
+    from catbench.core.config import layered
+    cfg = validate(layered(base, REPO))
+    out = rungs(cfg)
+    assert [r["run"] for r in out] == ["study-rung1", "study-rung2", "study-rung3"]
+    assert [r["catalog"]["patch"]["objects"] for r in out] == [200, 500, 1000]
+    assert out[0]["load"]["settings"]["innodb_buffer_pool_size"] == f"{round(512 * 1024 / 50)}K"
+    assert out[2]["load"]["time_limit_s"] == pytest.approx(60.0)
+    assert out[1]["load"]["sort_memory"] == f"{round(4 * 2**20 / 20)}KiB"
+    for r in out:
+        validate(r)     # every rung is a valid config of its own
+    with pytest.raises(ConfigError, match="under InnoDB's least"):
+        rungs({**cfg, "predict": {**cfg["predict"], "rows": [100_880]}})
+    with pytest.raises(ConfigError, match="config key .predict"):
+        validate({**base, "predict": {"rows": [1000], "target_rows": 1e8}})
+
+
+@pytest.mark.skipif(not all(p.is_dir() for p in REAL), reason="the real index-study results are not here")
+def test_smoke_the_fit_on_real_results():
+    groups = read_runs(REAL)
+    seq = groups[("disk", "seed", "innodb", "sequential", "random")]
+    p = predict(seq, Target(seq[0].rung_rows, seq[0].pool), {**OPTS, "min_rungs": 1})
+    measured = float(np.median([r.seconds for r in seq]))
+    assert p["fit"]["form"] in ("decay", "floor") and p["regime"].startswith("I/O bound")
+    assert p["seconds"] / measured == pytest.approx(1.0, abs=0.1)
+    spatial = groups[("disk", "seed", "innodb", "sequential", "spatial")]
+    q = predict(spatial, Target(spatial[0].rung_rows, spatial[0].pool), {**OPTS, "min_rungs": 1})
+    assert not math.isnan(q["seconds"]) and q["regime"] != "I/O bound (random reads)"
