@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 
 def _cfg(tmp_path: Path, **extra) -> Path:
-    cfg = {"run": "rerun",
+    cfg = {"run": "rerun", "base": None,
            "catalog": {"patch": {"objects": 500}, "sources_per_object": 2,
                        "max_objects_per_part": 2000,
                        "sky": {"ra_min_deg": 0, "ra_max_deg": 12, "dec_min_deg": -2,
@@ -127,6 +127,7 @@ def test_full_sky_dag_builds_within_30s(tmp_path):
                              "dec_max_deg": 90}
     cfg["catalog"]["max_objects_per_part"] = 250000
     cfg["partition"]["max_rows_per_group"] = 3000000
+    cfg["run_limit_h"] = 1000   # the full sky takes days: planned here, never run
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     t0 = time.monotonic()
     jobs = planned(tmp_path, "all")

@@ -34,7 +34,7 @@ LOCAL, SLURM = f"local{os.getpid()}", f"slurm{os.getpid()}"
 
 def _config(tmp_path: Path, name: str, **over) -> Path:
     cfg = {
-        "run": name,
+        "run": name, "base": None,
         "catalog": {"patch": {"objects": 800}, "sources_per_object": 3,
                     "sky": {"ra_min_deg": 0, "ra_max_deg": 8, "dec_min_deg": -2, "dec_max_deg": 2}},
         "partition": {"index_files": 6},
