@@ -107,8 +107,8 @@ def test_snakemake_plans_the_default_run_on_the_users_one_target(tmp_path):
 
 
 def test_snakemake_stops_a_run_over_its_limit_before_any_job(tmp_path):
-    r = dry_run(tmp_path, {**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}, "run_limit_h": 0.1})
+    r = dry_run(tmp_path, {**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}, "run_limit_h": 0.02})
     out = r.stdout + r.stderr
     assert r.returncode != 0
-    assert "config key 'run_limit_h': the run is expected to take" in out and "over the limit of 0.1 h" in out
+    assert "config key 'run_limit_h': the run is expected to take" in out and "over the limit of 0.02 h" in out
     assert not (tmp_path / "wd" / "results").exists() and "load_index_run" not in r.stdout
