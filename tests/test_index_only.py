@@ -1,4 +1,4 @@
-"""The index-only path (issue 15): the same index input as the full catalog path, byte for
+"""The index-only path: the same index input as the full catalog path, byte for
 byte, without writing a catalog; a row limit; workers do not change a byte."""
 
 import io

@@ -1,4 +1,4 @@
-"""The index study alone (issue 15): the index input generated in parts and merged, the
+"""The index study alone: the index input generated in parts and merged, the
 cost estimate and the free-space refusal before any job starts, and the preset
 config/index-study.yaml end to end through the real snakemake at a tiny scale."""
 
