@@ -1,6 +1,6 @@
 """The run's scale and expected time, said before any job starts: rows (objects, sources,
 index rows) and minutes per stage, from the job-sizing model of core/jobs/requests.py (each
-rule's seconds at the config's rates, jobs.rows_per_s and jobs.index_rows_per_s). A rule's
+rule's expected seconds at jobs.rows_per_s; a load by its kind, one_load_seconds). A rule's
 jobs run side by side on jobs.cpus cores as their threads allow; measuring jobs run one at a
 time per node (measure_domain). A run expected to take longer than run_limit_h stops here."""
 
@@ -92,9 +92,8 @@ def plan(cfg: dict, loads: list) -> dict:
         total = 0.0
         for rule, jobs in rules.items():
             side = nodes if rule in MEASURING else max(1, cpus // req[rule].threads)
-            work = jobs * (START_S + seconds[rule])
-            if rule == "load_index_run":
-                work = jobs * START_S + load_job_seconds(cfg, loads)
+            work = jobs * START_S + (load_job_seconds(cfg, loads) if rule == "load_index_run"
+                                     else jobs * seconds[rule])
             total += math.ceil(jobs / side) * work / max(1, jobs)
         minutes[stage] = total / 60
     objects = estimated_objects(cfg)

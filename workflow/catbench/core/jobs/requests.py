@@ -110,9 +110,7 @@ def _runtimes(cfg: dict) -> dict:
     fio, rs, cl = cfg["fio"], cfg["restart"], cfg["cluster"]
     fio_bytes = parse_size(fio["size"])
     index_load = s["objects"] / irate
-    restart_runs = rs["repetitions"] * (len(rs["kinds"]) + len(rs["buffer_pool_dump"]) - 1)
-    # one load for the clean restarts, one more per crash-during-load (killed, then resumed)
-    crash_loads = rs["repetitions"] * ("crash-during-load" in rs["kinds"])
+    restart_runs, crash_loads = _restarts(rs)
     r, ir = "jobs.rows_per_s", "jobs.index_rows_per_s"
     chunk_order = cfg["index"]["order"] == "chunk"
     return {
@@ -145,17 +143,19 @@ def _runtimes(cfg: dict) -> dict:
     }
 
 
-def load_seconds(cfg: dict, steady: bool | None = None) -> float:
-    """Seconds of a load_index_run job: its repetitions, each loading the index, reading the
-    input twice, OPTIMIZE and the lookups. ``steady`` None, a time limit's: every load at
-    jobs.index_rows_per_s. Expected (core/jobs/plan.py): a ``steady`` load (one sorted stream, its
-    rate holds as the table grows) at jobs.rows_per_s; a file-by-file one (False) at
-    jobs.index_rows_per_s, stopped after load.time_limit_s."""
+def _restarts(rs: dict) -> tuple[int, int]:
+    """A restart job's restarts, and its index loads beyond the first: one more per
+    crash-during-load (killed, then resumed)."""
+    return (rs["repetitions"] * (len(rs["kinds"]) + len(rs["buffer_pool_dump"]) - 1),
+            rs["repetitions"] * ("crash-during-load" in rs["kinds"]))
+
+
+def load_seconds(cfg: dict) -> float:
+    """A load_index_run job's time limit allowance: its repetitions, each loading the index at
+    jobs.index_rows_per_s, reading the input twice, OPTIMIZE and the lookups (what a run is
+    expected to take instead: core/jobs/plan.py one_load_seconds)."""
     s, j, load = _scale(cfg), cfg["jobs"], cfg["load"]
-    loading = s["objects"] / (j["rows_per_s"] if steady else j["index_rows_per_s"])
-    if steady is False and load.get("time_limit_s") is not None:
-        loading = min(loading, load["time_limit_s"])
-    one_load = loading + 2 * s["objects"] / j["rows_per_s"] + load["optimize_limit_s"] + (
+    one_load = s["objects"] / j["index_rows_per_s"] + 2 * s["objects"] / j["rows_per_s"] + load["optimize_limit_s"] + (
         load["lookup_seconds"] or load["lookup_count"] / 100)
     # a load repeats (load.repetitions) unless one repetition outlasts load.repetition_limit_s
     limit = load.get("repetition_limit_s")
@@ -178,8 +178,8 @@ def _expected_query_seconds(cfg: dict, rows: int, rate: float) -> float:
 
 def expected_seconds(cfg: dict) -> dict[str, float]:
     """Seconds of work of one job of each rule at the config's scale, as expected (START_S
-    more per job for its start): what core/jobs/plan.py adds up before a run. The time limits'
-    allowances, except the loads (load_seconds) and the query suites, which are expected."""
+    more per job for its start): what core/jobs/plan.py adds up before a run, from rates
+    measured on 2 cores rather than the time limits' allowances. The loads are plan's own."""
     out = {rule: seconds for rule, (seconds, _) in _runtimes(cfg).items()}
     s, rate, fio = _scale(cfg), cfg["jobs"]["rows_per_s"], cfg["fio"]
     # measured at 10^8 rows on 2 cores: generation 4 M rows/s, the chunk-order sort 1.4 M rows/s
@@ -189,15 +189,13 @@ def expected_seconds(cfg: dict) -> dict[str, float]:
     out["fio_run"] = 4 * max(fio.get("repetitions", 1), fio.get("max_repetitions") or 0) * (
         fio["runtime_s"] + parse_size(fio["size"]) / 200e6)
     # a restart run is over in ~2 s once the server answers (measured); its allowance is the warm timeout
-    rs = cfg["restart"]
-    runs = rs["repetitions"] * (len(rs["kinds"]) + len(rs["buffer_pool_dump"]) - 1)
-    crash_loads = rs["repetitions"] * ("crash-during-load" in rs["kinds"])
+    runs, crash_loads = _restarts(cfg["restart"])
     out["restart_run"] = (1 + crash_loads) * s["objects"] / rate + runs * 2
     suite = _expected_query_seconds(cfg, s["rows"], rate)
     # the director index (a sorted load) and the chunk tables (~rate / 3 rows/s) before the suite
     out["queries_mysql"] = s["objects"] / rate + 3 * s["rows"] / rate + suite
     out["queries_duckdb"] = suite
-    out["load_index_run"] = load_seconds(cfg, steady=False)
+    del out["load_index_run"]   # by each load's kind: plan.load_job_seconds
     return out
 
 
