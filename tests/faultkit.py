@@ -124,6 +124,24 @@ def wait_no_servers(under, timeout: float = 30) -> list[psutil.Process]:
         time.sleep(0.1)
 
 
+def wait_no_jobs(workdir, timeout: float = 30) -> list[psutil.Process]:
+    """[] once every catbench job run from ``workdir`` has exited, else the survivors. A
+    signal to the process group ends the job's shell at once, so Snakemake may exit while
+    the job itself is still cleaning up; what it leaves is judged once it is gone."""
+    workdir = str(workdir)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = []
+        for p in psutil.process_iter(["cmdline", "cwd", "status"]):
+            with contextlib.suppress(psutil.Error):
+                if (p.info["cwd"] == workdir and p.info["status"] != psutil.STATUS_ZOMBIE
+                        and any(a.endswith("catbench") for a in p.info["cmdline"] or [])):
+                    left.append(p)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
 def kill_servers(under):
     for p in server_procs(under):
         with contextlib.suppress(psutil.Error):

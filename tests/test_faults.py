@@ -39,6 +39,7 @@ from faultkit import (
     stop_run,
     tiny_config,
     tmpfs,
+    wait_no_jobs,
     wait_no_servers,
     wait_server_up,
 )
@@ -119,6 +120,8 @@ def test_interrupt_during_load_index_and_queries_then_resume(baseline, tmp_path,
                 assert not left, f"servers still running {time.monotonic() - t0:.0f} s after " \
                                  f"{sig.name}: {[p.pid for p in left]}"
                 proc.wait(60)
+                jobs = wait_no_jobs(wd, 30)
+                assert not jobs, f"jobs still running: {[p.cmdline() for p in jobs]}"
             finally:
                 stop_run(proc)
             out = wd / out_rel
