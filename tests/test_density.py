@@ -214,3 +214,23 @@ def chunk_objects(cfg) -> np.ndarray:
                                     row["width"], row["height"])
         found.append(chunker.locate(*cat_mod._move(l_ra, l_dec, row["dec_centre"], row["ra_start"]), "t")[0])
     return np.unique(np.concatenate(found), return_counts=True)[1]
+
+
+@pytest.mark.parametrize("limit", [1e6, 5e6, 1e7, 3e7, 1e9])
+def test_map_batches_balanced_by_rows_on_a_crowded_sky(limit):
+    # the bench sky: 13 uneven galactic parts where uniform has 12 equal ones
+    cfg = load(REPO / "config" / "bench.yaml")
+    cfg["partition"]["max_rows_per_map"] = limit
+    cat = cfg["catalog"]
+    keep = lay.copy_layout(cat)["keep"]
+    rows = [int(keep[c.start:c.stop].sum()) * (1 + cat["sources_per_object"]) for c in lay.part_copies(cat)]
+    batches = lay.map_batches(cfg)
+    assert [p for b in batches for p in b] == list(range(len(rows)))  # every part once, in order
+    assert all(len(b) == 1 or sum(rows[b.start:b.stop]) <= limit for b in batches)
+    # the fewest jobs (each a process start-up; on 2 cores a third job costs wall time):
+    # no two neighbouring batches fit in one
+    assert all(sum(rows[a.start:b.stop]) > limit for a, b in zip(batches, batches[1:]))
+    uniform = copy.deepcopy(cfg)
+    uniform["catalog"]["density"]["model"] = "uniform"
+    if limit == 3e7:  # the bench's setting: as many jobs as the uniform sky of the same rows
+        assert len(batches) == len(lay.map_batches(uniform)) == 2

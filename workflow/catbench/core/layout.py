@@ -114,16 +114,31 @@ def part_copies(cat: dict) -> list[range]:
 
 def map_batches(cfg: dict) -> list[range]:
     """Catalog parts of each partition map job: runs of consecutive parts holding at most
-    ``partition.max_rows_per_map`` (estimated) rows, at least one part, balanced. A map job
+    ``partition.max_rows_per_map`` (estimated) rows, at least one part, balanced by rows
+    (a galactic sky's parts are uneven: balancing by count would add a job). A map job
     holds one part at a time, so this bounds its run time, not its memory; fewer jobs pay
     fewer process start-ups (~0.5 CPU-s each, as much as mapping a 2 M-row part)."""
     cat = cfg["catalog"]
-    parts, keep = part_copies(cat), copy_layout(cat)["keep"]
-    part_rows = max((int(keep[c.start:c.stop].sum()) for c in parts), default=1) \
+    keep = copy_layout(cat)["keep"]
+    rows = np.array([int(keep[c.start:c.stop].sum()) for c in part_copies(cat)], dtype=np.float64) \
         * (1 + float(cat["sources_per_object"]))
-    per_job = max(1, int(cfg["partition"]["max_rows_per_map"] // max(part_rows, 1)))
-    jobs = math.ceil(len(parts) / per_job)
-    return [range(len(parts) * k // jobs, len(parts) * (k + 1) // jobs) for k in range(jobs)]
+    if not len(rows):
+        return []
+    limit = float(cfg["partition"]["max_rows_per_map"])
+    greedy, start, held = [], 0, 0.0  # the fewest jobs: fill each up to the limit
+    for p, r in enumerate(rows):
+        if p > start and held + r > limit:
+            greedy.append(range(start, p))
+            start, held = p, 0.0
+        held += r
+    greedy.append(range(start, len(rows)))
+    # as many jobs, balanced: job k ends where the running total reaches k/jobs of it
+    ends, jobs = np.cumsum(rows), len(greedy)
+    cuts = [0] + [int(np.searchsorted(ends, ends[-1] * k / jobs - 0.5)) + 1 for k in range(1, jobs)] \
+        + [len(rows)]
+    balanced = [range(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    fits = all(len(b) == 1 or rows[b.start:b.stop].sum() <= limit for b in balanced)
+    return balanced if fits and len(balanced) == jobs else greedy
 
 
 # -- the density model (catalog.density) ------------------------------------------------
