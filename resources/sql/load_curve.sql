@@ -1,6 +1,6 @@
 -- load_curve.csv: the load rate against the table's size relative to the buffer pool, one
--- row per load, repetition and input file (in the order the files finished): the seed's
--- "load rate per interval", smoothed over a window of files and placed on the table size.
+-- row per load, repetition and input file (in the order the files finished): the 2017
+-- study's "load rate per interval", smoothed over a window of files and placed on the table size.
 -- Input views load_trace (per file: start, end, rows, cumulative_rows), load_samples (table
 -- bytes every sample_interval_s) and load_summaries (the server's innodb_buffer_pool_size).
 -- rows_per_s = rows of the last window_files files / time since the end of the file before

@@ -1,4 +1,4 @@
--- load_rate.csv: the seed's load-rate table, one row per load, repetition and time interval.
+-- load_rate.csv: the 2017 storage study's load-rate table, one row per load, repetition and time interval.
 -- Input view load_intervals = every results/<run>/load/<target>/<variant>/<engine>/<strategy>/intervals.parquet
 --   (or intervals.csv): (target, variant, engine, strategy, repetition, interval, start_s, end_s, files,
 --    rows, rows_per_s, input_read_MBps, target_write_MBps, innodb_write_MBps, table_bytes).

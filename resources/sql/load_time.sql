@@ -2,8 +2,8 @@
 -- repetitions (the raw rows are load_runs.csv).
 -- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<e>/<s>/.
 -- seconds is the median; _ci_low/_ci_high the report.confidence interval of the typical value
--- (empty when n < 2), seconds_values the raw repetitions. speedup_vs_sequential = seconds of
--- `sequential` (same target, variant and engine) / seconds of this load, as a ratio of
+-- (empty when n < 2), seconds_values the raw repetitions. speedup_vs_one_file_at_a_time = seconds
+-- of `one-file-at-a-time` (same target, variant and engine) / seconds of this load, as a ratio of
 -- geometric means with its interval (ratio_gm, ratio_ci_low/ratio_ci_high: catbench
 -- functions, report/stats.py). speedup_vs_innodb (a load on another engine) = seconds of the
 -- same strategy on InnoDB (same target and variant) / seconds of this load, likewise.
@@ -57,7 +57,7 @@ SELECT
     vals(l.secs)                                       AS seconds_values,
     round(l.rows / nullif(l.seconds, 0), 1)            AS rows_per_s,
     -- a load stopped at load.time_limit_s did not finish: no speedup against or for it
-    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_gm(s.secs, l.secs), 3) END AS speedup_vs_sequential,
+    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_gm(s.secs, l.secs), 3) END AS speedup_vs_one_file_at_a_time,
     CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_low(s.secs, l.secs), 3) END AS speedup_ci_low,
     CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_high(s.secs, l.secs), 3) END AS speedup_ci_high,
     CAST(round(l.table_bytes) AS BIGINT)               AS table_bytes,
@@ -84,7 +84,7 @@ SELECT
     CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_ci_high(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_high
 FROM g AS l
 LEFT JOIN g AS s
-       ON s.target = l.target AND s.variant = l.variant AND s.engine = l.engine AND s.strategy = 'sequential'
+       ON s.target = l.target AND s.variant = l.variant AND s.engine = l.engine AND s.strategy = 'one-file-at-a-time'
 LEFT JOIN g AS i
        ON i.target = l.target AND i.variant = l.variant AND i.strategy = l.strategy AND i.engine = 'innodb'
       AND l.engine <> 'innodb'

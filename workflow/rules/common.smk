@@ -21,11 +21,18 @@ from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 
+def _config_warning(line):
+    """An old name mapped by the validation (core/config.py RENAMED), said once per run."""
+    if workflow.is_main_process:
+        print(f"catbench: warning: {line}", file=sys.stderr)
+
+
 # A user's --configfile over its base (config key 'base': the default run unless it says
 # null), then the --config overrides typed as YAML, last.
 try:
     _validated = cb_config.validate(cb_config.typed_overrides(
-        cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)))
+        cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)),
+        warn=_config_warning)
 except cb_config.ConfigError as e:
     raise WorkflowError(str(e))
 config.clear()
@@ -89,9 +96,9 @@ TABLE_REQUIRE = " ".join((["chunks", "metrics"] if INDEX_SOURCE == "partition" e
                          + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
 # Targets that get a Galera cluster (cluster.targets, or all).
 CLUSTER_TARGETS = list(config["cluster"]["targets"] or TARGETS)
-# Index input per schema variant: the seed's CHAR(28) keys, or numeric objectIds (the same
-# folders, and bytes, whichever INDEX_SOURCE writes them).
-INDEX_INPUT = {"seed": f"{RES}/index/input_seed", "qserv": f"{RES}/index/input"}
+# Index input per schema variant: CHAR(28) keys, or numeric objectIds (the same folders,
+# and bytes, whichever INDEX_SOURCE writes them).
+INDEX_INPUT = {v.name: f"{RES}/index/{v.folder}" for v in cb_index_table.VARIANTS.values()}
 WORKING_SET = f"{RES}/index/working_set.json"
 # The order of the index input's rows (index.order, prepare/arrival.py), for whichever rule writes it.
 INDEX_ORDER = (f"--order {config['index']['order']} "

@@ -13,6 +13,9 @@ rule index_generate_part:
     params:
         cfg=cfg_json("seed", "catalog", "partition"),
         parts=len(INDEX_JOBS),
+        # a part's folders are named as the merged ones (index_only.merge_parts)
+        numeric=Path(INDEX_INPUT["bigint"]).name,
+        char28=Path(INDEX_INPUT["char28"]).name,
     threads: job_threads("index_generate_part")
     log:
         f"{RES}/logs/index/generate-{{part}}.log",
@@ -25,8 +28,8 @@ rule index_generate_part:
     shell:
         # worker processes = job threads; one BLAS thread each (numpy's pool is unused here)
         "OPENBLAS_NUM_THREADS=1 catbench index-generate --config {params.cfg:q} --part {wildcards.part} "
-        "--parts {params.parts} --workers {threads} --out {output.staging}/input "
-        "--out-seed {output.staging}/input_seed --metrics {output.metrics} > {log} 2>&1"
+        "--parts {params.parts} --workers {threads} --out {output.staging}/{params.numeric} "
+        "--out-char28 {output.staging}/{params.char28} --metrics {output.metrics} > {log} 2>&1"
 
 
 rule index_generate:
@@ -34,8 +37,8 @@ rule index_generate:
         staging=expand(rules.index_generate_part.output.staging, part=INDEX_JOBS),
         metrics=expand(rules.index_generate_part.output.metrics, part=INDEX_JOBS),
     output:
-        numeric=directory(INDEX_INPUT["qserv"]),
-        seed=directory(INDEX_INPUT["seed"]),
+        numeric=directory(INDEX_INPUT["bigint"]),
+        char28=directory(INDEX_INPUT["char28"]),
         summary=f"{RES}/metrics/index.json",
     params:
         order=INDEX_ORDER,
@@ -48,7 +51,7 @@ rule index_generate:
     resources:
         **job_resources("index_generate"),
     shell:
-        "catbench index-merge --staging {input.staging} --out {output.numeric} --out-seed {output.seed} "
+        "catbench index-merge --staging {input.staging} --out {output.numeric} --out-char28 {output.char28} "
         "--job-metrics {input.metrics} --summary {output.summary} {params.order} > {log} 2>&1"
 
 
@@ -58,7 +61,7 @@ rule index_generate:
 # so a change of strategies re-runs nothing here.
 rule index_working_set:
     input:
-        INDEX_INPUT["qserv"],
+        INDEX_INPUT["bigint"],
     output:
         WORKING_SET,
     params:

@@ -86,8 +86,8 @@ rule index_input:
     input:
         maps=expand(rules.partition_map.output.staging, batch=MAPS),
     output:
-        numeric=directory(f"{RES}/index/input"),
-        seed=directory(f"{RES}/index/input_seed"),
+        numeric=directory(INDEX_INPUT["bigint"]),
+        char28=directory(INDEX_INPUT["char28"]),
         metrics=f"{RES}/metrics/jobs/index_input.json",
     params:
         files=config["partition"]["index_files"],
@@ -104,7 +104,7 @@ rule index_input:
     threads: job_threads("index_input")
     shell:
         "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench index-input --staging {params.staging} --files {params.files} "
-        "--out {output.numeric} --out-seed {output.seed} --metrics {output.metrics} {params.order} "
+        "--out {output.numeric} --out-char28 {output.char28} --metrics {output.metrics} {params.order} "
         "> {log} 2>&1"
 
 
@@ -139,4 +139,4 @@ rule partition:
         rules.chunk_list.output.chunks,
         rules.chunk_list.output.summary,
         rules.index_input.output.numeric,
-        rules.index_input.output.seed,
+        rules.index_input.output.char28,

@@ -7,7 +7,7 @@ rule queries_mysql:
     input:
         chunks=rules.chunk_list.output.chunks,
         index=rules.index_input.output.numeric,
-        index_seed=rules.index_input.output.seed,
+        index_char28=rules.index_input.output.char28,
         target=rules.target_info.output,
     output:
         directory(f"{RES}/queries/{{target}}/mysql"),

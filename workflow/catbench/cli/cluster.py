@@ -17,7 +17,7 @@ from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
 from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
-from .common import guarded, measured
+from .common import guarded, measured, renamed_choice
 from .restart import _read_config
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--nodes", type=int, help="cluster.nodes")
     p.add_argument("--kinds", nargs="+", choices=KINDS, help="cluster.kinds")
     p.add_argument("--repetitions", type=int, help="cluster.repetitions")
-    p.add_argument("--variant", choices=sorted(VARIANTS), help="cluster.variant")
+    p.add_argument("--variant", choices=sorted(VARIANTS), type=renamed_choice("--variant", VARIANTS),
+                   help="cluster.variant")
     p.add_argument("--sst-method", choices=SST_METHODS, help="cluster.sst_method")
     p.add_argument("--base-port", type=int, help="cluster.base_port (default: free ports chosen at run time)")
     p.add_argument("--start-timeout", type=float, help="cluster.start_timeout_s")

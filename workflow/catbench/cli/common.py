@@ -64,6 +64,15 @@ def measured(func, target_dir=lambda args: getattr(args, "path", None)):
     return run
 
 
+def renamed_choice(option: str, choices):
+    """argparse ``type`` of an option whose values were renamed: an old name
+    (``core.config.RENAMED``) becomes its new one, with a warning line naming the option."""
+    def convert(value: str) -> str:
+        from ..core.config import renamed   # jsonschema: only when such an option is given
+        return renamed(option, value, choices)
+    return convert
+
+
 def settings_arg(text: str | None) -> dict:
     """--settings-json: server options as a JSON object."""
     if not text:

@@ -97,7 +97,7 @@ def cmd_index_input(a):
     from ..prepare.arrival import written_in_order
     with JobTimer("index_input", a.metrics) as t:
         r = written_in_order(a.order, lambda num, char: partition_mod.write_index_input(
-            a.staging, a.files, num, char), a.out, a.out_seed, a.sort_memory)
+            a.staging, a.files, num, char), a.out, a.out_char28, a.sort_memory)
         t.extra.update(**r)
 
 
@@ -106,7 +106,7 @@ def cmd_index_generate(a):
     from ..prepare.index_only import generate_index
     cfg = _config(a.config)
     with JobTimer("index_generate", a.metrics) as t:
-        r = generate_index(cfg, a.files or cfg["partition"]["index_files"], a.out, a.out_seed,
+        r = generate_index(cfg, a.files or cfg["partition"]["index_files"], a.out, a.out_char28,
                            rows=a.rows, workers=a.workers, part=a.part, parts=a.parts)
         t.extra.update(r, part=a.part, parts=a.parts)
 
@@ -116,8 +116,8 @@ def cmd_index_merge(a):
     from ..prepare.arrival import written_in_order
     from ..prepare.index_only import merge_parts
     r = written_in_order(a.order, lambda num, char: merge_parts(a.staging, num, char), a.out,
-                         a.out_seed, a.sort_memory)
-    log.info("index input: %d files, %d rows in %s and %s", r["files"], r["rows"], a.out, a.out_seed)
+                         a.out_char28, a.sort_memory)
+    log.info("index input: %d files, %d rows in %s and %s", r["files"], r["rows"], a.out, a.out_char28)
     if a.job_metrics:
         summarise(a.job_metrics, a.summary, rows_stage="index_generate")
 
@@ -204,7 +204,7 @@ def cmd_target_info(a):
 
 
 def cmd_load_compare(a):
-    """One row per load (target, variant, engine, strategy) with speed-up vs sequential; the
+    """One row per load (target, variant, engine, strategy) with speed-up vs one-file-at-a-time; the
     engine x strategy pairs not run, with their reason, to --not-run-out."""
     from ..load.comparison import compare_loads, write_not_run
     compare_loads(a.summaries, a.out)
@@ -278,14 +278,14 @@ def main(argv=None):
                ("--sort-memory", {"default": "1GB", "required": False,
                                   "help": "chunk order: DuckDB's memory limit (index.sort_memory)"}))
     add("index-input", cmd_index_input, ("--staging", {"nargs": "+"}),
-        ("--files", {"type": int}), "--out", "--out-seed", "--metrics", *arrival)
-    add("index-generate", cmd_index_generate, "--out", "--out-seed", "--metrics",
+        ("--files", {"type": int}), "--out", "--out-char28", "--metrics", *arrival)
+    add("index-generate", cmd_index_generate, "--out", "--out-char28", "--metrics",
         ("--files", {"type": int, "required": False, "help": "default: partition.index_files"}),
         ("--rows", {"type": int, "required": False, "help": "the first N rows (default: all)"}),
         ("--workers", {"type": int, "default": 1, "required": False}),
         ("--part", {"type": int, "default": 0, "required": False, "help": "this job's share of the files"}),
         ("--parts", {"type": int, "default": 1, "required": False, "help": "jobs the files are split over"}))
-    add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-seed", *arrival,
+    add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-char28", *arrival,
         ("--job-metrics", {"nargs": "+", "required": False}),
         ("--summary", {"required": False, "help": "stage summary of the parts' job metrics"}))
     add("index-working-set", cmd_index_working_set, ("--input", {"help": "index input folder (numeric keys)"}),

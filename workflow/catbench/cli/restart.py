@@ -20,7 +20,7 @@ from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
 from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
-from .common import guarded, measured, settings_arg
+from .common import guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError, ConfigError)
@@ -85,7 +85,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory, e.g. results/<run>/restart/<target>")
     p.add_argument("--config", help="config as JSON text or a YAML file (sections restart, server, seed); "
                                     "the flags below override single values, the schema gives the rest")
-    p.add_argument("--variant", choices=sorted(VARIANTS), help="restart.variant")
+    p.add_argument("--variant", choices=sorted(VARIANTS), type=renamed_choice("--variant", VARIANTS),
+                   help="restart.variant")
     p.add_argument("--kinds", nargs="+", choices=KINDS, help="restart.kinds")
     p.add_argument("--repetitions", type=int, help="restart.repetitions")
     p.add_argument("--settings-json", help="server options as a JSON object, over restart.settings")

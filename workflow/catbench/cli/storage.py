@@ -24,7 +24,7 @@ from ..fio.bench import TESTS, FioError, run_fio
 from ..load.driver import run_load_index
 from ..load.strategies import STRATEGIES
 from ..core.jobs.repeat import Repeats
-from .common import guarded, measured, settings_arg
+from .common import guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.connector.Error)
@@ -136,8 +136,10 @@ def add_subcommands(subparsers) -> None:
                               description=cmd_load_index.__doc__)
     _target_args(p)
     p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="seed")
-    p.add_argument("--strategy", choices=STRATEGIES, default="sequential")
+    p.add_argument("--variant", choices=sorted(VARIANTS), default="char28",
+                   type=renamed_choice("--variant", VARIANTS))
+    p.add_argument("--strategy", choices=STRATEGIES, default="one-file-at-a-time",
+                   type=renamed_choice("--strategy", STRATEGIES))
     p.add_argument("--engine", choices=sorted(ENGINES), default="innodb",
                    help="storage engine of the index table (one of the config's load.engines)")
     p.add_argument("--config", help="config as JSON text or a YAML file: its load and server sections "

@@ -112,7 +112,7 @@ def line_problem(line: bytes, variant) -> str:
     key, chunk, sub = fields
     if variant.text_key:
         if not 1 <= len(key) <= 28:
-            return f"key is {len(key)} characters, the seed schema allows 1 to 28"
+            return f"key is {len(key)} characters, the CHAR(28) schema allows 1 to 28"
         if not re.fullmatch(rb"[!-~]+", key):
             return "key has characters other than printable ASCII without spaces"
     elif not re.fullmatch(rb"-?[0-9]{1,19}", key) or not INT64[0] <= int(key) <= INT64[1]:

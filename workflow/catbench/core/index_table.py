@@ -2,8 +2,8 @@
 
 One owner for what every stage that builds or reads the index needs: the schema
 variants and their behaviour (key type, key order and equality, DDL, checksum, point
-lookup), the storage engines it can live in (InnoDB, MyRocks, MyISAM), and the seed's loading
-loop. Input files are read and checked by ``index_input``; rows reach the server only
+lookup), the storage engines it can live in (InnoDB, MyRocks, MyISAM), and the
+one-file-at-a-time loading loop. Input files are read and checked by ``index_input``; rows reach the server only
 through ``loaddata.load_data``.
 """
 
@@ -36,13 +36,14 @@ class Variant:
     key: str                 # key column
     key_sql: str             # SQL type of the key
     duckdb_type: str         # the key's type when DuckDB reads the input
-    nullable_ints: bool      # the seed's table allows NULL chunkId/subChunkId
+    nullable_ints: bool      # the CHAR(28) table allows NULL chunkId/subChunkId
     text_key: bool           # CHAR key: latin1_swedish_ci, compared case-insensitively
     line: re.Pattern         # one valid input line; failures get a reason from index_input
     # index_input's fast path: whole blocks of well-formed lines of at most 18/9 digits (no
     # range check needed) and, checked there, no leading zeros or "-0"; anything else is
     # scanned line by line
     block: re.Pattern
+    folder: str              # its input's folder under results/<run>/index/
 
     def columns_ddl(self, primary_key: bool = True) -> str:
         null = "DEFAULT NULL" if self.nullable_ints else "NOT NULL"
@@ -80,14 +81,14 @@ class Variant:
 
 
 VARIANTS = {
-    # The seed's table, exactly (CHAR(28) keys, nullable ints, latin1).
-    "seed": Variant("seed", "source_id", "CHAR(28)", "VARCHAR", True, True,
-                    re.compile(rb"([!-~]{1,28})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
-                    re.compile(rb"(?:[!-~]{1,28}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*")),
+    # The 2017 storage study's table, exactly (CHAR(28) keys, nullable ints, latin1).
+    "char28": Variant("char28", "source_id", "CHAR(28)", "VARCHAR", True, True,
+                      re.compile(rb"([!-~]{1,28})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
+                      re.compile(rb"(?:[!-~]{1,28}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"), "input_char28"),
     # Today's Qserv director index: the object id's own type.
-    "qserv": Variant("qserv", "objectId", "BIGINT", "BIGINT", False, False,
-                     re.compile(rb"(-?[0-9]{1,19})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
-                     re.compile(rb"(?:-?[0-9]{1,18}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*")),
+    "bigint": Variant("bigint", "objectId", "BIGINT", "BIGINT", False, False,
+                      re.compile(rb"(-?[0-9]{1,19})\t(-?[0-9]{1,10})\t(-?[0-9]{1,10})\n?"),
+                      re.compile(rb"(?:-?[0-9]{1,18}\t-?[0-9]{1,9}\t-?[0-9]{1,9}\n)*"), "input"),
 }
 
 
@@ -208,7 +209,7 @@ def _fmt_eta(s: float) -> str:
 
 def load_files(conn, table: str, files: list[Path], variant: Variant, database: str = DATABASE, *,
                stop=None, record=None):
-    """The seed's protocol: one connection, one LOAD DATA per file in order, each file
+    """The one-file-at-a-time protocol: one connection, one LOAD DATA per file in order, each file
     validated while the previous one loads. ``stop()`` is asked before each file (a time
     limit: the files after it are not loaded); ``record(cursor, info, start, end)`` commits
     with each file (see ``load_file``). Returns (trace rows, FileInfo per loaded file)."""

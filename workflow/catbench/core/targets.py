@@ -155,7 +155,7 @@ def describe_target(path) -> dict:
 
 # ---- the run's targets as the workflow sees them ----------------------------------
 
-# The smallest table per index row the estimate knows (load/estimate.md: qserv keys,
+# The smallest table per index row the estimate knows (load/estimate.md: bigint keys,
 # deferred-pk): a target's first job (target_info, on its node) checks this floor, which
 # stays under the full estimate of a run with loads (load/estimate.py: checked while the
 # DAG is built for targets without a node, and by each load at its start).

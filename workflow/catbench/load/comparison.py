@@ -1,5 +1,5 @@
 """load/comparison.csv: the loads of a run side by side, with each one's speed-up over
-the seed's protocol (``sequential``) on the same target, variant and storage engine; and
+the one-file-at-a-time protocol on the same target, variant and storage engine; and
 load/not_run.json: the engine x strategy pairs of the config that were not run, and why."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ COLUMNS = ("target", "variant", "engine", "strategy", "files", "rows", "seconds"
            "table_bytes", "lookup_qps", "lookup_p50_s", "lookup_p99_s", "optimize_seconds", "optimize_stopped")
 
 _SPEEDUP = """
-    SELECT l.*, s.seconds / l.seconds AS speedup_vs_sequential
+    SELECT l.*, s.seconds / l.seconds AS speedup_vs_one_file_at_a_time
     FROM loads l LEFT JOIN loads s
-      ON s.target = l.target AND s.variant = l.variant AND s.engine = l.engine AND s.strategy = 'sequential'
+      ON s.target = l.target AND s.variant = l.variant AND s.engine = l.engine
+     AND s.strategy = 'one-file-at-a-time'
     ORDER BY l.target, l.variant, l.engine, l.seconds"""
 
 
@@ -30,7 +31,7 @@ def _read_summary(f) -> dict:
 
 def compare_loads(summary_files, out_path):
     """load/comparison.csv: one row per (target, variant, engine, strategy) with the
-    speed-up against `sequential` of the same target, variant and engine."""
+    speed-up against `one-file-at-a-time` of the same target, variant and engine."""
     import duckdb
     import pyarrow as pa
 

@@ -60,7 +60,7 @@ FIGURES = ("rows", "seconds", "rows_per_s", *TIMINGS, "verify_seconds", "server_
            "optimize_seconds", "optimize_elapsed_s", "lookups", "lookup_qps", "lookup_p50_s", "lookup_p99_s")
 
 
-def run_load_index(target: str, path, files: list, out_dir, variant: str = "seed", strategy: str = "sequential",
+def run_load_index(target: str, path, files: list, out_dir, variant: str = "char28", strategy: str = "one-file-at-a-time",
                    load: dict | None = None, server: dict | None = None, keep_data: bool = False,
                    engine: str = "innodb") -> dict:
     """Load ``files`` into a private server on ``path`` with ``strategy`` into a table of
@@ -352,7 +352,7 @@ def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) 
             "lookup_seconds": None}
     out = []
     for v in cfg["load"]["variants"]:
-        part = list_input(results / "index" / {"seed": "input_seed", "qserv": "input"}[v])[:files]
+        part = list_input(results / "index" / get_variant(v).folder)[:files]
         for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])[0]:
             if s in STEADY:
                 kw = {"engine": e} if e != "innodb" else {}

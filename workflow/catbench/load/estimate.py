@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core.config import estimated_objects, target_dir
 from ..core.index_input import MANIFEST
+from ..core.index_table import VARIANTS
 from ..core.layout import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
 from ..core.targets import human, parse_size, server_bytes
 from .strategies import load_pairs
@@ -37,27 +38,27 @@ class Fit:
 # bulk wrote the same bytes as sorted at every size measured (200k, 500k, 1M rows);
 # sorted-parallel is taken as sorted's (its chunks fill pages in key order too).
 MODEL: dict[tuple[str, str], Fit] = {
-    ("seed", "sequential"): Fit(63.4, 63.4),
-    ("seed", "parallel"): Fit(76.9, 76.9),
-    ("seed", "sorted"): Fit(61.3, 61.3),
-    ("seed", "sorted-parallel"): Fit(61.3, 61.3),
-    ("seed", "bulk"): Fit(61.3, 61.3),
-    ("seed", "deferred-pk"): Fit(60.3, 127.8),
-    ("seed", "trans-partitioned"): Fit(102.9, 260.9),
-    ("qserv", "sequential"): Fit(38.5, 38.5),
-    ("qserv", "parallel"): Fit(55.1, 55.1),
-    ("qserv", "sorted"): Fit(37.4, 37.4),
-    ("qserv", "sorted-parallel"): Fit(37.4, 37.4),
-    ("qserv", "bulk"): Fit(37.4, 37.4),
-    ("qserv", "deferred-pk"): Fit(36.4, 80.0),
-    ("qserv", "trans-partitioned"): Fit(59.2, 167.3),
+    ("char28", "one-file-at-a-time"): Fit(63.4, 63.4),
+    ("char28", "parallel"): Fit(76.9, 76.9),
+    ("char28", "sorted"): Fit(61.3, 61.3),
+    ("char28", "sorted-parallel"): Fit(61.3, 61.3),
+    ("char28", "bulk"): Fit(61.3, 61.3),
+    ("char28", "deferred-pk"): Fit(60.3, 127.8),
+    ("char28", "trans-partitioned"): Fit(102.9, 260.9),
+    ("bigint", "one-file-at-a-time"): Fit(38.5, 38.5),
+    ("bigint", "parallel"): Fit(55.1, 55.1),
+    ("bigint", "sorted"): Fit(37.4, 37.4),
+    ("bigint", "sorted-parallel"): Fit(37.4, 37.4),
+    ("bigint", "bulk"): Fit(37.4, 37.4),
+    ("bigint", "deferred-pk"): Fit(36.4, 80.0),
+    ("bigint", "trans-partitioned"): Fit(59.2, 167.3),
 }
 # Input-sized copies a load may add that the measured runs could not show (DuckDB spills
 # only past load.sort_memory): the strategies registry's scratch_copies (a test keeps them equal).
 SCRATCH_COPIES = {"sorted": 2, "sorted-parallel": 2, "bulk": 2}
 MARGIN = 1.10        # InnoDB grows files in steps, purge lags behind, and a fit is a fit
 FIXED_BYTES = 16 << 20   # a table's first extents, above the slope (the fits' intercepts: 9-16 MB)
-KEY_CHARS = {"seed": 28}   # the seed's CHAR(28) (core.index_table); qserv keys are decimal objectIds
+KEY_CHARS = {"char28": 28}   # CHAR(28) keys (core.index_table); bigint keys are decimal objectIds
 
 
 def index_rows(cfg: dict) -> int:
@@ -76,8 +77,7 @@ def input_row_bytes(cfg: dict, variant: str) -> int:
 
 def input_bytes(cfg: dict, variant: str, rows: int, results: Path | None = None) -> tuple[int, bool]:
     """(bytes, measured): the manifest's bytes when the input is already in ``results``."""
-    folder = {"seed": "input_seed", "qserv": "input"}[variant]
-    manifest = results / "index" / folder / MANIFEST if results else None
+    manifest = results / "index" / VARIANTS[variant].folder / MANIFEST if results else None
     if manifest and manifest.is_file():
         try:
             doc = json.loads(manifest.read_text())
@@ -125,7 +125,7 @@ def _jobs(cfg: dict, rows: int, inputs: dict) -> list[dict]:
                  for v in cfg["load"]["variants"] for e, s in pairs]
     if "restart" in stages:
         v = cfg["restart"]["variant"]
-        r = load_need(v, "sequential", rows, inputs[v], {**cfg["server"]["settings"], **cfg["restart"]["settings"]})
+        r = load_need(v, "one-file-at-a-time", rows, inputs[v], {**cfg["server"]["settings"], **cfg["restart"]["settings"]})
         # the table and the copy a crash diagnosis keeps beside it
         jobs.append({**r, "job": f"restart {v}", "need_bytes": r["need_bytes"] + r["table_bytes"]})
     return jobs
@@ -135,7 +135,7 @@ def estimate(cfg: dict, results: Path | None = None) -> dict:
     """The run's estimate: rows, input bytes per variant, and per target its jobs' needs and
     the largest of them (``need_bytes``)."""
     rows = index_rows(cfg)
-    variants = sorted({*cfg["load"]["variants"], cfg["restart"]["variant"], "seed", "qserv"})
+    variants = sorted({*cfg["load"]["variants"], cfg["restart"]["variant"], *VARIANTS})
     measured = {v: input_bytes(cfg, v, rows, results) for v in variants}
     inputs = {v: b for v, (b, _) in measured.items()}
     jobs = _jobs(cfg, rows, inputs)
@@ -144,15 +144,15 @@ def estimate(cfg: dict, results: Path | None = None) -> dict:
                    "need_bytes": largest["need_bytes"], "largest_job": largest["job"]}
                for t in cfg["targets"]}
     return {"rows": rows, "input_bytes": inputs, "input_measured": {v: m for v, (_, m) in measured.items()},
-            "results_need_bytes": inputs["seed"] + inputs["qserv"], "jobs": jobs, "targets": targets,
+            "results_need_bytes": sum(inputs[v] for v in VARIANTS), "jobs": jobs, "targets": targets,
             "model": "workflow/catbench/load/estimate.md"}
 
 
 def lines(est: dict, jobs: bool = True) -> list[str]:
     """The estimate for a person: one line for the input, one per target, one per job."""
     src = "measured" if all(est["input_measured"].values()) else "estimated"
-    out = [f"estimate: {est['rows']:,} index rows; input {human(est['input_bytes']['qserv'])} (qserv) + "
-           f"{human(est['input_bytes']['seed'])} (seed), {src}"]
+    out = [f"estimate: {est['rows']:,} index rows; input "
+           + " + ".join(f"{human(est['input_bytes'][v])} ({v})" for v in VARIANTS) + f", {src}"]
     for name, t in est["targets"].items():
         out.append(f"estimate: target {name} ({t['path']}) needs {human(t['need_bytes'])} at its peak "
                    f"(largest job: {t['largest_job']})")

@@ -1,6 +1,6 @@
-"""What is measured around a load: OPTIMIZE TABLE under a time limit (the seed killed it
-after 3 h), the point-lookup benchmark (QPS, p50, p99, every answer checked), and the
-seed's load-rate table (per interval: files and rows loaded, input read and target write
+"""What is measured around a load: OPTIMIZE TABLE under a time limit (the 2017 storage study
+killed it after 3 h), the point-lookup benchmark (QPS, p50, p99, every answer checked), and
+that study's load-rate table (per interval: files and rows loaded, input read and target write
 MB/s, table size) built from the trace and the sampler's rows."""
 
 from __future__ import annotations

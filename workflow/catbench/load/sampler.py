@@ -1,5 +1,5 @@
 """Background sampling of table size, device I/O, server CPU/RSS and InnoDB counters
-(what the seed did by hand with ls, iostat and top)."""
+(what the 2017 storage study did by hand with ls, iostat and top)."""
 
 from __future__ import annotations
 

@@ -190,7 +190,7 @@ class SortedStream:
     def _order(self, con) -> str:
         """The ORDER BY expression. Text keys are sorted without the prefix they all share
         (found by one pass over the input): DuckDB sorts strings on their first bytes and
-        compares the rest only on ties, and the seed's zero-padded keys share 18 leading
+        compares the rest only on ties, and the CHAR(28) zero-padded keys share 18 leading
         zeros, so every comparison was a tie. On the bench's 4.76 M CHAR(28) keys: 6.1-6.8
         against 12.1-13.2 CPU-s for the sort, plus 1.8 CPU-s for the pass (n=2, alternated)."""
         order = self.variant.sort_expr("k")

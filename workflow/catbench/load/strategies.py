@@ -43,8 +43,8 @@ def _parallel_files(job: LoadJob, files=None, trans_id: int | None = None, progr
 
 # ---------------------------------------------------------------- one function per strategy
 
-def load_sequential(job: LoadJob) -> Outcome:
-    """The seed's protocol: one connection, one LOAD DATA LOCAL per file, in order."""
+def load_one_file_at_a_time(job: LoadJob) -> Outcome:
+    """The 2017 storage study's protocol: one connection, one LOAD DATA LOCAL per file, in order."""
     out, t0 = Outcome(), job.clock()
     job.merge(out, *load_files(job.conn, job.table, job.todo, job.variant, job.database, stop=job.stop,
                                record=job.record))
@@ -188,7 +188,7 @@ class Strategy:
 
 
 REGISTRY: dict[str, Strategy] = {s.name: s for s in (
-    Strategy("sequential", load_sequential, resumable=True),
+    Strategy("one-file-at-a-time", load_one_file_at_a_time, resumable=True),
     Strategy("parallel", load_parallel, resumable=True),
     Strategy("sorted", load_sorted_keys, scratch_copies=2),
     Strategy("sorted-parallel", load_sorted_parallel, scratch_copies=2),

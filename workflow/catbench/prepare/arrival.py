@@ -45,8 +45,8 @@ def written_in_order(order: str, write, out_numeric, out_char, memory: str) -> d
     work = out_numeric.parent / f".arrival-{out_numeric.name}"
     shutil.rmtree(work, ignore_errors=True)
     try:
-        summary = write(work / "input", work / "input_seed")
-        summary.update(arrange(work / "input", out_numeric, out_char, memory, work))
+        summary = write(work / out_numeric.name, work / Path(out_char).name)
+        summary.update(arrange(work / out_numeric.name, out_numeric, out_char, memory, work))
         return summary
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -152,12 +152,13 @@ def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | N
 
 
 def merge_parts(staging: list, out_numeric, out_char) -> dict:
-    """One folder per variant from the parts' folders (``<part>/input``, ``<part>/input_seed``,
-    as ``generate_index`` wrote them): files hard-linked (copied across filesystems), one
-    manifest over all of them. Two parts naming one file is an error."""
+    """One folder per variant from the parts' folders of the same names (``<part>/input``,
+    ``<part>/input_char28``, as ``generate_index`` wrote them): files hard-linked (copied
+    across filesystems), one manifest over all of them. Two parts naming one file is an error."""
     t0 = time.monotonic()
     totals = {}
-    for sub, out in (("input", Path(out_numeric)), ("input_seed", Path(out_char))):
+    numeric, char = Path(out_numeric).name, Path(out_char).name
+    for sub, out in ((numeric, Path(out_numeric)), (char, Path(out_char))):
         out.mkdir(parents=True, exist_ok=True)
         files, rows = {}, 0
         for d in map(Path, staging):
@@ -173,10 +174,10 @@ def merge_parts(staging: list, out_numeric, out_char) -> dict:
             rows += doc["rows"]
         write_manifest(out, files, rows)
         totals[sub] = (len(files), rows)
-    if totals["input"] != totals["input_seed"]:
-        raise ValueError(f"the parts hold {totals['input']} (files, rows) of numeric keys but "
-                         f"{totals['input_seed']} of seed keys; re-run the index parts")
-    files, rows = totals["input"]
+    if totals[numeric] != totals[char]:
+        raise ValueError(f"the parts hold {totals[numeric]} (files, rows) of numeric keys but "
+                         f"{totals[char]} of CHAR(28) keys; re-run the index parts")
+    files, rows = totals[numeric]
     return {"files": files, "rows": rows, "seconds": time.monotonic() - t0}
 
 

@@ -1,5 +1,5 @@
 """The text of index rows, ``key \\t chunkId \\t subChunkId \\n``, in both key forms: the
-numeric objectId and the seed's CHAR(28) key (the objectId's digits zero-padded to 28).
+numeric objectId and the CHAR(28) key (the objectId's digits zero-padded to 28).
 Byte for byte what polars' CSV writer (and the full path's Arrow text) writes; see
 index_only.md for the measurements behind this design.
 
@@ -22,7 +22,7 @@ import pyarrow as pa
 from .arrays import arrow, call
 from .rowtext import id_table
 
-KEY_WIDTH = 28  # the seed's CHAR(28) source_id
+KEY_WIDTH = 28  # the char28 variant's CHAR(28) source_id
 _BLOCKS = KEY_WIDTH // 4
 _LUT4 = np.frombuffer(b"".join(b"%04d" % i for i in range(10000)), np.uint32)
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)  # a key >= 10^k has more than k digits

@@ -44,7 +44,7 @@ from .rowtext import PartText, column_text, copy_rows, formatted, join, patch_ro
 log = logging.getLogger(__name__)
 
 TABLES = ("Object", "ObjectOverlap", "Source")
-KEY_WIDTH = 28  # the seed's CHAR(28) source_id
+KEY_WIDTH = 28  # the char28 variant's CHAR(28) source_id
 LOCATION = ("chunkId", "subChunkId")
 FORMATS = ("tsv", "parquet")  # of the chunk files; config partition.formats
 MAX_ROWS_KEY = b"catbench.max_rows_per_group"  # the reduce's bound, from the map's staging

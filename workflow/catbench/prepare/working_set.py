@@ -23,7 +23,7 @@ ORDERED_FILL, RANDOM_FILL = 15 / 16, 0.69
 # Bytes a row takes in a leaf page: load/estimate.md's measured table bytes per row of the
 # sorted loads (pages ~15/16 full), times 15/16. Both variants' keys sort alike (CHAR(28)
 # keys are the zero-padded digits), so ranks are read once, from the numeric form.
-ROW_BYTES = {"seed": 61.3 * 15 / 16, "qserv": 37.4 * 15 / 16}
+ROW_BYTES = {"char28": 61.3 * 15 / 16, "bigint": 37.4 * 15 / 16}
 DONE = 0.9              # a leaf that gets this share of its rows within the window is filled and left
 MAX_WINDOW = 2_000_000  # rows, unless 4 pools' pages are more
 REFERENCE_ROWS = 4_000_000
@@ -92,7 +92,7 @@ def open_leaves(keys: np.ndarray, ref: np.ndarray, total: int, per_leaf: int) ->
     return int((count < DONE * per_leaf).sum())
 
 
-def estimate(input_dir, setup: dict, variants=("seed", "qserv")) -> dict:
+def estimate(input_dir, setup: dict, variants=tuple(ROW_BYTES)) -> dict:
     """The working set of each variant's load of ``input_dir`` (numeric keys) with the
     pool ``setup`` describes (``pool``)."""
     files = list_input(input_dir)

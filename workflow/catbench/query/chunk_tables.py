@@ -3,7 +3,7 @@ and ``ObjectFullOverlap_<chunkId>`` created from the chunk files' schema, then l
 ``LOAD DATA LOCAL INFILE`` over N parallel connections. Every file's rows affected must
 equal its row count (from ``chunks.tsv`` and the file's own line count) with no warning
 (``core.loaddata.load_data``). The secondary index beside them is ``core.index_table``'s:
-its variant's schema, loaded with the seed's protocol.
+its variant's schema, loaded one file at a time.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: 
 
 def load_secondary_index(server, files: list[Path], variant: str) -> dict:
     """The director index (objectId -> chunkId, subChunkId) of schema ``variant`` (config
-    ``queries.index_variant``), loaded with the seed's protocol."""
+    ``queries.index_variant``), loaded one file at a time."""
     v = get_variant(variant)
     conn = server.connect()
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..core.config import RENAMED
 from .inputs import MetricsError
 from . import noise
 from .stats import Figure, short, verdict
@@ -147,8 +148,8 @@ def compare(results_a, results_b, report: dict | None = None, floor: dict | None
                 continue
             (ca, na, ra), (cb, nb, rb) = ta, tb
             ks = [k for k in keys if k in ca and k in cb]
-            ia = {tuple(str(r[k]) for k in ks): r for r in ra}
-            ib = {tuple(str(r[k]) for k in ks): r for r in rb}
+            ia = {_key_of(r, ks): r for r in ra}
+            ib = {_key_of(r, ks): r for r in rb}
             for key in list(dict.fromkeys(list(ia) + list(ib))):
                 a, b = ia.get(key), ib.get(key)
                 kstr = ", ".join(f"{k}={v}" for k, v in zip(ks, key))
@@ -175,6 +176,12 @@ def compare(results_a, results_b, report: dict | None = None, floor: dict | None
     finally:
         con.close()
     return out
+
+
+def _key_of(row: dict, keys: list) -> tuple:
+    """A row's key; a variant or strategy under its old name (core.config.RENAMED) as its new
+    one, so that a run from before the renames compares with one after."""
+    return tuple(str(RENAMED.get(row[k], row[k]) if k in ("variant", "strategy") else row[k]) for k in keys)
 
 
 def _raw(column: str) -> bool:

@@ -14,7 +14,8 @@ import re
 
 from .stats import DEFAULT_ALPHA, Figure, fmt, interval_text, sentence, tally, verdict, versus
 
-SEED_PROTOCOL = "sequential"
+# the 2017 storage study's protocol, every other strategy's yardstick
+ONE_FILE_AT_A_TIME = "one-file-at-a-time"
 
 
 def _order(values) -> list:
@@ -34,12 +35,12 @@ def _engine(r: dict) -> str:
 
 
 def _label(r: dict) -> str:
-    """A load's name in a sentence: its strategy, and its engine when not InnoDB (the seed's)."""
+    """A load's name in a sentence: its strategy, and its engine when not InnoDB (the 2017 study's)."""
     return f"`{r['strategy']}`" + ("" if _engine(r) == "innodb" else f" on {_engine(r)}")
 
 
-def _is_seed(r: dict) -> bool:
-    return r["strategy"] == SEED_PROTOCOL and _engine(r) == "innodb"
+def _is_one_file_at_a_time(r: dict) -> bool:
+    return r["strategy"] == ONE_FILE_AT_A_TIME and _engine(r) == "innodb"
 
 
 def _stopped(r: dict) -> bool:
@@ -69,7 +70,7 @@ def _input_rows(loads: list, tg: str, var: str) -> int | None:
 def _speedup_text(best: dict, seq: dict, thr: dict) -> str:
     """The speed-up clause: the ratio with its own interval when the rule calls it real."""
     v = verdict(_secs(best), _secs(seq), **thr)
-    name = f"the seed's protocol `{SEED_PROTOCOL}`"
+    name = f"the `{ONE_FILE_AT_A_TIME}` protocol"
     if v.kind != "better":
         return versus(name, v, unit="s")
     ci = f" [{fmt(v.lo)}–{fmt(v.hi)}]" if v.lo is not None and v.hi is not None else ""
@@ -106,12 +107,12 @@ def loading(loads: list, thr: dict) -> list:
         total = _input_rows(loads, tg, var)
         if rs:
             best = rs[0]
-            seq = next((r for r in rs if _is_seed(r)), None)
+            seq = next((r for r in rs if _is_one_file_at_a_time(r)), None)
             text = f"{tg} ({var} table): **{_label(best)} is fastest**, {interval_text(_secs(best), 's')}"
             if seq is not None and seq is not best:
                 text += " — " + _speedup_text(best, seq, thr)
             elif seq is best and len(rs) > 1:
-                text += " — the seed's protocol itself"
+                text += f" — the `{ONE_FILE_AT_A_TIME}` protocol itself"
             out.append(text + "." + _runner_up(rs, thr) + _server_bound(best))
         for r in stopped:   # never ranked by its seconds: those are the limit's
             text = f"{tg} ({var} table): {_label(r)} {_stopped_text(r, total)}"
@@ -124,22 +125,23 @@ def loading(loads: list, thr: dict) -> list:
 
 
 def collapse(rows: list, loads: list) -> list:
-    """The seed's protocol (and `sequential` on every other engine: the same files in the
+    """The one-file-at-a-time protocol (on every engine: the same files in the
     same order, so only the engine differs) against table size / cache."""
     out = []
     best = {}
     for r in sorted((r for r in loads if r.get("seconds")), key=lambda r: r["seconds"]):
         best.setdefault((r["target"], r["variant"], _engine(r)), r["strategy"])
     for r in rows:
-        if r["strategy"] != SEED_PROTOCOL:
+        if r["strategy"] != ONE_FILE_AT_A_TIME:
             continue
         key = (r["target"], r["variant"], _engine(r))
         half = Figure.from_row(r, "half_table_over_pool")
         pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"], _engine(x)) == key
-                     and x["strategy"] == SEED_PROTOCOL), None)
+                     and x["strategy"] == ONE_FILE_AT_A_TIME), None)
         cache = {"innodb": "buffer pool", "myisam": "MyISAM key cache"}.get(_engine(r), f"{_engine(r)} block cache")
         head = f"{r['target']} ({r['variant']} table): " + (
-            "the seed's protocol" if _engine(r) == "innodb" else f"`{SEED_PROTOCOL}` on {_engine(r)}")
+            f"the `{ONE_FILE_AT_A_TIME}` protocol" if _engine(r) == "innodb"
+            else f"`{ONE_FILE_AT_A_TIME}` on {_engine(r)}")
         if r.get("n_halved"):
             text = (f"{head} fell below half its initial {fmt(r.get('initial_rows_per_s'), 'rows/s')} once the "
                     f"table reached {interval_text(half, 'x', bold=True)} the {_mb(pool)} {cache} "
@@ -151,7 +153,7 @@ def collapse(rows: list, loads: list) -> list:
         text += (f"; it ended at {fmt(r.get('final_rows_per_s'), 'rows/s')}, "
                  f"{fmt(100 * (r.get('final_over_initial') or 0), '%')} of its initial rate")
         other = next((x for x in rows if (x["target"], x["variant"], _engine(x)) == key
-                      and x["strategy"] == best.get(key) and x["strategy"] != SEED_PROTOCOL), None)
+                      and x["strategy"] == best.get(key) and x["strategy"] != ONE_FILE_AT_A_TIME), None)
         if other is not None:
             text += f" (`{other['strategy']}` ended at {fmt(other.get('final_rows_per_s'), 'rows/s')})"
         text += _prediction(r)
@@ -404,8 +406,9 @@ def _multiplicity(judged: list, alpha: float) -> str:
 
 def _parts(t, thr: dict) -> tuple:
     return (
-        ("Fastest way to load the index, and its speed-up over the seed's protocol", loading(t.loads, thr)),
-        ("Where the seed's protocol collapses (load rate against table size / buffer pool)",
+        ("Fastest way to load the index, and its speed-up over the one-file-at-a-time protocol",
+         loading(t.loads, thr)),
+        ("Where the one-file-at-a-time protocol collapses (load rate against table size / buffer pool)",
          collapse(t.collapse, t.loads)),
         ("Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM): the same strategy on each engine",
          engines(t.loads, t.collapse, thr)),

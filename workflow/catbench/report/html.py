@@ -4,10 +4,10 @@ Writes into ``results/<run>/report/``::
 
     index.html            the findings first (each answer with its figure and interval), the
                           checks, the plots (inline as data: URIs, so the page alone can be
-                          mailed), then collapsed: seed-style tables, every final table,
+                          mailed), then collapsed: the 2017 study's tables, every final table,
                           provenance
-    collapse.png          load rate against table size / buffer pool: seed's protocol vs best
-    speedup.png           speed-up over the seed's protocol per strategy x target, whiskers
+    collapse.png          load rate against table size / buffer pool: one-file-at-a-time vs best
+    speedup.png           speed-up over one-file-at-a-time per strategy x target, whiskers
     restart_timeline.png  restarts as timelines of non-overlapping phases with milestones
     query_latency.png     median latency per query, cold | warm, engines side by side (log)
     fio.png               fio MB/s and IOPS per test and target, whiskers
@@ -224,7 +224,7 @@ def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = No
     body = ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run, report),
             sections_html(head[1:]), "</section>"]
     body += _plots_html(drawn, out)
-    body += ['<section id="details"><h2>Seed-style tables</h2><details><summary>Storage | load time, '
+    body += ['<section id="details"><h2>Tables as in the 2017 study</h2><details><summary>Storage | load time, '
              'load rate per interval, query latency, restart phases, chunks, stages</summary>',
              caption("summary"), sections_html(rest),
              '<p>Also as <a href="summary.md">summary.md</a>.</p></details></section>']

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .findings import ONE_FILE_AT_A_TIME
+
 PLOTS = ("collapse", "speedup", "restart_timeline", "query_latency", "fio", "cluster_restart", "chunk_sky")
 # Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
-SEED_PROTOCOL = "sequential"
 DPI = 100
 
 
@@ -96,31 +97,31 @@ def _engine(r: dict) -> str:
 
 
 def _name(r: dict) -> str:
-    """A load's label: its strategy, with its engine when not InnoDB (the seed's)."""
+    """A load's label: its strategy, with its engine when not InnoDB (the 2017 study's)."""
     return r["strategy"] if _engine(r) == "innodb" else f"{r['strategy']} ({_engine(r)})"
 
 
 def _best(loads: list) -> dict:
     best = {}
-    for r in sorted((r for r in loads if r.get("seconds") and r["strategy"] != SEED_PROTOCOL),
+    for r in sorted((r for r in loads if r.get("seconds") and r["strategy"] != ONE_FILE_AT_A_TIME),
                     key=lambda r: r["seconds"]):
         best.setdefault((r["target"], r["variant"]), r)
     return best
 
 
-# line and marker of each engine's `sequential` curve
+# line and marker of each engine's `one-file-at-a-time` curve
 ENGINE_STYLE = {"innodb": ("-", "."), "rocksdb": ("-.", "^"), "myisam": (":", "s")}
 
 
 def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> bool:
-    """Load rate against table size / buffer pool: the seed's protocol (solid, per input
-    file, smoothed; `sequential` on another engine dash-dotted or dotted, against its cache)
+    """Load rate against table size / buffer pool: the one-file-at-a-time protocol (solid, per
+    input file, smoothed; on another engine dash-dotted or dotted, against its cache)
     against the fastest strategy's end-to-end mean rate (dashed; sorting and index building
     included), one colour per target, log rate."""
     pts = [r for r in curve if _num(r.get("table_over_pool")) is not None and _num(r.get("rows_per_s"))
-           and r["strategy"] == SEED_PROTOCOL]
+           and r["strategy"] == ONE_FILE_AT_A_TIME]
     if not pts:
-        _empty(plt, path, "load curves of the seed's protocol")
+        _empty(plt, path, f"load curves of the `{ONE_FILE_AT_A_TIME}` protocol")
         return False
     variants, col, best = _order(r["variant"] for r in pts), colours(r["target"] for r in loads), _best(loads)
     fig, axes = plt.subplots(1, len(variants), figsize=(11, 4.6), squeeze=False, layout="constrained")
@@ -128,21 +129,21 @@ def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> 
         for tg, eng in _order((r["target"], _engine(r)) for r in pts if r["variant"] == var):
             line = _median_repetition([r for r in pts if (r["target"], r["variant"], _engine(r)) == (tg, var, eng)])
             xs = [p["table_over_pool"] for p in line]
-            seed = eng == "innodb"
+            innodb = eng == "innodb"
             style, mark = ENGINE_STYLE.get(eng, ("-.", "^"))
             ax.plot(xs, [p["rows_per_s"] for p in line], style, color=col[tg], lw=2,
-                    marker=mark, ms=4 if seed else 3,
-                    label=f"{tg}: {SEED_PROTOCOL} (seed's protocol)" if seed else f"{tg}: {SEED_PROTOCOL} ({eng})")
+                    marker=mark, ms=4 if innodb else 3,
+                    label=f"{tg}: {ONE_FILE_AT_A_TIME}" if innodb else f"{tg}: {ONE_FILE_AT_A_TIME} ({eng})")
             b = best.get((tg, var))
-            if seed and b is not None and _num(b.get("rows_per_s")):
+            if innodb and b is not None and _num(b.get("rows_per_s")):
                 ax.plot([0, max(xs)], [b["rows_per_s"]] * 2, "--", color=col[tg], lw=2,
                         label=f"{tg}: {_name(b)} (fastest; end-to-end mean)")
             half = next((c for c in collapse if (c["target"], c["variant"], c["strategy"], _engine(c)) ==
-                         (tg, var, SEED_PROTOCOL, eng) and _num(c.get("half_table_over_pool"))), None)
+                         (tg, var, ONE_FILE_AT_A_TIME, eng) and _num(c.get("half_table_over_pool"))), None)
             if half:
-                ax.plot([half["half_table_over_pool"]], [0.5 * half["initial_rows_per_s"]], "X" if seed else "P",
+                ax.plot([half["half_table_over_pool"]], [0.5 * half["initial_rows_per_s"]], "X" if innodb else "P",
                         ms=10, color=col[tg], markeredgecolor="black",
-                        label=f"{tg}: fell below half its initial rate" + ("" if seed else f" ({eng})"))
+                        label=f"{tg}: fell below half its initial rate" + ("" if innodb else f" ({eng})"))
         ax.axvline(1.0, color="grey", ls=":", lw=1.5)
         ax.text(1.02, 0.02, "table = buffer pool (cache)", transform=ax.get_xaxis_transform(), va="bottom",
                 fontsize=9, color="dimgrey")
@@ -161,17 +162,17 @@ def plot_collapse(plt, curve: list, loads: list, collapse: list, path: Path) -> 
 
 # ---------------------------------------------------------------- 2. speed-up
 def plot_speedup(plt, loads: list, path: Path) -> bool:
-    """Speed-up over the seed's protocol per strategy x target, with interval whiskers."""
-    rs = [r for r in loads if r["strategy"] != SEED_PROTOCOL and _num(r.get("speedup_vs_sequential"))]
+    """Speed-up over the one-file-at-a-time protocol per strategy x target, with interval whiskers."""
+    rs = [r for r in loads if r["strategy"] != ONE_FILE_AT_A_TIME and _num(r.get("speedup_vs_one_file_at_a_time"))]
     if not rs:
-        _empty(plt, path, "speed-ups over the seed's protocol (no `sequential` load)")
+        _empty(plt, path, f"speed-ups over the `{ONE_FILE_AT_A_TIME}` protocol (no such load)")
         return False
     variants, col = _order(r["variant"] for r in rs), colours(r["target"] for r in loads)
     fig, axes = plt.subplots(1, len(variants), figsize=(11, 4.4), squeeze=False, layout="constrained")
     for ax, var in zip(axes[0], variants):
         vr = [r for r in rs if r["variant"] == var]
         strategies = sorted(_order(_name(r) for r in vr),
-                            key=lambda s: -max(r["speedup_vs_sequential"] for r in vr if _name(r) == s))
+                            key=lambda s: -max(r["speedup_vs_one_file_at_a_time"] for r in vr if _name(r) == s))
         targets = sorted(_order(r["target"] for r in vr))
         width = 0.8 / len(targets)
         for j, tg in enumerate(targets):
@@ -179,7 +180,7 @@ def plot_speedup(plt, loads: list, path: Path) -> bool:
                 r = next((r for r in vr if (r["target"], _name(r)) == (tg, s)), None)
                 if r is None:
                     continue
-                x, y = i + (j - (len(targets) - 1) / 2) * width, r["speedup_vs_sequential"]
+                x, y = i + (j - (len(targets) - 1) / 2) * width, r["speedup_vs_one_file_at_a_time"]
                 lo, hi = _num(r.get("speedup_ci_low")), _num(r.get("speedup_ci_high"))
                 ax.bar(x, y, width * 0.9, color=col[tg], label=tg, hatch=None if lo else "//",
                        edgecolor="white" if lo else "black")
@@ -189,10 +190,10 @@ def plot_speedup(plt, loads: list, path: Path) -> bool:
                 ax.text(x, max(y, hi or y) * 1.12, f"{y:.1f}x\n{n}", ha="center", va="bottom", fontsize=8)
         ax.axhline(1.0, color="grey", ls=":", lw=1.5)
         ax.set_yscale("log")
-        ax.set_ylim(bottom=min(0.5, min(r["speedup_vs_sequential"] for r in vr) / 2),
-                    top=max(r.get("speedup_ci_high") or r["speedup_vs_sequential"] for r in vr) * 4)
+        ax.set_ylim(bottom=min(0.5, min(r["speedup_vs_one_file_at_a_time"] for r in vr) / 2),
+                    top=max(r.get("speedup_ci_high") or r["speedup_vs_one_file_at_a_time"] for r in vr) * 4)
         ax.set_xticks(range(len(strategies)), strategies)
-        ax.set_title(f"{var} table: speed-up over the seed's protocol (1x = `{SEED_PROTOCOL}`"
+        ax.set_title(f"{var} table: speed-up over `{ONE_FILE_AT_A_TIME}` (1x"
                      + (", same engine)" if len({_engine(r) for r in vr}) > 1 else ")"))
         ax.set_xlabel("loading strategy")
         ax.set_ylabel("speed-up (x, log scale)")

@@ -1,5 +1,5 @@
 """summary.md's content: the findings first (``findings``: the study's answers, each with
-its interval), the checks, then seed-style side-by-side tables.
+its interval), the checks, then side-by-side tables as in the 2017 storage study.
 
 Each section is one small function in :data:`SECTIONS`, called with a :class:`Tables` view of
 the final tables and the ``report`` config section, and returning blocks: ``("h2", text) |
@@ -204,7 +204,7 @@ def findings(t: Tables, report: dict) -> list:
 
 # ---------------------------------------------------------------- side-by-side tables
 def storage_load(t: Tables, report: dict) -> list:
-    """The seed's "storage | load time" table: fio on each target next to the median load
+    """The 2017 storage study's "storage | load time" table: fio on each target next to the median load
     time of every strategy on it (one row per target and variant)."""
     storage, loads = t.storage, t.loads
     tests = _order(r["test"] for r in storage)

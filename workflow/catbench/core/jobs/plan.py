@@ -13,7 +13,7 @@ from ..layout import map_batches, part_copies
 from ..targets import parse_size
 from .requests import MEASURING, START_S, expected_seconds, measure_domain, requests
 
-# A collapsed B-tree load's rate, expected: the seed's protocol fell to under 200 files of
+# A collapsed B-tree load's rate, expected: the 2017 study's load fell to under 200 files of
 # ~94k rows per 30 min (~10k rows/s) once its table outgrew the pool, and random ids loaded
 # file by file into InnoDB here ran at 8.6-10.5k rows/s (10^6 rows, 6 MB pool, ext4 disk).
 # (jobs.index_rows_per_s is the time limits' slower, safe figure.)

@@ -3,8 +3,8 @@ through node 1 (``core.index_table``), the lookup keys, the insert keys handed o
 and every row acknowledged to the client; and the check that every node holds the same
 table, the loaded index intact and every acknowledged insert.
 
-Inserted keys never collide with the index: negative objectIds (``qserv``, whose input
-keys are positive) or ``CBINS`` + digits (``seed``, whose keys are digits); the load
+Inserted keys never collide with the index: negative objectIds (``bigint``, whose input
+keys are positive) or ``CBINS`` + digits (``char28``, whose keys are digits); the load
 checks that the input holds none of them.
 """
 
@@ -66,7 +66,7 @@ class ClusterRun:
 
     # ---- load ---------------------------------------------------------------------------
     def load(self) -> dict:
-        """The index through node 1 (one LOAD DATA per file, as the seed), then every node
+        """The index through node 1 (one LOAD DATA per file, one file at a time), then every node
         must hold the input's rows and checksum."""
         conn = self.cluster.conn(self.insert_node)
         try:
