@@ -26,7 +26,7 @@ SNAKEMAKE = VENV_BIN / "snakemake"
 CATBENCH = VENV_BIN / "catbench"
 ENV = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
 RUN = "faults"
-LOAD_DIR = "catbench-load_index-qserv-innodb-sequential"
+LOAD_DIR = "catbench-load_index-bigint-innodb-one-file-at-a-time"
 QUERY_DIR = "catbench-queries"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def make_key(variant: str, i: int) -> str:
-    return f"{i:028d}" if variant == "seed" else str(1_000_000_000_000 + i)
+    return f"{i:028d}" if variant == "char28" else str(1_000_000_000_000 + i)
 
 
 def write_files(d: Path, variant: str, nfiles: int, rows: int, seed: int = 1) -> list[Path]:

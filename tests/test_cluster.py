@@ -77,7 +77,7 @@ def full_run():
     watch = ListenerWatch()
     watch.start()
     try:
-        files = indexinput.write_files(d / "in", "qserv", 8, 1500, seed=7)
+        files = indexinput.write_files(d / "in", "bigint", 8, 1500, seed=7)
         out = d / "out" / "cluster" / "t1"
         result = run_cluster("t1", d / "target", files, out, cluster=SMALL, seed=11)
         watch.halt.set()
@@ -189,14 +189,14 @@ def test_only_loopback_listeners_and_nothing_left(full_run):
 
 
 def test_a_cluster_of_one_node_is_refused_naming_the_key(tmp_path):
-    files = indexinput.write_files(tmp_path / "in", "qserv", 1, 10)
+    files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
     with pytest.raises(ConfigError, match=r"config key 'cluster.nodes': 1 is less than the minimum of 2"):
         run_cluster("t1", tmp_path / "target", files, tmp_path / "out", cluster={"nodes": 1})
     assert not (tmp_path / "target").exists()
 
 
 def test_a_target_without_room_for_every_nodes_copy_is_refused(tmp_path):
-    files = indexinput.write_files(tmp_path / "in", "qserv", 1, 10)
+    files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
     with tmpfs("300M") as small:
         with pytest.raises(ClusterError, match=r"config key 'cluster.nodes'.*targets.t1.path.*full copy"):
             run_cluster("t1", small, files, tmp_path / "out", cluster={**SMALL, "gcache_size": "64M"})
@@ -204,7 +204,7 @@ def test_a_target_without_room_for_every_nodes_copy_is_refused(tmp_path):
 
 
 def test_a_port_already_taken_is_named_with_its_key(tmp_path):
-    files = indexinput.write_files(tmp_path / "in", "qserv", 1, 10)
+    files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
@@ -217,7 +217,7 @@ def test_a_port_already_taken_is_named_with_its_key(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="rsync works for an ordinary user")
 def test_rsync_as_root_is_refused_before_anything_starts(tmp_path):
-    files = indexinput.write_files(tmp_path / "in", "qserv", 1, 10)
+    files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
     with pytest.raises(ClusterError, match=r"config key 'cluster.sst_method': rsync does not work .* as root"):
         run_cluster("t1", tmp_path / "target", files, tmp_path / "out", cluster={**SMALL, "sst_method": "rsync"})
     assert not (tmp_path / "target").exists()
@@ -227,7 +227,7 @@ def test_rsync_as_root_is_refused_before_anything_starts(tmp_path):
 def test_sigterm_during_the_sst_stops_every_node_and_helper(tmp_path):
     root = Path(tempfile.mkdtemp(prefix="cbst-", dir="/tmp"))
     try:
-        indexinput.write_files(root / "in", "qserv", 4, 1000)
+        indexinput.write_files(root / "in", "bigint", 4, 1000)
         out, logf = root / "out", root / "job.log"
         cfg = {"cluster": {**SMALL, "kinds": ["node-restart-sst"], "load": {**SMALL["load"], "down_s": 0}}}
         env = {**os.environ, "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}"}
@@ -240,7 +240,7 @@ def test_sigterm_during_the_sst_stops_every_node_and_helper(tmp_path):
             while "down; starting it again" not in logf.read_text() and time.monotonic() < deadline:
                 assert job.poll() is None, logf.read_text()[-3000:]
                 time.sleep(0.1)
-            cnf = (root / "target" / "catbench-cluster-qserv-node3" / "my.cnf").read_text()
+            cnf = (root / "target" / "catbench-cluster-bigint-node3" / "my.cnf").read_text()
             ports = {int(x) for x in re.findall(r"127\.0\.0\.1:(\d+)", cnf)}
             time.sleep(2)  # the joiner is mid-SST: its socat listens, the donor sleeps or streams
             job.send_signal(signal.SIGTERM)

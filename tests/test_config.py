@@ -3,6 +3,7 @@ both through catbench.core.config.validate and through the real snakemake."""
 
 import copy
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -44,11 +45,11 @@ def test_repetitions_and_the_comparison_rule_have_schema_defaults():
     assert cfg["load"]["settings"] == {} and cfg["load"]["repetition_limit_s"] is None
 
 
-def test_default_run_gives_the_index_loads_a_pool_the_seed_table_outgrows():
+def test_default_run_gives_the_index_loads_a_pool_the_char28_table_outgrows():
     cfg = validate(DEFAULT)
     assert cfg["load"]["settings"]["innodb_buffer_pool_size"] == "6M"        # the least InnoDB takes
     assert cfg["server"]["settings"]["innodb_buffer_pool_size"] == "256M"    # queries, restarts
-    # the seed table held 141 bytes per row after the random-order load of the default run
+    # the CHAR(28) table held 141 bytes per row after the random-order load of the default run
     # (42 MB for 296k rows; InnoDB files grow in MB steps, so leave room): >= 5x a 6 MiB pool
     from catbench.core.config import estimated_objects
     assert estimated_objects(cfg) * 120 >= 5 * 6 * 2**20
@@ -117,6 +118,110 @@ BAD = [
 def test_bad_config_names_the_key(key, value, named):
     with pytest.raises(ConfigError, match=rf"config key '{named}'"):
         validate(with_change(key, value))
+
+
+# -- old names of the index variants and of the one-file-at-a-time strategy ------------
+
+OLD_NAMES = {"load": {"variants": ["seed", "qserv"], "strategies": ["sequential", "sorted"],
+                      "engines": ["innodb", "rocksdb"], "skip": ["rocksdb/sequential"]},
+             "queries": {"index_variant": "seed"}, "restart": {"variant": "qserv"},
+             "cluster": {"variant": "seed"}}
+
+
+def test_old_names_in_a_config_map_to_the_new_names_with_one_warning_each():
+    warned = []
+    cfg = validate({**copy.deepcopy(DEFAULT), **OLD_NAMES}, warn=warned.append)
+    assert cfg["load"]["variants"] == ["char28", "bigint"]
+    assert cfg["load"]["strategies"] == ["one-file-at-a-time", "sorted"]
+    assert cfg["load"]["skip"] == ["rocksdb/one-file-at-a-time"]
+    assert (cfg["queries"]["index_variant"], cfg["restart"]["variant"], cfg["cluster"]["variant"]) == \
+        ("char28", "bigint", "char28")
+    assert warned == [
+        "load.variants: 'seed' is now 'char28'; the old name is accepted for one release",
+        "load.variants: 'qserv' is now 'bigint'; the old name is accepted for one release",
+        "load.strategies: 'sequential' is now 'one-file-at-a-time'; the old name is accepted for one release",
+        "load.skip: 'sequential' is now 'one-file-at-a-time'; the old name is accepted for one release",
+        "queries.index_variant: 'seed' is now 'char28'; the old name is accepted for one release",
+        "restart.variant: 'qserv' is now 'bigint'; the old name is accepted for one release",
+        "cluster.variant: 'seed' is now 'char28'; the old name is accepted for one release",
+    ]
+    # the new names, and the RNG key seed, pass without a word
+    again = []
+    assert validate(cfg, warn=again.append) == cfg and again == [] and cfg["seed"] == DEFAULT["seed"]
+
+
+def test_old_names_through_the_log_and_in_a_jobs_section(caplog):
+    from catbench.core.config import check_section
+    with caplog.at_level("WARNING", logger="catbench.core.config"):
+        validate({"load": {"strategies": ["sequential"]}})
+    assert caplog.messages == ["load.strategies: 'sequential' is now 'one-file-at-a-time'; "
+                               "the old name is accepted for one release"]
+    section = {"variant": "qserv"}
+    check_section("restart", section)   # a hand-run restart's --config
+    assert section == {"variant": "bigint"}
+
+
+@pytest.mark.parametrize("key,value,named", [
+    ("load.variants", ["char"], "load.variants.0"),
+    ("load.variants", ["sequential"], "load.variants.0"),        # an old name of another key
+    ("load.strategies", ["seed"], "load.strategies.0"),
+    ("queries.index_variant", "bigint28", "queries.index_variant"),
+    ("restart.variant", "one-file-at-a-time", "restart.variant"),
+])
+def test_a_wrong_name_still_fails_naming_the_key(key, value, named):
+    warned = []
+    with pytest.raises(ConfigError, match=rf"config key '{re.escape(named)}': '[^']+' is not one of"):
+        validate(with_change(key, value), warn=warned.append)
+    assert warned == []
+
+
+def test_a_wrong_skip_pair_still_names_load_skip():
+    from catbench.load.strategies import load_pairs
+    cfg = validate(with_change("load.skip", ["innodb/sequentail"]), warn=lambda line: None)
+    with pytest.raises(ValueError, match="config key load.skip names innodb/sequentail"):
+        load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
+
+
+@pytest.mark.parametrize("family,command,flags,dest,new", [
+    ("storage", "load-index", ["--variant", "seed"], "variant", "char28"),
+    ("storage", "load-index", ["--variant", "qserv"], "variant", "bigint"),
+    ("storage", "load-index", ["--strategy", "sequential"], "strategy", "one-file-at-a-time"),
+    ("restart", "restart", ["--variant", "qserv"], "variant", "bigint"),
+    ("cluster", "cluster", ["--variant", "seed"], "variant", "char28"),
+])
+def test_an_old_name_on_the_command_line_is_its_new_name(tmp_path, caplog, family, command, flags, dest, new):
+    import argparse
+    import importlib
+    parser = argparse.ArgumentParser()
+    importlib.import_module(f"catbench.cli.{family}").add_subcommands(parser.add_subparsers(dest="cmd"))
+    base = [command, "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path), "--out", str(tmp_path)]
+    with caplog.at_level("WARNING", logger="catbench.core.config"):
+        a = parser.parse_args(base + flags)
+    assert getattr(a, dest) == new
+    assert caplog.messages == [f"{flags[0]}: {flags[1]!r} is now {new!r}; the old name is accepted for one release"]
+
+
+def test_a_wrong_name_on_the_command_line_fails_naming_the_option(tmp_path, capsys):
+    import argparse
+
+    from catbench.cli.storage import add_subcommands
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="cmd"))
+    base = ["load-index", "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path), "--out", str(tmp_path)]
+    for flags in (["--variant", "seeds"], ["--strategy", "seed"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(base + flags)
+        assert f"argument {flags[0]}: invalid choice: '{flags[1]}'" in capsys.readouterr().err
+
+
+def test_snakemake_maps_an_old_name_and_says_so_once(tmp_path):
+    text = yaml.safe_dump(with_change("run", "ok")).replace("variants:\n  - char28", "variants:\n  - seed")
+    assert "- seed" in text
+    r = snakemake_dry_run(tmp_path, text)
+    err = r.stdout + r.stderr
+    assert r.returncode == 0, err[-3000:]
+    line = "catbench: warning: load.variants: 'seed' is now 'char28'; the old name is accepted for one release"
+    assert err.count(line) == 1, err[-3000:]
 
 
 def test_missing_sections_take_the_schema_defaults():
@@ -209,9 +314,9 @@ def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_pat
     """`--config 'load={repetitions: 3}'`: Snakemake reads the inner 3 as the string '3';
     catbench types it as YAML does, so the documented form works and errors are about values."""
     from catbench.core.config import typed_overrides
-    cfg = typed_overrides({"load": {"repetitions": "3", "strategies": ["sequential"], "x": {"y": "true"}}, "run": "r"},
+    cfg = typed_overrides({"load": {"repetitions": "3", "strategies": ["one-file-at-a-time"], "x": {"y": "true"}}, "run": "r"},
                           {"load": {"repetitions": "3", "x": {"y": "true"}}, "run": "r"})
-    assert cfg["load"] == {"repetitions": 3, "strategies": ["sequential"], "x": {"y": True}} and cfg["run"] == "r"
+    assert cfg["load"] == {"repetitions": 3, "strategies": ["one-file-at-a-time"], "x": {"y": True}} and cfg["run"] == "r"
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(with_change("run", "ok")))
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}

@@ -47,9 +47,9 @@ from faultkit import (
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
 RES = f"results/{RUN}"
-LOAD_OUT = f"{RES}/load/disk/qserv/innodb/sequential"
+LOAD_OUT = f"{RES}/load/disk/bigint/innodb/one-file-at-a-time"
 QUERY_OUT = f"{RES}/queries/disk/mysql"
-LOAD_LOG = f"{RES}/logs/load/disk-qserv-innodb-sequential.log"
+LOAD_LOG = f"{RES}/logs/load/disk-bigint-innodb-one-file-at-a-time.log"
 QUERY_LOG = f"{RES}/logs/queries/disk-mysql.log"
 
 
@@ -172,8 +172,8 @@ def test_server_killed_during_load_index(baseline, tmp_path):
         assert "ready for connections" in log  # a line of the error log's tail
         assert "Traceback" not in log, log[-3000:]
         assert not (wd / LOAD_OUT).exists()
-        assert not list((wd / LOAD_OUT).parent.glob(".sequential.partial-*"))
-        # the sequential load keeps its server's data and ledger for the re-run to resume
+        assert not list((wd / LOAD_OUT).parent.glob(".one-file-at-a-time.partial-*"))
+        # the one-file-at-a-time load keeps its server's data and ledger for the re-run to resume
         assert error_log.exists() and "re-run the same job to resume the load" in log, log[-3000:]
         resumable = (disk / RUN / LOAD_DIR / "resume.json").exists()  # the kill came after the load began
         # What a plain re-run plans: the failed job's output is gone while
@@ -205,7 +205,7 @@ def test_full_target_fails_its_jobs_and_other_targets_finish(baseline, tmp_path)
         log = (wd / "results" / RUN / "logs/targets/small.log").read_text()
         assert "storage target 'small'" in log and "free but this step needs" in log, log[-3000:]
         res = wd / "results" / RUN
-        assert (res / "load/disk/qserv/innodb/sequential/summary.json").exists(), out[-3000:]
+        assert (res / "load/disk/bigint/innodb/one-file-at-a-time/summary.json").exists(), out[-3000:]
         assert (res / "queries/disk/mysql/summary.json").exists(), out[-3000:]
         assert not (res / "load/small").exists() and not (res / "queries/small").exists()
         assert not (res / "targets/small.json").exists()
@@ -221,7 +221,7 @@ def test_full_target_cli_stages_refuse_before_starting_a_server(baseline, tmp_pa
     cfg = json.dumps(yaml.safe_load((baseline.wd / "config.yaml").read_text()))
     with tmpfs("40M") as small:
         r = catbench("load-index", "--target", "small", "--path", small / RUN, "--input-dir", res / "index/input",
-                     "--variant", "qserv", "--out", tmp_path / "load")
+                     "--variant", "bigint", "--out", tmp_path / "load")
         assert r.returncode == 1
         assert "storage target 'small'" in r.stderr and "free but this step needs" in r.stderr, r.stderr
         r = catbench("queries", "--engine", "mysql", "--target", "small", "--path", small / RUN, "--results", res,
@@ -330,7 +330,7 @@ def test_bad_server_binary_fails_the_stage_clearly(baseline, tmp_path, kind):
 
 def _load_cli(input_dir: Path, target: Path, out: Path):
     return catbench("load-index", "--target", "bad", "--path", target, "--input-dir", input_dir,
-                    "--variant", "qserv", "--out", out, "--lookup-count", "10", "--optimize-limit-s", "0",
+                    "--variant", "bigint", "--out", out, "--lookup-count", "10", "--optimize-limit-s", "0",
                     "--settings-json", json.dumps({"innodb_buffer_pool_size": "32M"}))
 
 
@@ -414,7 +414,7 @@ def test_empty_catalog_part(baseline, tmp_path):
     assert r.returncode == 0, r.stderr
     # a map job writes each part's staging files into a dir named after its Object file
     r = catbench("index-input", "--staging", tmp_path / "staging" / "o", "--files", "3", "--out", tmp_path / "i",
-                 "--out-seed", tmp_path / "j", "--metrics", tmp_path / "m2.json")
+                 "--out-char28", tmp_path / "j", "--metrics", tmp_path / "m2.json")
     assert r.returncode == 1
     assert "the catalog has no objects" in r.stderr, r.stderr
     assert not list((tmp_path / "i").glob("*.tsv")) if (tmp_path / "i").exists() else True
@@ -470,13 +470,13 @@ def test_a_target_that_fills_during_a_load_is_named_with_its_free_bytes_and_the_
     """The room check passes, then something else fills the disk mid-load: the error says out
     of space, names the target, its path and free bytes, and the input file being loaded."""
     from indexinput import write_files
-    files = write_files(tmp_path / "in", "seed", 60, 20000)
+    files = write_files(tmp_path / "in", "char28", 60, 20000)
     with tmpfs("1G") as small:
         out = tmp_path / "load"
         settings = json.dumps({"innodb_log_file_size": "8M", "innodb_buffer_pool_size": "8M"})
         cmd = [str(CATBENCH), "load-index", "--target", "small", "--path", str(small / "run"),
-               "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "seed",
-               "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "10",
+               "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "char28",
+               "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "10",
                "--repetitions", "1", "--settings-json", settings]
         log = tmp_path / "load.log"
         with open(log, "wb") as fh:
@@ -509,7 +509,7 @@ def test_a_target_with_the_room_the_run_estimate_asks_is_accepted_by_the_load_jo
     job = max((j for j in est["jobs"] if j["job"].startswith("load ")), key=lambda j: j["need_bytes"])
     _, variant, engine, strategy = job["job"].replace("/", " ").split()
     size_mib = job["need_bytes"] // 2**20 + 4
-    folder = {"seed": "input_seed", "qserv": "input"}[variant]
+    folder = {"char28": "input_char28", "bigint": "input"}[variant]
     with tmpfs(f"{size_mib}M") as small:
         r = catbench("load-index", "--target", "small", "--path", small / RUN, "--input-dir",
                      baseline.wd / RES / "index" / folder, "--variant", variant, "--engine", engine,
@@ -526,16 +526,16 @@ def test_a_resumed_load_counts_its_kept_data_as_already_on_the_target(tmp_path):
     from catbench.core.index_table import get_engine
     from catbench.load.estimate import input_rows, load_need
     from indexinput import write_files
-    files = write_files(tmp_path / "in", "seed", 60, 20000)
+    files = write_files(tmp_path / "in", "char28", 60, 20000)
     given = {"innodb_log_file_size": "8M", "innodb_buffer_pool_size": "8M"}
     in_bytes = sum(f.stat().st_size for f in files)
-    need = load_need("seed", "sequential", input_rows(files, in_bytes), in_bytes,
+    need = load_need("char28", "one-file-at-a-time", input_rows(files, in_bytes), in_bytes,
                      {**get_engine("innodb").settings, **given})["need_bytes"]
     with tmpfs(f"{need // 2**20 + 64}M") as small:
-        basedir = small / "run" / "catbench-load_index-seed-innodb-sequential"
+        basedir = small / "run" / "catbench-load_index-char28-innodb-one-file-at-a-time"
         cmd = [str(CATBENCH), "load-index", "--target", "small", "--path", str(small / "run"),
-               "--out", str(tmp_path / "load"), "--input-dir", str(files[0].parent), "--variant", "seed",
-               "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "10",
+               "--out", str(tmp_path / "load"), "--input-dir", str(files[0].parent), "--variant", "char28",
+               "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "10",
                "--repetitions", "1", "--settings-json", json.dumps(given)]
         log = tmp_path / "first.log"
         with open(log, "wb") as fh:

@@ -26,10 +26,10 @@ def _files(folder: Path) -> dict:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_same_bytes_as_the_full_path(run, tmp_path, workers):  # noqa: F811
     cfg = small_config()
-    r = generate_index(cfg, INDEX_FILES, tmp_path / "input", tmp_path / "input_seed", workers=workers)
+    r = generate_index(cfg, INDEX_FILES, tmp_path / "input", tmp_path / "input_char28", workers=workers)
     full = run["root"] / "index"
     assert _files(tmp_path / "input") == _files(full / "input")            # manifest included
-    assert _files(tmp_path / "input_seed") == _files(full / "input_seed")
+    assert _files(tmp_path / "input_char28") == _files(full / "input_char28")
     assert r["rows"] == len(run["objects"]) and r["files"] == INDEX_FILES
 
 
@@ -38,8 +38,8 @@ def test_rows_limit_and_checks(tmp_path):
     r = generate_index(cfg, 4, tmp_path / "a", tmp_path / "b", rows=10_001)
     files = list_input(tmp_path / "a")
     assert r["rows"] == 10_001 and len(files) == 4
-    assert sum(scan_file(f, VARIANTS["qserv"]).rows for f in files) == 10_001
-    assert [scan_file(f, VARIANTS["seed"]).rows for f in list_input(tmp_path / "b")] == [2500, 2500, 2500, 2501]
+    assert sum(scan_file(f, VARIANTS["bigint"]).rows for f in files) == 10_001
+    assert [scan_file(f, VARIANTS["char28"]).rows for f in list_input(tmp_path / "b")] == [2500, 2500, 2500, 2501]
     with pytest.raises(ValueError, match="exceed the catalog"):
         generate_index(cfg, 4, tmp_path / "c", tmp_path / "d", rows=10**9)
 
@@ -102,7 +102,7 @@ def _full_path_index(cfg, root: Path) -> Path:
         part_mod.map_part(cfg, o, s, root / f"staging/part-{k:05d}", 2)
         staging.append(root / f"staging/part-{k:05d}")
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], root / "index/input",
-                               root / "index/input_seed")
+                               root / "index/input_char28")
     return root / "index"
 
 
@@ -115,10 +115,10 @@ def test_every_id_layout_same_bytes_unique_and_deterministic(tmp_path, id_layout
     cfg = small_config()
     cfg["catalog"]["id_layout"] = id_layout
     full = _full_path_index(cfg, tmp_path / "full")
-    generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_seed", workers=1)
+    generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_char28", workers=1)
     assert _files(tmp_path / "a/input") == _files(full / "input")
-    assert _files(tmp_path / "a/input_seed") == _files(full / "input_seed")
-    generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_seed", workers=2)
+    assert _files(tmp_path / "a/input_char28") == _files(full / "input_char28")
+    generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_char28", workers=2)
     assert _files(tmp_path / "b/input") == _files(full / "input")       # deterministic
     rows = _keys(*sorted((full / "input").glob("part-*.tsv")))
     keys = rows[:, 0]
@@ -165,18 +165,18 @@ def test_chunk_order_same_bytes_from_both_paths(tmp_path, id_layout):
     staging = sorted((tmp_path / "full/staging").iterdir())
     full = tmp_path / "full_chunk"
     written_in_order("chunk", lambda n, c: part_mod.write_index_input(staging, INDEX_FILES, n, c),
-                     full / "input", full / "input_seed", "64MB")
+                     full / "input", full / "input_char28", "64MB")
     only = tmp_path / "only_chunk"
     written_in_order("chunk", lambda n, c: generate_index(cfg, INDEX_FILES, n, c, workers=2),
-                     only / "input", only / "input_seed", "64MB")
+                     only / "input", only / "input_char28", "64MB")
     assert _files(only / "input") == _files(full / "input")
-    assert _files(only / "input_seed") == _files(full / "input_seed")
+    assert _files(only / "input_char28") == _files(full / "input_char28")
     assert not list(tmp_path.glob("*/.arrival-*"))            # the work folder is gone
     before = _keys(*sorted((gen / "input").glob("part-*.tsv")))
     after = _keys(*sorted((full / "input").glob("part-*.tsv")))
     # chunks in chunkId order, each chunk's rows in generation order, the same rows
     assert np.array_equal(after, before[np.argsort(before[:, 1], kind="stable")])
-    sizes = [scan_file(f, VARIANTS["seed"]).rows for f in list_input(full / "input_seed")]
+    sizes = [scan_file(f, VARIANTS["char28"]).rows for f in list_input(full / "input_char28")]
     assert len(sizes) == INDEX_FILES and max(sizes) - min(sizes) <= 1
 
 
@@ -196,11 +196,11 @@ def test_galactic_density_same_bytes_as_the_full_path(tmp_path, id_layout):
     layout, n = copy_layout(cfg["catalog"]), cfg["catalog"]["patch"]["objects"]
     assert (layout["keep"] < n).any() and len(layout) > len(placements(cfg["catalog"]))
     full = _full_path_index(cfg, tmp_path / "full")
-    r = generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_seed", workers=2)
+    r = generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_char28", workers=2)
     assert _files(tmp_path / "a/input") == _files(full / "input")
-    assert _files(tmp_path / "a/input_seed") == _files(full / "input_seed")
+    assert _files(tmp_path / "a/input_char28") == _files(full / "input_char28")
     keys = _keys(*sorted((full / "input").glob("part-*.tsv")))[:, 0]
     assert r["rows"] == len(keys) == layout["keep"].sum() and len(np.unique(keys)) == len(keys)
-    part = generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_seed",
+    part = generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_char28",
                           rows=int(layout["keep"][:3].sum()) + 7)   # a row limit inside a thinned copy
     assert part["rows"] == int(layout["keep"][:3].sum()) + 7

@@ -78,21 +78,21 @@ def test_parts_split_every_file_once():
 
 def test_parts_merged_are_the_single_jobs_bytes(tmp_path):
     cfg = validate(_small())
-    whole = generate_index(cfg, 7, tmp_path / "one" / "input", tmp_path / "one" / "input_seed")
+    whole = generate_index(cfg, 7, tmp_path / "one" / "input", tmp_path / "one" / "input_char28")
     staging = []
     for part in range(3):
         d = tmp_path / f"part-{part}"
-        generate_index(cfg, 7, d / "input", d / "input_seed", part=part, parts=3)
+        generate_index(cfg, 7, d / "input", d / "input_char28", part=part, parts=3)
         staging.append(d)
-    r = merge_parts(staging, tmp_path / "m" / "input", tmp_path / "m" / "input_seed")
+    r = merge_parts(staging, tmp_path / "m" / "input", tmp_path / "m" / "input_char28")
     assert (r["files"], r["rows"]) == (7, whole["rows"])
-    for sub in ("input", "input_seed"):
+    for sub in ("input", "input_char28"):
         assert _files(tmp_path / "m" / sub) == _files(tmp_path / "one" / sub)   # manifests included
     assert len(list_input(tmp_path / "m" / "input")) == 7
     # a part's folder that lost its manifest is named
     (staging[1] / "input" / "manifest.json").unlink()
     with pytest.raises(ValueError, match=r"part-1/input/manifest.json: unreadable"):
-        merge_parts(staging, tmp_path / "x" / "input", tmp_path / "x" / "input_seed")
+        merge_parts(staging, tmp_path / "x" / "input", tmp_path / "x" / "input_char28")
 
 
 # ---- the estimate -----------------------------------------------------------------------------
@@ -110,17 +110,17 @@ def test_estimate_grows_with_the_knob_and_reads_a_written_manifest(tmp_path):
     a, b = est.estimate(small), est.estimate(big)
     assert b["rows"] == 100 * a["rows"]
     job = {j["job"]: j for j in a["jobs"]}
-    assert set(job) >= {"fio", "load seed/innodb/sequential", "load qserv/innodb/deferred-pk"}
+    assert set(job) >= {"fio", "load char28/innodb/one-file-at-a-time", "load bigint/innodb/deferred-pk"}
     # the largest job grows by the model's bytes per row: the peak, two input copies, the margin
-    assert b["targets"]["disk"]["largest_job"] == a["targets"]["disk"]["largest_job"] == "load seed/innodb/sorted"
-    per_row = est.MARGIN * (est.MODEL[("seed", "sorted")].peak + 2 * est.input_row_bytes(small, "seed"))
+    assert b["targets"]["disk"]["largest_job"] == a["targets"]["disk"]["largest_job"] == "load char28/innodb/sorted"
+    per_row = est.MARGIN * (est.MODEL[("char28", "sorted")].peak + 2 * est.input_row_bytes(small, "char28"))
     grown = b["targets"]["disk"]["need_bytes"] - a["targets"]["disk"]["need_bytes"]
     assert grown == pytest.approx(per_row * (b["rows"] - a["rows"]), rel=0.01)
     # the input already written: its manifest's bytes, not the model's bound
     res = tmp_path / "results"
-    generate_index(small, 7, res / "index" / "input", res / "index" / "input_seed")
+    generate_index(small, 7, res / "index" / "input", res / "index" / "input_char28")
     c = est.estimate(small, res)
-    real = sum(p.stat().st_size for p in (res / "index" / "input_seed").glob("*.tsv"))
+    real = sum(p.stat().st_size for p in (res / "index" / "input_char28").glob("*.tsv"))
     assert c["input_bytes"]["seed"] == real and c["input_measured"]["seed"]
     assert real <= a["input_bytes"]["seed"]   # the model is an upper bound of a line
     assert any("index rows" in line for line in est.lines(c))
@@ -132,7 +132,7 @@ def test_estimate_command_prints_and_writes(tmp_path):
     r = subprocess.run([str(VENV_BIN / "catbench"), "estimate", "--config", str(cfgfile), "--out",
                         str(tmp_path / "e.json")], capture_output=True, text=True, env=ENV, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "estimate: target disk" in r.stdout and "load seed/innodb/sorted" in r.stdout
+    assert "estimate: target disk" in r.stdout and "load char28/innodb/sorted" in r.stdout
     doc = json.loads((tmp_path / "e.json").read_text())
     assert doc["targets"]["disk"]["need_bytes"] > 0 and doc["rows"] > 0
 
@@ -151,7 +151,7 @@ def test_a_target_too_small_for_the_estimate_is_refused_before_any_job(tmp_path)
         assert r.returncode != 0
         assert "nothing was started" in out and "storage target 'small'" in out, out[-3000:]
         assert f"({small / 'cb' / 'index-study'})" in out and "MiB free but this step needs" in out
-        assert "largest job: load seed/innodb/" in out and "storage target 'big'" not in out
+        assert "largest job: load char28/innodb/" in out and "storage target 'big'" not in out
         assert "estimate: target small" in out
         assert not (wd / "results").exists() and not (small / "cb").exists()
         # --keep-going: a warning; the small target's jobs fail on their own, the others run
@@ -224,7 +224,7 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
     try:
         cfg = _small(run="ixs", targets={"disk": {"path": str(disk)}}, index={"jobs": 2},
                      fio={"size": "4M", "runtime_s": 0.5, "numjobs": 1, "repetitions": 1},
-                     load={"strategies": ["sequential", "sorted"], "engines": ["innodb"], "repetitions": 1, "lookup_count": 200,
+                     load={"strategies": ["one-file-at-a-time", "sorted"], "engines": ["innodb"], "repetitions": 1, "lookup_count": 200,
                            "optimize_limit_s": 1, "sample_interval_s": 0.2, "chunk_rows": 2000})
         cfgfile = tmp_path / "c.yaml"
         cfgfile.write_text(yaml.safe_dump(cfg))
@@ -237,12 +237,12 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
         assert not (res / "catalog").exists() and not (res / "chunks").exists()
         one, valid = tmp_path / "one", validate(cfg)
         written_in_order(valid["index"]["order"], lambda num, char: generate_index(valid, 7, num, char),
-                         one / "input", one / "input_seed", valid["index"]["sort_memory"])
-        for sub in ("input", "input_seed"):
+                         one / "input", one / "input_char28", valid["index"]["sort_memory"])
+        for sub in ("input", "input_char28"):
             assert _files(res / "index" / sub) == _files(one / sub)
         assert not (res / "index" / "staging").exists() or not list((res / "index" / "staging").iterdir())
-        for v in ("seed", "qserv"):
-            for s in ("sequential", "sorted"):
+        for v in ("char28", "bigint"):
+            for s in ("one-file-at-a-time", "sorted"):
                 summary = json.loads((res / "load" / "disk" / v / "innodb" / s / "summary.json").read_text())
                 assert summary["checksum_ok"] and summary["rows"] == est.index_rows(validate(cfg))
         stages = (res / "tables" / "stages.csv").read_text()
@@ -253,7 +253,7 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
         assert "index-only" in (res / "report" / "index.html").read_text()
         # the prediction written before the loads, and shown beside their collapse
         ws = json.loads((res / "index" / "working_set.json").read_text())
-        assert set(ws["variants"]) == {"seed", "qserv"} and ws["id_layout"] == cfg_id_layout(cfg)
+        assert set(ws["variants"]) == {"char28", "bigint"} and ws["id_layout"] == cfg_id_layout(cfg)
         collapse = (res / "tables" / "load_collapse.csv").read_text()
         assert "predicted_working_set_over_pool" in collapse.splitlines()[0]
         assert not server_procs(disk)
@@ -270,22 +270,22 @@ def test_calibration_times_the_steady_strategies_from_a_short_load(tmp_path):
     disk = Path(tempfile.mkdtemp(prefix="cbix-", dir="/tmp"))
     try:
         cfg = _small(targets={"disk": {"path": str(disk)}},
-                     load={"variants": ["qserv"], "strategies": ["sequential", "sorted"], "chunk_rows": 1000,
+                     load={"variants": ["bigint"], "strategies": ["one-file-at-a-time", "sorted"], "chunk_rows": 1000,
                            "engines": ["innodb"]})
         cfgfile = tmp_path / "c.yaml"
         cfgfile.write_text(yaml.safe_dump(cfg))
         res = tmp_path / "results"
-        generate_index(validate(cfg), 7, res / "index" / "input", res / "index" / "input_seed")
+        generate_index(validate(cfg), 7, res / "index" / "input", res / "index" / "input_char28")
         r = subprocess.run([str(VENV_BIN / "catbench"), "estimate", "--config", str(cfgfile), "--results", str(res),
                             "--calibrate", "disk", "--calibrate-files", "2", "--out", str(tmp_path / "e.json")],
                            capture_output=True, text=True, env=ENV, timeout=300)
         assert r.returncode == 0, r.stderr[-3000:]
         times = json.loads((tmp_path / "e.json").read_text())["time"]
-        assert [t["job"] for t in times] == ["load qserv/innodb/sorted"]
+        assert [t["job"] for t in times] == ["load bigint/innodb/sorted"]
         t = times[0]
         assert t["calibration_files"] == 2 and 0 < t["calibration_rows"] < est.index_rows(validate(cfg))
         assert t["seconds"] == pytest.approx(est.index_rows(validate(cfg)) / t["rows_per_s"])
-        assert "estimate: time on disk: load qserv/innodb/sorted" in r.stdout
+        assert "estimate: time on disk: load bigint/innodb/sorted" in r.stdout
         assert not server_procs(disk)
     finally:
         kill_servers(disk)

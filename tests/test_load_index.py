@@ -26,7 +26,7 @@ pytestmark = pytest.mark.server
 
 
 def make_key(variant: str, i: int) -> str:
-    return f"{i:028d}" if variant == "seed" else str(1_000_000_000_000 + i)
+    return f"{i:028d}" if variant == "char28" else str(1_000_000_000_000 + i)
 
 
 def write_files(d: Path, variant: str, nfiles: int, rows: int, first: int = 0, seed: int = 1) -> list[Path]:
@@ -80,7 +80,7 @@ def table_rows(conn, table):
     return cur.fetchone()[0]
 
 
-@pytest.mark.parametrize("variant", ["seed", "qserv"])
+@pytest.mark.parametrize("variant", ["char28", "bigint"])
 def test_run_load_index_exact(tmp, variant):
     files = write_files(tmp / "in", variant, 4, 2500)
     out = tmp / "results" / f"load-{variant}"
@@ -108,34 +108,34 @@ def test_run_load_index_exact(tmp, variant):
     assert pq.read_table(out / "samples.parquet").num_rows >= 2
     # nothing half-finished or running is left behind
     assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
-    assert not (target / f"catbench-load_index-{variant}-innodb-sequential").exists()
+    assert not (target / f"catbench-load_index-{variant}-innodb-one-file-at-a-time").exists()
     assert not any(str(target) in " ".join(p.info["cmdline"] or [])
                    for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"])
 
 
 def test_failed_load_leaves_nothing_finished(tmp):
-    files = write_files(tmp / "in", "seed", 3, 100)
-    replace_line(files[2], 50, f"{make_key('seed', 10)}\t1\t2")  # key of file 0, line 11
+    files = write_files(tmp / "in", "char28", 3, 100)
+    replace_line(files[2], 50, f"{make_key('char28', 10)}\t1\t2")  # key of file 0, line 11
     out = tmp / "results" / "load"
     with pytest.raises(LoadError) as err:
         run_load_index("tmpdisk", tmp / "target", files, out, load={"lookup_count": 0})
     msg = str(err.value)
     assert "part-00002.tsv" in msg and "line 50" in msg and "part-00000.tsv line 11" in msg
     assert list(out.parent.iterdir()) == []
-    assert (tmp / "target" / "catbench-load_index-seed-innodb-sequential" / "error.log").exists()
-    assert not (tmp / "target" / "catbench-load_index-seed-innodb-sequential" / "data").exists()
+    assert (tmp / "target" / "catbench-load_index-char28-innodb-one-file-at-a-time" / "error.log").exists()
+    assert not (tmp / "target" / "catbench-load_index-char28-innodb-one-file-at-a-time" / "data").exists()
 
 
 def test_duplicate_within_a_file_names_both_lines(tmp, conn):
-    v = VARIANTS["seed"]
-    files = write_files(tmp, "seed", 2, 20)
-    replace_line(files[1], 9, f"{make_key('seed', 22)}\t5\t5")  # repeats line 3 of the same file
+    v = VARIANTS["char28"]
+    files = write_files(tmp, "char28", 2, 20)
+    replace_line(files[1], 9, f"{make_key('char28', 22)}\t5\t5")  # repeats line 3 of the same file
     create_table(conn, v, "dup1")
     with pytest.raises(LoadError, match=r"part-00001\.tsv.*line 9 repeats key '0+22' of line 3"):
         load_files(conn, "dup1", files, v)
 
 
-@pytest.mark.parametrize("variant", ["seed", "qserv"])
+@pytest.mark.parametrize("variant", ["char28", "bigint"])
 def test_duplicate_across_files_names_earlier_file(tmp, conn, variant):
     v = VARIANTS[variant]
     files = write_files(tmp, variant, 3, 10)
@@ -148,15 +148,15 @@ def test_duplicate_across_files_names_earlier_file(tmp, conn, variant):
 
 
 @pytest.mark.parametrize("variant,bad,reason", [
-    ("seed", "abc\t12", "2 tab-separated fields"),
-    ("seed", "k\t1\t2\t3", "4 tab-separated fields"),
-    ("seed", "x" * 29 + "\t1\t2", "29 characters"),
-    ("seed", "key\tone\t2", "chunkId"),
-    ("seed", "key\t1\t99999999999", "subChunkId"),
-    ("seed", "key with space\t1\t2", "printable ASCII"),
-    ("qserv", "12a\t1\t2", "not a BIGINT"),
-    ("qserv", "99999999999999999999\t1\t2", "not a BIGINT"),
-    ("qserv", "", "1 tab-separated fields"),
+    ("char28", "abc\t12", "2 tab-separated fields"),
+    ("char28", "k\t1\t2\t3", "4 tab-separated fields"),
+    ("char28", "x" * 29 + "\t1\t2", "29 characters"),
+    ("char28", "key\tone\t2", "chunkId"),
+    ("char28", "key\t1\t99999999999", "subChunkId"),
+    ("char28", "key with space\t1\t2", "printable ASCII"),
+    ("bigint", "12a\t1\t2", "not a BIGINT"),
+    ("bigint", "99999999999999999999\t1\t2", "not a BIGINT"),
+    ("bigint", "", "1 tab-separated fields"),
 ])
 def test_malformed_line_fails_before_loading(tmp, conn, variant, bad, reason):
     v = VARIANTS[variant]
@@ -174,12 +174,12 @@ def test_crlf_is_named(tmp):
     p = tmp / "crlf.tsv"
     p.write_bytes(b"k1\t1\t2\nk2\t3\t4\r\n")
     with pytest.raises(LoadError, match=r"line 2 has a Windows line ending"):
-        scan_file(p, VARIANTS["seed"])
+        scan_file(p, VARIANTS["char28"])
 
 
-@pytest.mark.parametrize("name,line", [("qserv", "007\t5\t6"), ("qserv", "-0\t5\t6"), ("qserv", "7\t-05\t6"),
-                                       ("qserv", "7\t5\t-0"), ("seed", "007\t05\t6"), ("seed", "k\t5\t-0"),
-                                       ("seed", "00k\t5\t60"), ("qserv", "70\t0\t0")])
+@pytest.mark.parametrize("name,line", [("bigint", "007\t5\t6"), ("bigint", "-0\t5\t6"), ("bigint", "7\t-05\t6"),
+                                       ("bigint", "7\t5\t-0"), ("char28", "007\t05\t6"), ("char28", "k\t5\t-0"),
+                                       ("char28", "00k\t5\t60"), ("bigint", "70\t0\t0")])
 @pytest.mark.parametrize("at", [0, 3, 9])
 def test_the_fast_scan_hands_numbers_it_cannot_copy_to_the_exact_one(tmp, name, line, at):
     """A leading or negative zero anywhere in a block: the checksum is that of the numbers
@@ -194,8 +194,8 @@ def test_the_fast_scan_hands_numbers_it_cannot_copy_to_the_exact_one(tmp, name, 
 
 
 def test_python_and_sql_checksums_agree(tmp, conn):
-    v = VARIANTS["qserv"]
-    files = write_files(tmp, "qserv", 2, 50)
+    v = VARIANTS["bigint"]
+    files = write_files(tmp, "bigint", 2, 50)
     replace_line(files[0], 1, "-0000042\t007\t-3")  # leading zeros and signs normalise the same way
     create_table(conn, v, "ck")
     trace, infos = load_files(conn, "ck", files, v)
@@ -204,8 +204,8 @@ def test_python_and_sql_checksums_agree(tmp, conn):
 
 
 def test_optimize_is_stopped_at_its_limit(tmp, srv, conn):
-    v = VARIANTS["seed"]
-    files = write_files(tmp, "seed", 2, 100_000)
+    v = VARIANTS["char28"]
+    files = write_files(tmp, "char28", 2, 100_000)
     create_table(conn, v, "opt")
     load_files(conn, "opt", files, v)
     r = optimize_table(srv, conn, "opt", 0.01)
@@ -232,9 +232,9 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
     """load.repetitions loads into a dropped and re-created table after a server restart;
     every file of the results carries the repetition, summary.json the medians and each
     repetition's own figures; load.settings apply to this server only."""
-    files = write_files(tmp / "in", "qserv", 3, 1000)
+    files = write_files(tmp / "in", "bigint", 3, 1000)
     out = tmp / "results" / "reps"
-    s = run_load_index("tmpdisk", tmp / "target", files, out, variant="qserv",
+    s = run_load_index("tmpdisk", tmp / "target", files, out, variant="bigint",
                        load={"repetitions": 2, "sample_interval_s": 0.2, "optimize_limit_s": 0,
                              "lookup_threads": 1, "lookup_count": 50,
                              "settings": {"innodb_buffer_pool_size": "6M"}},
@@ -251,8 +251,8 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
 
 
 def test_a_long_repetition_stops_the_repeating(tmp):
-    files = write_files(tmp / "in", "qserv", 2, 500)
-    s = run_load_index("tmpdisk", tmp / "target", files, tmp / "results" / "one", variant="qserv",
+    files = write_files(tmp / "in", "bigint", 2, 500)
+    s = run_load_index("tmpdisk", tmp / "target", files, tmp / "results" / "one", variant="bigint",
                        load={"repetitions": 3, "repetition_limit_s": 1e-6, "optimize_limit_s": 0,
                              "lookup_threads": 1, "lookup_count": 10, "sample_interval_s": 0.2})
     assert s["n"] == 1 and s["repetitions_requested"] == 3

@@ -17,7 +17,7 @@ CATBENCH = REPO / ".venv" / "bin" / "catbench"
 
 
 def test_failed_jobs_name_the_first_error_line_and_the_log(tmp_path):
-    job_log = tmp_path / "disk-seed-sequential.log"
+    job_log = tmp_path / "disk-char28-one-file-at-a-time.log"
     job_log.write_text("2026 INFO catbench: loading\n2026 ERROR catbench: boom\n"
                        "catbench load-index: error: target disk: the disk is full\n")
     snakemake_log = (f"Error in rule load_index_run:\n    jobid: 7\n    input: x\n"

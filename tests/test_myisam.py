@@ -48,7 +48,7 @@ def test_every_strategy_but_bulk_runs_on_myisam():
 
 @pytest.mark.parametrize("strategy", MYISAM)
 def test_every_myisam_strategy_loads_exactly_the_input(root, strategy):
-    variant = "seed" if MYISAM.index(strategy) % 2 else "qserv"
+    variant = "char28" if MYISAM.index(strategy) % 2 else "bigint"
     name = f"{variant}-{strategy}"
     files = write_files(root / "in" / name, variant, 4, 1000, seed=zlib.crc32(name.encode()))
     s = run(root, name, files, variant, strategy)
@@ -65,7 +65,7 @@ def test_every_myisam_strategy_loads_exactly_the_input(root, strategy):
 @pytest.mark.parametrize("strategy", MYISAM)
 @pytest.mark.parametrize("where", ["within", "across"])
 def test_duplicates_are_caught_and_named(root, strategy, where):
-    variant = "seed" if (MYISAM.index(strategy) + (where == "across")) % 2 else "qserv"
+    variant = "char28" if (MYISAM.index(strategy) + (where == "across")) % 2 else "bigint"
     name = f"dup-{where}-{strategy}"
     files = write_files(root / "in" / name, variant, 4, 200)
     lines = [p.read_text().splitlines(keepends=True) for p in files]
@@ -86,8 +86,8 @@ def test_duplicates_are_caught_and_named(root, strategy, where):
 
 def _cmd(files, target: Path, out: Path) -> list[str]:
     return [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
-            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv", "--engine", "myisam",
-            "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
+            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint", "--engine", "myisam",
+            "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
 
 
 @pytest.mark.parametrize("in_flight", [True, False])
@@ -97,11 +97,11 @@ def test_a_resumed_load_keeps_only_the_rows_its_ledger_names(root, in_flight):
     from an empty table; with exactly the ledger's rows it continues. Both end with exactly
     the input's rows."""
     name = f"resume-{in_flight}"
-    files = write_files(root / "in" / name, "qserv", 12, 2000)
-    infos = [scan_file(f, get_variant("qserv")) for f in files]
+    files = write_files(root / "in" / name, "bigint", 12, 2000)
+    infos = [scan_file(f, get_variant("bigint")) for f in files]
     rows, checksum = sum(i.rows for i in infos), sum(i.checksum for i in infos)
     target, out = root / f"{name}-target", root / "results" / name
-    basedir = target / "catbench-load_index-qserv-myisam-sequential"
+    basedir = target / "catbench-load_index-bigint-myisam-one-file-at-a-time"
     _interrupted(files, basedir, in_flight)
     r = subprocess.run(_cmd(files, target, out), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -116,13 +116,13 @@ def test_a_resumed_load_keeps_only_the_rows_its_ledger_names(root, in_flight):
 
 
 def _interrupted(files, basedir: Path, in_flight: bool):
-    """The server data and resume state an interrupted sequential MyISAM load leaves: 5
+    """The server data and resume state an interrupted one-file-at-a-time MyISAM load leaves: 5
     files in table and ledger, and (``in_flight``) the 6th file's rows in the table only."""
     load = section("load", {"optimize_limit_s": 0, "lookup_count": 100, "repetitions": 1})
     settings = {**ENGINES["myisam"].settings, **section("server", None)["settings"], **(load["settings"] or {})}
     files = [Path(f).absolute() for f in files]
     options = LoadOptions.from_config(load).check().as_dict()
-    variant, table = get_variant("qserv"), "qserv_sequential"
+    variant, table = get_variant("bigint"), "bigint_one_file_at_a_time"
     with Server("tmpdisk", basedir, settings) as srv:
         conn = srv.connect()
         conn.cursor().execute(f"CREATE DATABASE `{DATABASE}`")
@@ -136,7 +136,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
                 ledger.record(conn.cursor(), info, 0.0, 1.0)
                 conn.commit()
         conn.close()
-    ResumeState(basedir / "resume.json", load_key(files, "qserv", "sequential", table, options, settings)).begin(0)
+    ResumeState(basedir / "resume.json", load_key(files, "bigint", "one-file-at-a-time", table, options, settings)).begin(0)
 
 
 def test_the_schema_and_the_workflow_take_every_engine_and_variant_of_the_registry():

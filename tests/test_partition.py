@@ -84,7 +84,7 @@ def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, 
         part_mod.reduce_group(staging, parts, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv",
                               formats, texts, shared, patches=patches)
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], out / "index/input",
-                               out / "index/input_seed")
+                               out / "index/input_char28")
     return out
 
 
@@ -375,12 +375,12 @@ def test_index_input_files(run):
     assert [int(r[0]) for r in rows] == oid.tolist()
     assert [int(r[1]) for r in rows] == c.tolist()
     assert [int(r[2]) for r in rows] == s.tolist()
-    seed_files, seed_rows = index_rows(root / "index/input_seed")
-    assert [f.name for f in seed_files] == [f.name for f in files]
-    assert all(len(r[0]) == 28 and r[0].isdigit() for r in seed_rows)
-    assert [int(r[0]) for r in seed_rows] == oid.tolist()
-    assert [r[1:] for r in seed_rows] == [r[1:] for r in rows]
-    assert seed_rows[0][0] == f"{oid[0]:028d}"
+    char28_files, char28_rows = index_rows(root / "index/input_char28")
+    assert [f.name for f in char28_files] == [f.name for f in files]
+    assert all(len(r[0]) == 28 and r[0].isdigit() for r in char28_rows)
+    assert [int(r[0]) for r in char28_rows] == oid.tolist()
+    assert [r[1:] for r in char28_rows] == [r[1:] for r in rows]
+    assert char28_rows[0][0] == f"{oid[0]:028d}"
 
 
 def test_index_files_capped_by_rows_and_split_across_parts(tmp_path):
@@ -404,8 +404,8 @@ def test_index_files_capped_by_rows_and_split_across_parts(tmp_path):
     files, rows3 = index_rows(tmp_path / "c")
     assert [len(f.read_text().splitlines()) for f in files] == [2, 2, 3]
     assert rows3 == rows
-    _, seed = index_rows(tmp_path / "d")
-    assert seed[0] == ["0" * 27 + "5", "0", "10"]
+    _, char28 = index_rows(tmp_path / "d")
+    assert char28[0] == ["0" * 27 + "5", "0", "10"]
 
 
 def write_bad_part(tmp_path, bad_row: int):
@@ -539,14 +539,14 @@ def test_scanned_rows_are_checked_against_the_manifest(run, tmp_path):
     lines = victim.read_text().splitlines(keepends=True)
     victim.write_text("".join(lines[:-2]) + lines[-2][:-1] + "\t" + lines[-1])  # joins two lines
     with pytest.raises(LoadError):  # 4 fields on one line: the line check names it
-        scan_file(victim, VARIANTS["qserv"])
+        scan_file(victim, VARIANTS["bigint"])
     # one line fewer, one more elsewhere: sizes and lines valid, only the counts differ
     a, b = folder / "part-00003.tsv", folder / "part-00004.tsv"
     la, lb = a.read_text().splitlines(keepends=True), b.read_text().splitlines(keepends=True)
     a.write_text("".join(la[:-1]))
     b.write_text("".join(lb + la[-1:]))
     with pytest.raises(LoadError, match=r"part-00003\.tsv: \d+ rows, .*manifest\.json says"):
-        scan_file(a, VARIANTS["qserv"])
+        scan_file(a, VARIANTS["bigint"])
 
 
 def test_a_reduce_removes_what_a_killed_reduce_left_and_keeps_a_running_ones(tmp_path):

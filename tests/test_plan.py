@@ -76,7 +76,7 @@ def test_a_run_over_its_limit_names_the_key_and_a_stage_target_only_its_stages()
                                           r"\((queries|restart|load_index) .*\), over the limit of 3 h; raise run_limit_h"):
         cb_plan.check_limit(p)
     cb_plan.check_limit(p, ["partition"])          # the catalog and its chunks: under 3 h
-    cb_plan.check_limit(p, ["results/mine/load/nvme/seed/innodb/sorted"])   # one job: not planned here
+    cb_plan.check_limit(p, ["results/mine/load/nvme/char28/innodb/sorted"])   # one job: not planned here
     with pytest.raises(ConfigError, match="run_limit_h"):
         cb_plan.check_limit(p, ["load_index"])
 

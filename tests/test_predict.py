@@ -68,7 +68,7 @@ def _rep(rows, pool, run, rep=0, x_final=10.0, **kw):
     x = np.linspace(x_final / 64, x_final, 32)
     rate = _curve(x, noise=0.03, seed=rep + rows % 97)
     seconds = load_seconds(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), rows, bpr, pool)
-    base = dict(key=("disk", "seed", "innodb", "sequential", "random"), run=run, rows=rows, seconds=seconds,
+    base = dict(key=("disk", "char28", "innodb", "one-file-at-a-time", "random"), run=run, rows=rows, seconds=seconds,
                 stopped=False, time_limit_s=None, table_bytes=int(bpr * rows), pool=pool, input_bytes=38 * rows,
                 sort_memory=2 ** 30, pre_s=0.0, post_s=0.0, server_cpu_s=None, sorts=False, x=x, rate=rate,
                 weight=np.full(32, rows / 32), ws_over_pool=13.0, collapse_expected=True, rung_rows=rows)
@@ -132,11 +132,11 @@ def test_a_ladder_config_validates_and_names_its_rungs():
 @pytest.mark.skipif(not all(p.is_dir() for p in REAL), reason="the real index-study results are not here")
 def test_smoke_the_fit_on_real_results():
     groups = read_runs(REAL)
-    seq = groups[("disk", "seed", "innodb", "sequential", "random")]
+    seq = groups[("disk", "char28", "innodb", "one-file-at-a-time", "random")]
     p = predict(seq, Target(seq[0].rung_rows, seq[0].pool), {**OPTS, "min_rungs": 1})
     measured = float(np.median([r.seconds for r in seq]))
     assert p["fit"]["form"] in ("decay", "floor") and p["regime"].startswith("I/O bound")
     assert p["seconds"] / measured == pytest.approx(1.0, abs=0.1)
-    spatial = groups[("disk", "seed", "innodb", "sequential", "spatial")]
+    spatial = groups[("disk", "char28", "innodb", "one-file-at-a-time", "spatial")]
     q = predict(spatial, Target(spatial[0].rung_rows, spatial[0].pool), {**OPTS, "min_rungs": 1})
     assert not math.isnan(q["seconds"]) and q["regime"] != "I/O bound (random reads)"

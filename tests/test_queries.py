@@ -63,7 +63,7 @@ def build(cfg, root: Path):
         part_mod.reduce_group(staging, parts, g, root / "chunks", m)
         manifests.append(m)
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], root / "index/input",
-                               root / "index/input_seed")
+                               root / "index/input_char28")
     # chunks.tsv as the chunk-list step writes it
     import duckdb
     duckdb.connect().sql("""

@@ -53,8 +53,7 @@ def test_report_with_every_stage(tmp_path):
     index = run / "report" / "index.html"
     html = check_index(index)
     assert shown_plots(html) == set(PLOTS)   # all stages present: every plot shown, with its caption
-    assert "Does the seed&#x27;s protocol collapse once the index outgrows the buffer pool?" in html \
-        or "Does the seed's protocol collapse once the index outgrows the buffer pool?" in html
+    assert "Does the one-file-at-a-time protocol collapse once the index outgrows the buffer pool?" in html
     for t in ("storage", "load_time", "load_rate", "queries", "restart", "chunks", "stages"):
         assert f'href="tables/{t}.csv"' in html
     # the answers come first, everything else follows collapsed
@@ -77,7 +76,7 @@ def test_report_without_tables_and_optional_stages(tmp_path):
 
 def test_report_fails_naming_a_corrupt_file(tmp_path):
     run = make_run(tmp_path)
-    bad = run / "load" / "a" / "seed" / "innodb" / "sequential" / "trace.parquet"
+    bad = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time" / "trace.parquet"
     bad.write_text("nope")
     with pytest.raises(MetricsError, match=re.escape(str(bad))):
         make_report(run, tmp_path / "r")
@@ -101,10 +100,10 @@ def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert str(out) in printed and "load_time" in printed
     rows = {(r["table"], r["key"], r["column"]): r for r in _rows(out)}
-    r = rows[("load_time", "target=a, variant=seed, engine=innodb, strategy=parallel", "seconds")]
+    r = rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "seconds")]
     assert float(r["a"]) == 4.0 and float(r["b"]) == 2.0 and float(r["ratio"]) == 0.5
-    assert float(rows[("load_time", "target=a, variant=seed, engine=innodb, strategy=parallel", "rows_per_s")]["ratio"]) == 2.0
-    assert float(rows[("load_time", "target=a, variant=seed, engine=innodb, strategy=parallel", "rows")]["ratio"]) == 1.0
+    assert float(rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "rows_per_s")]["ratio"]) == 2.0
+    assert float(rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "rows")]["ratio"]) == 1.0
     assert float(rows[("storage", "target=b, test=seq-read", "MBps")]["ratio"]) == 0.5
     assert rows[("storage", "target=c, test=seq-read", "(row)")]["note"] == "only in B"
     assert float(rows[("queries", "target=b, engine=mariadb, query=q1, cache=cold", "p50_s")]["ratio"]) == 0.5
@@ -132,4 +131,4 @@ def test_paths_with_a_single_quote(tmp_path, capsys):
     assert _rows(a / "tables" / "load_time.csv")[0]["target"] == "a"
     assert cli("compare", a, b) == 0
     rows = {(r["table"], r["key"], r["column"]): r for r in _rows(b / "tables" / "compare_run'A.csv")}
-    assert float(rows[("load_time", "target=a, variant=seed, engine=innodb, strategy=parallel", "seconds")]["ratio"]) == 0.5
+    assert float(rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "seconds")]["ratio"]) == 0.5

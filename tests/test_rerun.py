@@ -79,7 +79,7 @@ def test_forcerun_reruns_only_that_stage_and_downstream(finished):
 
 
 def test_one_target_variant_strategy_selected_by_its_output(finished):
-    out = "results/rerun/load/tmpfs/qserv/innodb/sequential"
+    out = "results/rerun/load/tmpfs/bigint/innodb/one-file-at-a-time"
     jobs = planned(finished, out, "--forcerun", "load_index_run")
     assert jobs == {"load_index_run": 1}, jobs
 

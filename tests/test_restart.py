@@ -16,7 +16,7 @@ SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
 
 
 def write_files(d: Path, nfiles: int, rows: int, seed: int = 3) -> list[Path]:
-    return indexinput.write_files(d, "qserv", nfiles, rows, seed=seed)
+    return indexinput.write_files(d, "bigint", nfiles, rows, seed=seed)
 
 
 def servers_under(d) -> list[psutil.Process]:
@@ -35,7 +35,7 @@ def full_run():
         files = write_files(d / "in", 20, 2000)
         out = d / "out" / "restart" / "t1"
         result = run_restart("t1", d / "target", files, out, restart={
-            "variant": "qserv", "repetitions": 2, "lookup_count": 2000, "warm_timeout_s": 10, "warm_batch": 100,
+            "variant": "bigint", "repetitions": 2, "lookup_count": 2000, "warm_timeout_s": 10, "warm_batch": 100,
             "query_threads": 3, "start_timeout_s": 60}, server={"settings": SETTINGS}, seed=5)
         assert not servers_under(d)
         yield d, out, result

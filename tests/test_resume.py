@@ -56,7 +56,7 @@ def _freeze(proc, basedir: Path, table: str) -> int:
 
 
 def _input_checksum(files) -> tuple[int, int]:
-    infos = [scan_file(f, _variant("qserv")) for f in files]
+    infos = [scan_file(f, _variant("bigint")) for f in files]
     return sum(i.rows for i in infos), sum(i.checksum for i in infos)
 
 
@@ -66,16 +66,16 @@ def _variant(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine,strategy", [("innodb", "sequential"), ("innodb", "parallel"),
-                                             ("rocksdb", "sequential")])
+@pytest.mark.parametrize("engine,strategy", [("innodb", "one-file-at-a-time"), ("innodb", "parallel"),
+                                             ("rocksdb", "one-file-at-a-time")])
 def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engine, strategy):
-    files = write_files(root / "in", "qserv", 60, 4000)
+    files = write_files(root / "in", "bigint", 60, 4000)
     rows, checksum = _input_checksum(files)
     out, target = root / "results" / "load", root / "target"
-    basedir = target / f"catbench-load_index-qserv-{engine}-{strategy}"
-    table = f"qserv_{strategy}"
+    basedir = target / f"catbench-load_index-bigint-{engine}-{strategy}"
+    table = f"bigint_{strategy}"
     cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
-           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv",
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint",
            "--engine", engine, "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
     kill_at = random.Random().randrange(3, 40)
     log = root / "first.log"
@@ -106,11 +106,11 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engin
     assert not s["stopped"] and not basedir.exists()
 
 
-@pytest.mark.parametrize("strategy", ["sequential", "trans-partitioned"])
+@pytest.mark.parametrize("strategy", ["one-file-at-a-time", "trans-partitioned"])
 def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
-    files = write_files(root / "in", "qserv", 40, 20000)
+    files = write_files(root / "in", "bigint", 40, 20000)
     out = root / "results" / strategy
-    s = run_load_index("tmpdisk", root / "target", files, out, variant="qserv", strategy=strategy,
+    s = run_load_index("tmpdisk", root / "target", files, out, variant="bigint", strategy=strategy,
                        load={"time_limit_s": 0.4, "optimize_limit_s": 0, "lookup_count": 50, "repetitions": 3,
                              "batch_files": 4})
     assert s["stopped"] and s["repetitions"][0]["stopped"] and s["n"] == 1  # no repetition after a stop
@@ -123,8 +123,8 @@ def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
 
 
 def test_time_limit_is_not_applied_to_one_stream_strategies(root):
-    files = write_files(root / "in", "qserv", 4, 2000)
-    s = run_load_index("tmpdisk", root / "target", files, root / "results" / "b", variant="qserv", strategy="bulk",
+    files = write_files(root / "in", "bigint", 4, 2000)
+    s = run_load_index("tmpdisk", root / "target", files, root / "results" / "b", variant="bigint", strategy="bulk",
                        load={"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10, "repetitions": 1,
                              "sort_memory": "64MB"})
     assert not s["stopped"] and s["time_limit_s"] is None and s["rows"] == 8000
@@ -134,21 +134,21 @@ def test_time_limit_is_not_applied_to_one_stream_strategies(root):
 def test_a_committed_file_changed_in_place_stops_the_resume_naming_it(root):
     """The ledger keeps each committed file's rows and checksum: a resume reads them again, so
     a file changed without changing its size is named, never reported with the old checksum."""
-    files = write_files(root / "in", "qserv", 40, 4000)
+    files = write_files(root / "in", "bigint", 40, 4000)
     out, target = root / "results" / "load", root / "target"
-    basedir = target / "catbench-load_index-qserv-innodb-sequential"
+    basedir = target / "catbench-load_index-bigint-innodb-one-file-at-a-time"
     cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
-           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "qserv",
-           "--engine", "innodb", "--strategy", "sequential", "--optimize-limit-s", "0", "--lookup-count", "100",
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint",
+           "--engine", "innodb", "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100",
            "--repetitions", "1"]
     with open(root / "first.log", "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
-        while _ledger_files(basedir, "qserv_sequential") < 5:
+        while _ledger_files(basedir, "bigint_one_file_at_a_time") < 5:
             assert proc.poll() is None and time.time() < deadline, (root / "first.log").read_text()[-2000:]
             time.sleep(0.02)
-        _freeze(proc, basedir, "qserv_sequential")
+        _freeze(proc, basedir, "bigint_one_file_at_a_time")
     finally:
         proc.kill()
         proc.wait()

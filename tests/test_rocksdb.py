@@ -38,16 +38,16 @@ def run(root: Path, name: str, files, variant: str, strategy: str, engine: str =
 
 
 def test_every_strategy_declares_its_engines():
-    assert set(ROCKSDB) == {"sequential", "parallel", "sorted", "sorted-parallel", "bulk",
+    assert set(ROCKSDB) == {"one-file-at-a-time", "parallel", "sorted", "sorted-parallel", "bulk",
                             "trans-partitioned"}
-    pairs, skipped = load_pairs(["sequential", "deferred-pk"], ["innodb", "rocksdb"])
-    assert pairs == [("innodb", "sequential"), ("innodb", "deferred-pk"), ("rocksdb", "sequential")]
+    pairs, skipped = load_pairs(["one-file-at-a-time", "deferred-pk"], ["innodb", "rocksdb"])
+    assert pairs == [("innodb", "one-file-at-a-time"), ("innodb", "deferred-pk"), ("rocksdb", "one-file-at-a-time")]
     assert [(x["engine"], x["strategy"]) for x in skipped] == [("rocksdb", "deferred-pk")]
     assert "one transaction" in skipped[0]["reason"]
     with pytest.raises(LoadError, match="load.strategies.*load.engines"):
         load_pairs(["deferred-pk"], ["rocksdb"])
     with pytest.raises(LoadError, match="load.engines"):
-        load_pairs(["sequential"], ["aria"])
+        load_pairs(["one-file-at-a-time"], ["aria"])
 
 
 def test_load_skip_leaves_out_the_pairs_it_names_and_refuses_a_typo():
@@ -61,9 +61,9 @@ def test_load_skip_leaves_out_the_pairs_it_names_and_refuses_a_typo():
 
 
 def test_a_strategy_that_cannot_run_on_the_engine_is_refused(root):
-    files = write_files(root / "in" / "refused", "qserv", 1, 10)
+    files = write_files(root / "in" / "refused", "bigint", 1, 10)
     with pytest.raises(LoadError, match="deferred-pk does not run on storage engine rocksdb.*load.engines"):
-        run(root, "refused", files, "qserv", "deferred-pk")
+        run(root, "refused", files, "bigint", "deferred-pk")
     assert not (root / "target").exists() or not list((root / "target").glob("catbench-*rocksdb*"))
 
 
@@ -78,7 +78,7 @@ def test_a_missing_plugin_is_named_with_its_package(tmp_path):
 
 @pytest.mark.parametrize("strategy", ROCKSDB)
 def test_every_rocksdb_strategy_loads_exactly_the_input(root, strategy):
-    variant = "seed" if ROCKSDB.index(strategy) % 2 else "qserv"
+    variant = "char28" if ROCKSDB.index(strategy) % 2 else "bigint"
     name = f"{variant}-{strategy}"
     files = write_files(root / "in" / name, variant, 4, 1000, seed=zlib.crc32(name.encode()))
     s = run(root, name, files, variant, strategy)
@@ -103,7 +103,7 @@ def test_every_rocksdb_strategy_loads_exactly_the_input(root, strategy):
 @pytest.mark.parametrize("strategy", ROCKSDB)
 @pytest.mark.parametrize("where", ["within", "across"])
 def test_duplicates_are_caught_and_named(root, strategy, where):
-    variant = "seed" if (ROCKSDB.index(strategy) + (where == "across")) % 2 else "qserv"
+    variant = "char28" if (ROCKSDB.index(strategy) + (where == "across")) % 2 else "bigint"
     name = f"dup-{where}-{strategy}"
     files = write_files(root / "in" / name, variant, 4, 200)
     lines = [p.read_text().splitlines(keepends=True) for p in files]
@@ -129,25 +129,25 @@ def _csv(path: Path) -> list[dict]:
 
 def test_the_engine_is_a_column_of_the_tables_and_the_report(root):
     run_dir = root / "run"
-    files = write_files(root / "in" / "report", "qserv", 4, 500)
+    files = write_files(root / "in" / "report", "bigint", 4, 500)
     for engine in ("innodb", "rocksdb"):
-        run(root, f"report-{engine}", files, "qserv", "sequential", engine=engine, repetitions=2,
-            out=run_dir / "load" / "disk" / "qserv" / engine / "sequential")
-    write_not_run(load_pairs(["sequential", "deferred-pk"], ["innodb", "rocksdb"])[1],
+        run(root, f"report-{engine}", files, "bigint", "one-file-at-a-time", engine=engine, repetitions=2,
+            out=run_dir / "load" / "disk" / "bigint" / engine / "one-file-at-a-time")
+    write_not_run(load_pairs(["one-file-at-a-time", "deferred-pk"], ["innodb", "rocksdb"])[1],
                   run_dir / "load" / "not_run.json")
     tables = make_tables(run_dir)
     lt = {r["engine"]: r for r in _csv(tables["load_time"])}
     assert set(lt) == {"innodb", "rocksdb"} and all(r["rows"] == "2000" for r in lt.values())
     assert lt["rocksdb"]["speedup_vs_innodb"] and not lt["innodb"]["speedup_vs_innodb"]
     assert float(lt["rocksdb"]["buffer_pool_bytes"]) == 8 << 20   # its block cache
-    assert float(lt["rocksdb"]["speedup_vs_sequential"]) == 1.0   # against itself, same engine
+    assert float(lt["rocksdb"]["speedup_vs_one_file_at_a_time"]) == 1.0   # against itself, same engine
     assert {r["engine"] for r in _csv(tables["load_runs"])} == {"innodb", "rocksdb"}
     assert {r["engine"] for r in _csv(tables["load_curve"])} == {"innodb", "rocksdb"}
     nr = _csv(tables["load_not_run"])
     assert [(r["engine"], r["strategy"]) for r in nr] == [("rocksdb", "deferred-pk")] and nr[0]["reason"]
     md = tables["summary"].read_text()
-    assert "sequential (rocksdb)" in md and "Not run: strategy deferred-pk on storage engine rocksdb" in md
-    assert "Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM)" in md and "disk (qserv table), `sequential`: " \
+    assert "one-file-at-a-time (rocksdb)" in md and "Not run: strategy deferred-pk on storage engine rocksdb" in md
+    assert "Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM)" in md and "disk (bigint table), `one-file-at-a-time`: " \
         "rocksdb" in md
     html = make_report(run_dir, run_dir / "report").read_text()   # plots and HTML take the engine too
     drawn = set(re.findall(r'<img src="data:image/png;base64,[^"]+" alt="[^"]*" data-name="([a-z_]+)"', html))

@@ -97,7 +97,7 @@ def test_tcp_run_listens_on_127_0_0_1_only(run, tmp_path):
         copy_workdir(run["wd"], wd)
         tiny_config(wd, {"disk": disk}, server={"tcp": True})
         with ListenWatch(disk) as watch:
-            snakemake(wd, "load_index", f"results/{RUN}/load/disk/qserv/innodb/sequential")
+            snakemake(wd, "load_index", f"results/{RUN}/load/disk/bigint/innodb/one-file-at-a-time")
         recs = _servers_of(watch.seen, LOAD_DIR)
         assert recs, watch.seen
         for rec in recs:

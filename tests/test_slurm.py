@@ -42,7 +42,7 @@ def _config(tmp_path: Path, name: str, **over) -> Path:
         "targets": {"disk": {"path": str(tmp_path / "disk")}},
         "fio": {"size": "8M", "runtime_s": 1, "numjobs": 2, "repetitions": 1},
         # Every stage runs, each at its smallest, so the test stays a few minutes.
-        "load": {"lookup_count": 200, "optimize_limit_s": 10, "strategies": ["sequential", "sorted"],
+        "load": {"lookup_count": 200, "optimize_limit_s": 10, "strategies": ["one-file-at-a-time", "sorted"],
                  "repetitions": 1},
         "queries": {"repetitions": 1, "cold": False, "concurrency": {"streams": 0}},
         "restart": {"kinds": ["clean", "crash-during-load"], "buffer_pool_dump": ["off"], "repetitions": 1,
@@ -100,7 +100,7 @@ def _digest(results: Path) -> dict:
     out = {"chunks": (results / "chunks/chunks.tsv").read_text().splitlines()[0:1] + sorted(
         ",".join(line.split("\t")[:4]) for line in
         (results / "chunks/chunks.tsv").read_text().splitlines()[1:])}
-    for sub in ("index/input", "index/input_seed"):
+    for sub in ("index/input", "index/input_char28"):
         h = hashlib.sha256()
         for f in sorted((results / sub).glob("part-*.tsv")):
             h.update(f.read_bytes())
@@ -159,7 +159,7 @@ def test_workflow_on_real_slurm_matches_local(tmp_path):
     a, b = _digest(local_dir / f"results/{LOCAL}"), _digest(slurm_dir / f"results/{SLURM}")
     assert a["chunks"] == b["chunks"]
     assert a["index/input"] == b["index/input"]
-    assert a["index/input_seed"] == b["index/input_seed"]
+    assert a["index/input_char28"] == b["index/input_char28"]
     assert a["loads"] == b["loads"] and len(a["loads"]) == 4
     assert all(v[3] for v in b["loads"].values())
     assert a["fio_rows"] == b["fio_rows"]

@@ -45,8 +45,8 @@ def test_interval_of_the_typical_value():
 def test_separated_distributions_are_a_finding():
     v = verdict(Figure.of(FAST), Figure.of(SLOW))
     assert v.kind == "better" and v.ratio == pytest.approx(2.0, rel=0.01) and v.p < 0.001
-    text = sentence("sorted", "sequential", v, unit="s")
-    assert text.startswith("sorted is 2.01x [1.85–2.18] faster than sequential (p=1.9e-05): 1.00 s [0.92–1.09, n=3]")
+    text = sentence("sorted", "one-file-at-a-time", v, unit="s")
+    assert text.startswith("sorted is 2.01x [1.85–2.18] faster than one-file-at-a-time (p=1.9e-05): 1.00 s [0.92–1.09, n=3]")
     # and the other way round, for a figure where higher is better
     v = verdict(Figure.of([100, 98, 103]), Figure.of([10, 11, 9.5]), higher_is_better=True)
     assert v.kind == "better" and v.ratio == pytest.approx(10.0, rel=0.02)
@@ -116,12 +116,12 @@ def test_the_wording_never_calls_a_winner_the_rule_did_not():
 
 
 def test_findings_count_the_comparisons_they_judged(tmp_path):
-    run = _run_with(tmp_path, "r", {("disk", "sequential"): [10 * s for s in SLOW], ("disk", "sorted"): FAST})
+    run = _run_with(tmp_path, "r", {("disk", "one-file-at-a-time"): [10 * s for s in SLOW], ("disk", "sorted"): FAST})
     md = (run / "tables" / "summary.md").read_text()
     assert "These findings judged 2 differences with the comparison rule" in md
 
 
-def _load(run, target, strategy, secs, variant="seed"):
+def _load(run, target, strategy, secs, variant="char28"):
     d = run / "load" / target / variant / "innodb" / strategy
     d.mkdir(parents=True, exist_ok=True)
     reps = [{"repetition": i, "rows": 1000, "seconds": s, "rows_per_s": 1000 / s, "table_bytes": 2**20,
@@ -152,39 +152,39 @@ def _run_with(tmp_path, name, loads):
 
 
 def test_findings_word_overlapping_and_separated_loads(tmp_path):
-    run = _run_with(tmp_path, "r", {("disk", "sequential"): [10 * s for s in SLOW],
+    run = _run_with(tmp_path, "r", {("disk", "one-file-at-a-time"): [10 * s for s in SLOW],
                                     ("disk", "sorted"): FAST, ("disk", "bulk"): OVERLAPS_FAST,
-                                    ("tmpfs", "sequential"): [1.1, 1.0, 1.05], ("tmpfs", "sorted"): [1.0, 1.02, 0.99]})
+                                    ("tmpfs", "one-file-at-a-time"): [1.1, 1.0, 1.05], ("tmpfs", "sorted"): [1.0, 1.02, 0.99]})
     md = (run / "tables" / "summary.md").read_text()
     findings = md[md.index("## Findings"):md.index("## Checks")]
-    # disk: sorted is 20x faster than the seed's protocol (apart), bulk is within noise of sorted
-    assert "disk (seed table): **`sorted` is fastest**, 1.00 s [0.92–1.09, n=3] — **20.1x** [" in findings
-    assert "faster than the seed's protocol `sequential` (p=" in findings
+    # disk: sorted is 20x faster than the one-file-at-a-time protocol (apart), bulk is within noise of sorted
+    assert "disk (char28 table): **`sorted` is fastest**, 1.00 s [0.92–1.09, n=3] — **20.1x** [" in findings
+    assert "faster than the `one-file-at-a-time` protocol (p=" in findings
     assert "20.0 s [18.4–22.1, n=3]." in findings
     assert "It is within noise of `bulk`, 1.02 s [0.751–1.38, n=3] (n=3 vs 3, p=" in findings
     # tmpfs: 5 % apart, intervals overlapping: no speed-up is claimed
-    line = next(x for x in findings.splitlines() if x.startswith("- tmpfs (seed table)"))
-    assert "within noise of the seed's protocol `sequential`" in line and "faster than" not in line
+    line = next(x for x in findings.splitlines() if x.startswith("- tmpfs (char28 table)"))
+    assert "within noise of the `one-file-at-a-time` protocol" in line and "faster than" not in line
     with open(run / "tables" / "load_time.csv", newline="") as fh:
         lt = {(r["target"], r["strategy"]): r for r in csv.DictReader(fh)}
     s = lt[("disk", "sorted")]
     assert s["n"] == "3" and 0.9 <= float(s["seconds_ci_low"]) < 1.0 < float(s["seconds_ci_high"]) <= 1.1
-    assert float(s["speedup_ci_low"]) > 15 and float(s["speedup_vs_sequential"]) == pytest.approx(20.0, rel=0.01)
+    assert float(s["speedup_ci_low"]) > 15 and float(s["speedup_vs_one_file_at_a_time"]) == pytest.approx(20.0, rel=0.01)
     assert s["seconds_values"] == "1;1.04;0.97"
 
 
 def test_compare_gives_the_rules_verdict(tmp_path):
-    a = _run_with(tmp_path, "A", {("disk", "sequential"): SLOW, ("disk", "sorted"): FAST})
-    b = _run_with(tmp_path, "B", {("disk", "sequential"): FAST, ("disk", "sorted"): OVERLAPS_FAST})
+    a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): SLOW, ("disk", "sorted"): FAST})
+    b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): FAST, ("disk", "sorted"): OVERLAPS_FAST})
     rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}
-    seq = rows[("load_time", "target=disk, variant=seed, engine=innodb, strategy=sequential", "seconds")]
+    seq = rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")]
     assert seq["verdict"].startswith("B faster by 2.01x [") or seq["verdict"].startswith("B 2.01x [")
-    srt = rows[("load_time", "target=disk, variant=seed, engine=innodb, strategy=sorted", "seconds")]
+    srt = rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=sorted", "seconds")]
     assert srt["verdict"].startswith("within noise (n=3 vs 3, p=")
     assert not any(c.endswith("_values") for (_, _, c) in rows)   # judged through their figure
-    one = _run_with(tmp_path, "C", {("disk", "sequential"): [1.0]})
+    one = _run_with(tmp_path, "C", {("disk", "one-file-at-a-time"): [1.0]})
     rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, one)}
-    assert rows[("load_time", "target=disk, variant=seed, engine=innodb, strategy=sequential", "seconds")]["verdict"] \
+    assert rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")]["verdict"] \
         .startswith("not a finding: too few repetitions")
 
 
@@ -206,16 +206,16 @@ def test_a_stopped_load_is_never_ranked_by_its_seconds():
     from catbench.report import findings as fd
 
     def row(engine, strategy, secs, rows, table_bytes, stopped):
-        return {"target": "disk", "variant": "seed", "engine": engine, "strategy": strategy, "n": 1,
+        return {"target": "disk", "variant": "char28", "engine": engine, "strategy": strategy, "n": 1,
                 "seconds": secs, "rows": rows, "rows_per_s": rows / secs, "table_bytes": table_bytes,
                 "stopped": stopped, "time_limit_s": 600.0 if stopped else None}
     loads = [row("innodb", "sorted", 588.0, 100_000_000, 6_100_000_000, False),
-             row("innodb", "sequential", 601.0, 68_000_000, 4_400_000_000, True),
-             row("rocksdb", "sequential", 600.5, 16_000_000, 150_000_000, True)]
+             row("innodb", "one-file-at-a-time", 601.0, 68_000_000, 4_400_000_000, True),
+             row("rocksdb", "one-file-at-a-time", 600.5, 16_000_000, 150_000_000, True)]
     lines = fd.loading(loads, RULE)
-    assert lines[0].startswith("disk (seed table): **`sorted` is fastest**, 588 s [single run].")
-    assert "faster than the seed's protocol" not in lines[0]   # 601 s is not sequential's finish
-    assert ("`sequential` was stopped at its 600 s time limit after 68.0 M of 100 M rows (68.0%), "
+    assert lines[0].startswith("disk (char28 table): **`sorted` is fastest**, 588 s [single run].")
+    assert "faster than the `one-file-at-a-time` protocol" not in lines[0]   # 601 s is not its finish
+    assert ("`one-file-at-a-time` was stopped at its 600 s time limit after 68.0 M of 100 M rows (68.0%), "
             "113,145 rows/s [single run] until then") in lines[1]
     assert "too few repetitions to tell" in lines[1]
     eng = fd.engines(loads, [], RULE)[0]
@@ -223,7 +223,7 @@ def test_a_stopped_load_is_never_ranked_by_its_seconds():
     assert "stopped at the time limit: rocksdb after 16.0 M rows and innodb after 68.0 M rows" in eng
     assert "its table is 0.145x InnoDB's bytes per row" in eng
     size = fd.table_size(loads)[0]
-    assert "`sequential` 4,400 MB, 64.7 B/row (stopped after 68.0 M rows)" in size
+    assert "`one-file-at-a-time` 4,400 MB, 64.7 B/row (stopped after 68.0 M rows)" in size
     assert "the largest is" not in size   # one finished load: nothing to compare it with
 
 
@@ -231,7 +231,7 @@ def test_the_fastest_load_says_whether_the_servers_cpu_bounds_it():
     from catbench.report import findings as fd
 
     def row(strategy, secs, bound):
-        return {"target": "disk", "variant": "qserv", "engine": "innodb", "strategy": strategy, "n": 1,
+        return {"target": "disk", "variant": "bigint", "engine": "innodb", "strategy": strategy, "n": 1,
                 "seconds": secs, "rows": 4_760_000, "rows_per_s": 4_760_000 / secs, "stopped": False,
                 "server_cpu_us_per_row": 3.4, "server_bound_rows_per_s": bound}
     line = fd.loading([row("sorted-parallel", 10.0, 580_000), row("sorted", 20.0, 580_000)], RULE)[0]
@@ -249,9 +249,9 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     from catbench.report import noise
     from catbench.report.compare import figure_pairs
     tight = [1.00, 1.01, 0.99]
-    a = _run_with(tmp_path, "A", {("disk", "sequential"): tight})
-    b = _run_with(tmp_path, "B", {("disk", "sequential"): [1.15 * x for x in tight]})
-    key = ("load_time", "target=disk, variant=seed, engine=innodb, strategy=sequential", "seconds")
+    a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): tight})
+    b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15 * x for x in tight]})
+    key = ("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")
     drift = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}[key]["verdict"]
     assert drift.startswith("within noise")                                     # 10 % between runs
     steady = {(r["table"], r["key"], r["column"]): r
@@ -273,8 +273,8 @@ def test_the_report_of_a_run_with_a_twin_shows_the_between_run_spread(tmp_path):
     from catbench.report import noise
     from catbench.report.compare import figure_pairs
     from catbench.report.html import make_report
-    a = _run_with(tmp_path, "A", {("disk", "sequential"): [1.00, 1.01, 0.99]})
-    b = _run_with(tmp_path, "B", {("disk", "sequential"): [1.15, 1.16, 1.14]})
+    a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00, 1.01, 0.99]})
+    b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15, 1.16, 1.14]})
     assert "has a twin" not in make_report(a).read_text()
     noise.save(noise.estimate(figure_pairs(a, b), ("A", "B")), tmp_path / noise.FLOOR_FILE)
     page = make_report(a).read_text()

@@ -47,12 +47,12 @@ def run(root: Path, name: str, files, variant, strategy, **kw):
 
 
 def test_ddl_follows_qserv_director_index():
-    v = VARIANTS["qserv"]
+    v = VARIANTS["bigint"]
     ddl = table_ddl(v, "trans-partitioned", "db", "t")
     assert "`qserv_trans_id` INT NOT NULL" in ddl and "PRIMARY KEY" not in ddl
     assert "UNIQUE KEY `trans_key` (`qserv_trans_id`, `objectId`)" in ddl and "KEY `key` (`objectId`)" in ddl
     assert "PARTITION BY LIST (`qserv_trans_id`) (PARTITION `p0` VALUES IN (0))" in ddl
-    assert "PRIMARY KEY" not in VARIANTS["seed"].columns_ddl(primary_key=False)
+    assert "PRIMARY KEY" not in VARIANTS["char28"].columns_ddl(primary_key=False)
 
 
 def test_bad_options_are_named(root):
@@ -62,7 +62,7 @@ def test_bad_options_are_named(root):
         LoadOptions.from_config({"sort_memory": "lots"}).check()
 
 
-@pytest.mark.parametrize("variant", ["qserv", "seed"])
+@pytest.mark.parametrize("variant", ["bigint", "char28"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_strategy_loads_exactly_the_input(root, strategy, variant):
     name = f"{variant}-{strategy}"
@@ -94,21 +94,21 @@ def test_every_strategy_loads_exactly_the_input(root, strategy, variant):
 
 
 def test_trans_partitioned_without_consolidation(root):
-    files = write_files(root / "in" / "tp-nocons", "qserv", 5, 300)
-    s = run(root, "tp-nocons", files, "qserv", "trans-partitioned", consolidate=False)
+    files = write_files(root / "in" / "tp-nocons", "bigint", 5, 300)
+    s = run(root, "tp-nocons", files, "bigint", "trans-partitioned", consolidate=False)
     assert s["rows"] == 1500 and s["consolidate_seconds"] == 0 and s["strategy_details"]["partitions"] == 3
 
 
 def test_parallel_with_more_connections_than_files(root):
-    files = write_files(root / "in" / "par-many", "qserv", 2, 500)
-    s = run(root, "par-many", files, "qserv", "parallel", connections=8)
+    files = write_files(root / "in" / "par-many", "bigint", 2, 500)
+    s = run(root, "par-many", files, "bigint", "parallel", connections=8)
     assert s["rows"] == 1000 and s["connections"] == 8
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("where", ["within", "across"])
 def test_duplicates_are_caught_and_named(root, strategy, where):
-    variant = "seed" if (STRATEGIES.index(strategy) + (where == "across")) % 2 else "qserv"
+    variant = "char28" if (STRATEGIES.index(strategy) + (where == "across")) % 2 else "bigint"
     name = f"dup-{where}-{strategy}"
     files = write_files(root / "in" / name, variant, 4, 200)
     if where == "within":
@@ -125,12 +125,29 @@ def test_duplicates_are_caught_and_named(root, strategy, where):
     assert not (root / "results" / name).exists()
 
 
+def test_old_names_on_the_command_line_load_the_new_variant_and_strategy(root):
+    """`--variant seed --strategy sequential` (the names before char28 and one-file-at-a-time)
+    still load, under the new names, each with one warning line naming the option."""
+    files = write_files(root / "in" / "old-names", "char28", 2, 300)
+    out = root / "results" / "old-names"
+    r = subprocess.run([str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path",
+                        str(root / "target-old-names"), "--out", str(out), "--input-dir", str(files[0].parent),
+                        "--variant", "seed", "--strategy", "sequential", "--optimize-limit-s", "0",
+                        "--lookup-count", "10", "--repetitions", "1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for old, new, flag in (("seed", "char28", "--variant"), ("sequential", "one-file-at-a-time", "--strategy")):
+        assert (r.stderr + r.stdout).count(f"{flag}: '{old}' is now '{new}'; the old name is accepted for one "
+                                           f"release") == 1, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert (s["variant"], s["strategy"], s["rows"], s["checksum_ok"]) == ("char28", "one-file-at-a-time", 600, True)
+
+
 def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
-    files = write_files(root / "in" / "kill", "seed", 40, 5000)
+    files = write_files(root / "in" / "kill", "char28", 40, 5000)
     out = root / "results" / "kill"
     target = root / "target-kill"
     cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
-           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "seed",
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "char28",
            "--strategy", "bulk", "--chunk-rows", "5000", "--optimize-limit-s", "0", "--lookup-count", "100",
            "--sort-memory", "64MB"]
     log = root / "kill.log"
@@ -145,7 +162,7 @@ def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not out.exists()
-    basedir = target / "catbench-load_index-seed-innodb-bulk"
+    basedir = target / "catbench-load_index-char28-innodb-bulk"
     assert basedir.exists()  # a stale datadir, removed by the re-run
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -166,12 +183,12 @@ def test_text_keys_sorted_without_their_shared_prefix_keep_the_tables_order(root
     for f in range(3):
         (d / f"part-{f:05d}.tsv").write_text("".join(f"{k}\t{f}\t{j % 7}\n" for j, k in enumerate(keys[f::3])))
     files = sorted(d.glob("*.tsv"))
-    s = run(root, f"prefix-{strategy}", files, "seed", strategy)
+    s = run(root, f"prefix-{strategy}", files, "char28", strategy)
     assert s["rows"] == 3000 and s["checksum_ok"]
     assert s["strategy_details"]["shared_key_prefix"] == 4   # "DR3_"
     (d / "part-00000.tsv").write_text((d / "part-00000.tsv").read_text() + "DR3_17\t1\t1\n")  # dR3_17 in part 2
     with pytest.raises(LoadError, match=r"(?i)dr3_17"):
-        run(root, f"prefix-dup-{strategy}", files, "seed", strategy)
+        run(root, f"prefix-dup-{strategy}", files, "char28", strategy)
 
 
 def test_shared_prefix():
@@ -185,11 +202,11 @@ def test_shared_prefix():
 def test_a_key_with_quotes_and_backslashes_loads_with_every_strategy(root, engine, strategy):
     """A CHAR(28) key may hold any printable character: quotes and backslashes are data."""
     name = f"quote-{engine}-{strategy}"
-    files = write_files(root / "in" / name, "seed", 4, 200)
+    files = write_files(root / "in" / name, "char28", 4, 200)
     odd = ['a"b\\\\c\'d"', '"quoted"', "x\\\\ty"]
     for k, key in enumerate(odd):
         replace_line(files[k], 3 + k, f"{key}\t{k + 1}\t{k + 2}")
     load = {**OPTS, "sample_interval_s": 0.2, "lookup_threads": 2, "lookup_count": 200, "optimize_limit_s": 0}
-    s = run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant="seed",
+    s = run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant="char28",
                        strategy=strategy, load=load, engine=engine)
     assert s["rows"] == 800 and s["checksum_ok"]

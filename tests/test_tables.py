@@ -17,9 +17,9 @@ COLUMNS_MD = resources_dir() / "report" / "columns.md"
 
 # (target, variant, strategy) -> (seconds, rows, checksum_ok, optimize_stopped)
 LOADS = {
-    ("a", "seed", "sequential"): (10.0, 1000, True, False),
-    ("a", "seed", "parallel"): (4.0, 1000, True, True),
-    ("b", "seed", "sequential"): (5.0, 1000, False, False),
+    ("a", "char28", "one-file-at-a-time"): (10.0, 1000, True, False),
+    ("a", "char28", "parallel"): (4.0, 1000, True, True),
+    ("b", "char28", "one-file-at-a-time"): (5.0, 1000, False, False),
 }
 
 
@@ -120,7 +120,7 @@ def write_cluster(run: Path, target: str, kind: str, answers: list, lost: int = 
                 load.append(r)
         verify.append({"repetition": rep_, "checksums_equal": True, "acked_inserts": acked, "in_doubt_inserts": 0,
                        "acked_lost": rep_lost, "nodes": {}, "failed": None})
-    doc = {"target": target, "variant": "qserv", "nodes": 3, "files": 4, "kind": kind,
+    doc = {"target": target, "variant": "bigint", "nodes": 3, "files": 4, "kind": kind,
            "rows": rows, "load": load, "verify": verify, "detail": [{"repetition": i} for i in range(len(answers))]}
     if lost:
         doc["failed"] = verify[-1]["failed"] = f"{lost} acknowledged inserts missing or changed on a node"
@@ -185,7 +185,7 @@ def make_run(root: Path, name="run1", factor=1.0, with_optional=True) -> Path:
         write_cluster(run, "a", "node-restart-ist", [4.0])
         write_cluster(run, "a", "node-crash", [6.0])
         _json(run / "cluster" / "a" / "summary.json", {"target": "a", "rows_lost_total": 0})
-        for job in ("fio/a", "fio/b", "load/a/seed/innodb/sequential", "queries/a/mariadb", "restart/a"):
+        for job in ("fio/a", "fio/b", "load/a/char28/innodb/one-file-at-a-time", "queries/a/mariadb", "restart/a"):
             write_isolation(run / job, job.split("/")[1])
     return run
 
@@ -236,18 +236,18 @@ def test_storage_and_load_tables_have_known_values(built):
 
     lt = by(read(built / "load_time.csv"), "target", "variant", "strategy")
     assert len(lt) == 3 and {r["engine"] for r in lt.values()} == {"innodb"}   # b: the older layout
-    par = lt[("a", "seed", "parallel")]
-    assert float(par["speedup_vs_sequential"]) == 2.5
+    par = lt[("a", "char28", "parallel")]
+    assert float(par["speedup_vs_one_file_at_a_time"]) == 2.5
     assert float(par["rows_per_s"]) == 250.0
     assert float(par["lookup_p50_ms"]) == 1.0 and float(par["lookup_p99_ms"]) == 2.5
     assert float(par["optimize_seconds"]) == 1.5 and par["optimize_stopped"] == "true"
-    assert lt[("b", "seed", "sequential")]["checksum_ok"] == "false"
-    assert float(lt[("b", "seed", "sequential")]["speedup_vs_sequential"]) == 1.0
-    assert int(lt[("a", "seed", "sequential")]["table_bytes"]) == 10 * 2**20
+    assert lt[("b", "char28", "one-file-at-a-time")]["checksum_ok"] == "false"
+    assert float(lt[("b", "char28", "one-file-at-a-time")]["speedup_vs_one_file_at_a_time"]) == 1.0
+    assert int(lt[("a", "char28", "one-file-at-a-time")]["table_bytes"]) == 10 * 2**20
 
     lr = by(read(built / "load_rate.csv"), "target", "strategy", "interval")
     assert len(lr) == 6
-    r = lr[("b", "sequential", "1")]          # from intervals.csv
+    r = lr[("b", "one-file-at-a-time", "1")]          # from intervals.csv
     assert float(r["interval_s"]) == 2.5 and r["files_loaded"] == "2" and r["rows_loaded"] == "500"
     assert float(r["input_read_MBps"]) == 2.5 and float(r["target_write_MBps"]) == 4.0
     assert int(r["table_bytes_end"]) == 2**20 and float(r["rows_per_s"]) == 200.0
@@ -298,15 +298,15 @@ def test_summary_opens_with_findings_and_names_failed_checks(built):
     md = (built / "summary.md").read_text()
     assert md.index("## Findings") < md.index("## Checks") < md.index("## Storage | load time")
     # single runs: the fastest strategy is named, but never as a finding
-    assert "a (seed table): **`parallel` is fastest**, 4.00 s [single run]" in md
+    assert "a (char28 table): **`parallel` is fastest**, 4.00 s [single run]" in md
     assert "too few repetitions to tell" in md and "not a finding" in md
     assert "Fastest target" not in md and "Fastest load of variant" not in md
-    assert "checksum of the loaded table does not match" in md and "b/seed/innodb/sequential" in md
+    assert "checksum of the loaded table does not match" in md and "b/char28/innodb/one-file-at-a-time" in md
     assert "5 rows lost" in md
     assert "Query q1 does not return the same result" in md
     assert "OPTIMIZE TABLE was stopped" in md
     assert "| target | variant | filesystem |" in md and "ext4" in md       # storage | load time
-    assert "Load rate per interval (seed/sequential)" in md
+    assert "Load rate per interval (char28/one-file-at-a-time)" in md
 
 
 def test_provenance_has_versions_settings_hardware_and_no_password(built):
@@ -327,10 +327,10 @@ def _corrupt(path: Path, text: bytes = b"\x00\x01 not what it should be \xff"):
 
 
 @pytest.mark.parametrize("rel, action", [
-    ("load/a/seed/innodb/parallel/trace.parquet", "delete"),
-    ("load/a/seed/innodb/parallel/summary.json", "delete"),
-    ("load/b/seed/sequential/samples.parquet", "corrupt"),
-    ("load/a/seed/innodb/sequential/summary.json", "corrupt"),
+    ("load/a/char28/innodb/parallel/trace.parquet", "delete"),
+    ("load/a/char28/innodb/parallel/summary.json", "delete"),
+    ("load/b/char28/one-file-at-a-time/samples.parquet", "corrupt"),
+    ("load/a/char28/innodb/one-file-at-a-time/summary.json", "corrupt"),
     ("fio/a/fio.csv", "delete"),
     ("fio/b/fio.csv", "header-only-wrong"),
     ("chunks/chunks.tsv", "delete"),

@@ -92,9 +92,9 @@ def test_partition_results_contract(two_runs):
     assert [p.name for p in idx] == [f"part-{k:05d}.tsv" for k in range(8)]
     lines = [ln for p in idx for ln in p.read_text().splitlines()]
     assert len(lines) == n_obj and all(len(ln.split("\t")) == 3 for ln in lines)
-    seed = sorted((res / "index/input_seed").glob("part-*.tsv"))
-    assert len(seed) == 8
-    assert len(seed[0].read_text().splitlines()[0].split("\t")[0]) == 28
+    char28 = sorted((res / "index/input_char28").glob("part-*.tsv"))
+    assert len(char28) == 8
+    assert len(char28[0].read_text().splitlines()[0].split("\t")[0]) == 28
 
     listing = (chunks / "chunks.tsv").read_text().splitlines()
     header = listing[0].split("\t")

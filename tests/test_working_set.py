@@ -54,11 +54,11 @@ def test_estimate_of_a_random_input_against_small_and_large_pools(tmp_path, pool
                     "load": {"settings": {"innodb_buffer_pool_size": pool_size}}})
     doc = estimate(tmp_path / "input", pool(cfg))
     assert doc["rows"] == 300_000 and doc["pool_pages"] == (6 << 20 if expect else 1 << 30) // 16384
-    seed = doc["variants"]["seed"]
-    assert seed["rows_per_leaf"] == rows_per_leaf("seed", 16384, ordered=False)
-    assert seed["collapse_expected"] is expect
+    char28 = doc["variants"]["char28"]
+    assert char28["rows_per_leaf"] == rows_per_leaf("char28", 16384, ordered=False)
+    assert char28["collapse_expected"] is expect
     if expect:   # every leaf of the table is open: the table over the pool
-        assert seed["working_set_pages"] == pytest.approx(seed["leaves"], rel=0.02)
+        assert char28["working_set_pages"] == pytest.approx(char28["leaves"], rel=0.02)
 
 
 def test_estimate_of_a_sorted_input_expects_no_collapse(tmp_path):
@@ -80,15 +80,15 @@ def test_the_collapse_table_carries_the_prediction_and_the_layout(tmp_path):
     (run / "index").mkdir()
     (run / "index" / "working_set.json").write_text(json.dumps({
         "id_layout": "spatial", "order": "chunk", "pool_pages": 384, "variants": {
-            "seed": {"rows_per_leaf": 197, "window_rows": 1000, "leaves": 900, "table_over_pool": 2.3,
+            "char28": {"rows_per_leaf": 197, "window_rows": 1000, "leaves": 900, "table_over_pool": 2.3,
                      "working_set_pages": 40, "working_set_over_pool": 0.104, "collapse_expected": False}}}))
     make_tables(run)
     with open(run / "tables" / "load_collapse.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    seed = [r for r in rows if r["variant"] == "seed"]
-    assert seed and all(r["id_layout"] == "spatial" and r["arrival_order"] == "chunk"
+    char28 = [r for r in rows if r["variant"] == "char28"]
+    assert char28 and all(r["id_layout"] == "spatial" and r["arrival_order"] == "chunk"
                         and float(r["predicted_working_set_over_pool"]) == 0.104
-                        and r["collapse_expected"] == "false" for r in seed)
+                        and r["collapse_expected"] == "false" for r in char28)
 
 
 def test_the_finding_says_what_was_predicted():
