@@ -121,8 +121,8 @@ def test_estimate_grows_with_the_knob_and_reads_a_written_manifest(tmp_path):
     generate_index(small, 7, res / "index" / "input", res / "index" / "input_char28")
     c = est.estimate(small, res)
     real = sum(p.stat().st_size for p in (res / "index" / "input_char28").glob("*.tsv"))
-    assert c["input_bytes"]["seed"] == real and c["input_measured"]["seed"]
-    assert real <= a["input_bytes"]["seed"]   # the model is an upper bound of a line
+    assert c["input_bytes"]["char28"] == real and c["input_measured"]["char28"]
+    assert real <= a["input_bytes"]["char28"]   # the model is an upper bound of a line
     assert any("index rows" in line for line in est.lines(c))
 
 

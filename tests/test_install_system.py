@@ -65,7 +65,7 @@ def test_index_bench_needs_myrocks():
 def test_stages_decide_server_and_plugin():
     assert needed_tools(_cfg(stages=[])) == []
     assert needed_tools(_cfg(stages=["fio"])) == ["fio"]
-    rocks = {"variants": ["seed"], "engines": ["innodb", "rocksdb"]}
+    rocks = {"variants": ["char28"], "engines": ["innodb", "rocksdb"]}
     # MyRocks is for the index study's loads only
     assert needed_tools(_cfg(stages=["queries"], load=rocks)) == ["server"]
     assert needed_tools(_cfg(stages=["load_index"], load=rocks)) == ["server", "rocksdb"]
