@@ -114,6 +114,22 @@ def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     assert _rows(tmp_path / "c.csv") == _rows(out)
 
 
+def test_compare_matches_a_run_tabled_under_the_old_names(tmp_path):
+    """A run whose tables say seed / sequential (before the renames) compares key by key with
+    one that says char28 / one-file-at-a-time."""
+    a = make_run(tmp_path, "runA")
+    b = make_run(tmp_path, "runB", factor=0.5)
+    make_tables(a)
+    make_tables(b)
+    old = a / "tables" / "load_time.csv"
+    old.write_text(old.read_text().replace("char28", "seed").replace("one-file-at-a-time", "sequential"))
+    assert "seed" in old.read_text()
+    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}
+    key = "target=a, variant=char28, engine=innodb, strategy=parallel"
+    assert rows[("load_time", key, "seconds")]["ratio"] == 0.5
+    assert not [k for k in rows if k[0] == "load_time" and k[2] == "(row)"]
+
+
 def test_compare_without_tables_fails_clearly(tmp_path, capsys):
     a = make_run(tmp_path, "runA")
     make_tables(a)
