@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test bench bench-index index-study aa lint clean-results
+.PHONY: env system system-all run test bench bench-index index-study ladder aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -62,6 +62,20 @@ index-study: $(STAMP)
 bench-index: $(STAMP)
 	@$(call install_system,config/index-bench.yaml)
 	$(SNAKEMAKE_RUN) --configfile config/index-bench.yaml
+
+# The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
+# config/ladder.yaml's ladder (configs written to results/ladder-rungs/), the 10^8-row run
+# itself, and the 10^8 run predicted from the rungs (results/ladder/prediction.json).
+LADDER ?= config/ladder.yaml
+ladder: $(STAMP)
+	@$(call install_system,$(LADDER))
+	catbench ladder --config $(LADDER) --out results/ladder-rungs
+	for rung in results/ladder-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
+	$(SNAKEMAKE_RUN) --configfile $(LADDER)
+	catbench predict --config $(LADDER) $$(for r in results/ladder-rungs/*.yaml; do \
+	  echo --results results/$$(basename $$r .yaml); done) --results results/$$(python -c \
+	  "from catbench.core.config import load; print(load('$(LADDER)')['run'])") \
+	  --out results/ladder-prediction.json
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
 # other: the first two measure the between-run noise floor (results/noise-floor.json, which
