@@ -176,9 +176,10 @@ def test_a_wrong_name_still_fails_naming_the_key(key, value, named):
 
 
 def test_a_wrong_skip_pair_still_names_load_skip():
+    from catbench.core.loaddata import LoadError
     from catbench.load.strategies import load_pairs
     cfg = validate(with_change("load.skip", ["innodb/sequentail"]), warn=lambda line: None)
-    with pytest.raises(ValueError, match="config key load.skip names innodb/sequentail"):
+    with pytest.raises(LoadError, match="config key load.skip names innodb/sequentail"):
         load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
 
 
