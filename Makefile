@@ -65,17 +65,19 @@ bench-index: $(STAMP)
 
 # The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
 # config/ladder.yaml's ladder (configs written to results/ladder-rungs/), the 10^8-row run
-# itself, and the 10^8 run predicted from the rungs (results/ladder/prediction.json).
+# itself, and the 10^8 run predicted from the rungs (results/<run>/predict/prediction.json,
+# then that run's report made again to show it).
 LADDER ?= config/ladder.yaml
 ladder: $(STAMP)
 	@$(call install_system,$(LADDER))
 	catbench ladder --config $(LADDER) --out results/ladder-rungs
 	for rung in results/ladder-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
 	$(SNAKEMAKE_RUN) --configfile $(LADDER)
-	catbench predict --config $(LADDER) $$(for r in results/ladder-rungs/*.yaml; do \
-	  echo --results results/$$(basename $$r .yaml); done) --results results/$$(python -c \
-	  "from catbench.core.config import load; print(load('$(LADDER)')['run'])") \
-	  --out results/ladder-prediction.json
+	run=$$(python -c "from catbench.core.config import load; print(load('$(LADDER)')['run'])") \
+	  && catbench predict --config $(LADDER) $$(for r in results/ladder-rungs/*.yaml; do \
+	  echo --results results/$$(basename $$r .yaml); done) --results results/$$run \
+	  --out results/$$run/predict/prediction.json
+	$(SNAKEMAKE_RUN) --configfile $(LADDER) --forcerun report_html
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
 # other: the first two measure the between-run noise floor (results/noise-floor.json, which

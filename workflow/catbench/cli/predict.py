@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from ..core.config import ConfigError, load, section
+from ..core.files import atomic_path
 from ..core.targets import human, parse_size
 from ..predict.ladder import rungs, target_pool
 from ..predict.runs import read_runs
@@ -18,6 +19,8 @@ from ..predict.scale import Target, predict, validate
 from .common import guarded
 
 log = logging.getLogger(__name__)
+# the fields of a load's "key" in the JSON (--out); the report reads them
+KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
 
 
 def _target(cfg: dict, engine: str, rows: float, pred: dict) -> Target:
@@ -63,21 +66,21 @@ def cmd_predict(a) -> int:
     print(f"predicted at {rows:,.0f} rows from {len(a.results)} run(s):")
     for key, reps in sorted(groups.items()):
         p = predict(reps, _target(cfg, key[2], rows, pred), opts)
-        out["predictions"].append({"key": dict(zip(("target", "variant", "engine", "strategy", "id_layout"), key)),
-                                   **p})
+        out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
     print("validation (each ladder's largest rung from its smaller ones):")
     for key, reps in sorted(groups.items()):
         v = validate(reps, opts)
         if v is not None:
-            out["validation"].append({"key": dict(zip(("target", "variant", "engine", "strategy", "id_layout"),
-                                                      key)), **v})
+            out["validation"].append({"key": dict(zip(KEY_FIELDS, key)), **v})
             print("  " + _validation_line(key, v))
     if not out["validation"]:
         print("  none: every load has a single rung")
     if a.out:
-        Path(a.out).write_text(json.dumps(out, indent=1, default=lambda o: None if isinstance(o, float)
-                                          and not math.isfinite(o) else str(o)))
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(a.out) as tmp:
+            tmp.write_text(json.dumps(out, indent=1, default=lambda o: None if isinstance(o, float)
+                                      and not math.isfinite(o) else str(o)))
     return 0
 
 

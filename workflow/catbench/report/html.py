@@ -13,6 +13,7 @@ Writes into ``results/<run>/report/``::
     fio.png               fio MB/s and IOPS per test and target, whiskers
     cluster_restart.png   Galera node restarts: back to a first answer, inserts/s around it
     chunk_sky.png         Objects per chunk on the sky (log colour) and their distribution
+    prediction.png        a ladder's largest rungs predicted from the smaller ones against measured
     tables/*.csv, summary.md, provenance.json, columns.md   copies, so the directory stands alone
 
 Every PNG is always written (a figure saying "no ... in this run" when a stage is absent), so
@@ -131,9 +132,9 @@ def _tables(run: Path, tdir: Path, out: Path, inp, report: dict) -> tuple[dict, 
 
 
 def _copy_texts(run: Path, tdir: Path | None, out: Path, sections: list, inp) -> str:
-    """summary.md, provenance.json and columns.md into ``out`` (from ``tdir`` when there);
-    returns the provenance text."""
-    md = (tdir / "summary.md").read_text() if tdir and (tdir / "summary.md").is_file() \
+    """summary.md, provenance.json and columns.md into ``out`` (from ``tdir`` when there; summary.md
+    anew when the run has a prediction, written after its tables); returns the provenance text."""
+    md = (tdir / "summary.md").read_text() if tdir and (tdir / "summary.md").is_file() and not inp.prediction \
         else to_markdown(sections, f"catbench summary: {run.resolve().name}")
     (out / "summary.md").write_text(md)
     if tdir and (tdir / "provenance.json").is_file():
@@ -216,6 +217,7 @@ def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = No
     inp = collect(run)
     out.mkdir(parents=True, exist_ok=True)
     tabs, tdir = _tables(run, Path(tables_dir) if tables_dir else run / "tables", out, inp, report)
+    tabs = {**tabs, **inp.prediction}   # predict/prediction.json, when this run was predicted
     sections = summary_sections(tabs, inp.targets, report)
     prov_text = _copy_texts(run, tdir, out, sections, inp)
     drawn = draw_all(tabs, out)

@@ -40,6 +40,9 @@ the right header; a file that a present stage needs but is missing or unreadable
                                                and node (CLUSTER_LOAD), "failed" = a check that failed
     {fio,load,queries,restart,cluster}/**/isolation.json   whether each measuring job ran alone
                                                (core/jobs/isolation.py; view isolation)
+    predict/prediction.json                    this run predicted from a ladder's rungs (catbench predict
+                                               --out): "predictions" and "validation", objects with a
+                                               "key" (optional; RunInputs.prediction)
 
 Query runs (``results.parquet`` columns, or ``results.json`` = a list of such objects or
 ``{"rows": [...]}``; ``target``/``engine`` default to the directory names)::
@@ -86,6 +89,7 @@ class RunInputs:
     targets: dict = field(default_factory=dict)     # name -> targets/<name>.json
     files: list = field(default_factory=list)       # every file read
     present: set = field(default_factory=set)       # stages found
+    prediction: dict = field(default_factory=dict)  # {"prediction": rows, "prediction_validation": rows}
 
     def rows(self, view: str) -> list:
         return self.views[view].to_pylist()
@@ -361,6 +365,20 @@ class _Reader:
                 self.add("isolation", _rows_table([row], "isolation", ip))
 
 
+    def prediction(self) -> None:
+        pp = self.run / "predict" / "prediction.json"
+        if not pp.is_file():
+            return
+        doc = _json(self.used(pp))
+        parts = [doc.get(k) if isinstance(doc, dict) else None for k in ("predictions", "validation")]
+        if not all(isinstance(x, list) and all(isinstance(r, dict) and isinstance(r.get("key"), dict) for r in x)
+                   for x in parts):
+            raise MetricsError(f"{pp}: expected an object with \"predictions\" and \"validation\" lists of "
+                               "objects with a \"key\" (catbench predict --out)")
+        self.inp.prediction = {name: [{**r["key"], **{k: v for k, v in r.items() if k != "key"}} for r in rows]
+                               for name, rows in zip(("prediction", "prediction_validation"), parts)}
+
+
 def _stage_rows(pj: Path, doc) -> list:
     """Rows of view stage_metrics from metrics/partition.json."""
     stages = doc.get("stages") if isinstance(doc, dict) else None
@@ -384,7 +402,7 @@ def collect(run_dir, require=()) -> RunInputs:
         raise MetricsError(f"{run}: results directory does not exist")
     reader = _Reader(run)
     for step in (reader.fio, reader.loads, reader.chunks, reader.metrics, reader.targets,
-                 reader.queries, reader.restarts, reader.clusters, reader.isolation):
+                 reader.queries, reader.restarts, reader.clusters, reader.isolation, reader.prediction):
         step()
     inp = reader.inp
     for stage in require:

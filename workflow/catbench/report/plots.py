@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .findings import ONE_FILE_AT_A_TIME
+from .findings import ONE_FILE_AT_A_TIME, PREDICTION_BAND
 
-PLOTS = ("collapse", "speedup", "restart_timeline", "query_latency", "fio", "cluster_restart", "chunk_sky")
+PLOTS = ("collapse", "speedup", "restart_timeline", "query_latency", "fio", "cluster_restart", "chunk_sky",
+         "prediction")
 # Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 DPI = 100
@@ -445,6 +446,40 @@ def plot_chunk_sky(plt, chunks: list, path: Path) -> bool:
     return True
 
 
+# ---------------------------------------------------------------- 8. scale prediction
+ENGINE_MARKER = {"innodb": "o", "rocksdb": "^", "myisam": "s"}
+
+
+def plot_prediction(plt, validation: list, path: Path) -> bool:
+    """Each ladder's largest rung predicted from its smaller ones against its measured median
+    (log-log), the y = x line and the band the model is trusted within; a marker per engine, a
+    colour per target, the strategy beside it; a load its time limit stopped in rows (hollow)."""
+    pts = [(r, u, _num(r.get(f"measured_{u}")), _num(r.get(f"predicted_{u}"))) for r in validation
+           for u in ["rows" if r.get("compared") == "rows" else "seconds"]]
+    pts = [p for p in pts if (p[2] or 0) > 0 and (p[3] or 0) > 0]
+    if not pts:
+        _empty(plt, path, "scale prediction (predict/prediction.json with a validated ladder)")
+        return False
+    col, (lo, hi) = colours(p[0]["target"] for p in pts), PREDICTION_BAND
+    fig, ax = plt.subplots(figsize=(8, 6), layout="constrained")
+    for r, unit, x, y in pts:
+        c, eng = col[r["target"]], _engine(r)
+        ax.plot(x, y, ENGINE_MARKER.get(eng, "D"), ms=9, mew=2, color=c, mfc="white" if unit == "rows" else c,
+                label=f"{r['target']} · {eng}" + (" (rows by its time limit)" if unit == "rows" else ""))
+        ax.annotate(r["strategy"], (x, y), xytext=(7, 4), textcoords="offset points", fontsize=8)
+    span = [min(min(p[2], p[3]) for p in pts) / 2, max(max(p[2], p[3]) for p in pts) * 2]
+    ax.plot(span, span, "-", color="grey", lw=1, label="predicted = measured")
+    ax.fill_between(span, [lo * v for v in span], [hi * v for v in span], color="grey", alpha=0.15,
+                    label=f"predicted ÷ measured within [{lo}, {hi}]")
+    ax.set(xscale="log", yscale="log", xlim=span, ylim=span)
+    ax.set_xlabel("measured (s, median of the repetitions; rows when stopped by its time limit)")
+    ax.set_ylabel("predicted from the smaller rungs (s; rows when stopped)")
+    ax.set_title("Each ladder's largest rung predicted from its smaller ones")
+    handles, labels = _legend_from([ax])
+    _save(plt, fig, path, handles, labels, ncol=2)
+    return True
+
+
 def draw_all(tables: dict, out: Path) -> dict:
     """Every plot of :data:`PLOTS` into ``out``/<name>.png: {name: drawn with data}."""
     plt = _plt()
@@ -458,4 +493,5 @@ def draw_all(tables: dict, out: Path) -> dict:
         "cluster_restart": plot_cluster(plt, tables["cluster_restart"], tables["cluster_load"],
                                         out / "cluster_restart.png"),
         "chunk_sky": plot_chunk_sky(plt, tables["chunks"], out / "chunk_sky.png"),
+        "prediction": plot_prediction(plt, tables.get("prediction_validation", []), out / "prediction.png"),
     }

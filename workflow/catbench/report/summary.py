@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..core.config import section
-from .findings import acked_lost
+from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
 
 
@@ -38,6 +38,8 @@ class Tables:
     isolation: list = field(default_factory=list)
     chunk_load_chunks: list = field(default_factory=list)
     query_chunks: list = field(default_factory=list)
+    prediction: list = field(default_factory=list)  # predict/prediction.json, a row per load
+    prediction_validation: list = field(default_factory=list)
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None) -> Tables:
@@ -47,7 +49,8 @@ class Tables:
                    t.get("query_runs", []), t.get("restart_runs", []), t.get("load_not_run", []),
                    cluster=t.get("cluster_restart", []), cluster_load=t.get("cluster_load", []),
                    isolation=t.get("isolation", []), chunk_load_chunks=t.get("chunk_load_chunks", []),
-                   query_chunks=t.get("query_chunks", []))
+                   query_chunks=t.get("query_chunks", []), prediction=t.get("prediction", []),
+                   prediction_validation=t.get("prediction_validation", []))
 
 
 # ---------------------------------------------------------------- formatting
@@ -202,6 +205,101 @@ def findings(t: Tables, report: dict) -> list:
     return [("h2", "Findings")] + _findings(t, report)
 
 
+# ---------------------------------------------------------------- prediction
+def _method(r: dict) -> str:
+    return "/".join(str(r.get(k)) for k in ("variant", "engine", "strategy", "id_layout"))
+
+
+def _dur(s) -> str:
+    """'3,600 s (1.0 h)'."""
+    if not isinstance(s, (int, float)) or not math.isfinite(s):
+        return "–"
+    return f"{s:,.0f} s" + (f" ({s / 3600:.1f} h)" if s >= 3600 else f" ({s / 60:.1f} min)" if s >= 60 else "")
+
+
+def _predicted(r: dict) -> tuple[str, str]:
+    """(the predicted figure, its interval) of one load: seconds, or rows by the time limit."""
+    if r.get("refused"):
+        return f"no prediction: {r['refused']}", "–"
+    if r.get("stopped"):
+        return (f"{_num(r.get('rows'))} rows by the {_num(r.get('seconds'))} s limit",
+                f"[{_num(r.get('rows_ci_low'))}, {_num(r.get('rows_ci_high'))}] rows")
+    return _dur(r.get("seconds")), f"[{_num(r.get('seconds_ci_low'))}, {_num(r.get('seconds_ci_high'))}] s"
+
+
+def _trust(rows: list) -> str:
+    """How far to trust the predictions: the validation's worst predicted ÷ measured."""
+    lo, hi = PREDICTION_BAND
+    done = [r for r in rows if isinstance(r.get("predicted_over_measured"), (int, float))
+            and 0 < r["predicted_over_measured"] < math.inf]
+    if not done:
+        return ("**How far to trust it: unknown.** No load had two rungs to predict its largest from (or "
+                "the model refused each), so nothing checked the model on this machine.")
+    worst = max(done, key=lambda r: max(r["predicted_over_measured"], 1 / r["predicted_over_measured"]))
+    inside = sum(lo <= r["predicted_over_measured"] <= hi for r in done)
+    ratio = worst["predicted_over_measured"]
+    off = max(ratio, 1 / ratio)
+    verdict = (f"within [{lo}, {hi}]: expect a prediction to be off by up to about {off:.2f}× either way"
+               if lo <= ratio <= hi else f"outside [{lo}, {hi}]: the model did not hold here; do not trust a "
+               f"prediction to better than {off:.2f}× either way")
+    return (f"**How far to trust it**: each ladder's largest rung predicted from its smaller ones came out at "
+            f"{_num(min(r['predicted_over_measured'] for r in done))}–"
+            f"{_num(max(r['predicted_over_measured'] for r in done))}× its measured figure, {inside} of "
+            f"{len(done)} loads within [{lo}, {hi}]; the worst, {ratio:.2f}× ({worst['target']}/{_method(worst)}), "
+            f"is {verdict}, and less where the target is further beyond the rungs than the validation was.")
+
+
+def _fastest(rows: list, tg: str) -> str:
+    mine = [r for r in rows if r["target"] == tg]
+    done = sorted((r for r in mine if not r.get("refused") and not r.get("stopped") and r.get("seconds")),
+                  key=lambda r: r["seconds"])
+    text = f"{tg}: " + (f"fastest predicted `{_method(done[0])}` **{_dur(done[0]['seconds'])}** "
+                        f"{_predicted(done[0])[1]}, {done[0].get('regime')}" if done else "no load predicted to finish")
+    stopped = sum(bool(r.get("stopped")) and not r.get("refused") for r in mine)
+    refused = sum(bool(r.get("refused")) for r in mine)
+    return text + "".join(f"; {n} of {len(mine)} {what}" for n, what in (
+        (stopped, "stopped by the time limit"), (refused, "refused")) if n) + "."
+
+
+def prediction(t: Tables, report: dict) -> list:
+    """This run's load times predicted from a ladder's smaller runs (predict/prediction.json):
+    how far to trust them, the fastest per target, a table per target and the validation."""
+    if not t.prediction and not t.prediction_validation:
+        return []
+    n = next((r.get("target_rows") for r in t.prediction if r.get("target_rows")), None)
+    out = [("h2", f"Prediction at {_num(n)} rows (from a ladder of smaller runs)"),
+           ("p", _trust(t.prediction_validation))]
+    targets = _order(r["target"] for r in t.prediction)
+    if targets:
+        out.append(("ul", [_fastest(t.prediction, tg) for tg in targets]))
+    for tg in targets:
+        rows = [[_method(r), *_predicted(r), "–" if r.get("refused") or r.get("table_bytes") is None
+                 else f"{_num(r['table_bytes'] / 1e9)} GB", r.get("regime") or "–"]
+                for r in t.prediction if r["target"] == tg]
+        out.append(("table", f"{tg}: predicted load (variant/engine/strategy/id layout), its interval, "
+                             "the table's bytes and what bounds it.",
+                    ["method", "predicted", "interval", "table", "regime"], rows))
+    lo, hi = PREDICTION_BAND
+    rows = []
+    for r in t.prediction_validation:
+        head = [f"{r['target']}/{_method(r)}", _num(r.get("rung_rows")),
+                ", ".join(_num(x) for x in r.get("from_rungs") or []), _num(r.get("n_measured"))]
+        if r.get("refused"):
+            rows.append(head + [f"not predicted: {r['refused']}", "–", "–", "–", "–"])
+            continue
+        unit = r.get("compared") or "seconds"
+        ratio = r.get("predicted_over_measured")
+        rows.append(head + [unit, _num(r.get(f"predicted_{unit}")), _num(r.get(f"measured_{unit}")),
+                            _num(ratio), "yes" if ratio is not None and lo <= ratio <= hi else "NO"])
+    if rows:
+        out.append(("table", f"Validation: each ladder's largest rung predicted from its smaller ones against "
+                             f"the median of its n repetitions (seconds, or rows for a load its time limit "
+                             f"stopped); the model holds where predicted ÷ measured is within [{lo}, {hi}].",
+                    ["load", "rung rows", "from rungs", "n", "compared", "predicted", "measured",
+                     "predicted ÷ measured", f"within [{lo}, {hi}]"], rows))
+    return out
+
+
 # ---------------------------------------------------------------- side-by-side tables
 def storage_load(t: Tables, report: dict) -> list:
     """The 2017 storage study's "storage | load time" table: fio on each target next to the median load
@@ -346,9 +444,9 @@ def stages(t: Tables, report: dict) -> list:
 
 
 # The sections of summary.md, in order: the answers first.
-SECTIONS = (findings, checks, storage_load, load_rate, queries, restart, cluster, chunks, stages)
+SECTIONS = (findings, prediction, checks, storage_load, load_rate, queries, restart, cluster, chunks, stages)
 # How many leading sections the report shows open (the rest go under <details>).
-HEADLINE_SECTIONS = 2
+HEADLINE_SECTIONS = 3
 
 
 def summary_sections(t: dict, targets: dict | None = None, report: dict | None = None,

@@ -132,7 +132,7 @@ def make_tables(run_dir, out_dir=None, require=(), report: dict | None = None) -
     for name, table in tables.items():
         write_csv(table, out / f"{name}.csv")
         written[name] = out / f"{name}.csv"
-    rows = {n: t.to_pylist() for n, t in tables.items()}
+    rows = {**{n: t.to_pylist() for n, t in tables.items()}, **inp.prediction}
     (out / "summary.md").write_text(to_markdown(summary_sections(rows, inp.targets, report),
                                                 f"catbench summary: {Path(run_dir).resolve().name}"))
     written["summary"] = out / "summary.md"

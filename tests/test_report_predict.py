@@ -1,0 +1,107 @@
+"""A run predicted from a ladder in its report: ``catbench predict --out
+results/<run>/predict/prediction.json`` over test_predict's synthetic rungs, then the report's
+Prediction section (how far to trust it, a table per target, a refusal's reason, the
+validation) and its plot; a run without the file shows neither."""
+
+import argparse
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from catbench.cli.predict import cmd_predict
+from catbench.predict.rate import RateCurve, rows_by
+from catbench.report.html import make_report
+from catbench.report.inputs import MetricsError
+from catbench.report.tables import make_tables
+from test_predict import _ladder
+from test_tables import make_run
+
+PNG = b"\x89PNG\r\n\x1a\n"
+FINISHES = ("disk", "char28", "innodb", "one-file-at-a-time", "random")
+STOPPED = ("disk", "char28", "rocksdb", "bulk", "random")      # 20× slower: stopped by the time limit
+ONE_RUNG = ("ssd", "char28", "innodb", "sorted", "random")     # refused: one rung
+LIMIT_S = 20_000.0                                            # at 10^8 rows; a rung's is scaled by its rows
+
+
+def _groups() -> dict:
+    ladder = _ladder()
+    slow_curve = RateCurve("decay", 4e5 / 20, 1.0, 2e4 / 20, 0.4)
+    slow = []
+    for r in ladder:
+        r = dataclasses.replace(r, key=STOPPED, rate=r.rate / 20, seconds=r.seconds * 20)
+        if r.rung_rows == 10_000_000:   # the largest rung stops at its limit
+            limit = LIMIT_S * r.rung_rows / 1e8
+            n = rows_by(slow_curve, limit, r.rung_rows, r.bytes_per_row, r.pool)
+            r = dataclasses.replace(r, rows=int(n), stopped=True, time_limit_s=limit, seconds=limit,
+                                    table_bytes=int(r.bytes_per_row * n))
+        slow.append(r)
+    return {FINISHES: ladder, STOPPED: slow,
+            ONE_RUNG: [dataclasses.replace(r, key=ONE_RUNG) for r in ladder if r.rung_rows == 1_000_000]}
+
+
+def write_prediction(run: Path) -> Path:
+    """results/<run>/predict/prediction.json as `make ladder` writes it (catbench predict --out),
+    from the synthetic rungs; the target's pool is 6 bytes per row, as the rungs'."""
+    cfg = run.parent / f"{run.name}-predict.yaml"
+    cfg.write_text(yaml.safe_dump({"run": run.name, "load": {"time_limit_s": LIMIT_S},
+                                   "predict": {"target_rows": 100_000_000, "pool_per_row_bytes": 6,
+                                               "bootstrap": 20}}))
+    out = run / "predict" / "prediction.json"
+    args = argparse.Namespace(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None,
+                              min_rungs=None, out=str(out))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("catbench.cli.predict.read_runs", lambda paths: _groups())
+        assert cmd_predict(args) == 0
+    return out
+
+
+def _section(text: str, start: str, end: str) -> str:
+    return text[text.index(start):text.index(end, text.index(start))]
+
+
+def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
+    run = make_run(tmp_path, with_optional=False)
+    assert write_prediction(run).is_file()
+    capsys.readouterr()
+    make_tables(run)
+    md = _section((run / "tables" / "summary.md").read_text(), "## Prediction at 100,000,000 rows", "## Checks")
+    assert "**How far to trust it**" in md and "2 loads within [0.67, 1.5]" in md
+    assert re.search(r"disk: fastest predicted `char28/innodb/one-file-at-a-time/random` \*\*[\d,]+ s \(\d", md)
+    assert "; 1 of 2 stopped by the time limit." in md
+    assert re.search(r"\| char28/innodb/one-file-at-a-time/random \| [\d,]+ s \(\d+\.\d h\) \| \[[\d,]+, [\d,]+\] s \| "
+                     r"[\d.]+ GB \| I/O bound \(random reads\) \|", md)
+    assert re.search(r"\| char28/rocksdb/bulk/random \| [\d,]+ rows by the 20,000 s limit \| \[[\d,]+, [\d,]+\] rows \|",
+                     md)
+    assert "| char28/innodb/sorted/random | no prediction: 1 rung(s) (1,000,000 rows); the model needs 2" in md
+    assert re.search(r"\| disk/char28/innodb/one-file-at-a-time/random \| 10,000,000 \| 1,000,000, 3,000,000 \| "
+                     r"3 \| seconds \| [\d,]+ \| [\d,]+ \| [\d.]+ \| yes \|", md)
+    assert "| disk/char28/rocksdb/bulk/random | 10,000,000 | 1,000,000, 3,000,000 | 3 | rows |" in md
+
+    index = make_report(run)
+    html = index.read_text()
+    assert html.index('id="findings"') < html.index("Prediction at 100,000,000 rows") < html.index("Checks") \
+        < html.index('id="plots"')
+    assert "no prediction: 1 rung(s)" in html and "How far to trust it" in html
+    assert 'data-name="prediction"' in html and "How far does the scale model hold" in html
+    assert (index.parent / "prediction.png").read_bytes()[:8] == PNG
+    assert "## Prediction at" in (index.parent / "summary.md").read_text()   # made anew: the tables' predate it
+
+
+def test_no_prediction_file_no_section_and_an_empty_plot(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    index = make_report(run)
+    html = index.read_text()
+    assert "Prediction at" not in html and 'data-name="prediction"' not in html
+    assert "prediction: no data in this run" in html
+    assert (index.parent / "prediction.png").read_bytes()[:8] == PNG   # a declared rule output: always written
+
+
+def test_a_malformed_prediction_file_is_named(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    bad = run / "predict" / "prediction.json"
+    bad.parent.mkdir()
+    bad.write_text('{"predictions": [{"seconds": 1}]}')
+    with pytest.raises(MetricsError, match=re.escape(str(bad))):
+        make_report(run)
