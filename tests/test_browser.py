@@ -7,6 +7,7 @@ from browser import WIDTH, check_page, chromium
 from catbench.report.html import PLOTS, make_report
 from catbench.report.tables import make_tables
 from test_stats import FAST, OVERLAPS_FAST, SLOW, _load
+from test_report_predict import write_prediction
 from test_tables import make_run
 
 pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
@@ -17,6 +18,7 @@ def test_report_in_a_real_browser(tmp_path):
     for tg, strategy, secs in (("a", "sorted", FAST), ("a", "bulk", OVERLAPS_FAST),
                                ("b", "sorted", SLOW)):
         _load(run, tg, strategy, secs)          # and some repeated loads
+    write_prediction(run)                       # and its prediction from a ladder
     make_tables(run)
     index = make_report(run)
     shot = index.parent / "screenshot.png"

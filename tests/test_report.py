@@ -11,6 +11,7 @@ from catbench.cli import report as cli_report
 from catbench.report.compare import compare
 from catbench.report.html import PLOTS, make_report, referenced_files
 from catbench.report.tables import MetricsError, make_tables
+from test_report_predict import write_prediction
 from test_tables import make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -48,6 +49,7 @@ def shown_plots(html: str) -> set:
 
 def test_report_with_every_stage(tmp_path):
     run = make_run(tmp_path)
+    write_prediction(run)                    # and this run predicted from a ladder
     assert cli("tables", "--results", run) == 0
     assert cli("report", "--results", run) == 0
     index = run / "report" / "index.html"
