@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "workflow" / "catbench"
-STAGES = {"prepare", "load", "fio", "query", "restart", "report"}
+STAGES = {"prepare", "load", "fio", "query", "restart", "report", "predict"}
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 100
 MAX_MODULES_PER_FOLDER = 12

@@ -51,6 +51,17 @@ def _validation_line(key: tuple, v: dict) -> str:
             f"measured {v['compared']} = {v['predicted_over_measured']:.2f} (n = {v['n_measured']}, {v['regime']})")
 
 
+def _finite(o):
+    """NaN and infinity as null: strict JSON (json.dumps writes a float's NaN as is)."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
 def cmd_predict(a) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
@@ -79,8 +90,7 @@ def cmd_predict(a) -> int:
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(a.out) as tmp:
-            tmp.write_text(json.dumps(out, indent=1, default=lambda o: None if isinstance(o, float)
-                                      and not math.isfinite(o) else str(o)))
+            tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
 
 
