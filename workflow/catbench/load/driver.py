@@ -120,7 +120,8 @@ def _repetitions(srv, summary: dict, v: Variant, plan: Strategy, table: str, fil
                  options: LoadOptions, load: dict, path, state: ResumeState | None) -> list[Repetition]:
     """``load.repetitions`` loads on one server; the table is dropped and the server restarted
     between them. Stops early once a repetition took longer than ``load.repetition_limit_s``
-    or was stopped by ``load.time_limit_s``. A resumed load (``state``) takes its finished
+    (one stopped by ``load.time_limit_s`` is repeated too: its rows by the limit are a figure
+    that needs its n). A resumed load (``state``) takes its finished
     repetitions as they were and continues the interrupted one."""
     runs = [repetition_from_doc(d) for d in state.completed] if state else []
     limit = load["repetition_limit_s"]
@@ -138,8 +139,6 @@ def _repetitions(srv, summary: dict, v: Variant, plan: Strategy, table: str, fil
             state.finish(runs[-1])
         log.info("target %s: %s/%s repetition %d: %.1f s%s", summary["target"], v.name, plan.name, rep,
                  figures["seconds"], " (stopped at load.time_limit_s)" if figures["stopped"] else "")
-        if figures["stopped"]:  # the next one would stop at the limit too: one curve is the result
-            break
         if limit is not None and figures["seconds"] > limit and rep + 1 < load["repetitions"]:
             log.info("target %s: %s/%s took %.1f s > load.repetition_limit_s %s: n=%d", summary["target"],
                      v.name, plan.name, figures["seconds"], limit, len(runs))
