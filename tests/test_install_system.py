@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from catbench.core.config import validate
-from catbench.core.jobs.system import TOOLS, main, needed_tools
+from catbench.core.jobs.system import TOOLS, main, missing_packages, needed_tools
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "workflow" / "scripts" / "install-system.sh"
@@ -127,7 +127,31 @@ def test_make_targets_pass_their_config():
 
     assert "install-system.sh all" in dry("test")
     for target, config in [("run", "config/config.yaml"), ("bench", "config/bench.yaml"),
-                           ("bench-index", "config/index-bench.yaml"), ("aa", "config/config.yaml")]:
+                           ("bench-index", "config/index-bench.yaml"), ("aa", "config/config.yaml"),
+                           ("ladder", "config/ladder.yaml")]:
         out = dry(target)
         assert f"catbench.core.jobs.system {config}" in out and " all" not in out.split("snakemake")[0]
     assert "catbench.core.jobs.system config/index-study.yaml" in dry("run", "CONFIG=config/index-study.yaml")
+
+
+def test_a_run_is_refused_before_any_job_when_its_tools_are_missing(tmp_path):
+    # the workflow's check before any job (workflow/rules/common.smk) reads this
+    cfg = _cfg(stages=["fio", "load_index"])
+    assert "fio" in missing_packages(cfg, env={**os.environ, "PATH": str(_bare_path(tmp_path))})
+    assert missing_packages(_cfg(stages=[])) == []   # no stage starts a server or fio
+    venv = REPO / ".venv" / "bin"
+    cfgfile = tmp_path / "c.yaml"
+    cfgfile.write_text(yaml.safe_dump({**yaml.safe_load((REPO / "tests" / "configs" / "small.yaml").read_text()),
+                                       "base": None, "stages": ["fio"]}))
+    (tmp_path / "p").mkdir()
+    bare = _bare_path(tmp_path / "p")
+    for tool in ("which", "bash"):   # what Snakemake itself runs
+        (bare / tool).symlink_to(shutil.which(tool))
+    env = {**os.environ, "PATH": f"{venv}:{bare}"}
+    cmd = [str(venv / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path / "wd"), "--cores", "1",
+           "--configfile", str(cfgfile)]
+    dry = subprocess.run([*cmd, "-n"], capture_output=True, text=True, env=env, timeout=300)
+    assert dry.returncode == 0 and "not installed: fio" in dry.stderr, dry.stderr[-2000:]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode != 0 and "nothing was started" in run.stderr and "not installed: fio" in run.stderr
+    assert not (tmp_path / "wd" / "results").exists()

@@ -18,6 +18,7 @@ from catbench.core.jobs import plan as cb_plan  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
 from catbench.core.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
+from catbench.core.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 
@@ -73,6 +74,21 @@ if workflow.is_main_process:
                     or any(re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", a) for a in sys.argv[1:])):
                 raise WorkflowError(f"catbench: nothing was started: {e}")
             print(f"catbench: warning: {e}", file=sys.stderr)
+# The system tools the config's stages use, checked before any job (a target on a SLURM
+# node has the node's tools, checked by its jobs): a missing one would fail the first job
+# that needs it, after the work before it.
+if workflow.is_main_process and not any(v.get("node") for v in config["targets"].values()):
+    _missing = cb_system.missing_packages(config)
+    if _missing:
+        _how = (f"not installed: {' '.join(_missing)}; `make run CONFIG=<this config>` installs them as "
+                f"root, or: bash workflow/scripts/install-system.sh {' '.join(cb_system.needed_tools(config))}")
+        # a dry run (-n, -np, --dry-run) only says so: Snakemake sets it after parsing
+        if workflow.dryrun or any(a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a)
+                                  for a in sys.argv[1:]):
+            print(f"catbench: warning: {_how}", file=sys.stderr)
+        else:
+            raise WorkflowError(f"catbench: nothing was started: the stages {', '.join(config['stages'])} need "
+                                f"packages {_how}")
 ENV_PY = "../../envs/python.yaml"
 ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"

@@ -7,9 +7,14 @@ and installs the missing ones). ``make run`` installs only its config's; ``make 
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 from ..config import ConfigError, load
+
+INSTALL = Path(__file__).resolve().parents[3] / "scripts" / "install-system.sh"
 
 # Every tool install-system.sh knows, in its order. slurm (slurm-wlm, munge) and browser
 # (chromium) are for the tests alone: no config needs them.
@@ -30,6 +35,19 @@ def needed_tools(cfg: dict) -> list[str]:
         need.add("rocksdb")
     need.update(s for s in ("fio", "cluster") if s in stages)
     return [t for t in TOOLS if t in need]
+
+
+def missing_packages(cfg: dict, env: dict | None = None) -> list[str]:
+    """The system packages this config's tools need that are not installed here (the
+    install script's own checks, run without installing)."""
+    tools = needed_tools(cfg)
+    if not tools:
+        return []
+    out = subprocess.run(["/bin/bash", str(INSTALL), *tools], capture_output=True, text=True, timeout=60,
+                         env={**(os.environ if env is None else env), "CATBENCH_DRY_RUN": "1"})
+    if out.returncode != 0:
+        raise ConfigError(f"{INSTALL}: {out.stderr.strip() or out.returncode}")
+    return out.stdout.split()
 
 
 def main(argv: list[str]) -> int:
