@@ -121,6 +121,7 @@ def test_a_ladder_config_validates_and_names_its_rungs():
     assert out[0]["load"]["settings"]["innodb_buffer_pool_size"] == f"{round(512 * 1024 / 50)}K"
     assert out[2]["load"]["time_limit_s"] == pytest.approx(60.0)
     assert out[1]["load"]["sort_memory"] == f"{round(4 * 2**20 / 20)}KiB"
+    assert out[0]["load"]["sort_memory"] == "131072KiB"   # 4 GB / 50 is under the sort's least
     for r in out:
         validate(r)     # every rung is a valid config of its own
     with pytest.raises(ConfigError, match="under InnoDB's least"):

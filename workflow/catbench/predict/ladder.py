@@ -12,6 +12,10 @@ from ..core.targets import parse_size
 
 ROWS_PER_OBJECT = 10_088      # index rows per catalog.patch.objects (a whole copy of the patch)
 MIN_POOL = 6 * 2 ** 20        # the least InnoDB takes (config/index-study.yaml)
+# The least sort memory a rung gets: DuckDB's sort on 2 threads fails ("failed to pin
+# block") at 52 MB on 2.5 M CHAR(28) keys and runs at 80 MB; below this a rung sorts in
+# memory where the target would spill, which predict's sort check then sees.
+MIN_SORT_MEMORY = 128 * 2 ** 20
 
 
 def settings(cfg: dict) -> dict:
@@ -62,8 +66,8 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
             load_settings[key] = _kib(scaled, "K")
     load["settings"] = load_settings
     if pred["scale_sort_memory"]:
-        load["sort_memory"] = _kib(parse_size((cfg.get("load") or {}).get("sort_memory") or
-                                              section("load")["sort_memory"]) * factor)
+        load["sort_memory"] = _kib(max(MIN_SORT_MEMORY, parse_size((cfg.get("load") or {}).get("sort_memory") or
+                                                                   section("load")["sort_memory"]) * factor))
     if pred["scale_time_limit"] and load.get("time_limit_s"):
         load["time_limit_s"] = round(load["time_limit_s"] * factor, 3)
     out["predict"] = {**(cfg.get("predict") or {}), "rung": k}
