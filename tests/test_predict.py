@@ -141,3 +141,22 @@ def test_smoke_the_fit_on_real_results():
     spatial = groups[("disk", "char28", "innodb", "one-file-at-a-time", "spatial")]
     q = predict(spatial, Target(spatial[0].rung_rows, spatial[0].pool), {**OPTS, "min_rungs": 1})
     assert not math.isnan(q["seconds"]) and q["regime"] != "I/O bound (random reads)"
+
+
+@pytest.mark.parametrize("rung_spill, refused", [(0.8, True), (1.4, False)])
+def test_an_external_sort_is_refused_only_where_no_rung_spilled(rung_spill, refused):
+    # input 38 B/row; the target's input is 1.9x its sort memory
+    reps = [_rep(n, n * 6, f"r{n}", rep, sorts=True, sort_memory=38 * n / rung_spill)
+            for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    p = predict(reps, Target(1e8, 6e8, sort_memory=38 * 1e8 / 1.9), OPTS)
+    assert ("every rung sorted in memory" in p.get("refused", "")) is refused
+
+
+def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):
+    from catbench.cli.predict import _target
+    cfg = {"load": {"time_limit_s": 240, "sort_memory": "2GB", "settings": {"innodb_buffer_pool_size": "512M"}}}
+    pred = {"below_rate": None, "pool_per_row_bytes": None, "target_rows": 1e8}
+    stream = [_rep(10**6, 6e6, "r", time_limit_s=None)]
+    by_file = [_rep(10**6, 6e6, "r", time_limit_s=2.4, stopped=True)]
+    assert _target(cfg, "innodb", 1e8, pred, stream).time_limit_s is None
+    assert _target(cfg, "innodb", 1e8, pred, by_file).time_limit_s == 240

@@ -23,10 +23,13 @@ log = logging.getLogger(__name__)
 KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
 
 
-def _target(cfg: dict, engine: str, rows: float, pred: dict) -> Target:
+def _target(cfg: dict, engine: str, rows: float, pred: dict, reps: list) -> Target:
+    """The target of one load: load.time_limit_s only where the rungs had one (a strategy
+    that loads in one stream ignores it: its summary's time_limit_s is null)."""
     ld = cfg.get("load") or {}
+    limited = any(r.time_limit_s is not None for r in reps)
     return Target(rows, target_pool(cfg, engine, rows), parse_size(ld.get("sort_memory") or "1GB"),
-                  ld.get("time_limit_s"), pred["below_rate"])
+                  ld.get("time_limit_s") if limited else None, pred["below_rate"])
 
 
 def _fmt_s(v) -> str:
@@ -76,7 +79,7 @@ def cmd_predict(a) -> int:
     out = {"rows": rows, "predictions": [], "validation": []}
     print(f"predicted at {rows:,.0f} rows from {len(a.results)} run(s):")
     for key, reps in sorted(groups.items()):
-        p = predict(reps, _target(cfg, key[2], rows, pred), opts)
+        p = predict(reps, _target(cfg, key[2], rows, pred, reps), opts)
         out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
     print("validation (each ladder's largest rung from its smaller ones):")
