@@ -3,6 +3,7 @@ table's growth, the ladder's rungs, the refusals, and a smoke test on real resul
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from catbench.core.config import ConfigError, validate
 from catbench.predict.ladder import rungs
 from catbench.predict.rate import RateCurve, fit_rate, load_seconds, rows_by
 from catbench.predict.runs import Rep, read_runs
-from catbench.predict.scale import Target, predict, validate as validate_ladder
+from catbench.predict.scale import Target, fit, predict, validate as validate_ladder
 
 REPO = Path(__file__).resolve().parent.parent
 REAL = [Path("/work/bench/results/index-study"), Path("/work/bench/results/index-study-spatial")]
@@ -160,3 +161,17 @@ def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):
     by_file = [_rep(10**6, 6e6, "r", time_limit_s=2.4, stopped=True)]
     assert _target(cfg, "innodb", 1e8, pred, stream).time_limit_s is None
     assert _target(cfg, "innodb", 1e8, pred, by_file).time_limit_s == 240
+
+
+@pytest.mark.parametrize("s", [0.0, 0.3, -0.2])
+def test_a_rate_that_falls_with_the_scale_at_a_given_x_is_fitted_and_extrapolated(s):
+    # an LSM's rate at a given table ÷ cache falls with the rows written: rate(x) x N^-s
+    def rung(n, rep):
+        r = _rep(n, n * 6, f"r{n}", rep)
+        return dataclasses.replace(r, rate=r.rate * (n / 1e7) ** -s)
+    reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    f = fit(reps)
+    assert f.scale_exp == pytest.approx(s, abs=0.05)
+    t = Target(1e8, 6e8)
+    truth = load_seconds(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), 1e8, reps[0].bytes_per_row, 6e8) * 10 ** s
+    assert predict(reps, t, OPTS)["seconds"] == pytest.approx(truth, rel=0.15)

@@ -36,12 +36,16 @@ def _fmt_s(v) -> str:
     return "?" if v is None else f"{v:,.1f}"
 
 
+def _fmt_n(v) -> str:
+    return "?" if v is None else f"{v:,.0f}"
+
+
 def _line(key: tuple, p: dict) -> str:
     name = "/".join(key)
     if "refused" in p:
         return f"{name}: no prediction: {p['refused']}"
     what = (f"{p['rows']:,.0f} rows by the {p['seconds']:,.0f} s limit "
-            f"[{p['rows_ci_low']:,.0f}, {p['rows_ci_high']:,.0f}]" if p["stopped"] else
+            f"[{_fmt_n(p['rows_ci_low'])}, {_fmt_n(p['rows_ci_high'])}]" if p["stopped"] else
             f"{_fmt_s(p['seconds'])} s [{_fmt_s(p['seconds_ci_low'])}, {_fmt_s(p['seconds_ci_high'])}]")
     return f"{name}: {what}, table {human(p['table_bytes'])}, {p['regime']}"
 

@@ -3,6 +3,7 @@ engine × strategy × id layout), with an interval, its regime, or a refusal (mo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ from .rate import RateCurve, fit_rate, load_seconds, rows_by, rows_until_rate
 from .runs import Rep
 
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
+MAX_SCALE_EXP = 1.0   # |s| of rate ∝ N^-s at a given table ÷ pool, at most
 
 
 class Refusal(ValueError):
@@ -35,6 +37,16 @@ class Fit:
     pre_coef: float                # seconds ÷ (N log2 N) before the first row
     post_coef: float               # … after the last row
     cpu_share: float | None        # server CPU-s per second of load (cores busy)
+    scale_exp: float = 0.0         # s: at a given x the rate goes as (N / n_ref)^-s
+    n_ref: float = 1.0             # the largest rung's rows (the curve's own scale)
+
+    def curve_at(self, rows: float) -> RateCurve:
+        """The rate curve of a load of ``rows`` rows."""
+        c = (rows / self.n_ref) ** -self.scale_exp
+        if c == 1:
+            return self.curve
+        return dataclasses.replace(self.curve, r0=self.curve.r0 * c,
+                                   r1=None if self.curve.r1 is None else self.curve.r1 * c)
 
     def table_bytes(self, rows: float) -> float:
         return self.bpr_intercept + self.bpr_slope * rows
@@ -48,10 +60,41 @@ def _nlogn(rows: float) -> float:
     return rows * math.log2(max(rows, 2))
 
 
+def _scale_exp(reps: list[Rep], curve: RateCurve) -> float:
+    """s of rate ∝ N^-s at a given x (N the rung's rows): each rung's rows-weighted mean
+    log-residual against the common curve, regressed on log N (0 with one rung). An LSM's
+    memtables and levels are not scaled by the ladder, so its rate at a given table ÷ cache
+    falls with the rows already written; a B-tree's pool hit ratio does not."""
+    sizes = sorted({r.rung_rows for r in reps})
+    if len(sizes) < 2:
+        return 0.0
+    ln, res, wt = [], [], []
+    for n in sizes:
+        same = [r for r in reps if r.rung_rows == n]
+        x, rate = np.concatenate([r.x for r in same]), np.concatenate([r.rate for r in same])
+        w = np.concatenate([r.weight for r in same])
+        ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
+        if not ok.any():
+            continue
+        ln.append(math.log(n))
+        res.append(float(np.average(np.log(rate[ok]) - np.log(curve.rate(x[ok])), weights=w[ok])))
+        wt.append(float(np.sqrt(w[ok].sum())))
+    if len(ln) < 2:
+        return 0.0
+    return float(np.clip(-np.polyfit(ln, res, 1, w=wt)[0], -MAX_SCALE_EXP, MAX_SCALE_EXP))
+
+
 def fit(reps: list[Rep]) -> Fit:
-    """One fit from the repetitions of every rung (each rung's windows over its own x)."""
-    x = np.concatenate([r.x for r in reps])
-    curve = fit_rate(x, np.concatenate([r.rate for r in reps]), np.concatenate([r.weight for r in reps]))
+    """One fit from the repetitions of every rung (each rung's windows over its own x), the
+    rates first brought to the largest rung's scale (``_scale_exp``)."""
+    x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
+    rate = np.concatenate([r.rate for r in reps])
+    curve = fit_rate(x, rate, w)
+    n_ref, s = float(max(r.rung_rows for r in reps)), 0.0
+    for _ in range(2):    # s from the curve, the curve from the rates at n_ref's scale
+        s += _scale_exp([dataclasses.replace(r, rate=r.rate * (r.rung_rows / n_ref) ** s) for r in reps], curve)
+        s = float(np.clip(s, -MAX_SCALE_EXP, MAX_SCALE_EXP))
+        curve = fit_rate(x, np.concatenate([r.rate * (r.rung_rows / n_ref) ** s for r in reps]), w)
     rows = np.array([r.rows for r in reps], float)
     tb = np.array([r.table_bytes for r in reps], float)
     if len(np.unique(rows)) >= 2:
@@ -64,14 +107,14 @@ def fit(reps: list[Rep]) -> Fit:
     return Fit(curve, float(slope), float(icpt),
                float(np.median([r.pre_s / _nlogn(r.rung_rows) for r in reps])),
                float(np.median([r.post_s / _nlogn(r.rows) for r in reps])),
-               float(np.median(cpu)) if cpu else None)
+               float(np.median(cpu)) if cpu else None, s, n_ref)
 
 
 def _rows_at_limit(f: Fit, t: Target, bpr: float) -> float | None:
     if not t.time_limit_s:
         return None
     pre, _ = f.phase_s(t.rows)
-    return rows_by(f.curve, max(0.0, t.time_limit_s - pre), t.rows, bpr, t.pool)
+    return rows_by(f.curve_at(t.rows), max(0.0, t.time_limit_s - pre), t.rows, bpr, t.pool)
 
 
 def point(f: Fit, t: Target) -> dict:
@@ -79,7 +122,8 @@ def point(f: Fit, t: Target) -> dict:
     loaded, table bytes, the phases and the rows where the rate falls below ``below_rate``."""
     bpr = f.table_bytes(t.rows) / t.rows
     pre, post = f.phase_s(t.rows)
-    load = load_seconds(f.curve, t.rows, bpr, t.pool)
+    curve = f.curve_at(t.rows)
+    load = load_seconds(curve, t.rows, bpr, t.pool)
     out = {"load_s": load, "pre_s": pre, "post_s": post, "seconds": pre + load + post, "rows": t.rows,
            "table_bytes": f.table_bytes(t.rows), "bytes_per_row": bpr, "stopped": False}
     limited = _rows_at_limit(f, t, bpr)
@@ -87,9 +131,9 @@ def point(f: Fit, t: Target) -> dict:
         out.update(rows=limited, seconds=t.time_limit_s, stopped=True, table_bytes=limited * bpr,
                    load_s=t.time_limit_s - pre, post_s=0.0)
     if t.below_rate:
-        n = rows_until_rate(f.curve, t.below_rate, bpr, t.pool)
+        n = rows_until_rate(curve, t.below_rate, bpr, t.pool)
         out["rows_until_below_rate"] = n
-        out["seconds_until_below_rate"] = None if n is None else pre + load_seconds(f.curve, n, bpr, t.pool)
+        out["seconds_until_below_rate"] = None if n is None else pre + load_seconds(curve, n, bpr, t.pool)
     return out
 
 
@@ -166,7 +210,7 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         lo, hi = (np.quantile(vals, [a, 1 - a]) if len(vals) >= 2 else (None, None))
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min(lo, p[k])),
                                                None if hi is None else float(max(hi, p[k])))
-    return {**out, **p, "regime": regime(f, p, t, reps), "fit": f.curve.as_dict(),
+    return {**out, **p, "regime": regime(f, p, t, reps), "fit": {**f.curve.as_dict(), "scale_exponent": f.scale_exp},
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
 
