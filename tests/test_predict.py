@@ -175,3 +175,16 @@ def test_a_rate_that_falls_with_the_scale_at_a_given_x_is_fitted_and_extrapolate
     t = Target(1e8, 6e8)
     truth = load_seconds(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), 1e8, reps[0].bytes_per_row, 6e8) * 10 ** s
     assert predict(reps, t, OPTS)["seconds"] == pytest.approx(truth, rel=0.15)
+
+
+def test_the_interval_holds_every_leave_one_rung_out_prediction():
+    # one rung 30 % slow: the bootstrap over repetitions cannot see it, leaving it out does
+    def rung(n, rep):
+        r = _rep(n, n * 6, f"r{n}", rep)
+        return dataclasses.replace(r, rate=r.rate * (0.7 if n == 3_000_000 else 1.0))
+    reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    t = Target(1e8, 6e8)
+    p = predict(reps, t, OPTS)
+    for n in (1_000_000, 3_000_000, 10_000_000):
+        q = predict([r for r in reps if r.rung_rows != n], t, {**OPTS, "bootstrap": 0})
+        assert p["seconds_ci_low"] <= q["seconds"] <= p["seconds_ci_high"]

@@ -185,9 +185,24 @@ def _resample(reps: list[Rep], rng) -> list[Rep]:
     return out
 
 
+def _leave_one_rung_out(reps: list[Rep], t: Target) -> list[dict]:
+    """The point from every set of rungs but one (three rungs or more): how much the
+    extrapolation leans on any one rung, which the repetitions' bootstrap cannot show (the
+    same ladder run twice differed by more than its bootstrap interval)."""
+    sizes = sorted({r.rung_rows for r in reps})
+    out = []
+    for n in sizes if len(sizes) >= 3 else []:
+        try:
+            out.append(point(fit([r for r in reps if r.rung_rows != n]), t))
+        except ValueError:
+            continue
+    return out
+
+
 def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
     """The prediction for one load at ``t``: the point, its interval (bootstrap over the
-    repetitions, the fit redone each time), the regime and the fit; or the refusal."""
+    repetitions, the fit redone each time, widened to every leave-one-rung-out point), the
+    regime and the fit; or the refusal."""
     out = {"target_rows": t.rows, "pool_bytes": t.pool,
            "rungs": sorted({r.rung_rows for r in reps}), "repetitions": len(reps)}
     try:
@@ -206,10 +221,12 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         for k in boot:
             boot[k].append(q[k])
     a = (1 - opts["confidence"]) / 2
+    loo = _leave_one_rung_out(reps, t)
     for k, vals in boot.items():
         lo, hi = (np.quantile(vals, [a, 1 - a]) if len(vals) >= 2 else (None, None))
-        p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min(lo, p[k])),
-                                               None if hi is None else float(max(hi, p[k])))
+        ends = [v[k] for v in loo]
+        p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min([lo, p[k], *ends])),
+                                               None if hi is None else float(max([hi, p[k], *ends])))
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": {**f.curve.as_dict(), "scale_exponent": f.scale_exp},
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
