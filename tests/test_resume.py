@@ -73,7 +73,8 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engin
     rows, checksum = _input_checksum(files)
     out, target = root / "results" / "load", root / "target"
     basedir = target / f"catbench-load_index-bigint-{engine}-{strategy}"
-    table = f"bigint_{strategy}"
+    from catbench.load.strategies import table_name
+    table = table_name(_variant("bigint"), strategy)
     cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint",
            "--engine", engine, "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
