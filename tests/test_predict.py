@@ -4,7 +4,6 @@ table's growth, the ladder's rungs, the refusals, and a smoke test on real resul
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +12,10 @@ import pytest
 from catbench.core.config import ConfigError, validate
 from catbench.predict.ladder import rungs
 from catbench.predict.rate import RateCurve, fit_rate, load_seconds, rows_by
-from catbench.predict.runs import Rep, read_runs
+from catbench.predict.runs import Rep
 from catbench.predict.scale import Target, fit, predict, validate as validate_ladder
 
 REPO = Path(__file__).resolve().parent.parent
-REAL = [Path("/work/bench/results/index-study"), Path("/work/bench/results/index-study-spatial")]
 OPTS = {"min_rungs": 2, "max_extrapolation": 100, "x_margin": 1.25, "bootstrap": 30, "confidence": 0.95,
         "below_rate": None}
 
@@ -129,19 +127,6 @@ def test_a_ladder_config_validates_and_names_its_rungs():
         rungs({**cfg, "predict": {**cfg["predict"], "rows": [100_880]}})
     with pytest.raises(ConfigError, match="config key .predict"):
         validate({**base, "predict": {"rows": [1000], "target_rows": 1e8}})
-
-
-@pytest.mark.skipif(not all(p.is_dir() for p in REAL), reason="the real index-study results are not here")
-def test_smoke_the_fit_on_real_results():
-    groups = read_runs(REAL)
-    seq = groups[("disk", "char28", "innodb", "one-file-at-a-time", "random")]
-    p = predict(seq, Target(seq[0].rung_rows, seq[0].pool), {**OPTS, "min_rungs": 1})
-    measured = float(np.median([r.seconds for r in seq]))
-    assert p["fit"]["form"] in ("decay", "floor") and p["regime"].startswith("I/O bound")
-    assert p["seconds"] / measured == pytest.approx(1.0, abs=0.1)
-    spatial = groups[("disk", "char28", "innodb", "one-file-at-a-time", "spatial")]
-    q = predict(spatial, Target(spatial[0].rung_rows, spatial[0].pool), {**OPTS, "min_rungs": 1})
-    assert not math.isnan(q["seconds"]) and q["regime"] != "I/O bound (random reads)"
 
 
 @pytest.mark.parametrize("rung_spill, refused", [(0.8, True), (1.4, False)])
