@@ -64,19 +64,19 @@ bench-index: $(STAMP)
 	$(SNAKEMAKE_RUN) --configfile config/index-bench.yaml
 
 # The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
-# config/ladder.yaml's ladder (configs written to results/ladder-rungs/), the 10^8-row run
-# itself, and the 10^8 run predicted from the rungs (results/<run>/predict/prediction.json,
-# then that run's report made again to show it).
+# $(LADDER)'s ladder (configs written to results/<run>-rungs/), the 10^8-row run itself, and
+# the 10^8 run predicted from the rungs (results/<run>/predict/prediction.json, then that
+# run's report made again to show it). LADDER=config/ladder-spatial.yaml: spatial ids.
 LADDER ?= config/ladder.yaml
+LADDER_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.config import load; print(load('$(LADDER)')['run'])" 2>/dev/null)
 ladder: $(STAMP)
 	@$(call install_system,$(LADDER))
-	catbench ladder --config $(LADDER) --out results/ladder-rungs
-	for rung in results/ladder-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
+	catbench ladder --config $(LADDER) --out results/$(LADDER_RUN)-rungs
+	for rung in results/$(LADDER_RUN)-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
 	$(SNAKEMAKE_RUN) --configfile $(LADDER)
-	run=$$(python -c "from catbench.core.config import load; print(load('$(LADDER)')['run'])") \
-	  && catbench predict --config $(LADDER) $$(for r in results/ladder-rungs/*.yaml; do \
-	  echo --results results/$$(basename $$r .yaml); done) --results results/$$run \
-	  --out results/$$run/predict/prediction.json
+	catbench predict --config $(LADDER) $$(for r in results/$(LADDER_RUN)-rungs/*.yaml; do \
+	  echo --results results/$$(basename $$r .yaml); done) --results results/$(LADDER_RUN) \
+	  --out results/$(LADDER_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(LADDER) --forcerun report_html
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
