@@ -173,3 +173,36 @@ def test_the_interval_holds_every_leave_one_rung_out_prediction():
     for n in (1_000_000, 3_000_000, 10_000_000):
         q = predict([r for r in reps if r.rung_rows != n], t, {**OPTS, "bootstrap": 0})
         assert p["seconds_ci_low"] <= q["seconds"] <= p["seconds_ci_high"]
+
+
+def _noisy_ladder(rng, sigma, sizes=(1_000_000, 2_000_000, 4_000_000, 8_000_000)):
+    """A ladder whose every rung ran once more: each rung's rates × exp(N(0, sigma))."""
+    out = []
+    for n in sizes:
+        c = float(np.exp(rng.normal(0.0, sigma)))
+        out += [dataclasses.replace(r, rate=r.rate * c) for r in (_rep(n, n * 6, f"r{n}", rep) for rep in range(2))]
+    return out
+
+
+def test_the_rungs_scatter_about_the_fit_sets_the_run_noise():
+    from catbench.predict.scale import run_noise
+    reps = _ladder()
+    assert run_noise(reps, fit(reps), 0.05) == 0.05           # rungs on the fit: the floor
+    off = [dataclasses.replace(r, rate=r.rate * (0.7 if r.rung_rows == 3_000_000 else 1.0)) for r in reps]
+    assert run_noise(off, fit(off), 0.05) > 0.15               # one rung 30 % slow
+
+
+def test_the_same_ladder_run_twice_predicts_within_each_others_interval():
+    # the rungs of each run are off by a between-run noise of 5 %; the repetitions within a
+    # run agree, so only the run noise in the interval can hold the other run's prediction
+    rng, t, hits, pairs = np.random.default_rng(7), Target(1e8, 6e8), 0, 12
+    opts = {**OPTS, "bootstrap": 60, "run_noise": 0.05}
+    for _ in range(pairs):
+        a, b = (predict(_noisy_ladder(rng, 0.05), t, opts) for _ in range(2))
+        hits += (a["seconds_ci_low"] <= b["seconds"] <= a["seconds_ci_high"]
+                 and b["seconds_ci_low"] <= a["seconds"] <= b["seconds_ci_high"])
+    assert hits >= pairs - 3
+    no_noise = {**opts, "run_noise": 0.0}
+    a = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, no_noise)
+    b = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, opts)
+    assert b["seconds_ci_high"] - b["seconds_ci_low"] > 2 * (a["seconds_ci_high"] - a["seconds_ci_low"])

@@ -176,12 +176,39 @@ def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
                           f"sorted in memory ({max(sorts):.2f}× at most): scale load.sort_memory with the rungs' rows")
 
 
-def _resample(reps: list[Rep], rng) -> list[Rep]:
-    """The repetitions resampled with replacement within each rung (every rung stays)."""
+def _rung_residuals(reps: list[Rep], f: Fit) -> list[float]:
+    """Each rung's rows-weighted mean log-residual of its rates against the fit at its scale."""
     out = []
     for n in sorted({r.rung_rows for r in reps}):
         same = [r for r in reps if r.rung_rows == n]
-        out += [same[i] for i in rng.integers(0, len(same), len(same))]
+        x, rate = np.concatenate([r.x for r in same]), np.concatenate([r.rate for r in same])
+        w = np.concatenate([r.weight for r in same])
+        ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
+        if ok.any():
+            out.append(float(np.average(np.log(rate[ok]) - np.log(f.curve_at(n).rate(x[ok])), weights=w[ok])))
+    return out
+
+
+def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
+    """σ of a rung's log rate between runs: the rungs' scatter about the fit (rungs − 2
+    degrees of freedom: the level and s) or ``floor`` (``predict.run_noise``), the larger.
+    Repetitions within one run share the server, disk and hour; they do not show it."""
+    res = _rung_residuals(reps, f)
+    if len(res) < 3:
+        return floor
+    return max(floor, math.sqrt(sum(v * v for v in res) / (len(res) - 2)))
+
+
+def _resample(reps: list[Rep], rng, sigma: float = 0.0) -> list[Rep]:
+    """The repetitions resampled with replacement within each rung (every rung stays), and
+    each rung as a whole made faster or slower by exp(N(0, sigma)): a rung run again."""
+    out = []
+    for n in sorted({r.rung_rows for r in reps}):
+        same = [r for r in reps if r.rung_rows == n]
+        c = math.exp(rng.normal(0.0, sigma)) if sigma > 0 else 1.0
+        out += [same[i] if c == 1.0 else
+                dataclasses.replace(same[i], rate=same[i].rate * c, pre_s=same[i].pre_s / c, post_s=same[i].post_s / c)
+                for i in rng.integers(0, len(same), len(same))]
     return out
 
 
@@ -199,10 +226,21 @@ def _leave_one_rung_out(reps: list[Rep], t: Target) -> list[dict]:
     return out
 
 
+def _rerun_range(point: float, q) -> tuple[float, float]:
+    """Where a second run of the ladder would put its point: the bootstrap quantiles' distance
+    from the point (in log, errors being multiplicative) × √2, the difference of two runs'
+    independent errors."""
+    if point <= 0 or min(q) <= 0:
+        return float(q[0]), float(q[1])
+    lo, hi = (point * (v / point) ** math.sqrt(2) for v in q)
+    return float(lo), float(hi)
+
+
 def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
-    """The prediction for one load at ``t``: the point, its interval (bootstrap over the
-    repetitions, the fit redone each time, widened to every leave-one-rung-out point), the
-    regime and the fit; or the refusal."""
+    """The prediction for one load at ``t``: the point, its interval (where a second run of the
+    ladder would put it: bootstrap over the repetitions and each rung's between-run noise, the
+    fit redone each time, widened to every leave-one-rung-out point), the regime and the fit;
+    or the refusal."""
     out = {"target_rows": t.rows, "pool_bytes": t.pool,
            "rungs": sorted({r.rung_rows for r in reps}), "repetitions": len(reps)}
     try:
@@ -212,10 +250,11 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         return {**out, "refused": str(exc)}
     p = point(f, t)
     rng = np.random.default_rng(opts.get("seed", 0))
+    sigma = run_noise(reps, f, opts.get("run_noise", 0.0))
     boot = {"seconds": [], "rows": [], "table_bytes": []}
     for _ in range(opts["bootstrap"]):
         try:
-            q = point(fit(_resample(reps, rng)), t)
+            q = point(fit(_resample(reps, rng, sigma)), t)
         except ValueError:
             continue
         for k in boot:
@@ -223,11 +262,12 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
     a = (1 - opts["confidence"]) / 2
     loo = _leave_one_rung_out(reps, t)
     for k, vals in boot.items():
-        lo, hi = (np.quantile(vals, [a, 1 - a]) if len(vals) >= 2 else (None, None))
+        lo, hi = (_rerun_range(p[k], np.quantile(vals, [a, 1 - a])) if len(vals) >= 2 else (None, None))
         ends = [v[k] for v in loo]
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min([lo, p[k], *ends])),
                                                None if hi is None else float(max([hi, p[k], *ends])))
-    return {**out, **p, "regime": regime(f, p, t, reps), "fit": {**f.curve.as_dict(), "scale_exponent": f.scale_exp},
+    fitted = {**f.curve.as_dict(), "scale_exponent": f.scale_exp, "run_noise": sigma}
+    return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
 
