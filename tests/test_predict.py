@@ -123,7 +123,7 @@ def test_a_ladder_config_validates_and_names_its_rungs():
     assert out[0]["load"]["sort_memory"] == "131072KiB"   # 4 GB / 50 is under the sort's least
     for r in out:
         validate(r)     # every rung is a valid config of its own
-    with pytest.raises(ConfigError, match="under InnoDB's least"):
+    with pytest.raises(ConfigError, match="under a rung's least"):
         rungs({**cfg, "predict": {**cfg["predict"], "rows": [100_880]}})
     with pytest.raises(ConfigError, match="config key .predict"):
         validate({**base, "predict": {"rows": [1000], "target_rows": 1e8}})
