@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..core.config import section
+from ..core.index_table import ENGINES
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
 
@@ -161,8 +162,9 @@ def _notes(t: Tables) -> list:
     for r in t.loads:
         if r.get("stopped"):
             notes.append(f"Load {_load_name(r)} was STOPPED at load.time_limit_s = {_num(r.get('time_limit_s'))} s "
-                         f"after {_num(r.get('rows'))} rows (table {_num(r.get('table_pool_ratio'))}x the buffer "
-                         "pool): it did not finish; its rows/s and rate curve cover the rows loaded until then.")
+                         f"after {_num(r.get('rows'))} rows (table {_num(r.get('table_over_pool'))}x "
+                         f"{ENGINES[r['engine']].cache_variable if r.get('engine') in ENGINES else 'the cache'}): it "
+                         "did not finish; its rows/s and rate curve cover the rows loaded until then.")
     for r in t.not_run:
         notes.append(f"Not run: strategy {r['strategy']} on storage engine {r['engine']} "
                      f"(load.strategies x load.engines): {r['reason']}.")
