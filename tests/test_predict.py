@@ -206,3 +206,22 @@ def test_the_same_ladder_run_twice_predicts_within_each_others_interval():
     a = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, no_noise)
     b = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, opts)
     assert b["seconds_ci_high"] - b["seconds_ci_low"] > 2 * (a["seconds_ci_high"] - a["seconds_ci_low"])
+
+
+def test_a_fixed_cost_per_input_file_is_fitted_and_fades_at_the_target():
+    # every file costs 3 ms (a statement and its commit): the small rungs' small files show
+    # it most, the target's large files hardly; a power law of N would extrapolate the rise
+    cost, files = 0.003, 1024
+    def rung(n, rep):
+        r = _rep(n, n * 6, f"r{n}", rep, files=files)
+        return dataclasses.replace(r, rate=1.0 / (1.0 / r.rate + cost * files / n))
+    reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    f = fit(reps)
+    assert f.file_cost == pytest.approx(cost, rel=0.3) and abs(f.scale_exp) < 0.05
+    t = Target(1e8, 6e8, files=files)
+    curve = dataclasses.replace(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), per_row_s=cost * files / 1e8)
+    truth = load_seconds(curve, 1e8, reps[0].bytes_per_row, 6e8)
+    assert predict(reps, t, OPTS)["seconds"] == pytest.approx(truth, rel=0.1)
+    # no such cost: none is fitted
+    assert fit([_rep(n, n * 6, f"r{n}", rep, files=files) for n in (1_000_000, 3_000_000, 10_000_000)
+                for rep in range(2)]).file_cost == 0.0

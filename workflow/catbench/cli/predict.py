@@ -29,7 +29,8 @@ def _target(cfg: dict, engine: str, rows: float, pred: dict, reps: list) -> Targ
     ld = cfg.get("load") or {}
     limited = any(r.time_limit_s is not None for r in reps)
     return Target(rows, target_pool(cfg, engine, rows), parse_size(ld.get("sort_memory") or "1GB"),
-                  ld.get("time_limit_s") if limited else None, pred["below_rate"])
+                  ld.get("time_limit_s") if limited else None, pred["below_rate"],
+                  section("partition", cfg.get("partition"))["index_files"])
 
 
 def _fmt_s(v) -> str:

@@ -26,13 +26,18 @@ class RateCurve:
     k_se: float | None = None     # the decay's exponent's standard error (the fit's covariance)
     n: int = 0
     rss: float = 0.0              # residual sum of squares of log(rate)
+    per_row_s: float = 0.0        # seconds every row adds on top (a file's fixed cost ÷ its rows)
 
-    def rate(self, x):
+    def base_rate(self, x):
         x = np.asarray(x, dtype=float)
         if self.form == "steady" or self.r1 is None:
             return np.full_like(x, self.r0)
         after = self.r1 * np.power(np.maximum(x, self.x_c) / self.x_c, -self.k)
         return np.where(x < self.x_c, self.r0, after)
+
+    def rate(self, x):
+        base = self.base_rate(x)
+        return base if self.per_row_s == 0 else 1.0 / (1.0 / base + self.per_row_s)
 
     def as_dict(self) -> dict:
         return {"form": self.form, "r0_rows_per_s": self.r0,
@@ -88,7 +93,7 @@ def _best_break(x, y, w, form):
     return float(rss[j]), float(xc[j]), float(a0[j]), float(a1[j]), float(k[j])
 
 
-def _bic(rss: float, n: int, p: int) -> float:
+def bic(rss: float, n: int, p: int) -> float:
     return n * math.log(max(rss, 1e-12) / n) + p * math.log(n)
 
 
@@ -110,7 +115,7 @@ def fit_rate(x, rate, weight=None, forms=FORMS) -> RateCurve:
             b = _best_break(x, y, w, form)
             if b is not None:
                 fits[form] = b
-    form = min((f for f in fits if f in forms), key=lambda f: _bic(fits[f][0], n, PARAMS[f]))
+    form = min((f for f in fits if f in forms), key=lambda f: bic(fits[f][0], n, PARAMS[f]))
     rss, xc, a0, a1, k = fits[form]
     curve = RateCurve(form, math.exp(a0), xc, None if a1 is None else math.exp(a1), k, None, n, rss)
     if form == "decay":
@@ -152,7 +157,8 @@ def cumulative_seconds(curve: RateCurve, rows: float, bytes_per_row: float, pool
     inv = 1.0 / curve.rate(n * bytes_per_row / pool)
     if n_c < rows and n[0] == 0.0 and len(n) > 1:
         # 0..n_c at r0 exactly; the trapezoid must not straddle the break
-        t = np.concatenate([[0.0], n[1] / curve.r0 + cumulative_trapezoid(inv[1:], n[1:], initial=0.0)])
+        t = np.concatenate([[0.0], n[1] * (1 / curve.r0 + curve.per_row_s)
+                            + cumulative_trapezoid(inv[1:], n[1:], initial=0.0)])
         return n, t
     return n, cumulative_trapezoid(inv, n, initial=0.0)
 
@@ -170,6 +176,10 @@ def rows_by(curve: RateCurve, seconds: float, rows: float, bytes_per_row: float,
 
 def rows_until_rate(curve: RateCurve, rate: float, bytes_per_row: float, pool: float) -> float | None:
     """Rows at which the rate first falls below ``rate`` (None: never, by this curve)."""
+    if curve.per_row_s:    # the base rate's threshold: 1/base + per_row_s > 1/rate
+        if curve.per_row_s * rate >= 1:
+            return 0.0
+        rate = 1.0 / (1.0 / rate - curve.per_row_s)
     if curve.r0 < rate:
         return 0.0
     if curve.r1 is None or curve.form == "steady":

@@ -42,6 +42,7 @@ class Rep:
     ws_over_pool: float | None = None
     collapse_expected: bool | None = None
     rung_rows: int = 0         # the input's rows (a stopped load loaded fewer)
+    files: int = 0             # the input's files
 
     @property
     def bytes_per_row(self) -> float:
@@ -98,7 +99,8 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
                int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
                r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, x, rate, wt,
                v.get("working_set_over_pool"), v.get("collapse_expected"),
-               int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows)
+               int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
+               int(summary.get("files") or 0))
 
 
 def read_run(results) -> list[Rep]:

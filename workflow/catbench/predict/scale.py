@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rate import RateCurve, fit_rate, load_seconds, rows_by, rows_until_rate
+from .rate import RateCurve, bic, fit_rate, load_seconds, rows_by, rows_until_rate
 from .runs import Rep
 
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
@@ -27,6 +27,7 @@ class Target:
     sort_memory: float | None = None
     time_limit_s: float | None = None
     below_rate: float | None = None
+    files: int = 0                 # input files (partition.index_files): each has a fixed cost
 
 
 @dataclass
@@ -39,14 +40,14 @@ class Fit:
     cpu_share: float | None        # server CPU-s per second of load (cores busy)
     scale_exp: float = 0.0         # s: at a given x the rate goes as (N / n_ref)^-s
     n_ref: float = 1.0             # the largest rung's rows (the curve's own scale)
+    file_cost: float = 0.0         # seconds every input file costs whatever its rows
 
-    def curve_at(self, rows: float) -> RateCurve:
-        """The rate curve of a load of ``rows`` rows."""
+    def curve_at(self, rows: float, files: int = 0) -> RateCurve:
+        """The rate curve of a load of ``rows`` rows in ``files`` input files."""
         c = (rows / self.n_ref) ** -self.scale_exp
-        if c == 1:
-            return self.curve
         return dataclasses.replace(self.curve, r0=self.curve.r0 * c,
-                                   r1=None if self.curve.r1 is None else self.curve.r1 * c)
+                                   r1=None if self.curve.r1 is None else self.curve.r1 * c,
+                                   per_row_s=self.file_cost * files / rows if files and rows > 0 else 0.0)
 
     def table_bytes(self, rows: float) -> float:
         return self.bpr_intercept + self.bpr_slope * rows
@@ -84,9 +85,46 @@ def _scale_exp(reps: list[Rep], curve: RateCurve) -> float:
     return float(np.clip(-np.polyfit(ln, res, 1, w=wt)[0], -MAX_SCALE_EXP, MAX_SCALE_EXP))
 
 
+FILE_COSTS = 24   # the per-file cost's grid (and 0)
+
+
+def _without_file_cost(reps: list[Rep], cost: float) -> list[Rep]:
+    """The rates with ``cost`` seconds per input file taken out (a rung's files hold
+    rung_rows ÷ files rows each, so the cost per row is cost × files ÷ rung_rows)."""
+    if cost <= 0:
+        return reps
+    return [dataclasses.replace(r, rate=1.0 / (1.0 / r.rate - cost * r.files / r.rung_rows)) for r in reps]
+
+
+def _file_cost(reps: list[Rep]) -> float:
+    """Seconds of fixed cost per input file (a statement, a commit's log flush), fitted across
+    the rungs: files keep their count, so a small rung's files are small and that cost is a
+    larger share of its rows' time. The cost on a grid below the least observed time per
+    file, kept where the rungs' common curve fits better by the BIC (it pays for one more
+    parameter); 0 with one rung."""
+    if len({r.rung_rows for r in reps}) < 2 or not all(r.files for r in reps):
+        return 0.0
+    x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
+    n = int(np.sum((x > 0) & np.isfinite(x)))
+    most = 0.9 * min(float(np.min(r.rung_rows / (r.files * r.rate))) for r in reps)
+    best, best_bic = 0.0, None
+    for cost in [0.0, *np.geomspace(most * 1e-3, most, FILE_COSTS)]:
+        try:
+            rss = fit_rate(x, np.concatenate([r.rate for r in _without_file_cost(reps, cost)]), w).rss
+        except ValueError:
+            continue
+        score = bic(rss, n, 1 if cost else 0)
+        if best_bic is None or score < best_bic:
+            best, best_bic = float(cost), score
+    return best
+
+
 def fit(reps: list[Rep]) -> Fit:
-    """One fit from the repetitions of every rung (each rung's windows over its own x), the
-    rates first brought to the largest rung's scale (``_scale_exp``)."""
+    """One fit from the repetitions of every rung (each rung's windows over its own x): the
+    per-file cost taken out (``_file_cost``), the rates brought to the largest rung's scale
+    (``_scale_exp``)."""
+    cost = _file_cost(reps)
+    reps = _without_file_cost(reps, cost)
     x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
     rate = np.concatenate([r.rate for r in reps])
     curve = fit_rate(x, rate, w)
@@ -107,14 +145,14 @@ def fit(reps: list[Rep]) -> Fit:
     return Fit(curve, float(slope), float(icpt),
                float(np.median([r.pre_s / _nlogn(r.rung_rows) for r in reps])),
                float(np.median([r.post_s / _nlogn(r.rows) for r in reps])),
-               float(np.median(cpu)) if cpu else None, s, n_ref)
+               float(np.median(cpu)) if cpu else None, s, n_ref, cost)
 
 
 def _rows_at_limit(f: Fit, t: Target, bpr: float) -> float | None:
     if not t.time_limit_s:
         return None
     pre, _ = f.phase_s(t.rows)
-    return rows_by(f.curve_at(t.rows), max(0.0, t.time_limit_s - pre), t.rows, bpr, t.pool)
+    return rows_by(f.curve_at(t.rows, t.files), max(0.0, t.time_limit_s - pre), t.rows, bpr, t.pool)
 
 
 def point(f: Fit, t: Target) -> dict:
@@ -122,7 +160,7 @@ def point(f: Fit, t: Target) -> dict:
     loaded, table bytes, the phases and the rows where the rate falls below ``below_rate``."""
     bpr = f.table_bytes(t.rows) / t.rows
     pre, post = f.phase_s(t.rows)
-    curve = f.curve_at(t.rows)
+    curve = f.curve_at(t.rows, t.files)
     load = load_seconds(curve, t.rows, bpr, t.pool)
     out = {"load_s": load, "pre_s": pre, "post_s": post, "seconds": pre + load + post, "rows": t.rows,
            "table_bytes": f.table_bytes(t.rows), "bytes_per_row": bpr, "stopped": False}
@@ -185,7 +223,8 @@ def _rung_residuals(reps: list[Rep], f: Fit) -> list[float]:
         w = np.concatenate([r.weight for r in same])
         ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
         if ok.any():
-            out.append(float(np.average(np.log(rate[ok]) - np.log(f.curve_at(n).rate(x[ok])), weights=w[ok])))
+            model = f.curve_at(n, same[0].files).rate(x[ok])
+            out.append(float(np.average(np.log(rate[ok]) - np.log(model), weights=w[ok])))
     return out
 
 
@@ -266,7 +305,7 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         ends = [v[k] for v in loo]
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min([lo, p[k], *ends])),
                                                None if hi is None else float(max([hi, p[k], *ends])))
-    fitted = {**f.curve.as_dict(), "scale_exponent": f.scale_exp, "run_noise": sigma}
+    fitted = {**f.curve.as_dict(), "scale_exponent": f.scale_exp, "file_cost_s": f.file_cost, "run_noise": sigma}
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
@@ -278,7 +317,7 @@ def validate(reps: list[Rep], opts: dict) -> dict | None:
         return None
     top = [r for r in reps if r.rung_rows == rungs[-1]]
     t = Target(rungs[-1], float(np.median([r.pool for r in top])),
-               float(np.median([r.sort_memory for r in top])), top[0].time_limit_s)
+               float(np.median([r.sort_memory for r in top])), top[0].time_limit_s, files=top[0].files)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, {**opts, "min_rungs": 1})
     stopped = any(r.stopped for r in top)
     measured_rows = float(np.median([r.rows for r in top]))
