@@ -278,7 +278,8 @@ def prediction(t: Tables, report: dict) -> list:
         rows = [[_method(r), *_predicted(r), "–" if r.get("refused") or r.get("table_bytes") is None
                  else f"{_num(r['table_bytes'] / 1e9)} GB", r.get("regime") or "–"]
                 for r in t.prediction if r["target"] == tg]
-        out.append(("table", f"{tg}: predicted load (variant/engine/strategy/id layout), its interval, "
+        out.append(("table", f"{tg}: predicted load (variant/engine/strategy/id layout), its interval (where "
+                             "the same ladder run again would put it, a rung's between-run noise included), "
                              "the table's bytes and what bounds it.",
                     ["method", "predicted", "interval", "table", "regime"], rows))
     lo, hi = PREDICTION_BAND
