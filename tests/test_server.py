@@ -89,7 +89,8 @@ def test_bad_setting_fails_with_log_tail(basedir):
 
 
 @pytest.mark.parametrize("settings", [{"innodb buffer": 1}, {"Innodb_X": 1}, {"x": "1; DROP"},
-                                      {"x": "a\nb"}, {"datadir": "/elsewhere"}, {"x": [1]}])
+                                      {"x": "a\nb"}, {"datadir": "/elsewhere"}, {"x": [1]},
+                                      {"rocksdb_default_cf_options": "cf_paths=/elsewhere"}])
 def test_settings_are_validated(settings):
     with pytest.raises(ServerError):
         validate_settings(settings)
@@ -110,6 +111,11 @@ def test_sizes_are_checked_before_the_job():
     with pytest.raises(ServerError, match="innodb_buffer_pool_size.*not a size"):
         validate_settings({"innodb_buffer_pool_size": "banana"})
     assert validate_settings({"innodb_buffer_pool_size": "1.5G"}) == {"innodb_buffer_pool_size": "1.5G"}
+
+
+def test_an_option_list_is_a_setting():
+    opts = "write_buffer_size=6554k;max_bytes_for_level_base=26214k;level0_file_num_compaction_trigger=4"
+    assert validate_settings({"rocksdb_default_cf_options": opts}) == {"rocksdb_default_cf_options": opts}
 
 
 def test_setting_rendering():

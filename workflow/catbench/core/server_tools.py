@@ -21,7 +21,9 @@ LOG_TAIL_LINES = 30
 _SETTING_NAME = re.compile(r"^[a-z0-9_-]+$")
 # No '/' and (checked apart) no '..': a value can then name a file only inside the server's
 # own directory on the target, its working directory, whatever the option (path_options.yaml).
-_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.:+,-]+$")
+# a word, a size, or an option list such as rocksdb_default_cf_options' name=value;… (no '/':
+# a path in it, e.g. cf_paths, would put the server's files outside the target)
+_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.:+,=;-]+$")
 # Options that would open the private server to others or load code (the options that name
 # files are in resources/server/path_options.yaml). Names are compared after normalising
 # them as the server does (see option_name).
@@ -236,7 +238,7 @@ def validate_settings(settings: dict | None, key_prefix: str = "server.settings"
             text = value
         else:
             raise ServerError(f"{where}: {value!r} is not a number, a boolean or a simple word "
-                              f"such as 1G or O_DIRECT (no '/' or '..': a file the server writes stays "
+                              f"such as 1G, O_DIRECT or a name=value;… list (no '/' or '..': a file the server writes stays "
                               f"in its own directory on the target)")
         # sizes are checked here: the server would only fail inside the job
         if option_name(key).endswith("_size") and not _SIZE_VALUE.match(text):

@@ -5,6 +5,7 @@ set ÷ pool and input ÷ sort memory match the target's), and the target's own f
 from __future__ import annotations
 
 import copy
+import re
 
 from ..core.config import ConfigError, section
 from ..core.index_table import ENGINES
@@ -46,6 +47,21 @@ def _kib(n: float, unit: str = "KiB") -> str:
     return f"{max(1, round(n / 1024))}{unit}"
 
 
+def _scaled_options(key: str, value: str, factor: float) -> str:
+    """An option string ``name=size;…`` (``rocksdb_default_cf_options``) with every size
+    scaled (``write_buffer_size=64m`` → the rung's memtable), counts and words kept."""
+    out = []
+    for item in (i.strip() for i in value.split(";") if i.strip()):
+        name, _, val = item.partition("=")
+        if re.fullmatch(r"[0-9]+[kKmMgG]", val.strip()):
+            try:
+                val = _kib(parse_size(val.strip().upper()) * factor, "k")
+            except ValueError as exc:
+                raise ConfigError(f"{key}: {item!r}: {exc}") from None
+        out.append(f"{name.strip()}={val.strip()}")
+    return ";".join(out)
+
+
 def rung_config(cfg: dict, k: int, rows: int) -> dict:
     """Rung ``k`` (1-based) of ``cfg``'s ladder at ``rows`` rows: run ``<run>-rung<k>``."""
     pred = section("predict", cfg.get("predict"))
@@ -58,6 +74,9 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
     load_settings = dict(load.get("settings") or {})
     merged = settings(cfg)
     for key in pred["scale_settings"]:
+        if key in merged and isinstance(merged[key], str) and "=" in merged[key]:
+            load_settings[key] = _scaled_options(key, merged[key], factor)
+            continue
         if key in merged or pred["pool_per_row_bytes"]:
             full = (pred["pool_per_row_bytes"] * pred["target_rows"] if pred["pool_per_row_bytes"]
                     else parse_size(merged[key]))
