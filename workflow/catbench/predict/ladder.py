@@ -47,18 +47,15 @@ def _kib(n: float, unit: str = "KiB") -> str:
     return f"{max(1, round(n / 1024))}{unit}"
 
 
-def _scaled_options(key: str, value: str, factor: float) -> str:
+def _scaled_options(value: str, factor: float) -> str:
     """An option string ``name=size;…`` (``rocksdb_default_cf_options``) with every size
     scaled (``write_buffer_size=64m`` → the rung's memtable), counts and words kept."""
     out = []
     for item in (i.strip() for i in value.split(";") if i.strip()):
-        name, _, val = item.partition("=")
-        if re.fullmatch(r"[0-9]+[kKmMgG]", val.strip()):
-            try:
-                val = _kib(parse_size(val.strip().upper()) * factor, "k")
-            except ValueError as exc:
-                raise ConfigError(f"{key}: {item!r}: {exc}") from None
-        out.append(f"{name.strip()}={val.strip()}")
+        name, _, val = (v.strip() for v in item.partition("="))
+        if re.fullmatch(r"[0-9]+[kKmMgG]", val):
+            val = _kib(parse_size(val.upper()) * factor, "k")
+        out.append(f"{name}={val}")
     return ";".join(out)
 
 
@@ -75,7 +72,7 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
     merged = settings(cfg)
     for key in pred["scale_settings"]:
         if key in merged and isinstance(merged[key], str) and "=" in merged[key]:
-            load_settings[key] = _scaled_options(key, merged[key], factor)
+            load_settings[key] = _scaled_options(merged[key], factor)
             continue
         if key in merged or pred["pool_per_row_bytes"]:
             full = (pred["pool_per_row_bytes"] * pred["target_rows"] if pred["pool_per_row_bytes"]

@@ -61,28 +61,32 @@ def _nlogn(rows: float) -> float:
     return rows * math.log2(max(rows, 2))
 
 
+def _rung_residuals(reps: list[Rep], curve_of) -> list[tuple[float, float, float]]:
+    """(N, mean log-residual, √rows) per rung: the rows-weighted mean of log(rate) less log of
+    ``curve_of(N, files)``'s rate at the same x."""
+    out = []
+    for n in sorted({r.rung_rows for r in reps}):
+        same = [r for r in reps if r.rung_rows == n]
+        x, rate = np.concatenate([r.x for r in same]), np.concatenate([r.rate for r in same])
+        w = np.concatenate([r.weight for r in same])
+        ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
+        if ok.any():
+            model = curve_of(n, same[0].files).rate(x[ok])
+            out.append((float(n), float(np.average(np.log(rate[ok]) - np.log(model), weights=w[ok])),
+                        float(np.sqrt(w[ok].sum()))))
+    return out
+
+
 def _scale_exp(reps: list[Rep], curve: RateCurve) -> float:
     """s of rate ∝ N^-s at a given x (N the rung's rows): each rung's rows-weighted mean
     log-residual against the common curve, regressed on log N (0 with one rung). An LSM's
     memtables and levels are not scaled by the ladder, so its rate at a given table ÷ cache
     falls with the rows already written; a B-tree's pool hit ratio does not."""
-    sizes = sorted({r.rung_rows for r in reps})
-    if len(sizes) < 2:
+    res = _rung_residuals(reps, lambda n, files: curve)
+    if len(res) < 2:
         return 0.0
-    ln, res, wt = [], [], []
-    for n in sizes:
-        same = [r for r in reps if r.rung_rows == n]
-        x, rate = np.concatenate([r.x for r in same]), np.concatenate([r.rate for r in same])
-        w = np.concatenate([r.weight for r in same])
-        ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
-        if not ok.any():
-            continue
-        ln.append(math.log(n))
-        res.append(float(np.average(np.log(rate[ok]) - np.log(curve.rate(x[ok])), weights=w[ok])))
-        wt.append(float(np.sqrt(w[ok].sum())))
-    if len(ln) < 2:
-        return 0.0
-    return float(np.clip(-np.polyfit(ln, res, 1, w=wt)[0], -MAX_SCALE_EXP, MAX_SCALE_EXP))
+    ln, mean, wt = zip(*((math.log(n), m, w) for n, m, w in res))
+    return float(np.clip(-np.polyfit(ln, mean, 1, w=wt)[0], -MAX_SCALE_EXP, MAX_SCALE_EXP))
 
 
 FILE_COSTS = 24   # the per-file cost's grid (and 0)
@@ -214,25 +218,11 @@ def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
                           f"sorted in memory ({max(sorts):.2f}× at most): scale load.sort_memory with the rungs' rows")
 
 
-def _rung_residuals(reps: list[Rep], f: Fit) -> list[float]:
-    """Each rung's rows-weighted mean log-residual of its rates against the fit at its scale."""
-    out = []
-    for n in sorted({r.rung_rows for r in reps}):
-        same = [r for r in reps if r.rung_rows == n]
-        x, rate = np.concatenate([r.x for r in same]), np.concatenate([r.rate for r in same])
-        w = np.concatenate([r.weight for r in same])
-        ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
-        if ok.any():
-            model = f.curve_at(n, same[0].files).rate(x[ok])
-            out.append(float(np.average(np.log(rate[ok]) - np.log(model), weights=w[ok])))
-    return out
-
-
 def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
     """σ of a rung's log rate between runs: the rungs' scatter about the fit (rungs − 2
     degrees of freedom: the level and s) or ``floor`` (``predict.run_noise``), the larger.
     Repetitions within one run share the server, disk and hour; they do not show it."""
-    res = _rung_residuals(reps, f)
+    res = [m for _, m, _ in _rung_residuals(reps, f.curve_at)]
     if len(res) < 3:
         return floor
     return max(floor, math.sqrt(sum(v * v for v in res) / (len(res) - 2)))
