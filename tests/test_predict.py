@@ -121,6 +121,10 @@ def test_a_ladder_config_validates_and_names_its_rungs():
     assert out[2]["load"]["time_limit_s"] == pytest.approx(60.0)
     assert out[1]["load"]["sort_memory"] == f"{round(4 * 2**20 / 20)}KiB"
     assert out[0]["load"]["sort_memory"] == "131072KiB"   # 4 GB / 50 is under the sort's least
+    files = cfg["partition"]["index_files"]
+    assert [r["partition"]["index_files"] for r in out] == [max(1, round(files * f)) for f in (0.02, 0.05, 0.1)]
+    kept = rungs({**cfg, "predict": {**cfg["predict"], "scale_files": False}})
+    assert [r["partition"]["index_files"] for r in kept] == [files] * 3
     for r in out:
         validate(r)     # every rung is a valid config of its own
     with pytest.raises(ConfigError, match="under a rung's least"):

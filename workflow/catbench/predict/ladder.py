@@ -1,6 +1,7 @@
 """The ladder: one config's ``predict`` section turned into its rungs' configs (the same
-study at smaller row counts with every memory scaled by the rows, so table ÷ pool, working
-set ÷ pool and input ÷ sort memory match the target's), and the target's own figures."""
+study at smaller row counts with every memory and the input files' count scaled by the rows,
+so table ÷ pool, working set ÷ pool, input ÷ sort memory and rows per file match the
+target's), and the target's own figures."""
 
 from __future__ import annotations
 
@@ -88,6 +89,9 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
     if pred["scale_sort_memory"]:
         load["sort_memory"] = _kib(max(MIN_SORT_MEMORY, parse_size((cfg.get("load") or {}).get("sort_memory") or
                                                                    section("load")["sort_memory"]) * factor))
+    if pred["scale_files"]:
+        part = out.setdefault("partition", {})
+        part["index_files"] = max(1, round(section("partition", cfg.get("partition"))["index_files"] * factor))
     if pred["scale_time_limit"] and load.get("time_limit_s"):
         load["time_limit_s"] = round(load["time_limit_s"] * factor, 3)
     out["predict"] = {**(cfg.get("predict") or {}), "rung": k}
