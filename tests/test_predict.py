@@ -111,13 +111,15 @@ def test_a_working_set_that_fit_in_every_rung_refuses_a_target_it_outgrows():
 def test_a_ladder_config_validates_and_names_its_rungs():
     base = {"run": "study", "base": str(REPO / "config/index-study.yaml"),
             "predict": {"rows": [2_017_600, 10_088_000, 5_044_000], "target_rows": 100_880_000},
-            "load": {"settings": {"innodb_buffer_pool_size": "512M"}, "time_limit_s": 600, "sort_memory": "4GB"}}
+            "load": {"settings": {"innodb_buffer_pool_size": "512M", "innodb_log_file_size": "1G"},
+                     "time_limit_s": 600, "sort_memory": "4GB"}}
     from catbench.core.config import layered
     cfg = validate(layered(base, REPO))
     out = rungs(cfg)
     assert [r["run"] for r in out] == ["study-rung1", "study-rung2", "study-rung3"]
     assert [r["catalog"]["patch"]["objects"] for r in out] == [200, 500, 1000]
     assert out[0]["load"]["settings"]["innodb_buffer_pool_size"] == f"{round(512 * 1024 / 50)}K"
+    assert out[0]["load"]["settings"]["innodb_log_file_size"] == f"{round(2**20 / 50)}K"   # the redo log too
     assert out[2]["load"]["time_limit_s"] == pytest.approx(60.0)
     assert out[1]["load"]["sort_memory"] == f"{round(4 * 2**20 / 20)}KiB"
     assert out[0]["load"]["sort_memory"] == "131072KiB"   # 4 GB / 50 is under the sort's least
