@@ -129,8 +129,11 @@ def test_a_ladder_config_validates_and_names_its_rungs():
     assert [r["partition"]["index_files"] for r in kept] == [files] * 3
     for r in out:
         validate(r)     # every rung is a valid config of its own
-    with pytest.raises(ConfigError, match="under a rung's least"):
+    with pytest.raises(ConfigError, match="buffer pool .innodb_buffer_pool_size., under a rung's least"):
         rungs({**cfg, "predict": {**cfg["predict"], "rows": [100_880]}})
+    small_log = {**cfg, "load": {**cfg["load"], "settings": {**cfg["load"]["settings"], "innodb_log_file_size": "96M"}}}
+    with pytest.raises(ConfigError, match="redo log .innodb_log_file_size., under a rung's least .4 MiB"):
+        rungs(small_log)    # 96 MB / 50 is under InnoDB's least
     with pytest.raises(ConfigError, match="config key .predict"):
         validate({**base, "predict": {"rows": [1000], "target_rows": 1e8}})
 

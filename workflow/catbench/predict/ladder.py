@@ -17,6 +17,10 @@ ROWS_PER_OBJECT = 10_088      # index rows per catalog.patch.objects (a whole co
 # collapsed at table ÷ pool 1.37 where rungs of 2.5–10 M rows (13–52 MiB) did at 0.49–0.81:
 # the pool's and the tablespace's fixed parts are no longer small beside it.
 MIN_POOL = 10 * 2 ** 20
+# The least of each scaled setting a rung may get, and why: below it the server would not
+# run the rung as the target's scaled copy (InnoDB raises a redo log under 4 MiB to 4 MiB).
+LEAST = {"innodb_buffer_pool_size": (MIN_POOL, "buffer pool", "beside which InnoDB's fixed parts are not small"),
+         "innodb_log_file_size": (4 * 2 ** 20, "redo log", "InnoDB's least: it would run a larger one")}
 # The least sort memory a rung gets: DuckDB's sort on 2 threads fails ("failed to pin
 # block") at 52 MB on 2.5 M CHAR(28) keys and runs at 80 MB; below this a rung sorts in
 # memory where the target would spill, which predict's sort check then sees.
@@ -79,11 +83,12 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
             full = (pred["pool_per_row_bytes"] * pred["target_rows"] if pred["pool_per_row_bytes"]
                     else parse_size(merged[key]))
             scaled = full * factor
-            if key == "innodb_buffer_pool_size" and scaled < MIN_POOL:
+            least, what, why = LEAST.get(key, (0, "", ""))
+            if scaled < least:
                 raise ConfigError(f"predict.rows: rung {k} ({objects * ROWS_PER_OBJECT:,} rows) would have a "
-                                  f"{scaled / 2**20:.1f} MiB buffer pool, under a rung's least (10 MiB, beside "
-                                  f"which InnoDB's fixed parts are not small): its table ÷ pool would not "
-                                  f"behave as the target's; use more rows in that rung")
+                                  f"{scaled / 2**20:.1f} MiB {what} ({key}), under a rung's least "
+                                  f"({least / 2**20:g} MiB, {why}): it would not behave as the target's; "
+                                  f"use more rows in that rung")
             load_settings[key] = _kib(scaled, "K")
     load["settings"] = load_settings
     if pred["scale_sort_memory"]:
