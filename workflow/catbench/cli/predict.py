@@ -109,7 +109,7 @@ def cmd_ladder(a) -> int:
     for r in rungs(cfg):
         ld = r.get("load") or {}
         print(f"{r['run']}: catalog.patch.objects {r['catalog']['patch']['objects']}, partition.index_files "
-              f"{(r.get('partition') or {}).get('index_files', 'as the config')}, load.settings "
+              f"{r['partition']['index_files']}, load.settings "
               f"{json.dumps(ld.get('settings'))}, sort_memory {ld.get('sort_memory')}, "
               f"time_limit_s {ld.get('time_limit_s')}")
         if a.out:

@@ -79,9 +79,9 @@ def _rung_residuals(reps: list[Rep], curve_of) -> list[tuple[float, float, float
 
 def _scale_exp(reps: list[Rep], curve: RateCurve) -> float:
     """s of rate ∝ N^-s at a given x (N the rung's rows): each rung's rows-weighted mean
-    log-residual against the common curve, regressed on log N (0 with one rung). An LSM's
-    memtables and levels are not scaled by the ladder, so its rate at a given table ÷ cache
-    falls with the rows already written; a B-tree's pool hit ratio does not."""
+    log-residual against the common curve, regressed on log N (0 with one rung): what changes
+    with the scale at a given table ÷ cache besides the pool's hit ratio (an LSM's levels and
+    compactions where the config does not write out their sizes for the ladder to scale)."""
     res = _rung_residuals(reps, lambda n, files: curve)
     if len(res) < 2:
         return 0.0
@@ -102,8 +102,8 @@ def _without_file_cost(reps: list[Rep], cost: float) -> list[Rep]:
 
 def _file_cost(reps: list[Rep]) -> float:
     """Seconds of fixed cost per input file (a statement, a commit's log flush), fitted across
-    the rungs: files keep their count, so a small rung's files are small and that cost is a
-    larger share of its rows' time. The cost on a grid below the least observed time per
+    the rungs: where files keep their count (``predict.scale_files`` false), a small rung's
+    files are small and that cost is a larger share of its rows' time. The cost on a grid below the least observed time per
     file, kept where the rungs' common curve fits better by the BIC (it pays for one more
     parameter); 0 with one rung."""
     if len({r.rung_rows for r in reps}) < 2 or not all(r.files for r in reps):
