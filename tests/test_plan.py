@@ -112,3 +112,19 @@ def test_snakemake_stops_a_run_over_its_limit_before_any_job(tmp_path):
     assert r.returncode != 0
     assert "config key 'run_limit_h': the run is expected to take" in out and "over the limit of 0.02 h" in out
     assert not (tmp_path / "wd" / "results").exists() and "load_index_run" not in r.stdout
+
+
+def test_queries_run_only_on_the_targets_named(tmp_path):
+    """queries.targets: the chunk tables and the suite go to the targets named, the plan
+    counts what Snakemake plans, and a name that is not a target names the key."""
+    two = {"nvme": {"path": str(tmp_path / "x")}, "hdd": {"path": str(tmp_path / "y")}}
+    mine = {**MINE, "targets": two, "stages": ["queries"], "queries": {"targets": ["hdd"]}}
+    r = dry_run(tmp_path, mine)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)\s*$", r.stdout, re.M)}
+    assert counts["queries_mysql"] == 1 == run_plan(as_run(mine))["counts"]["queries"]["queries_mysql"]
+    assert set(re.findall(r"rule queries_mysql:.*?wildcards: target=(\w+)", out, re.S)) == {"hdd"}
+    assert run_plan(as_run({**mine, "queries": {"targets": None}}))["counts"]["queries"]["queries_mysql"] == 2
+    with pytest.raises(ConfigError, match=r"config key 'queries.targets': 'ssd' not in targets \(nvme, hdd\)"):
+        as_run({**mine, "queries": {"targets": ["ssd"]}})

@@ -112,6 +112,7 @@ TABLE_REQUIRE = " ".join((["chunks", "metrics"] if INDEX_SOURCE == "partition" e
                          + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
 # Targets that get a Galera cluster (cluster.targets, or all).
 CLUSTER_TARGETS = list(config["cluster"]["targets"] or TARGETS)
+QUERY_TARGETS = list(config["queries"]["targets"] or TARGETS)
 # Index input per schema variant: CHAR(28) keys, or numeric objectIds (the same folders,
 # and bytes, whichever INDEX_SOURCE writes them).
 INDEX_INPUT = {v.name: f"{RES}/index/{v.folder}" for v in cb_index_table.VARIANTS.values()}

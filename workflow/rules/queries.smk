@@ -52,7 +52,7 @@ rule queries_duckdb:
         "--config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
-QUERY_RUNS = [*expand(rules.queries_mysql.output, target=TARGETS), *rules.queries_duckdb.output]
+QUERY_RUNS = [*expand(rules.queries_mysql.output, target=QUERY_TARGETS), *rules.queries_duckdb.output]
 
 
 rule queries_check:

@@ -217,10 +217,11 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
                           f"loads chunk tables from TSV, DuckDB reads Parquet); add it, or "
                           f"remove queries from 'stages'")
     _check_targets(cfg)
-    unknown = [t for t in cfg["cluster"]["targets"] or [] if t not in cfg["targets"]]
-    if unknown:
-        raise ConfigError(f"config key 'cluster.targets': {', '.join(map(repr, unknown))} not in targets "
-                          f"({', '.join(cfg['targets'])})")
+    for section in ("cluster", "queries"):
+        unknown = [t for t in cfg[section]["targets"] or [] if t not in cfg["targets"]]
+        if unknown:
+            raise ConfigError(f"config key '{section}.targets': {', '.join(map(repr, unknown))} not in "
+                              f"targets ({', '.join(cfg['targets'])})")
     for key in ("server.settings", "restart.settings", "cluster.settings", "load.settings"):
         section, _, name = key.partition(".")
         try:

@@ -71,7 +71,8 @@ def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
     if "load_index" in stages:
         out["load_index"] = {"index_working_set": 1, "load_index_run": loads, "load_compare": 1}
     if "queries" in stages:
-        out["queries"] = {"queries_mysql": len(targets), "queries_duckdb": 1, "queries_check": 1}
+        out["queries"] = {"queries_mysql": len(cfg["queries"]["targets"] or targets), "queries_duckdb": 1,
+                          "queries_check": 1}
     if "restart" in stages:
         out["restart"] = {"restart_run": len(targets)}
     if "cluster" in stages:
