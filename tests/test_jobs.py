@@ -15,6 +15,8 @@ from catbench.core.config import n_groups, validate
 from catbench.core.jobs import isolation
 from catbench.core.jobs.requests import (
     MEASURING,
+    _scale,
+    expected_seconds,
     measure_domain,
     measure_domains,
     requests,
@@ -60,6 +62,20 @@ def test_time_limits_scale_with_the_config():
     # the default run fits a site's 30-minute partition
     assert max(r.runtime for r in rs.values()) <= 30, {k: r.runtime for k, r in rs.items()}
 
+
+
+def test_a_crowded_skys_parts_are_sized_by_the_objects_they_keep():
+    """A galactic sky thins most copies, so a part holds many copies: its rows (and the
+    map's) are the objects it keeps, within catalog.max_objects_per_part, not its copies
+    times the patch (which made the bench's plan say 14 min for a 25 s catalog)."""
+    cfg = validate(yaml.safe_load((REPO / "config" / "bench.yaml").read_text()))
+    cat = cfg["catalog"]
+    s = _scale(cfg)
+    assert s["part_rows"] <= cat["max_objects_per_part"] * (1 + cat["sources_per_object"])
+    assert s["map_rows"] <= cfg["partition"]["max_rows_per_map"] + s["part_rows"]
+    assert expected_seconds(cfg)["catalog_part"] < 30
+    # a Galera run at the bench's scale took 232 s a target: expected within 2x of that
+    assert 232 / 2 < expected_seconds(cfg)["cluster_restart_run"] < 2 * 232
 
 def test_measure_domains_per_node_or_host():
     cfg = _cfg(targets={"a": {"path": "/tmp/cb-a", "node": "n1"}, "b": {"path": "/tmp/cb-b", "node": "n1"},
