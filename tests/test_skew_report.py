@@ -29,6 +29,7 @@ def write_run(run):
     for k in range(1, 4):
         rec.add_chunks("HV2", "warm", k, [(c, n / 1000, 1) for c, n in ROWS.items()])
         rec.add_chunks("SHV1", "warm", k, [(1, 0.5, 1), (2, 0.01, 1), (3, 0.1, 1)])
+        rec.add_chunks("SHV2", "warm", k, [(1, 0.01, 1), (2, 0.3, 1)])   # a box away from chunk 3
     rec.add_chunks("HV2", "cold", 1, [(1, 9.0, 1)])   # cold runs are not in the table
     pq.write_table(pa.Table.from_pylist([], schema=RESULT_SCHEMA), out / "results.parquet")
     (out / "summary.json").write_text(json.dumps({"load": None}))
@@ -52,9 +53,12 @@ def test_skew_tables_and_findings(tmp_path):
     assert q["HV2"]["n"] == 3 and q["HV2"]["slowest_chunk"] == 3 and q["HV2"]["slowest_is_largest"]
     assert abs(q["HV2"]["slowest_share"] - 2000 / 2220) < 1e-3
     assert q["SHV1"]["slowest_chunk"] == 1 and not q["SHV1"]["slowest_is_largest"]
+    # the largest chunk a query reads: a box query that misses chunk 3 is judged on its own
+    assert q["SHV2"]["largest_chunk"] == 2 and q["SHV2"]["slowest_is_largest"]
     lines = findings_mod.skew(Tables.of(t).chunks, t["chunk_load_chunks"], t["query_chunks"])
     assert lines[0].startswith("objects per chunk: max ÷ median = 16.7")
     assert "the largest chunk holds 90" in lines[0]
     assert any(s.startswith("chunk-table loads on `t1`") and "90" in s for s in lines)
-    assert any(s.startswith("HV2 on `t1`") and "the largest chunk" in s for s in lines)
-    assert any(s.startswith("SHV1 on `t1`") and "not the largest chunk (3)" in s for s in lines)
+    assert any(s.startswith("HV2 on `t1`") and "the largest chunk it reads" in s for s in lines)
+    assert any(s.startswith("SHV1 on `t1`") and "not the largest chunk it reads (3)" in s for s in lines)
+    assert any(s.startswith("SHV2 on `t1`") and "chunk 2, the largest chunk it reads" in s for s in lines)

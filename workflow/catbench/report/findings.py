@@ -449,8 +449,8 @@ def skew(chunks: list, loads: list, queries: list) -> list:
     for r in queries:
         if r.get("slowest_share") is None:
             continue
-        which = "the largest chunk" if r.get("slowest_is_largest") else \
-            f"not the largest chunk ({r.get('largest_chunk')})"
+        which = "the largest chunk it reads" if r.get("slowest_is_largest") else \
+            f"not the largest chunk it reads ({r.get('largest_chunk')})"
         out.append(f"{r['query']} on `{r['target']}`: the slowest chunk takes "
                    f"{fmt(100 * r['slowest_share'], '%')} of the query's chunk time (median of {r['n']} warm "
                    f"runs, {fmt(100 * r['slowest_share_min'], '%')}–{fmt(100 * r['slowest_share_max'], '%')}; "
