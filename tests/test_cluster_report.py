@@ -134,3 +134,21 @@ def test_a_run_without_the_cluster_stage(tmp_path):
     assert "No isolation records in this run" in md
     html = make_report(run).read_text()
     assert 'data-name="cluster_restart"' not in html and "cluster restart: no data in this run" in html
+
+
+def test_an_n2_interval_does_not_hide_the_insert_rates():
+    """The inserts panel is cut at 1.5x the fastest bar: one n=2 interval reaching 117,618
+    rows/s (as a crashed node's rate of 135 and 363 rows/s gave) must not shrink the
+    1,000 rows/s bars to slivers."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from catbench.report.plots import _cluster_inserts
+    load = [{"target": "t", "kind": "node-crash", "window": w, "role": "insert", "inserts_per_s": v,
+             "inserts_per_s_ci_low": lo, "inserts_per_s_ci_high": hi}
+            for w, v, lo, hi in (("before", 1000, 990, 1010), ("during", 249, 0.42, 117618),
+                                 ("after", 1001, 995, 1007))]
+    fig, ax = plt.subplots()
+    _cluster_inserts(ax, load, [("t", "node-crash")])
+    assert ax.get_xlim() == pytest.approx((0, 1501.5))
+    plt.close(fig)

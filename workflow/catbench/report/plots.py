@@ -376,8 +376,9 @@ def _cluster_back(ax, rows: list, keys: list) -> None:
 
 
 def _cluster_inserts(ax, load: list, keys: list) -> None:
-    """Right: inserts/s on the insert node before / during / after, whiskers = interval."""
-    width = 0.8 / len(CLUSTER_WINDOWS)
+    """Right: inserts/s on the insert node before / during / after, whiskers = interval, cut at
+    1.5x the fastest bar (an n=2 interval can span 100x the rates and hide every bar)."""
+    width, top = 0.8 / len(CLUSTER_WINDOWS), 0.0
     for y, key in enumerate(keys):
         for j, w in enumerate(CLUSTER_WINDOWS):
             r = next((x for x in load if (x["target"], x["kind"], x["window"]) == (*key, w)
@@ -385,15 +386,14 @@ def _cluster_inserts(ax, load: list, keys: list) -> None:
             v = _num(r.get("inserts_per_s"))
             if v is None:
                 continue
-            yy = y + (j - 1) * width
+            yy, top = y + (j - 1) * width, max(top, v)
             ax.barh(yy, v, height=width * 0.9, color=PALETTE[(1, 3, 2)[j]], label=f"{w} the restart"
                     if w != "during" else "during (node down until Synced)")
             lo, hi = _num(r.get("inserts_per_s_ci_low")), _num(r.get("inserts_per_s_ci_high"))
             if lo is not None and hi is not None:
                 ax.errorbar(v, yy, xerr=[[v - lo], [hi - v]], color="black", capsize=2, lw=1)
     ax.xaxis.set_major_formatter(_si)
-    ax.set_xlabel("inserts per second (rows/s)")
-    ax.set_title("inserts on the insert node")
+    ax.set(xlim=(0, 1.5 * top or None), xlabel="inserts per second (rows/s)", title="inserts on the insert node")
 
 
 def plot_cluster(plt, rows: list, load: list, path: Path) -> bool:
