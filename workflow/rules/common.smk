@@ -110,9 +110,9 @@ if INDEX_SOURCE == "generate" and "queries" in STAGES:
                         "stage needs; remove queries from 'stages' or set index.source: partition")
 TABLE_REQUIRE = " ".join((["chunks", "metrics"] if INDEX_SOURCE == "partition" else ["metrics"])
                          + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
-# Targets that get a Galera cluster (cluster.targets, or all).
-CLUSTER_TARGETS = list(config["cluster"]["targets"] or TARGETS)
-QUERY_TARGETS = list(config["queries"]["targets"] or TARGETS)
+# Targets that get a Galera cluster and the query suite (cluster.targets, queries.targets, or all).
+CLUSTER_TARGETS = cb_config.stage_targets(config, "cluster")
+QUERY_TARGETS = cb_config.stage_targets(config, "queries")
 # Index input per schema variant: CHAR(28) keys, or numeric objectIds (the same folders,
 # and bytes, whichever INDEX_SOURCE writes them).
 INDEX_INPUT = {v.name: f"{RES}/index/{v.folder}" for v in cb_index_table.VARIANTS.values()}

@@ -323,6 +323,11 @@ def target_dir(cfg: dict, name: str) -> Path:
     return Path(cfg["targets"][name]["path"]).expanduser() / cfg["run"]
 
 
+def stage_targets(cfg: dict, section: str) -> list[str]:
+    """Targets a stage runs on: ``<section>.targets`` (cluster, queries), or every target."""
+    return list(cfg[section]["targets"] or cfg["targets"])
+
+
 def n_groups(cfg: dict) -> int:
     """Reduce jobs of the partition stage: each holds at most max_rows_per_group rows, and
     there are at least jobs.cpus of them, so a small catalog's one-thread reduces use every

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..config import ConfigError, estimated_objects, n_groups
+from ..config import ConfigError, estimated_objects, n_groups, stage_targets
 from ..layout import map_batches, part_copies
 from ..targets import parse_size
 from .requests import MEASURING, START_S, expected_seconds, measure_domain, requests
@@ -71,12 +71,12 @@ def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
     if "load_index" in stages:
         out["load_index"] = {"index_working_set": 1, "load_index_run": loads, "load_compare": 1}
     if "queries" in stages:
-        out["queries"] = {"queries_mysql": len(cfg["queries"]["targets"] or targets), "queries_duckdb": 1,
+        out["queries"] = {"queries_mysql": len(stage_targets(cfg, "queries")), "queries_duckdb": 1,
                           "queries_check": 1}
     if "restart" in stages:
         out["restart"] = {"restart_run": len(targets)}
     if "cluster" in stages:
-        out["cluster"] = {"cluster_restart_run": len(cfg["cluster"]["targets"] or targets)}
+        out["cluster"] = {"cluster_restart_run": len(stage_targets(cfg, "cluster"))}
     out["report"] = {"target_info": len(targets), "tables": 1, "report_html": 1}
     return out
 

@@ -44,8 +44,3 @@ def node_bytes(cluster: dict, server: dict, input_bytes: int) -> int:
     ``gcache_size`` allocated at start) and a full copy of the index with SST staging."""
     return (server_bytes(node_settings(cluster, server)) + parse_size(cluster["gcache_size"])
             + COPY_FACTOR * input_bytes)
-
-
-def cluster_targets(cfg: dict) -> list[str]:
-    """Targets that get a cluster: ``cluster.targets``, or every target."""
-    return list(cfg["cluster"]["targets"] or cfg["targets"])
