@@ -234,3 +234,29 @@ def test_a_fixed_cost_per_input_file_is_fitted_and_fades_at_the_target():
     # no such cost: none is fitted
     assert fit([_rep(n, n * 6, f"r{n}", rep, files=files) for n in (1_000_000, 3_000_000, 10_000_000)
                 for rep in range(2)]).file_cost == 0.0
+
+
+def _two_files_collapsing_in_the_second():
+    """Two files of 100k rows: 400k rows/s up to row 120k, then 20k rows/s; the sampler's
+    Handler_write every 0.25 s (it counts from 5,000 rows written before the load)."""
+    def rows_at(t):
+        return np.where(t < 0.3, 4e5 * t, 1.2e5 + 2e4 * (t - 0.3))
+    t_end = [0.25, 0.3 + 8e4 / 2e4]
+    trace = {"start": np.array([0.0, 0.25]), "end": np.array(t_end), "cumulative_rows": np.array([1e5, 2e5])}
+    t = np.arange(-0.5, 5.0, 0.25)
+    return trace, {"time": t, "Handler_write": 5_000 + rows_at(np.maximum(t, 0)).astype(int)}
+
+
+def test_rate_windows_see_a_collapse_inside_a_file_from_the_servers_rows_written():
+    from catbench.predict.runs import _windows
+    trace, samples = _two_files_collapsing_in_the_second()
+    bpr, pool = 100.0, 1e7            # x = rows ÷ 100,000: the collapse at x = 1.2
+    x, rate, rows = _windows(trace, 0.0, bpr, pool)
+    assert len(x) == 2                # by the files' ends: one rate for the whole second file
+    x, rate, rows = _windows(trace, 0.0, bpr, pool, samples)
+    assert len(x) > 10 and rows.sum() == pytest.approx(2e5)
+    assert rate[0] == pytest.approx(4e5, rel=0.05) and rate[-1] == pytest.approx(2e4, rel=0.05)
+    assert np.all(rate[x > 1.25] == pytest.approx(2e4, rel=0.01))   # the collapse, inside file 2
+    # a server without the counter: the files' ends
+    none = {"time": samples["time"], "Handler_write": np.array([None] * len(samples["time"]))}
+    assert len(_windows(trace, 0.0, bpr, pool, none)[0]) == 2

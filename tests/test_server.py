@@ -209,6 +209,32 @@ def test_counters_and_variables(srv):
     conn.close()
 
 
+def test_handler_write_counts_a_running_statements_rows(srv, tmp_path):
+    """The scale model's rate windows inside one file read Handler_write while the file's
+    statement runs: it must count that statement's rows as they go, not at its end."""
+    import threading
+
+    rows = 1_500_000
+    data = tmp_path / "rows.tsv"
+    data.write_text("".join(f"{i}\t{i * 7 % 1000003}\n" for i in range(rows)))
+    conn, watch = srv.connect(), srv.connect()
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE IF NOT EXISTS hw")
+    cur.execute("CREATE TABLE hw.t (id BIGINT PRIMARY KEY, v BIGINT) ENGINE=InnoDB")
+    h0 = status_counters(watch)["Handler_write"]
+    load = threading.Thread(target=lambda: cur.execute(f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE hw.t"))
+    load.start()
+    seen = []
+    while load.is_alive():
+        seen.append(status_counters(watch)["Handler_write"] - h0)
+    load.join()
+    final = status_counters(watch)["Handler_write"] - h0
+    cur.execute("DROP DATABASE hw")
+    conn.close(), watch.close()
+    assert final >= rows
+    assert any(0 < v < rows for v in seen), f"no value between 0 and {rows:,} while the load ran: {seen[:5]}…"
+
+
 CHILD = """
 import sys, time
 from catbench.core.server import Server

@@ -252,8 +252,11 @@ STATUS_COUNTERS = (
     "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_write_requests",
     "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_total",
     "Innodb_buffer_pool_pages_flushed", "Innodb_data_read", "Innodb_data_written", "Innodb_data_fsyncs",
-    "Innodb_os_log_written", "Innodb_log_waits", "Innodb_pages_written", "Innodb_rows_inserted",
-    "Innodb_rows_read", "Innodb_checkpoint_age",
+    "Innodb_os_log_written", "Innodb_log_waits", "Innodb_pages_written", "Innodb_rows_read",
+    "Innodb_checkpoint_age",
+    # rows written by every engine so far, running statements included: a load's progress
+    # inside one file (the scale model's rate windows, predict/runs.py)
+    "Handler_write",
     # MyRocks (load.engines rocksdb; None on a server without it): what its LSM tree writes
     # (WAL, memtable flushes, compactions) and how its block cache serves reads.
     "Rocksdb_wal_bytes", "Rocksdb_flush_write_bytes", "Rocksdb_compact_write_bytes",
@@ -272,10 +275,9 @@ PROVENANCE_VARIABLES = (
 
 
 def status_counters(conn, names=STATUS_COUNTERS) -> dict[str, int | None]:
-    """Global InnoDB (MyRocks, MyISAM key cache) status counters as ints (None where the server lacks one)."""
+    """Global status counters as ints (None where the server lacks one)."""
     cur = conn.cursor()
-    cur.execute("SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Innodb%' OR Variable_name LIKE 'Rocksdb%' "
-                "OR Variable_name LIKE 'Key%'")
+    cur.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({', '.join(['%s'] * len(names))})", tuple(names))
     got = {k.lower(): v for k, v in cur.fetchall()}
     out = {}
     for n in names:

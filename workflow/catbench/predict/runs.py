@@ -53,11 +53,32 @@ class Rep:
         return self.table_bytes / self.pool
 
 
-def _windows(trace, t0: float, bpr: float, pool: int):
-    """Non-overlapping windows of ``len/WINDOWS`` files (at least 1): rate, midpoint x, rows."""
+def _progress(trace, samples, t0: float):
+    """(time, cumulative rows) of one repetition: at every file's end (``trace``), or at every
+    sample of the server's rows written (``Handler_write``) while the files loaded, where the
+    sampler saw more points than there are files. A rung that keeps the target's rows per file
+    has few files, and a load its time limit stops may end after two of them; the sampler
+    still sees its rate fall inside them."""
     order = np.lexsort((trace["cumulative_rows"], trace["end"]))
     end = np.asarray(trace["end"], float)[order]
     cum = np.asarray(trace["cumulative_rows"], float)[order]
+    hw = None if samples is None else samples.get("Handler_write")
+    if hw is None or len(hw) == 0 or any(v is None for v in hw):
+        return end, cum
+    t, hw = np.asarray(samples["time"], float), np.asarray(hw, float)
+    before = t <= t0
+    base = hw[before][-1] if before.any() else hw[0]
+    inside = (t > t0) & (t < end[-1])
+    if inside.sum() <= len(end):
+        return end, cum
+    rows = np.maximum.accumulate(np.clip(hw[inside] - base, 0, cum[-1]))
+    return np.append(t[inside], end[-1]), np.append(rows, cum[-1])
+
+
+def _windows(trace, t0: float, bpr: float, pool: int, samples=None):
+    """Non-overlapping windows of ``len/WINDOWS`` progress points (at least 1; ``_progress``):
+    rate, midpoint x, rows."""
+    end, cum = _progress(trace, samples, t0)
     w = max(1, math.ceil(len(end) / WINDOWS))
     idx = np.arange(w - 1, len(end), w)
     prev_end = np.concatenate([[t0], end[idx[:-1]]])
@@ -82,7 +103,7 @@ def working_set(results: Path) -> dict:
         return {}
 
 
-def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dict) -> Rep | None:
+def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dict, samples=None) -> Rep | None:
     rows, tb = int(r.get("rows") or 0), int(r.get("table_bytes") or summary.get("table_bytes") or 0)
     if rows <= 0 or tb <= 0 or trace is None or len(trace["end"]) == 0:
         return None
@@ -92,7 +113,7 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
     seconds = float(r.get("seconds") or (last - begin))
     pre = max(0.0, first - begin)
     post = max(0.0, seconds - (last - begin))
-    x, rate, wt = _windows(trace, first, tb / rows, pool)
+    x, rate, wt = _windows(trace, first, tb / rows, pool, samples)
     v = (ws.get("variants") or {}).get(key[1]) or {}
     opts = summary.get("options") or {}
     return Rep(key, run, rows, seconds, bool(r.get("stopped")), summary.get("time_limit_s"), tb, pool,
@@ -101,6 +122,23 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
                v.get("working_set_over_pool"), v.get("collapse_expected"),
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
                int(summary.get("files") or 0))
+
+
+def _samples(path: Path) -> dict | None:
+    cols = ("time", "Handler_write", "repetition")
+    if not path.exists():
+        return None
+    table = pq.read_table(path)
+    return table.select([c for c in cols if c in table.column_names]).to_pydict()
+
+
+def _of_rep(table: dict | None, rep_no: int, cols) -> dict | None:
+    """The rows of one repetition (every row where the table has no ``repetition``), or None."""
+    if not table or not len(table.get("time") or table.get("end") or []):
+        return None
+    n = len(table.get("time") or table["end"])
+    sel = [j for j, v in enumerate(table.get("repetition") or [0] * n) if v == rep_no]
+    return {c: np.asarray(table[c])[sel] for c in cols if c in table} if sel else None
 
 
 def read_run(results) -> list[Rep]:
@@ -119,13 +157,13 @@ def read_run(results) -> list[Rep]:
         if pool is None or not trace_path.exists():
             continue
         tr = pq.read_table(trace_path).to_pydict()
+        sm = _samples(path.parent / "samples.parquet")
         reps = summary.get("repetitions") or [summary]
         key = (target, variant, engine, strategy, layout)
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
-            sel = [j for j, v in enumerate(tr.get("repetition") or [0] * len(tr["end"])) if v == rep_no]
-            trace = {c: np.asarray(tr[c])[sel] for c in ("start", "end", "cumulative_rows")} if sel else None
-            rep = _rep(summary, r, trace, key, results.name, pool, ws)
+            trace = _of_rep(tr, rep_no, ("start", "end", "cumulative_rows"))
+            rep = _rep(summary, r, trace, key, results.name, pool, ws, _of_rep(sm, rep_no, ("time", "Handler_write")))
             if rep is not None:
                 out.append(rep)
     return out
