@@ -260,3 +260,14 @@ def test_rate_windows_see_a_collapse_inside_a_file_from_the_servers_rows_written
     # a server without the counter: the files' ends
     none = {"time": samples["time"], "Handler_write": np.array([None] * len(samples["time"]))}
     assert len(_windows(trace, 0.0, bpr, pool, none)[0]) == 2
+
+
+def test_a_windows_x_is_the_tables_size_then_where_the_sampler_has_it():
+    from catbench.predict.runs import _windows
+    trace, samples = _two_files_collapsing_in_the_second()
+    # the file holds 2 MB more than its rows' 100 B each: preallocated pages
+    samples["table_bytes"] = 2e6 + 100.0 * np.clip(samples["Handler_write"] - 5_000, 0, None)
+    x_rows, _, _ = _windows(trace, 0.0, 110.0, 1e7, {k: v for k, v in samples.items() if k != "table_bytes"})
+    x, rate, _ = _windows(trace, 0.0, 110.0, 1e7, samples)
+    assert np.allclose(x, 0.2 + (x_rows / 110.0 * 100.0), atol=1e-6)   # table bytes ÷ pool at each middle
+    assert x[rate < 3e4].min() > 1.2 + 0.2

@@ -85,8 +85,23 @@ def _windows(trace, t0: float, bpr: float, pool: int, samples=None):
     prev_cum = np.concatenate([[0.0], cum[idx[:-1]]])
     rows, dt = cum[idx] - prev_cum, end[idx] - prev_end
     ok = (rows > 0) & (dt > 0)
-    mid = (cum[idx] + prev_cum) / 2 * bpr / pool
+    mid_rows = (cum[idx] + prev_cum) / 2
+    size = _table_size(samples, np.interp(mid_rows, np.append(0.0, cum), np.append(t0, end)))
+    mid = (mid_rows * bpr if size is None else size) / pool
     return mid[ok], (rows / np.where(dt > 0, dt, 1))[ok], rows[ok]
+
+
+def _table_size(samples, times) -> np.ndarray | None:
+    """The table's bytes at ``times`` (the sampler's, between its samples), or None without
+    them. A window's x is the table's size then, not its rows × the bytes per row at the
+    end: a small table's file holds more than its rows (pages preallocated, half-full
+    pages of the first splits), so by the bytes per row at the end a 2.5 M-row rung's
+    collapse seemed to come at a smaller table ÷ pool than a 10 M-row rung's, which the scale
+    term then read as a rate rising with N."""
+    tb = None if samples is None else samples.get("table_bytes")
+    if tb is None or len(tb) < 2 or any(v is None for v in tb):
+        return None
+    return np.interp(times, np.asarray(samples["time"], float), np.asarray(tb, float))
 
 
 def _pool(summary: dict, engine: str) -> int | None:
@@ -125,7 +140,7 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
 
 
 def _samples(path: Path) -> dict | None:
-    cols = ("time", "Handler_write", "repetition")
+    cols = ("time", "Handler_write", "table_bytes", "repetition")
     if not path.exists():
         return None
     table = pq.read_table(path)
@@ -163,7 +178,7 @@ def read_run(results) -> list[Rep]:
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
             trace = _of_rep(tr, rep_no, ("start", "end", "cumulative_rows"))
-            rep = _rep(summary, r, trace, key, results.name, pool, ws, _of_rep(sm, rep_no, ("time", "Handler_write")))
+            rep = _rep(summary, r, trace, key, results.name, pool, ws, _of_rep(sm, rep_no, ("time", "Handler_write", "table_bytes")))
             if rep is not None:
                 out.append(rep)
     return out
