@@ -236,6 +236,25 @@ def test_a_fixed_cost_per_input_file_is_fitted_and_fades_at_the_target():
                 for rep in range(2)]).file_cost == 0.0
 
 
+def test_a_fixed_share_of_the_cache_the_table_cannot_use_is_fitted_and_fades_at_the_target():
+    # 1.2 MB of every rung's pool holds what is not the table (a transaction's undo pages):
+    # a fifth of the smallest rung's pool, 2 % of the largest's; a power law of N would
+    # extrapolate the rungs' rise in rate at one table ÷ pool
+    overhead = 1.2e6
+    def rung(n, rep):
+        r = _rep(n, n * 6, f"r{n}", rep)
+        return dataclasses.replace(r, rate=_curve(r.x * r.pool / (r.pool - overhead), noise=0.03, seed=rep + n % 97))
+    reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    f = fit(reps)
+    assert f.pool_overhead == pytest.approx(overhead, rel=0.15) and abs(f.scale_exp) < 0.05
+    t = Target(1e8, 6e8)
+    truth = load_seconds(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), 1e8, reps[0].bytes_per_row, 6e8 - overhead)
+    assert predict(reps, t, OPTS)["seconds"] == pytest.approx(truth, rel=0.03)   # 0.95 without it
+    # none: none is fitted
+    assert fit([_rep(n, n * 6, f"r{n}", rep) for n in (1_000_000, 3_000_000, 10_000_000)
+                for rep in range(2)]).pool_overhead == 0.0
+
+
 def _two_files_collapsing_in_the_second():
     """Two files of 100k rows: 400k rows/s up to row 120k, then 20k rows/s; the sampler's
     Handler_write every 0.25 s (it counts from 5,000 rows written before the load)."""

@@ -54,11 +54,11 @@ class Rep:
 
 
 def _progress(trace, samples, t0: float):
-    """(time, cumulative rows) of one repetition: at every file's end (``trace``), or at every
-    sample of the server's rows written (``Handler_write``) while the files loaded, where the
-    sampler saw more points than there are files. A rung that keeps the target's rows per file
-    has few files, and a load its time limit stops may end after two of them; the sampler
-    still sees its rate fall inside them."""
+    """(time, cumulative rows) of one repetition: at every file's end (``trace``) and, where
+    the server counts them, at every sample of its rows written (``Handler_write``) while the
+    files loaded. A rung that keeps the target's rows per file has few files, and a load its
+    time limit stops may end after two of them: the samples see its rate fall inside a file,
+    the file ends see a fast first file that ends between two samples."""
     order = np.lexsort((trace["cumulative_rows"], trace["end"]))
     end = np.asarray(trace["end"], float)[order]
     cum = np.asarray(trace["cumulative_rows"], float)[order]
@@ -69,10 +69,10 @@ def _progress(trace, samples, t0: float):
     before = t <= t0
     base = hw[before][-1] if before.any() else hw[0]
     inside = (t > t0) & (t < end[-1])
-    if inside.sum() <= len(end):
-        return end, cum
-    rows = np.maximum.accumulate(np.clip(hw[inside] - base, 0, cum[-1]))
-    return np.append(t[inside], end[-1]), np.append(rows, cum[-1])
+    times = np.concatenate([end, t[inside]])
+    rows = np.concatenate([cum, np.clip(hw[inside] - base, 0, cum[-1])])
+    o = np.argsort(times, kind="stable")
+    return times[o], np.maximum.accumulate(rows[o])
 
 
 def _windows(trace, t0: float, bpr: float, pool: int, samples=None):

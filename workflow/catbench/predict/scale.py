@@ -41,6 +41,11 @@ class Fit:
     scale_exp: float = 0.0         # s: at a given x the rate goes as (N / n_ref)^-s
     n_ref: float = 1.0             # the largest rung's rows (the curve's own scale)
     file_cost: float = 0.0         # seconds every input file costs whatever its rows
+    pool_overhead: float = 0.0     # bytes of the cache the table cannot use (_pool_overhead)
+
+    def pool(self, pool: float) -> float:
+        """The cache's bytes the table can use: x of the curve is table ÷ this."""
+        return pool - self.pool_overhead
 
     def curve_at(self, rows: float, files: int = 0) -> RateCurve:
         """The rate curve of a load of ``rows`` rows in ``files`` input files."""
@@ -89,7 +94,8 @@ def _scale_exp(reps: list[Rep], curve: RateCurve) -> float:
     return float(np.clip(-np.polyfit(ln, mean, 1, w=wt)[0], -MAX_SCALE_EXP, MAX_SCALE_EXP))
 
 
-FILE_COSTS = 24   # the per-file cost's grid (and 0)
+GRID = 24   # the per-file cost's and the pool overhead's grids (and 0)
+MAX_OVERHEAD = 0.6   # the pool overhead at most this share of the smallest rung's pool
 
 
 def _without_file_cost(reps: list[Rep], cost: float) -> list[Rep]:
@@ -100,33 +106,61 @@ def _without_file_cost(reps: list[Rep], cost: float) -> list[Rep]:
     return [dataclasses.replace(r, rate=1.0 / (1.0 / r.rate - cost * r.files / r.rung_rows)) for r in reps]
 
 
+def _without_overhead(reps: list[Rep], overhead: float) -> list[Rep]:
+    """x as table ÷ (pool − ``overhead``): the cache's bytes the table can use."""
+    if overhead <= 0:
+        return reps
+    return [dataclasses.replace(r, x=r.x * r.pool / (r.pool - overhead)) for r in reps]
+
+
+def _by_bic(reps: list[Rep], grid, take_out) -> float:
+    """The value of ``grid`` (0 first) whose ``take_out(reps, value)`` the rungs' common
+    curve fits best by the BIC, a value other than 0 paying for one more parameter."""
+    x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
+    n = int(np.sum((x > 0) & np.isfinite(x)))
+    best, best_bic = 0.0, None
+    for v in [0.0, *grid]:
+        adj = take_out(reps, v)
+        try:
+            rss = fit_rate(np.concatenate([r.x for r in adj]), np.concatenate([r.rate for r in adj]), w).rss
+        except ValueError:
+            continue
+        score = bic(rss, n, 1 if v else 0)
+        if best_bic is None or score < best_bic:
+            best, best_bic = float(v), score
+    return best
+
+
 def _file_cost(reps: list[Rep]) -> float:
     """Seconds of fixed cost per input file (a statement, a commit's log flush), fitted across
     the rungs: where files keep their count (``predict.scale_files`` false), a small rung's
-    files are small and that cost is a larger share of its rows' time. The cost on a grid below the least observed time per
-    file, kept where the rungs' common curve fits better by the BIC (it pays for one more
-    parameter); 0 with one rung."""
+    files are small and that cost is a larger share of its rows' time. The cost on a grid
+    below the least observed time per file; 0 with one rung."""
     if len({r.rung_rows for r in reps}) < 2 or not all(r.files for r in reps):
         return 0.0
-    x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
-    n = int(np.sum((x > 0) & np.isfinite(x)))
     most = 0.9 * min(float(np.min(r.rung_rows / (r.files * r.rate))) for r in reps)
-    best, best_bic = 0.0, None
-    for cost in [0.0, *np.geomspace(most * 1e-3, most, FILE_COSTS)]:
-        try:
-            rss = fit_rate(x, np.concatenate([r.rate for r in _without_file_cost(reps, cost)]), w).rss
-        except ValueError:
-            continue
-        score = bic(rss, n, 1 if cost else 0)
-        if best_bic is None or score < best_bic:
-            best, best_bic = float(cost), score
-    return best
+    return _by_bic(reps, np.geomspace(most * 1e-3, most, GRID), _without_file_cost)
+
+
+def _pool_overhead(reps: list[Rep]) -> float:
+    """Bytes of the cache the table cannot use, fitted across the rungs: the running
+    transaction's undo pages and the pool's own fixed parts are the same in every rung (a
+    file, one transaction, holds the target's rows in each), so they are a larger share of a
+    small rung's pool, which then collapses harder at one table ÷ pool (the scale term
+    would read that as a rate rising with N, and carry it to the target, where it fades).
+    On a grid up to ``MAX_OVERHEAD`` × the smallest rung's pool; 0 with one rung."""
+    if len({r.rung_rows for r in reps}) < 2:
+        return 0.0
+    least = min(r.pool for r in reps)
+    return _by_bic(reps, np.linspace(MAX_OVERHEAD / GRID, MAX_OVERHEAD, GRID) * least, _without_overhead)
 
 
 def fit(reps: list[Rep]) -> Fit:
     """One fit from the repetitions of every rung (each rung's windows over its own x): the
     per-file cost taken out (``_file_cost``), the rates brought to the largest rung's scale
     (``_scale_exp``)."""
+    overhead = _pool_overhead(reps)
+    reps = _without_overhead(reps, overhead)
     cost = _file_cost(reps)
     reps = _without_file_cost(reps, cost)
     x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
@@ -149,14 +183,14 @@ def fit(reps: list[Rep]) -> Fit:
     return Fit(curve, float(slope), float(icpt),
                float(np.median([r.pre_s / _nlogn(r.rung_rows) for r in reps])),
                float(np.median([r.post_s / _nlogn(r.rows) for r in reps])),
-               float(np.median(cpu)) if cpu else None, s, n_ref, cost)
+               float(np.median(cpu)) if cpu else None, s, n_ref, cost, overhead)
 
 
 def _rows_at_limit(f: Fit, t: Target, bpr: float) -> float | None:
     if not t.time_limit_s:
         return None
     pre, _ = f.phase_s(t.rows)
-    return rows_by(f.curve_at(t.rows, t.files), max(0.0, t.time_limit_s - pre), t.rows, bpr, t.pool)
+    return rows_by(f.curve_at(t.rows, t.files), max(0.0, t.time_limit_s - pre), t.rows, bpr, f.pool(t.pool))
 
 
 def point(f: Fit, t: Target) -> dict:
@@ -165,7 +199,7 @@ def point(f: Fit, t: Target) -> dict:
     bpr = f.table_bytes(t.rows) / t.rows
     pre, post = f.phase_s(t.rows)
     curve = f.curve_at(t.rows, t.files)
-    load = load_seconds(curve, t.rows, bpr, t.pool)
+    load = load_seconds(curve, t.rows, bpr, f.pool(t.pool))
     out = {"load_s": load, "pre_s": pre, "post_s": post, "seconds": pre + load + post, "rows": t.rows,
            "table_bytes": f.table_bytes(t.rows), "bytes_per_row": bpr, "stopped": False}
     limited = _rows_at_limit(f, t, bpr)
@@ -173,9 +207,9 @@ def point(f: Fit, t: Target) -> dict:
         out.update(rows=limited, seconds=t.time_limit_s, stopped=True, table_bytes=limited * bpr,
                    load_s=t.time_limit_s - pre, post_s=0.0)
     if t.below_rate:
-        n = rows_until_rate(curve, t.below_rate, bpr, t.pool)
+        n = rows_until_rate(curve, t.below_rate, bpr, f.pool(t.pool))
         out["rows_until_below_rate"] = n
-        out["seconds_until_below_rate"] = None if n is None else pre + load_seconds(curve, n, bpr, t.pool)
+        out["seconds_until_below_rate"] = None if n is None else pre + load_seconds(curve, n, bpr, f.pool(t.pool))
     return out
 
 
@@ -183,7 +217,7 @@ def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
     """server-CPU bound (steady), I/O bound (after the collapse), sort / index-build bound."""
     if p["pre_s"] + p["post_s"] >= SORT_BOUND * p["seconds"]:
         return "sort bound" if any(r.sorts for r in reps) else "index-build bound"
-    x_end = p["rows"] * p["bytes_per_row"] / t.pool
+    x_end = p["rows"] * p["bytes_per_row"] / f.pool(t.pool)
     if f.curve.form != "steady" and x_end >= f.curve.x_c:
         return "I/O bound (random reads)"
     return "server-CPU bound" if (f.cpu_share or 0) >= 0.5 else "steady (client or input bound)"
@@ -198,6 +232,9 @@ def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
     if t.rows > opts["max_extrapolation"] * rungs[-1]:
         raise Refusal(f"{t.rows:,.0f} rows is {t.rows / rungs[-1]:,.0f}× the largest rung ({rungs[-1]:,}); "
                       f"the model extrapolates at most {opts['max_extrapolation']:g}×")
+    if f.pool(t.pool) <= 0:
+        raise Refusal(f"the target's cache ({t.pool / 2**20:,.0f} MiB) is no larger than the "
+                      f"{f.pool_overhead / 2**20:,.1f} MiB of it the rungs' tables could not use")
     p = point(f, t)
     x_end, x_seen = p["rows"] * p["bytes_per_row"] / t.pool, max(r.x_final for r in reps)
     if x_end > opts["x_margin"] * x_seen:
@@ -222,7 +259,7 @@ def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
     """σ of a rung's log rate between runs: the rungs' scatter about the fit (rungs − 2
     degrees of freedom: the level and s) or ``floor`` (``predict.run_noise``), the larger.
     Repetitions within one run share the server, disk and hour; they do not show it."""
-    res = [m for _, m, _ in _rung_residuals(reps, f.curve_at)]
+    res = [m for _, m, _ in _rung_residuals(_without_overhead(reps, f.pool_overhead), f.curve_at)]
     if len(res) < 3:
         return floor
     return max(floor, math.sqrt(sum(v * v for v in res) / (len(res) - 2)))
@@ -295,7 +332,8 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         ends = [v[k] for v in loo]
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min([lo, p[k], *ends])),
                                                None if hi is None else float(max([hi, p[k], *ends])))
-    fitted = {**f.curve.as_dict(), "scale_exponent": f.scale_exp, "file_cost_s": f.file_cost, "run_noise": sigma}
+    fitted = {**f.curve.as_dict(), "scale_exponent": f.scale_exp, "file_cost_s": f.file_cost,
+              "pool_overhead_bytes": f.pool_overhead, "run_noise": sigma}
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
