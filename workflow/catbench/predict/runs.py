@@ -178,7 +178,8 @@ def read_run(results) -> list[Rep]:
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
             trace = _of_rep(tr, rep_no, ("start", "end", "cumulative_rows"))
-            rep = _rep(summary, r, trace, key, results.name, pool, ws, _of_rep(sm, rep_no, ("time", "Handler_write", "table_bytes")))
+            samples = _of_rep(sm, rep_no, ("time", "Handler_write", "table_bytes"))
+            rep = _rep(summary, r, trace, key, results.name, pool, ws, samples)
             if rep is not None:
                 out.append(rep)
     return out
