@@ -250,6 +250,7 @@ def test_a_fixed_share_of_the_cache_the_table_cannot_use_is_fitted_and_fades_at_
     t = Target(1e8, 6e8)
     truth = load_seconds(RateCurve("decay", 4e5, 1.0, 2e4, 0.4), 1e8, reps[0].bytes_per_row, 6e8 - overhead)
     assert predict(reps, t, OPTS)["seconds"] == pytest.approx(truth, rel=0.03)   # 0.95 without it
+    assert "could not use" in predict(reps, Target(1e5, 1e6), OPTS)["refused"]   # a cache below it
     # none: none is fitted
     assert fit([_rep(n, n * 6, f"r{n}", rep) for n in (1_000_000, 3_000_000, 10_000_000)
                 for rep in range(2)]).pool_overhead == 0.0

@@ -156,9 +156,9 @@ def _pool_overhead(reps: list[Rep]) -> float:
 
 
 def fit(reps: list[Rep]) -> Fit:
-    """One fit from the repetitions of every rung (each rung's windows over its own x): the
-    per-file cost taken out (``_file_cost``), the rates brought to the largest rung's scale
-    (``_scale_exp``)."""
+    """One fit from the repetitions of every rung (each rung's windows over its own x): x
+    over the cache the table can use (``_pool_overhead``), the per-file cost taken out
+    (``_file_cost``), the rates brought to the largest rung's scale (``_scale_exp``)."""
     overhead = _pool_overhead(reps)
     reps = _without_overhead(reps, overhead)
     cost = _file_cost(reps)
