@@ -139,21 +139,20 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
                int(summary.get("files") or 0))
 
 
-def _samples(path: Path) -> dict | None:
-    cols = ("time", "Handler_write", "table_bytes", "repetition")
+def _columns(path: Path, cols) -> dict | None:
+    """``cols`` of a parquet file, those it has, and its ``repetition``; None without the file."""
     if not path.exists():
         return None
     table = pq.read_table(path)
-    return table.select([c for c in cols if c in table.column_names]).to_pydict()
+    return table.select([c for c in (*cols, "repetition") if c in table.column_names]).to_pydict()
 
 
-def _of_rep(table: dict | None, rep_no: int, cols) -> dict | None:
-    """The rows of one repetition (every row where the table has no ``repetition``), or None."""
-    if not table or not len(table.get("time") or table.get("end") or []):
-        return None
-    n = len(table.get("time") or table["end"])
-    sel = [j for j, v in enumerate(table.get("repetition") or [0] * n) if v == rep_no]
-    return {c: np.asarray(table[c])[sel] for c in cols if c in table} if sel else None
+def _of_rep(table: dict | None, rep_no: int) -> dict | None:
+    """Every column but ``repetition`` of one repetition's rows (all rows where the table
+    has no ``repetition``), or None."""
+    n = len(next(iter(table.values()), [])) if table else 0
+    sel = [j for j, v in enumerate(table.get("repetition") or [0] * n) if v == rep_no] if n else []
+    return {c: np.asarray(v)[sel] for c, v in table.items() if c != "repetition"} if sel else None
 
 
 def read_run(results) -> list[Rep]:
@@ -168,18 +167,16 @@ def read_run(results) -> list[Rep]:
         target, variant, engine, strategy = path.parent.parts[-4:]
         summary = json.loads(path.read_text())
         pool = _pool(summary, engine)
-        trace_path = path.parent / "trace.parquet"
-        if pool is None or not trace_path.exists():
+        tr = _columns(path.parent / "trace.parquet", ("start", "end", "cumulative_rows"))
+        if pool is None or tr is None:
             continue
-        tr = pq.read_table(trace_path).to_pydict()
-        sm = _samples(path.parent / "samples.parquet")
+        # what the windows read of the sampler (_progress, _table_size)
+        sm = _columns(path.parent / "samples.parquet", ("time", "Handler_write", "table_bytes"))
         reps = summary.get("repetitions") or [summary]
         key = (target, variant, engine, strategy, layout)
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
-            trace = _of_rep(tr, rep_no, ("start", "end", "cumulative_rows"))
-            samples = _of_rep(sm, rep_no, ("time", "Handler_write", "table_bytes"))
-            rep = _rep(summary, r, trace, key, results.name, pool, ws, samples)
+            rep = _rep(summary, r, _of_rep(tr, rep_no), key, results.name, pool, ws, _of_rep(sm, rep_no))
             if rep is not None:
                 out.append(rep)
     return out
