@@ -282,6 +282,16 @@ def test_rate_windows_see_a_collapse_inside_a_file_from_the_servers_rows_written
     assert len(_windows(trace, 0.0, bpr, pool, none)[0]) == 2
 
 
+def test_a_stopped_loads_rows_are_those_at_its_limit_not_at_its_last_files_end():
+    from catbench.predict.runs import _rows_by_limit
+    trace, samples = _two_files_collapsing_in_the_second()
+    # a 2 s limit: the second file had started and ran on to 4.3 s, whole files being 200k rows
+    assert _rows_by_limit(trace, samples, 0.0, 2.0) == pytest.approx(1.2e5 + 2e4 * 1.7, rel=1e-3)
+    # without the server's count: between the files' ends
+    assert _rows_by_limit(trace, None, 0.0, 2.0) == pytest.approx(1e5 + 1e5 * 1.75 / 4.05)
+    assert _rows_by_limit(trace, samples, 0.0, 9.0) == 2e5
+
+
 def test_a_windows_x_is_the_tables_size_then_where_the_sampler_has_it():
     from catbench.predict.runs import _windows
     trace, samples = _two_files_collapsing_in_the_second()

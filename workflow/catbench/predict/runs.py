@@ -43,6 +43,7 @@ class Rep:
     collapse_expected: bool | None = None
     rung_rows: int = 0         # the input's rows (a stopped load loaded fewer)
     files: int = 0             # the input's files
+    rows_by_limit: float | None = None   # a stopped load's rows at its time limit (_rows_by_limit)
 
     @property
     def bytes_per_row(self) -> float:
@@ -104,6 +105,15 @@ def _table_size(samples, times) -> np.ndarray | None:
     return np.interp(times, np.asarray(samples["time"], float), np.asarray(tb, float))
 
 
+def _rows_by_limit(trace, samples, t0: float, at: float) -> float:
+    """The rows loaded at time ``at`` (a stopped load's start + its limit), between the
+    progress points (``_progress``). The load checks its limit before each file, so its rows
+    are whole files and the last one ran past the limit: a 10^7-row rung of 24 s stopped
+    at 24–28.5 s, and its rows by the end overstate the rows by the limit by up to a fifth."""
+    end, cum = _progress(trace, samples, t0)
+    return float(np.interp(at, np.append(t0, end), np.append(0.0, cum)))
+
+
 def _pool(summary: dict, engine: str) -> int | None:
     var = ENGINES[engine].cache_variable if engine in ENGINES else "innodb_buffer_pool_size"
     v = ((summary.get("server") or {}).get("variables") or {}).get(var)
@@ -131,12 +141,14 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
     x, rate, wt = _windows(trace, first, tb / rows, pool, samples)
     v = (ws.get("variants") or {}).get(key[1]) or {}
     opts = summary.get("options") or {}
+    limit = summary.get("time_limit_s")
+    by_limit = _rows_by_limit(trace, samples, first, begin + limit) if r.get("stopped") and limit else None
     return Rep(key, run, rows, seconds, bool(r.get("stopped")), summary.get("time_limit_s"), tb, pool,
                int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
                r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, x, rate, wt,
                v.get("working_set_over_pool"), v.get("collapse_expected"),
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
-               int(summary.get("files") or 0))
+               int(summary.get("files") or 0), by_limit)
 
 
 def _columns(path: Path, cols) -> dict | None:
