@@ -301,3 +301,11 @@ def test_a_windows_x_is_the_tables_size_then_where_the_sampler_has_it():
     x, rate, _ = _windows(trace, 0.0, 110.0, 1e7, samples)
     assert np.allclose(x, 0.2 + (x_rows / 110.0 * 100.0), atol=1e-6)   # table bytes ÷ pool at each middle
     assert x[rate < 3e4].min() > 1.2 + 0.2
+
+
+def test_the_rows_by_a_limit_never_reach_past_the_inputs_rows():
+    reps = _ladder()
+    full = predict(reps, Target(1e8, 6e8), OPTS)["seconds"]
+    p = predict(reps, Target(1e8, 6e8, time_limit_s=0.995 * full), OPTS)
+    assert p["stopped"] and p["rows"] < 1e8
+    assert p["rows_ci_low"] < p["rows"] <= p["rows_ci_high"] <= 1e8

@@ -332,6 +332,8 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         ends = [v[k] for v in loo]
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = (None if lo is None else float(min([lo, p[k], *ends])),
                                                None if hi is None else float(max([hi, p[k], *ends])))
+    if p["rows_ci_high"] is not None:   # a load loads at most its input's rows
+        p["rows_ci_high"] = min(p["rows_ci_high"], t.rows)
     fitted = {**f.curve.as_dict(), "scale_exponent": f.scale_exp, "file_cost_s": f.file_cost,
               "pool_overhead_bytes": f.pool_overhead, "run_noise": sigma}
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
