@@ -108,8 +108,8 @@ def _table_size(samples, times) -> np.ndarray | None:
 def _rows_by_limit(trace, samples, t0: float, at: float) -> float:
     """The rows loaded at time ``at`` (a stopped load's start + its limit), between the
     progress points (``_progress``). The load checks its limit before each file, so its rows
-    are whole files and the last one ran past the limit: a 10^7-row rung of 24 s stopped
-    at 24–28.5 s, and its rows by the end overstate the rows by the limit by up to a fifth."""
+    are whole files and the last one ran past the limit: by up to 4.6 % more rows than by
+    the limit in a 10^7-row rung of 24 s, 42 % in a 6 s one of two files."""
     end, cum = _progress(trace, samples, t0)
     return float(np.interp(at, np.append(t0, end), np.append(0.0, cum)))
 
@@ -143,7 +143,7 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
     opts = summary.get("options") or {}
     limit = summary.get("time_limit_s")
     by_limit = _rows_by_limit(trace, samples, first, begin + limit) if r.get("stopped") and limit else None
-    return Rep(key, run, rows, seconds, bool(r.get("stopped")), summary.get("time_limit_s"), tb, pool,
+    return Rep(key, run, rows, seconds, bool(r.get("stopped")), limit, tb, pool,
                int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
                r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, x, rate, wt,
                v.get("working_set_over_pool"), v.get("collapse_expected"),
