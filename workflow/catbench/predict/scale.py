@@ -350,7 +350,7 @@ def validate(reps: list[Rep], opts: dict) -> dict | None:
                float(np.median([r.sort_memory for r in top])), top[0].time_limit_s, files=top[0].files)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, {**opts, "min_rungs": 1})
     stopped = any(r.stopped for r in top)
-    measured_rows = float(np.median([r.rows_by_limit or r.rows for r in top]))
+    measured_rows = float(np.median([r.rows if r.rows_by_limit is None else r.rows_by_limit for r in top]))
     measured_s = float(np.median([r.seconds for r in top]))
     out = {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], "n_measured": len(top),
            "measured_seconds": measured_s, "measured_rows": measured_rows, "stopped": stopped}
