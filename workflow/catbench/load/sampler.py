@@ -27,7 +27,10 @@ def cpu_split(server_pid: int | None) -> tuple[float | None, float]:
     the scan's workers, reaped by their forkserver). Their difference over a load says
     which side bounds it: a server that spends the cores is the floor no client can move."""
     me = psutil.Process()
-    server, job = None, _cpu_s(me)
+    # this process by its CPU clock (ns), not /proc's 10 ms ticks: a small load's client
+    # side can spend less than a tick
+    t = me.cpu_times()
+    server, job = None, time.process_time() + t.children_user + t.children_system
     for child in me.children(recursive=True):
         try:
             if child.pid == server_pid:
