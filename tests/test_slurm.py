@@ -239,8 +239,8 @@ def test_site_partition_limits_isolation_and_sigterm(tmp_path):
         while {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING"} & set(_queue(env)):
             assert time.monotonic() < deadline, _queue(env)
             time.sleep(1)
-        # Stopped, not run to its end: CANCELLED, or FAILED when the job ended of its own
-        # as the run was torn down before the cancel reached it.
+        # Every job this run submitted was stopped: CANCELLED, or FAILED when its own end
+        # reached Slurm first. A job the cancel missed would be COMPLETED, or still running.
         stopped = {i: st for i, st in _jobs(env).items() if i not in before}
         assert stopped and set(stopped.values()) <= {"CANCELLED", "FAILED"}, (
             stopped, subprocess.run(["scontrol", "show", "job"], env=env, capture_output=True, text=True).stdout)
