@@ -22,12 +22,16 @@ def tmp():
 
 def test_fio_on_disk(tmp):
     rows = run_fio("disk", tmp / "target", "8M", 1, 2, tmp / "out")
-    assert [r["test"] for r in rows] == ["seq-write", "seq-read", "rand-read", "rand-write"]
+    assert [r["test"] for r in rows] == ["seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write"]
     for r in rows:
         assert COLUMNS <= set(r) and r["target"] == "disk"
         assert r["MBps"] > 0 and r["iops"] > 0 and r["clat_p99_us"] >= r["clat_p50_us"] > 0
         assert json.loads(Path(r["json"]).read_text())["jobs"]
     assert {r["numjobs"] for r in rows if r["test"].startswith("rand")} == {2}
+    # a page miss's cost: one job, 16 KiB, its mean latency (what predict reads)
+    page = {r["test"]: r for r in rows if r["test"].startswith("page")}
+    assert {r["numjobs"] for r in page.values()} == {1} and all(r["clat_mean_us"] > 0 for r in page.values())
+    assert json.loads(Path(page["page-read"]["json"]).read_text())["jobs"][0]["job options"]["bs"] == "16k"
     assert not list((tmp / "target").iterdir()), "fio test files left behind"
 
 

@@ -1,4 +1,5 @@
-"""Low-level storage tests with fio (sequential 1 MiB and random 4 KiB, read and write)."""
+"""Low-level storage tests with fio (sequential 1 MiB and random 4 KiB, read and write; random
+16 KiB pages at queue depth 1, the cost of one page miss)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ..core.targets import check_target, parse_size
 log = logging.getLogger(__name__)
 
 # Order matters: seq-write lays out the file the other tests reuse.
-TESTS = ("seq-write", "seq-read", "rand-read", "rand-write")
+TESTS = ("seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write")
 DATA_FILE = "catbench-fio.dat"
 
 
@@ -76,8 +77,9 @@ def _row(target: str, test: str, doc: dict, direct: bool, numjobs: int, size: in
         "iops": side["iops"],
         "clat_p50_us": p50 / 1e3 if p50 is not None else None,
         "clat_p99_us": p99 / 1e3 if p99 is not None else None,
+        "clat_mean_us": (side.get("clat_ns") or {}).get("mean", 0) / 1e3 or None,
         "direct": direct,
-        "numjobs": 1 if test.startswith("seq") else numjobs,
+        "numjobs": numjobs if test.startswith("rand") else 1,
         "size_bytes": size, "runtime_s": runtime_s,
         "json": str(json_path),
     }
