@@ -65,7 +65,8 @@ bench-index: $(STAMP)
 
 # The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
 # $(LADDER)'s ladder (configs written to results/<run>-rungs/), the 10^8-row run itself, and
-# the 10^8 run predicted from the rungs (results/<run>/predict/prediction.json, then that
+# the 10^8 run predicted from the rungs alone and held against it (--measured:
+# results/<run>/predict/prediction.json, then that
 # run's report made again to show it). LADDER=config/ladder-spatial.yaml: spatial ids.
 LADDER ?= config/ladder.yaml
 LADDER_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.config import load; print(load('$(LADDER)')['run'])" 2>/dev/null)
@@ -75,7 +76,7 @@ ladder: $(STAMP)
 	for rung in results/$(LADDER_RUN)-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
 	$(SNAKEMAKE_RUN) --configfile $(LADDER)
 	catbench predict --config $(LADDER) $$(for r in results/$(LADDER_RUN)-rungs/*.yaml; do \
-	  echo --results results/$$(basename $$r .yaml); done) --results results/$(LADDER_RUN) \
+	  echo --results results/$$(basename $$r .yaml); done) --measured results/$(LADDER_RUN) \
 	  --out results/$(LADDER_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(LADDER) --forcerun report_html
 

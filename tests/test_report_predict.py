@@ -15,19 +15,19 @@ from catbench.predict.rate import RateCurve, rows_by
 from catbench.report.html import make_report
 from catbench.report.inputs import MetricsError
 from catbench.report.tables import make_tables
-from test_predict import _ladder
+from test_predict import TRUE, _ladder
 from test_tables import make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 FINISHES = ("disk", "char28", "innodb", "one-file-at-a-time", "random")
-STOPPED = ("disk", "char28", "rocksdb", "bulk", "random")      # 20× slower: stopped by the time limit
+STOPPED = ("disk", "char28", "myisam", "one-file-at-a-time", "random")   # 20× slower: stopped by the time limit
 ONE_RUNG = ("ssd", "char28", "innodb", "sorted", "random")     # refused: one rung
 LIMIT_S = 20_000.0                                            # at 10^8 rows; a rung's is scaled by its rows
 
 
 def _groups() -> dict:
     ladder = _ladder()
-    slow_curve = RateCurve("decay", 4e5 / 20, 1.0, 2e4 / 20, 0.4)
+    slow_curve = RateCurve("misses", TRUE.a * 20, miss_s=TRUE.miss_s * 20, x_c=TRUE.x_c)
     slow = []
     for r in ladder:
         r = dataclasses.replace(r, key=STOPPED, rate=r.rate / 20, seconds=r.seconds * 20)
@@ -49,7 +49,8 @@ def write_prediction(run: Path) -> Path:
                                    "predict": {"target_rows": 100_000_000, "pool_per_row_bytes": 6,
                                                "bootstrap": 20}}))
     out = run / "predict" / "prediction.json"
-    args = argparse.Namespace(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None,
+    args = argparse.Namespace(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None, pool=None,
+                              no_time_limit=False, measured=None,
                               min_rungs=None, out=str(out))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("catbench.cli.predict.read_runs", lambda paths: _groups())
@@ -71,13 +72,13 @@ def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
     assert re.search(r"disk: fastest predicted `char28/innodb/one-file-at-a-time/random` \*\*[\d,]+ s \(\d", md)
     assert "; 1 of 2 stopped by the time limit." in md
     assert re.search(r"\| char28/innodb/one-file-at-a-time/random \| [\d,]+ s \(\d+\.\d h\) \| \[[\d,]+, [\d,]+\] s \| "
-                     r"[\d.]+ GB \| I/O bound \(random reads\) \|", md)
-    assert re.search(r"\| char28/rocksdb/bulk/random \| [\d,]+ rows by the 20,000 s limit \| \[[\d,]+, [\d,]+\] rows \|",
+                     r"[\d.]+ GB \| I/O bound \(random page reads\) \|", md)
+    assert re.search(r"\| char28/myisam/one-file-at-a-time/random \| [\d,]+ rows by the 20,000 s limit \| \[[\d,]+, [\d,]+\] rows \|",
                      md)
     assert "| char28/innodb/sorted/random | no prediction: 1 rung(s) (1,000,000 rows); the model needs 2" in md
     assert re.search(r"\| disk/char28/innodb/one-file-at-a-time/random \| 10,000,000 \| 1,000,000, 3,000,000 \| "
                      r"3 \| seconds \| [\d,]+ \| [\d,]+ \| [\d.]+ \| yes \|", md)
-    assert "| disk/char28/rocksdb/bulk/random | 10,000,000 | 1,000,000, 3,000,000 | 3 | rows |" in md
+    assert "| disk/char28/myisam/one-file-at-a-time/random | 10,000,000 | 1,000,000, 3,000,000 | 3 | rows |" in md
 
     index = make_report(run)
     html = index.read_text()

@@ -13,9 +13,9 @@ import yaml
 from ..core.config import ConfigError, load, section
 from ..core.files import atomic_path
 from ..core.targets import human, parse_size
-from ..predict.ladder import rungs, target_pool
+from ..predict.ladder import rungs, target_level_base, target_pool
 from ..predict.runs import read_runs
-from ..predict.scale import Target, predict, validate
+from ..predict.scale import Target, compare, predict, validate
 from .common import guarded
 
 log = logging.getLogger(__name__)
@@ -23,14 +23,16 @@ log = logging.getLogger(__name__)
 KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
 
 
-def _target(cfg: dict, engine: str, rows: float, pred: dict, reps: list) -> Target:
-    """The target of one load: load.time_limit_s only where the rungs had one (a strategy
-    that loads in one stream ignores it: its summary's time_limit_s is null)."""
+def _target(cfg: dict, engine: str, rows: float, pred: dict, reps: list, pool: int | None = None,
+            limit: bool = True) -> Target:
+    """The target of one load: ``pool`` (--pool) or the config's; load.time_limit_s only
+    where the rungs had one (a strategy that loads in one stream ignores it: its summary's
+    time_limit_s is null) and ``limit`` (--no-time-limit: the time to load every row)."""
     ld = cfg.get("load") or {}
-    limited = any(r.time_limit_s is not None for r in reps)
-    return Target(rows, target_pool(cfg, engine, rows), parse_size(ld.get("sort_memory") or "1GB"),
+    limited = limit and any(r.time_limit_s is not None for r in reps)
+    return Target(rows, pool or target_pool(cfg, engine, rows), parse_size(ld.get("sort_memory") or "1GB"),
                   ld.get("time_limit_s") if limited else None, pred["below_rate"],
-                  section("partition", cfg.get("partition"))["index_files"])
+                  section("partition", cfg.get("partition"))["index_files"], target_level_base(cfg))
 
 
 def _fmt_s(v) -> str:
@@ -46,17 +48,44 @@ def _line(key: tuple, p: dict) -> str:
     if "refused" in p:
         return f"{name}: no prediction: {p['refused']}"
     what = (f"{p['rows']:,.0f} rows by the {p['seconds']:,.0f} s limit "
-            f"[{_fmt_n(p['rows_ci_low'])}, {_fmt_n(p['rows_ci_high'])}]" if p["stopped"] else
-            f"{_fmt_s(p['seconds'])} s [{_fmt_s(p['seconds_ci_low'])}, {_fmt_s(p['seconds_ci_high'])}]")
-    return f"{name}: {what}, table {human(p['table_bytes'])}, {p['regime']}"
+            f"[{_fmt_n(p['rows_ci_low'])}, {_fmt_n(p['rows_ci_high'])}]; all rows in "
+            f"{_hours(p['all_rows_seconds'])} [{_hours(p['all_rows_seconds_ci_low'])}, "
+            f"{_hours(p['all_rows_seconds_ci_high'])}]" if p["stopped"] else
+            f"{_hours(p['seconds'])} [{_hours(p['seconds_ci_low'])}, {_hours(p['seconds_ci_high'])}]")
+    later = (f", later half {_fmt_n(p['later_half_rate'])} rows/s [{_fmt_n(p['later_half_rate_ci_low'])}, "
+             f"{_fmt_n(p['later_half_rate_ci_high'])}] at table ÷ pool {p['later_half_x'][0]:.2f}–"
+             f"{p['later_half_x'][1]:.2f}" if p.get("later_half_rate") else "")
+    k = p["fit"].get("calibration_k")
+    return (f"{name}: {what}, table {human(p['table_bytes'])}{later}, {p['regime']}"
+            + (f" (a miss costs {k:.2f}× fio's page read + write)" if k else ""))
+
+
+def _hours(v) -> str:
+    """Seconds as s, min or h: a 10^10-row load is days."""
+    if v is None:
+        return "?"
+    return f"{v:,.1f} s" if v < 600 else f"{v / 60:,.1f} min" if v < 7200 else f"{v / 3600:,.1f} h"
+
+
+def _compare_line(name: str, v: dict) -> str:
+    if "refused" in v:
+        return f"{name}: not predicted: {v['refused']}"
+    inside = {True: "inside", False: "OUTSIDE", None: "no"}[v["inside"]]
+    out = (f"{name}: predicted ÷ measured {v['compared']} = {v['predicted_over_measured']:.2f} "
+           f"({inside} its interval; n = {v['n_measured']}, {v['regime']})")
+    if v.get("later_half_rate_predicted_over_measured"):
+        inside = {True: "inside", False: "OUTSIDE", None: "no"}[v["later_half_rate_inside"]]
+        x = v["measured_later_half_x"]
+        out += (f"; later-half rate {v['later_half_rate_predicted_over_measured']:.2f} ({inside} its interval; "
+                f"measured {v['measured_later_half_rate']:,.0f} rows/s at table ÷ pool {x[0]:.2f}–{x[1]:.2f})")
+    return out
 
 
 def _validation_line(key: tuple, v: dict) -> str:
     name = "/".join(key)
     if "refused" in v:
         return f"{name}: rung of {v['rung_rows']:,} rows not predicted: {v['refused']}"
-    return (f"{name}: rung of {v['rung_rows']:,} rows from {len(v['from_rungs'])} smaller: predicted ÷ "
-            f"measured {v['compared']} = {v['predicted_over_measured']:.2f} (n = {v['n_measured']}, {v['regime']})")
+    return _compare_line(f"{name}: rung of {v['rung_rows']:,} rows from {len(v['from_rungs'])} smaller", v)
 
 
 def _finite(o):
@@ -78,15 +107,26 @@ def cmd_predict(a) -> int:
     pred = section("predict", cfg.get("predict"))
     opts = {**pred, "min_rungs": a.min_rungs or pred["min_rungs"]}
     rows = float(a.rows or pred["target_rows"])
+    pool = parse_size(a.pool) if a.pool else None
     groups = read_runs(a.results)
     if not groups:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
-    out = {"rows": rows, "predictions": [], "validation": []}
-    print(f"predicted at {rows:,.0f} rows from {len(a.results)} run(s):")
+    measured = read_runs(a.measured) if a.measured else {}
+    out = {"rows": rows, "pool_bytes": pool, "predictions": [], "validation": [], "measured": []}
+    print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
+          + f" from {len(a.results)} run(s):")
     for key, reps in sorted(groups.items()):
-        p = predict(reps, _target(cfg, key[2], rows, pred, reps), opts)
+        p = predict(reps, _target(cfg, key[2], rows, pred, reps, pool, not a.no_time_limit), opts)
         out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
+        if key in measured:
+            out["measured"].append({"key": dict(zip(KEY_FIELDS, key)), "rung_rows": measured[key][0].rung_rows,
+                                    "from_rungs": p["rungs"], "measured_runs": sorted({r.run for r in measured[key]}),
+                                    **compare(p, measured[key])})
+    if a.measured:
+        print(f"against the measured run(s) {', '.join(a.measured)}:")
+        for m in out["measured"]:
+            print("  " + _compare_line("/".join(m["key"].values()), m))
     print("validation (each ladder's largest rung from its smaller ones):")
     for key, reps in sorted(groups.items()):
         v = validate(reps, opts)
@@ -95,6 +135,7 @@ def cmd_predict(a) -> int:
             print("  " + _validation_line(key, v))
     if not out["validation"]:
         print("  none: every load has a single rung")
+    out["validation"] += out["measured"]   # the report's validation: the rungs' own, then the target's
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(a.out) as tmp:
@@ -124,6 +165,12 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--config", required=True, help="the target's config (its predict section and load settings)")
     p.add_argument("--results", required=True, action="append", help="results/<run> of a rung (repeat)")
     p.add_argument("--rows", type=float, help="index rows to predict (default predict.target_rows)")
+    p.add_argument("--pool", help="the target's cache (e.g. 128G; default the config's, or "
+                   "predict.pool_per_row_bytes × rows)")
+    p.add_argument("--no-time-limit", action="store_true",
+                   help="predict the time to load every row, ignoring load.time_limit_s")
+    p.add_argument("--measured", action="append", help="results/<run> of a target run to hold the "
+                   "predictions against (not fitted on; repeat)")
     p.add_argument("--min-rungs", type=int, help="rungs needed (default predict.min_rungs)")
     p.add_argument("--out", help="write the predictions and the validation as JSON here")
     p.set_defaults(func=guarded(cmd_predict, (ConfigError, FileNotFoundError, ValueError), "predict"))

@@ -111,6 +111,9 @@ class Engine:
     bulk_sql: tuple = ()         # resources beginning and ending strategy bulk's session
     bulk_transactions: bool = True  # bulk commits (load.transaction_rows); else the end statement does
     cache_variable: str = ""     # server variable sizing its page/block cache (table/cache ratios)
+    # status counter of the cache's reads from disk (a sampled counter, server_tools.STATUS_COUNTERS):
+    # the page misses of an insert, which the scale model's I/O-bound regime is made of
+    miss_counter: str = ""
     # A file's rows and its ledger row commit together (load/ledger.py); without transactions
     # a resumed load first checks that the table holds exactly the ledger's files
     transactional: bool = True
@@ -119,7 +122,8 @@ class Engine:
 ENGINES = {
     # One .ibd file per table (innodb_file_per_table, partitions included); the redo log is not counted.
     "innodb": Engine("innodb", "InnoDB", None, {}, "{database}/{table}*.ibd", None,
-                     ("bulk_session_begin.sql", "bulk_session_end.sql"), True, "innodb_buffer_pool_size"),
+                     ("bulk_session_begin.sql", "bulk_session_end.sql"), True, "innodb_buffer_pool_size",
+                     "Innodb_buffer_pool_reads"),
     # MyRocks: an LSM tree. Its data is in the SST files of #rocksdb/ (shared by the server's
     # MyRocks tables: a load's server holds one), after the memtable is flushed; the WAL is not
     # counted. A file (or sorted chunk) is one transaction, as with InnoDB: MyRocks refuses more
@@ -133,7 +137,7 @@ ENGINES = {
     # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
     # statement's rows stay when it fails, so resume checks the table (driver._prepare_table).
     "myisam": Engine("myisam", "MyISAM", None, {}, "{database}/{table}*.MY[DI]", "myisam_flush.sql",
-                     (), True, "key_buffer_size", transactional=False),
+                     (), True, "key_buffer_size", "Key_reads", transactional=False),
 }
 
 

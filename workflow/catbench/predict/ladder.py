@@ -47,6 +47,16 @@ def target_pool(cfg: dict, engine: str = "innodb", rows: float | None = None) ->
     return parse_size(value)
 
 
+def target_level_base(cfg: dict) -> float | None:
+    """An LSM's first level at the target: max_bytes_for_level_base of the config's
+    rocksdb_default_cf_options (None: RocksDB's default, runs.LEVEL_BASE)."""
+    for item in str(settings(cfg).get("rocksdb_default_cf_options") or "").split(";"):
+        name, _, val = item.strip().partition("=")
+        if name.strip() == "max_bytes_for_level_base" and val.strip():
+            return float(parse_size(val.strip().upper()))
+    return None
+
+
 def _kib(n: float, unit: str = "KiB") -> str:
     """A size in whole KiB: ``K`` for a server option, ``KiB`` for load.sort_memory."""
     return f"{max(1, round(n / 1024))}{unit}"

@@ -1,5 +1,15 @@
-"""The load rate as a function of x = table ÷ pool, and its integral over the table's
-growth (model.md). Pure numerics: no files, no config."""
+"""A load's rate as the cost of one row, and its integral over the table's growth
+(model.md). Pure numerics: no files, no config.
+
+Seconds per row = a (the cached cost: CPU, log) + what the regime adds:
+
+    steady   nothing                                  (key-ordered, sorted, build-bound loads)
+    misses   miss_s × m(x),  m(x) = max(0, 1 − (x_c/x)^p)  (a B-tree past its pool: m is the
+             share of inserts whose leaf is not in it, x = table ÷ pool; p = 1 for a cache that
+             holds a random x_c/x of the leaves; miss_s = K × one page miss's cost)
+    levels   level_s × log10(1 + x / x_b)              (an LSM: each level a row passes through
+             is written again; x_b = the first level's bytes ÷ the cache)
+"""
 
 from __future__ import annotations
 
@@ -8,159 +18,176 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import cumulative_trapezoid
-from scipy.optimize import curve_fit
+from scipy.optimize import least_squares, minimize_scalar
 
-FORMS = ("steady", "floor", "decay")
-PARAMS = {"steady": 1, "floor": 3, "decay": 4}   # the BIC's parameter count (x_c counts)
+FORMS = ("steady", "misses", "levels")
 
 
 @dataclass
 class RateCurve:
-    """rate(x) = r0 while x < x_c, then r1·(x/x_c)^(−k) (``floor``: k = 0; ``steady``:
-    x_c = inf, one rate throughout)."""
     form: str
-    r0: float
-    x_c: float = math.inf
-    r1: float | None = None
-    k: float = 0.0
-    k_se: float | None = None     # the decay's exponent's standard error (the fit's covariance)
+    a: float                      # seconds per row while cached
+    miss_s: float = 0.0           # seconds per row per unit of miss ratio (misses)
+    x_c: float = math.inf         # table ÷ pool where leaves start to miss (misses)
+    p: float = 1.0                # how fast the hit ratio falls past x_c (misses)
+    level_s: float = 0.0          # seconds per row per level (levels)
+    x_b: float = math.inf         # the first level's bytes ÷ the cache (levels)
     n: int = 0
     rss: float = 0.0              # residual sum of squares of log(rate)
-    per_row_s: float = 0.0        # seconds every row adds on top (a file's fixed cost ÷ its rows)
 
-    def base_rate(self, x):
-        x = np.asarray(x, dtype=float)
-        if self.form == "steady" or self.r1 is None:
-            return np.full_like(x, self.r0)
-        after = self.r1 * np.power(np.maximum(x, self.x_c) / self.x_c, -self.k)
-        return np.where(x < self.x_c, self.r0, after)
+    @property
+    def r0(self) -> float:
+        return 1.0 / self.a
+
+    def miss_ratio(self, x):
+        x = np.asarray(x, float)
+        if self.form != "misses":
+            return np.zeros_like(x)
+        return np.maximum(0.0, 1.0 - (self.x_c / np.maximum(x, 1e-300)) ** self.p)
+
+    def levels(self, x):
+        x = np.asarray(x, float)
+        if self.form != "levels" or not math.isfinite(self.x_b):
+            return np.zeros_like(x)
+        return np.log10(1.0 + np.maximum(x, 0.0) / self.x_b)
+
+    def seconds_per_row(self, x):
+        return self.a + self.miss_s * self.miss_ratio(x) + self.level_s * self.levels(x)
 
     def rate(self, x):
-        base = self.base_rate(x)
-        return base if self.per_row_s == 0 else 1.0 / (1.0 / base + self.per_row_s)
+        return 1.0 / self.seconds_per_row(x)
+
+    def at_pool(self, level_base: float | None, pool: float) -> "RateCurve":
+        """The curve of a load whose cache is ``pool`` bytes (an LSM's x_b is its first
+        level's bytes over that cache: the user's own settings at the target)."""
+        if self.form != "levels" or not level_base:
+            return self
+        return RateCurve(self.form, self.a, self.miss_s, self.x_c, self.p, self.level_s, level_base / pool,
+                         self.n, self.rss)
 
     def as_dict(self) -> dict:
-        return {"form": self.form, "r0_rows_per_s": self.r0,
-                "x_c": None if math.isinf(self.x_c) else self.x_c,
-                "r1_rows_per_s": self.r1, "k": self.k, "k_se": self.k_se, "points": self.n}
+        fin = (lambda v: v if math.isfinite(v) else None)
+        return {"form": self.form, "r0_rows_per_s": self.r0, "a_s_per_row": self.a,
+                "miss_s_per_row": self.miss_s, "x_c": fin(self.x_c), "p": self.p, "level_s_per_row": self.level_s,
+                "x_b": fin(self.x_b), "points": self.n}
 
 
-def _wmean(y, w):
-    return float(np.sum(w * y) / np.sum(w))
+def _log_rss(curve: RateCurve, x, y, w, x_b=None) -> float:
+    c = curve if x_b is None or curve.form != "levels" else None
+    spr = c.seconds_per_row(x) if c else curve.a + curve.level_s * np.log10(1.0 + x / x_b)
+    return float(np.sum(w * (y + np.log(spr)) ** 2))
 
 
-DROP = 0.8   # a break is a collapse: the rate just after it at most this × the rate before
+def _linear(cols, inv, w, r):
+    """Least squares of seconds per row on ``cols`` (coefficients ≥ 0), weighted so that each
+    point's error counts as its relative error (d log r ≈ r × d(1/r))."""
+    sw = np.sqrt(w) * r
+    coef, *_ = np.linalg.lstsq(np.column_stack(cols) * sw[:, None], inv * sw, rcond=None)
+    if np.any(coef < 0):     # the cost a regime adds cannot be negative: refit without it
+        coef = np.zeros(len(cols))
+        coef[0] = np.sum(w * r * r * inv) / np.sum(w * r * r)
+    return coef
 
 
-def _suffix(v: np.ndarray) -> np.ndarray:
-    """Sums of v[i:] for every i."""
-    return np.cumsum(v[::-1])[::-1]
-
-
-def _best_break(x, y, w, form):
-    """(rss, x_c, a0, a1, k) of the best break of ``form`` (floor or decay) over every break
-    between two distinct x (at their midpoint), each rss from prefix and suffix sums: a drop
-    of the rate (r1 ≤ DROP·r0) and, for decay, no growth after it (k ≥ 0), with a tenth of
-    the points (3 at least) after it."""
-    o = np.argsort(x, kind="stable")
-    x, y, w = x[o], y[o], w[o]
-    lx = np.log(x)
-    i = np.nonzero(x[1:] > x[:-1])[0] + 1          # left x[:i], right x[i:]
-    i = i[len(x) - i >= max(3, len(x) // 10)]
-    if len(i) == 0:
-        return None
-    cw, cy, cyy = np.cumsum(w)[i - 1], np.cumsum(w * y)[i - 1], np.cumsum(w * y * y)[i - 1]
-    a0 = cy / cw
-    rss_l = cyy - cy * a0
-    sw, sy, syy = _suffix(w)[i], _suffix(w * y)[i], _suffix(w * y * y)[i]
-    xc = (x[i - 1] + x[i]) / 2
-    ok = np.ones(len(i), bool)
-    if form == "floor":
-        a1, k = sy / sw, np.zeros(len(i))
-        rss_r = syy - sy * a1
-    else:
-        sx, sxx, sxy = _suffix(w * lx)[i], _suffix(w * lx * lx)[i], _suffix(w * lx * y)[i]
-        vxx, cxy = sxx - sx * sx / sw, sxy - sx * sy / sw
-        ok = vxx > 1e-12
-        slope = np.where(ok, cxy / np.where(ok, vxx, 1.0), 0.0)
-        rss_r = syy - sy * sy / sw - slope * cxy
-        a1, k = (sy - slope * sx) / sw + slope * np.log(xc), -slope    # the line at the break
-    ok &= (a1 <= a0 + math.log(DROP)) & (k >= 0)
-    if not ok.any():
-        return None
-    rss = np.where(ok, np.maximum(rss_l, 0) + np.maximum(rss_r, 0), np.inf)
-    j = int(np.argmin(rss))
-    return float(rss[j]), float(xc[j]), float(a0[j]), float(a1[j]), float(k[j])
-
-
-def bic(rss: float, n: int, p: int) -> float:
-    return n * math.log(max(rss, 1e-12) / n) + p * math.log(n)
-
-
-def fit_rate(x, rate, weight=None, forms=FORMS) -> RateCurve:
-    """Fit log(rate) over x by each form in ``forms`` and keep the one with the lowest BIC
-    (a break must pay for its extra parameters). ``weight``: rows behind each point."""
+def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=None) -> RateCurve:
+    """The curve of ``form`` through the windows (x, rate), weighted by their rows, in
+    log(rate). misses: with the windows' measured ``misses`` per row, m(x)'s x_c and p by
+    least squares on them, then a and miss_s on the rates over the measured misses; without
+    them p = 1 and x_c on every midpoint between distinct x (``_fit_misses``). levels:
+    ``x_b`` given per point (each rung's first level ÷ its cache), a and level_s least squares."""
     x, r = np.asarray(x, float), np.asarray(rate, float)
     ok = (x > 0) & (r > 0) & np.isfinite(x) & np.isfinite(r)
+    if misses is not None:
+        misses = np.asarray(misses, float)
+        ok &= np.isfinite(misses)
+        misses = misses[ok]
     x, r = x[ok], r[ok]
+    x_b = np.broadcast_to(np.asarray(x_b, float), ok.shape)[ok]
     w = np.ones_like(x) if weight is None else np.asarray(weight, float)[ok]
     w = w / w.mean() if len(w) else w
     if len(x) < 2:
         raise ValueError(f"{len(x)} rate points: a rate curve needs at least 2")
-    y, n = np.log(r), len(x)
-    a0 = _wmean(y, w)
-    fits = {"steady": (float(np.sum(w * (y - a0) ** 2)), math.inf, a0, None, 0.0)}
-    for form in forms:
-        if form != "steady":
-            b = _best_break(x, y, w, form)
-            if b is not None:
-                fits[form] = b
-    form = min((f for f in fits if f in forms), key=lambda f: bic(fits[f][0], n, PARAMS[f]))
-    rss, xc, a0, a1, k = fits[form]
-    curve = RateCurve(form, math.exp(a0), xc, None if a1 is None else math.exp(a1), k, None, n, rss)
-    if form == "decay":
-        curve.k, curve.r1, curve.k_se = _refine_decay(x, y, w, xc, a1, k)
-    return curve
+    y, inv, one = np.log(r), 1.0 / r, np.ones_like(x)
+    steady = RateCurve("steady", float(np.exp(-np.average(y, weights=w))), n=len(x))
+    if form == "steady":
+        steady.rss = _log_rss(steady, x, y, w)
+        return steady
+    if form == "levels":
+        lv = np.log10(1.0 + x / x_b)
+        a, b = _linear([one, lv], inv, w, r)
+        c = RateCurve("levels", float(a), level_s=float(b), x_b=float(np.median(x_b)), n=len(x))
+    elif misses is not None and np.count_nonzero(misses > 0.05) >= 3:
+        c = _fit_measured_misses(x, misses, inv, w, r)
+    else:
+        c = _fit_misses(x, y, inv, w, r)
+    if c is None or c.a <= 0:
+        steady.rss = _log_rss(steady, x, y, w)
+        return steady
+    c.rss = _log_rss(c, x, y, w, x_b)
+    return c
 
 
-def _refine_decay(x, y, w, xc, a1, k):
-    """The decay's (k, r1, k's standard error) by scipy's least squares at the chosen break:
-    the same fit, with its covariance."""
-    right = x >= xc
-    lx = np.log(x[right] / xc)
-    try:
-        p, cov = curve_fit(lambda t, a, kk: a - kk * t, lx, y[right], p0=(a1, k),
-                           sigma=1 / np.sqrt(w[right]))
-        se = float(math.sqrt(cov[1, 1])) if np.all(np.isfinite(cov)) else None
-        return float(p[1]), math.exp(float(p[0])), se
-    except (RuntimeError, ValueError):
-        return k, math.exp(a1), None
+def _fit_measured_misses(x, m_obs, inv, w, r) -> RateCurve | None:
+    """m(x) through the measured misses per row (x_c, p: weighted least squares), then the
+    cached cost a and the cost of a miss by least squares of each window's seconds per row on
+    its measured misses: the miss's cost is read from the misses the server counted."""
+    def resid(v):
+        return np.sqrt(w) * (m_obs - np.maximum(0.0, 1.0 - (v[0] / x) ** v[1]))
+    start = float(np.min(x[m_obs > 0.05]))
+    sol = least_squares(resid, x0=[start, 1.0], bounds=([1e-3, 0.25], [float(np.max(x)), 8.0]))
+    a, b = _linear([np.ones_like(x), m_obs], inv, w, r)
+    if a <= 0 or b <= 0:
+        return None
+    return RateCurve("misses", float(a), miss_s=float(b), x_c=float(sol.x[0]), p=float(sol.x[1]), n=len(x))
 
 
-def _grid(curve: RateCurve, rows: float, n_c: float, points: int) -> np.ndarray:
-    """Row counts from 0 to ``rows``: the break exactly, geometric after it."""
-    if rows <= 0:
-        return np.array([0.0])
-    if n_c >= rows:
-        return np.array([0.0, rows])
-    start = max(n_c, rows * 1e-9)
-    after = np.geomspace(start, rows, points)
-    return np.concatenate([[0.0], after]) if start > 0 else after
+def _misses_at(xc, x, y, inv, w, r) -> tuple[float, RateCurve | None]:
+    m = np.maximum(0.0, 1.0 - xc / x)
+    if np.count_nonzero(m) < 2:
+        return math.inf, None
+    a, b = _linear([np.ones_like(x), m], inv, w, r)
+    if a <= 0 or b <= 0:
+        return math.inf, None
+    c = RateCurve("misses", float(a), miss_s=float(b), x_c=float(xc), n=len(x))
+    return _log_rss(c, x, y, w), c
+
+
+def _fit_misses(x, y, inv, w, r) -> RateCurve | None:
+    """x_c on every midpoint between distinct x, then refined between the neighbours of the
+    best (near the break the miss ratio changes fast: a window just past it misses little)."""
+    xs = np.unique(x)
+    mids = (xs[1:] + xs[:-1]) / 2
+    scores = [_misses_at(xc, x, y, inv, w, r)[0] for xc in mids]
+    if not mids.size or not np.isfinite(min(scores)):
+        return None
+    j = int(np.argmin(scores))
+    lo, hi = xs[j], xs[min(j + 1, len(xs) - 1)]
+    if j > 0:
+        lo = xs[j - 1] if scores[j - 1] < math.inf else lo
+    best = minimize_scalar(lambda v: _misses_at(v, x, y, inv, w, r)[0], bounds=(lo, hi), method="bounded",
+                           options={"xatol": 1e-4 * hi})
+    cand = [_misses_at(mids[j], x, y, inv, w, r), _misses_at(float(best.x), x, y, inv, w, r)]
+    return min(cand, key=lambda t: t[0])[1]
 
 
 def cumulative_seconds(curve: RateCurve, rows: float, bytes_per_row: float, pool: float,
                        points: int = 4000) -> tuple[np.ndarray, np.ndarray]:
-    """(n, t): seconds t to load the first n rows, time = ∫ dn / rate(x(n)), x(n) = n ×
-    bytes_per_row ÷ pool. A constant stretch is exact; the decay, trapezoids on a geometric grid."""
-    n_c = curve.x_c * pool / bytes_per_row if math.isfinite(curve.x_c) else math.inf
-    n = _grid(curve, float(rows), n_c, points)
-    inv = 1.0 / curve.rate(n * bytes_per_row / pool)
-    if n_c < rows and n[0] == 0.0 and len(n) > 1:
-        # 0..n_c at r0 exactly; the trapezoid must not straddle the break
-        t = np.concatenate([[0.0], n[1] * (1 / curve.r0 + curve.per_row_s)
-                            + cumulative_trapezoid(inv[1:], n[1:], initial=0.0)])
-        return n, t
-    return n, cumulative_trapezoid(inv, n, initial=0.0)
+    """(n, t): seconds t to load the first n rows, t = ∫ seconds_per_row(x(n)) dn, x(n) = n ×
+    bytes_per_row ÷ pool. Exact for steady; trapezoids on a geometric grid (with the break)
+    otherwise."""
+    rows = float(rows)
+    if rows <= 0:
+        return np.array([0.0]), np.array([0.0])
+    if curve.form == "steady":
+        n = np.linspace(0.0, rows, 2)
+        return n, n * curve.a
+    n = np.geomspace(rows * 1e-9, rows, points)
+    if curve.form == "misses":
+        n_c = curve.x_c * pool / bytes_per_row
+        if 0 < n_c < rows:
+            n = np.union1d(n, [n_c])
+    n = np.concatenate([[0.0], n])
+    return n, cumulative_trapezoid(curve.seconds_per_row(n * bytes_per_row / pool), n, initial=0.0)
 
 
 def load_seconds(curve: RateCurve, rows: float, bytes_per_row: float, pool: float) -> float:
@@ -176,17 +203,11 @@ def rows_by(curve: RateCurve, seconds: float, rows: float, bytes_per_row: float,
 
 def rows_until_rate(curve: RateCurve, rate: float, bytes_per_row: float, pool: float) -> float | None:
     """Rows at which the rate first falls below ``rate`` (None: never, by this curve)."""
-    if curve.per_row_s:    # the base rate's threshold: 1/base + per_row_s > 1/rate
-        if curve.per_row_s * rate >= 1:
-            return 0.0
-        rate = 1.0 / (1.0 / rate - curve.per_row_s)
-    if curve.r0 < rate:
+    extra = 1.0 / rate - curve.a
+    if extra <= 0:
         return 0.0
-    if curve.r1 is None or curve.form == "steady":
-        return None
-    if curve.r1 < rate:
-        return curve.x_c * pool / bytes_per_row
-    if curve.k <= 0:
-        return None
-    x = curve.x_c * (curve.r1 / rate) ** (1 / curve.k)
-    return x * pool / bytes_per_row
+    if curve.form == "misses" and curve.miss_s > extra:
+        return curve.x_c / (1.0 - extra / curve.miss_s) ** (1.0 / curve.p) * pool / bytes_per_row
+    if curve.form == "levels" and curve.level_s > 0:
+        return curve.x_b * (10 ** (extra / curve.level_s) - 1.0) * pool / bytes_per_row
+    return None

@@ -1,7 +1,8 @@
 """What the model reads from a run's result files: per load (target × variant × engine ×
 strategy) and repetition, the rate windows over x = table ÷ pool, the time before the first
 row and after the last, the rows, seconds and bytes (``summary.json``, ``trace.parquet``),
-and the insert working set of the variant's input (``index/working_set.json``)."""
+the insert working set of the variant's input (``index/working_set.json``) and the target's
+device figures (``fio/<target>/fio.csv``: a page miss, a sequential pass)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index_table import ENGINES
+from .ladder import target_level_base as level_base
 from ..core.targets import parse_size
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
@@ -44,6 +47,10 @@ class Rep:
     rung_rows: int = 0         # the input's rows (a stopped load loaded fewer)
     files: int = 0             # the input's files
     rows_by_limit: float | None = None   # a stopped load's rows at its time limit (_rows_by_limit)
+    later: tuple | None = None           # (rows/s, x from, x to) over the later half of its rows
+    device: dict = field(default_factory=dict)   # the target's fio figures (_device)
+    level_base: float | None = None      # an LSM's first level's bytes (max_bytes_for_level_base)
+    misses: np.ndarray | None = field(repr=False, default=None)   # per window: cache reads from disk per row
 
     @property
     def bytes_per_row(self) -> float:
@@ -76,20 +83,37 @@ def _progress(trace, samples, t0: float):
     return times[o], np.maximum.accumulate(rows[o])
 
 
-def _windows(trace, t0: float, bpr: float, pool: int, samples=None):
-    """Non-overlapping windows of ``len/WINDOWS`` progress points (at least 1; ``_progress``):
-    rate, midpoint x, rows."""
+def _bounds(trace, t0: float, samples=None):
+    """The windows' (start, end) times and (rows at start, rows at end): non-overlapping runs
+    of ``len/WINDOWS`` progress points (at least 1; ``_progress``)."""
     end, cum = _progress(trace, samples, t0)
     w = max(1, math.ceil(len(end) / WINDOWS))
     idx = np.arange(w - 1, len(end), w)
-    prev_end = np.concatenate([[t0], end[idx[:-1]]])
-    prev_cum = np.concatenate([[0.0], cum[idx[:-1]]])
-    rows, dt = cum[idx] - prev_cum, end[idx] - prev_end
+    return (np.concatenate([[t0], end[idx[:-1]]]), end[idx],
+            np.concatenate([[0.0], cum[idx[:-1]]]), cum[idx], end, cum)
+
+
+def _windows(trace, t0: float, bpr: float, pool: int, samples=None):
+    """Non-overlapping windows (``_bounds``): rate, midpoint x, rows."""
+    x, rate, rows, _ = _windows_misses(trace, t0, bpr, pool, samples)
+    return x, rate, rows
+
+
+def _windows_misses(trace, t0: float, bpr: float, pool: int, samples=None, counter: str = ""):
+    """``_windows`` and each window's reads of the cache from disk per row (the sampler's
+    ``counter`` between the window's ends; None without it)."""
+    t1, t2, n1, n2, end, cum = _bounds(trace, t0, samples)
+    rows, dt = n2 - n1, t2 - t1
     ok = (rows > 0) & (dt > 0)
-    mid_rows = (cum[idx] + prev_cum) / 2
+    mid_rows = (n2 + n1) / 2
     size = _table_size(samples, np.interp(mid_rows, np.append(0.0, cum), np.append(t0, end)))
     mid = (mid_rows * bpr if size is None else size) / pool
-    return mid[ok], (rows / np.where(dt > 0, dt, 1))[ok], rows[ok]
+    misses = None
+    reads = None if samples is None or not counter else samples.get(counter)
+    if reads is not None and len(reads) >= 2 and not any(v is None for v in reads):
+        t, reads = np.asarray(samples["time"], float), np.asarray(reads, float)
+        misses = ((np.interp(t2, t, reads) - np.interp(t1, t, reads)) / np.where(rows > 0, rows, 1))[ok]
+    return mid[ok], (rows / np.where(dt > 0, dt, 1))[ok], rows[ok], misses
 
 
 def _table_size(samples, times) -> np.ndarray | None:
@@ -114,6 +138,56 @@ def _rows_by_limit(trace, samples, t0: float, at: float) -> float:
     return float(np.interp(at, np.append(t0, end), np.append(0.0, cum)))
 
 
+def _later_half(trace, samples, t0: float, end_rows: float, bpr: float, pool: int) -> tuple | None:
+    """(rows/s, x at its start, x at its end) over the later half of the rows a repetition
+    loaded (to ``end_rows``: its rows at the time limit when stopped): the rate after a
+    collapse, which the totals can hide (most rows of a stopped load may come before it)."""
+    end, cum = _progress(trace, samples, t0)
+    t, n = np.append(t0, end), np.append(0.0, cum)
+    if end_rows <= 0 or len(t) < 2:
+        return None
+    t1, t2 = np.interp([end_rows / 2, end_rows], n, t)
+    if t2 <= t1:
+        return None
+    size = _table_size(samples, np.array([t1, t2]))
+    x = (np.array([end_rows / 2, end_rows]) * bpr if size is None else size) / pool
+    return float(end_rows / 2 / (t2 - t1)), float(x[0]), float(x[1])
+
+
+# RocksDB's first level when the config does not set it (max_bytes_for_level_base: 256 MiB)
+LEVEL_BASE = 256 * 2 ** 20
+
+
+def _level_base(summary: dict) -> float | None:
+    """An LSM's first level's bytes: max_bytes_for_level_base of the load's
+    rocksdb_default_cf_options, or RocksDB's default."""
+    if summary.get("engine") != "rocksdb":
+        return None
+    return level_base({"server": summary.get("server") or {}}) or float(LEVEL_BASE)
+
+
+def device(results: Path, target: str) -> dict:
+    """The target's fio figures a prediction uses (medians over repetitions): ``page_read_s``
+    and ``page_write_s`` (a random 16 KiB read or write at queue depth 1, mean latency) and
+    ``seq_s_per_byte`` (one byte written then read back sequentially: a spill pass); {}
+    without the fio stage."""
+    p = results / "fio" / target / "fio.csv"
+    if not p.exists():
+        return {}
+    rows = pacsv.read_csv(p).to_pylist()
+
+    def med(test, col):
+        v = [r[col] for r in rows if r.get("test") == test and r.get(col) not in (None, 0)]
+        return float(np.median(v)) if v else None
+
+    out = {"page_read_s": med("page-read", "clat_mean_us"), "page_write_s": med("page-write", "clat_mean_us")}
+    out = {k: v / 1e6 for k, v in out.items() if v}
+    w, r = med("seq-write", "MBps"), med("seq-read", "MBps")
+    if w and r:
+        out["seq_s_per_byte"] = 1 / (w * 1e6) + 1 / (r * 1e6)
+    return out
+
+
 def _pool(summary: dict, engine: str) -> int | None:
     var = ENGINES[engine].cache_variable if engine in ENGINES else "innodb_buffer_pool_size"
     v = ((summary.get("server") or {}).get("variables") or {}).get(var)
@@ -128,7 +202,8 @@ def working_set(results: Path) -> dict:
         return {}
 
 
-def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dict, samples=None) -> Rep | None:
+def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dict, samples=None,
+         dev: dict | None = None) -> Rep | None:
     rows, tb = int(r.get("rows") or 0), int(r.get("table_bytes") or summary.get("table_bytes") or 0)
     if rows <= 0 or tb <= 0 or trace is None or len(trace["end"]) == 0:
         return None
@@ -138,17 +213,19 @@ def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dic
     seconds = float(r.get("seconds") or (last - begin))
     pre = max(0.0, first - begin)
     post = max(0.0, seconds - (last - begin))
-    x, rate, wt = _windows(trace, first, tb / rows, pool, samples)
+    counter = ENGINES[key[2]].miss_counter if key[2] in ENGINES else ""
+    x, rate, wt, misses = _windows_misses(trace, first, tb / rows, pool, samples, counter)
     v = (ws.get("variants") or {}).get(key[1]) or {}
     opts = summary.get("options") or {}
     limit = summary.get("time_limit_s")
     by_limit = _rows_by_limit(trace, samples, first, begin + limit) if r.get("stopped") and limit else None
+    later = _later_half(trace, samples, first, rows if by_limit is None else by_limit, tb / rows, pool)
     return Rep(key, run, rows, seconds, bool(r.get("stopped")), limit, tb, pool,
                int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
                r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, x, rate, wt,
                v.get("working_set_over_pool"), v.get("collapse_expected"),
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
-               int(summary.get("files") or 0), by_limit)
+               int(summary.get("files") or 0), by_limit, later, dev, _level_base(summary), misses)
 
 
 def _columns(path: Path, cols) -> dict | None:
@@ -174,6 +251,7 @@ def read_run(results) -> list[Rep]:
         raise FileNotFoundError(f"{results}: no such results directory")
     ws = working_set(results)
     layout = ws.get("id_layout") or "unknown"
+    devices: dict = {}
     out: list[Rep] = []
     for path in sorted(results.glob("load/*/*/*/*/summary.json")):
         target, variant, engine, strategy = path.parent.parts[-4:]
@@ -183,12 +261,14 @@ def read_run(results) -> list[Rep]:
         if pool is None or tr is None:
             continue
         # what the windows read of the sampler (_progress, _table_size)
-        sm = _columns(path.parent / "samples.parquet", ("time", "Handler_write", "table_bytes"))
+        sm = _columns(path.parent / "samples.parquet", ("time", "Handler_write", "table_bytes",
+                                                        *{e.miss_counter for e in ENGINES.values() if e.miss_counter}))
         reps = summary.get("repetitions") or [summary]
         key = (target, variant, engine, strategy, layout)
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
-            rep = _rep(summary, r, _of_rep(tr, rep_no), key, results.name, pool, ws, _of_rep(sm, rep_no))
+            dev = devices.setdefault(target, device(results, target))
+            rep = _rep(summary, r, _of_rep(tr, rep_no), key, results.name, pool, ws, _of_rep(sm, rep_no), dev)
             if rep is not None:
                 out.append(rep)
     return out

@@ -229,6 +229,19 @@ def _predicted(r: dict) -> tuple[str, str]:
     return _dur(r.get("seconds")), f"[{_num(r.get('seconds_ci_low'))}, {_num(r.get('seconds_ci_high'))}] s"
 
 
+def _later(r: dict) -> str:
+    """The later half's rate, its interval and the table ÷ pool it spans; and, for a load its
+    limit stops, the time to load every row."""
+    if r.get("refused") or not r.get("later_half_rate"):
+        return "–"
+    x = r.get("later_half_x") or [None, None]
+    text = (f"{_num(r['later_half_rate'])} rows/s [{_num(r.get('later_half_rate_ci_low'))}, "
+            f"{_num(r.get('later_half_rate_ci_high'))}] at table ÷ pool {_num(x[0])}–{_num(x[1])}")
+    if r.get("stopped") and r.get("all_rows_seconds"):
+        text += f"; all rows in {_dur(r['all_rows_seconds'])}"
+    return text
+
+
 def _trust(rows: list) -> str:
     """How far to trust the predictions: the validation's worst predicted ÷ measured."""
     lo, hi = PREDICTION_BAND
@@ -276,12 +289,13 @@ def prediction(t: Tables, report: dict) -> list:
         out.append(("ul", [_fastest(t.prediction, tg) for tg in targets]))
     for tg in targets:
         rows = [[_method(r), *_predicted(r), "–" if r.get("refused") or r.get("table_bytes") is None
-                 else f"{_num(r['table_bytes'] / 1e9)} GB", r.get("regime") or "–"]
+                 else f"{_num(r['table_bytes'] / 1e9)} GB", r.get("regime") or "–", _later(r)]
                 for r in t.prediction if r["target"] == tg]
         out.append(("table", f"{tg}: predicted load (variant/engine/strategy/id layout), its interval (where "
                              "the same ladder run again would put it, a rung's between-run noise included), "
-                             "the table's bytes and what bounds it.",
-                    ["method", "predicted", "interval", "table", "regime"], rows))
+                             "the table's bytes, what bounds it, and the rate over the later half of the rows "
+                             "(past a collapse, what a large load is made of).",
+                    ["method", "predicted", "interval", "table", "regime", "later half"], rows))
     lo, hi = PREDICTION_BAND
     rows = []
     for r in t.prediction_validation:
