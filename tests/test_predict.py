@@ -283,3 +283,29 @@ def test_the_rows_by_a_limit_never_reach_past_the_inputs_rows():
     assert p["stopped"] and p["rows"] < 1e8
     assert p["all_rows_seconds"] == pytest.approx(full)          # and the time to load them all
     assert p["rows_ci_low"] < p["rows"] <= p["rows_ci_high"] <= 1e8
+
+
+def test_an_lsm_target_many_levels_past_the_rungs_is_refused_with_the_first_level_it_needs():
+    lsm = RateCurve("levels", 4e-6, level_s=6e-6, x_b=0.5)
+    reps = [_rep(n, n * 12, f"r{n}", rep, x_final=1.0, curve=lsm, level_base=n * 6.0,
+                 key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
+            for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    near = predict(reps, Target(1e8, 1.2e9, level_base=6e8), OPTS)     # the rungs' own levels
+    assert "refused" not in near and near["fit"]["form"] == "levels"
+    far = predict(reps, Target(1e10, 128 * 2**30, level_base=256 * 2**20), OPTS)
+    assert "levels of the LSM" in far["refused"] and "max_bytes_for_level_base) is at most" in far["refused"]
+
+
+def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
+    # the largest rung 25 % slower than its smaller ones say: the re-run interval cannot see it
+    def rung(n, rep):
+        r = _rep(n, n * 12, f"r{n}", rep)
+        return dataclasses.replace(r, rate=r.rate * (0.8 if n == 10_000_000 else 1.0),
+                                   seconds=r.seconds / (0.8 if n == 10_000_000 else 1.0))
+    reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    p = predict(reps, Target(1e8, 1.2e9), OPTS)
+    bare = predict(reps, Target(1e8, 1.2e9), {**OPTS, "own_check": False})
+    own = p["fit"]["own_check"]["predicted_over_measured"]
+    assert own < 0.9
+    assert p["seconds_ci_low"] == pytest.approx(bare["seconds_ci_low"] * own, rel=1e-6)
+    assert p["seconds_ci_high"] == pytest.approx(bare["seconds_ci_high"] / own, rel=1e-6)

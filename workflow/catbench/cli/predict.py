@@ -54,7 +54,7 @@ def _line(key: tuple, p: dict) -> str:
             f"{_hours(p['seconds'])} [{_hours(p['seconds_ci_low'])}, {_hours(p['seconds_ci_high'])}]")
     later = (f", later half {_fmt_n(p['later_half_rate'])} rows/s [{_fmt_n(p['later_half_rate_ci_low'])}, "
              f"{_fmt_n(p['later_half_rate_ci_high'])}] at table ÷ pool {p['later_half_x'][0]:.2f}–"
-             f"{p['later_half_x'][1]:.2f}" if p.get("later_half_rate") else "")
+             f"{p['later_half_x'][1]:.2f}" if p.get("later_half_rate") and p["fit"]["form"] != "steady" else "")
     k = p["fit"].get("calibration_k")
     return (f"{name}: {what}, table {human(p['table_bytes'])}{later}, {p['regime']}"
             + (f" (a miss costs {k:.2f}× fio's page read + write)" if k else ""))
@@ -112,11 +112,13 @@ def cmd_predict(a) -> int:
     if not groups:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
     measured = read_runs(a.measured) if a.measured else {}
+    # load.time_limit_s was written for predict.target_rows: at another N it means nothing
+    limit = not a.no_time_limit and rows == pred["target_rows"]
     out = {"rows": rows, "pool_bytes": pool, "predictions": [], "validation": [], "measured": []}
     print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
           + f" from {len(a.results)} run(s):")
     for key, reps in sorted(groups.items()):
-        p = predict(reps, _target(cfg, key[2], rows, pred, reps, pool, not a.no_time_limit), opts)
+        p = predict(reps, _target(cfg, key[2], rows, pred, reps, pool, limit), opts)
         out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
         if key in measured:
@@ -168,7 +170,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--pool", help="the target's cache (e.g. 128G; default the config's, or "
                    "predict.pool_per_row_bytes × rows)")
     p.add_argument("--no-time-limit", action="store_true",
-                   help="predict the time to load every row, ignoring load.time_limit_s")
+                   help="predict the time to load every row, ignoring load.time_limit_s (ignored too "
+                        "when --rows is not predict.target_rows, which the limit was written for)")
     p.add_argument("--measured", action="append", help="results/<run> of a target run to hold the "
                    "predictions against (not fitted on; repeat)")
     p.add_argument("--min-rungs", type=int, help="rungs needed (default predict.min_rungs)")

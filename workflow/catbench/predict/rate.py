@@ -43,7 +43,8 @@ class RateCurve:
         x = np.asarray(x, float)
         if self.form != "misses":
             return np.zeros_like(x)
-        return np.maximum(0.0, 1.0 - (self.x_c / np.maximum(x, 1e-300)) ** self.p)
+        with np.errstate(over="ignore"):    # x far below x_c: no misses
+            return np.maximum(0.0, 1.0 - (self.x_c / np.maximum(x, 1e-300)) ** self.p)
 
     def levels(self, x):
         x = np.asarray(x, float)

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, rows_by, rows_until_rate
 from .runs import Rep
@@ -15,6 +16,8 @@ from .runs import Rep
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
 DROP = 0.8            # a collapse: the fitted rate at the largest x seen at most this × the cached rate
 WELL_PAST = 2.0       # the miss cost is fitted only where the rungs' windows reach this × x_c (m ≥ 0.5)
+MAX_OVERHEAD = 0.6    # the pool overhead at most this share of the smallest rung's pool
+MORE_LEVELS = 1.0     # an LSM's cost per level is carried at most this many levels past the rungs'
 # Strategies that insert in the input's order, one row at a time into the final key: the
 # ones whose B-tree pays a page miss per insert once its working set outgrows the pool
 # (prepare/working_set.md); the others sort first or build the key after the rows.
@@ -48,6 +51,11 @@ class Fit:
     spilled: bool                  # a rung's sort ran past its memory (its pre_s holds a spill pass)
     input_per_row: float           # input bytes per row
     x_seen: float                  # the largest table ÷ pool any rung's window reached
+    overhead: float = 0.0          # bytes of the cache the table cannot use (pool_overhead)
+
+    def pool(self, pool: float) -> float:
+        """The cache's bytes the table can use: x of the curve is table ÷ this."""
+        return pool - self.overhead
 
     @property
     def calibration(self) -> float | None:
@@ -96,10 +104,61 @@ def _device(reps: list[Rep]) -> dict:
     return {k: _median(r.device.get(k) for r in reps) for k in keys}
 
 
+def _measured(reps: list[Rep]) -> bool:
+    return all(r.misses is not None and len(r.misses) == len(r.x) for r in reps)
+
+
+def _miss_curve(v, x):
+    return np.maximum(0.0, 1.0 - (v[0] / x) ** v[1])
+
+
+def _miss_fit(reps: list[Rep], with_overhead: bool) -> tuple[float, float]:
+    """(u, rung-level residual sum of squares) of m(x) through the measured misses per row,
+    x = table ÷ (pool − u): u fitted (``with_overhead``) or 0. The residual is each rung's
+    rows-weighted mean miss residual, squared and summed: the rungs are the independent units."""
+    x = np.concatenate([r.x for r in reps])
+    pool = np.concatenate([np.full(len(r.x), float(r.pool)) for r in reps])
+    m, w = np.concatenate([r.misses for r in reps]), np.concatenate([r.weight for r in reps])
+    ok = np.isfinite(m) & (x > 0)
+    x, pool, m, w = x[ok], pool[ok], m[ok], w[ok] / w[ok].mean()
+    most = MAX_OVERHEAD * float(np.min(pool))
+
+    def resid(v):
+        u = v[2] if with_overhead else 0.0
+        return np.sqrt(w) * (m - _miss_curve(v, x * pool / (pool - u)))
+    start = float(np.min(x[m > 0.05])) if np.any(m > 0.05) else 1.0
+    sol = least_squares(resid, x0=[start, 1.0, most / 4 if with_overhead else 0.0],
+                        bounds=([1e-3, 0.25, 0.0], [float(np.max(x)) * 2, 8.0, most if with_overhead else 1e-9]))
+    u = float(sol.x[2]) if with_overhead else 0.0
+    res = resid(sol.x) / np.sqrt(w)
+    rung = np.concatenate([np.full(len(r.x), r.rung_rows) for r in reps])[ok]
+    per = [np.average(res[rung == n], weights=w[rung == n]) for n in np.unique(rung)]
+    return u, float(np.sum(np.square(per)))
+
+
+def pool_overhead(reps: list[Rep]) -> float:
+    """Bytes of the cache the table cannot use (a transaction's undo pages, the pool's own
+    parts): the same in every rung, so a larger share of a small rung's pool, where the
+    server counts more misses per row at one table ÷ pool. Fitted through the measured misses
+    of every rung together, and kept where it pays for itself by the BIC over the rungs (the
+    rungs, not the windows, are the independent points): the one cross-rung term."""
+    n = len({r.rung_rows for r in reps})
+    if n < 2 or not _measured(reps) or not any(np.nanmax(r.misses) > 0.05 for r in reps if len(r.misses)):
+        return 0.0
+    (_, rss0), (u, rss1) = _miss_fit(reps, False), _miss_fit(reps, True)
+    bic0 = n * math.log(max(rss0, 1e-12) / n)
+    bic1 = n * math.log(max(rss1, 1e-12) / n) + math.log(n)
+    return u if bic1 < bic0 else 0.0
+
+
 def fit(reps: list[Rep], form: str) -> Fit:
-    """One fit from the repetitions of every rung (each rung's windows over its own x): the
-    curve of ``form`` through every window; a misses curve whose fall is not seen (the fitted
-    rate at the largest x above DROP × the cached rate) is steady."""
+    """One fit from the repetitions of every rung (each rung's windows over its own x): x
+    over the cache the table can use (``pool_overhead``), the curve of ``form`` through every
+    window; a misses curve whose fall is not seen (the fitted rate at the largest x seen above
+    DROP × the cached rate) is steady."""
+    u = pool_overhead(reps) if form == "misses" else 0.0
+    if u:
+        reps = [dataclasses.replace(r, x=r.x * r.pool / (r.pool - u)) for r in reps]
     x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
     rate = np.concatenate([r.rate for r in reps])
     x_b = np.concatenate([np.full(len(r.x), (r.level_base or math.inf) / r.pool) for r in reps])
@@ -122,7 +181,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
                float(np.median([r.post_s / _nlogn(r.rows) for r in reps])),
                _median(cpu), _device(reps),
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
-               float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen)
+               float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u)
 
 
 def _curve(f: Fit, t: Target) -> RateCurve:
@@ -133,16 +192,17 @@ def _rows_at_limit(f: Fit, t: Target, bpr: float) -> float | None:
     if not t.time_limit_s:
         return None
     pre, _ = f.phase_s(t)
-    return rows_by(_curve(f, t), max(0.0, t.time_limit_s - pre), t.rows, bpr, t.pool)
+    return rows_by(_curve(f, t), max(0.0, t.time_limit_s - pre), t.rows, bpr, f.pool(t.pool))
 
 
-def _later_half(curve: RateCurve, rows: float, bpr: float, pool: float) -> dict:
-    """The rate over the later half of ``rows`` and the table ÷ pool it spans: past a collapse,
-    what a large load of the one-file-at-a-time protocol is made of."""
+def _later_half(curve: RateCurve, rows: float, bpr: float, pool: float, shown: float) -> dict:
+    """The rate over the later half of ``rows`` (x over the cache the table can use, ``pool``)
+    and the table ÷ cache it spans (``shown``, the whole cache, as the measurement gives it):
+    past a collapse, what a large load of the one-file-at-a-time protocol is made of."""
     n, t = cumulative_seconds(curve, rows, bpr, pool)
     t1, t2 = np.interp([rows / 2, rows], n, t)
     return {"later_half_rate": float(rows / 2 / (t2 - t1)) if t2 > t1 else None,
-            "later_half_x": [rows / 2 * bpr / pool, rows * bpr / pool]}
+            "later_half_x": [rows / 2 * bpr / shown, rows * bpr / shown]}
 
 
 def point(f: Fit, t: Target) -> dict:
@@ -152,7 +212,7 @@ def point(f: Fit, t: Target) -> dict:
     bpr = f.table_bytes(t.rows) / t.rows
     pre, post = f.phase_s(t)
     curve = _curve(f, t)
-    load = load_seconds(curve, t.rows, bpr, t.pool)
+    load = load_seconds(curve, t.rows, bpr, f.pool(t.pool))
     out = {"load_s": load, "pre_s": pre, "post_s": post, "seconds": pre + load + post, "rows": t.rows,
            "table_bytes": f.table_bytes(t.rows), "bytes_per_row": bpr, "stopped": False,
            "all_rows_seconds": pre + load + post}
@@ -160,11 +220,11 @@ def point(f: Fit, t: Target) -> dict:
     if limited is not None and limited < t.rows:
         out.update(rows=limited, seconds=t.time_limit_s, stopped=True, table_bytes=limited * bpr,
                    load_s=t.time_limit_s - pre, post_s=0.0)
-    out.update(_later_half(curve, out["rows"], bpr, t.pool))
+    out.update(_later_half(curve, out["rows"], bpr, f.pool(t.pool), t.pool))
     if t.below_rate:
-        n = rows_until_rate(curve, t.below_rate, bpr, t.pool)
+        n = rows_until_rate(curve, t.below_rate, bpr, f.pool(t.pool))
         out["rows_until_below_rate"] = n
-        out["seconds_until_below_rate"] = None if n is None else pre + load_seconds(curve, n, bpr, t.pool)
+        out["seconds_until_below_rate"] = None if n is None else pre + load_seconds(curve, n, bpr, f.pool(t.pool))
     return out
 
 
@@ -174,7 +234,7 @@ def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
     if p["pre_s"] + p["post_s"] >= SORT_BOUND * p["all_rows_seconds"]:
         return "sort bound" if any(r.sorts for r in reps) else "index-build bound"
     c = _curve(f, t)
-    x_end = t.rows * p["bytes_per_row"] / t.pool
+    x_end = t.rows * p["bytes_per_row"] / f.pool(t.pool)
     if c.form == "misses" and x_end > c.x_c:
         return "I/O bound (random page reads)"
     if c.form == "levels" and c.level_s * c.levels(x_end) >= c.a:
@@ -186,7 +246,7 @@ def _rung_needed(f: Fit, reps: list[Rep], x_goal: float) -> str:
     """The rung that would let the model answer: the largest rung's rows with a pool its table
     outgrows ``x_goal`` times, and a time limit long enough to get there."""
     top = max(reps, key=lambda r: r.rung_rows)
-    pool = top.rung_rows * f.table_bytes(top.rung_rows) / top.rung_rows / x_goal
+    pool = f.table_bytes(top.rung_rows) / x_goal + f.overhead
     return (f"a rung of {top.rung_rows:,} rows whose cache is at most {pool / 2**20:,.0f} MiB (its table "
             f"{x_goal:.1f}× the cache at its end: predict.pool_per_row_bytes ≤ {pool / top.rung_rows:.1f}), "
             f"with a time limit that lets it get there")
@@ -200,7 +260,10 @@ def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
         raise Refusal(f"{len(rungs)} rung(s) ({', '.join(f'{n:,}' for n in rungs)} rows); the model needs "
                       f"{opts['min_rungs']} to see that the rate at a given table ÷ pool holds across scales")
     p = point(f, t)
-    x_end = p["rows"] * p["bytes_per_row"] / t.pool
+    if f.pool(t.pool) <= 0:
+        raise Refusal(f"the target's cache ({t.pool / 2**20:,.0f} MiB) is no larger than the "
+                      f"{f.overhead / 2**20:,.1f} MiB of it the rungs' tables could not use")
+    x_end = p["rows"] * p["bytes_per_row"] / f.pool(t.pool)
     c = f.curve
     if c.form == "misses" and x_end > c.x_c:
         if not f.device.get("page_read_s"):
@@ -210,6 +273,16 @@ def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
             raise Refusal(f"the rungs' tables reached {f.x_seen:.2f}× their pool, past the collapse at "
                           f"{c.x_c:.2f} but not {WELL_PAST:g}× it, where half the inserts miss; the miss cost "
                           f"needs {_rung_needed(f, reps, 3 * c.x_c)}")
+    if c.form == "levels":
+        seen = max(float(np.max(np.log10(1 + r.x * r.pool / (r.level_base or math.inf)))) for r in reps if len(r.x))
+        at = float(_curve(f, t).levels(x_end))
+        if at > seen + MORE_LEVELS:
+            top = max(reps, key=lambda r: r.rung_rows)
+            base = top.table_bytes / (10 ** (at - MORE_LEVELS) - 1)
+            raise Refusal(f"the table would pass through {at:.1f} levels of the LSM at the target; the rungs "
+                          f"reached {seen:.1f}, and the cost per level is extrapolated at most {MORE_LEVELS:g} "
+                          f"level further: it needs a rung of {top.rung_rows:,} rows whose first level "
+                          f"(max_bytes_for_level_base) is at most {base / 2**20:,.1f} MiB")
     if c.form == "steady" and form_of(reps[0].key, reps) == "misses":
         ws = [r.ws_over_pool for r in reps if r.ws_over_pool is not None]
         if ws and not any(r.collapse_expected for r in reps):
@@ -231,8 +304,8 @@ def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
     res = []
     for n in sorted({r.rung_rows for r in reps}):
         same = [r for r in reps if r.rung_rows == n]
-        x, rate = np.concatenate([r.x for r in same]), np.concatenate([r.rate for r in same])
-        w = np.concatenate([r.weight for r in same])
+        x = np.concatenate([r.x * r.pool / (r.pool - f.overhead) for r in same])
+        rate, w = np.concatenate([r.rate for r in same]), np.concatenate([r.weight for r in same])
         x_b = np.concatenate([np.full(len(r.x), (r.level_base or math.inf) / r.pool) for r in same])
         ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
         if ok.any():
@@ -317,19 +390,47 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         lo, hi = _rerun_range(p[k], np.quantile(vals, [a, 1 - a]))
         ends = [v[k] for v in loo if v.get(k) is not None]
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = float(min([lo, p[k], *ends])), float(max([hi, p[k], *ends]))
+    own = _own_check(reps, opts)
+    _widen(p, own)
     if p["rows_ci_high"] is not None:   # a load loads at most its input's rows
         p["rows_ci_high"] = min(p["rows_ci_high"], t.rows)
     fitted = {**f.curve.as_dict(), "calibration_k": f.calibration, "device": f.device, "run_noise": sigma,
-              "x_seen": f.x_seen, "parameters": _parameters(f)}
+              "x_seen": f.x_seen, "parameters": _parameters(f), "own_check": own,
+              "pool_overhead_bytes": f.overhead}
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
 
+def _own_check(reps: list[Rep], opts: dict) -> dict:
+    """The ladder's own miss: its largest rung predicted from the smaller ones (three rungs or
+    more, so that two are behind it), predicted ÷ measured for the total and the later half's
+    rate. A re-run interval does not hold the model's own error; this is a measure of it."""
+    if not opts.get("own_check", True) or len({r.rung_rows for r in reps}) < 3:
+        return {}
+    v = validate(reps, {**opts, "own_check": False})
+    return {k: v.get(k) for k in ("predicted_over_measured", "later_half_rate_predicted_over_measured")
+            if v and v.get(k)}
+
+
+def _widen(p: dict, own: dict) -> None:
+    """Each interval widened by the ladder's own miss, both ways (exp |log(predicted ÷
+    measured)|): the totals' by the total's, the later half's by the later half's."""
+    for keys, ratio in ((("seconds", "rows", "all_rows_seconds", "table_bytes"), own.get("predicted_over_measured")),
+                        (("later_half_rate",), own.get("later_half_rate_predicted_over_measured"))):
+        if not ratio or ratio <= 0:
+            continue
+        f = math.exp(abs(math.log(ratio)))
+        for k in keys:
+            if p.get(f"{k}_ci_low") is not None:
+                p[f"{k}_ci_low"] /= f
+                p[f"{k}_ci_high"] *= f
+
+
 def _parameters(f: Fit) -> int:
     """Continuous parameters fitted for this load (model.md's table): the cached cost, the
-    regime's (misses: x_c and K; levels: its cost per level), the phases' two coefficients
-    and the table's bytes per row (slope and intercept)."""
-    return 1 + {"steady": 0, "misses": 2, "levels": 1}[f.curve.form] + 2 + 2
+    regime's (misses: x_c, p and K; levels: its cost per level), the phases' two coefficients,
+    the table's bytes per row (slope and intercept) and the pool overhead where kept."""
+    return 1 + {"steady": 0, "misses": 3, "levels": 1}[f.curve.form] + 2 + 2 + (f.overhead > 0)
 
 
 def _measured_later(reps: list[Rep]) -> float | None:
