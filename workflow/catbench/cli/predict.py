@@ -3,6 +3,7 @@ a ladder, with the ladder's own validation) and ``catbench ladder`` (the rungs' 
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import math
@@ -106,7 +107,7 @@ def cmd_predict(a) -> int:
     cfg = load(a.config)
     pred = section("predict", cfg.get("predict"))
     opts = {**pred, "min_rungs": a.min_rungs or pred["min_rungs"]}
-    rows = float(a.rows or pred["target_rows"])
+    rows = float(a.rows if a.rows is not None else pred["target_rows"])
     pool = parse_size(a.pool) if a.pool else None
     groups = read_runs(a.results)
     if not groups:
@@ -161,12 +162,33 @@ def cmd_ladder(a) -> int:
     return 0
 
 
+def _positive(text: str) -> float:
+    """--rows: a finite number over 0 (1e10 and 10000000000 alike)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows") from None
+    if not math.isfinite(v) or v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the rows must be a finite number of at least 1")
+    return v
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1 rung")
+    return v
+
+
 def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("predict", help="a load's time and bytes at N rows from a ladder's smaller runs",
                               description=cmd_predict.__doc__)
     p.add_argument("--config", required=True, help="the target's config (its predict section and load settings)")
     p.add_argument("--results", required=True, action="append", help="results/<run> of a rung (repeat)")
-    p.add_argument("--rows", type=float, help="index rows to predict (default predict.target_rows)")
+    p.add_argument("--rows", type=_positive, help="index rows to predict (default predict.target_rows)")
     p.add_argument("--pool", help="the target's cache (e.g. 128G; default the config's, or "
                    "predict.pool_per_row_bytes × rows)")
     p.add_argument("--no-time-limit", action="store_true",
@@ -174,7 +196,7 @@ def add_subcommands(subparsers) -> None:
                         "when --rows is not predict.target_rows, which the limit was written for)")
     p.add_argument("--measured", action="append", help="results/<run> of a target run to hold the "
                    "predictions against (not fitted on; repeat)")
-    p.add_argument("--min-rungs", type=int, help="rungs needed (default predict.min_rungs)")
+    p.add_argument("--min-rungs", type=_at_least_one, help="rungs needed (default predict.min_rungs)")
     p.add_argument("--out", help="write the predictions and the validation as JSON here")
     p.set_defaults(func=guarded(cmd_predict, (ConfigError, FileNotFoundError, ValueError), "predict"))
 

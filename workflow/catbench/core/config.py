@@ -162,6 +162,25 @@ def layered(config: dict, root: Path, _seen: tuple = ()) -> dict:
     return {**merge_over(layered(under, root, (*_seen, path)), config), "base": name}
 
 
+def _check_values(value, path: list) -> None:
+    """Refuse what every bound and pattern lets through: NaN and ±infinity pass every
+    minimum and maximum (a comparison with NaN is false), and a pattern ending in ``$``
+    matches before a trailing newline, which then splits a rule's shell command."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and any(c in k for c in "\n\r\0"):
+                raise ConfigError(f"config key '{_key([*path, k])}': the name holds a line break or a NUL; "
+                                  f"give it on one line")
+            _check_values(v, [*path, k])
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_values(v, [*path, i])
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"config key '{_key(path)}': {value} is not a finite number")
+    elif isinstance(value, str) and any(c in value for c in "\n\r\0"):
+        raise ConfigError(f"config key '{_key(path)}': {value!r} holds a line break or a NUL; give it on one line")
+
+
 def validate(config: dict, whole: bool = True, warn=None) -> dict:
     """A validated copy of ``config`` with defaults filled in and old names mapped
     (:data:`RENAMED`, each with a line to ``warn``, default the log); raises ConfigError.
@@ -169,6 +188,7 @@ def validate(config: dict, whole: bool = True, warn=None) -> dict:
     then apply only if ``stages`` is among them (the run's own validation did them)."""
     schema = load_schema()
     across_stages = whole or "stages" in config
+    _check_values(config, [])
     cfg = _renamed_values(schema, copy.deepcopy(dict(config)), [], warn)
     if isinstance(cfg, dict):
         _fill_defaults(schema, cfg)
@@ -291,6 +311,7 @@ def check_section(name: str, value: dict):
     """One config section (e.g. from a job's --config JSON) against its schema, its old
     names mapped in place (:data:`RENAMED`); the error names every bad key."""
     schema = load_schema()["properties"][name]
+    _check_values(value, [name])
     value.update(_renamed_values(schema, value, [name], None))
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value),
                     key=lambda e: list(e.absolute_path))

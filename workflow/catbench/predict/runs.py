@@ -255,7 +255,9 @@ def read_run(results) -> list[Rep]:
     out: list[Rep] = []
     for path in sorted(results.glob("load/*/*/*/*/summary.json")):
         target, variant, engine, strategy = path.parent.parts[-4:]
-        summary = json.loads(path.read_text())
+        if any(part.startswith(".") for part in (target, variant, engine, strategy)):
+            continue    # a job's unfinished output (core/files.py staged_output), not a load
+        summary = _summary(path)
         pool = _pool(summary, engine)
         tr = _columns(path.parent / "trace.parquet", ("start", "end", "cumulative_rows"))
         if pool is None or tr is None:
@@ -274,10 +276,27 @@ def read_run(results) -> list[Rep]:
     return out
 
 
+def _summary(path: Path) -> dict:
+    """A load's summary.json, or a ValueError naming the file."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a load summary ({exc}); run the load again") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("repetitions", []), list):
+        raise ValueError(f"{path}: not a load summary (a JSON object with its repetitions); run the load again")
+    return doc
+
+
 def read_runs(paths) -> dict[tuple, list[Rep]]:
-    """The repetitions of several runs, grouped by (target, variant, engine, strategy, id_layout)."""
+    """The repetitions of several runs, grouped by (target, variant, engine, strategy, id_layout).
+    A run named twice is read once: its repetitions are not more evidence the second time."""
     groups: dict[tuple, list[Rep]] = {}
+    seen: set = set()
     for p in paths:
+        real = Path(p).resolve()
+        if real in seen:
+            continue
+        seen.add(real)
         for rep in read_run(p):
             groups.setdefault(rep.key, []).append(rep)
     return groups

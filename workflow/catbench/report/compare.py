@@ -12,6 +12,7 @@ floor measured by a twin of runs on this machine where it exceeds ``report.betwe
 
 from __future__ import annotations
 
+import csv
 import math
 from pathlib import Path
 
@@ -72,11 +73,15 @@ def _read(con, path: Path, name: str):
     if not path.is_file():
         return None
     try:
-        rel = con.read_csv(str(path), header=True)   # the relation API: no path in SQL text
+        with path.open(newline="") as fh:
+            header = next(csv.reader(fh), [])
+        # names stay names: a target called `t` is not the boolean true, nor `1` a number
+        names = {k: "VARCHAR" for k in KEYS.get(name, ()) if k in header}
+        rel = con.read_csv(str(path), header=True, dtype=names or None)   # the relation API: no path in SQL text
         cols = rel.columns
         types = [str(t).upper() for t in rel.types]
         rows = rel.fetchall()
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError, UnicodeDecodeError, csv.Error) as exc:
         raise MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
     numeric = {c for c, t in zip(cols, types) if t.split("(")[0] in NUMERIC}
     return cols, numeric, [dict(zip(cols, r)) for r in rows]

@@ -1,0 +1,58 @@
+"""Values every bound and pattern of the schema lets through, refused by name: NaN and
+infinity (a comparison with NaN is false), and a line break or NUL at the end of a string
+(a pattern's `$` matches before a final newline, which then splits a rule's command line)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from catbench.core.config import ConfigError, check_section, validate
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("key, value", [
+    (("report", "alpha"), math.nan), (("run_limit_h",), math.nan), (("load", "time_limit_s"), math.inf),
+    (("catalog", "patch", "ra_width_deg"), math.nan), (("catalog", "density", "max_factor"), -math.inf),
+])
+def test_nan_and_infinity_are_refused_naming_the_key(key, value):
+    cfg = {"run": "x"}
+    d = cfg
+    for k in key[:-1]:
+        d = d.setdefault(k, {})
+    d[key[-1]] = value
+    with pytest.raises(ConfigError, match=rf"config key '{'.'.join(key)}': .* is not a finite number"):
+        validate(cfg)
+
+
+@pytest.mark.parametrize("key, value", [
+    (("run",), "x\n"), (("fio", "size"), "4M\n"), (("load", "skip"), ["innodb/bulk\n"]),
+    (("targets", "disk", "path"), "/var/tmp/x\r"), (("load", "settings", "networking\n"), "1"),
+    (("server", "settings", "skip-grant-tables"), "1\x00"),
+])
+def test_a_line_break_or_nul_in_any_string_is_refused_naming_the_key(key, value):
+    cfg = {"run": "x"}
+    d = cfg
+    for k in key[:-1]:
+        d = d.setdefault(k, {})
+    d[key[-1]] = value
+    with pytest.raises(ConfigError, match=r"holds a line break or a NUL"):  # in a value or a name
+        validate(cfg)
+
+
+def test_a_jobs_own_section_is_checked_the_same_way():
+    with pytest.raises(ConfigError, match=r"config key 'fio.size': .*line break"):
+        check_section("fio", {"size": "4M\n"})
+
+
+def test_a_newline_in_a_config_file_stops_snakemake_before_any_job(tmp_path):
+    cfg = tmp_path / "n.yaml"
+    cfg.write_text('base: tests/configs/tiny.yaml\nstages: [fio]\nfio: {size: "4M\\n"}\n')
+    p = subprocess.run([sys.executable, "-m", "snakemake", "fio", "-n", "--cores", "1", "--configfile", str(cfg)],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "config key 'fio.size'" in p.stdout + p.stderr

@@ -1,0 +1,57 @@
+"""What `catbench predict` refuses to read, and reads once: a run named twice, a job's
+unfinished output, a broken summary, rows that are not a number of rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from catbench.predict.runs import read_runs
+
+
+def _load(run: Path, strategy: str = "one-file-at-a-time") -> Path:
+    d = run / "load" / "disk" / "char28" / "innodb" / strategy
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({
+        "files": 2, "input_bytes": 4000, "time_limit_s": None,
+        "server": {"variables": {"innodb_buffer_pool_size": 10_000}},
+        "repetitions": [{"repetition": 0, "rows": 200, "seconds": 2.0, "table_bytes": 20_000}]}))
+    pq.write_table(pa.table({"start": [0.0, 1.0], "end": [1.0, 2.0], "cumulative_rows": [100, 200],
+                             "repetition": [0, 0]}), d / "trace.parquet")
+    return d
+
+
+def test_a_run_named_twice_is_read_once_and_unfinished_output_is_not_a_load(tmp_path):
+    run = tmp_path / "r1"
+    _load(run)
+    _load(run, ".sorted.partial-x1y2")          # a killed job's staged output
+    groups = read_runs([run, run, tmp_path / "." / "r1"])
+    assert [len(v) for v in groups.values()] == [1]
+    assert [k[3] for k in groups] == ["one-file-at-a-time"]
+
+
+@pytest.mark.parametrize("text", ["", "[]", "null", '"x"', "{\"repetitions\": 3}"])
+def test_a_broken_summary_names_its_file(tmp_path, text):
+    d = _load(tmp_path / "r1")
+    (d / "summary.json").write_text(text)
+    with pytest.raises(ValueError, match=r"summary.json: not a load summary"):
+        read_runs([tmp_path / "r1"])
+
+
+@pytest.mark.parametrize("rows", ["0", "-5", "nan", "inf", "many"])
+def test_rows_that_are_not_a_number_of_rows_are_refused_before_any_work(tmp_path, rows):
+    _load(tmp_path / "r1")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("run: x\n")
+    p = subprocess.run([sys.executable, "-m", "catbench", "predict", "--config", str(cfg), "--results",
+                        str(tmp_path / "r1"), "--rows", rows], capture_output=True, text=True)
+    assert p.returncode == 2 and "--rows" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "catbench", "predict", "--config", str(cfg), "--results",
+                        str(tmp_path / "r1"), "--min-rungs", "0"], capture_output=True, text=True)
+    assert p.returncode == 2 and "--min-rungs" in p.stderr
