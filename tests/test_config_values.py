@@ -16,18 +16,23 @@ from catbench.core.config import ConfigError, check_section, validate
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("key, value", [
-    (("report", "alpha"), math.nan), (("run_limit_h",), math.nan), (("load", "time_limit_s"), math.inf),
-    (("catalog", "patch", "ra_width_deg"), math.nan), (("catalog", "density", "max_factor"), -math.inf),
-])
-def test_nan_and_infinity_are_refused_naming_the_key(key, value):
+def _with(key: tuple, value) -> dict:
+    """A config of one run with ``value`` at the nested ``key``."""
     cfg = {"run": "x"}
     d = cfg
     for k in key[:-1]:
         d = d.setdefault(k, {})
     d[key[-1]] = value
+    return cfg
+
+
+@pytest.mark.parametrize("key, value", [
+    (("report", "alpha"), math.nan), (("run_limit_h",), math.nan), (("load", "time_limit_s"), math.inf),
+    (("catalog", "patch", "ra_width_deg"), math.nan), (("catalog", "density", "max_factor"), -math.inf),
+])
+def test_nan_and_infinity_are_refused_naming_the_key(key, value):
     with pytest.raises(ConfigError, match=rf"config key '{'.'.join(key)}': .* is not a finite number"):
-        validate(cfg)
+        validate(_with(key, value))
 
 
 @pytest.mark.parametrize("key, value", [
@@ -36,13 +41,8 @@ def test_nan_and_infinity_are_refused_naming_the_key(key, value):
     (("server", "settings", "skip-grant-tables"), "1\x00"),
 ])
 def test_a_line_break_or_nul_in_any_string_is_refused_naming_the_key(key, value):
-    cfg = {"run": "x"}
-    d = cfg
-    for k in key[:-1]:
-        d = d.setdefault(k, {})
-    d[key[-1]] = value
     with pytest.raises(ConfigError, match=r"holds a line break or a NUL"):  # in a value or a name
-        validate(cfg)
+        validate(_with(key, value))
 
 
 def test_a_jobs_own_section_is_checked_the_same_way():
