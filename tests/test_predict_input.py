@@ -55,3 +55,14 @@ def test_rows_that_are_not_a_number_of_rows_are_refused_before_any_work(tmp_path
     p = subprocess.run([sys.executable, "-m", "catbench", "predict", "--config", str(cfg), "--results",
                         str(tmp_path / "r1"), "--min-rungs", "0"], capture_output=True, text=True)
     assert p.returncode == 2 and "--min-rungs" in p.stderr
+
+
+def test_a_measured_run_of_other_rows_than_the_predicted_is_refused(tmp_path):
+    _load(tmp_path / "r1")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("run: x\n")
+    p = subprocess.run([sys.executable, "-m", "catbench", "predict", "--config", str(cfg), "--results",
+                        str(tmp_path / "r1"), "--measured", str(tmp_path / "r1"), "--rows", "1e6"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "loaded an input of 200 rows, not the 1,000,000 predicted" in p.stderr + p.stdout
+    assert "Traceback" not in p.stderr

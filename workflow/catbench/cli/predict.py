@@ -113,6 +113,10 @@ def cmd_predict(a) -> int:
     if not groups:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
     measured = read_runs(a.measured) if a.measured else {}
+    for key, reps in measured.items():
+        if abs(reps[0].rung_rows - rows) > 0.01 * rows:
+            raise ConfigError(f"--measured {reps[0].run}: {'/'.join(key)} loaded an input of {reps[0].rung_rows:,} "
+                              f"rows, not the {rows:,.0f} predicted: give --rows {reps[0].rung_rows}")
     # load.time_limit_s was written for predict.target_rows: at another N it means nothing
     limit = not a.no_time_limit and rows == pred["target_rows"]
     out = {"rows": rows, "pool_bytes": pool, "predictions": [], "validation": [], "measured": []}
