@@ -23,6 +23,13 @@ from scipy.optimize import least_squares, minimize_scalar
 FORMS = ("steady", "misses", "levels")
 
 
+def miss_ratio(x, x_c: float, p: float):
+    """m(x) = max(0, 1 − (x_c/x)^p): the share of inserts whose leaf is not in the pool."""
+    x = np.asarray(x, float)
+    with np.errstate(over="ignore"):    # x far below x_c: no misses
+        return np.maximum(0.0, 1.0 - (x_c / np.maximum(x, 1e-300)) ** p)
+
+
 @dataclass
 class RateCurve:
     form: str
@@ -40,11 +47,9 @@ class RateCurve:
         return 1.0 / self.a
 
     def miss_ratio(self, x):
-        x = np.asarray(x, float)
         if self.form != "misses":
-            return np.zeros_like(x)
-        with np.errstate(over="ignore"):    # x far below x_c: no misses
-            return np.maximum(0.0, 1.0 - (self.x_c / np.maximum(x, 1e-300)) ** self.p)
+            return np.zeros_like(np.asarray(x, float))
+        return miss_ratio(x, self.x_c, self.p)
 
     def levels(self, x):
         x = np.asarray(x, float)
@@ -133,7 +138,7 @@ def _fit_measured_misses(x, m_obs, inv, w, r) -> RateCurve | None:
     cached cost a and the cost of a miss by least squares of each window's seconds per row on
     its measured misses: the miss's cost is read from the misses the server counted."""
     def resid(v):
-        return np.sqrt(w) * (m_obs - np.maximum(0.0, 1.0 - (v[0] / x) ** v[1]))
+        return np.sqrt(w) * (m_obs - miss_ratio(x, v[0], v[1]))
     start = float(np.min(x[m_obs > 0.05]))
     sol = least_squares(resid, x0=[start, 1.0], bounds=([1e-3, 0.25], [float(np.max(x)), 8.0]))
     a, b = _linear([np.ones_like(x), m_obs], inv, w, r)

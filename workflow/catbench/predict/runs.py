@@ -16,8 +16,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index_table import ENGINES
-from .ladder import target_level_base as level_base
 from ..core.targets import parse_size
+from .ladder import target_level_base as level_base
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
 
@@ -267,10 +267,12 @@ def read_run(results) -> list[Rep]:
                                                         *{e.miss_counter for e in ENGINES.values() if e.miss_counter}))
         reps = summary.get("repetitions") or [summary]
         key = (target, variant, engine, strategy, layout)
+        if target not in devices:    # one fio.csv per target, read once
+            devices[target] = device(results, target)
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
-            dev = devices.setdefault(target, device(results, target))
-            rep = _rep(summary, r, _of_rep(tr, rep_no), key, results.name, pool, ws, _of_rep(sm, rep_no), dev)
+            rep = _rep(summary, r, _of_rep(tr, rep_no), key, results.name, pool, ws, _of_rep(sm, rep_no),
+                       devices[target])
             if rep is not None:
                 out.append(rep)
     return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, rows_by, rows_until_rate
+from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .runs import Rep
 
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
@@ -108,10 +108,6 @@ def _measured(reps: list[Rep]) -> bool:
     return all(r.misses is not None and len(r.misses) == len(r.x) for r in reps)
 
 
-def _miss_curve(v, x):
-    return np.maximum(0.0, 1.0 - (v[0] / x) ** v[1])
-
-
 def _miss_fit(reps: list[Rep], with_overhead: bool) -> tuple[float, float]:
     """(u, rung-level residual sum of squares) of m(x) through the measured misses per row,
     x = table ÷ (pool − u): u fitted (``with_overhead``) or 0. The residual is each rung's
@@ -125,7 +121,7 @@ def _miss_fit(reps: list[Rep], with_overhead: bool) -> tuple[float, float]:
 
     def resid(v):
         u = v[2] if with_overhead else 0.0
-        return np.sqrt(w) * (m - _miss_curve(v, x * pool / (pool - u)))
+        return np.sqrt(w) * (m - miss_ratio(x * pool / (pool - u), v[0], v[1]))
     start = float(np.min(x[m > 0.05])) if np.any(m > 0.05) else 1.0
     sol = least_squares(resid, x0=[start, 1.0, most / 4 if with_overhead else 0.0],
                         bounds=([1e-3, 0.25, 0.0], [float(np.max(x)) * 2, 8.0, most if with_overhead else 1e-9]))
