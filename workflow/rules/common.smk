@@ -31,6 +31,9 @@ def _config_warning(line):
 # A user's --configfile over its base (config key 'base': the default run unless it says
 # null), then the --config overrides typed as YAML, last.
 try:
+    # Snakemake's own reading lets a repeated key silently win: each file read again strictly.
+    for _file in workflow.overwrite_configfiles or ():
+        cb_config.read_file(_file, "--configfile")
     _validated = cb_config.validate(cb_config.typed_overrides(
         cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)),
         warn=_config_warning)

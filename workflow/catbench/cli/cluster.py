@@ -17,8 +17,7 @@ from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
 from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
-from .common import guarded, measured, renamed_choice
-from .restart import _read_config
+from .common import config_arg, guarded, measured, renamed_choice
 
 log = logging.getLogger(__name__)
 EXPECTED = (ClusterError, LoadError, ServerError, TargetError, ConfigError)
@@ -29,7 +28,7 @@ CLUSTER_FLAGS = {"nodes": "nodes", "kinds": "kinds", "repetitions": "repetitions
 
 def sections(args) -> tuple[dict, dict, int | None]:
     """(cluster, server, seed) from --config with the flags given over it."""
-    cfg = _read_config(args.config)
+    cfg = config_arg(args.config)
     cluster = dict(cfg.get("cluster") or {})
     cluster.update({key: getattr(args, dest) for dest, key in CLUSTER_FLAGS.items()
                     if getattr(args, dest) is not None})

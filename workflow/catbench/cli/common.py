@@ -85,3 +85,20 @@ def settings_arg(text: str | None) -> dict:
     if not isinstance(value, dict):
         raise SystemExit("--settings-json must be a JSON object of server options")
     return value
+
+
+def config_arg(text: str | None) -> dict:
+    """--config: JSON text (what a rule passes its job) or a YAML/JSON file, read strictly
+    (core/yamlfile.py); {} when not given. A bad one is one line naming it (ConfigError)."""
+    from ..core.config import ConfigError, read_file
+    if not text:
+        return {}
+    if not text.lstrip().startswith("{"):
+        return read_file(text, "--config")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--config: not a JSON object ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--config: not a mapping of config sections")
+    return value

@@ -14,21 +14,14 @@ from pathlib import Path
 
 from ..core.config import ConfigError
 from ..report.inputs import STAGES, MetricsError
-from .common import guarded
+from .common import config_arg, guarded
 
 log = logging.getLogger(__name__)
 
 
 def _report_section(text: str | None) -> dict | None:
     """--config: JSON text or a YAML/JSON file; its ``report`` section (None: the schema's)."""
-    if not text:
-        return None
-    if text.lstrip().startswith("{"):
-        cfg = json.loads(text)
-    else:
-        import yaml
-        cfg = yaml.safe_load(Path(text).read_text()) or {}
-    return cfg.get("report") or {}
+    return (config_arg(text).get("report") or {}) if text else None
 
 
 def cmd_tables(args) -> int:

@@ -20,7 +20,7 @@ from ..core.index_table import VARIANTS, LoadError
 from ..core.server import ServerError
 from ..core.targets import TargetError
 from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
-from .common import guarded, measured, renamed_choice, settings_arg
+from .common import config_arg, guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError, ConfigError)
@@ -32,26 +32,9 @@ RESTART_FLAGS = {"variant": "variant", "kinds": "kinds", "repetitions": "repetit
                  "start_timeout": "start_timeout_s"}
 
 
-def _read_config(text: str | None) -> dict:
-    """--config: JSON text or a YAML/JSON file; whole or only the sections restart reads."""
-    if not text:
-        return {}
-    try:
-        if text.lstrip().startswith("{"):
-            cfg = json.loads(text)
-        else:
-            import yaml
-            cfg = yaml.safe_load(Path(text).read_text()) or {}
-    except Exception as exc:  # noqa: BLE001 - a missing file, bad JSON or bad YAML alike
-        raise ConfigError(f"--config: cannot read {text[:80]!r} ({exc})") from exc
-    if not isinstance(cfg, dict):
-        raise ConfigError("--config must be a mapping of config sections")
-    return cfg
-
-
 def sections(args) -> tuple[dict, dict, int | None]:
     """(restart, server, seed) from --config with the flags given over it."""
-    cfg = _read_config(args.config)
+    cfg = config_arg(args.config)
     restart = dict(cfg.get("restart") or {})
     restart.update({key: getattr(args, dest) for dest, key in RESTART_FLAGS.items()
                     if getattr(args, dest) is not None})

@@ -24,7 +24,7 @@ from ..fio.bench import TESTS, FioError, run_fio
 from ..load.driver import run_load_index
 from ..load.strategies import STRATEGIES
 from ..core.jobs.repeat import Repeats
-from .common import guarded, measured, renamed_choice, settings_arg
+from .common import config_arg, guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
 EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.connector.Error)
@@ -39,16 +39,6 @@ def cmd_fio(args) -> int:
                                     "precision": args.precision, "budget_s": args.budget_s}))
     pacsv.write_csv(pa.Table.from_pylist(rows), out / "fio.csv")
     return 0
-
-
-def _given_config(text: str | None) -> dict:
-    """--config: JSON text (what the rule passes) or a YAML/JSON file; none = the schema's defaults."""
-    if not text:
-        return {}
-    if text.lstrip().startswith("{"):
-        return json.loads(text)
-    import yaml
-    return yaml.safe_load(Path(text).read_text()) or {}
 
 
 # (flag, config section, key, argparse keywords, help): each flag overrides one config key.
@@ -81,7 +71,7 @@ LOAD_INDEX_FLAGS = (
 
 def _load_index_config(args) -> dict:
     """The validated config of a load: --config, with the flags given over it."""
-    cfg = _given_config(args.config)
+    cfg = config_arg(args.config)
     for flag, sec, key, _, _ in LOAD_INDEX_FLAGS:
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None:

@@ -16,6 +16,7 @@ import yaml
 from .layout import MAX_COPIES, catalog_objects, n_copies
 from .resources import SCHEMA_PATH, repo_dir
 from .server_tools import ServerError, validate_settings
+from . import yamlfile
 
 
 log = logging.getLogger(__name__)
@@ -148,18 +149,38 @@ def layered(config: dict, root: Path, _seen: tuple = ()) -> dict:
     path = (Path(root) / Path(name).expanduser()).resolve()
     if path in _seen:
         raise ConfigError(f"config key 'base': {name} is its own base (a loop of base keys)")
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise ConfigError(f"config key 'base': cannot read {path} ({e.strerror}); give a config file, "
-                          "or null for a complete config") from None
-    try:
-        under = yaml.safe_load(text) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config key 'base': {path} is not YAML: {e}") from None
-    if not isinstance(under, dict):
-        raise ConfigError(f"config key 'base': {path} is not a mapping of config keys")
+    under = read_file(path, "config key 'base'")
     return {**merge_over(layered(under, root, (*_seen, path)), config), "base": name}
+
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def read_file(path, what: str) -> dict:
+    """A config file, strictly (core/yamlfile.py): a mapping some of whose keys are config
+    keys, else one line saying it is not a catbench config (its content never echoed)."""
+    try:
+        cfg = yamlfile.read(path, what)
+    except yamlfile.YamlFileError as e:
+        raise ConfigError(str(e)) from None
+    cfg = {} if cfg is None else cfg
+    known = load_schema()["properties"]
+    # A file whose top level holds no config key and a key no config could have (/etc/passwd
+    # lines) is refused whole, so its lines are not echoed as "unknown key" errors.
+    if not isinstance(cfg, dict) or (not any(k in known for k in cfg if isinstance(k, str))
+                                     and not all(isinstance(k, str) and _NAME.fullmatch(k) for k in cfg)):
+        raise ConfigError(f"{what}: {path} is not a catbench config (no config key at its top level); "
+                          "give a config file such as config/config.yaml")
+    return cfg
+
+
+def _check_size(value, where: str):
+    """An alias bomb refused before anything walks it (Snakemake's own loader keeps
+    aliases shared, so a config from the command line may hold one too)."""
+    try:
+        yamlfile.check_size(value, where)
+    except yamlfile.YamlFileError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _check_values(value, path: list) -> None:
@@ -188,6 +209,7 @@ def validate(config: dict, whole: bool = True, warn=None) -> dict:
     then apply only if ``stages`` is among them (the run's own validation did them)."""
     schema = load_schema()
     across_stages = whole or "stages" in config
+    _check_size(config, "the configuration")
     _check_values(config, [])
     cfg = _renamed_values(schema, copy.deepcopy(dict(config)), [], warn)
     if isinstance(cfg, dict):
@@ -311,6 +333,7 @@ def check_section(name: str, value: dict):
     """One config section (e.g. from a job's --config JSON) against its schema, its old
     names mapped in place (:data:`RENAMED`); the error names every bad key."""
     schema = load_schema()["properties"][name]
+    _check_size(value, f"config key '{name}'")
     _check_values(value, [name])
     value.update(_renamed_values(schema, value, [name], None))
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value),
@@ -322,8 +345,7 @@ def check_section(name: str, value: dict):
 
 def load(path, overrides: dict | None = None) -> dict:
     """A config file as the workflow reads it: over its ``base``, then validated."""
-    with open(path) as f:
-        cfg = yaml.safe_load(f) or {}
+    cfg = read_file(path, "config file")
     cfg.update(overrides or {})
     return validate(layered(cfg, repo_dir()))
 

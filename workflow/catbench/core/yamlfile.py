@@ -1,0 +1,111 @@
+"""Config files read one strict way: a regular UTF-8 file of bounded size, YAML whose
+mappings repeat no key (the last would silently win) and whose aliases do not expand past
+a bound (a few hundred bytes of nested aliases can stand for billions of values)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+MAX_BYTES = 16 * 2**20       # a config is a few KiB; the largest in the tests ~1 MiB
+MAX_VALUES = 1_000_000       # values a config stands for once its aliases are expanded
+
+
+class YamlFileError(ValueError):
+    pass
+
+
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """The safe loader, refusing a mapping that gives one key twice (naming both lines)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, (str, int, float, bool)):
+                    continue        # an unhashable key: the safe loader's own error
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice (lines {seen[key]} and {line}); "
+                        "the second would silently replace the first: keep one", key_node.start_mark)
+                seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def read(path, what: str):
+    """The YAML value of file ``path``; ``what`` (e.g. "config key 'base'") begins every
+    error, which names the file and, for YAML errors, the line."""
+    p = Path(path)
+    try:
+        if not p.exists():
+            raise YamlFileError(f"{what}: {p} does not exist; give a YAML config file")
+        if not p.is_file():
+            raise YamlFileError(f"{what}: {p} is not a regular file; give a YAML config file")
+        if p.stat().st_size > MAX_BYTES:
+            raise YamlFileError(f"{what}: {p} has {p.stat().st_size:,} bytes, more than a config's "
+                                f"{MAX_BYTES:,}; is it a config file?")
+        with open(p, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise YamlFileError(f"{what}: cannot read {p} ({e.strerror}); give a config file") from None
+    return parse(data, f"{what}: {p}")
+
+
+def parse(data: bytes | str, where: str):
+    """YAML text (bytes must be UTF-8) strictly parsed; ``where`` begins every error."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise YamlFileError(f"{where} is not UTF-8 text (byte {e.start}); not a catbench config") from None
+    try:
+        value = yaml.load(data, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        at = f" line {mark.line + 1}" if mark else ""
+        # The problem alone: the snippet YAML adds would echo a file that may not be a config.
+        problem = e.problem or e.context
+        if not isinstance(e, yaml.constructor.ConstructorError):
+            problem = f"not valid YAML ({problem})"
+        raise YamlFileError(f"{where}{at}: {problem}") from None
+    except (yaml.YAMLError, RecursionError) as e:
+        raise YamlFileError(f"{where}: not valid YAML ({type(e).__name__})") from None
+    check_size(value, where)
+    return value
+
+
+def check_size(value, where: str, limit: int = MAX_VALUES) -> int:
+    """The number of values ``value`` stands for with its shared parts (YAML aliases) counted
+    each time they are used; refused over ``limit`` or when it holds itself. Linear in the
+    distinct parts, so an alias bomb is refused before anything walks it."""
+    sizes: dict[int, int] = {}
+    open_ids: set[int] = set()
+
+    def size(v) -> int:
+        if not isinstance(v, (dict, list)):
+            return 1
+        i = id(v)
+        if i in open_ids:
+            raise YamlFileError(f"{where}: a value holds itself (a recursive YAML alias)")
+        if i not in sizes:
+            open_ids.add(i)
+            items = list(v.values()) + list(v) if isinstance(v, dict) else v
+            n = 1
+            for x in items:
+                n += size(x)
+                if n > limit:
+                    raise YamlFileError(f"{where}: stands for more than {limit:,} values once its "
+                                        "aliases are expanded; write the config out plainly")
+            open_ids.discard(i)
+            sizes[i] = n
+        return sizes[i]
+
+    try:
+        return size(value)
+    except RecursionError:
+        raise YamlFileError(f"{where}: nested too deeply to be a config") from None
