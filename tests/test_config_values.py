@@ -5,6 +5,7 @@ infinity (a comparison with NaN is false), and a line break or NUL at the end of
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,39 @@ def test_a_newline_in_a_config_file_stops_snakemake_before_any_job(tmp_path):
     p = subprocess.run([sys.executable, "-m", "snakemake", "fio", "-n", "--cores", "1", "--configfile", str(cfg)],
                        cwd=REPO, capture_output=True, text=True, timeout=300)
     assert p.returncode != 0 and "config key 'fio.size'" in p.stdout + p.stderr
+
+
+def _shell_lines(smk: Path):
+    """The string lines of each rule's ``shell:`` block."""
+    inside = False
+    for line in smk.read_text().splitlines():
+        text = line.strip()
+        if line.startswith("    shell:"):
+            inside = True
+        elif inside and text.startswith('"'):
+            yield text
+        elif inside and not text.startswith("#"):
+            inside = False
+
+
+def test_every_rule_quotes_every_value_it_puts_on_a_command_line():
+    """A value reaches a rule's shell command quoted (``:q``), so no path, name or size can
+    split it, whatever slipped past validation; ``{threads}`` is a number, and a param
+    named ``*_args`` holds whole options built with shlex.quote in the .smk file."""
+    seen, loose = 0, []
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for line in _shell_lines(smk):
+            for field in re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", line):
+                seen += 1
+                if not (field.endswith(":q") or field == "threads" or field.endswith("_args")):
+                    loose.append(f"{smk.name}: {{{field}}}")
+    assert seen > 100 and not loose, loose
+
+
+@pytest.mark.parametrize("name, value", [("networking\n", "1"), ("skip-grant-tables\n", "1"),
+                                         ("innodb_buffer_pool_size", "1G\n")])
+def test_a_server_option_checked_on_its_own_matches_whole_names_and_values(name, value):
+    """--settings-json reaches the option check without the config's validation."""
+    from catbench.core.server_tools import ServerError, validate_settings
+    with pytest.raises(ServerError, match="load.settings"):
+        validate_settings({name: value}, "load.settings")

@@ -20,8 +20,8 @@ rule catalog_patch:
             "sources_text": f"{RES}/catalog/patch/Source.text.arrow"} if TEXT else {}),
     params:
         cfg=CATALOG_CFG,
-        text=lambda wildcards, output: (
-            f"--text {output.objects_text} {output.sources_text}" if TEXT else ""),
+        text_args=lambda wildcards, output: (
+            f"--text {shlex.join([output.objects_text, output.sources_text])}" if TEXT else ""),
     log:
         f"{RES}/logs/catalog/patch.log",
     benchmark:
@@ -31,8 +31,8 @@ rule catalog_patch:
     resources:
         **job_resources("catalog_patch"),
     shell:
-        "catbench patch --config {params.cfg:q} --objects {output.objects} "
-        "--sources {output.sources} --metrics {output.metrics} {params.text} > {log} 2>&1"
+        "catbench patch --config {params.cfg:q} --objects {output.objects:q} "
+        "--sources {output.sources:q} --metrics {output.metrics:q} {params.text_args} > {log:q} 2>&1"
 
 
 rule catalog_part:
@@ -46,7 +46,7 @@ rule catalog_part:
         **{f"{n}_text": f"{RES}/catalog/{t}/part-{{part}}.text.arrow" for n, t in PART_TEXT.items()},
     params:
         cfg=CATALOG_CFG,
-        text=lambda wildcards, output: " ".join(f"--text-{n} {getattr(output, n + '_text')}" for n in PART_TEXT),
+        text_args=lambda wildcards, output: " ".join(f"--text-{n} {shlex.quote(getattr(output, n + '_text'))}" for n in PART_TEXT),
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",
     benchmark:
@@ -56,10 +56,10 @@ rule catalog_part:
     resources:
         **job_resources("catalog_part"),
     shell:
-        "OPENBLAS_NUM_THREADS=1 catbench catalog-part --config {params.cfg:q} --part {wildcards.part} "
-        "--patch-objects {input.objects} --patch-sources {input.sources} "
-        "--objects {output.objects} --sources {output.sources} --metrics {output.metrics} "
-        "{params.text} > {log} 2>&1"
+        "OPENBLAS_NUM_THREADS=1 catbench catalog-part --config {params.cfg:q} --part {wildcards.part:q} "
+        "--patch-objects {input.objects:q} --patch-sources {input.sources:q} "
+        "--objects {output.objects:q} --sources {output.sources:q} --metrics {output.metrics:q} "
+        "{params.text_args} > {log:q} 2>&1"
 
 
 rule catalog:

@@ -12,7 +12,7 @@ rule cluster_restart_run:
         # the <kind>.error.json / node<i>-error.log evidence of a failure is kept.
         f"{RES}/cluster/{{target}}/summary.json",
     params:
-        env=target_env,
+        env_args=target_env,
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         cfg=cfg_json("cluster", "server", "seed"),
         out=lambda wildcards, output: Path(output[0]).parent,
@@ -26,8 +26,8 @@ rule cluster_restart_run:
     resources:
         **job_resources("cluster_restart_run"),
     shell:
-        "{params.env} catbench cluster --target {wildcards.target} --path {params.path:q} "
-        "--input-dir {input.index} --config {params.cfg:q} --out {params.out} > {log} 2>&1"
+        "{params.env_args} catbench cluster --target {wildcards.target:q} --path {params.path:q} "
+        "--input-dir {input.index:q} --config {params.cfg:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule cluster:

@@ -111,8 +111,8 @@ INDEX_SOURCE = config["index"]["source"]
 if INDEX_SOURCE == "generate" and "queries" in STAGES:
     raise WorkflowError("config key 'index.source': generate writes no chunk files, which the queries "
                         "stage needs; remove queries from 'stages' or set index.source: partition")
-TABLE_REQUIRE = " ".join((["chunks", "metrics"] if INDEX_SOURCE == "partition" else ["metrics"])
-                         + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
+TABLE_REQUIRE = ((["chunks", "metrics"] if INDEX_SOURCE == "partition" else ["metrics"])
+                 + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])
 # Targets that get a Galera cluster and the query suite (cluster.targets, queries.targets, or all).
 CLUSTER_TARGETS = cb_config.stage_targets(config, "cluster")
 QUERY_TARGETS = cb_config.stage_targets(config, "queries")
@@ -121,7 +121,7 @@ QUERY_TARGETS = cb_config.stage_targets(config, "queries")
 INDEX_INPUT = {v.name: f"{RES}/index/{v.folder}" for v in cb_index_table.VARIANTS.values()}
 WORKING_SET = f"{RES}/index/working_set.json"
 # The order of the index input's rows (index.order, prepare/arrival.py), for whichever rule writes it.
-INDEX_ORDER = (f"--order {config['index']['order']} "
+INDEX_ORDER = (f"--order {shlex.quote(config['index']['order'])} "
                f"--sort-memory {shlex.quote(str(config['index']['sort_memory']))}")
 PARTS = [f"{p:05d}" for p in range(len(cb_layout.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]

@@ -27,9 +27,9 @@ rule index_generate_part:
         **job_resources("index_generate_part"),
     shell:
         # worker processes = job threads; one BLAS thread each (numpy's pool is unused here)
-        "OPENBLAS_NUM_THREADS=1 catbench index-generate --config {params.cfg:q} --part {wildcards.part} "
-        "--parts {params.parts} --workers {threads} --out {output.staging}/{params.numeric} "
-        "--out-char28 {output.staging}/{params.char28} --metrics {output.metrics} > {log} 2>&1"
+        "OPENBLAS_NUM_THREADS=1 catbench index-generate --config {params.cfg:q} --part {wildcards.part:q} "
+        "--parts {params.parts:q} --workers {threads} --out {output.staging:q}/{params.numeric:q} "
+        "--out-char28 {output.staging:q}/{params.char28:q} --metrics {output.metrics:q} > {log:q} 2>&1"
 
 
 rule index_generate:
@@ -41,7 +41,7 @@ rule index_generate:
         char28=directory(INDEX_INPUT["char28"]),
         summary=f"{RES}/metrics/index.json",
     params:
-        order=INDEX_ORDER,
+        order_args=INDEX_ORDER,
     log:
         f"{RES}/logs/index/generate.log",
     benchmark:
@@ -51,8 +51,8 @@ rule index_generate:
     resources:
         **job_resources("index_generate"),
     shell:
-        "catbench index-merge --staging {input.staging} --out {output.numeric} --out-char28 {output.char28} "
-        "--job-metrics {input.metrics} --summary {output.summary} {params.order} > {log} 2>&1"
+        "catbench index-merge --staging {input.staging:q} --out {output.numeric:q} --out-char28 {output.char28:q} "
+        "--job-metrics {input.metrics:q} --summary {output.summary:q} {params.order_args} > {log:q} 2>&1"
 
 
 # What a B-tree load of that input should expect (prepare/working_set.md): the insert working
@@ -73,7 +73,7 @@ rule index_working_set:
     resources:
         **job_resources("index_working_set"),
     shell:
-        "catbench index-working-set --input {input} --setup {params.setup:q} --out {output} > {log} 2>&1"
+        "catbench index-working-set --input {input:q} --setup {params.setup:q} --out {output:q} > {log:q} 2>&1"
 
 
 # Both this stage and the partition stage can write results/<run>/index/input*: the config says which.

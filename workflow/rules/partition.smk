@@ -26,7 +26,7 @@ rule partition_map:
         # catalog: the sky region's ra range sets the group wedges
         cfg=cfg_json("partition", "catalog"),
         groups=len(GROUPS),
-        heap=ARROW_HEAP,
+        heap_args=ARROW_HEAP,
     log:
         f"{RES}/logs/partition/map-{{batch}}.log",
     benchmark:
@@ -39,9 +39,9 @@ rule partition_map:
     shell:
         # One BLAS thread: numpy's OpenBLAS pool costs 0.1 CPU-s per job start, unused here.
         # {threads} parts mapped at once (numpy and pyarrow release the GIL).
-        "{params.heap}OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects} "
-        "--sources {input.sources} --out {output.staging} --groups {params.groups} --threads {threads} "
-        "--metrics {output.metrics} > {log} 2>&1"
+        "{params.heap_args}OPENBLAS_NUM_THREADS=1 catbench partition-map --config {params.cfg:q} --objects {input.objects:q} "
+        "--sources {input.sources:q} --out {output.staging:q} --groups {params.groups:q} --threads {threads} "
+        "--metrics {output.metrics:q} > {log:q} 2>&1"
 
 
 rule partition_reduce:
@@ -60,12 +60,12 @@ rule partition_reduce:
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
     params:
         chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
-        heap=ARROW_HEAP,
-        staging=" ".join(STAGING),
-        formats=" ".join(config["partition"]["formats"]),
-        text=lambda wildcards, input: " ".join(
-            [f"--text-{n} {' '.join(getattr(input, f'text_{n}'))}" for n in PART_TEXT]
-            + ([f"--patch-text {' '.join(input.patch_text)}"] if TEXT else [])),
+        heap_args=ARROW_HEAP,
+        staging=STAGING,
+        formats=config["partition"]["formats"],
+        text_args=lambda wildcards, input: " ".join(
+            [f"--text-{n} {shlex.join(getattr(input, f'text_{n}'))}" for n in PART_TEXT]
+            + ([f"--patch-text {shlex.join(input.patch_text)}"] if TEXT else [])),
     log:
         f"{RES}/logs/partition/reduce-{{group}}.log",
     benchmark:
@@ -76,10 +76,10 @@ rule partition_reduce:
         **job_resources("partition_reduce"),
     shell:
         # One thread: at least jobs.cpus reduces run side by side (core/config.py n_groups).
-        "{params.heap}OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
-        "--staging {params.staging} --objects {input.objects} --sources {input.sources} --patch {input.patch} "
-        "{params.text} --group {wildcards.group} --formats {params.formats} --chunks {params.chunks} "
-        "--manifest {output.manifest} --metrics {output.metrics} > {log} 2>&1"
+        "{params.heap_args}OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
+        "--staging {params.staging:q} --objects {input.objects:q} --sources {input.sources:q} --patch {input.patch:q} "
+        "{params.text_args} --group {wildcards.group:q} --formats {params.formats:q} --chunks {params.chunks:q} "
+        "--manifest {output.manifest:q} --metrics {output.metrics:q} > {log:q} 2>&1"
 
 
 rule index_input:
@@ -91,8 +91,8 @@ rule index_input:
         metrics=f"{RES}/metrics/jobs/index_input.json",
     params:
         files=config["partition"]["index_files"],
-        staging=" ".join(STAGING),
-        order=INDEX_ORDER,
+        staging=STAGING,
+        order_args=INDEX_ORDER,
     log:
         f"{RES}/logs/partition/index_input.log",
     benchmark:
@@ -103,9 +103,9 @@ rule index_input:
         **job_resources("index_input"),
     threads: job_threads("index_input")
     shell:
-        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench index-input --staging {params.staging} --files {params.files} "
-        "--out {output.numeric} --out-char28 {output.char28} --metrics {output.metrics} {params.order} "
-        "> {log} 2>&1"
+        "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS=1 catbench index-input --staging {params.staging:q} --files {params.files:q} "
+        "--out {output.numeric:q} --out-char28 {output.char28:q} --metrics {output.metrics:q} {params.order_args} "
+        "> {log:q} 2>&1"
 
 
 rule chunk_list:
@@ -130,8 +130,8 @@ rule chunk_list:
     resources:
         **job_resources("chunk_list"),
     shell:
-        "catbench chunk-list --config {params.cfg:q} --manifests {input.manifests} --out {output.chunks} "
-        "--job-metrics {input.jobs} --summary {output.summary} > {log} 2>&1"
+        "catbench chunk-list --config {params.cfg:q} --manifests {input.manifests:q} --out {output.chunks:q} "
+        "--job-metrics {input.jobs:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 
 rule partition:

@@ -14,7 +14,7 @@ rule queries_mysql:
     params:
         cfg=cfg_json("run", "seed", "partition", "server", "queries"),
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
-        env=target_env,
+        env_args=target_env,
         results=lambda wildcards, input: Path(input.chunks).parent.parent,
     threads: job_threads("queries_mysql")
     log:
@@ -26,8 +26,8 @@ rule queries_mysql:
     resources:
         **job_resources("queries_mysql"),
     shell:
-        "{params.env} catbench queries --engine mysql --target {wildcards.target} --path {params.path:q} "
-        "--results {params.results} --config {params.cfg:q} --out {output} > {log} 2>&1"
+        "{params.env_args} catbench queries --engine mysql --target {wildcards.target:q} --path {params.path:q} "
+        "--results {params.results:q} --config {params.cfg:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule queries_duckdb:
@@ -48,8 +48,8 @@ rule queries_duckdb:
     resources:
         **job_resources("queries_duckdb"),
     shell:
-        "catbench queries --engine duckdb --results {params.results} "
-        "--config {params.cfg:q} --out {output} > {log} 2>&1"
+        "catbench queries --engine duckdb --results {params.results:q} "
+        "--config {params.cfg:q} --out {output:q} > {log:q} 2>&1"
 
 
 QUERY_RUNS = [*expand(rules.queries_mysql.output, target=QUERY_TARGETS), *rules.queries_duckdb.output]
@@ -67,7 +67,7 @@ rule queries_check:
     resources:
         **job_resources("queries_check"),
     shell:
-        "catbench queries-check --inputs {input} --out {output} > {log} 2>&1"
+        "catbench queries-check --inputs {input:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule queries:

@@ -59,8 +59,8 @@ rule tables:
     resources:
         **job_resources("tables"),
     shell:
-        "catbench tables --results {params.results} --require {params.require} "
-        "--config {params.cfg:q} > {log} 2>&1"
+        "catbench tables --results {params.results:q} --require {params.require:q} "
+        "--config {params.cfg:q} > {log:q} 2>&1"
 
 
 rule report_html:
@@ -92,7 +92,7 @@ rule report_html:
     resources:
         **job_resources("report_html"),
     shell:
-        "catbench report --results {params.results} --config {params.cfg:q} > {log} 2>&1"
+        "catbench report --results {params.results:q} --config {params.cfg:q} > {log:q} 2>&1"
 
 
 rule report:

@@ -11,7 +11,7 @@ rule restart_run:
         # the <kind>.error.json / server-error.log evidence of a failure is kept.
         f"{RES}/restart/{{target}}/summary.json",
     params:
-        env=target_env,
+        env_args=target_env,
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
         cfg=cfg_json("restart", "server", "seed"),
         out=lambda wildcards, output: Path(output[0]).parent,
@@ -25,8 +25,8 @@ rule restart_run:
     resources:
         **job_resources("restart_run"),
     shell:
-        "{params.env} catbench restart --target {wildcards.target} --path {params.path:q} "
-        "--input-dir {input.index} --config {params.cfg:q} --out {params.out} > {log} 2>&1"
+        "{params.env_args} catbench restart --target {wildcards.target:q} --path {params.path:q} "
+        "--input-dir {input.index:q} --config {params.cfg:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule restart:

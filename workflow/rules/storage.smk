@@ -16,8 +16,8 @@ rule target_info:
     resources:
         **job_resources("target_info"),
     shell:
-        "catbench target-info --config {params.cfg:q} --target {wildcards.target} "
-        "--out {output} > {log} 2>&1"
+        "catbench target-info --config {params.cfg:q} --target {wildcards.target:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule fio_run:
@@ -32,7 +32,7 @@ rule fio_run:
         runtime=config["fio"]["runtime_s"],
         numjobs=config["fio"]["numjobs"],
         repetitions=config["fio"]["repetitions"],
-        adapt=cb_config.repeat_args(config["fio"]),
+        adapt_args=cb_config.repeat_args(config["fio"]),
         out=lambda wildcards, output: Path(output.csv).parent,
     threads: job_threads("fio_run")
     log:
@@ -44,9 +44,9 @@ rule fio_run:
     resources:
         **job_resources("fio_run"),
     shell:
-        "catbench fio --target {wildcards.target} --path {params.path:q} --out {params.out} "
-        "--size {params.size} --runtime-s {params.runtime} --numjobs {params.numjobs} "
-        "--repetitions {params.repetitions} {params.adapt} > {log} 2>&1"
+        "catbench fio --target {wildcards.target:q} --path {params.path:q} --out {params.out:q} "
+        "--size {params.size:q} --runtime-s {params.runtime:q} --numjobs {params.numjobs:q} "
+        "--repetitions {params.repetitions:q} {params.adapt_args} > {log:q} 2>&1"
 
 
 rule fio:
@@ -62,7 +62,7 @@ rule load_index_run:
         directory(f"{RES}/load/{{target}}/{{variant}}/{{engine}}/{{strategy}}"),
     params:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
-        env=target_env,
+        env_args=target_env,
         cfg=LOAD_CFG,
     threads: job_threads("load_index_run")
     log:
@@ -74,9 +74,9 @@ rule load_index_run:
     resources:
         **job_resources("load_index_run"),
     shell:
-        "{params.env} catbench load-index --target {wildcards.target} --path {params.path:q} "
-        "--input-dir {input.index} --variant {wildcards.variant} --engine {wildcards.engine} "
-        "--strategy {wildcards.strategy} --config {params.cfg:q} --out {output} > {log} 2>&1"
+        "{params.env_args} catbench load-index --target {wildcards.target:q} --path {params.path:q} "
+        "--input-dir {input.index:q} --variant {wildcards.variant:q} --engine {wildcards.engine:q} "
+        "--strategy {wildcards.strategy:q} --config {params.cfg:q} --out {output:q} > {log:q} 2>&1"
 
 
 # load.engines x load.strategies: only the pairs a strategy supports run (its registry
@@ -111,8 +111,8 @@ rule load_compare:
     resources:
         **job_resources("load_compare"),
     shell:
-        "catbench load-compare --summaries {input} --not-run {params.not_run:q} "
-        "--not-run-out {output.not_run} --out {output.csv} > {log} 2>&1"
+        "catbench load-compare --summaries {input:q} --not-run {params.not_run:q} "
+        "--not-run-out {output.not_run:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 # The stage target lists every load itself: a load whose output was removed (a failed

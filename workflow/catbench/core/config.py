@@ -282,12 +282,12 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
 # Paths and names that reach shell commands (the rules' `--path {params.path}`), my.cnf
 # lines and sbatch arguments: plain path characters only, no whitespace, quotes, `;`, `$`,
 # backquotes or newlines (which would split a command or inject a server option).
-_SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+,@%=~:-]+$")
-_SAFE_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SAFE_PATH = re.compile(r"[A-Za-z0-9_./+,@%=~:-]+")
+_SAFE_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _check_plain(key: str, value, pattern=_SAFE_PATH, what="a path"):
-    if value is not None and not pattern.match(str(value)):
+    if value is not None and not pattern.fullmatch(str(value)):
         raise ConfigError(f"config key '{key}': {str(value)!r} is not {what} catbench can use "
                           f"safely (allowed: letters, digits and _ . / + , @ % = ~ : -; no spaces, "
                           f"quotes, ';', '$' or newlines)")

@@ -33,7 +33,7 @@ def dir_bytes(path) -> int:
     return total
 
 
-_TEMP = re.compile(r"^\..+\.tmp-(\d+)$")
+_TEMP = re.compile(r"\..+\.tmp-(\d+)")
 
 
 def _alive(pid: int) -> bool:
@@ -52,7 +52,7 @@ def remove_stale_temps(directory) -> int:
     how many."""
     gone = 0
     for p in Path(directory).glob(".*.tmp-*"):
-        m = _TEMP.match(p.name)
+        m = _TEMP.fullmatch(p.name)
         if m and not _alive(int(m.group(1))):
             p.unlink(missing_ok=True)
             gone += 1

@@ -18,12 +18,12 @@ from .resources import resource
 # sun_path is 108 bytes including the terminating NUL.
 SOCKET_PATH_MAX = 107
 LOG_TAIL_LINES = 30
-_SETTING_NAME = re.compile(r"^[a-z0-9_-]+$")
+_SETTING_NAME = re.compile(r"[a-z0-9_-]+")
 # No '/' and (checked apart) no '..': a value can then name a file only inside the server's
 # own directory on the target, its working directory, whatever the option (path_options.yaml).
 # a word, a size, or an option list such as rocksdb_default_cf_options' name=value;… (no '/':
 # a path in it, e.g. cf_paths, would put the server's files outside the target)
-_SETTING_VALUE = re.compile(r"^[A-Za-z0-9_.:+,=;-]+$")
+_SETTING_VALUE = re.compile(r"[A-Za-z0-9_.:+,=;-]+")
 # Options that would open the private server to others or load code (the options that name
 # files are in resources/server/path_options.yaml). Names are compared after normalising
 # them as the server does (see option_name).
@@ -212,7 +212,7 @@ def is_reserved(key: str) -> bool:
     return any(r == name or (len(name) >= 3 and r.startswith(name)) for r in _RESERVED | path_options()["refused"])
 
 
-_SIZE_VALUE = re.compile(r"^[0-9]+(\.[0-9]+)?[KMGTkmgt]?$")
+_SIZE_VALUE = re.compile(r"[0-9]+(\.[0-9]+)?[KMGTkmgt]?")
 
 
 def validate_settings(settings: dict | None, key_prefix: str = "server.settings") -> dict[str, str]:
@@ -221,7 +221,7 @@ def validate_settings(settings: dict | None, key_prefix: str = "server.settings"
     out: dict[str, str] = {}
     for key, value in (settings or {}).items():
         where = f"config key '{key_prefix}.{key}'"
-        if not isinstance(key, str) or not _SETTING_NAME.match(key):
+        if not isinstance(key, str) or not _SETTING_NAME.fullmatch(key):
             raise ServerError(f"{where}: {key!r} is not a plain option name "
                               f"(lower-case letters, digits, '_' or '-')")
         if is_reserved(key):
@@ -234,14 +234,14 @@ def validate_settings(settings: dict | None, key_prefix: str = "server.settings"
             text = "1" if value else "0"
         elif isinstance(value, (int, float)):
             text = str(value)
-        elif isinstance(value, str) and _SETTING_VALUE.match(value) and ".." not in value:
+        elif isinstance(value, str) and _SETTING_VALUE.fullmatch(value) and ".." not in value:
             text = value
         else:
             raise ServerError(f"{where}: {value!r} is not a number, a boolean or a simple word "
                               f"such as 1G, O_DIRECT or a name=value;… list (no '/' or '..': a file the server writes stays "
                               f"in its own directory on the target)")
         # sizes are checked here: the server would only fail inside the job
-        if option_name(key).endswith("_size") and not _SIZE_VALUE.match(text):
+        if option_name(key).endswith("_size") and not _SIZE_VALUE.fullmatch(text):
             raise ServerError(f"{where}: {text!r} is not a size (a number with an optional K, M, G "
                               f"or T, e.g. 256M)")
         out[key] = text
