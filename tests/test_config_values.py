@@ -8,6 +8,7 @@ import math
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,38 @@ def test_a_server_option_checked_on_its_own_matches_whole_names_and_values(name,
     from catbench.core.server_tools import ServerError, validate_settings
     with pytest.raises(ServerError, match="load.settings"):
         validate_settings({name: value}, "load.settings")
+
+
+@pytest.mark.parametrize("objects", [18085043209519168, 1828582878044167, 9e18, 1e26, 2**63])
+def test_a_patch_too_large_for_int64_ids_is_refused_before_any_arithmetic_wraps(objects):
+    with pytest.raises(ConfigError, match=r"config key 'catalog.patch.objects': .* is over the 8,796,093,022,206 "):
+        validate(_with(("catalog", "patch", "objects"), objects))
+
+
+def test_a_catalog_whose_rows_overflow_int64_is_refused_naming_the_key():
+    cfg = _with(("catalog", "patch", "objects"), 2**42)
+    cfg["catalog"]["sources_per_object"] = 1000
+    with pytest.raises(ConfigError, match=r"config key 'catalog.patch.objects': .* over int64's"):
+        validate(cfg)
+
+
+def test_sizes_are_exact_integers_at_the_largest_patch():
+    from catbench.core.config import MAX_PATCH_OBJECTS, estimated_objects
+    from catbench.core.layout import n_copies
+    cfg = _with(("catalog", "patch", "objects"), float(2**40))
+    cfg["catalog"]["density"] = {"model": "uniform"}
+    cfg = validate(cfg)
+    assert isinstance(cfg["catalog"]["patch"]["objects"], int)
+    assert estimated_objects(cfg) == 2**40 * n_copies(cfg["catalog"]) > 2**44
+    assert (MAX_PATCH_OBJECTS + 1) * 2**20 + 2**20 - 1 <= 2**63 - 1
+
+
+@pytest.mark.parametrize("size", [0.001, 0.05])
+def test_a_tiny_patch_over_the_whole_sky_is_refused_quickly_naming_width_and_height(size):
+    cfg = _with(("catalog", "patch", "ra_width_deg"), size)
+    cfg["catalog"]["patch"]["dec_height_deg"] = size
+    cfg["catalog"]["sky"] = {"ra_min_deg": 0, "ra_max_deg": 360, "dec_min_deg": -90, "dec_max_deg": 90}
+    t = time.monotonic()
+    with pytest.raises(ConfigError, match=r"'catalog.patch.ra_width_deg' and 'catalog.patch.dec_height_deg'.*places"):
+        validate(cfg)
+    assert time.monotonic() - t < 5

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .layout import MAX_COPIES, catalog_objects, n_copies
+from .layout import COPY_STRIDE, MAX_COPIES, catalog_objects, n_copies, n_places
 from .resources import SCHEMA_PATH, repo_dir
 from .server_tools import ServerError, validate_settings
 from . import yamlfile
@@ -270,6 +270,7 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
             validate_settings(cfg[section][name], key)
         except ServerError as exc:
             raise ConfigError(str(exc)) from None
+    _check_sizes(cat)
     n = n_copies(cat)
     if n == 0:
         raise ConfigError("config key 'catalog.sky': the patch does not fit in the sky region "
@@ -277,6 +278,30 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
     if n > MAX_COPIES:
         raise ConfigError(f"config key 'catalog.patch.objects': {n} copies exceed the id scheme's "
                           f"{MAX_COPIES}; make the patch larger")
+    rows = catalog_objects(cat) * (1 + math.ceil(cat["sources_per_object"]))
+    if rows > INT63_MAX:
+        raise ConfigError(f"config key 'catalog.patch.objects': the catalog's {catalog_objects(cat):,} objects "
+                          f"with {cat['sources_per_object']} sources each are over int64's {INT63_MAX:,} rows")
+
+
+INT63_MAX = 2**63 - 1
+# ids are local id × COPY_STRIDE + copy in int64: a patch may hold fewer than this many
+MAX_PATCH_OBJECTS = INT63_MAX // COPY_STRIDE - 1
+
+
+def _check_sizes(cat: dict):
+    """Sizes in Python integers, refused before any int64 arithmetic could wrap them and
+    before the copies are laid out in memory."""
+    objects = cat["patch"]["objects"]
+    if objects > MAX_PATCH_OBJECTS:
+        raise ConfigError(f"config key 'catalog.patch.objects': {objects} is over the {MAX_PATCH_OBJECTS:,} "
+                          f"objects a patch can hold (an objectId is local id × {COPY_STRIDE:,} + copy, in int64)")
+    cat["patch"]["objects"] = int(objects)     # 6e3 in YAML is a float the schema takes as an integer
+    places = n_places(cat)
+    if places > MAX_COPIES:
+        raise ConfigError(f"config keys 'catalog.patch.ra_width_deg' and 'catalog.patch.dec_height_deg': "
+                          f"a patch of {cat['patch']['ra_width_deg']} × {cat['patch']['dec_height_deg']} deg "
+                          f"has {places:,} places on this sky, over the ids' {MAX_COPIES:,} copies; make it larger")
 
 
 # Paths and names that reach shell commands (the rules' `--path {params.path}`), my.cnf

@@ -22,15 +22,13 @@ PART_TEXT = ("Object", "Source")
 LAYER_STEP = (0.7548776662466927, 0.5698402909980532)  # R2 sequence: layers spread evenly
 
 
-def placements(cat: dict) -> np.ndarray:
-    """Where the patch goes, one row per place: dec centre, ra start. Places are ordered
-    band by band from dec_min; a band whose stretched slot is wider than the ra range gets
-    none."""
+def _bands(cat: dict):
+    """(dec centre, slot, places) of each band of the sky that holds a place: a band whose
+    stretched slot is wider than the ra range holds none."""
     p, sky = cat["patch"], cat["sky"]
     width, height = float(p["ra_width_deg"]), float(p["dec_height_deg"])
     ra_range = sky["ra_max_deg"] - sky["ra_min_deg"]
     n_bands = int(math.floor((sky["dec_max_deg"] - sky["dec_min_deg"]) / height + 1e-9))
-    rows = []
     for b in range(n_bands):
         centre = sky["dec_min_deg"] + (b + 0.5) * height
         edge = min(max(abs(centre - height / 2), abs(centre + height / 2)), 90.0)
@@ -38,8 +36,20 @@ def placements(cat: dict) -> np.ndarray:
         if cos_edge <= 1e-12:
             continue
         slot = width / cos_edge        # widest stretched extent of a copy in this band
-        for k in range(int(math.floor(ra_range / slot + 1e-9))):
-            rows.append((centre, sky["ra_min_deg"] + k * slot))
+        yield centre, slot, int(math.floor(ra_range / slot + 1e-9))
+
+
+def n_places(cat: dict) -> int:
+    """Places :func:`placements` gives, counted without building them (the config check
+    refuses a patch so small that they would not fit in memory)."""
+    return sum(n for _, _, n in _bands(cat))
+
+
+def placements(cat: dict) -> np.ndarray:
+    """Where the patch goes, one row per place: dec centre, ra start. Places are ordered
+    band by band from dec_min."""
+    ra_min = cat["sky"]["ra_min_deg"]
+    rows = [(centre, ra_min + k * slot) for centre, slot, n in _bands(cat) for k in range(n)]
     return np.array(rows, dtype=[("dec_centre", "f8"), ("ra_start", "f8")])
 
 
