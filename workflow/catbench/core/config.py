@@ -146,7 +146,11 @@ def layered(config: dict, root: Path, _seen: tuple = ()) -> dict:
         return config
     if not isinstance(name, str) or not name:
         raise ConfigError(f"config key 'base': {name!r} is not a path to a config file (or null)")
-    path = (Path(root) / Path(name).expanduser()).resolve()
+    try:
+        path = (Path(root) / Path(name).expanduser()).resolve()
+    except (OSError, RuntimeError) as e:     # a name too long, a symlink loop
+        raise ConfigError(f"config key 'base': {name[:80]!r} is not a path catbench can read "
+                          f"({getattr(e, 'strerror', None) or e}); give a config file, or null") from None
     if path in _seen:
         raise ConfigError(f"config key 'base': {name} is its own base (a loop of base keys)")
     under = read_file(path, "config key 'base'")
@@ -311,7 +315,13 @@ _SAFE_PATH = re.compile(r"[A-Za-z0-9_./+,@%=~:-]+")
 _SAFE_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+MAX_PATH = 1024     # a socket path must stay under 108 bytes anyway; this only keeps errors readable
+
+
 def _check_plain(key: str, value, pattern=_SAFE_PATH, what="a path"):
+    if value is not None and len(str(value)) > MAX_PATH:
+        raise ConfigError(f"config key '{key}': {str(value)[:40]!r}… has {len(str(value)):,} characters, "
+                          f"more than {what} catbench takes ({MAX_PATH})")
     if value is not None and not pattern.fullmatch(str(value)):
         raise ConfigError(f"config key '{key}': {str(value)!r} is not {what} catbench can use "
                           f"safely (allowed: letters, digits and _ . / + , @ % = ~ : -; no spaces, "
