@@ -30,6 +30,14 @@ def on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
+def interrupted(name: str) -> int:
+    """The last line of a command stopped by Ctrl-C (SIGINT) once its clean-up ran: the
+    job log ends saying so, not with a traceback."""
+    log.error("interrupted by SIGINT (its clean-up ran)")
+    print(f"catbench {name}: interrupted by SIGINT", file=sys.stderr)
+    return 128 + signal.SIGINT
+
+
 def guarded(func, expected: tuple, name: str):
     """Run a sub-command; an expected error becomes one clear line and exit code 1,
     not a traceback."""
@@ -102,3 +110,27 @@ def config_arg(text: str | None) -> dict:
     if not isinstance(value, dict):
         raise ConfigError("--config: not a mapping of config sections")
     return value
+
+
+def out_path(path: str | None, flag: str = "--out", directory: bool = False):
+    """``path`` of an output (a file, or with ``directory`` a folder) made sure of before
+    any work: the folder exists or is created and takes a file; an output file is not a
+    folder, an output folder not a file. None when not given; ConfigError names ``flag``."""
+    import tempfile
+    from pathlib import Path
+
+    from ..core.config import ConfigError
+    if not path:
+        return None
+    p = Path(path)
+    if p.exists() and p.is_dir() != directory:
+        raise ConfigError(f"{flag} {p} is a {'file' if directory else 'directory'}; give the path of a "
+                         f"{'directory' if directory else 'file'} to write")
+    folder = p if directory else p.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".catbench-write-test-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{flag} {p}: cannot write in {folder} ({exc.strerror}); give another path") from None
+    return p

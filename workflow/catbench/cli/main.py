@@ -17,7 +17,7 @@ from ..core.metrics import JobTimer, Progress, setup_logging, summarise
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
 from ..prepare.ids import IdLayout
-from .common import on_signal
+from .common import interrupted, on_signal
 
 log = logging.getLogger("catbench")
 
@@ -310,6 +310,13 @@ def main(argv=None):
         importlib.import_module(f".{module}", __package__).add_subcommands(sub)
     logging.getLogger("mysql.connector").setLevel(logging.WARNING)
     a = ap.parse_args(argv)
+    try:
+        return _dispatch(a)
+    except KeyboardInterrupt:       # Ctrl-C: the clean-up ran (finally blocks); one line, no traceback
+        return interrupted(a.cmd)
+
+
+def _dispatch(a) -> int:
     if hasattr(a, "func"):          # family sub-commands (guarded) return their exit code
         return a.func(a)
     try:

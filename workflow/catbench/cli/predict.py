@@ -12,12 +12,13 @@ from pathlib import Path
 import yaml
 
 from ..core.config import ConfigError, load, section
+from ..core.config import validate as validate_config
 from ..core.files import atomic_path
 from ..core.targets import human, parse_size
 from ..predict.ladder import rungs, target_level_base, target_pool
 from ..predict.runs import read_runs
 from ..predict.scale import Target, compare, predict, validate
-from .common import guarded
+from .common import guarded, out_path
 
 log = logging.getLogger(__name__)
 # the fields of a load's "key" in the JSON (--out); the report reads them
@@ -104,6 +105,7 @@ def cmd_predict(a) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
     its own largest rung from the smaller ones (predicted ÷ measured)."""
+    out_path(a.out)
     cfg = load(a.config)
     pred = section("predict", cfg.get("predict"))
     opts = {**pred, "min_rungs": a.min_rungs or pred["min_rungs"]}
@@ -144,7 +146,6 @@ def cmd_predict(a) -> int:
         print("  none: every load has a single rung")
     out["validation"] += out["measured"]   # the report's validation: the rungs' own, then the target's
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(a.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
@@ -153,7 +154,14 @@ def cmd_predict(a) -> int:
 def cmd_ladder(a) -> int:
     """The rungs of the config's ladder (predict.rows): one config file per rung in --out,
     named by its run (``<run>-rung<k>``); without --out, their names and scaled settings."""
+    out_path(a.out, directory=True)
     cfg = load(a.config)
+    for r in rungs(cfg):    # each rung's file must be a config the workflow takes
+        try:
+            validate_config({**r, "base": None})
+        except ConfigError as e:
+            raise ConfigError(f"the rung {r['run']!r} of {a.config} would be refused by the workflow "
+                              f"(its run is config key 'run' + '-rung<k>'): {e}") from None
     for r in rungs(cfg):
         ld = r.get("load") or {}
         print(f"{r['run']}: catalog.patch.objects {r['catalog']['patch']['objects']}, partition.index_files "
@@ -161,7 +169,6 @@ def cmd_ladder(a) -> int:
               f"{json.dumps(ld.get('settings'))}, sort_memory {ld.get('sort_memory')}, "
               f"time_limit_s {ld.get('time_limit_s')}")
         if a.out:
-            Path(a.out).mkdir(parents=True, exist_ok=True)
             (Path(a.out) / f"{r['run']}.yaml").write_text(yaml.safe_dump({**r, "base": None}, sort_keys=False))
     return 0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..core.config import ConfigError
 from ..report.inputs import STAGES, MetricsError
-from .common import config_arg, guarded
+from .common import config_arg, guarded, out_path
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +56,9 @@ def cmd_compare(args) -> int:
     if floor is None:
         cv = cmp.report_config(report)["between_run_cv"]
         note += f"; between-run spread assumed {cv:.0%} (report.between_run_cv; measure it: make aa)"
-    rows = cmp.compare(args.results_a, args.results_b, report=report, floor=floor)
-    out = Path(args.out) if args.out else \
+    out = out_path(args.out) or \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
+    rows = cmp.compare(args.results_a, args.results_b, report=report, floor=floor)
     cmp.write(rows, out)
     print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}\n")
     print(cmp.format_rows(rows, args.limit))

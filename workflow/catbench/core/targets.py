@@ -39,14 +39,16 @@ def human(n: float | None) -> str:
     return str(n)
 
 
-def check_target(name: str, path, need_bytes: int = 0, create: bool = True, why: str = "") -> dict:
-    """Make sure ``path`` is a writable directory with ``need_bytes`` free (``why``: what
-    needs them, for the message); returns describe_target(). ``create=False`` (a dry run)
-    creates nothing: a missing ``path`` is judged by its nearest existing parent."""
+def check_target(name: str, path, need_bytes: int = 0, create: bool = True, why: str = "",
+                 key: str = "path") -> dict:
+    """Make sure ``path`` (config key targets.<name>.<key>) is a writable directory with
+    ``need_bytes`` free (``why``: what needs them, for the message); returns
+    describe_target(). ``create=False`` (a dry run) creates nothing: a missing ``path`` is
+    judged by its nearest existing parent."""
     p = Path(path)
-    where = f"storage target '{name}' ({p})"
+    where = f"storage target '{name}' ({p})" if key == "path" else f"targets.{name}.{key} ({p})"
     if p.exists() and not p.is_dir():
-        raise TargetError(f"{where} is not a directory; point targets.{name}.path at a directory")
+        raise TargetError(f"{where} is not a directory; point targets.{name}.{key} at a directory")
     missing = not p.exists()
     if missing and not create:
         p = next(a for a in p.absolute().parents if a.exists())  # judged by where it would go
@@ -55,7 +57,7 @@ def check_target(name: str, path, need_bytes: int = 0, create: bool = True, why:
             p.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise TargetError(f"{where} does not exist and cannot be created ({exc.strerror}); "
-                              f"create it or fix targets.{name}.path") from exc
+                              f"create it or fix targets.{name}.{key}") from exc
     try:
         if not p.is_dir():
             raise NotADirectoryError(20, "a parent is not a directory")
@@ -65,7 +67,7 @@ def check_target(name: str, path, need_bytes: int = 0, create: bool = True, why:
         # os.access() is not enough: root passes it on any mode, only a real write tells.
         if missing and not create:
             raise TargetError(f"{where} does not exist and cannot be created ({p}: {exc.strerror}); "
-                              f"create it or fix targets.{name}.path") from exc
+                              f"create it or fix targets.{name}.{key}") from exc
         raise TargetError(f"{where} is not writable ({exc.strerror}); fix its permissions or mount "
                           f"options, or choose another path") from exc
     st = os.statvfs(p)
@@ -203,4 +205,7 @@ def check_targets(cfg: dict, names=None, space: bool = True, create: bool = True
                               f"{', '.join(cfg['targets'])})")
         bytes_, why = (need or {}).get(name) or ((need_bytes(cfg) if space else 0), "")
         out[name] = check_target(name, target_dir(cfg, name), bytes_, create, why)
+        tmpdir = cfg["targets"][name].get("tmpdir")
+        if tmpdir:    # the server's sort files: a bad one would fail every load of the target
+            check_target(name, Path(tmpdir).expanduser(), 0, create, key="tmpdir")
     return out

@@ -16,6 +16,7 @@ row, and a second write of both forms; the generation-order files are removed af
 
 from __future__ import annotations
 
+import errno
 import shutil
 from pathlib import Path
 
@@ -45,11 +46,36 @@ def written_in_order(order: str, write, out_numeric, out_char, memory: str) -> d
     work = out_numeric.parent / f".arrival-{out_numeric.name}"
     shutil.rmtree(work, ignore_errors=True)
     try:
+        return _arranged(write, out_numeric, out_char, memory, work)
+    except BaseException:     # part of the files, no manifest: nothing that could pass for the input
+        for d in (out_numeric, out_char):
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _arranged(write, out_numeric, out_char, memory: str, work) -> dict:
+    """The input written into ``work`` and arranged from there, the failures said as what to
+    change: the memory key, or the full disk."""
+    import duckdb
+    full = f"out of space in {Path(work).parent} while sorting the index input into chunk order; " \
+           "free space there (the sort needs about three times the input) or set index.order: generation"
+    try:
         summary = write(work / out_numeric.name, work / Path(out_char).name)
         summary.update(arrange(work / out_numeric.name, out_numeric, out_char, memory, work))
         return summary
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    except duckdb.OutOfMemoryException:
+        raise ValueError(f"config key 'index.sort_memory': {memory} is too little for DuckDB's sort of the "
+                         "index input into chunk order; give it more (e.g. 256MB)") from None
+    except duckdb.IOException as e:
+        if "space" not in str(e).lower():
+            raise
+        raise ValueError(full) from None
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise ValueError(full) from None
 
 
 def _table(files: list[Path], con):

@@ -375,8 +375,31 @@ class _Reader:
                    for x in parts):
             raise MetricsError(f"{pp}: expected an object with \"predictions\" and \"validation\" lists of "
                                "objects with a \"key\" (catbench predict --out)")
+        for name, rows in zip(("predictions", "validation"), parts):
+            for i, r in enumerate(rows):
+                _check_prediction_row(pp, f"{name}[{i}]", r)
         self.inp.prediction = {name: [{**r["key"], **{k: v for k, v in r.items() if k != "key"}} for r in rows]
                                for name, rows in zip(("prediction", "prediction_validation"), parts)}
+
+
+# What the report reads of a prediction row: the load's key as names, these as numbers (or null).
+PREDICTION_KEY = ("target", "engine", "strategy")
+PREDICTION_NUMBERS = ("seconds", "seconds_ci_low", "seconds_ci_high", "rows", "rows_ci_low", "rows_ci_high",
+                      "table_bytes", "target_rows", "all_rows_seconds", "later_half_rate",
+                      "later_half_rate_ci_low", "later_half_rate_ci_high", "rung_rows", "n_measured",
+                      "predicted_over_measured", "predicted_seconds", "measured_seconds", "predicted_rows",
+                      "measured_rows")
+
+
+def _check_prediction_row(pp: Path, where: str, r: dict):
+    key = r["key"]
+    bad = [k for k in PREDICTION_KEY if not isinstance(key.get(k), str) or not key[k]]
+    if bad:
+        raise MetricsError(f"{pp}: {where}.key lacks {', '.join(bad)} as names (catbench predict --out writes them)")
+    for k in PREDICTION_NUMBERS:
+        v = r.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise MetricsError(f"{pp}: {where}.{k} is {v!r}, not a number (catbench predict --out writes one)")
 
 
 def _stage_rows(pj: Path, doc) -> list:
