@@ -1,4 +1,4 @@
-"""Config files read one strict way (core/yamlfile.py): a key given twice, an alias bomb, a
+"""Config files read one strict way (core/config/yamlfile.py): a key given twice, an alias bomb, a
 base that is a device, not UTF-8 or not a config at all: each refused in one line naming
 the file (and the lines), quickly, with no content of a foreign file echoed."""
 

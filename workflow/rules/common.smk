@@ -23,7 +23,7 @@ from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 
 def _config_warning(line):
-    """An old name mapped by the validation (core/config.py RENAMED), said once per run."""
+    """An old name mapped by the validation (core/config RENAMED), said once per run."""
     if workflow.is_main_process:
         print(f"catbench: warning: {line}", file=sys.stderr)
 

@@ -75,7 +75,7 @@ rule partition_reduce:
     resources:
         **job_resources("partition_reduce"),
     shell:
-        # One thread: at least jobs.cpus reduces run side by side (core/config.py n_groups).
+        # One thread: at least jobs.cpus reduces run side by side (core/config n_groups).
         "{params.heap_args}OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
         "--staging {params.staging:q} --objects {input.objects:q} --sources {input.sources:q} --patch {input.patch:q} "
         "{params.text_args} --group {wildcards.group:q} --formats {params.formats:q} --chunks {params.chunks:q} "

@@ -97,7 +97,7 @@ def settings_arg(text: str | None) -> dict:
 
 def config_arg(text: str | None) -> dict:
     """--config: JSON text (what a rule passes its job) or a YAML/JSON file, read strictly
-    (core/yamlfile.py); {} when not given. A bad one is one line naming it (ConfigError)."""
+    (core/config/yamlfile.py); {} when not given. A bad one is one line naming it (ConfigError)."""
     from ..core.config import ConfigError, read_file
     if not text:
         return {}

@@ -13,9 +13,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .layout import COPY_STRIDE, MAX_COPIES, catalog_objects, n_copies, n_places
-from .resources import SCHEMA_PATH, repo_dir
-from .server_tools import ServerError, validate_settings
+from ..layout import COPY_STRIDE, MAX_COPIES, catalog_objects, n_copies, n_places
+from ..resources import SCHEMA_PATH, repo_dir
+from ..server_tools import ServerError, validate_settings
 from . import yamlfile
 
 
@@ -161,7 +161,7 @@ _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def read_file(path, what: str) -> dict:
-    """A config file, strictly (core/yamlfile.py): a mapping some of whose keys are config
+    """A config file, strictly (core/config/yamlfile.py): a mapping some of whose keys are config
     keys, else one line saying it is not a catbench config (its content never echoed)."""
     try:
         cfg = yamlfile.read(path, what)
