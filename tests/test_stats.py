@@ -245,9 +245,10 @@ def test_the_fastest_load_says_whether_the_servers_cpu_bounds_it():
 def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     """Repetitions inside a run never see the drift between runs: a tight 15 % difference
     between two runs is a finding only when the config says runs do not drift; a twin's
-    noise floor is measured per figure family and never taken below the config's spread."""
+    noise floor is measured per figure family, kept with its degrees of freedom and used as
+    measured, even below the config's spread."""
     from catbench.report import noise
-    from catbench.report.compare import figure_pairs
+    from catbench.report.compare import diffs, figure_pairs
     tight = [1.00, 1.01, 0.99]
     a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): tight})
     b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15 * x for x in tight]})
@@ -257,25 +258,26 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     steady = {(r["table"], r["key"], r["column"]): r
               for r in compare(a, b, report={"between_run_cv": 0.0})}[key]["verdict"]
     assert steady.startswith("A 1.15x [")                                       # A is faster
-    floor = noise.estimate(figure_pairs(a, b), ("A", "B"))
+    floor = noise.estimate(diffs(figure_pairs(a, b)), ("A", "B"))
     fam = floor["families"]["load_time.seconds"]
     assert fam["figures"] == 1 and 0.09 < fam["between_cv"] < 0.11            # log(1.15)^2 / 2
+    assert fam["df"] == 1.0 and floor["offset"] is None                         # one figure: 1 df, no offset
     path = noise.save(floor, tmp_path / noise.FLOOR_FILE)
     got, note = noise.load(path)
-    assert got == {f: v["between_var"] for f, v in floor["families"].items()} and "twin A and B" in note
+    assert got == {f: (v["between_var"], v["df"]) for f, v in floor["families"].items()} and "twin A and B" in note
     assert noise.load(path, {"hostname": "elsewhere"})[0] is None                # another machine's floor
     small = {(r["table"], r["key"], r["column"]): r
-             for r in compare(a, b, report={"between_run_cv": 0.0}, floor={"load_time.seconds": 1e-6})}
-    assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured
+             for r in compare(a, b, floor={"load_time.seconds": (1e-6, 50.0)})}
+    assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured, not 10 %
 
 
 def test_the_report_of_a_run_with_a_twin_shows_the_between_run_spread(tmp_path):
     from catbench.report import noise
-    from catbench.report.compare import figure_pairs
+    from catbench.report.compare import diffs, figure_pairs
     from catbench.report.html import make_report
     a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00, 1.01, 0.99]})
     b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15, 1.16, 1.14]})
     assert "has a twin" not in make_report(a).read_text()
-    noise.save(noise.estimate(figure_pairs(a, b), ("A", "B")), tmp_path / noise.FLOOR_FILE)
+    noise.save(noise.estimate(diffs(figure_pairs(a, b)), ("A", "B")), tmp_path / noise.FLOOR_FILE)
     page = make_report(a).read_text()
-    assert "This run has a twin (A and B" in page and "load_time.seconds 9." in page
+    assert "This run has a twin (A and B" in page and "load_time.seconds 9." in page and "(1 df)" in page
