@@ -135,7 +135,8 @@ def judge(pairs, rule: dict) -> tuple:
     verdicts = []
     for table, column, _key, fa, fb in pairs:
         higher = FIGURES[(table, column)][0]
-        var, df = rule["floor"].get(noise.family(table, column), rule["fallback"])
+        floor = rule["floor"]
+        var, df = floor.get(noise.family(table, column), floor.get(noise.ALL, rule["fallback"]))
         c = 0.0 if off is None else (-off.log if higher else off.log)   # log B - log A expected
         between = Between(var, df, c, 0.0 if off is None else off.var)
         verdicts.append(verdict(fb, fa, higher_is_better=higher, threshold=rule["threshold"],

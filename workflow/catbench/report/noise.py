@@ -9,8 +9,9 @@ between runs: page cache, CPU frequency, the VM's neighbours). It has two parts:
 - the **figure's own move** beyond that offset, of variance ``between_var`` per figure family
   (table and column, e.g. ``storage.MBps``). A twin (two runs of the same config, one after the
   other: ``make aa``) measures it: for every figure, r = its log ratio less the twin's common
-  offset and w = the rule's within-run variance of r; the family's between-run variance (per
-  run) is max(0, mean(r^2 - w) / 2), and its degrees of freedom those of that mean (Satterthwaite:
+  offset and w = the rule's within-run variance of r; the between-run variance (per run) is
+  max(0, mean(r^2 - w) / 2) over a family's figures (over all figures for a family of fewer than
+  OWN_FAMILY_FIGURES), and its degrees of freedom those of that mean (Satterthwaite:
   K (2 v / (2 v + mean w))^2 over K figures). Compare carries them into the test's degrees of
   freedom (``stats.spread``). Without a measurement, ``report.between_run_cv`` is assumed with
   ``FALLBACK_DF`` degrees of freedom: a stated guess, never a floor under a measurement.
@@ -28,9 +29,13 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binom
 
+from .stats import log_diff
+
 FLOOR_FILE = "noise-floor.json"
 FALLBACK_DF = 4          # an assumed spread is a guess: few degrees of freedom
 MIN_OFFSET_FIGURES = 6   # fewer: no common offset estimated (its interval needs 6 at 95 %)
+OWN_FAMILY_FIGURES = 30  # a smaller family takes the between-run variance of all figures
+ALL = "all"              # the floor's entry over all figures: for families it does not name
 
 
 def cv_var(cv: float) -> float:
@@ -67,13 +72,12 @@ class Diff:
 
 def diff(family_: str, a: tuple, b: tuple, higher_is_better: bool) -> Diff | None:
     """The Diff of a figure's repetitions in A and B; None unless both have >= 2 positive values."""
-    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
-    na, nb = len(la), len(lb)
-    if na < 2 or nb < 2 or np.any(~np.isfinite(la)) or np.any(~np.isfinite(lb)):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    if len(la) < 2 or len(lb) < 2 or np.any(~np.isfinite(la)) or np.any(~np.isfinite(lb)):
         return None
-    pooled = ((na - 1) * la.var(ddof=1) + (nb - 1) * lb.var(ddof=1)) / (na + nb - 2)
-    d = float(lb.mean() - la.mean())
-    return Diff(family_, -d if higher_is_better else d, float(pooled * (1 / na + 1 / nb)), na + nb - 2)
+    d, w, df_w, _ = log_diff(lb, la)
+    return Diff(family_, float(-d if higher_is_better else d), float(w), df_w)
 
 
 @dataclass(frozen=True)
@@ -87,34 +91,55 @@ class Offset:
     figures: int
 
 
-def offset(diffs: list, confidence: float = 0.95) -> Offset | None:
-    """The median of the figures' log ratios and its order-statistic (sign-test) interval; None
-    for fewer than MIN_OFFSET_FIGURES figures. The median, not the mean: figures that truly
-    moved must not drag the offset the others are judged against."""
-    d = np.sort([x.d for x in diffs])
-    k = len(d)
-    if k < MIN_OFFSET_FIGURES:
-        return None
+def offset_of(d, confidence: float = 0.95):
+    """(median, interval low, high, variance of the median) of log ratios d over the last axis:
+    the order-statistic (sign-test) interval, and pi/2 x (1.4826 MAD)^2 / k. The median, not
+    the mean: figures that truly moved must not drag the offset the others are judged against."""
+    d = np.sort(d, axis=-1)
+    k = d.shape[-1]
     j = max(int(binom.ppf((1 - confidence) / 2, k, 0.5)), 1)
-    med = float(np.median(d))
-    mad = 1.4826 * float(np.median(np.abs(d - med)))
-    return Offset(med, float(d[j - 1]), float(d[k - j]), math.pi / 2 * mad * mad / k, k)
+    med = np.median(d, axis=-1)
+    mad = 1.4826 * np.median(np.abs(d - med[..., None]), axis=-1)
+    return med, d[..., j - 1], d[..., k - j], math.pi / 2 * mad * mad / k
+
+
+def offset(diffs: list, confidence: float = 0.95) -> Offset | None:
+    """The runs' common offset from their figures' Diffs; None for fewer than MIN_OFFSET_FIGURES."""
+    if len(diffs) < MIN_OFFSET_FIGURES:
+        return None
+    med, lo, hi, var = (float(x) for x in offset_of(np.array([x.d for x in diffs]), confidence))
+    return Offset(med, lo, hi, var, len(diffs))
+
+
+def between_of(r, w):
+    """(between-run variance per run, its degrees of freedom) from residual log ratios r (the
+    common offset taken off) and their within-run variances w, over the last axis:
+    max(0, mean(r^2 - w) / 2) and Satterthwaite's K (2 v / (2 v + mean w))^2, at least 1."""
+    k = r.shape[-1]
+    var = np.maximum(0.0, (r * r - w).mean(axis=-1) / 2)
+    return var, np.maximum(k * (2 * var / (2 * var + w.mean(axis=-1))) ** 2, 1.0)
 
 
 def estimate(diffs: list, runs: tuple[str, str]) -> dict:
-    """The floor of a twin from its figures' Diffs (compare.diffs)."""
+    """The floor of a twin from its figures' Diffs (compare.diffs): per family, its own
+    between-run variance when it has at least OWN_FAMILY_FIGURES figures, else that of all
+    figures (a small family's own estimate has too few degrees of freedom to be worth its noise)."""
     off = offset(diffs)
     c = off.log if off else 0.0
     acc: dict[str, list] = {}
     for x in diffs:
-        acc.setdefault(x.family, []).append(((x.d - c) ** 2 - x.w, x.w))
+        acc.setdefault(x.family, []).append((x.d - c, x.w))
+        acc.setdefault(ALL, []).append((x.d - c, x.w))
     fams = {}
     for f, v in sorted(acc.items()):
-        excess, w = np.asarray(v).T
-        var = max(0.0, float(excess.mean()) / 2)
-        df = len(v) * (2 * var / (2 * var + float(w.mean()))) ** 2
-        fams[f] = {"between_var": var, "df": round(max(df, 1.0), 2), "figures": len(v),
-                   "between_cv": round(math.sqrt(math.expm1(var)), 4)}
+        r, w = np.asarray(v).T
+        var, df = (float(x) for x in between_of(r, w))
+        fams[f] = {"between_var": var, "df": round(df, 2), "figures": len(v), "own": True}
+    for f, e in fams.items():
+        if f != ALL and e["figures"] < OWN_FAMILY_FIGURES:
+            e.update(between_var=fams[ALL]["between_var"], df=fams[ALL]["df"], own=False)
+    for e in fams.values():
+        e["between_cv"] = round(math.sqrt(math.expm1(e["between_var"])), 4)
     return {"machine": machine(), "runs": list(runs), "families": fams,
             "offset": None if off is None else round(math.exp(off.log), 4)}
 

@@ -93,12 +93,37 @@ def spread(w, df_w, between: Between = WITHIN):
     """(variance, degrees of freedom) of a difference of log means whose within-run part ``w``
     is known to ``df_w`` degrees of freedom, plus 2 x the between-run variance and the offset's
     variance: Welch–Satterthwaite, so an estimated between-run variance costs degrees of
-    freedom. Works on numpy arrays."""
-    b2 = 2 * between.var
+    freedom. Works on numpy arrays (also in ``between``)."""
+    b2 = 2 * np.asarray(between.var, dtype=float)
     v = w + b2 + between.offset_var
-    den = w * w / df_w + (b2 * b2 / between.df if between.var > 0 else 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
+        den = w * w / df_w + np.where(b2 > 0, b2 * b2 / np.asarray(between.df, dtype=float), 0.0)
         return v, np.where(den > 0, v * v / np.maximum(den, 1e-300), np.inf)
+
+
+def log_diff(la, lb):
+    """(d = mean log A - mean log B, w = its within-run variance from the pooled variance,
+    df_w, the pooled variance) over the last axis of arrays of log values."""
+    na, nb = la.shape[-1], lb.shape[-1]
+    df_w = na + nb - 2
+    pooled = ((na - 1) * la.var(axis=-1, ddof=1) + (nb - 1) * lb.var(axis=-1, ddof=1)) / df_w
+    return la.mean(axis=-1) - lb.mean(axis=-1), pooled * (1 / na + 1 / nb), df_w, pooled
+
+
+def t_test(d, w, df_w, between: Between = WITHIN):
+    """(p, df, se) of the two-sided test of d (log A - log B, the offset taken off) against 0.
+    Works on arrays."""
+    v, df = spread(w, df_w, between)
+    se = np.sqrt(v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 2 * sps.t.sf(np.abs(d - between.offset) / se, df), df, se
+
+
+def kind_of(p, x, threshold: float, alpha: float):
+    """The tested verdict from p and x = log of how many times better A is: 'noise', 'small',
+    'better' or 'worse'. Works on arrays."""
+    return np.select([p >= alpha, np.abs(x) <= math.log1p(threshold), x > 0], ["noise", "small", "better"],
+                     "worse")
 
 
 @dataclass(frozen=True)
@@ -121,17 +146,13 @@ def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between: Between = WI
     la, lb = _logs(_clean(a)), _logs(_clean(b))
     if la is None or lb is None or len(la) < MIN_N or len(lb) < MIN_N:
         return None
-    na, nb = len(la), len(lb)
-    d = float(la.mean() - lb.mean()) - between.offset
-    df_w = na + nb - 2
-    pooled = ((na - 1) * la.var(ddof=1) + (nb - 1) * lb.var(ddof=1)) / df_w
+    d, w, df_w, pooled = (float(x) for x in log_diff(la, lb))
+    x = d - between.offset
     if pooled == 0:
-        return Test(math.exp(d), None, None, None)
-    v, df = spread(pooled * (1 / na + 1 / nb), df_w, between)
-    se, df = math.sqrt(float(v)), float(df)
-    p = float(2 * sps.t.sf(abs(d) / se, df))
+        return Test(math.exp(x), None, None, None)
+    p, df, se = (float(v) for v in t_test(d, w, df_w, between))
     half = float(sps.t.ppf((1 + confidence) / 2, df)) * se
-    return Test(math.exp(d), p, math.exp(d - half), math.exp(d + half), pooled, df, se)
+    return Test(math.exp(x), p, math.exp(x - half), math.exp(x + half), pooled, df, se)
 
 
 SEE = 1.3               # the difference every "within noise" says how many repetitions would see
@@ -325,12 +346,7 @@ def _verdict(a: Figure, b: Figure, higher_is_better: bool, rule: Rule, between: 
     if t.p is None:
         return Verdict("flat", t.ratio if higher_is_better else 1 / t.ratio, **base)
     ratio, lo, hi = (t.ratio, t.lo, t.hi) if higher_is_better else (1 / t.ratio, 1 / t.hi, 1 / t.lo)
-    if t.p >= rule.alpha:
-        kind = "noise"
-    elif max(ratio, 1 / ratio) - 1 <= rule.threshold:
-        kind = "small"
-    else:
-        kind = "better" if ratio > 1 else "worse"
+    kind = str(kind_of(t.p, math.log(ratio), rule.threshold, rule.alpha))
     mdr = float(np.exp((sps.t.ppf(1 - rule.alpha / 2, t.df) + sps.t.ppf(POWER, t.df)) * t.se))
     return Verdict(kind, ratio, p=t.p, lo=lo, hi=hi, mdr=max(mdr, 1 + rule.threshold), pooled=t.pooled,
                    **base)
