@@ -415,7 +415,7 @@ def reach(v: Verdict) -> str:
     return f"{text}; {n} repetitions each would see {fmt(SEE, 'x')}"
 
 
-def _p(v: Verdict) -> str:
+def p_text(v: Verdict) -> str:
     held = bool(_HOLM) and v.real and v.p <= _HOLM[-1]
     return f"p={v.p:.2g}" + (", holds under Holm's correction" if held else "")
 
@@ -440,7 +440,7 @@ def versus(b_name: str, v: Verdict, *, unit: str = "", better: str = "faster", w
     if v.kind == "small":
         return (f"within {v.threshold:.0%} of {fb} (n={v.a.n} vs {v.b.n}: below the practical threshold; "
                 f"{reach(v)})")
-    return f"{_ratio_text(v, better if v.kind == 'better' else worse)} than {fb} ({_p(v)})"
+    return f"{_ratio_text(v, better if v.kind == 'better' else worse)} than {fb} ({p_text(v)})"
 
 
 def sentence(a_name: str, b_name: str, v: Verdict, *, unit: str = "", better: str = "faster",
@@ -455,7 +455,7 @@ def sentence(a_name: str, b_name: str, v: Verdict, *, unit: str = "", better: st
         return (f"{a_name} and {b_name} differ by less than the {v.threshold:.0%} practical threshold "
                 f"(n={v.a.n} vs {v.b.n}; {reach(v)}): {both}.")
     return (f"{a_name} is {_ratio_text(v, better if v.kind == 'better' else worse)} than {b_name} "
-            f"({_p(v)}): {both}.")
+            f"({p_text(v)}): {both}.")
 
 
 def short(v: Verdict, a_name: str = "A", b_name: str = "B", better: str = "better",
@@ -468,4 +468,4 @@ def short(v: Verdict, a_name: str = "A", b_name: str = "B", better: str = "bette
     if v.kind == "small":
         return f"below the {v.threshold:.0%} threshold (n={v.a.n} vs {v.b.n}; {reach(v)})"
     name = a_name if v.kind == "better" else b_name
-    return f"{name} {_ratio_text(v, better)} ({_p(v)})"
+    return f"{name} {_ratio_text(v, better)} ({p_text(v)})"
