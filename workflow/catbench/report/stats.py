@@ -14,27 +14,26 @@ measurement's spread grows with its size). For a figure's repetitions x1..xn:
 
 The rule (``verdict``): "A is faster than B" only when
 
-1. both have at least ``MIN_N`` = 2 repetitions (otherwise "too few repetitions to tell");
-2. the two-sided pooled-variance t-test on log values rejects "same typical value" at
-   ``alpha`` (config ``report.alpha``, default 0.05); and
+1. both have at least ``MIN_N`` = 2 repetitions, some spread and no value <= 0 (otherwise
+   'single', 'flat' or 'nonpositive': no test, each in its own words);
+2. the two-sided t-test on log values (pooled within-run variance; between runs, plus the
+   between-run variance with Welch–Satterthwaite degrees of freedom, ``spread``) rejects "same
+   typical value" at ``alpha`` (config ``report.alpha``, default 0.05); and
 3. the ratio differs from 1 by more than ``practical_threshold`` (config
    ``report.practical_threshold``, default 0.10 = 10 %).
 
-Otherwise "within noise" (2 fails) or "less than the practical threshold" (3 fails).
+Otherwise "within noise" (2 fails) or "less than the practical threshold" (3 fails), each
+with the smallest ratio it could have seen (``detectable``) and the repetitions that would see
+``SEE`` (1.3x).
 
 What it guarantees: when A and B come from one distribution whose log is roughly normal
-(timings usually are), it calls a winner at most ``alpha`` of the time, at every n
-(tests/test_stats.py checks this by simulation for n = 2..10 and spreads of 10-30 %; power:
-a 1.5x difference at 20 % spread is called right ~80 % of the time with n = 5). What it does
-not guarantee:
+(timings usually are), it calls a winner at most ``alpha`` of the time, at every n and any
+threshold (tests/test_stats.py, tests/test_repeat.py for adaptive repetitions; power: a 1.5x
+difference at 20 % spread is called right ~80 % of the time with n = 5). Between runs see
+docs/noise.md (tests/test_compare_calibration.py). What it does not guarantee:
 
-- **many comparisons**: a report judges dozens of pairs, each at ``alpha``; the findings
-  state how many they judged and so how many false findings to expect if nothing differed
-  (``alpha`` x that number). No multiplicity correction is applied.
-- **drift between runs**: repetitions inside one run do not see how a machine changes between
-  runs. Comparing two runs (``catbench compare``) adds a between-run variance to the test:
-  measured on this machine by a twin of runs (``catbench noise-floor``, ``make aa``), else
-  assumed from ``report.between_run_cv``.
+- **many comparisons**: each pair is tested at ``alpha``; the findings say how many they
+  tested and mark those that hold under Holm's correction (``holm_cutoff``);
 - outliers: one repetition far off (a page-cache flush, another process) widens the interval
   and so hides a difference rather than creating one.
 """
