@@ -287,6 +287,18 @@ def tally(rows: list) -> str:
             f"job met other work); {untested} not tested (too few repetitions, no spread or a value ≤ 0)")
 
 
+def header(rows: list, results_a, results_b) -> str:
+    """The comparison's opening lines: the runs' common offset, how many figures are not
+    comparable, and a run without isolation records."""
+    apart = sum(r.get("kind") == "apart" for r in rows)
+    lines = [f"common offset: {rows[0]['verdict']}",
+             f"not comparable: {apart} figures (their measuring job met other work in A or B: never judged)"]
+    for name, run in (("A", results_a), ("B", results_b)):
+        if met_other_work(run) is None:
+            lines.append(f"{name} has no isolation records: whether its measuring jobs ran alone is unknown")
+    return "\n".join(lines)
+
+
 def write(rows: list, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     cols = {c: pa.array([None if r[c] is None else str(r[c]) for r in rows], pa.string())
