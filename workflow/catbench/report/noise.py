@@ -159,9 +159,12 @@ def load(path, this_machine: dict | None = None) -> tuple[dict | None, str]:
         return None, f"no noise floor at {p}"
     try:
         doc = json.loads(p.read_text())
-        fams = {k: (float(v["between_var"]), float(v["df"])) for k, v in doc["families"].items()}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        dfs = [v.get("df") for v in doc["families"].values()]
+        fams = {k: (float(v["between_var"]), float(v.get("df") or 0)) for k, v in doc["families"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{p}: not a noise floor written by `catbench noise-floor` ({exc})") from exc
+    if None in dfs:
+        raise ValueError(f"{p}: its families have no degrees of freedom; measure the floor again (make aa)")
     here = this_machine or machine()
     if doc.get("machine") != here:
         return None, f"the noise floor {p} was measured on {doc.get('machine')}, not on this machine ({here})"
