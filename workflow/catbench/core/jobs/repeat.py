@@ -5,7 +5,7 @@ sets how many runs follow (Stein's two-stage design: as many as bring the half-w
 interval of the typical value to ``precision``, at least ``repetitions``, at most
 ``max_repetitions`` in all), and the figure keeps only the runs after the pilot (``kept``). A
 number of runs chosen from the values it is then judged on (stop when the interval looks tight)
-picks lucky low spreads: from one distribution such figures were called different 7-9 % of the
+picks lucky low spreads: from one distribution such figures were called different 5-9 % of the
 time at alpha = 5 %; a number fixed before them keeps the rule's alpha. ``budget_s`` still
 stops a figure early (after the pilot and its minimum, never inside them: the time is the
 measurements', not their spread's). Every figure's n is in the tables."""
