@@ -111,3 +111,36 @@ def test_a_steady_machine_gets_the_power_its_steadiness_allows(between_cv):
     kinds = np.stack([_kinds(tr[None], _floor(tr), rule)[0]
                       for tr in _triples(3, moved, triples=100, between=between_cv)])
     assert float((kinds[:, moved > 0] == "worse").mean()) >= 0.5
+
+
+def _called(kinds) -> float:
+    return float(np.isin(kinds, ["better", "worse"]).mean())
+
+
+def figures() -> list:
+    """The figures docs/noise.md quotes: python tests/test_compare_calibration.py"""
+    aa = _simulate(1, np.zeros(K), {"practical_threshold": 0.0})
+    share = np.isin(aa, ["better", "worse"]).mean(axis=1)
+    m = _moved()
+    ab = _simulate(2, m)
+    guess = rule_of(None, None)
+    right = np.concatenate([(ab[:, m > 0] == "worse").ravel(), (ab[:, m < 0] == "better").ravel()])
+    out = [("A/A called different", _called(aa)),
+           ("A/A share in one comparison: median, 90th, 95th percentile", np.quantile(share, [0.5, 0.9, 0.95])),
+           ("1.5x seen", float(right.mean())),
+           ("1.5x seen the wrong way", float(np.concatenate([(ab[:, m > 0] == "better").ravel(),
+                                                           (ab[:, m < 0] == "worse").ravel()]).mean())),
+           ("unmoved figures called different", _called(ab[:, m == 0])),
+           ("no floor: A/A called different",
+            _called(_kinds(_triples(1, np.zeros(K)), {}, rule_of({"practical_threshold": 0.0}, None)))),
+           ("no floor: 1.5x seen", float((_kinds(_triples(2, m), {}, guess)[:, m > 0] == "worse").mean()))]
+    for b in (0.0, 0.02):
+        up = np.where(np.arange(K) % 4 == 0, np.log(1.3), 0.0)
+        k = np.stack([_kinds(tr[None], _floor(tr), guess)[0] for tr in _triples(3, up, triples=100, between=b)])
+        out.append((f"steady machine (between-run moves {b:.0%}): 1.3x seen", float((k[:, up > 0] == "worse").mean())))
+    return out
+
+
+if __name__ == "__main__":
+    for what, value in figures():
+        print(f"{what}: {np.round(value, 3)}")

@@ -17,7 +17,8 @@ def test_zero_spread_is_its_own_verdict_never_p_0():
     words = sentence("a", "b", flat) + short(flat)
     assert "no spread within either figure" in words and "p=" not in words and "faster" not in words
     same = verdict(Figure.of([1.2, 1.2]), Figure.of([1.2, 1.2]))
-    assert same.kind == "flat" and short(same).startswith("not a finding: identical: every repetition of both gave 1.20")
+    assert same.kind == "flat"
+    assert short(same).startswith("not a finding: identical: every repetition of both gave 1.20")
 
 
 def test_a_value_at_or_below_zero_is_not_called_too_few_repetitions():

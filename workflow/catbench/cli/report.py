@@ -69,7 +69,8 @@ def cmd_compare(args) -> int:
     out = Path(args.out) if args.out else \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
     cmp.write(rows, out)
-    print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}\n{cmp.header(rows, args.results_a, args.results_b)}\n")
+    print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}")
+    print(cmp.header(rows, args.results_a, args.results_b) + "\n")
     print(cmp.format_rows(rows[1:], args.limit))
     print(f"\n{cmp.tally(rows)}\n{len(rows)} comparisons written to {out}")
     return 0

@@ -123,7 +123,8 @@ def loading(loads: list, thr: dict) -> list:
             best = rs[0]
             seq = next((r for r in rs if _is_one_file_at_a_time(r)), None)
             v = verdict(_secs(rs[0]), _secs(rs[1]), **thr) if len(rs) > 1 else None
-            text = f"{tg} ({var} table): {lead(_label(best), v, bold=True, only='the only one that finished')}, {interval_text(_secs(best), 's')}"
+            first = lead(_label(best), v, bold=True, only="the only one that finished")
+            text = f"{tg} ({var} table): {first}, {interval_text(_secs(best), 's')}"
             if seq is not None and seq is not best:
                 text += " — " + _speedup_text(best, seq, thr)
             elif seq is best and len(rs) > 1:
