@@ -81,9 +81,10 @@ ladder: $(STAMP)
 	$(SNAKEMAKE_RUN) --configfile $(LADDER) --forcerun report_html
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
-# other: the first two measure the between-run noise floor (results/noise-floor.json, which
-# `catbench compare` then uses on this machine), the third is compared with each of them under
-# it: an A/A check, which should call (almost) nothing different. docs/noise.md.
+# other: the first two measure the between-run noise floor with its degrees of freedom
+# (results/noise-floor.json, which `catbench compare` then uses on this machine), the third is
+# compared with each of them under it: an A/A check, which should call about 5 % of the
+# figures different. docs/noise.md.
 AA_CONFIG ?= config/config.yaml
 aa: $(STAMP)
 	@$(call install_system,$(AA_CONFIG))

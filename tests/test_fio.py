@@ -65,15 +65,16 @@ def test_fio_repetitions_run_every_test_again(tmp):
         "rand-read.json", "rand-read.rep1.json", "seq-write.json", "seq-write.rep1.json"]
 
 
-def test_a_test_repeats_until_its_figure_is_precise_or_the_maximum(tmp_path):
-    """fio.max_repetitions: more runs of a test only while its MB/s interval is wider than
-    fio.precision; every run is a row of its own (n per figure in the tables)."""
+def test_a_test_repeats_as_its_pilot_asks_up_to_the_maximum(tmp_path):
+    """fio.max_repetitions: the first fio.repetitions runs are a pilot whose spread sets how
+    many follow (at least fio.repetitions, at most the maximum in all); the runs after the
+    pilot are the figure's rows (n per figure in the tables)."""
     from catbench.core.jobs.repeat import Repeats
     from catbench.fio.bench import run_fio
     common = dict(tests=["seq-read"], repetitions=2)
     rows = run_fio("t", tmp_path / "a", "8M", 1, 2, tmp_path / "ja", **common,
-                   plan=Repeats(2, 4, 1e-9, None))             # never precise enough: the maximum
-    assert [r["repetition"] for r in rows] == [0, 1, 2, 3]
+                   plan=Repeats(2, 5, 1e-9, None))             # never precise enough: the maximum
+    assert [r["repetition"] for r in rows] == [2, 3, 4]
     rows = run_fio("t", tmp_path / "b", "8M", 1, 2, tmp_path / "jb", **common,
-                   plan=Repeats(2, 4, 1e9, None))              # precise at once: the minimum
-    assert [r["repetition"] for r in rows] == [0, 1]
+                   plan=Repeats(2, 5, 1e9, None))              # precise at once: the minimum after the pilot
+    assert [r["repetition"] for r in rows] == [2, 3]

@@ -1,26 +1,54 @@
-"""Repetitions that adapt to the noise (core/repeat.py): at least the minimum, then until the
-interval is tight enough, the maximum, or the time budget."""
+"""Repetitions that adapt to the noise (core/jobs/repeat.py): a pilot of the minimum, whose
+spread alone sets how many runs follow (up to the maximum or the time budget); the figure keeps
+the runs after the pilot, so the comparison rule keeps its false-alarm rate (checked by
+simulation with the rule itself)."""
 
-from catbench.core.jobs.repeat import Repeats, interval
+import numpy as np
+from catbench.core.jobs.repeat import Repeats
+from catbench.report.stats import Figure, verdict
 
 
 def test_fixed_repetitions_without_a_maximum():
     plan = Repeats.of({"repetitions": 3})
     assert plan.more([], 0) and plan.more([1.0, 2.0], 0) and not plan.more([1.0, 1.0, 5.0], 0)
+    assert plan.kept([1.0, 1.0, 5.0]) == [1.0, 1.0, 5.0]
 
 
-def test_noisy_figures_get_more_runs_steady_ones_stop_early():
+def test_a_noisy_pilot_asks_for_more_runs_than_a_steady_one():
     plan = Repeats.of({"repetitions": 2, "max_repetitions": 10, "precision": 0.05, "budget_s": None})
-    assert not plan.more([1.000, 1.001], 0.1)              # tight after the minimum: done
-    assert plan.more([1.0, 1.5], 0.1)                      # wide: another run
-    assert plan.more([1.0, 1.5, 1.2, 1.1], 0.1)
-    assert not plan.more([1.0, 1.5] * 5, 0.1)              # the maximum
-    lo, hi = interval([1.0, 1.5] * 5)
-    assert (hi - lo) / 2 > 0.05                             # stopped by the maximum, not the precision
+    steady, noisy = [1.000, 1.001], [1.0, 1.5]
+    assert plan.after(steady) == 2 and plan.after(noisy) == 8
+    assert plan.more(steady + [1.0], 0.1) and not plan.more(steady + [1.0, 1.0], 0.1)
+    # the runs after the pilot do not change how many there are: only the pilot's spread does
+    assert plan.more(noisy + [1.0, 1.0, 1.0], 0.1) and plan.more(noisy + [1.0, 9.0, 1.0], 0.1)
+    assert not plan.more(noisy + [1.0] * 8, 0.1)                               # the maximum
+    assert plan.kept(noisy + [1.1, 1.2]) == [1.1, 1.2]                          # the pilot is not kept
 
 
-def test_the_budget_stops_a_noisy_figure_but_never_before_the_minimum():
+def test_the_budget_stops_a_noisy_figure_but_never_inside_its_pilot_and_minimum():
     plan = Repeats.of({"repetitions": 3, "max_repetitions": 50, "precision": 0.01, "budget_s": 2.0})
-    assert plan.more([1.0, 3.0], 100.0)                    # under the minimum: the budget does not count
-    assert not plan.more([1.0, 3.0, 2.0], 2.5)
-    assert plan.more([1.0, 3.0, 2.0], 1.0)
+    assert plan.more([1.0, 3.0], 100.0)                    # inside the pilot: the budget does not count
+    assert plan.more([1.0, 3.0, 2.0, 2.0], 100.0)          # the pilot and fewer than the minimum after it
+    assert not plan.more([1.0, 3.0, 2.0, 2.0, 2.0, 2.0], 2.5)
+    assert plan.more([1.0, 3.0, 2.0, 2.0, 2.0, 2.0], 1.0)
+
+
+def _adaptive_figure(rng, plan: Repeats, sd: float) -> Figure:
+    xs: list = []
+    while plan.more(xs, 0.0):
+        xs.append(float(rng.lognormal(0.0, sd)))
+    return Figure.of(plan.kept(xs))
+
+
+def test_adaptive_repetitions_keep_the_rules_false_alarm_rate_at_a_zero_threshold():
+    """Two figures from one distribution, each repeated adaptively, judged with
+    practical_threshold 0 (nothing hides a false alarm): at most 6 % called different, for
+    spreads where the pilot stops early, late or in between."""
+    rng = np.random.default_rng(21)
+    trials = 600
+    for cv, plan in ((0.03, Repeats(3, 10, 0.05, None)), (0.05, Repeats(2, 10, 0.05, None)),
+                     (0.10, Repeats(3, 10, 0.10, None)), (0.02, Repeats(3, 20, 0.02, None))):
+        sd = float(np.sqrt(np.log1p(cv * cv)))
+        called = sum(verdict(_adaptive_figure(rng, plan, sd), _adaptive_figure(rng, plan, sd), threshold=0.0).real
+                     for _ in range(trials))
+        assert called / trials <= 0.06, (cv, plan, called / trials)

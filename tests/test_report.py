@@ -101,6 +101,7 @@ def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     out = b / "tables" / "compare_runA.csv"
     printed = capsys.readouterr().out
     assert str(out) in printed and "load_time" in printed
+    assert "common offset: " in printed and "not comparable: 0 figures" in printed
     rows = {(r["table"], r["key"], r["column"]): r for r in _rows(out)}
     r = rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "seconds")]
     assert float(r["a"]) == 4.0 and float(r["b"]) == 2.0 and float(r["ratio"]) == 0.5

@@ -118,7 +118,9 @@ def test_the_wording_never_calls_a_winner_the_rule_did_not():
 def test_findings_count_the_comparisons_they_judged(tmp_path):
     run = _run_with(tmp_path, "r", {("disk", "one-file-at-a-time"): [10 * s for s in SLOW], ("disk", "sorted"): FAST})
     md = (run / "tables" / "summary.md").read_text()
-    assert "These findings judged 2 differences with the comparison rule" in md
+    assert "These findings tested 2 differences with the comparison rule" in md
+    assert "2 of the 2 hold under Holm's correction for the 2 tests" in md
+    assert "faster than the `one-file-at-a-time` protocol (p=5.7e-08, holds under Holm's correction)" in md
 
 
 def _load(run, target, strategy, secs, variant="char28"):
@@ -158,7 +160,9 @@ def test_findings_word_overlapping_and_separated_loads(tmp_path):
     md = (run / "tables" / "summary.md").read_text()
     findings = md[md.index("## Findings"):md.index("## Checks")]
     # disk: sorted is 20x faster than the one-file-at-a-time protocol (apart), bulk is within noise of sorted
-    assert "disk (char28 table): **`sorted` is fastest**, 1.00 s [0.92–1.09, n=3] — **20.1x** [" in findings
+    # a tie with the runner-up is never "fastest"
+    assert "disk (char28 table): `sorted` has the lowest median, 1.00 s [0.92–1.09, n=3] — **20.1x** [" in findings
+    assert "is fastest" not in findings
     assert "faster than the `one-file-at-a-time` protocol (p=" in findings
     assert "20.0 s [18.4–22.1, n=3]." in findings
     assert "It is within noise of `bulk`, 1.02 s [0.751–1.38, n=3] (n=3 vs 3, p=" in findings
@@ -213,7 +217,7 @@ def test_a_stopped_load_is_never_ranked_by_its_seconds():
              row("innodb", "one-file-at-a-time", 601.0, 68_000_000, 4_400_000_000, True),
              row("rocksdb", "one-file-at-a-time", 600.5, 16_000_000, 150_000_000, True)]
     lines = fd.loading(loads, RULE)
-    assert lines[0].startswith("disk (char28 table): **`sorted` is fastest**, 588 s [single run].")
+    assert lines[0].startswith("disk (char28 table): `sorted` (the only one that finished), 588 s [single run].")
     assert "faster than the `one-file-at-a-time` protocol" not in lines[0]   # 601 s is not its finish
     assert ("`one-file-at-a-time` was stopped at its 600 s time limit after 68.0 M of 100 M rows (68.0%), "
             "113,145 rows/s [single run] until then") in lines[1]
@@ -245,9 +249,10 @@ def test_the_fastest_load_says_whether_the_servers_cpu_bounds_it():
 def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     """Repetitions inside a run never see the drift between runs: a tight 15 % difference
     between two runs is a finding only when the config says runs do not drift; a twin's
-    noise floor is measured per figure family and never taken below the config's spread."""
+    noise floor is measured per figure family, kept with its degrees of freedom and used as
+    measured, even below the config's spread."""
     from catbench.report import noise
-    from catbench.report.compare import figure_pairs
+    from catbench.report.compare import diffs, figure_pairs
     tight = [1.00, 1.01, 0.99]
     a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): tight})
     b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15 * x for x in tight]})
@@ -257,25 +262,26 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     steady = {(r["table"], r["key"], r["column"]): r
               for r in compare(a, b, report={"between_run_cv": 0.0})}[key]["verdict"]
     assert steady.startswith("A 1.15x [")                                       # A is faster
-    floor = noise.estimate(figure_pairs(a, b), ("A", "B"))
+    floor = noise.estimate(diffs(figure_pairs(a, b)), ("A", "B"))
     fam = floor["families"]["load_time.seconds"]
     assert fam["figures"] == 1 and 0.09 < fam["between_cv"] < 0.11            # log(1.15)^2 / 2
+    assert fam["df"] == 1.0 and floor["offset"] is None                         # one figure: 1 df, no offset
     path = noise.save(floor, tmp_path / noise.FLOOR_FILE)
     got, note = noise.load(path)
-    assert got == {f: v["between_var"] for f, v in floor["families"].items()} and "twin A and B" in note
+    assert got == {f: (v["between_var"], v["df"]) for f, v in floor["families"].items()} and "twin A and B" in note
     assert noise.load(path, {"hostname": "elsewhere"})[0] is None                # another machine's floor
     small = {(r["table"], r["key"], r["column"]): r
-             for r in compare(a, b, report={"between_run_cv": 0.0}, floor={"load_time.seconds": 1e-6})}
-    assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured
+             for r in compare(a, b, floor={"load_time.seconds": (1e-6, 50.0)})}
+    assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured, not 10 %
 
 
 def test_the_report_of_a_run_with_a_twin_shows_the_between_run_spread(tmp_path):
     from catbench.report import noise
-    from catbench.report.compare import figure_pairs
+    from catbench.report.compare import diffs, figure_pairs
     from catbench.report.html import make_report
     a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00, 1.01, 0.99]})
     b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15, 1.16, 1.14]})
     assert "has a twin" not in make_report(a).read_text()
-    noise.save(noise.estimate(figure_pairs(a, b), ("A", "B")), tmp_path / noise.FLOOR_FILE)
+    noise.save(noise.estimate(diffs(figure_pairs(a, b)), ("A", "B")), tmp_path / noise.FLOOR_FILE)
     page = make_report(a).read_text()
-    assert "This run has a twin (A and B" in page and "load_time.seconds 9." in page
+    assert "This run has a twin (A and B" in page and "load_time.seconds 9." in page and "(1 df)" in page

@@ -44,7 +44,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    """Differences between two runs' tables, joined on key columns, with ratios B/A."""
+    """Differences between two runs' tables, joined on key columns, with ratios B/A; every
+    measured figure judged by the comparison rule against the runs' common offset."""
     from ..report import compare as cmp
     from ..report import noise
     path = Path(args.noise_floor) if args.noise_floor else Path(args.results_a).resolve().parent / noise.FLOOR_FILE
@@ -55,13 +56,15 @@ def cmd_compare(args) -> int:
     report = _report_section(args.config)
     if floor is None:
         cv = cmp.report_config(report)["between_run_cv"]
-        note += f"; between-run spread assumed {cv:.0%} (report.between_run_cv; measure it: make aa)"
+        note += (f"; between-run spread assumed {cv:.0%} with {noise.FALLBACK_DF} degrees of freedom "
+                 f"(report.between_run_cv, a guess: measure it with make aa)")
     out = out_path(args.out) or \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
     rows = cmp.compare(args.results_a, args.results_b, report=report, floor=floor)
     cmp.write(rows, out)
-    print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}\n")
-    print(cmp.format_rows(rows, args.limit))
+    print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}")
+    print(cmp.header(rows, args.results_a, args.results_b) + "\n")
+    print(cmp.format_rows(rows[1:], args.limit))
     print(f"\n{cmp.tally(rows)}\n{len(rows)} comparisons written to {out}")
     return 0
 
@@ -71,12 +74,13 @@ def cmd_noise_floor(args) -> int:
     the other (make aa). compare then uses it for every comparison of runs on this machine."""
     from ..report import compare as cmp
     from ..report import noise
-    floor = noise.estimate(cmp.figure_pairs(args.results_a, args.results_b),
+    floor = noise.estimate(cmp.diffs(cmp.figure_pairs(args.results_a, args.results_b)),
                            (cmp.run_name(args.results_a), cmp.run_name(args.results_b)))
     out = Path(args.out) if args.out else Path(args.results_a).resolve().parent / noise.FLOOR_FILE
     noise.save(floor, out)
     for fam, f in floor["families"].items():
-        print(f"{fam:<22} between-run spread {f['between_cv']:.1%} ({f['figures']} figures)")
+        print(f"{fam:<22} between-run spread {f['between_cv']:.1%} beyond the common offset "
+              f"({f['figures']} figures, {f['df']:g} degrees of freedom)")
     print(f"written to {out}")
     return 0
 

@@ -134,7 +134,8 @@ def timed(engine, q, params) -> tuple[float, Answer]:
 def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, plan: Repeats,
               cold: bool) -> None:
     """Cold runs (``restart()`` before each query: ``plan.min_n`` of them) then warm runs (after
-    one warm-up), as many as ``plan`` asks for (core/repeat.py)."""
+    one warm-up), as many as ``plan`` asks for (core/repeat.py; an adaptive plan's pilot runs
+    are dropped like the warm-up)."""
     if cold:
         for rep in range(1, plan.min_n + 1):
             for n in names:
@@ -152,6 +153,11 @@ def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, 
             c = rec.add(n, "warm", rep, s, ans)
             rec.add_chunks(n, "warm", rep, getattr(engine, "last_chunks", None))
             times.append(s)
+        pilot = len(times) - len(plan.kept(times))   # core/jobs/repeat.py: it set n, it is not judged
+        for r in rec.rows[len(rec.rows) - len(times):len(rec.rows) - len(times) + pilot]:
+            r["cache"] = "warmup"
+        rec.chunk_rows = [c for c in rec.chunk_rows
+                          if not (c["query"] == n and c["cache"] == "warm" and c["run"] <= pilot)]
         log.info("%s %s warm: p50 %.4f s, %s", rec.target, n,
                  float(np.median([r["seconds"] for r in rec.rows if r["query"] == n and r["cache"] == "warm"])),
                  c.summary(suite[n].order))

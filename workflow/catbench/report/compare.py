@@ -5,9 +5,11 @@ row ``table, key, column, a, b, ratio`` with ratio = B / A; other columns give a
 they differ; a key present in one run only gives one row with ``column`` = ``(row)``.
 The measured figures (:data:`FIGURES`: load seconds, fio MB/s and IOPS, query and restart
 seconds) also get a ``verdict`` from the product's one comparison rule (``stats.verdict`` on
-each run's repetitions) with the variance that one run adds to each side (``noise.py``: a
-floor measured by a twin of runs on this machine where it exceeds ``report.between_run_cv``):
-"B faster by 2.1x [1.6–2.8] (p=0.003)", "within noise (n=3 vs 3, p=0.4)" or "not a finding".
+each run's repetitions), judged against the runs' common offset (``noise.offset``, the first
+row: "B is 1.07x [1.02–1.12] slower across the board") with the variance one run adds to a
+figure beyond it (``noise.py``: measured by a twin of runs on this machine, else assumed from
+``report.between_run_cv``), and its minimum detectable ratio (column ``mdr``). A figure whose
+measuring job did not run alone in either run (isolation.csv) is "not comparable", never judged.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pyarrow as pa
 from ..core.config import RENAMED
 from .inputs import MetricsError
 from . import noise
-from .stats import Figure, short, verdict
+from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
 from .tables import report_config, write_csv
 
 KEYS = {
@@ -47,7 +49,11 @@ FIGURES = {
     ("cluster_restart", "seconds"): (False, None),
     ("cluster_load", "inserts_per_s"): (True, None),
 }
-COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note", "verdict")
+COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note", "verdict", "mdr")
+# the stage whose measuring jobs write each table's figures; a job's directory below
+# results/<run>/<stage>/ names the leading key columns (load/<target>/<variant>/<engine>/<strategy>)
+STAGE_OF = {"storage": "fio", "load_time": "load", "queries": "queries", "restart": "restart",
+            "cluster_restart": "cluster", "cluster_load": "cluster"}
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",
            "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
 
@@ -108,79 +114,153 @@ def _figures(name: str, column: str, a: dict, b: dict) -> tuple[Figure, Figure] 
     return None if fa.median is None or fb.median is None else (fa, fb)
 
 
-def _verdict(name: str, column: str, a: dict, b: dict, rule: dict) -> str:
-    figs = _figures(name, column, a, b)
-    if figs is None:
-        return ""
-    between = max(rule["floor"].get(noise.family(name, column), 0.0), rule["default_var"])
-    v = verdict(figs[1], figs[0], higher_is_better=FIGURES[(name, column)][0], threshold=rule["threshold"],
-                alpha=rule["alpha"], between_var=between)
-    return short(v, "B", "A", "faster", "slower")
-
-
 def rule_of(report: dict | None, floor: dict | None) -> dict:
     """What the verdicts of a comparison of two runs use: the report section's threshold and
-    alpha, and the between-run variance per figure family: the measured ``floor``'s where it is
-    larger than the config's ``between_run_cv`` (one twin's estimate is itself noisy: taken
-    alone it let 5-7 % of a third run's figures through), else the config's."""
+    alpha, and the between-run variance and its degrees of freedom per figure family: the
+    measured ``floor``'s, else the config's ``between_run_cv`` with noise.FALLBACK_DF."""
     cfg = report_config(report)
     return {"threshold": cfg["practical_threshold"], "alpha": cfg["alpha"], "floor": floor or {},
-            "default_var": noise.cv_var(cfg["between_run_cv"])}
+            "fallback": (noise.cv_var(cfg["between_run_cv"]), noise.FALLBACK_DF)}
+
+
+def diffs(pairs) -> list:
+    """noise.Diff of every figure pair (table, column, key, Figure A, Figure B) that has one."""
+    out = [noise.diff(noise.family(t, c), fa.values, fb.values, FIGURES[(t, c)][0]) for t, c, _k, fa, fb in pairs]
+    return [d for d in out if d is not None]
+
+
+def judge(pairs, rule: dict) -> tuple:
+    """(the runs' common offset or None, the Verdict of B against A of every figure pair)."""
+    off = noise.offset(diffs(pairs))
+    verdicts = []
+    for table, column, _key, fa, fb in pairs:
+        higher = FIGURES[(table, column)][0]
+        floor = rule["floor"]
+        var, df = floor.get(noise.family(table, column), floor.get(noise.ALL, rule["fallback"]))
+        c = 0.0 if off is None else (-off.log if higher else off.log)   # log B - log A expected
+        between = Between(var, df, c, 0.0 if off is None else off.var)
+        verdicts.append(verdict(fb, fa, higher_is_better=higher, threshold=rule["threshold"],
+                                alpha=rule["alpha"], between=between))
+    return off, verdicts
+
+
+def offset_text(off) -> str:
+    """'B is 1.07x [1.02–1.12] slower across the board (median of 42 figures) ...'."""
+    if off is None:
+        return f"too few figures (< {noise.MIN_OFFSET_FIGURES}) to estimate a common offset: none taken off"
+    r, lo, hi = (math.exp(x) for x in (off.log, off.lo, off.hi))
+    word, r, lo, hi = ("slower", r, lo, hi) if off.log >= 0 else ("faster", 1 / r, 1 / hi, 1 / lo)
+    return (f"B is {fmt(r, 'x')} [{fmt(lo)}–{fmt(hi)}] {word} across the board (median of {off.figures} "
+            f"figures); each figure is judged against that")
+
+
+def met_other_work(results) -> list | None:
+    """(stage, key values) of every measuring job of a run that did not run alone
+    (tables/isolation.csv); None when the run has no isolation records."""
+    path = tables_dir(results) / "isolation.csv"
+    if not path.is_file():
+        return None
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out = []
+    for r in rows:
+        if str(r.get("alone", "")).lower() != "true":
+            stage, *segs = r["job"].split("/")
+            out.append((stage, tuple(str(RENAMED.get(x, x)) for x in segs)))
+    return out
+
+
+def _met(table: str, key: tuple, jobs: list | None) -> bool:
+    stage = STAGE_OF.get(table)
+    return any(s == stage and key[:len(segs)] == segs for s, segs in jobs or ())
+
+
+def _not_comparable(table: str, key: tuple, met: tuple) -> str:
+    """'' when the figure's measuring jobs ran alone in both runs, else the verdict saying whose did not."""
+    who = [r for r, jobs in zip("AB", met) if _met(table, key, jobs)]
+    if not who:
+        return ""
+    return "not comparable (" + ("both runs' jobs" if len(who) == 2 else f"{who[0]}'s job") + " met other work)"
 
 
 def figure_pairs(results_a, results_b):
-    """(table, column, key, Figure A, Figure B) of every measured figure in both runs."""
-    return [r for r in compare(results_a, results_b, None, pairs=True) if isinstance(r, tuple)]
+    """(table, column, key, Figure A, Figure B) of every measured figure in both runs whose
+    measuring jobs ran alone in both."""
+    return [r[:5] for r in compare(results_a, results_b, None, pairs=True) if not r[5]]
+
+
+def _judged_rows(figs: list, rule: dict) -> list:
+    """Fill the verdict and mdr of each (row, pair) in ``figs``; returns the common offset's row."""
+    off, verdicts = judge([p for _r, p in figs], rule)
+    with holm(holm_cutoff(verdicts, rule["alpha"])):
+        for (row, _p), v in zip(figs, verdicts):
+            row.update(verdict=short(v, "B", "A", "faster", "slower"), kind=v.kind,
+                       mdr=None if v.kind in ("better", "worse") or v.mdr is None else round(v.mdr, 3))
+    return {"table": "(runs)", "key": "", "column": "common offset", "a": None, "b": None,
+            "ratio": None if off is None else round(math.exp(off.log), 6), "note": "",
+            "verdict": offset_text(off), "mdr": None, "kind": "offset"}
+
+
+def _row(table: str, key: str, column: str, a=None, b=None, ratio=None, note: str = "") -> dict:
+    return {"table": table, "key": key, "column": column, "a": a, "b": b, "ratio": ratio, "note": note,
+            "verdict": "", "mdr": None}
+
+
+def _table_rows(name: str, ta, tb, met: tuple, out: list, figs: list) -> None:
+    """Append the rows of one table to ``out`` and (row, figure pair) of its comparable
+    measured figures to ``figs`` (judged together afterwards); the figure pair carries whether
+    it is not comparable as a 6th item."""
+    (ca, na, ra), (cb, nb, rb) = ta, tb
+    ks = [k for k in KEYS[name] if k in ca and k in cb]
+    ia = {_key_of(r, ks): r for r in ra}
+    ib = {_key_of(r, ks): r for r in rb}
+    for key in list(dict.fromkeys(list(ia) + list(ib))):
+        a, b = ia.get(key), ib.get(key)
+        kstr = ", ".join(f"{k}={v}" for k, v in zip(ks, key))
+        if a is None or b is None:
+            out.append(_row(name, kstr, "(row)", note=f"only in {'A' if b is None else 'B'}"))
+            continue
+        apart = _not_comparable(name, key, met)
+        for c in [c for c in ca if c in cb and c not in ks and not _raw(c)]:
+            va, vb = a.get(c), b.get(c)
+            if c in na and c in nb:
+                r = _ratio(va, vb)
+                row = _row(name, kstr, c, va, vb, None if r is None else round(r, 6),
+                           "" if va == vb else ("differs" if r is None else ""))
+                out.append(row)
+                pair = _figures(name, c, a, b)
+                if pair is not None:
+                    figs.append((row, (name, c, kstr, *pair, apart)))
+                if pair is not None and apart:
+                    row.update(verdict=apart, kind="apart")
+            elif str(va) != str(vb):
+                out.append(_row(name, kstr, c, va, vb, note="differs"))
 
 
 def compare(results_a, results_b, report: dict | None = None, floor: dict | None = None,
             pairs: bool = False) -> list:
-    """Rows of the comparison (dicts with COLUMNS); ``report`` = the config's report section
-    (schema defaults when None); ``floor`` = the between-run variance per figure family
-    (``noise.load``). With ``pairs``, only the measured figures as (table, column, key, A, B)."""
+    """Rows of the comparison (dicts with COLUMNS), the runs' common offset first; ``report`` =
+    the config's report section (schema defaults when None); ``floor`` = the between-run
+    variance per figure family (``noise.load``). With ``pairs``, only the measured figures as
+    (table, column, key, A, B, why not comparable or '')."""
     import duckdb
-    rule = rule_of(report, floor)
     da, db = tables_dir(results_a), tables_dir(results_b)
+    met = (met_other_work(da), met_other_work(db))
     con = duckdb.connect()
-    out = []
+    out, figs = [], []
     try:
-        for name, keys in KEYS.items():
+        for name in KEYS:
             ta, tb = _read(con, da / f"{name}.csv", name), _read(con, db / f"{name}.csv", name)
-            if ta is None or tb is None:
-                if ta is not None or tb is not None:
-                    out.append({"table": name, "key": "", "column": "(table)", "a": None, "b": None,
-                                "ratio": None, "note": f"only in {'A' if tb is None else 'B'}", "verdict": ""})
-                continue
-            (ca, na, ra), (cb, nb, rb) = ta, tb
-            ks = [k for k in keys if k in ca and k in cb]
-            ia = {_key_of(r, ks): r for r in ra}
-            ib = {_key_of(r, ks): r for r in rb}
-            for key in list(dict.fromkeys(list(ia) + list(ib))):
-                a, b = ia.get(key), ib.get(key)
-                kstr = ", ".join(f"{k}={v}" for k, v in zip(ks, key))
-                if a is None or b is None:
-                    out.append({"table": name, "key": kstr, "column": "(row)", "a": None, "b": None,
-                                "ratio": None, "note": f"only in {'A' if b is None else 'B'}", "verdict": ""})
-                    continue
-                for c in [c for c in ca if c in cb and c not in ks and not _raw(c)]:
-                    va, vb = a.get(c), b.get(c)
-                    if pairs:
-                        figs = _figures(name, c, a, b)
-                        if figs is not None:
-                            out.append((name, c, kstr, *figs))
-                        continue
-                    if c in na and c in nb:
-                        r = _ratio(va, vb)
-                        note = "" if va == vb else ("differs" if r is None else "")
-                        out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
-                                    "ratio": None if r is None else round(r, 6), "note": note,
-                                    "verdict": _verdict(name, c, a, b, rule)})
-                    elif str(va) != str(vb):
-                        out.append({"table": name, "key": kstr, "column": c, "a": va, "b": vb,
-                                    "ratio": None, "note": "differs", "verdict": ""})
+            if ta is not None and tb is not None:
+                _table_rows(name, ta, tb, met, out, figs)
+            elif ta is not None or tb is not None:
+                out.append(_row(name, "", "(table)", note=f"only in {'A' if tb is None else 'B'}"))
     finally:
         con.close()
-    return out
+    if pairs:
+        return [p for _r, p in figs]
+    head = _judged_rows([(r, p[:5]) for r, p in figs if not p[5]], rule_of(report, floor))
+    return [head] + out
 
 
 def _key_of(row: dict, keys: list) -> tuple:
@@ -195,19 +275,36 @@ def _raw(column: str) -> bool:
 
 
 def tally(rows: list) -> str:
-    """'31 figures judged: 1 called different (3 %), 30 within noise or below the threshold'."""
-    judged = [r["verdict"] for r in rows if r.get("verdict") and not r["verdict"].startswith("not a finding")]
-    diff = sum(not (v.startswith("within noise") or v.startswith("below the")) for v in judged)
+    """'31 figures judged: 1 called different (3 %), 30 within noise or below the threshold;
+    2 not comparable (a job met other work); 1 not tested (no spread)'."""
+    kinds = [r.get("kind") for r in rows if r.get("kind")]
+    judged = [k for k in kinds if k in ("better", "worse", "noise", "small")]
+    diff = sum(k in ("better", "worse") for k in judged)
     share = f" ({100 * diff / len(judged):.0f} %)" if judged else ""
+    apart, untested = kinds.count("apart"), sum(k in ("single", "flat", "nonpositive") for k in kinds)
     return (f"{len(judged)} figures judged: {diff} called different{share}, "
-            f"{len(judged) - diff} within noise or below the threshold")
+            f"{len(judged) - diff} within noise or below the threshold; {apart} not comparable (a measuring "
+            f"job met other work); {untested} not tested (too few repetitions, no spread or a value ≤ 0)")
+
+
+def header(rows: list, results_a, results_b) -> str:
+    """The comparison's opening lines: the runs' common offset, how many figures are not
+    comparable, and a run without isolation records."""
+    apart = sum(r.get("kind") == "apart" for r in rows)
+    lines = [f"common offset: {rows[0]['verdict']}",
+             f"not comparable: {apart} figures (their measuring job met other work in A or B: never judged)"]
+    for name, run in (("A", results_a), ("B", results_b)):
+        if met_other_work(run) is None:
+            lines.append(f"{name} has no isolation records: whether its measuring jobs ran alone is unknown")
+    return "\n".join(lines)
 
 
 def write(rows: list, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     cols = {c: pa.array([None if r[c] is None else str(r[c]) for r in rows], pa.string())
-            for c in COLUMNS if c not in ("ratio",)}
-    cols["ratio"] = pa.array([r["ratio"] for r in rows], pa.float64())
+            for c in COLUMNS if c not in ("ratio", "mdr")}
+    for c in ("ratio", "mdr"):
+        cols[c] = pa.array([r.get(c) for r in rows], pa.float64())
     write_csv(pa.table({c: cols[c] for c in COLUMNS}), path)
 
 

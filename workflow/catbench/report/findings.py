@@ -2,7 +2,9 @@
 figure and its interval, from the final tables. Every "faster / better than" here is the
 verdict of ``stats.verdict`` (the product's one comparison rule): a difference its test cannot
 tell from noise is "within noise", a single run is "not a finding"; the findings end by saying
-how many comparisons they judged (and so how many false findings to expect at ``report.alpha``).
+how many comparisons they tested (and so how many false findings to expect at ``report.alpha``)
+and mark the findings that hold under Holm's correction for them all. "X is fastest" only when
+the rule says X beats the runner-up; otherwise "X has the lowest median", then the runner-up.
 
 ``findings(t, report)`` returns summary blocks (see ``summary``): an ``h3`` per question
 followed by a ``ul`` of sentences.
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .stats import DEFAULT_ALPHA, Figure, fmt, interval_text, sentence, tally, verdict, versus
+from .stats import (DEFAULT_ALPHA, Figure, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
+                    verdict, versus)
 
 # the 2017 storage study's protocol, every other strategy's yardstick
 ONE_FILE_AT_A_TIME = "one-file-at-a-time"
@@ -76,7 +79,7 @@ def _speedup_text(best: dict, seq: dict, thr: dict) -> str:
     if v.kind != "better":
         return versus(name, v, unit="s")
     ci = f" [{fmt(v.lo)}–{fmt(v.hi)}]" if v.lo is not None and v.hi is not None else ""
-    return f"**{fmt(v.ratio, 'x')}**{ci} faster than {name} (p={v.p:.2g}), {interval_text(_secs(seq), 's')}"
+    return f"**{fmt(v.ratio, 'x')}**{ci} faster than {name} ({p_text(v)}), {interval_text(_secs(seq), 's')}"
 
 
 def _server_bound(r: dict) -> str:
@@ -91,13 +94,22 @@ def _server_bound(r: dict) -> str:
             f"this host's cores: at {fmt(100 * share, '%')} of that, the load is {what}.")
 
 
-def _runner_up(rs: list, thr: dict) -> str:
-    if len(rs) < 2:
+def _runner_up(rs: list, v) -> str:
+    if v is None:
         return ""
-    v = verdict(_secs(rs[0]), _secs(rs[1]), **thr)
     if v.kind == "better":
         return f" Next: {_label(rs[1])}, {interval_text(v.b, 's')}, {fmt(v.ratio, 'x')} slower."
     return f" It is {versus(_label(rs[1]), v, unit='s')}."
+
+
+def lead(name: str, v, bold: bool = False, only: str = "the only one measured") -> str:
+    """'X is fastest' only when the rule says X beats the runner-up (verdict ``v``); 'X has
+    the lowest median' otherwise, and 'X (the only one measured)' without a runner-up."""
+    if v is None:
+        return f"{name} ({only})"
+    if v.kind == "better":
+        return f"**{name} is fastest**" if bold else f"{name} is fastest"
+    return f"{name} has the lowest median"
 
 
 def loading(loads: list, thr: dict) -> list:
@@ -110,12 +122,14 @@ def loading(loads: list, thr: dict) -> list:
         if rs:
             best = rs[0]
             seq = next((r for r in rs if _is_one_file_at_a_time(r)), None)
-            text = f"{tg} ({var} table): **{_label(best)} is fastest**, {interval_text(_secs(best), 's')}"
+            v = verdict(_secs(rs[0]), _secs(rs[1]), **thr) if len(rs) > 1 else None
+            first = lead(_label(best), v, bold=True, only="the only one that finished")
+            text = f"{tg} ({var} table): {first}, {interval_text(_secs(best), 's')}"
             if seq is not None and seq is not best:
                 text += " — " + _speedup_text(best, seq, thr)
             elif seq is best and len(rs) > 1:
                 text += f" — the `{ONE_FILE_AT_A_TIME}` protocol itself"
-            out.append(text + "." + _runner_up(rs, thr) + _server_bound(best))
+            out.append(text + "." + _runner_up(rs, v) + _server_bound(best))
         for r in stopped:   # never ranked by its seconds: those are the limit's
             text = f"{tg} ({var} table): {_label(r)} {_stopped_text(r, total)}"
             if rs:
@@ -259,9 +273,9 @@ def queries(runs: list, thr: dict) -> list:
                 continue
             ranked = sorted(figs, key=lambda k: figs[k].median)
             qs = "+".join(_order(r["query"] for r in runs if query_class(r["query"]) == cls))
-            text = f"{cls}, {cache}: {ranked[0]} is fastest, {interval_text(figs[ranked[0]], 's')} for {qs}"
-            if len(ranked) > 1:
-                v = verdict(figs[ranked[0]], figs[ranked[1]], **thr)
+            v = verdict(figs[ranked[0]], figs[ranked[1]], **thr) if len(ranked) > 1 else None
+            text = f"{cls}, {cache}: {lead(ranked[0], v)}, {interval_text(figs[ranked[0]], 's')} for {qs}"
+            if v is not None:
                 text += " — " + versus(ranked[1], v, unit="s")
             out.append(text + ".")
     return out
@@ -382,9 +396,12 @@ def fio(rows: list, thr: dict) -> list:
 
 
 def findings(t, report: dict) -> list:
-    """Blocks of the findings: one h3 per question, then its sentences."""
+    """Blocks of the findings: one h3 per question, then its sentences. Made twice: the first
+    pass collects the verdicts for Holm's correction, the second marks the findings it keeps."""
     thr = {"threshold": report["practical_threshold"], "alpha": report.get("alpha", DEFAULT_ALPHA)}
     with tally() as judged:
+        _parts(t, thr)
+    with holm(holm_cutoff(judged, thr["alpha"])):
         parts = _parts(t, thr)
     out = []
     for title, sentences in parts:
@@ -392,18 +409,21 @@ def findings(t, report: dict) -> list:
             out += [("h3", title), ("ul", sentences)]
     if not out:
         out.append(("p", "No measurements in this run."))
-    elif judged:
+    elif any(v.tested for v in judged):
         out.append(("p", _multiplicity(judged, thr["alpha"])))
     return out
 
 
 def _multiplicity(judged: list, alpha: float) -> str:
-    """How many comparisons the findings judged, and what that means for false findings."""
-    n, real = len(judged), sum(v.real for v in judged)
-    return (f"These findings judged {n} differences with the comparison rule (t-test on log values at "
+    """How many comparisons the findings tested, and what that means for false findings."""
+    tested = [v for v in judged if v.tested]
+    n, real = len(tested), sum(v.real for v in tested)
+    cut = holm_cutoff(tested, alpha)
+    held = sum(v.real and v.p <= cut for v in tested)
+    return (f"These findings tested {n} differences with the comparison rule (t-test on log values at "
             f"α = {alpha:g} and the practical threshold) and called {real} of them real. Were nothing "
-            f"different, about {fmt(alpha * n)} of {n} would still be called real by chance; a finding "
-            f"with p below α/{n} = {alpha / n:.2g} still stands after a Bonferroni correction.")
+            f"different, about {fmt(alpha * n)} of {n} would still be called real by chance; {held} of the "
+            f"{real} hold under Holm's correction for the {n} tests (marked so).")
 
 
 def _parts(t, thr: dict) -> tuple:

@@ -201,11 +201,11 @@ def _twin_html(run: Path, report: dict) -> str:
         return ""
     if run.resolve().name not in twin:
         return ""
-    parts = ", ".join(f"{html.escape(f)} {v['between_cv']:.1%}" for f, v in fams.items())
+    parts = ", ".join(f"{html.escape(f)} {v['between_cv']:.1%} ({v.get('df', 0):g} df)" for f, v in fams.items())
     return (f'<p class="meta">This run has a twin ({html.escape(" and ".join(twin))}, the same config run '
             f"one after the other on this machine): between them, figures moved by {parts} (the spread one "
-            f"run adds, beyond its repetitions). <code>catbench compare</code> of runs on this machine uses "
-            f'these, and never less than {report["between_run_cv"]:.0%}; docs/noise.md.</p>')
+            f"run adds beyond the runs' common offset and its repetitions). <code>catbench compare</code> of runs "
+            f"on this machine uses these with their degrees of freedom; docs/noise.md.</p>")
 
 
 def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = None) -> Path:

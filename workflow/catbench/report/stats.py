@@ -14,27 +14,26 @@ measurement's spread grows with its size). For a figure's repetitions x1..xn:
 
 The rule (``verdict``): "A is faster than B" only when
 
-1. both have at least ``MIN_N`` = 2 repetitions (otherwise "too few repetitions to tell");
-2. the two-sided pooled-variance t-test on log values rejects "same typical value" at
-   ``alpha`` (config ``report.alpha``, default 0.05); and
+1. both have at least ``MIN_N`` = 2 repetitions, some spread and no value <= 0 (otherwise
+   'single', 'flat' or 'nonpositive': no test, each in its own words);
+2. the two-sided t-test on log values (pooled within-run variance; between runs, plus the
+   between-run variance with Welch–Satterthwaite degrees of freedom, ``spread``) rejects "same
+   typical value" at ``alpha`` (config ``report.alpha``, default 0.05); and
 3. the ratio differs from 1 by more than ``practical_threshold`` (config
    ``report.practical_threshold``, default 0.10 = 10 %).
 
-Otherwise "within noise" (2 fails) or "less than the practical threshold" (3 fails).
+Otherwise "within noise" (2 fails) or "less than the practical threshold" (3 fails), each
+with the smallest ratio it could have seen (``detectable``) and the repetitions that would see
+``SEE`` (1.3x).
 
 What it guarantees: when A and B come from one distribution whose log is roughly normal
-(timings usually are), it calls a winner at most ``alpha`` of the time, at every n
-(tests/test_stats.py checks this by simulation for n = 2..10 and spreads of 10-30 %; power:
-a 1.5x difference at 20 % spread is called right ~80 % of the time with n = 5). What it does
-not guarantee:
+(timings usually are), it calls a winner at most ``alpha`` of the time, at every n and any
+threshold (tests/test_stats.py, tests/test_repeat.py for adaptive repetitions; power: a 1.5x
+difference at 20 % spread is called right ~80 % of the time with n = 5). Between runs see
+docs/noise.md (tests/test_compare_calibration.py). What it does not guarantee:
 
-- **many comparisons**: a report judges dozens of pairs, each at ``alpha``; the findings
-  state how many they judged and so how many false findings to expect if nothing differed
-  (``alpha`` x that number). No multiplicity correction is applied.
-- **drift between runs**: repetitions inside one run do not see how a machine changes between
-  runs. Comparing two runs (``catbench compare``) adds a between-run variance to the test:
-  measured on this machine by a twin of runs (``catbench noise-floor``, ``make aa``), else
-  assumed from ``report.between_run_cv``.
+- **many comparisons**: each pair is tested at ``alpha``; the findings say how many they
+  tested and mark those that hold under Holm's correction (``holm_cutoff``);
 - outliers: one repetition far off (a page-cache flush, another process) widens the interval
   and so hides a difference rather than creating one.
 """
@@ -75,31 +74,97 @@ def median_interval(values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[flo
 
 
 @dataclass(frozen=True)
+class Between:
+    """What comparing two runs adds to a figure's test (log scale): ``var``, the variance one run
+    adds to a figure beyond the runs' common offset, known to ``df`` degrees of freedom (inf:
+    exactly); ``offset``, the common offset taken off the difference (log A - log B as the test
+    is called), and the variance of that estimate, ``offset_var``."""
+    var: float = 0.0
+    df: float = math.inf
+    offset: float = 0.0
+    offset_var: float = 0.0
+
+
+WITHIN = Between()      # two figures of one run: nothing between them
+
+
+def spread(w, df_w, between: Between = WITHIN):
+    """(variance, degrees of freedom) of a difference of log means whose within-run part ``w``
+    is known to ``df_w`` degrees of freedom, plus 2 x the between-run variance and the offset's
+    variance: Welch–Satterthwaite, so an estimated between-run variance costs degrees of
+    freedom. Works on numpy arrays (also in ``between``)."""
+    b2 = 2 * np.asarray(between.var, dtype=float)
+    v = w + b2 + between.offset_var
+    with np.errstate(divide="ignore", invalid="ignore"):
+        den = w * w / df_w + np.where(b2 > 0, b2 * b2 / np.asarray(between.df, dtype=float), 0.0)
+        return v, np.where(den > 0, v * v / np.maximum(den, 1e-300), np.inf)
+
+
+def log_diff(la, lb):
+    """(d = mean log A - mean log B, w = its within-run variance from the pooled variance,
+    df_w, the pooled variance) over the last axis of arrays of log values."""
+    na, nb = la.shape[-1], lb.shape[-1]
+    df_w = na + nb - 2
+    pooled = ((na - 1) * la.var(axis=-1, ddof=1) + (nb - 1) * lb.var(axis=-1, ddof=1)) / df_w
+    return la.mean(axis=-1) - lb.mean(axis=-1), pooled * (1 / na + 1 / nb), df_w, pooled
+
+
+def t_test(d, w, df_w, between: Between = WITHIN):
+    """(p, df, se) of the two-sided test of d (log A - log B, the offset taken off) against 0.
+    Works on arrays."""
+    v, df = spread(w, df_w, between)
+    se = np.sqrt(v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 2 * sps.t.sf(np.abs(d - between.offset) / se, df), df, se
+
+
+def kind_of(p, x, threshold: float, alpha: float):
+    """The tested verdict from p and x = log of how many times better A is: 'noise', 'small',
+    'better' or 'worse'. Works on arrays."""
+    return np.select([p >= alpha, np.abs(x) <= math.log1p(threshold), x > 0], ["noise", "small", "better"],
+                     "worse")
+
+
+@dataclass(frozen=True)
 class Test:
-    """The pooled t-test of log(A) against log(B): ratio = geomean(A) / geomean(B)."""
+    """The t-test of log(A) against log(B): ratio = geomean(A) / geomean(B) (offset taken off);
+    ``p``, ``lo``, ``hi`` None when neither side has any spread (nothing to test); ``pooled``
+    the within-run variance of one repetition, ``df`` the test's degrees of freedom."""
     ratio: float
-    p: float
+    p: float | None
     lo: float | None
     hi: float | None
+    pooled: float = 0.0
+    df: float = math.inf
+    se: float = 0.0
 
 
-def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between_var: float = 0.0) -> Test | None:
-    """Test A against B on log values; ``between_var`` (log scale) is the variance one run adds
-    to each side when A and B come from different runs. None unless both have >= MIN_N positive
-    values."""
+def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between: Between = WITHIN) -> Test | None:
+    """Test A against B on log values (pooled within-run variance, plus ``between`` when A and
+    B come from different runs). None unless both have >= MIN_N positive values."""
     la, lb = _logs(_clean(a)), _logs(_clean(b))
     if la is None or lb is None or len(la) < MIN_N or len(lb) < MIN_N:
         return None
-    na, nb = len(la), len(lb)
-    d = float(la.mean() - lb.mean())
-    df = na + nb - 2
-    pooled = ((na - 1) * la.var(ddof=1) + (nb - 1) * lb.var(ddof=1)) / df
-    se = math.sqrt(pooled * (1 / na + 1 / nb) + 2 * between_var)
-    if se == 0:
-        return Test(math.exp(d), 1.0 if d == 0 else 0.0, math.exp(d), math.exp(d))
-    p = float(2 * sps.t.sf(abs(d) / se, df))
+    d, w, df_w, pooled = (float(x) for x in log_diff(la, lb))
+    x = d - between.offset
+    if pooled == 0:
+        return Test(math.exp(x), None, None, None)
+    p, df, se = (float(v) for v in t_test(d, w, df_w, between))
     half = float(sps.t.ppf((1 + confidence) / 2, df)) * se
-    return Test(math.exp(d), p, math.exp(d - half), math.exp(d + half))
+    return Test(math.exp(x), p, math.exp(x - half), math.exp(x + half), pooled, df, se)
+
+
+SEE = 1.3               # the difference every "within noise" says how many repetitions would see
+POWER = 0.8             # "could see": called right this often
+MAX_SEE_N = 100
+
+
+def detectable(pooled, n, between: Between = WITHIN, alpha: float = DEFAULT_ALPHA):
+    """The smallest ratio the rule calls at ``POWER`` with ``n`` repetitions a side of this
+    within-run variance ``pooled`` (log scale) and ``between``. Works on arrays of n."""
+    n = np.asarray(n, dtype=float)
+    v, df = spread(pooled * 2 / n, 2 * n - 2, between)
+    return np.exp((sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(POWER, df)) * np.sqrt(v))
 
 
 def ratio_interval(num, den, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None, float | None]:
@@ -177,9 +242,12 @@ class Figure:
 @dataclass(frozen=True)
 class Verdict:
     """The rule's answer for A against B. ``kind``: 'better', 'worse', 'noise' (the test cannot
-    tell them apart), 'small' (told apart, but by less than the practical threshold) or
-    'single' (too few repetitions to test). ``ratio``: how many times better A is than B
-    (geometric means; >= 1 when A is better), ``lo``/``hi`` its interval, ``p`` the test's."""
+    tell them apart), 'small' (told apart, but by less than the practical threshold) — the four
+    that were tested — or, untested: 'single' (too few repetitions), 'flat' (no spread within
+    either figure: nothing to test against), 'nonpositive' (a value <= 0: no ratio scale).
+    ``ratio``: how many times better A is than B (geometric means; >= 1 when A is better),
+    ``lo``/``hi`` its interval, ``p`` the test's; ``mdr`` the smallest ratio the test would
+    call at its n and noise (``detectable``)."""
     kind: str
     ratio: float | None
     a: Figure
@@ -188,10 +256,26 @@ class Verdict:
     lo: float | None = None
     hi: float | None = None
     threshold: float = DEFAULT_THRESHOLD
+    mdr: float | None = None
+    pooled: float = field(default=0.0, compare=False)
+    between: Between = field(default=WITHIN, compare=False)
+    alpha: float = field(default=DEFAULT_ALPHA, compare=False)
 
     @property
     def real(self) -> bool:
         return self.kind in ("better", "worse")
+
+    @property
+    def tested(self) -> bool:
+        return self.kind in ("better", "worse", "noise", "small")
+
+    @property
+    def n_see(self) -> int | None:
+        """Repetitions a side that would see a SEE x difference; None when no n up to
+        MAX_SEE_N would (the between-run spread alone hides it)."""
+        ns = np.arange(MIN_N, MAX_SEE_N + 1)
+        ok = ns[detectable(self.pooled, ns, self.between, self.alpha) <= SEE]
+        return int(ok[0]) if len(ok) else None
 
 
 _TALLY: list[list] = []
@@ -208,31 +292,63 @@ def tally():
         _TALLY.remove(got)
 
 
+def holm_cutoff(verdicts: list, alpha: float = DEFAULT_ALPHA) -> float:
+    """Holm's step-down over the tested verdicts: the largest p that still stands (-1: none)."""
+    ps = sorted(v.p for v in verdicts if v.tested and v.p is not None)
+    cut = -1.0
+    for i, p in enumerate(ps):
+        if p > alpha / (len(ps) - i):
+            break
+        cut = p
+    return cut
+
+
+_HOLM: list[float] = []
+
+
+@contextlib.contextmanager
+def holm(cutoff: float):
+    """Inside the block, a finding with p <= ``cutoff`` says that it holds under Holm's correction."""
+    _HOLM.append(cutoff)
+    try:
+        yield
+    finally:
+        _HOLM.pop()
+
+
 def verdict(a: Figure, b: Figure, *, higher_is_better: bool = False, threshold: float = DEFAULT_THRESHOLD,
-            alpha: float = DEFAULT_ALPHA, between_var: float = 0.0) -> Verdict:
+            alpha: float = DEFAULT_ALPHA, between: Between = WITHIN) -> Verdict:
     """Is A better than B? See the module docstring for the rule."""
-    v = _verdict(a, b, higher_is_better, threshold, alpha, between_var)
+    v = _verdict(a, b, higher_is_better, Rule(threshold, alpha), between)
     for got in _TALLY:
         got.append(v)
     return v
 
 
-def _verdict(a, b, higher_is_better, threshold, alpha, between_var) -> Verdict:
+@dataclass(frozen=True)
+class Rule:
+    threshold: float = DEFAULT_THRESHOLD
+    alpha: float = DEFAULT_ALPHA
+
+
+def _verdict(a: Figure, b: Figure, higher_is_better: bool, rule: Rule, between: Between) -> Verdict:
+    base = {"a": a, "b": b, "threshold": rule.threshold, "alpha": rule.alpha, "between": between}
     if a.median is None or b.median is None:
-        return Verdict("single", None, a, b, threshold=threshold)
-    t = log_test(a.values, b.values, 1 - alpha, between_var)
+        return Verdict("single", None, **base)
+    if a.values and b.values and min(a.values + b.values) <= 0:
+        return Verdict("nonpositive", None, **base)
+    t = log_test(a.values, b.values, 1 - rule.alpha, between)
     if t is None:
         good, bad = (a.median, b.median) if higher_is_better else (b.median, a.median)
         ratio = good / bad if bad else (math.inf if good else 1.0)
-        return Verdict("single", ratio, a, b, threshold=threshold)
+        return Verdict("single", ratio, **base)
+    if t.p is None:
+        return Verdict("flat", t.ratio if higher_is_better else 1 / t.ratio, **base)
     ratio, lo, hi = (t.ratio, t.lo, t.hi) if higher_is_better else (1 / t.ratio, 1 / t.hi, 1 / t.lo)
-    if t.p >= alpha:
-        kind = "noise"
-    elif max(ratio, 1 / ratio) - 1 <= threshold:
-        kind = "small"
-    else:
-        kind = "better" if ratio > 1 else "worse"
-    return Verdict(kind, ratio, a, b, t.p, lo, hi, threshold)
+    kind = str(kind_of(t.p, math.log(ratio), rule.threshold, rule.alpha))
+    mdr = float(np.exp((sps.t.ppf(1 - rule.alpha / 2, t.df) + sps.t.ppf(POWER, t.df)) * t.se))
+    return Verdict(kind, ratio, p=t.p, lo=lo, hi=hi, mdr=max(mdr, 1 + rule.threshold), pooled=t.pooled,
+                   **base)
 
 
 # ---------------------------------------------------------------- wording
@@ -271,6 +387,38 @@ def _too_few(v: Verdict) -> str:
     return f"too few repetitions to tell (n={v.a.n} vs {v.b.n}; the rule needs n ≥ {MIN_N} each)"
 
 
+def _untested(v: Verdict) -> str:
+    """Why the rule gave no test: too few repetitions, no spread, or a value <= 0."""
+    if v.kind == "nonpositive":
+        return f"not judged: a value ≤ 0 among the repetitions (n={v.a.n} vs {v.b.n}), so no ratio to test"
+    if v.kind == "flat":
+        if v.a.values and set(v.a.values) == set(v.b.values):
+            return f"identical: every repetition of both gave {fmt(v.a.median)} (n={v.a.n} vs {v.b.n}), nothing to test"
+        return (f"not judged: no spread within either figure (n={v.a.n} vs {v.b.n}), "
+                f"so no noise to test {fmt(v.ratio, 'x')} against")
+    return _too_few(v)
+
+
+def reach(v: Verdict) -> str:
+    """What a verdict that is no finding could have seen: 'could not see a difference under
+    1.8x; 6 repetitions each would see 1.3x'."""
+    if v.mdr is None:
+        return ""
+    text = f"could not see a difference under {fmt(v.mdr, 'x')}"
+    if v.mdr <= SEE:
+        return text
+    n = v.n_see
+    if n is None:
+        why = "the spread between runs alone hides it" if v.between.var > 0 else f"over {MAX_SEE_N} needed"
+        return f"{text}; no number of repetitions would see {fmt(SEE, 'x')} ({why})"
+    return f"{text}; {n} repetitions each would see {fmt(SEE, 'x')}"
+
+
+def p_text(v: Verdict) -> str:
+    held = bool(_HOLM) and v.real and v.p <= _HOLM[-1]
+    return f"p={v.p:.2g}" + (", holds under Holm's correction" if held else "")
+
+
 def _ratio_text(v: Verdict, word: str) -> str:
     """'2.00x [1.71–2.34] faster' (the ratio turned to >= 1, with its interval)."""
     r, lo, hi = (v.ratio, v.lo, v.hi) if v.kind == "better" else (
@@ -284,36 +432,39 @@ def versus(b_name: str, v: Verdict, *, unit: str = "", better: str = "faster", w
     fb = f"{b_name}, {interval_text(v.b, unit)}"
     if v.kind == "single":
         return f"{fmt(v.ratio, 'x')} the speed of {fb} — {_too_few(v)}"
+    if not v.tested:
+        return f"against {fb} {_untested(v)}"
     if v.kind == "noise":
-        return f"within noise of {fb} (n={v.a.n} vs {v.b.n}, p={v.p:.2g})"
+        return f"within noise of {fb} (n={v.a.n} vs {v.b.n}, p={v.p:.2g}; {reach(v)})"
     if v.kind == "small":
-        return f"within {v.threshold:.0%} of {fb} (n={v.a.n} vs {v.b.n}: below the practical threshold)"
-    return f"{_ratio_text(v, better if v.kind == 'better' else worse)} than {fb}"
+        return (f"within {v.threshold:.0%} of {fb} (n={v.a.n} vs {v.b.n}: below the practical threshold; "
+                f"{reach(v)})")
+    return f"{_ratio_text(v, better if v.kind == 'better' else worse)} than {fb} ({p_text(v)})"
 
 
 def sentence(a_name: str, b_name: str, v: Verdict, *, unit: str = "", better: str = "faster",
              worse: str = "slower") -> str:
     """The rule's answer in words, with both figures and their intervals."""
     both = f"{interval_text(v.a, unit)} vs {interval_text(v.b, unit)}"
-    if v.kind == "single":
-        return f"{a_name} vs {b_name}: {both} — {_too_few(v)}, not a finding."
+    if not v.tested:
+        return f"{a_name} vs {b_name}: {both} — {_untested(v)}, not a finding."
     if v.kind == "noise":
-        return f"{a_name} and {b_name} are within noise (n={v.a.n} vs {v.b.n}, p={v.p:.2g}): {both}."
+        return f"{a_name} and {b_name} are within noise (n={v.a.n} vs {v.b.n}, p={v.p:.2g}; {reach(v)}): {both}."
     if v.kind == "small":
         return (f"{a_name} and {b_name} differ by less than the {v.threshold:.0%} practical threshold "
-                f"(n={v.a.n} vs {v.b.n}): {both}.")
+                f"(n={v.a.n} vs {v.b.n}; {reach(v)}): {both}.")
     return (f"{a_name} is {_ratio_text(v, better if v.kind == 'better' else worse)} than {b_name} "
-            f"(p={v.p:.2g}): {both}.")
+            f"({p_text(v)}): {both}.")
 
 
 def short(v: Verdict, a_name: str = "A", b_name: str = "B", better: str = "better",
           worse: str = "worse") -> str:
     """The rule's answer in a few words (for ``catbench compare``)."""
-    if v.kind == "single":
-        return f"not a finding: {_too_few(v)}"
+    if not v.tested:
+        return f"not a finding: {_untested(v)}"
     if v.kind == "noise":
-        return f"within noise (n={v.a.n} vs {v.b.n}, p={v.p:.2g})"
+        return f"within noise (n={v.a.n} vs {v.b.n}, p={v.p:.2g}; {reach(v)})"
     if v.kind == "small":
-        return f"below the {v.threshold:.0%} threshold (n={v.a.n} vs {v.b.n})"
+        return f"below the {v.threshold:.0%} threshold (n={v.a.n} vs {v.b.n}; {reach(v)})"
     name = a_name if v.kind == "better" else b_name
-    return f"{name} {_ratio_text(v, better)} (p={v.p:.2g})"
+    return f"{name} {_ratio_text(v, better)} ({p_text(v)})"

@@ -1,0 +1,61 @@
+"""What `catbench compare` and the rule say when they cannot judge, and what a "within noise"
+could have seen: ties and zero spread, values <= 0, figures whose measuring job met other
+work (isolation records), and the minimum detectable ratio of every verdict that is no finding."""
+
+import csv
+import json
+
+from catbench.report.compare import compare, tally, write
+from catbench.report.stats import Between, Figure, sentence, short, verdict
+from catbench.report.tables import make_tables
+from test_stats import FAST, OVERLAPS_FAST, _run_with
+
+
+def test_zero_spread_is_its_own_verdict_never_p_0():
+    flat = verdict(Figure.of([1.2, 1.2]), Figure.of([1.0, 1.0]))
+    assert flat.kind == "flat" and not flat.tested and flat.p is None
+    words = sentence("a", "b", flat) + short(flat)
+    assert "no spread within either figure" in words and "p=" not in words and "faster" not in words
+    same = verdict(Figure.of([1.2, 1.2]), Figure.of([1.2, 1.2]))
+    assert same.kind == "flat"
+    assert short(same).startswith("not a finding: identical: every repetition of both gave 1.20")
+
+
+def test_a_value_at_or_below_zero_is_not_called_too_few_repetitions():
+    v = verdict(Figure.of([0.0, 1.0, 2.0]), Figure.of([1.0, 2.0, 3.0]))
+    assert v.kind == "nonpositive" and not v.tested
+    assert "a value ≤ 0" in short(v) and "too few" not in short(v)
+
+
+def test_within_noise_says_what_it_could_not_see():
+    v = verdict(Figure.of(FAST), Figure.of(OVERLAPS_FAST))
+    assert v.kind == "noise" and 1.3 < v.mdr < 3
+    assert "could not see a difference under" in short(v) and f"{v.n_see} repetitions each would see 1.30x" in short(v)
+    assert 3 < v.n_see < 100
+    # more repetitions never beat a between-run spread that alone is larger than 1.3x
+    wide = verdict(Figure.of(FAST), Figure.of(OVERLAPS_FAST), between=Between(0.05, 10.0))
+    assert wide.mdr > v.mdr and "no number of repetitions would see 1.30x" in short(wide)
+
+
+def _met_other_work(run, job: str) -> None:
+    rec = {"host": "h", "target": "disk", "alone": False, "other_catbench_jobs": ["123 catbench load"]}
+    (run / job / "isolation.json").write_text(json.dumps(rec))
+    make_tables(run)
+
+
+def test_a_figure_whose_job_met_other_work_is_not_compared(tmp_path):
+    loads = {("disk", "sorted"): FAST, ("disk", "one-file-at-a-time"): [10 * x for x in FAST]}
+    a = _run_with(tmp_path, "A", loads)
+    b = _run_with(tmp_path, "B", {k: [3 * x for x in v] for k, v in loads.items()})
+    _met_other_work(b, "load/disk/char28/innodb/sorted")
+    rows = compare(a, b, report={"practical_threshold": 0.0})
+    assert rows[0]["column"] == "common offset"
+    got = {r["key"]: r for r in rows if r["table"] == "load_time" and r["column"] == "seconds"}
+    met = got["target=disk, variant=char28, engine=innodb, strategy=sorted"]
+    assert met["verdict"] == "not comparable (B's job met other work)"
+    other = got["target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time"]["verdict"]
+    assert other.startswith("A 3.00x [") and "holds under Holm's correction" in other
+    assert "1 figures judged: 1 called different (100 %)" in tally(rows) and "1 not comparable" in tally(rows)
+    write(rows, tmp_path / "c.csv")
+    with open(tmp_path / "c.csv", newline="") as fh:
+        assert "mdr" in next(csv.reader(fh))
