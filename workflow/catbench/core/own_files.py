@@ -8,6 +8,7 @@ is prepare/own_ids.py.
 from __future__ import annotations
 
 import csv
+import functools
 import glob
 import io
 import os
@@ -126,6 +127,17 @@ def row_count(src: Source) -> int:
     return max(1, src.path.stat().st_size // CSV_ROW_BYTES)
 
 
+@functools.lru_cache(maxsize=16)
+def _rows(files: tuple) -> int:
+    return sum(row_count(Source(Path(p), fmt)) for p, fmt, _, _ in files)
+
+
+def total_rows(section: dict) -> int:
+    """Rows of all the files (CSV estimated): the plan's and the space estimate's index rows."""
+    srcs = sources(section)
+    return _rows(tuple((str(s.path), s.format, *f[1:]) for s, f in zip(srcs, fingerprint(srcs))))
+
+
 def fingerprint(srcs: list[Source]) -> list[list]:
     """[path, bytes, mtime_ns] of each file: what the workflow compares between runs."""
     out = []
@@ -154,6 +166,8 @@ def changed(recorded: list[dict], now: list[list]) -> list[str]:
         if r is None:
             out.append(f"{path} is new")
         elif (r["bytes"], r["mtime_ns"]) != (size, mtime):
-            out.append(f"{path} changed ({r['bytes']} bytes then, {size} now; modified again)")
+            what = [f"{r['bytes']} bytes then, {size} now"] if r["bytes"] != size else []
+            what += ["modified since"] if r["mtime_ns"] != mtime else []
+            out.append(f"{path} changed ({'; '.join(what)})")
     out += [f"{p} is no longer listed" for p in was]
     return out
