@@ -130,8 +130,9 @@ def _as(arr, to, place: Place, role: str, problem):
     """``arr`` cast to ``to``; NULLs and text that is no such number refused naming the row."""
     if arr.null_count:
         raise SourceError(f"{place.at(_first(arr.is_null()), role)}: NULL")
-    if pa.types.is_uint64(arr.type) and pc.any(pc.greater(arr, INT64_MAX)).as_py():
-        i = _first(pc.greater(arr, INT64_MAX))
+    over = pc.greater(arr, pa.scalar(INT64_MAX, pa.uint64())) if pa.types.is_uint64(arr.type) else None
+    if over is not None and pc.any(over).as_py():
+        i = _first(over)
         raise SourceError(f"{place.at(i, role)}: value {arr[i].as_py()} is over BIGINT's maximum 2^63-1")
     try:
         return numpy(pc.cast(arr, to))
