@@ -20,7 +20,7 @@ import pytest
 import yaml
 from catbench.core.config import validate
 from catbench.core.index_input import list_input
-from catbench.core.own_files import SourceError, changed, fingerprint, sources, total_rows
+from catbench.core.files import SourceError, changed, fingerprint, sources, total_rows
 from catbench.prepare.arrival import written_in_order
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.index_only import generate_index

@@ -14,7 +14,7 @@ from catbench.core import metrics as cb_metrics  # noqa: E402
 from catbench.core import config as cb_config  # noqa: E402
 from catbench.core import targets as cb_targets  # noqa: E402
 from catbench.core import index_table as cb_index_table  # noqa: E402
-from catbench.core import own_files as cb_own_files  # noqa: E402
+from catbench.core import files as cb_files  # noqa: E402
 from catbench.core.jobs import plan as cb_plan  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
 from catbench.core.jobs import requests as cb_requests  # noqa: E402
@@ -58,15 +58,15 @@ RES = f"results/{config['run']}"
 OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = [], [], f"{RES}/index/sources.json"
 if config["index"]["source"] == "file":
     try:
-        _own = cb_own_files.sources(config["index"]["file"])
+        _own = cb_files.sources(config["index"]["file"])
         for _src in _own:
-            cb_own_files.check_columns(_src, cb_own_files.column_map(config["index"]["file"]))
-    except cb_own_files.SourceError as e:
+            cb_files.check_columns(_src, cb_files.column_map(config["index"]["file"]))
+    except cb_files.SourceError as e:
         raise WorkflowError(f"catbench: nothing was started: {e}")
     OWN_FILES = [str(s.path) for s in _own]
-    OWN_FINGERPRINT = cb_own_files.fingerprint(_own)
+    OWN_FINGERPRINT = cb_files.fingerprint(_own)
     if workflow.is_main_process and Path(OWN_SOURCES).is_file():
-        for _line in cb_own_files.changed(json.loads(Path(OWN_SOURCES).read_text())["files"], OWN_FINGERPRINT):
+        for _line in cb_files.changed(json.loads(Path(OWN_SOURCES).read_text())["files"], OWN_FINGERPRINT):
             print(f"catbench: index.file: {_line} since the index input was read: it is read again",
                   file=sys.stderr)
 # Before any job: what the run will need on each target (load/estimate.py, estimate.md),

@@ -124,7 +124,7 @@ def cmd_index_merge(a):
 
 def cmd_index_read(a):
     """The index input from the user's own files (index.source: file; prepare/own_ids.py)."""
-    from ..core.own_files import sources
+    from ..core.files import sources
     from ..prepare.own_ids import read_index, setup_from
     cfg = _config(a.config)
     setup = setup_from(cfg, sources(cfg["index"]["file"]), a.threads)

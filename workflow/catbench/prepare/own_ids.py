@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from ..core.files import atomic_path
 from ..core.index_input import MANIFEST, write_manifest
-from ..core.own_files import CSV_ROW_BYTES, Source, SourceError, check_columns, checksum
+from ..core.files import CSV_ROW_BYTES, Source, SourceError, check_columns, checksum
 from .arrays import numpy
 from .arrival import ORDERS, write_split
 from .chunker import Chunker
