@@ -151,6 +151,22 @@ def test_the_generators_ids_through_parquet_give_its_bytes(tmp_path):
             assert a == b and len(a) == INDEX_FILES + 1, (order, sub)
 
 
+def test_the_generators_positions_files_read_back_give_its_bytes(tmp_path):
+    """``catbench index-positions`` (the benchmark's input): the generator's own ids and
+    positions as Parquet files, read through index.source: file, give its index input."""
+    from catbench.prepare.index_only import write_positions
+    cfg = small_config()
+    cfg["catalog"]["id_layout"] = "spatial"
+    r = write_positions(cfg, 4, tmp_path / "files", workers=2)
+    generate_index(cfg, INDEX_FILES, tmp_path / "gen" / "input", tmp_path / "gen" / "input_char28")
+    read(config([tmp_path / "files" / "*.parquet"], files=INDEX_FILES, batch_rows=3000,
+                columns={"objectId": "objectId", "ra": "ra", "dec": "dec"}), tmp_path / "own")
+    for sub in ("input", "input_char28"):
+        a = {p.name: p.read_bytes() for p in sorted((tmp_path / "gen" / sub).iterdir())}
+        assert a == {p.name: p.read_bytes() for p in sorted((tmp_path / "own" / sub).iterdir())}
+    assert r["files"] == 4 and r["rows"] == json.loads((tmp_path / "own" / "sources.json").read_text())["rows"]
+
+
 # ---- bad input ---------------------------------------------------------------------------------------
 
 def _good(n=3000):

@@ -137,6 +137,14 @@ def cmd_index_read(a):
         summarise([a.metrics], a.summary, rows_stage="index_read")
 
 
+def cmd_index_positions(a):
+    """The generator's objectId, ra, dec as Parquet files (a catalog to read with index.source: file)."""
+    from ..prepare.index_only import write_positions
+    cfg = _config(a.config)
+    with JobTimer("index_positions", a.metrics or Path(a.out) / "positions.json") as t:
+        t.extra.update(write_positions(cfg, a.files, a.out, a.workers))
+
+
 def cmd_index_working_set(a):
     """The insert working set of the index input against the loads' buffer pool (JSON)."""
     from ..prepare.working_set import write
@@ -307,6 +315,9 @@ def main(argv=None):
         ("--sources", {"help": "write each source file's path, bytes, mtime, CRC-32 and rows here (JSON)"}),
         ("--summary", {"required": False, "help": "stage summary of this job's metrics"}),
         ("--threads", {"type": int, "default": 1, "required": False, "help": "DuckDB's threads"}))
+    add("index-positions", cmd_index_positions, "--out", ("--files", {"type": int}),
+        ("--workers", {"type": int, "default": 1, "required": False}),
+        ("--metrics", {"required": False, "help": "default: <out>/positions.json"}))
     add("index-working-set", cmd_index_working_set, ("--input", {"help": "index input folder (numeric keys)"}),
         ("--setup", {"help": "JSON: pool_bytes, page_bytes, id_layout, order (prepare/working_set.py pool)"}),
         "--out")
