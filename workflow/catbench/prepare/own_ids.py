@@ -207,7 +207,7 @@ class _Progress:
                      f"{self.rows:,}", self.rows / (now - self.t0))
 
 
-def _duplicate(con, files: list[dict]) -> str | None:
+def _duplicate(con, files: list[dict], column: str) -> str | None:
     """The first repeated id (by its first row) in words, naming both rows; None if none."""
     hit = con.execute("WITH d AS (SELECT k, min(o) AS m FROM rows GROUP BY k HAVING count(*) > 1) "
                       "SELECT (SELECT count(*) FROM d), k FROM d ORDER BY m LIMIT 1").fetchone()
@@ -222,8 +222,8 @@ def _duplicate(con, files: list[dict]) -> str | None:
         row = o - int(starts[i]) + 1
         line = f" (line {row + 1})" if files[i]["format"] != "parquet" else ""
         return f"{files[i]['path']} row {row}{line}"
-    return (f"duplicate objectId {key}: {where(rows[0])} and {where(rows[1])}; {n} id(s) repeated in all "
-            f"(ids must be unique over every file of index.file.paths)")
+    return (f"duplicate objectId {key} in column {column!r} (index.file.columns.objectId): {where(rows[0])} and "
+            f"{where(rows[1])}; {n} id(s) repeated in all (ids must be unique over every file of index.file.paths)")
 
 
 def read_index(setup: ReadSetup, out_numeric, out_char, sources_out) -> dict:
@@ -254,7 +254,7 @@ def read_index(setup: ReadSetup, out_numeric, out_char, sources_out) -> dict:
                  f"{total:,}", read_s, total / max(read_s, 1e-9))
         if total == 0:
             raise SourceError(f"{setup.sources[0].path} ...: the files hold no rows")
-        dup = _duplicate(con, files)
+        dup = _duplicate(con, files, setup.columns["objectId"])
         if dup:
             raise SourceError(dup)
         order = " ORDER BY c, o" if setup.order == "chunk" else ""
