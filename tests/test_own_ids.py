@@ -378,3 +378,19 @@ def test_missing_column_refused_before_any_job(tmp_path):
     cfgfile.write_text(yaml.safe_dump(cfg))
     r = snakemake(wd, cfgfile, "-n", "--cores", "1")
     assert r.returncode != 0 and "config key 'index.source': file writes no chunk files" in r.stdout + r.stderr
+
+
+def test_preset_is_complete_and_plans_the_read_alone(tmp_path):
+    """config/own-ids.yaml: a complete config (base null) whose plan reads the files, makes
+    no catalog or chunks, and counts the files' rows (from the Parquet footers)."""
+    from catbench.core.config import layered
+    from catbench.core.jobs import plan as cb_plan
+    raw = yaml.safe_load((REPO / "config" / "own-ids.yaml").read_text())
+    assert raw["base"] is None and validate(layered(raw, REPO)) == validate(raw)
+    catalog(tmp_path, np.arange(1, 7001, dtype=np.int64), *sky(7000), 2, "parquet")
+    raw["index"]["file"]["paths"] = [str(tmp_path / "*.parquet")]
+    raw["index"]["file"]["columns"] = COLUMNS
+    cfg = validate(raw)
+    counts = cb_plan.job_counts(cfg, loads=6)
+    assert counts["index"] == {"index_read": 1} and "catalog" not in counts and "partition" not in counts
+    assert cb_plan.plan(cfg, [("innodb", True)] * 6)["index_rows"] == 7000
