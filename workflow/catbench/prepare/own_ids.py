@@ -30,7 +30,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ..core.files import atomic_path
-from ..core.index_input import MANIFEST, write_manifest
+from ..core.index_input import write_manifest
 from ..core.files import CSV_ROW_BYTES, Source, SourceError, check_columns, checksum
 from .arrays import numpy
 from .arrival import ORDERS, write_split
@@ -263,11 +263,15 @@ def read_index(setup: ReadSetup, out_numeric, out_char, sources_out) -> dict:
         order = " ORDER BY c, o" if setup.order == "chunk" else ""
         reader = con.sql(f"SELECT k, c, s FROM rows{order}").to_arrow_reader(WRITE_ROWS)
         done = write_split(reader, bounds(total, setup.n_files), out_numeric, out_char)
+    except duckdb.OutOfMemoryException as exc:
+        con.close()
+        _remove(out_numeric, out_char, work)
+        raise ValueError(f"config key 'index.sort_memory': {setup.memory} is too little for DuckDB's duplicate check "
+                         f"and sort on {setup.threads} thread(s) ({str(exc).splitlines()[0]}); raise it (it spills "
+                         f"beyond it: 64MB took 1.5 x 10^7 rows)") from None
     except BaseException:
         con.close()
-        for d in (out_numeric, out_char):   # nothing that looks like an input folder stays
-            shutil.rmtree(d, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(out_numeric, out_char, work)
         raise
     con.close()
     shutil.rmtree(work, ignore_errors=True)
@@ -282,5 +286,7 @@ def read_index(setup: ReadSetup, out_numeric, out_char, sources_out) -> dict:
             "seconds": seconds, "rows_per_s": total / seconds}
 
 
-def manifest_rows(folder) -> int:
-    return json.loads((Path(folder) / MANIFEST).read_text())["rows"]
+def _remove(*folders):
+    """After a failure: nothing that looks like an input folder stays, nor the work folder."""
+    for d in folders:
+        shutil.rmtree(d, ignore_errors=True)
