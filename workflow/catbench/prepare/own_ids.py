@@ -256,7 +256,8 @@ def read_index(setup: ReadSetup, out_numeric, out_char, sources_out) -> dict:
         log.info("read %d files, %s rows in %.1f s (%.0f rows/s); checking the ids are unique", len(files),
                  f"{total:,}", read_s, total / max(read_s, 1e-9))
         if total == 0:
-            raise SourceError(f"{setup.sources[0].path} ...: the files hold no rows")
+            raise SourceError(f"config key 'index.file.paths': its {len(files)} file(s) hold no rows (the first: "
+                              f"{setup.sources[0].path})")
         dup = _duplicate(con, files, setup.columns["objectId"])
         if dup:
             raise SourceError(dup)
