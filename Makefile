@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test bench bench-index index-study ladder aa lint clean-results
+.PHONY: env system system-all run test bench bench-index bench-own-ids index-study ladder aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -62,6 +62,17 @@ index-study: $(STAMP)
 bench-index: $(STAMP)
 	@$(call install_system,config/index-bench.yaml)
 	$(SNAKEMAKE_RUN) --configfile config/index-bench.yaml
+
+# index.source: file at 10^8 ids from 128 Parquet files beside the generator on the same
+# ids (config/bench-own-ids.yaml): the files, the read, the generation, then a table of both.
+bench-own-ids: $(STAMP)
+	catbench index-positions --config config/bench-own-ids.yaml --files 128 --workers $$(nproc) \
+		--out results/bench-own-ids-files
+	$(SNAKEMAKE_RUN) index_read --configfile config/bench-own-ids.yaml
+	$(SNAKEMAKE_RUN) index_generate --configfile config/bench-own-ids.yaml \
+		--config run=bench-own-ids-generated 'index={source: generate}'
+	python workflow/scripts/bench_own_ids.py results/bench-own-ids results/bench-own-ids-generated \
+		results/bench-own-ids-files
 
 # The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
 # $(LADDER)'s ladder (configs written to results/<run>-rungs/), the 10^8-row run itself, and

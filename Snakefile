@@ -42,9 +42,10 @@ check_plan(LOAD_PAIRS)
 rule all:
     default_target: True
     input:
-        # the index study alone (index.source: generate) has no catalog and no chunks
+        # the index study alone (index.source: generate or file) has no catalog and no chunks
         [rules.catalog.input, rules.partition.input] if INDEX_SOURCE == "partition" else [],
         [rules.index_generate.output] if INDEX_SOURCE == "generate" else [],
+        [rules.index_read.output] if INDEX_SOURCE == "file" else [],
         [rules.fio.input] if "fio" in STAGES else [],
         [rules.load_index.input] if "load_index" in STAGES else [],
         [rules.queries.input] if "queries" in STAGES else [],

@@ -171,6 +171,9 @@ def test_a_ladder_config_validates_and_names_its_rungs():
         rungs(small_log)    # 96 MB / 50 is under InnoDB's least
     with pytest.raises(ConfigError, match="config key .predict"):
         validate({**base, "predict": {"rows": [1000], "target_rows": 1e8}})
+    own = {**cfg, "index": {**cfg["index"], "source": "file"}}
+    with pytest.raises(ConfigError, match="config key 'index.source': file: a ladder's rungs are smaller generated"):
+        rungs(own)      # a rung would generate ids, not read the user's
 
 
 def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):

@@ -14,6 +14,7 @@ from catbench.core import metrics as cb_metrics  # noqa: E402
 from catbench.core import config as cb_config  # noqa: E402
 from catbench.core import targets as cb_targets  # noqa: E402
 from catbench.core import index_table as cb_index_table  # noqa: E402
+from catbench.core import files as cb_files  # noqa: E402
 from catbench.core.jobs import plan as cb_plan  # noqa: E402
 from catbench.core.targets import TargetError  # noqa: E402
 from catbench.core.jobs import requests as cb_requests  # noqa: E402
@@ -55,6 +56,22 @@ except TargetError as e:
     raise WorkflowError(str(e))
 
 RES = f"results/{config['run']}"
+# index.source: file: the user's files, their columns checked now (a footer or a header
+# each), and a file changed since the index input was read from it said before it is read again.
+OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = [], [], f"{RES}/index/sources.json"
+if config["index"]["source"] == "file":
+    try:
+        _own = cb_files.sources(config["index"]["file"])
+        for _src in _own:
+            cb_files.check_columns(_src, cb_files.column_map(config["index"]["file"]))
+    except cb_files.SourceError as e:
+        raise WorkflowError(f"catbench: nothing was started: {e}")
+    OWN_FILES = [str(s.path) for s in _own]
+    OWN_FINGERPRINT = cb_files.fingerprint(_own)
+    if workflow.is_main_process and Path(OWN_SOURCES).is_file():
+        for _line in cb_files.changed(json.loads(Path(OWN_SOURCES).read_text())["files"], OWN_FINGERPRINT):
+            print(f"catbench: index.file: {_line} since the index input was read: it is read again",
+                  file=sys.stderr)
 # Before any job: what the run will need on each target (load/estimate.py, estimate.md),
 # printed, and a target with less free space refused, naming it, its path, the need and the
 # free bytes (only in the main process: a job's own re-parse would see its siblings' data).
@@ -108,8 +125,8 @@ _STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "res
 # Where the index input comes from: the partition stage, or straight from the generator
 # (index.source: generate, index.smk: no catalog, chunks or queries in that run).
 INDEX_SOURCE = config["index"]["source"]
-if INDEX_SOURCE == "generate" and "queries" in STAGES:
-    raise WorkflowError("config key 'index.source': generate writes no chunk files, which the queries "
+if INDEX_SOURCE != "partition" and "queries" in STAGES:
+    raise WorkflowError(f"config key 'index.source': {INDEX_SOURCE} writes no chunk files, which the queries "
                         "stage needs; remove queries from 'stages' or set index.source: partition")
 TABLE_REQUIRE = ((["chunks", "metrics"] if INDEX_SOURCE == "partition" else ["metrics"])
                  + [_STAGE_RESULTS[s] for s in STAGES if s in _STAGE_RESULTS])

@@ -1,4 +1,4 @@
-# Stage `index` (index.source: generate): the secondary-index input straight from the
+# Stage `index` (index.source: generate; index.source: file is index_read below): the secondary-index input straight from the
 # catalog generator's positions — no catalog, no Source rows, no chunk files — with the
 # same files and bytes as the partition stage writes (workflow/catbench/prepare/index_only.py).
 # index.jobs jobs each write their share of the files (Slurm spreads them over nodes, each
@@ -76,11 +76,54 @@ rule index_working_set:
         "catbench index-working-set --input {input:q} --setup {params.setup:q} --out {output:q} > {log:q} 2>&1"
 
 
-# Both this stage and the partition stage can write results/<run>/index/input*: the config says which.
+# index.source: file: the index input from the user's own Parquet/CSV files
+# (prepare/own_ids.py), checked row by row before anything is written. The files are its
+# input (a newer file re-runs it) and their sizes and mtimes its params (so does a file
+# replaced by an older one); sources.json records each file's bytes, mtime, CRC-32 and rows.
+rule index_read:
+    input:
+        OWN_FILES,
+    output:
+        numeric=directory(INDEX_INPUT["bigint"]),
+        char28=directory(INDEX_INPUT["char28"]),
+        summary=f"{RES}/metrics/index.json",
+        metrics=f"{RES}/metrics/jobs/index_read.json",
+        sources=OWN_SOURCES,
+    params:
+        cfg=cfg_json("partition", "index"),
+        files=json.dumps(OWN_FINGERPRINT),
+    threads: job_threads("index_read")
+    log:
+        f"{RES}/logs/index/read.log",
+    benchmark:
+        f"{RES}/benchmarks/index/read.tsv"
+    conda:
+        ENV_PY
+    resources:
+        **job_resources("index_read"),
+    shell:
+        "catbench index-read --config {params.cfg:q} --threads {threads} --out {output.numeric} "
+        "--out-char28 {output.char28} --sources {output.sources} --metrics {output.metrics} "
+        "--summary {output.summary} > {log} 2>&1"
+
+
+# The partition stage, the generator and the files can each write results/<run>/index/input*:
+# the config says which.
 if INDEX_SOURCE == "generate":
 
+    ruleorder: index_generate > index_read
     ruleorder: index_generate > index_input
 
 else:
 
     ruleorder: index_input > index_generate
+
+
+if INDEX_SOURCE == "file":
+
+    ruleorder: index_read > index_generate
+    ruleorder: index_read > index_input
+
+else:
+
+    ruleorder: index_input > index_read

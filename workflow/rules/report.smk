@@ -28,7 +28,8 @@ from catbench.report.plots import PLOTS as PLOT_NAMES  # noqa: E402  (one list: 
 
 rule tables:
     input:
-        rules.chunk_list.output if INDEX_SOURCE == "partition" else rules.index_generate.output.summary,
+        # an index-only run's stage summary, by name: index_generate or index_read writes it
+        rules.chunk_list.output if INDEX_SOURCE == "partition" else f"{RES}/metrics/index.json",
         expand(rules.target_info.output, target=TARGETS),
         [rules.fio.input] if "fio" in STAGES else [],
         [rules.load_index.input] if "load_index" in STAGES else [],

@@ -122,6 +122,29 @@ def cmd_index_merge(a):
         summarise(a.job_metrics, a.summary, rows_stage="index_generate")
 
 
+def cmd_index_read(a):
+    """The index input from the user's own files (index.source: file; prepare/own_ids.py)."""
+    from ..core.files import sources
+    from ..prepare.own_ids import read_index, setup_from
+    cfg = _config(a.config)
+    setup = setup_from(cfg, sources(cfg["index"]["file"]), a.threads)
+    with JobTimer("index_read", a.metrics) as t:
+        r = read_index(setup, a.out, a.out_char28, a.sources)
+        t.extra.update(r)
+    log.info("index input: %d files, %d rows from %d source files in %s and %s", r["files"], r["rows"],
+             r["source_files"], a.out, a.out_char28)
+    if a.summary:
+        summarise([a.metrics], a.summary, rows_stage="index_read")
+
+
+def cmd_index_positions(a):
+    """The generator's objectId, ra, dec as Parquet files (a catalog to read with index.source: file)."""
+    from ..prepare.index_only import write_positions
+    cfg = _config(a.config)
+    with JobTimer("index_positions", a.metrics or Path(a.out) / "positions.json") as t:
+        t.extra.update(write_positions(cfg, a.files, a.out, a.workers))
+
+
 def cmd_index_working_set(a):
     """The insert working set of the index input against the loads' buffer pool (JSON)."""
     from ..prepare.working_set import write
@@ -288,6 +311,13 @@ def main(argv=None):
     add("index-merge", cmd_index_merge, ("--staging", {"nargs": "+"}), "--out", "--out-char28", *arrival,
         ("--job-metrics", {"nargs": "+", "required": False}),
         ("--summary", {"required": False, "help": "stage summary of the parts' job metrics"}))
+    add("index-read", cmd_index_read, "--out", "--out-char28", "--metrics",
+        ("--sources", {"help": "write each source file's path, bytes, mtime, CRC-32 and rows here (JSON)"}),
+        ("--summary", {"required": False, "help": "stage summary of this job's metrics"}),
+        ("--threads", {"type": int, "default": 1, "required": False, "help": "DuckDB's threads"}))
+    add("index-positions", cmd_index_positions, "--out", ("--files", {"type": int}),
+        ("--workers", {"type": int, "default": 1, "required": False}),
+        ("--metrics", {"required": False, "help": "default: <out>/positions.json"}))
     add("index-working-set", cmd_index_working_set, ("--input", {"help": "index input folder (numeric keys)"}),
         ("--setup", {"help": "JSON: pool_bytes, page_bytes, id_layout, order (prepare/working_set.py pool)"}),
         "--out")

@@ -77,6 +77,10 @@ def _scaled_options(value: str, factor: float) -> str:
 def rung_config(cfg: dict, k: int, rows: int) -> dict:
     """Rung ``k`` (1-based) of ``cfg``'s ladder at ``rows`` rows: run ``<run>-rung<k>``."""
     pred = section("predict", cfg.get("predict"))
+    if (cfg.get("index") or {}).get("source") == "file":   # a rung scales the generator's catalog
+        raise ConfigError("config key 'index.source': file: a ladder's rungs are smaller generated catalogs, "
+                          "not a share of your files; predict from a ladder of index.source: generate with "
+                          "the catalog.id_layout closest to your ids")
     objects = max(1, round(rows / ROWS_PER_OBJECT))
     factor = objects * ROWS_PER_OBJECT / pred["target_rows"]
     out = copy.deepcopy(cfg)

@@ -107,7 +107,7 @@ def arrange(src_numeric, out_numeric, out_char, memory: str, work) -> dict:
     try:
         total = _table(files, con)
         reader = con.sql("SELECT k, c, s FROM rows ORDER BY c, o").to_arrow_reader(WRITE_ROWS)
-        done = _write(reader, bounds(total, len(files)), Path(out_numeric), Path(out_char))
+        done = write_split(reader, bounds(total, len(files)), Path(out_numeric), Path(out_char))
     finally:
         con.close()
     write_manifest(out_numeric, {n: {"rows": r, "bytes": b} for n, r, b, _ in done}, total)
@@ -115,7 +115,7 @@ def arrange(src_numeric, out_numeric, out_char, memory: str, work) -> dict:
     return {"order": "chunk", "arranged_rows": total}
 
 
-def _write(reader, b: list[int], out_numeric: Path, out_char: Path) -> list[tuple]:
+def write_split(reader, b: list[int], out_numeric: Path, out_char: Path) -> list[tuple]:
     """Batches of sorted rows cut at the file bounds ``b`` into part-<k>.tsv of both folders."""
     for d in (out_numeric, out_char):
         d.mkdir(parents=True, exist_ok=True)

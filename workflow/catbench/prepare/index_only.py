@@ -68,44 +68,81 @@ def _copy_rows(copy: int, lo: int, hi: int):
         _, local_dec = layer(None, s["dec"], 0.0, key[1], c["width"][copy], c["height"][copy])
         dec, stretch = _band(local_dec, key[0])
         check_coordinates(np.zeros_like(dec), dec, where=f"copy {copy}")
-        s["band"] = (key, stretch, s["chunker"].sub_stripe(dec))
-    _, stretch, sub_stripe = s["band"]
+        s["band"] = (key, stretch, s["chunker"].sub_stripe(dec), dec)
+    _, stretch, sub_stripe, dec = s["band"]
     local_ra = s["ra"][lo:hi]
     if c["ra_shift"][copy]:
         local_ra, _ = layer(local_ra, None, c["ra_shift"][copy], 0.0, c["width"][copy], c["height"][copy])
     ra = np.mod(c["ra_start"][copy] + local_ra * stretch[lo:hi], 360.0)  # as catalog._move
     ra[ra == 360.0] = 0.0  # as locate's check (finite by construction, in [0, 360])
     chunk, sub = s["chunker"].locate_in(ra, sub_stripe[lo:hi])
-    return s["ids"].ids(s["oid"][lo:hi], copy, chunk, sub), chunk, sub
+    return s["ids"].ids(s["oid"][lo:hi], copy, chunk, sub), chunk, sub, ra, dec[lo:hi]
+
+
+def _batches(first: int, end: int):
+    """Rows [first, end) of the whole index, located copy by copy (as the full path does, a
+    long copy in pieces), as lists of ``_copy_rows`` pieces of at most ``WRITE_ROWS`` rows."""
+    starts, whole, n_obj = _STATE["starts"], _STATE["whole"], len(_STATE["oid"])
+    keep = _STATE["copies"]["keep"]
+    row = first
+    while row < end:
+        stop, batch = min(end, row + WRITE_ROWS), []
+        while row < stop:
+            if whole:
+                copy, lo = divmod(row, n_obj)
+            else:
+                copy = int(np.searchsorted(starts, row, side="right")) - 1
+                lo = row - int(starts[copy])
+            hi = min(keep[copy], lo + (stop - row))
+            batch.append(_copy_rows(copy, lo, hi))
+            row += hi - lo
+        yield batch
 
 
 def _write_file(args) -> tuple[str, int, int, int]:
-    """Rows [first, end) of the whole index into part-<k>.tsv of both folders. Copies are
-    located one by one (as the full path does, a long copy in pieces) and written in
+    """Rows [first, end) of the whole index into part-<k>.tsv of both folders, written in
     batches of ``WRITE_ROWS`` rows: with small patches the per-write cost dominated
     (0.05 M rows/s at 100 objects a copy), and a batch bounds the memory."""
     k, first, end, out_numeric, out_char = args
-    starts, whole, n_obj = _STATE["starts"], _STATE["whole"], len(_STATE["oid"])
-    keep = _STATE["copies"]["keep"]
     name = f"part-{k:05d}.tsv"
     with atomic_path(Path(out_numeric) / name) as num_tmp, atomic_path(Path(out_char) / name) as chr_tmp, \
             open(num_tmp, "wb") as num, open(chr_tmp, "wb") as char:
-        row = first
-        while row < end:
-            stop, batch = min(end, row + WRITE_ROWS), []
-            while row < stop:
-                if whole:
-                    copy, lo = divmod(row, n_obj)
-                else:
-                    copy = int(np.searchsorted(starts, row, side="right")) - 1
-                    lo = row - int(starts[copy])
-                hi = min(keep[copy], lo + (stop - row))
-                batch.append(_copy_rows(copy, lo, hi))
-                row += hi - lo
+        for batch in _batches(first, end):
             numeric, padded = _STATE["text"].lines(*(np.concatenate([b[i] for b in batch]) for i in range(3)))
             num.write(numeric)
             char.write(padded)
     return name, end - first, (Path(out_numeric) / name).stat().st_size, (Path(out_char) / name).stat().st_size
+
+
+def _write_positions(args) -> tuple[str, int]:
+    """Rows [first, end) as a Parquet file of objectId, ra, dec: the generator's catalog as a
+    user's files, for the index study from files (prepare/own_ids.py) and its benchmark."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    k, first, end, out = args
+    name = f"part-{k:05d}.parquet"
+    schema = pa.schema([("objectId", pa.int64()), ("ra", pa.float64()), ("dec", pa.float64())])
+    with atomic_path(Path(out) / name) as tmp, pq.ParquetWriter(tmp, schema) as w:
+        for batch in _batches(first, end):
+            cols = [np.concatenate([b[i] for b in batch]) for i in (0, 3, 4)]
+            w.write_table(pa.table(dict(zip(schema.names, cols)), schema=schema))
+    return name, end - first
+
+
+def write_positions(cfg: dict, n_files: int, out, workers: int = 1) -> dict:
+    """The whole catalog's objectId, ra, dec in generation order, split evenly into ``n_files``
+    Parquet files in ``out``."""
+    t0 = time.monotonic()
+    _setup(cfg)
+    total = int(_STATE["starts"][-1])
+    b = bounds(total, n_files)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    tasks = [(k, b[k], b[k + 1], str(out)) for k in range(len(b) - 1)]
+    with mp.get_context("forkserver").Pool(max(1, workers), initializer=_setup, initargs=(cfg,)) as pool:
+        written = sum(n for _, n in pool.imap(_write_positions, tasks))
+    seconds = time.monotonic() - t0
+    log.info("positions: %d files, %d rows in %.1f s", len(tasks), written, seconds)
+    return {"files": len(tasks), "rows": written, "seconds": seconds}
 
 
 def part_files(n_files: int, part: int, parts: int) -> range:

@@ -36,7 +36,9 @@ def pool(cfg: dict) -> dict:
     settings = {**cfg["server"]["settings"], **cfg["load"]["settings"]}
     return {"pool_bytes": parse_size(str(settings.get("innodb_buffer_pool_size", "128M"))),
             "page_bytes": parse_size(str(settings.get("innodb_page_size", PAGE_DEFAULT))),
-            "id_layout": cfg["catalog"]["id_layout"], "order": cfg["index"]["order"]}
+            # the user's own ids (index.source: file) have no synthetic layout: the sample is theirs
+            "id_layout": "own" if cfg["index"]["source"] == "file" else cfg["catalog"]["id_layout"],
+            "order": cfg["index"]["order"]}
 
 
 def rows_per_leaf(variant: str, page: int, ordered: bool) -> int:

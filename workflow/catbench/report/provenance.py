@@ -8,6 +8,7 @@ dropped, wherever it occurs.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import re
@@ -165,4 +166,7 @@ def collect(run_dir, inputs=None) -> dict:
         "stages_present": sorted(inp.present),
         "metrics_files": len(inp.files),
     }
+    sources = Path(run_dir) / "index" / "sources.json"
+    if sources.is_file():   # index.source: file: each of the user's files (path, bytes, mtime, CRC-32, rows)
+        doc["index_sources"] = json.loads(sources.read_text())
     return scrub(doc)

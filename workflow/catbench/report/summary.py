@@ -169,8 +169,10 @@ def _notes(t: Tables) -> list:
         notes.append(f"Not run: strategy {r['strategy']} on storage engine {r['engine']} "
                      f"(load.strategies x load.engines): {r['reason']}.")
     if index_only(t):
-        notes.append("This run is index-only (index.source: generate): its index input came straight from "
-                     "the catalog generator's positions, so it has no catalog, chunk or query results.")
+        own = any(r.get("stage") == "index_read" for r in t.stages)
+        notes.append(f"This run is index-only (index.source: {'file' if own else 'generate'}): its index input "
+                     f"came {'from your own files' if own else 'straight from the catalog generator'}, so it has "
+                     "no catalog, chunk or query results.")
     for stage, present in (("storage (fio)", t.storage), ("load", t.loads), ("query", t.queries),
                            ("restart", t.restart)):
         if not present:
@@ -180,7 +182,7 @@ def _notes(t: Tables) -> list:
 
 def index_only(t: Tables) -> bool:
     """An index study alone: its input was generated (stage index_generate), no chunks."""
-    return not t.chunks and any(r.get("stage") == "index_generate" for r in t.stages)
+    return not t.chunks and any(r.get("stage") in ("index_generate", "index_read") for r in t.stages)
 
 
 def checks(t: Tables, report: dict) -> list:
@@ -433,7 +435,7 @@ def cluster(t: Tables, report: dict) -> list:
 
 def chunks(t: Tables, report: dict) -> list:
     if index_only(t):
-        return [("h2", "Chunks"), ("p", "None: this run is index-only (index.source: generate).")]
+        return [("h2", "Chunks"), ("p", "None: this run is index-only (index.source: generate or file).")]
     if not t.chunks:
         return []
     rows_ = [(r["object_rows"] or 0) + (r["source_rows"] or 0) for r in t.chunks]

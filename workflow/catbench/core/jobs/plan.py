@@ -64,6 +64,8 @@ def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
         out["catalog"] = {"catalog_patch": 1, "catalog_part": len(part_copies(cfg["catalog"]))}
         out["partition"] = {"partition_map": len(map_batches(cfg)), "partition_reduce": n_groups(cfg),
                             "index_input": 1, "chunk_list": 1}
+    elif cfg["index"]["source"] == "file":
+        out["index"] = {"index_read": 1}
     else:
         out["index"] = {"index_generate_part": cfg["index"]["jobs"], "index_generate": 1}
     if "fio" in stages:

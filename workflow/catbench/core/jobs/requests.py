@@ -28,7 +28,7 @@ START_S = 3
 MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run")
 # Rules that are not measuring but use jobs.cpus worker processes or threads (a map job
 # shares them with the other map jobs: _map_threads).
-PARALLEL = ("index_generate_part", "partition_map")
+PARALLEL = ("index_generate_part", "partition_map", "index_read")
 # Queries that scan every chunk table; the others touch a few chunks.
 SCANNING_QUERIES = ("HV1", "HV2", "HV3", "SHV1", "SHV2")
 _ROW_BYTES_BASE = 16          # 8-byte columns of an Object row besides the fillers
@@ -124,6 +124,8 @@ def _runtimes(cfg: dict) -> dict:
         # index.source generate: a job's share of the rows, both variants, over its workers
         "index_generate_part": (2 * s["objects"] / cfg["index"]["jobs"] / rate, r),
         "index_generate": (2 * chunk_order * s["objects"] / rate, r),   # index.order chunk: read, sort, write
+        # index.source file: read and check every row, its uniqueness and (chunk order) a sort, then write
+        "index_read": ((3 + chunk_order) * s["objects"] / rate, r),
         "index_working_set": (0, r),
         "chunk_list": (0, r),
         "target_info": (0, r),
@@ -187,6 +189,7 @@ def expected_seconds(cfg: dict) -> dict[str, float]:
     # measured at 10^8 rows on 2 cores: generation 4 M rows/s, the chunk-order sort 1.4 M rows/s
     out["index_generate_part"] = s["objects"] / cfg["index"]["jobs"] / (10 * rate)
     out["index_generate"] = (cfg["index"]["order"] == "chunk") * s["objects"] / (5 * rate)
+    out["index_read"] = (2 + (cfg["index"]["order"] == "chunk")) * s["objects"] / (5 * rate)
     # fio lays out its files at disk speed (~200 MB/s and up), not the allowance's 20 MB/s
     out["fio_run"] = 4 * max(fio.get("repetitions", 1), fio.get("max_repetitions") or 0) * (
         fio["runtime_s"] + parse_size(fio["size"]) / 200e6)
@@ -228,6 +231,9 @@ def requests(cfg: dict) -> dict[str, Request]:
         "index_input": (mem["part"] + sort_mb, "catalog.max_objects_per_part"),
         "index_generate_part": (mem["index"], "catalog.patch.objects"),
         "index_generate": (500 + sort_mb, "index.sort_memory" if sort_mb else None),
+        # a batch of index.file.batch_rows rows (columns, located, text: ~100 B a row) and DuckDB's memory
+        "index_read": (500 + 100 * cfg["index"]["file"]["batch_rows"] // 2**20
+                       + parse_size(cfg["index"]["sort_memory"]) // 2**20, "index.sort_memory"),
         "index_working_set": (1500, None),
         "chunk_list": (1000, None),
         "target_info": (500, None),
