@@ -102,9 +102,9 @@ rule index_read:
     resources:
         **job_resources("index_read"),
     shell:
-        "catbench index-read --config {params.cfg:q} --threads {threads} --out {output.numeric} "
-        "--out-char28 {output.char28} --sources {output.sources} --metrics {output.metrics} "
-        "--summary {output.summary} > {log} 2>&1"
+        "catbench index-read --config {params.cfg:q} --threads {threads} --out {output.numeric:q} "
+        "--out-char28 {output.char28:q} --sources {output.sources:q} --metrics {output.metrics:q} "
+        "--summary {output.summary:q} > {log:q} 2>&1"
 
 
 # The partition stage, the generator and the files can each write results/<run>/index/input*:
