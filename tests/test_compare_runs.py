@@ -37,6 +37,12 @@ def test_within_noise_says_what_it_could_not_see():
     assert wide.mdr > v.mdr and "no number of repetitions would see 1.30x" in short(wide)
 
 
+def test_a_bound_too_wide_to_mean_anything_is_not_printed_as_a_number():
+    v = verdict(Figure.of([0.01, 1.0]), Figure.of([0.02, 1.5]))    # two repetitions, 100x apart
+    assert v.kind == "noise" and v.mdr > 100
+    assert "could not see even a 100x difference" in short(v) and "under" not in short(v)
+
+
 def _met_other_work(run, job: str) -> None:
     rec = {"host": "h", "target": "disk", "alone": False, "other_catbench_jobs": ["123 catbench load"]}
     (run / job / "isolation.json").write_text(json.dumps(rec))

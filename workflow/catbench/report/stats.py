@@ -157,6 +157,7 @@ def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between: Between = WI
 SEE = 1.3               # the difference every "within noise" says how many repetitions would see
 POWER = 0.8             # "could see": called right this often
 MAX_SEE_N = 100
+MDR_SAID = 100          # a smaller ratio a test could not see is said as such, a larger one as "even 100x"
 
 
 def detectable(pooled, n, between: Between = WITHIN, alpha: float = DEFAULT_ALPHA):
@@ -404,7 +405,8 @@ def reach(v: Verdict) -> str:
     1.8x; 6 repetitions each would see 1.3x'."""
     if v.mdr is None:
         return ""
-    text = f"could not see a difference under {fmt(v.mdr, 'x')}"
+    text = (f"could not see a difference under {fmt(v.mdr, 'x')}" if v.mdr < MDR_SAID else
+            f"could not see even a {fmt(MDR_SAID, 'x')} difference")   # n=2 with a wide spread: no useful bound
     if v.mdr <= SEE:
         return text
     n = v.n_see
