@@ -17,7 +17,7 @@ from ..core.metrics import JobTimer, Progress, setup_logging, summarise
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
 from ..prepare.ids import IdLayout
-from .common import interrupted, on_signal
+from .common import config_arg, interrupted, on_signal
 
 log = logging.getLogger("catbench")
 
@@ -31,7 +31,7 @@ def _config(text: str) -> dict:
     YAML/JSON file (a user's config, over its ``base`` as the workflow reads it)."""
     from ..core.config import load, validate
     if text.lstrip().startswith("{"):
-        return validate(json.loads(text), whole=False)
+        return validate(config_arg(text), whole=False)
     return load(text)
 
 

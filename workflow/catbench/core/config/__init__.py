@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from ..layout import COPY_STRIDE, MAX_COPIES, catalog_objects, n_copies, n_places
+from ..layout import COPY_STRIDE, MAX_COPIES, catalog_objects, copy_layout, n_places
 from ..resources import SCHEMA_PATH, repo_dir
 from ..server_tools import ServerError, validate_settings
 from . import yamlfile
@@ -277,16 +277,17 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
         except ServerError as exc:
             raise ConfigError(str(exc)) from None
     _check_sizes(cat)
-    n = n_copies(cat)
+    copies = copy_layout(cat)      # laid out once: the count and the objects below
+    n = len(copies)
     if n == 0:
         raise ConfigError("config key 'catalog.sky': the patch does not fit in the sky region "
                           "(it is wider than the ra range at these declinations)")
     if n > MAX_COPIES:
         raise ConfigError(f"config key 'catalog.patch.objects': {n} copies exceed the id scheme's "
                           f"{MAX_COPIES}; make the patch larger")
-    rows = catalog_objects(cat) * (1 + math.ceil(cat["sources_per_object"]))
-    if rows > INT63_MAX:
-        raise ConfigError(f"config key 'catalog.patch.objects': the catalog's {catalog_objects(cat):,} objects "
+    objects = int(copies["keep"].sum())     # keep < 2^43 in each of < 2^20 copies: no wrap
+    if objects * (1 + math.ceil(cat["sources_per_object"])) > INT63_MAX:
+        raise ConfigError(f"config key 'catalog.patch.objects': the catalog's {objects:,} objects "
                           f"with {cat['sources_per_object']} sources each are over int64's {INT63_MAX:,} rows")
 
 
