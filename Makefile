@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test bench bench-index bench-own-ids index-study ladder aa lint clean-results
+.PHONY: env system system-all run test bench bench-index bench-own-ids bench-partition index-study ladder aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -73,6 +73,13 @@ bench-own-ids: $(STAMP)
 		--config run=bench-own-ids-generated 'index={source: generate}'
 	python workflow/scripts/bench_own_ids.py results/bench-own-ids results/bench-own-ids-generated \
 		results/bench-own-ids-files
+
+# The partition stage against a peer partitioner on the same rows, alternated, on tmpfs and
+# disk (config/bench-partition.yaml); without PEER, against this machine's copy and write
+# bandwidth. The table goes to results/bench-partition/partition.md.
+bench-partition: $(STAMP)
+	python workflow/scripts/bench_partition.py --config config/bench-partition.yaml \
+		$(if $(PEER),--peer $(PEER)) --out results/bench-partition
 
 # The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
 # $(LADDER)'s ladder (configs written to results/<run>-rungs/), the 10^8-row run itself, and

@@ -1,0 +1,275 @@
+"""The partition stage against a peer partitioner (make bench-partition): the rules' own
+commands (as `snakemake -n -p` prints them: the map jobs, then the reduces `--cores` at
+a time) alternated with the peer (Qserv's `sph-partition`, given by path) on the same
+rows, on each target of the config (tmpfs, disk), with TSV chunk files only (the peer's
+output) and with TSV and Parquet (the Parquet files' extra cost). Each run's previous
+output is deleted before it, outside the timed part. Figures are whole process trees
+(user + sys CPU-s, wall s, the largest process's peak RSS), medians [min-max] and the
+ratio of each run to the peer's in the same round. Without a peer: rows/s and output
+bytes/s against this machine's memory-copy and write bandwidth.
+
+    python workflow/scripts/bench_partition.py --config config/bench-partition.yaml \
+        [--peer PATH] [--pairs 6] [--out results/bench-partition]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow.parquet as pq
+
+from catbench.core.config import load as load_config
+
+REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
+FORMATS = {"tsv": "[tsv]", "tsv+parquet": "[tsv, parquet]"}
+
+
+def sh(cmd: list[str], **kw) -> str:
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw).stdout
+
+
+class Target:
+    """One target's run: results/<run>-<target> links to a folder on that target."""
+
+    def __init__(self, args, cfg: dict, name: str):
+        self.args, self.cfg, self.name = args, cfg, name
+        self.run = f"{cfg['run']}-{name}"
+        self.dir = Path(cfg["targets"][name]["path"]).expanduser() / self.run
+        self.link = Path("results") / self.run
+
+    def snakemake(self, formats: str, *extra: str) -> str:
+        return sh(["snakemake", "--cores", str(self.args.cores), "--configfile", self.args.config,
+                   "--config", f"run={self.run}", f"partition={{formats: {formats}}}", *extra,
+                   "--", "partition"])
+
+    def prepare(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.link.is_symlink() or not self.link.exists():
+            self.link.unlink(missing_ok=True)
+            self.link.symlink_to(self.dir.resolve(), target_is_directory=True)
+        print(f"{self.name}: catalog and one partition through Snakemake in {self.dir}", flush=True)
+        self.snakemake(FORMATS["tsv+parquet"])
+
+    def commands(self, formats: str) -> tuple[list[str], list[str]]:
+        """The map and the reduce commands, as the rules run them."""
+        out = self.snakemake(formats, "-n", "-p", "--forcerun", "partition_map")
+        cmds = [line.split("Shell command: ", 1)[1] for line in out.splitlines()
+                if "Shell command: " in line and "catbench partition-" in line]
+        maps = [c for c in cmds if "catbench partition-map " in c]
+        reduces = [c for c in cmds if "catbench partition-reduce " in c]
+        if not maps or not reduces:
+            raise SystemExit(f"no partition commands in the dry run of {self.run}:\n{out[-2000:]}")
+        return maps, reduces
+
+    def catbench_script(self, formats: str) -> str:
+        maps, reduces = self.commands(formats)
+        lines = ["set -e", *maps]   # each map job uses every core
+        for k in range(0, len(reduces), self.args.cores):
+            lines += [f"( {c} ) &" for c in reduces[k:k + self.args.cores]]
+            lines += ["for p in $(jobs -p); do wait $p; done"]
+        return "\n".join(lines)
+
+    def clean_catbench(self) -> None:
+        for sub in ("partition/staging", "chunks"):
+            shutil.rmtree(self.link / sub, ignore_errors=True)
+
+    def peer_input(self) -> tuple[Path, list[str]]:
+        """The catalog's Objects as one TSV (the peer reads text), and their columns."""
+        parts = sorted((self.link / "catalog" / "Object").glob("part-*.parquet"))
+        names = pq.read_schema(parts[0]).names
+        path = self.dir / "peer-input" / "object.tsv"
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            files = ", ".join(f"'{p}'" for p in parts)
+            duckdb.sql(f"COPY (SELECT * FROM read_parquet([{files}])) TO '{path}.tmp' "
+                       f"(DELIMITER '\t', HEADER false)")
+            os.replace(f"{path}.tmp", path)
+        return path, names
+
+    def peer_script(self) -> str:
+        path, names = self.peer_input()
+        p = self.cfg["partition"]
+        cmd = [self.args.peer, f"--mr.num-workers={self.args.cores}",
+               f"--part.num-stripes={p['num_stripes']}",
+               f"--part.num-sub-stripes={p['num_sub_stripes_per_stripe']}",
+               f"--part.overlap={p['overlap_deg']}", "--part.pos=ra_PS, decl_PS",
+               "--part.chunk=chunkId", "--part.sub-chunk=subChunkId",
+               *[f"--in.csv.field={n}" for n in names], "--in.csv.no-quote", "--out.csv.no-quote",
+               "--out.num-nodes=1", f"--out.dir={self.dir / 'peer'}", f"--in.path={path}"]
+        return shlex.join(cmd) + f" > {shlex.quote(str(self.dir / 'peer.log'))} 2>&1"
+
+    def clean_peer(self) -> None:
+        shutil.rmtree(self.dir / "peer", ignore_errors=True)
+
+
+def timed(script: str) -> dict:
+    """CPU (user + sys of the whole tree), wall and the largest process's peak RSS."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(["bash", "-c", script])
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise SystemExit(f"a timed run failed (exit {p.returncode}):\n{script[:500]}")
+    return {"cpu": ru.ru_utime + ru.ru_stime, "sys": ru.ru_stime, "wall": wall,
+            "rss_gib": ru.ru_maxrss / 2**20}
+
+
+def series(target: Target, peer: bool) -> dict[str, list[dict]]:
+    """Rounds of (catbench TSV, peer, catbench TSV + Parquet), after one warm-up round."""
+    runs = {name: (target.catbench_script(f), target.clean_catbench) for name, f in FORMATS.items()}
+    if peer:
+        runs = {"tsv": runs["tsv"], "peer": (target.peer_script(), target.clean_peer),
+                "tsv+parquet": runs["tsv+parquet"]}
+    out: dict[str, list[dict]] = {name: [] for name in runs}
+    for k in range(target.args.pairs + 1):
+        for name, (script, clean) in runs.items():
+            clean()
+            fig = timed(script)
+            if k:
+                out[name].append(fig)
+                print(f"{target.name} round {k} {name}: {fig['cpu']:.2f} CPU-s {fig['wall']:.2f} s",
+                      flush=True)
+    return out
+
+
+def mismatches(target: Target) -> dict:
+    """(file kind, objectId, chunkId, subChunkId) of every line, as multisets, both ways."""
+    def lines(glob: str) -> str:
+        return (f"SELECT CASE WHEN filename LIKE '%overlap%' THEN 'overlap' ELSE 'chunk' END kind, "
+                f"column00 id, column23 chunk, column24 sub FROM read_csv('{glob}', delim='\t', "
+                f"header=false, all_varchar=true, filename=true, quote='', escape='')")
+    cat = lines(str(target.link.resolve() / "chunks" / "Object" / "chunk_*.tsv"))
+    peer = lines(str(target.dir / "peer" / "chunk_*.txt"))
+    q = "SELECT count(*) FROM ({} EXCEPT ALL {})"
+    with duckdb.connect() as con:
+        con.execute("SET enable_progress_bar = false")
+        def count(sql: str) -> int:
+            return con.execute(sql).fetchone()[0]
+        return {"catbench_not_peer": count(q.format(cat, peer)),
+                "peer_not_catbench": count(q.format(peer, cat)),
+                "rows": count(f"SELECT count(*) FROM ({cat})")}
+
+
+def bandwidth(folder: Path) -> dict:
+    """This machine's memory copy and buffered write (into ``folder``), GB/s, best of 3."""
+    a, b = np.ones(1 << 28, np.uint8), np.empty(1 << 28, np.uint8)
+    copy = min(_secs(lambda: np.copyto(b, a)) for _ in range(3))
+    path, block = folder / "bandwidth.tmp", a[: 8 << 20].tobytes()
+
+    def write():
+        with open(path, "wb") as f:
+            for _ in range(128):
+                f.write(block)
+            os.fsync(f.fileno())
+    try:
+        w = min(_secs(write) for _ in range(3))
+    finally:
+        path.unlink(missing_ok=True)
+    return {"memcpy_gb_s": (1 << 28) / copy / 1e9, "write_gb_s": (128 * len(block)) / w / 1e9}
+
+
+def _secs(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def output_bytes(target: Target) -> int:
+    return sum(p.stat().st_size for p in (target.link / "chunks").rglob("chunk_*") if p.is_file())
+
+
+def summary(figs: list[dict], key: str) -> str:
+    v = [f[key] for f in figs]
+    return f"{statistics.median(v):.2f} [{min(v):.2f}–{max(v):.2f}]"
+
+
+def table(target: Target, result: dict) -> list[str]:
+    rows = result["objects"]
+    head = ["| tool (n={}) | CPU-s | sys s | wall s | peak RSS GiB | M Objects/s |".format(
+        target.args.pairs), "|---|---:|---:|---:|---:|---:|"]
+    for name, figs in result["runs"].items():
+        wall = statistics.median(f["wall"] for f in figs)
+        head.append(f"| {name} | {summary(figs, 'cpu')} | {summary(figs, 'sys')} | "
+                    f"{summary(figs, 'wall')} | {summary(figs, 'rss_gib')} | {rows / wall / 1e6:.2f} |")
+    if "peer" in result["runs"]:
+        head += ["", "| ratio to the peer, same round | CPU | wall |", "|---|---:|---:|"]
+        peer = result["runs"]["peer"]
+        for name in FORMATS:
+            r = {k: [a[k] / b[k] for a, b in zip(result["runs"][name], peer)] for k in ("cpu", "wall")}
+            head.append(f"| {name} ÷ peer | " + " | ".join(
+                f"**{statistics.median(v):.2f}** [{min(v):.2f}–{max(v):.2f}]" for v in r.values()) + " |")
+    return head
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                  if line.startswith("model name")), "?")
+    order = REPORTING.read_text().strip() if REPORTING.exists() else "absent"
+    return (f"{os.cpu_count()} CPUs ({model}), {platform.release()}, "
+            f"free page reporting order {order} ({'on' if order != 'absent' and int(order) < 11 else 'off'})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="config/bench-partition.yaml")
+    ap.add_argument("--peer", help="a peer partitioner, e.g. Qserv's sph-partition")
+    ap.add_argument("--pairs", type=int, default=6)
+    ap.add_argument("--cores", type=int, default=os.cpu_count())
+    ap.add_argument("--targets", nargs="+", default=["tmpfs", "disk"])
+    ap.add_argument("--out", default="results/bench-partition")
+    args = ap.parse_args()
+    if args.peer and not os.access(args.peer, os.X_OK):
+        raise SystemExit(f"--peer {args.peer}: not an executable file")
+    cfg = load_config(args.config)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = [f"# The partition stage{' against ' + Path(args.peer).name if args.peer else ''}", "",
+              f"Machine: {machine()}.", f"Command: `{shlex.join(sys.argv)}`.", ""]
+    results = {}
+    for name in args.targets:
+        target = Target(args, cfg, name)
+        target.prepare()
+        res = {"runs": series(target, bool(args.peer)), "bandwidth": bandwidth(target.dir)}
+        res["objects"] = sum(pq.ParquetFile(p).metadata.num_rows
+                             for p in (target.link / "catalog" / "Object").glob("part-*.parquet"))
+        res["bytes"] = output_bytes(target)     # of the last run: TSV + Parquet
+        if args.peer:
+            res["mismatches"] = mismatches(target)
+        results[name] = res
+        report += [f"## {name} ({target.dir})", "", *table(target, res), "", _limits(res), ""]
+        if args.peer:
+            m = res["mismatches"]
+            report += [f"Mismatches of (file kind, objectId, chunkId, subChunkId) over {m['rows']:,} "
+                       f"lines: {m['catbench_not_peer']} in catbench's output only, "
+                       f"{m['peer_not_catbench']} in the peer's only.", ""]
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "partition.md").write_text("\n".join(report))
+    print("\n".join(report))
+
+
+def _limits(res: dict) -> str:
+    bw, runs = res["bandwidth"], res["runs"]["tsv+parquet"]
+    wall = statistics.median(f["wall"] for f in runs)
+    gb = res["bytes"] / 1e9
+    floor = gb / bw["write_gb_s"] + gb / bw["memcpy_gb_s"]
+    return (f"TSV + Parquet: {gb:.2f} GB written at {gb / wall:.2f} GB/s; this machine copies "
+            f"memory at {bw['memcpy_gb_s']:.1f} GB/s and writes to this target at "
+            f"{bw['write_gb_s']:.2f} GB/s (1 GiB, 8 MiB writes, fsync): copying those bytes once "
+            f"and writing them takes {floor:.2f} s, {floor / wall:.0%} of the stage's median wall.")
+
+
+if __name__ == "__main__":
+    main()
