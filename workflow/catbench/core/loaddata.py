@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Callable
 
-import mysql.connector
 
 # the table is full, the disk is full, a write or the engine failed: a full target, mostly
 STORE_FAILED = (3, 1021, 1030, 1114)
@@ -29,6 +28,8 @@ def load_data(conn, path, table: str, columns: tuple[str, ...] | None, rows: int
 
     ``escaped=False`` takes the data literally (``ESCAPED BY ''``, latin1), as the index
     checksum does. ``explain_duplicate(head, key, key_name)`` words a duplicate-key error."""
+    import mysql.connector  # here: a job that only writes chunk files never loads the client
+
     cur = conn.cursor()
     cols = f" ({', '.join(f'`{c}`' for c in columns)})" if columns else ""
     literal = " CHARACTER SET latin1" if not escaped else ""

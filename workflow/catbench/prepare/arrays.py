@@ -52,6 +52,12 @@ def call(function: str, *args, options=None):
     return _compute.call_function(function, list(args), options)
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) without its first-call import of numpy.ma (0.03-0.09 s a job)."""
+    s = np.sort(values)
+    return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
+
+
 def take(data, indices: np.ndarray, checked: bool = True):
     """Rows ``indices`` of an array or table (``checked=False``: the caller knows every
     index is in range; the bounds check was a third of a take from a small table)."""

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.files import atomic_path
-from .arrays import arrow, call, cast, take
+from .arrays import arrow, call, cast, distinct, take
 
 NULL = "\\N"
 TEXT = pa.large_string()
@@ -113,7 +113,7 @@ def id_table(values: np.ndarray, end: str = "", start: str = "") -> tuple[pa.Arr
     value's index into it: chunk and sub-chunk ids are formatted once each."""
     values = np.asarray(values, np.int64)
     lo, hi = (int(values.min()), int(values.max())) if len(values) else (0, -1)
-    ids = np.unique(values) if hi - lo >= 1 << 20 else np.arange(lo, hi + 1)
+    ids = distinct(values) if hi - lo >= 1 << 20 else np.arange(lo, hi + 1)
     text = join([repeat(start, len(ids)), column_text(arrow(ids)), repeat(end, len(ids))], "")
     return text, (np.searchsorted(ids, values) if hi - lo >= 1 << 20 else values - lo)
 
@@ -144,7 +144,7 @@ def location_text(chunk_id, sub_id) -> tuple[pa.Array, np.ndarray]:
     if not len(chunk_id):
         return repeat("", 0), np.zeros(0, np.int64)
     starts = np.flatnonzero(np.r_[True, chunk_id[1:] != chunk_id[:-1]])
-    chunks = np.unique(chunk_id[starts])
+    chunks = distinct(chunk_id[starts])
     width = int(sub_id.max()) + 1
     key = np.searchsorted(chunks, chunk_id) * width + sub_id
     if len(chunks) * width <= DENSE_SLOTS:  # every pair's slot: no sort of the rows

@@ -19,7 +19,6 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 
 NODE_LOCK = Path(f"/tmp/catbench-measure-{os.getuid()}.lock")
 LOCK_NAME = ".catbench-measure.lock"
@@ -55,6 +54,8 @@ def other_catbench_jobs(me: int | None = None) -> list[str]:
     """Other catbench commands running on this node (not this process, its parents or
     its children): ``"pid command"``; another user's command is not recorded, only
     ``"pid (user name)"``."""
+    import psutil  # here: the partition jobs, which never look, don't import it
+
     me = psutil.Process(me or os.getpid())
     mine = {me.pid, *(p.pid for p in me.parents()), *(p.pid for p in me.children(recursive=True))}
     user = me.username()
