@@ -332,9 +332,9 @@ def _recorded_bound(staging_dirs) -> int | None:
 # Rows whose lines are made at once: bounds the text's memory. 64k rather than 256k: a
 # reduce's peak RSS 0.55 against 0.78 GB, 0.92x its wall (fresh pages cost on this VM).
 TEXT_BATCH = 1 << 16
-# And at least twice the patch's rows: each batch copies the patch's text into its
-# gather (Sources: a 200k-row patch; 64k-row batches made the bench partition 1.07x user),
-# up to 16x TEXT_BATCH.
+# Where the varying columns are formatted here, at least twice the patch's rows: each such
+# batch copies the patch's text into its gather (Sources: a 200k-row patch; 64k-row batches
+# made the bench partition 1.07x user), up to 16x TEXT_BATCH.
 PATCH_ROWS_PER_BATCH = 2
 
 
@@ -397,13 +397,16 @@ def _cut(present, text: PartText | None, loaded, files: ChunkFiles):
         at += n
     if not tsv:
         return
-    # Lines in batches, appended in row order, so a chunk's text stays in part order.
+    # Lines in batches, appended in row order, so a chunk's text stays in part order. With
+    # the part's varying text, its pieces are pooled once for all batches.
+    glue = text.glue(rows, chunk_id, sub_id) if text and text.batches is not None else None
     batch = min(max(TEXT_BATCH, PATCH_ROWS_PER_BATCH * len(text.shared)), 16 * TEXT_BATCH) \
-        if text else TEXT_BATCH
+        if text and not glue else TEXT_BATCH
     for s in range(0, len(rows), batch):
         e = min(s + batch, len(rows))
         part = taken.slice(s, e - s) if taken is not None else None
-        lines = text.lines(rows[s:e], chunk_id[s:e], sub_id[s:e], part) if text else \
+        lines = glue.lines(s, e) if glue else \
+            text.lines(rows[s:e], chunk_id[s:e], sub_id[s:e], part) if text else \
             formatted(part, chunk_id[s:e], sub_id[s:e])
         at, pieces = 0, []
         for name, loc in present:  # the batch's rows of each table

@@ -168,20 +168,32 @@ def tabbed(pieces: list) -> list:
     return [q for k, piece in enumerate(pieces) for q in ((TAB, piece) if k else (piece,))]
 
 
-def located(pieces: list[tuple[pa.Array, np.ndarray]], chunk_id, sub_id) -> Lines:
-    """Full chunk-file lines: ``piece[index]`` of every (array, index) of ``pieces``, as
+class Glue:
+    """Full chunk-file lines of rows: ``piece[index]`` of every (array, index) of
+    ``pieces`` (a piece's text may be a list of arrays, taken as their concatenation), as
     they are (a piece after the first begins with its tab: ``tabbed``, or text made with
-    one), then ``\\tchunkId\\tsubChunkId\\n``: one gather (take) over all the pieces' text,
-    so every byte is copied once. Three pieces a row instead of seven (tabs and ids each
-    a piece) took 0.57x the time of the gather."""
-    pieces = [*pieces, location_text(chunk_id, sub_id)]
-    pool = pa.concat_arrays([text for text, _ in pieces])
-    index = np.empty((len(chunk_id), len(pieces)), np.int64)
-    start = 0
-    for k, (text, rows) in enumerate(pieces):
-        index[:, k] = start + rows
-        start += len(text)
-    return Lines(take(pool, index.ravel()), index.shape[1])
+    one), then ``\\tchunkId\\tsubChunkId\\n``. The pieces' text is pooled
+    once; ``lines(a, b)`` gathers rows [a, b) from it (one take), so lines can be made a
+    batch at a time without copying the pool again. Three pieces a row instead of seven
+    (tabs and ids each a piece) took 0.57x the time of the gather."""
+
+    def __init__(self, pieces: list[tuple[pa.Array, np.ndarray]], chunk_id, sub_id):
+        pieces = [(text if isinstance(text, list) else [text], rows)
+                  for text, rows in [*pieces, location_text(chunk_id, sub_id)]]
+        self.pool = pa.concat_arrays([t for texts, _ in pieces for t in texts])
+        self.index = np.empty((len(chunk_id), len(pieces)), np.int64)
+        start = 0
+        for k, (texts, rows) in enumerate(pieces):
+            self.index[:, k] = start + rows
+            start += sum(len(t) for t in texts)
+
+    def lines(self, a: int = 0, b: int | None = None) -> Lines:
+        return Lines(take(self.pool, self.index[a:b].ravel()), self.index.shape[1])
+
+
+def located(pieces: list[tuple[pa.Array, np.ndarray]], chunk_id, sub_id) -> Lines:
+    """Full chunk-file lines of every row at once (``Glue``)."""
+    return Glue(pieces, chunk_id, sub_id).lines()
 
 
 def formatted(table: pa.Table, chunk_id, sub_id) -> Lines:
@@ -255,16 +267,22 @@ class PartText:
 
     def lines(self, rows: np.ndarray, chunk_id, sub_id, table: pa.Table | None = None) -> Lines:
         """Lines of the part's rows ``rows`` (``table``: those rows' varying columns, when
-        there is no varying text file): only the batches holding them are gathered."""
-        shared = (self.tabbed, patch_rows(rows, len(self.shared), self.sizes_of_copies))
+        there is no varying text file)."""
         if self.batches is None:  # each column a piece: the gather places the tabs
             own = np.arange(len(rows))
             texts = column_texts(table, range(self.varying))
-            return located([*tabbed([(text, own) for text in texts]), shared], chunk_id, sub_id)
+            return located([*tabbed([(text, own) for text in texts]), self._shared(rows)], chunk_id, sub_id)
+        return self.glue(rows, chunk_id, sub_id).lines()
+
+    def _shared(self, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+        return self.tabbed, patch_rows(rows, len(self.shared), self.sizes_of_copies)
+
+    def glue(self, rows: np.ndarray, chunk_id, sub_id) -> Glue:
+        """The lines of the part's rows ``rows``, made from the varying text file (only the
+        batches holding them are pooled), to be gathered a batch at a time."""
         batch = np.searchsorted(self.starts, rows, side="right") - 1
         needed = np.flatnonzero(np.bincount(batch, minlength=len(self.sizes)))
         base = np.zeros(len(self.sizes), np.int64)
         base[needed] = np.cumsum(np.r_[0, self.sizes[needed[:-1]]])
-        own = pa.concat_arrays([self.batches[i] for i in needed]) if len(needed) != 1 \
-            else self.batches[needed[0]]
-        return located([(own, rows - self.starts[batch] + base[batch]), shared], chunk_id, sub_id)
+        own = [self.batches[i] for i in needed]   # pooled once, by Glue
+        return Glue([(own, rows - self.starts[batch] + base[batch]), self._shared(rows)], chunk_id, sub_id)
