@@ -389,10 +389,10 @@ def test_index_files_capped_by_rows_and_split_across_parts(tmp_path):
     for k, ids in enumerate(([5, 9], [], [7, 1, 3], [2, 8])):
         d = tmp_path / f"st{k}"
         d.mkdir()
-        pq.write_table(pa.table({"objectId": pa.array(ids, pa.int64()),
-                                 "chunkId": pa.array([k] * len(ids), pa.int32()),
-                                 "subChunkId": pa.array([10 + k] * len(ids), pa.int32())}),
-                       d / "index.parquet")
+        part_mod._write_table(pa.table({"objectId": pa.array(ids, pa.int64()),
+                                        "chunkId": pa.array([k] * len(ids), pa.int32()),
+                                        "subChunkId": pa.array([10 + k] * len(ids), pa.int32())}),
+                              d / part_mod.INDEX_STAGING)
         dirs.append(d)
     r = part_mod.write_index_input(dirs, 20, tmp_path / "a", tmp_path / "b")
     assert r == {"files": 7, "rows": 7}
@@ -427,7 +427,7 @@ def test_nan_coordinates_name_the_file_and_row(tmp_path):
     with pytest.raises(CoordinateError) as e:
         part_mod.map_part(cfg, po, ps, tmp_path / "staging", 2)
     assert str(po) in str(e.value) and "row 1234" in str(e.value)
-    assert not (tmp_path / "staging" / "Object.parquet").exists()
+    assert not (tmp_path / "staging" / "Object.arrow").exists()
 
 
 def test_nan_coordinates_cli_exit_status(tmp_path):
@@ -480,7 +480,7 @@ def test_a_map_job_of_several_parts_writes_each_part_s_staging(run, tmp_path):
     for k, (o, _) in enumerate(run["parts"]):
         mine, ref = tmp_path / o.stem, run["root"] / f"staging/part-{k:05d}"
         for name in ("Object", "ObjectOverlap", "Source", "index"):
-            assert pq.read_table(mine / f"{name}.parquet").equals(pq.read_table(ref / f"{name}.parquet"))
+            assert part_mod._read_table(mine / f"{name}.arrow").equals(part_mod._read_table(ref / f"{name}.arrow"))
     with pytest.raises(ValueError, match="same file name"):
         part_mod.map_parts(run["cfg"], [run["parts"][0]] * 2, tmp_path / "twice", GROUPS)
 
