@@ -13,7 +13,7 @@ CATALOG_CFG = json.dumps({"seed": config["seed"], "catalog": config["catalog"], 
     k: config["partition"][k] for k in ("num_stripes", "num_sub_stripes_per_stripe")}}, sort_keys=True)
 
 
-# catalog.patch.file: the patch read from the user's files (prepare/patch_file.py); the files
+# catalog.patch.file: the patch read from the user's files (prepare/own/patch.py); the files
 # are its input (a newer file re-runs it) and their sizes and mtimes its params (so does a
 # file replaced by an older one); files.json records each file's bytes, mtime, CRC-32 and rows.
 PATCH_OUT = {"own_ids": f"{RES}/catalog/patch/own_ids.parquet", "files": PATCH_RECORD} if PATCH_FILES else {}

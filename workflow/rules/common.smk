@@ -22,7 +22,7 @@ from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.core.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
-from catbench.prepare import patch_file as cb_patch_file  # noqa: E402
+from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 
 def _config_warning(line):
     """An old name mapped by the validation (core/config RENAMED), said once per run."""

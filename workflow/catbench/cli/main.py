@@ -30,11 +30,11 @@ log = logging.getLogger("catbench")
 def _config(text: str) -> dict:
     """--config takes a JSON object (the sections a rule gives its job) or a path to a
     YAML/JSON file (a user's config, over its ``base`` as the workflow reads it, with the
-    rows and extent of its own patch file: prepare/patch_file.py)."""
+    rows and extent of its own patch file: prepare/own/patch.py)."""
     from ..core.config import load, validate
     if text.lstrip().startswith("{"):
         return validate(config_arg(text), whole=False)
-    from ..prepare.patch_file import resolve
+    from ..prepare.own.patch import resolve
     return load(text, resolve=resolve)
 
 
@@ -47,14 +47,14 @@ def cmd_validate(a):
 
 
 def cmd_patch(a):
-    """The base patch: generated, or read from catalog.patch.file (prepare/patch_file.py)."""
+    """The base patch: generated, or read from catalog.patch.file (prepare/own/patch.py)."""
     cfg = _config(a.config)
     own = None
     if not cfg["catalog"]["patch"]["file"]["paths"]:
         IdLayout(cfg)  # the id layout fits int64 (catalog.id_layout), before any work
     with JobTimer("patch", a.metrics) as t:
         if cfg["catalog"]["patch"]["file"]["paths"]:
-            from ..prepare import patch_file
+            from ..prepare.own import patch as patch_file
             rows = patch_file.read_rows(cfg["catalog"]["patch"]["file"], patch_file.sources(
                 cfg["catalog"]["patch"]["file"], key=patch_file.KEY))
             patch_file.check_unchanged(cfg, rows)
@@ -145,9 +145,9 @@ def cmd_index_merge(a):
 
 
 def cmd_index_read(a):
-    """The index input from the user's own files (index.source: file; prepare/own_ids.py)."""
+    """The index input from the user's own files (index.source: file; prepare/own/index.py)."""
     from ..core.files import sources
-    from ..prepare.own_ids import read_index, setup_from
+    from ..prepare.own.index import read_index, setup_from
     cfg = _config(a.config)
     setup = setup_from(cfg, sources(cfg["index"]["file"]), a.threads)
     with JobTimer("index_read", a.metrics) as t:

@@ -146,7 +146,7 @@ def staged_output(out_dir):
 # Which files, in which order, their format, the mapped columns, their row counts and a
 # fingerprint: all cheap (a Parquet footer, a CSV header, a stat), so the workflow checks
 # them before any job starts and re-runs the read when a file changes. Reading their rows
-# is prepare/own_ids.py.
+# is prepare/own/index.py.
 
 SOURCE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".txt": "tsv"}
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")

@@ -214,7 +214,7 @@ def validate(config: dict, whole: bool = True, warn=None, resolve=None) -> dict:
     ``whole`` False: the sections a job was given (its rule's JSON); checks across stages
     then apply only if ``stages`` is among them (the run's own validation did them).
     ``resolve``: given the schema-valid config, returns it with what only the user's files
-    say (catalog.patch.file's rows and extent: prepare/patch_file.py), before the checks
+    say (catalog.patch.file's rows and extent: prepare/own/patch.py), before the checks
     that depend on it."""
     schema = load_schema()
     across_stages = whole or "stages" in config

@@ -1,5 +1,5 @@
 """The base patch from the user's own catalog (``catalog.patch.file``): its Objects read
-from Parquet/CSV/TSV files, checked row by row as the index input's are (own_ids.py), moved
+from Parquet/CSV/TSV files, checked row by row as the index input's are (index.py), moved
 to the equator and duplicated over ``catalog.sky`` like the synthetic patch (catalog.md).
 
 The footprint comes from the rows: ra starts after the widest empty stretch of the circle
@@ -28,14 +28,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ..core.config import ConfigError
-from ..core.files import ROLES, Source, SourceError, atomic_path, check_columns, sources
-from ..core.layout import MAX_COPIES, n_copies, n_places
-from ..core.resources import resource
-from .arrays import numpy
-from .catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
-from .ids import source_bits
-from .own_ids import Place, checked, duplicate_message, file_record
+from ...core.config import ConfigError
+from ...core.files import ROLES, Source, SourceError, atomic_path, check_columns, sources
+from ...core.layout import MAX_COPIES, n_copies, n_places
+from ...core.resources import resource
+from ..arrays import numpy
+from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
+from ..ids import source_bits
+from .index import Place, checked, duplicate_message, file_record
 
 KEY = "catalog.patch.file"
 NAMES = {"objectId": "objectId", "ra": "ra_PS", "dec": "decl_PS"}   # the catalog's names of the roles

@@ -29,13 +29,13 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ..core.files import atomic_path
-from ..core.index_input import write_manifest
-from ..core.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum
-from .arrays import numpy
-from .arrival import ORDERS, write_split
-from .chunker import Chunker
-from .index_only import WRITE_ROWS, bounds
+from ...core.files import atomic_path
+from ...core.index_input import write_manifest
+from ...core.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum
+from ..arrays import numpy
+from ..arrival import ORDERS, write_split
+from ..chunker import Chunker
+from ..index_only import WRITE_ROWS, bounds
 
 log = logging.getLogger(__name__)
 INT64_MAX = 2**63 - 1
