@@ -246,6 +246,9 @@ def test_config_mistakes_refused_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match=r"index.source.*generate makes its own patch"):
         validate({"catalog": {"patch": {"file": {"paths": [str(path)], "columns": no_flux}}},
                   "index": {"source": "generate"}}, resolve=pf.resolve)
+    with pytest.raises(ConfigError, match=r"index.source: file builds no catalog"):
+        validate({"catalog": {"patch": {"file": {"paths": [str(path)], "columns": no_flux}}},
+                  "index": {"source": "file", "file": {"paths": [str(path)]}}}, resolve=pf.resolve)
     with pytest.raises(ConfigError, match=r"catalog.patch.file.paths.*names no file"):
         config([tmp_path / "none*.parquet"])
 
@@ -332,6 +335,12 @@ def test_every_stage_from_a_patch_file(tmp_path):
                               "summary.json").read_text())
         assert summary["checksum_ok"] and summary["rows"] == n_obj
         assert (res / "report" / "index.html").is_file() and not server_procs(disk)
+        # the Parquet file written again: named as changed, and the catalog made again from it
+        write(first, wd / "patch" / "a.parquet")
+        r = snakemake(wd, cfgfile, "-n")
+        out = r.stdout + r.stderr
+        assert r.returncode == 0 and f"catalog.patch.file: {wd / 'patch' / 'a.parquet'} changed" in out, out[-3000:]
+        assert "catalog_patch" in out
         # a bad row in the CSV: nothing is started, the file, column and line are named
         text = (wd / "patch" / "b.csv").read_text().splitlines()
         text[5] = text[5].replace(text[5].split(",")[0], "", 1)

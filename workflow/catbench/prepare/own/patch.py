@@ -248,6 +248,9 @@ def resolve(cfg: dict) -> dict:
     section = cfg["catalog"]["patch"]["file"]
     if not section["paths"]:
         return cfg
+    if cfg["index"]["source"] == "file":
+        raise ConfigError(f"config key '{KEY}.paths': index.source: file builds no catalog, so the patch would "
+                          "not be read; remove the paths or set index.source: partition")
     if cfg["index"]["source"] == "generate":
         raise ConfigError(f"config key 'index.source': generate makes its own patch; with {KEY} use partition "
                           "(or index.source: file for the index study on the ids alone)")
