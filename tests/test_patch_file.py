@@ -133,15 +133,18 @@ def build(cfg):
     return pf.build_patch(cfg, read(cfg))
 
 
-@pytest.mark.parametrize("layout", ["source", "spatial", "random"])
-def test_duplicated_over_the_sky_with_unique_ids(tmp_path, layout):
+@pytest.mark.parametrize("layout,ids", [("source", "packed"), ("source", "pipeline"), ("spatial", "packed"),
+                                        ("random", "pipeline")])
+def test_duplicated_over_the_sky_with_unique_ids(tmp_path, layout, ids):
     cols = rows(1200)
+    if ids == "pipeline":   # ids a pipeline hands out in the order it writes the rows
+        cols["obj_id"] = np.arange(1, 1201, dtype=np.int64) + 10**9
     cfg = config([write(cols, tmp_path / "p.parquet")], id_layout=layout)
     cat = cfg["catalog"]
     assert cat["patch"]["objects"] == 1200 and cat["patch"]["ra_width_deg"] < 2.0
     patch, own = build(cfg)
-    lay, ids = copy_layout(cat), IdLayout(cfg, own)
-    objs = [cat_mod.duplicate(patch, lay, c, ids)[0] for c in range(len(lay))]
+    lay, names = copy_layout(cat), IdLayout(cfg, own)
+    objs = [cat_mod.duplicate(patch, lay, c, names)[0] for c in range(len(lay))]
     assert len(objs) == len(lay) > 10
     oid = np.concatenate([o["objectId"].to_numpy() for o in objs])
     assert len(np.unique(oid)) == len(oid) == 1200 * len(lay) and oid.min() > 0
