@@ -24,7 +24,7 @@ from catbench.core.files import SourceError, changed, fingerprint, sources, tota
 from catbench.prepare.arrival import written_in_order
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.index_only import generate_index
-from catbench.prepare.own_ids import read_index, setup_from
+from catbench.prepare.own.index import read_index, setup_from
 
 sys.path.insert(0, str(Path(__file__).parent))
 from faultkit import kill_servers, server_procs  # noqa: E402

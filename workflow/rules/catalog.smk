@@ -7,21 +7,35 @@ TEXT = "tsv" in config["partition"]["formats"]
 PART_TEXT = {f"{t.lower()}s": t for t in cb_layout.PART_TEXT} if TEXT else {}
 # Spatial ids (catalog.id_layout) hold each object's chunk: the catalog reads the chunker's
 # stripes too, not the rest of the partition section (a change there re-runs no catalog job).
+# catalog.id_layout: source: the parts name Objects by the patch file's own ids
+OWN_ID_LAYOUT = config["catalog"]["id_layout"] == "source"
 CATALOG_CFG = json.dumps({"seed": config["seed"], "catalog": config["catalog"], "partition": {
     k: config["partition"][k] for k in ("num_stripes", "num_sub_stripes_per_stripe")}}, sort_keys=True)
 
 
+# catalog.patch.file: the patch read from the user's files (prepare/own/patch.py); the files
+# are its input (a newer file re-runs it) and their sizes and mtimes its params (so does a
+# file replaced by an older one); files.json records each file's bytes, mtime, CRC-32 and rows.
+PATCH_OUT = {"own_ids": f"{RES}/catalog/patch/own_ids.parquet", "files": PATCH_RECORD} if PATCH_FILES else {}
+
+
 rule catalog_patch:
+    input:
+        PATCH_FILES,
     output:
         objects=f"{RES}/catalog/patch/Object.parquet",
         sources=f"{RES}/catalog/patch/Source.parquet",
         metrics=f"{RES}/metrics/jobs/patch.json",
         **({"objects_text": f"{RES}/catalog/patch/Object.text.arrow",
             "sources_text": f"{RES}/catalog/patch/Source.text.arrow"} if TEXT else {}),
+        **PATCH_OUT,
     params:
         cfg=CATALOG_CFG,
+        files=json.dumps(PATCH_FINGERPRINT),
         text_args=lambda wildcards, output: (
             f"--text {shlex.join([output.objects_text, output.sources_text])}" if TEXT else ""),
+        file_args=lambda wildcards, output: (
+            f"--own-ids {shlex.quote(output.own_ids)} --files {shlex.quote(output.files)}" if PATCH_OUT else ""),
     log:
         f"{RES}/logs/catalog/patch.log",
     benchmark:
@@ -32,13 +46,15 @@ rule catalog_patch:
         **job_resources("catalog_patch"),
     shell:
         "catbench patch --config {params.cfg:q} --objects {output.objects:q} "
-        "--sources {output.sources:q} --metrics {output.metrics:q} {params.text_args} > {log:q} 2>&1"
+        "--sources {output.sources:q} --metrics {output.metrics:q} {params.text_args} {params.file_args} "
+        "> {log:q} 2>&1"
 
 
 rule catalog_part:
     input:
         objects=rules.catalog_patch.output.objects,
         sources=rules.catalog_patch.output.sources,
+        **({"own_ids": PATCH_OUT["own_ids"]} if OWN_ID_LAYOUT else {}),
     output:
         objects=f"{RES}/catalog/Object/part-{{part}}.parquet",
         sources=f"{RES}/catalog/Source/part-{{part}}.parquet",
@@ -47,6 +63,7 @@ rule catalog_part:
     params:
         cfg=CATALOG_CFG,
         text_args=lambda wildcards, output: " ".join(f"--text-{n} {shlex.quote(getattr(output, n + '_text'))}" for n in PART_TEXT),
+        own_args=lambda wildcards, input: f"--own-ids {shlex.quote(input.own_ids)}" if OWN_ID_LAYOUT else "",
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",
     benchmark:
@@ -59,7 +76,7 @@ rule catalog_part:
         "OPENBLAS_NUM_THREADS=1 catbench catalog-part --config {params.cfg:q} --part {wildcards.part:q} "
         "--patch-objects {input.objects:q} --patch-sources {input.sources:q} "
         "--objects {output.objects:q} --sources {output.sources:q} --metrics {output.metrics:q} "
-        "{params.text_args} > {log:q} 2>&1"
+        "{params.text_args} {params.own_args} > {log:q} 2>&1"
 
 
 rule catalog:

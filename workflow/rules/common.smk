@@ -22,6 +22,7 @@ from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.core.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
+from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 
 def _config_warning(line):
     """An old name mapped by the validation (core/config RENAMED), said once per run."""
@@ -37,7 +38,7 @@ try:
         cb_config.read_file(_file, "--configfile")
     _validated = cb_config.validate(cb_config.typed_overrides(
         cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)),
-        warn=_config_warning)
+        warn=_config_warning, resolve=cb_patch_file.resolve)  # catalog.patch.file: every row checked
 except cb_config.ConfigError as e:
     raise WorkflowError(str(e))
 config.clear()
@@ -71,6 +72,17 @@ if config["index"]["source"] == "file":
     if workflow.is_main_process and Path(OWN_SOURCES).is_file():
         for _line in cb_files.changed(json.loads(Path(OWN_SOURCES).read_text())["files"], OWN_FINGERPRINT):
             print(f"catbench: index.file: {_line} since the index input was read: it is read again",
+                  file=sys.stderr)
+# catalog.patch.file: the user's patch files (read and checked above, their rows and extent in
+# catalog.patch); a file changed since the patch was read from it is said before it is read again.
+PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = [], [], f"{RES}/catalog/patch/files.json"
+if config["catalog"]["patch"]["file"]["paths"]:
+    _patch = cb_files.sources(config["catalog"]["patch"]["file"], key=cb_patch_file.KEY)
+    PATCH_FILES = [str(s.path) for s in _patch]
+    PATCH_FINGERPRINT = cb_files.fingerprint(_patch)
+    if workflow.is_main_process and Path(PATCH_RECORD).is_file():
+        for _line in cb_files.changed(json.loads(Path(PATCH_RECORD).read_text())["files"], PATCH_FINGERPRINT):
+            print(f"catbench: {cb_patch_file.KEY}: {_line} since the patch was read: it is read again",
                   file=sys.stderr)
 # Before any job: what the run will need on each target (load/estimate.py, estimate.md),
 # printed, and a target with less free space refused, naming it, its path, the need and the

@@ -77,7 +77,7 @@ rule index_working_set:
 
 
 # index.source: file: the index input from the user's own Parquet/CSV files
-# (prepare/own_ids.py), checked row by row before anything is written. The files are its
+# (prepare/own/index.py), checked row by row before anything is written. The files are its
 # input (a newer file re-runs it) and their sizes and mtimes its params (so does a file
 # replaced by an older one); sources.json records each file's bytes, mtime, CRC-32 and rows.
 rule index_read:

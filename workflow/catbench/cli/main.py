@@ -16,6 +16,7 @@ from ..core.files import atomic_path, read_parquet, write_parquet
 from ..core.metrics import JobTimer, Progress, setup_logging, summarise
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
+from ..prepare.arrays import numpy
 from ..prepare.ids import IdLayout
 from .common import config_arg, interrupted, on_signal
 
@@ -28,11 +29,13 @@ log = logging.getLogger("catbench")
 
 def _config(text: str) -> dict:
     """--config takes a JSON object (the sections a rule gives its job) or a path to a
-    YAML/JSON file (a user's config, over its ``base`` as the workflow reads it)."""
+    YAML/JSON file (a user's config, over its ``base`` as the workflow reads it, with the
+    rows and extent of its own patch file: prepare/own/patch.py)."""
     from ..core.config import load, validate
     if text.lstrip().startswith("{"):
         return validate(config_arg(text), whole=False)
-    return load(text)
+    from ..prepare.own.patch import resolve
+    return load(text, resolve=resolve)
 
 
 def cmd_validate(a):
@@ -44,15 +47,33 @@ def cmd_validate(a):
 
 
 def cmd_patch(a):
+    """The base patch: generated, or read from catalog.patch.file (prepare/own/patch.py)."""
     cfg = _config(a.config)
-    IdLayout(cfg)  # the id layout fits int64 (catalog.id_layout), before any work
+    own = None
+    if not cfg["catalog"]["patch"]["file"]["paths"]:
+        IdLayout(cfg)  # the id layout fits int64 (catalog.id_layout), before any work
     with JobTimer("patch", a.metrics) as t:
-        patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
+        if cfg["catalog"]["patch"]["file"]["paths"]:
+            from ..prepare.own import patch as patch_file
+            rows = patch_file.read_rows(cfg["catalog"]["patch"]["file"], patch_file.sources(
+                cfg["catalog"]["patch"]["file"], key=patch_file.KEY))
+            patch_file.check_unchanged(cfg, rows)
+            patch, own = patch_file.build_patch(cfg, rows)
+            IdLayout(cfg, own)
+        else:
+            patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
         for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write_parquet(table, path)
         if a.text:  # the TSV text of the columns every copy shares (partition.formats: tsv)
             catalog_mod.write_shared_text(patch, *a.text)
+        if own is not None:
+            if not (a.own_ids and a.files):
+                raise ValueError("catalog.patch.file: give --own-ids and --files (where the file's ids and "
+                                 "each file's path, bytes and checksum go)")
+            import pyarrow as pa
+            write_parquet(pa.table({"objectId": own}), a.own_ids)
+            patch_file.write_record(rows, cfg["catalog"]["patch"]["file"], a.files)
         t.extra.update(rows=patch.objects.num_rows + patch.sources.num_rows,
                        objects=patch.objects.num_rows, sources=patch.sources.num_rows)
 
@@ -60,6 +81,7 @@ def cmd_patch(a):
 def cmd_catalog_part(a):
     cfg = _config(a.config)
     patch = catalog_mod.Patch(read_parquet(a.patch_objects), read_parquet(a.patch_sources))
+    own = numpy(read_parquet(a.own_ids).column("objectId")) if a.own_ids else None
     copies = catalog_mod.part_copies(cfg["catalog"])[a.part]
     layout = catalog_mod.copy_layout(cfg["catalog"])
     for p in (a.objects, a.sources):
@@ -67,7 +89,7 @@ def cmd_catalog_part(a):
     with JobTimer("catalog", a.metrics) as t:
         prog = Progress(f"catalog part {a.part} (copies)", len(copies))
         texts = {t: p for t, p in (("Object", a.text_objects), ("Source", a.text_sources)) if p}
-        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(cfg),
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(cfg, own),
                                         prog, texts)
         t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
 
@@ -123,9 +145,9 @@ def cmd_index_merge(a):
 
 
 def cmd_index_read(a):
-    """The index input from the user's own files (index.source: file; prepare/own_ids.py)."""
+    """The index input from the user's own files (index.source: file; prepare/own/index.py)."""
     from ..core.files import sources
-    from ..prepare.own_ids import read_index, setup_from
+    from ..prepare.own.index import read_index, setup_from
     cfg = _config(a.config)
     setup = setup_from(cfg, sources(cfg["index"]["file"]), a.threads)
     with JobTimer("index_read", a.metrics) as t:
@@ -277,9 +299,11 @@ def main(argv=None):
     add("validate", cmd_validate)
     text = ("--text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
                        "help": "also write the rows' TSV text (Arrow IPC), for the partition stage"})
-    add("patch", cmd_patch, "--objects", "--sources", "--metrics", text)
+    own_ids = ("--own-ids", {"required": False, "help": "catalog.patch.file: the file's ids by local id (Parquet)"})
+    add("patch", cmd_patch, "--objects", "--sources", "--metrics", text, own_ids,
+        ("--files", {"required": False, "help": "catalog.patch.file: each file's path, bytes, CRC-32 (JSON)"}))
     add("catalog-part", cmd_catalog_part, ("--part", {"type": int}), "--patch-objects",
-        "--patch-sources", "--objects", "--sources", "--metrics",
+        "--patch-sources", "--objects", "--sources", "--metrics", own_ids,
         *((f"--text-{t}", {"required": False, "help": f"also write the {t} rows' varying TSV text "
                            f"(Arrow IPC), for the partition stage"}) for t in ("objects", "sources")))
     add("partition-map", cmd_partition_map, ("--objects", {"nargs": "+"}),

@@ -146,7 +146,7 @@ def staged_output(out_dir):
 # Which files, in which order, their format, the mapped columns, their row counts and a
 # fingerprint: all cheap (a Parquet footer, a CSV header, a stat), so the workflow checks
 # them before any job starts and re-runs the read when a file changes. Reading their rows
-# is prepare/own_ids.py.
+# is prepare/own/index.py.
 
 SOURCE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".txt": "tsv"}
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
@@ -170,24 +170,25 @@ class Source:
         return "\t" if self.format == "tsv" else ","
 
 
-def file_format(path: Path) -> str:
+def file_format(path: Path, key: str = "index.file") -> str:
     name = path.name.lower()
     for ext in COMPRESSED:   # pyarrow's CSV reader decompresses by the suffix
         if name.endswith(ext):
             name = name[: -len(ext)]
     fmt = SOURCE_FORMATS.get(Path(name).suffix)
     if fmt is None:
-        raise SourceError(f"config key 'index.file.paths': {path}: unknown format (its name should end in "
+        raise SourceError(f"config key '{key}.paths': {path}: unknown format (its name should end in "
                           f"{', '.join(SOURCE_FORMATS)}, CSV/TSV optionally compressed: {', '.join(COMPRESSED)})")
     if fmt == "parquet" and name != path.name.lower():
-        raise SourceError(f"config key 'index.file.paths': {path}: a compressed Parquet file; Parquet "
+        raise SourceError(f"config key '{key}.paths': {path}: a compressed Parquet file; Parquet "
                           f"compresses inside the file")
     return fmt
 
 
-def sources(section: dict, base: Path | None = None) -> list[Source]:
-    """The files of ``index.file.paths`` in input order: the entries as listed, a glob's
-    matches sorted by name. A pattern that matches nothing, or a file named twice, is refused."""
+def sources(section: dict, base: Path | None = None, key: str = "index.file") -> list[Source]:
+    """The files of ``<key>.paths`` (index.file, catalog.patch.file) in input order: the
+    entries as listed, a glob's matches sorted by name. A pattern that matches nothing, or a
+    file named twice, is refused."""
     out, seen = [], {}
     for entry in section.get("paths") or []:
         pattern = os.path.expanduser(entry)
@@ -196,17 +197,17 @@ def sources(section: dict, base: Path | None = None) -> list[Source]:
         hits = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
         hits = [h for h in hits if Path(h).is_file()]
         if not hits:
-            raise SourceError(f"config key 'index.file.paths': {entry!r} names no file")
+            raise SourceError(f"config key '{key}.paths': {entry!r} names no file")
         for h in hits:
             p = Path(h).resolve()
             if p in seen:
-                raise SourceError(f"config key 'index.file.paths': {p} is listed twice ({seen[p]!r} and "
+                raise SourceError(f"config key '{key}.paths': {p} is listed twice ({seen[p]!r} and "
                                   f"{entry!r}); its ids would be duplicates")
             seen[p] = entry
-            out.append(Source(p, file_format(p)))
+            out.append(Source(p, file_format(p, key)))
     if not out:
-        raise SourceError("config key 'index.file.paths': no files; index.source: file reads the "
-                          "objectId, ra and dec of these Parquet/CSV files")
+        raise SourceError(f"config key '{key}.paths': no files; it reads the objectId, ra and dec "
+                          "of these Parquet/CSV files")
     return out
 
 
@@ -223,7 +224,7 @@ def csv_header(src: Source) -> list[str]:
     return next(csv.reader(io.StringIO(first[0]), delimiter=src.delimiter))
 
 
-def check_columns(src: Source, columns: dict[str, str]):
+def check_columns(src: Source, columns: dict[str, str], key: str = "index.file"):
     """Every mapped column is in the file, Parquet's with a usable type: an integer
     objectId, numeric ra/dec (a CSV's values are checked row by row as they are read)."""
     if src.format == "parquet":
@@ -236,7 +237,7 @@ def check_columns(src: Source, columns: dict[str, str]):
         schema, names = None, csv_header(src)
     for role, name in columns.items():
         if name not in names:
-            raise SourceError(f"{src.path}: no column {name!r} (index.file.columns.{role}); its columns: "
+            raise SourceError(f"{src.path}: no column {name!r} ({key}.columns.{role}); its columns: "
                               f"{', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
         if schema is None:
             continue
@@ -245,7 +246,7 @@ def check_columns(src: Source, columns: dict[str, str]):
                                                                 or pa.types.is_decimal(t))
         if not ok:
             want = "an integer type (BIGINT ids)" if role == "objectId" else "a numeric type (degrees)"
-            raise SourceError(f"{src.path}: column {name!r} (index.file.columns.{role}) is {t}, expected {want}")
+            raise SourceError(f"{src.path}: column {name!r} ({key}.columns.{role}) is {t}, expected {want}")
 
 
 def row_count(src: Source) -> int:

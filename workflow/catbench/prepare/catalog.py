@@ -108,7 +108,14 @@ def generate_patch(cat: dict, seed: int) -> Patch:
         cols[f"filler_{k:02d}"] = rng.normal(0.0, 1.0, n).astype(np.float32)
     objects = pa.table(cols, schema=object_schema(int(cat["filler_columns"])))
 
-    # Sources: Poisson count per object, scattered around it, sorted by object.
+    return Patch(objects, make_sources(rng, cat, cols["objectId"], ra, dec, flux_true))
+
+
+def make_sources(rng, cat: dict, object_ids, ra, dec, flux_true) -> pa.Table:
+    """Sources of the patch's Objects (ids, positions, (n, 6) true fluxes): a Poisson count
+    per object, scattered around it, random epoch and filter, sorted by object."""
+    n = len(object_ids)
+    sigma = mag_to_flux(_DEPTH) / 5.0
     counts = rng.poisson(cat["sources_per_object"], n)
     owner = np.repeat(np.arange(n), counts)
     m = len(owner)
@@ -118,16 +125,20 @@ def generate_patch(cat: dict, seed: int) -> Patch:
     filt = rng.integers(0, 6, m).astype(np.int8)
     s_sigma = sigma[filt] * rng.uniform(0.9, 1.1, m)
     variability = 1.0 + rng.normal(0.0, 0.02, m)
-    sources = pa.table({
+    return pa.table({
         "sourceId": rng.permutation(m).astype(np.int64) + 1,
-        "objectId": cols["objectId"][owner],
+        "objectId": np.asarray(object_ids)[owner],
         "ra": s_ra, "decl": s_dec,
         "taiMidPoint": rng.uniform(59580.0, 63230.0, m),
         "filterId": filt,
         "psfFlux": flux_true[owner, filt] * variability + rng.normal(0.0, 1.0, m) * s_sigma,
         "psfFluxSigma": s_sigma.astype(np.float32),
     }, schema=SOURCE_SCHEMA)
-    return Patch(objects, sources)
+
+
+def true_fluxes(rng, n: int):
+    """(n, 6) true fluxes of galaxy-like magnitudes (``_magnitudes``)."""
+    return mag_to_flux(_magnitudes(rng, n))
 
 
 def _magnitudes(rng, n):

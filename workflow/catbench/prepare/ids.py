@@ -13,6 +13,9 @@ positive int64, unique by construction:
 - ``spatial``: ``(chunkId * M + subChunkId) << b | (dense + 1)``: ids increase with the
   sky cell (M: the chunker's largest sub-chunks per chunk), so a chunk's keys are one
   range of the key space, as with Gaia's HEALPix-prefixed or LSST's tract/patch ids.
+- ``source`` (a patch from the user's file, catalog.patch.file): ``own + copy << b``, b the
+  bits of the file's largest id: copy 0 keeps the file's ids, each copy is the file's id
+  structure shifted to its own range of the key space.
 
 Both the catalog stage and the index-only path name objects here, so their index input is
 the same, byte for byte. Per row: interleaved one multiply-add; random three rounds of an
@@ -34,7 +37,8 @@ class IdLayout:
     """objectIds of ``catalog.id_layout`` for the catalog ``cfg`` describes (``seed``,
     ``catalog``; spatial also the chunker's ``partition.num_stripes`` and sub-stripes)."""
 
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict, own: np.ndarray | None = None):
+        """``own``: the patch file's ids by local id - 1 (``source`` only)."""
         cat = cfg["catalog"]
         self.kind = cat["id_layout"]
         if self.kind not in LAYOUTS:
@@ -51,6 +55,14 @@ class IdLayout:
         self.shift = np.uint64(max(1, self.bits // 2))
         if self.needs_location:
             self._spatial_budget(cfg["partition"])
+        if self.kind == "source":
+            if own is None or not len(own):
+                raise ValueError("config key 'catalog.id_layout': source keeps the ids of catalog.patch.file, "
+                                 "which gives none")
+            self.own = np.asarray(own, np.int64)
+            self.low, problem = source_bits(int(self.own.max()), self.copies)
+            if problem:
+                raise ValueError(problem)
 
     def _spatial_budget(self, part: dict):
         ch = self.chunker = Chunker(part["num_stripes"], part["num_sub_stripes_per_stripe"])
@@ -90,6 +102,22 @@ class IdLayout:
         return x.view(np.int64)
 
 
+def source_bits(own_max: int, copies: int) -> tuple[int, str]:
+    """The bits b of ``source`` ids (``own + copy << b``) and, when the last copy's ids
+    would be over BIGINT's 2^63-1, why (else "")."""
+    low = max(1, own_max.bit_length())
+    top = ((copies - 1) << low) | own_max
+    if top <= 2**63 - 1:
+        return low, ""
+    return low, (f"config key 'catalog.id_layout': source ids are the file's id + copy x 2^{low} (its largest id "
+                 f"{own_max} has {low} bits), so {copies} copies reach {top}, over BIGINT's 2^63-1; keep at "
+                 f"most {((2**63 - 1 - own_max) >> low) + 1} copies (a smaller catalog.sky) or use another id_layout")
+
+
+def _source(ids: IdLayout, local, copy, chunk, sub):
+    return ids.own[local - 1] + (np.int64(copy) << np.int64(ids.low))
+
+
 def _interleaved(ids: IdLayout, local, copy, chunk, sub):
     return local * COPY_STRIDE + copy
 
@@ -105,4 +133,4 @@ def _spatial(ids: IdLayout, local, copy, chunk, sub):
     return (cell << ids.low) | (ids.dense(local, copy) + 1)
 
 
-LAYOUTS = {"interleaved": _interleaved, "random": _random, "spatial": _spatial}
+LAYOUTS = {"interleaved": _interleaved, "random": _random, "spatial": _spatial, "source": _source}

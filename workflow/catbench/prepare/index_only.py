@@ -116,7 +116,7 @@ def _write_file(args) -> tuple[str, int, int, int]:
 
 def _write_positions(args) -> tuple[str, int]:
     """Rows [first, end) as a Parquet file of objectId, ra, dec: the generator's catalog as a
-    user's files, for the index study from files (prepare/own_ids.py) and its benchmark."""
+    user's files, for the index study from files (prepare/own/index.py) and its benchmark."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     k, first, end, out = args

@@ -169,4 +169,7 @@ def collect(run_dir, inputs=None) -> dict:
     sources = Path(run_dir) / "index" / "sources.json"
     if sources.is_file():   # index.source: file: each of the user's files (path, bytes, mtime, CRC-32, rows)
         doc["index_sources"] = json.loads(sources.read_text())
+    patch = Path(run_dir) / "catalog" / "patch" / "files.json"
+    if patch.is_file():     # catalog.patch.file: each patch file (path, bytes, mtime, CRC-32, rows), the footprint
+        doc["patch_files"] = json.loads(patch.read_text())
     return scrub(doc)

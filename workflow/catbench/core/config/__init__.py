@@ -208,11 +208,14 @@ def _check_values(value, path: list) -> None:
         raise ConfigError(f"config key '{_key(path)}': {value!r} holds a line break or a NUL; give it on one line")
 
 
-def validate(config: dict, whole: bool = True, warn=None) -> dict:
+def validate(config: dict, whole: bool = True, warn=None, resolve=None) -> dict:
     """A validated copy of ``config`` with defaults filled in and old names mapped
     (:data:`RENAMED`, each with a line to ``warn``, default the log); raises ConfigError.
     ``whole`` False: the sections a job was given (its rule's JSON); checks across stages
-    then apply only if ``stages`` is among them (the run's own validation did them)."""
+    then apply only if ``stages`` is among them (the run's own validation did them).
+    ``resolve``: given the schema-valid config, returns it with what only the user's files
+    say (catalog.patch.file's rows and extent: prepare/own/patch.py), before the checks
+    that depend on it."""
     schema = load_schema()
     across_stages = whole or "stages" in config
     _check_size(config, "the configuration")
@@ -233,6 +236,8 @@ def validate(config: dict, whole: bool = True, warn=None) -> dict:
             else:
                 lines.append(f"config key '{_key(e.absolute_path)}': {e.message}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+    if resolve is not None:
+        cfg = resolve(cfg)
     _check_semantics(cfg, across_stages)
     return cfg
 
@@ -246,6 +251,9 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
     if sky["dec_max_deg"] <= sky["dec_min_deg"]:
         raise ConfigError("config key 'catalog.sky.dec_max_deg': must be greater than "
                           f"catalog.sky.dec_min_deg ({sky['dec_min_deg']}): the sky region is empty")
+    if cat["id_layout"] == "source" and not cat["patch"]["file"]["paths"]:
+        raise ConfigError("config key 'catalog.id_layout': source keeps the ids of your own patch, "
+                          "catalog.patch.file, which names no file")
     height = cat["patch"]["dec_height_deg"]
     if sky["dec_max_deg"] - sky["dec_min_deg"] < height:
         raise ConfigError(f"config key 'catalog.sky': the dec range {sky['dec_min_deg']}.."
@@ -381,11 +389,11 @@ def check_section(name: str, value: dict):
             f"config key '{'.'.join([name, *map(str, e.absolute_path)])}': {e.message}" for e in errors))
 
 
-def load(path, overrides: dict | None = None) -> dict:
+def load(path, overrides: dict | None = None, resolve=None) -> dict:
     """A config file as the workflow reads it: over its ``base``, then validated."""
     cfg = read_file(path, "config file")
     cfg.update(overrides or {})
-    return validate(layered(cfg, repo_dir()))
+    return validate(layered(cfg, repo_dir()), resolve=resolve)
 
 
 # -- derived sizes, used by the rules to lay out the DAG -------------------------------

@@ -29,13 +29,13 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ..core.files import atomic_path
-from ..core.index_input import write_manifest
-from ..core.files import CSV_ROW_BYTES, Source, SourceError, check_columns, checksum
-from .arrays import numpy
-from .arrival import ORDERS, write_split
-from .chunker import Chunker
-from .index_only import WRITE_ROWS, bounds
+from ...core.files import atomic_path
+from ...core.index_input import write_manifest
+from ...core.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum
+from ..arrays import numpy
+from ..arrival import ORDERS, write_split
+from ..chunker import Chunker
+from ..index_only import WRITE_ROWS, bounds
 
 log = logging.getLogger(__name__)
 INT64_MAX = 2**63 - 1
@@ -92,11 +92,12 @@ class Place:
     src: Source
     first: int
     columns: dict[str, str]
+    key: str = "index.file"   # the config section naming the files (catalog.patch.file)
 
     def at(self, i: int, role: str) -> str:
         row = self.first + int(i)
         line = f" (line {row + 1})" if self.src.format != "parquet" else ""
-        return f"{self.src.path}: row {row}{line}, column {self.columns[role]!r} (index.file.columns.{role})"
+        return f"{self.src.path}: row {row}{line}, column {self.columns[role]!r} ({self.key}.columns.{role})"
 
 
 def _first(mask) -> int:
@@ -148,7 +149,7 @@ def _as(arr, to, place: Place, role: str, problem):
 
 def checked(batch, place: Place):
     """(ids int64, ra, dec) of a batch, every value checked; ra = 360 wraps to 0."""
-    col = {role: batch.column(batch.schema.get_field_index(name)) for role, name in place.columns.items()}
+    col = {role: batch.column(batch.schema.get_field_index(place.columns[role])) for role in ROLES}
     ids = _as(col["objectId"], pa.int64(), place, "objectId", _int_problem)
     if len(ids) and ids.min() < 0:
         raise SourceError(f"{place.at(_first(ids < 0), 'objectId')}: value {ids[ids < 0][0]} is negative; "
@@ -187,11 +188,17 @@ def _read_file(con, src: Source, setup: ReadSetup, first_row: int, progress) -> 
         con.unregister("batch")
         row += n
         progress(n)
+    return file_record(src, before, row)
+
+
+def file_record(src: Source, before, rows: int) -> dict:
+    """What a read file was (path, format, bytes, mtime, CRC-32, rows: sources.json and the
+    provenance), refused when it changed since ``before`` (its stat when the read began)."""
     after = src.path.stat()
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
         raise SourceError(f"{src.path}: changed while it was read; read it again once it is complete")
     return {"path": str(src.path), "format": src.format, "bytes": after.st_size, "mtime_ns": after.st_mtime_ns,
-            "crc32": checksum(src.path), "rows": row}
+            "crc32": checksum(src.path), "rows": rows}
 
 
 class _Progress:
@@ -218,6 +225,13 @@ def _duplicate(con, files: list[dict], column: str) -> str | None:
         return None
     n, key = hit
     rows = [r[0] for r in con.execute("SELECT o FROM rows WHERE k = ? ORDER BY o LIMIT 2", [key]).fetchall()]
+    return duplicate_message(key, rows, n, files, column)
+
+
+def duplicate_message(key: int, rows: list[int], n: int, files: list[dict], column: str,
+                      section: str = "index.file") -> str:
+    """A repeated id in words: its first two rows (0-based over all ``files``, each a
+    record with its path, format and rows), and how many ids repeat."""
     starts = np.cumsum([0] + [f["rows"] for f in files])
 
     def where(o: int) -> str:
@@ -225,8 +239,8 @@ def _duplicate(con, files: list[dict], column: str) -> str | None:
         row = o - int(starts[i]) + 1
         line = f" (line {row + 1})" if files[i]["format"] != "parquet" else ""
         return f"{files[i]['path']} row {row}{line}"
-    return (f"duplicate objectId {key} in column {column!r} (index.file.columns.objectId): {where(rows[0])} and "
-            f"{where(rows[1])}; {n} id(s) repeated in all (ids must be unique over every file of index.file.paths)")
+    return (f"duplicate objectId {key} in column {column!r} ({section}.columns.objectId): {where(rows[0])} and "
+            f"{where(rows[1])}; {n} id(s) repeated in all (ids must be unique over every file of {section}.paths)")
 
 
 def read_index(setup: ReadSetup, out_numeric, out_char, sources_out) -> dict:

@@ -1,0 +1,357 @@
+"""A real patch from the user's own files (catalog.patch.file): Parquet and CSV under other
+column names, ids packed from tract/patch or in pipeline order; its footprint read from the
+rows (across ra 0/360, near a pole); duplicated over the sky with the file's own ids kept
+(id_layout: source); every bad input refused before any work naming file, column and row;
+a changed file detected; and every stage run from such a patch on a real server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from catbench.cli.main import main as catbench_main
+from catbench.core.config import ConfigError, load, validate
+from catbench.core.files import changed, fingerprint
+from catbench.core.layout import copy_layout, part_copies
+from catbench.prepare import catalog as cat_mod
+from catbench.prepare.chunker import Chunker
+from catbench.prepare.ids import IdLayout
+from catbench.prepare.own import patch as pf
+
+sys.path.insert(0, str(Path(__file__).parent))
+from faultkit import kill_servers, server_procs  # noqa: E402
+from test_index_study import REPO, snakemake  # noqa: E402
+
+COLUMNS = {"objectId": "obj_id", "ra": "coord_ra", "dec": "coord_dec",
+           **{f"{b}Flux_PS": f"{b}_psfFlux" for b in "ugrizy"}}
+SKY = {"ra_min_deg": 0, "ra_max_deg": 12, "dec_min_deg": -3, "dec_max_deg": 3}
+
+
+def packed_ids(ra, dec) -> np.ndarray:
+    """An LSST-style 64-bit packing: tract (10 x 10 deg) << 48 | patch (1 x 1 deg) << 40 | sequence,
+    the rows in pipeline order (a patch's objects together)."""
+    tract = (np.floor(ra / 10) * 18 + np.floor((dec + 90) / 10)).astype(np.int64)
+    patch = (np.floor(ra % 10) * 10 + np.floor((dec + 90) % 10)).astype(np.int64)
+    cell = (tract << 8) | patch
+    seq = np.zeros(len(ra), np.int64)
+    order = np.argsort(cell, kind="stable")
+    _, first, counts = np.unique(cell[order], return_index=True, return_counts=True)
+    seq[order] = np.arange(len(ra)) - np.repeat(first, counts)
+    return (tract << 48) | (patch << 40) | seq
+
+
+def rows(n: int, ra_lo=-1.0, ra_hi=1.0, dec_lo=-1.0, dec_hi=1.0, seed=5) -> dict:
+    """A patch's columns under the user's names: ra across 0/360, fluxes, a carried int and float."""
+    rng = np.random.default_rng(seed)
+    ra = np.mod(rng.uniform(ra_lo, ra_hi, n), 360.0)
+    dec = rng.uniform(dec_lo, dec_hi, n)
+    flux = 10 ** (-(rng.uniform(18, 24, (n, 6)) + 48.6) / 2.5)
+    cols = {"coord_dec": dec, "obj_id": packed_ids(ra, dec), "coord_ra": ra}
+    cols.update({f"{b}_psfFlux": flux[:, k] for k, b in enumerate("ugrizy")})
+    cols.update(extendedness=rng.integers(0, 2, n).astype(np.int64), shape_xx=rng.normal(1, 0.1, n))
+    return cols
+
+
+def write(cols: dict, path: Path, fmt: str = "parquet") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t = pa.table(cols)
+    if fmt == "parquet":
+        pq.write_table(t, path)
+    else:
+        pcsv.write_csv(t, path, pcsv.WriteOptions(delimiter="\t" if fmt == "tsv" else ","))
+    return path
+
+
+def config(paths, stages=(), columns=COLUMNS, id_layout="source", sky=SKY, **extra) -> dict:
+    return validate({"seed": 7, "stages": list(stages),
+                     "catalog": {"patch": {"file": {"paths": [str(p) for p in paths], "columns": columns, **extra}},
+                                 "sky": sky, "id_layout": id_layout, "sources_per_object": 2},
+                     "partition": {"index_files": 4}}, resolve=pf.resolve)
+
+
+def read(cfg: dict) -> pf.FileRows:
+    section = cfg["catalog"]["patch"]["file"]
+    return pf.read_rows(section, pf.sources(section, key=pf.KEY))
+
+
+# ---- the footprint ------------------------------------------------------------------------------
+
+def _back(fp: pf.Footprint, ra_l, dec_l):
+    """Local positions moved as a copy placed at the file's own place would be (catalog._move)."""
+    return cat_mod._move(ra_l, dec_l, fp.dec_centre, fp.ra0)
+
+
+def test_footprint_across_ra_zero_and_back():
+    cols = rows(3000, ra_lo=-2.0, ra_hi=1.5, dec_lo=20, dec_hi=23)
+    ra, dec = cols["coord_ra"], cols["coord_dec"]
+    fp = pf.footprint(ra, dec, Path("x"))
+    assert fp.ra0 == pytest.approx(ra[ra > 180].min()) and fp.dec_centre == pytest.approx((dec.min() + dec.max()) / 2)
+    ra_l, dec_l = fp.local(ra, dec)
+    assert 0 <= ra_l.min() and ra_l.max() < fp.width and -fp.height / 2 <= dec_l.min() and dec_l.max() < fp.height / 2
+    assert fp.width == pytest.approx(3.5 * np.cos(np.radians(21.5)), rel=0.02)   # area kept, not the ra span
+    r2, d2 = _back(fp, ra_l, dec_l)
+    assert np.allclose(np.mod(r2 - ra + 180, 360) - 180, 0, atol=1e-9) and np.allclose(d2, dec, atol=1e-9)
+
+
+def test_footprint_near_a_pole_unrolled_or_refused():
+    cols = rows(3000, ra_lo=0, ra_hi=90, dec_lo=80, dec_hi=86)
+    fp = pf.footprint(cols["coord_ra"], cols["coord_dec"], Path("x"))
+    ra_l, dec_l = fp.local(cols["coord_ra"], cols["coord_dec"])
+    assert fp.width < 90 * np.cos(np.radians(80)) / np.cos(np.radians(3)) * 1.01 and ra_l.max() < fp.width
+    r2, d2 = _back(fp, ra_l, dec_l)
+    assert np.allclose(np.mod(r2 - cols["coord_ra"] + 180, 360) - 180, 0, atol=1e-8)
+    cap = rows(3000, ra_lo=0, ra_hi=360, dec_lo=0, dec_hi=90)
+    with pytest.raises(pf.SourceError, match="over 360"):
+        pf.footprint(cap["coord_ra"], cap["coord_dec"], Path("cap.parquet"))
+    with pytest.raises(pf.SourceError, match="no area"):
+        pf.footprint(np.full(5, 3.0), np.linspace(0, 1, 5), Path("line.parquet"))
+
+
+# ---- the patch and its copies --------------------------------------------------------------------
+
+def test_parquet_and_csv_give_the_same_patch(tmp_path):
+    cols = rows(1500)
+    a = build(config([write(cols, tmp_path / "p.parquet")]))
+    b = build(config([write(cols, tmp_path / "p.csv", "csv")]))
+    assert a[0].objects.equals(b[0].objects) and a[0].sources.equals(b[0].sources) and (a[1] == b[1]).all()
+    names = a[0].objects.schema.names
+    assert names[:3] == ["objectId", "ra_PS", "decl_PS"] and names[-2:] == ["extendedness", "shape_xx"]
+    assert a[0].objects.schema.field("iFlux_PS").type == pa.float32()     # the synthetic patch's type
+    assert sorted(a[1].tolist()) == sorted(cols["obj_id"].tolist())
+
+
+def build(cfg):
+    return pf.build_patch(cfg, read(cfg))
+
+
+@pytest.mark.parametrize("layout,ids", [("source", "packed"), ("source", "pipeline"), ("spatial", "packed"),
+                                        ("random", "pipeline")])
+def test_duplicated_over_the_sky_with_unique_ids(tmp_path, layout, ids):
+    cols = rows(1200)
+    if ids == "pipeline":   # ids a pipeline hands out in the order it writes the rows
+        cols["obj_id"] = np.arange(1, 1201, dtype=np.int64) + 10**9
+    cfg = config([write(cols, tmp_path / "p.parquet")], id_layout=layout)
+    cat = cfg["catalog"]
+    assert cat["patch"]["objects"] == 1200 and cat["patch"]["ra_width_deg"] < 2.0
+    patch, own = build(cfg)
+    lay, names = copy_layout(cat), IdLayout(cfg, own)
+    objs = [cat_mod.duplicate(patch, lay, c, names)[0] for c in range(len(lay))]
+    assert len(objs) == len(lay) > 10
+    oid = np.concatenate([o["objectId"].to_numpy() for o in objs])
+    assert len(np.unique(oid)) == len(oid) == 1200 * len(lay) and oid.min() > 0
+    ra = np.concatenate([o["ra_PS"].to_numpy() for o in objs])
+    dec = np.concatenate([o["decl_PS"].to_numpy() for o in objs])
+    assert ra.min() >= 0 and ra.max() <= 12 and dec.min() >= -3 and dec.max() <= 3
+    if layout == "source":   # copy 0: the file's ids; copy c: + c << b
+        by_local = own[patch.objects["objectId"].to_numpy() - 1]
+        b = int(cols["obj_id"].max()).bit_length()
+        for c in (0, 1, len(lay) - 1):
+            assert (objs[c]["objectId"].to_numpy() == by_local + (c << b)).all()
+
+
+def test_source_ids_over_bigint_refused_naming_the_copies(tmp_path):
+    cols = rows(800)
+    cols["obj_id"] = cols["obj_id"] | (1 << 61)        # 62-bit ids: two copies fit, not more
+    with pytest.raises(ConfigError, match=r"catalog.id_layout.*over BIGINT.*keep at most 2 copies"):
+        config([write(cols, tmp_path / "p.parquet")])
+
+
+def test_the_query_suite_columns_are_read_from_its_files():
+    need = pf.query_columns(["LV1", "LV3", "HV2", "SHV1"])
+    assert need["LV1"] == [] and need["SHV1"] == []
+    assert set(need["LV3"]) == {"gFlux_PS", "rFlux_PS", "iFlux_PS", "zFlux_PS"}
+    assert set(need["HV2"]) == {f"{b}Flux_PS" for b in "ugrizy"}
+
+
+# ---- bad input: refused before any work, naming the file, the column and the row ----------------
+
+def _bad(tmp_path, case):
+    cols, fmt, more = rows(600), "parquet", {}
+    if case == "missing column":
+        del cols["coord_dec"]
+    elif case == "text ids":
+        cols["obj_id"] = cols["obj_id"].astype(str)
+    elif case == "NULL ra":
+        cols["coord_ra"] = pa.array(np.where(np.arange(600) == 41, np.nan, cols["coord_ra"]), from_pandas=True)
+    elif case == "dec over 90":
+        cols["coord_dec"][41] = 91.0
+    elif case == "infinite dec":
+        cols["coord_dec"][41] = np.inf
+    elif case == "repeated id":
+        cols["obj_id"][41] = cols["obj_id"][7]
+    elif case == "id over BIGINT":
+        fmt = "csv"
+        cols["obj_id"] = cols["obj_id"].astype(str).astype(object)
+        cols["obj_id"][41] = str(2**63)
+    elif case == "text column":
+        cols["name"] = np.array([f"o{i}" for i in range(600)])
+    elif case == "own name":
+        cols["ra_PS"] = cols["coord_ra"]
+    return write(cols, tmp_path / f"bad.{fmt}", fmt), more
+
+
+CASES = {  # case: what the message says (besides the file)
+    "missing column": "no column 'coord_dec' (catalog.patch.file.columns.dec)",
+    "text ids": "column 'obj_id' (catalog.patch.file.columns.objectId) is string",
+    "NULL ra": "row 42, column 'coord_ra' (catalog.patch.file.columns.ra): NULL",
+    "dec over 90": "row 42, column 'coord_dec' (catalog.patch.file.columns.dec): dec 91",
+    "infinite dec": "row 42, column 'coord_dec' (catalog.patch.file.columns.dec): value inf is not finite",
+    "repeated id": "row 8 and",
+    "id over BIGINT": "row 42 (line 43), column 'obj_id' (catalog.patch.file.columns.objectId): value 9223372036854775808",
+    "text column": "column 'name' is string",
+    "own name": "column 'ra_PS' has the name of catbench's own column",
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_refused_naming_file_column_and_row(tmp_path, case):
+    path, more = _bad(tmp_path, case)
+    with pytest.raises(ConfigError) as e:
+        config([path], **more)
+    assert str(path) in str(e.value) and CASES[case] in str(e.value), str(e.value)
+    if case == "repeated id":
+        assert "row 42" in str(e.value) and "duplicate objectId" in str(e.value)
+
+
+def test_repeated_id_across_files_names_both(tmp_path):
+    a, b = rows(500, seed=1), rows(500, seed=2)
+    b["obj_id"] = b["obj_id"] + (1 << 56)
+    b["obj_id"][9] = a["obj_id"][3]
+    pa_, pb = write(a, tmp_path / "a.parquet"), write(b, tmp_path / "b.csv", "csv")
+    with pytest.raises(ConfigError) as e:
+        config([pa_, pb])
+    assert f"{pa_} row 4 and {pb} row 10 (line 11)" in str(e.value)
+
+
+def test_config_mistakes_refused_before_any_work(tmp_path):
+    path = write(rows(500), tmp_path / "p.parquet")
+    no_flux = {k: v for k, v in COLUMNS.items() if k in ("objectId", "ra", "dec")}
+    with pytest.raises(ConfigError, match=r"query LV3 reads column gFlux_PS, which is not mapped"):
+        config([path], stages=["queries"], columns=no_flux)
+    cfg = config([path], stages=["load_index"], columns=no_flux)    # no queries: nothing to map
+    assert cfg["catalog"]["patch"]["objects"] == 500
+    with pytest.raises(ConfigError, match=r"catalog.patch.file.columns.gflux': not a column catbench reads"):
+        config([path], columns={**no_flux, "gflux": "g_psfFlux"})
+    with pytest.raises(ConfigError, match=r"catalog.patch.file.drop.*has no column 'nope'"):
+        config([path], drop=["nope"])
+    assert "shape_xx" not in build(config([path], drop=["shape_xx"]))[0].objects.schema.names
+    with pytest.raises(ConfigError, match=r"catalog.id_layout.*source.*names no file"):
+        validate({"catalog": {"id_layout": "source"}})
+    with pytest.raises(ConfigError, match=r"index.source.*generate makes its own patch"):
+        validate({"catalog": {"patch": {"file": {"paths": [str(path)], "columns": no_flux}}},
+                  "index": {"source": "generate"}}, resolve=pf.resolve)
+    with pytest.raises(ConfigError, match=r"index.source: file builds no catalog"):
+        validate({"catalog": {"patch": {"file": {"paths": [str(path)], "columns": no_flux}}},
+                  "index": {"source": "file", "file": {"paths": [str(path)]}}}, resolve=pf.resolve)
+    with pytest.raises(ConfigError, match=r"catalog.patch.file.paths.*names no file"):
+        config([tmp_path / "none*.parquet"])
+
+
+def test_a_file_changed_after_the_plan_fails_the_job_with_nothing_written(tmp_path):
+    path = write(rows(700), tmp_path / "p.parquet")
+    cfg = config([path])
+    section = cfg["catalog"]["patch"]["file"]
+    was = fingerprint(pf.sources(section, key=pf.KEY))
+    out = tmp_path / "out"
+    args = ["patch", "--config", json.dumps({k: cfg[k] for k in ("seed", "catalog", "partition")}),
+            "--objects", str(out / "Object.parquet"), "--sources", str(out / "Source.parquet"),
+            "--metrics", str(out / "m.json"), "--own-ids", str(out / "own_ids.parquet"), "--files", str(out / "f.json")]
+    assert catbench_main(args) == 0
+    record = json.loads((out / "f.json").read_text())
+    assert record["files"][0]["path"] == str(path) and record["files"][0]["crc32"] and record["rows"] == 700
+    shutil.rmtree(out)
+    cols = rows(700)
+    cols["coord_dec"][99] = np.nan
+    write(cols, path)
+    assert any("changed" in line for line in changed(record["files"], fingerprint(pf.sources(section, key=pf.KEY))))
+    assert was != fingerprint(pf.sources(section, key=pf.KEY))
+    assert catbench_main(args) != 0
+    assert not any(p.suffix in (".parquet", ".json") and not p.name.startswith("m.") for p in out.rglob("*"))
+    write(rows(650), path)       # good rows, but not those the catalog was laid out from
+    assert catbench_main(args) != 0 and not (out / "Object.parquet").exists()
+
+
+def test_preset_validates_on_a_users_files(tmp_path):
+    cols = {k.replace("_psfFlux", "_flux").replace("coord_", "").replace("obj_id", "objectId"): v
+            for k, v in rows(2000).items()}
+    write(cols, tmp_path / "my-patch" / "a.parquet")
+    cfg = yaml.safe_load((REPO / "config" / "own-patch.yaml").read_text())
+    cfg["catalog"]["patch"]["file"]["paths"] = [str(tmp_path / "my-patch" / "*.parquet")]
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    got = load(tmp_path / "c.yaml", resolve=pf.resolve)
+    assert got["catalog"]["patch"]["objects"] == 2000 and "queries" in got["stages"]
+    assert len(part_copies(got["catalog"])) >= 1
+
+
+# ---- every stage from a real patch, on a real server --------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_every_stage_from_a_patch_file(tmp_path):
+    """A Parquet and a CSV file of one patch (tract/patch-packed ids, ra across 0): the
+    catalog, partition, index loads and the query suite on MySQL and DuckDB (answers equal),
+    tables and report; the file's ids kept in copy 0, its extra columns in the chunk tables,
+    its path, bytes and CRC-32 in the provenance. Then a bad row: refused before any job."""
+    disk = Path(tempfile.mkdtemp(prefix="cbpf-", dir="/tmp"))   # short: socket paths
+    try:
+        wd = tmp_path / "wd"
+        cols = rows(400)
+        first = {k: v[:250] for k, v in cols.items()}
+        rest = {k: v[250:] for k, v in cols.items()}
+        write(first, wd / "patch" / "a.parquet")
+        write(rest, wd / "patch" / "b.csv", "csv")
+        cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+        cfg.update(run="pf", stages=["load_index", "queries"], targets={"disk": {"path": str(disk)}})
+        cfg["catalog"].update(patch={"file": {"paths": ["patch/a.parquet", "patch/b.csv"], "columns": COLUMNS}},
+                              id_layout="source", sky={"ra_min_deg": 0, "ra_max_deg": 6, "dec_min_deg": -2,
+                                                       "dec_max_deg": 2})
+        cfg["load"].update(lookup_count=200)
+        cfg["queries"]["concurrency"].update(seconds=0.5)
+        cfgfile = tmp_path / "c.yaml"
+        cfgfile.write_text(yaml.safe_dump(cfg))
+        r = snakemake(wd, cfgfile, "--cores", "2")
+        assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
+        res = wd / "results" / "pf"
+        check = json.loads((res / "queries" / "check.json").read_text())
+        assert check["ok"] and set(check["queries"]) >= {"LV1", "LV2", "LV3", "HV1", "HV2", "HV3", "SHV1", "SHV2"}
+        obj = pq.read_table(res / "catalog" / "Object" / "part-00000.parquet")
+        b = int(cols["obj_id"].max()).bit_length()
+        assert sorted(obj["objectId"].to_numpy()[:400].tolist()) == sorted(cols["obj_id"].tolist())
+        assert (obj["objectId"].to_numpy()[400:800] >> b == 1).all()
+        chunk = next((res / "chunks" / "Object").glob("chunk_*[0-9].parquet"))
+        assert {"extendedness", "shape_xx", "iFlux_PS", "chunkId"} <= set(pq.read_schema(chunk).names)
+        n_obj = sum(pq.ParquetFile(p).metadata.num_rows for p in (res / "catalog" / "Object").glob("*.parquet"))
+        assert "HV1" in (res / "tables" / "queries.csv").read_text() and f"n={n_obj}" in \
+            (res / "tables" / "queries.csv").read_text()
+        prov = json.loads((res / "tables" / "provenance.json").read_text())["patch_files"]
+        assert [f["rows"] for f in prov["files"]] == [250, 150] and all(f["crc32"] for f in prov["files"])
+        summary = json.loads((res / "load" / "disk" / "bigint" / "innodb" / "one-file-at-a-time" /
+                              "summary.json").read_text())
+        assert summary["checksum_ok"] and summary["rows"] == n_obj
+        assert (res / "report" / "index.html").is_file() and not server_procs(disk)
+        # the Parquet file written again: named as changed, and the catalog made again from it
+        write(first, wd / "patch" / "a.parquet")
+        r = snakemake(wd, cfgfile, "-n")
+        out = r.stdout + r.stderr
+        assert r.returncode == 0 and f"catalog.patch.file: {wd / 'patch' / 'a.parquet'} changed" in out, out[-3000:]
+        assert "catalog_patch" in out
+        # a bad row in the CSV: nothing is started, the file, column and line are named
+        text = (wd / "patch" / "b.csv").read_text().splitlines()
+        text[5] = text[5].replace(text[5].split(",")[0], "", 1)
+        (wd / "patch" / "b.csv").write_text("\n".join(text) + "\n")
+        r = snakemake(wd, cfgfile, "--cores", "2")
+        out = r.stdout + r.stderr
+        assert r.returncode != 0 and f"{wd / 'patch' / 'b.csv'}: row 5 (line 6), column 'coord_dec'" in out, out[-3000:]
+        assert "NULL" in out and "Finished jobid" not in out
+    finally:
+        kill_servers(disk)   # only this test's servers, by pid
+        shutil.rmtree(disk, ignore_errors=True)

@@ -1,0 +1,275 @@
+"""The base patch from the user's own catalog (``catalog.patch.file``): its Objects read
+from Parquet/CSV/TSV files, checked row by row as the index input's are (index.py), moved
+to the equator and duplicated over ``catalog.sky`` like the synthetic patch (catalog.md).
+
+The footprint comes from the rows: ra starts after the widest empty stretch of the circle
+(a patch across ra 0/360 stays one piece), dec is centred on the middle of its range, and
+``ra_local = ((ra - ra0) mod 360) * cos(dec) / cos(dec - dec_centre)`` keeps the objects
+per unit area, as the duplication's own stretch does; ``catalog.patch.objects``,
+``ra_width_deg`` and ``dec_height_deg`` are replaced by the file's rows and extent.
+Mapped columns take catbench's names (objectId, ra_PS, decl_PS, the band fluxes the query
+suite reads, cast to their types); every other column is carried as it is, unless
+``drop`` names it. Sources are made around the file's Objects as for the synthetic patch
+(a mapped band flux is their flux in that band). The file's ids are kept for
+``catalog.id_layout: source`` (ids.py); the patch itself holds local ids 1..n.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from ...core.config import ConfigError
+from ...core.files import ROLES, Source, SourceError, atomic_path, check_columns, sources
+from ...core.layout import MAX_COPIES, n_copies, n_places
+from ...core.resources import resource
+from ..arrays import numpy
+from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
+from ..ids import source_bits
+from .index import Place, checked, duplicate_message, file_record
+
+KEY = "catalog.patch.file"
+NAMES = {"objectId": "objectId", "ra": "ra_PS", "dec": "decl_PS"}   # the catalog's names of the roles
+# Arrow types the chunk tables take (query/chunk_tables.py), and lossless widenings into them
+CARRIED = {pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.bool_()}
+WIDER = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.float16(): pa.float32()}
+RESERVED = ("chunkId", "subChunkId")   # written by the partition stage
+
+
+def optional_columns() -> dict[str, pa.DataType]:
+    """The synthetic Object columns a file may map besides the roles: name -> type."""
+    return {f.name: f.type for f in object_schema(0) if f.name not in NAMES.values()}
+
+
+def query_columns(names) -> dict[str, list[str]]:
+    """The optional Object columns each query of ``names`` reads (its SQL in resources/queries)."""
+    out = {}
+    for q in names:
+        text = resource("queries", f"{q}.sql").read_text()
+        out[q] = [c for c in optional_columns() if re.search(rf"\b{c}\b", text)]
+    return out
+
+
+@dataclass
+class Footprint:
+    """Where the file's rows lie: ra from ``ra0`` eastward, dec around ``dec_centre``; the
+    local patch's ``width`` x ``height`` (degrees, every local position strictly inside)."""
+
+    ra0: float
+    dec_centre: float
+    width: float
+    height: float
+
+    def local(self, ra, dec):
+        d = dec - self.dec_centre
+        return np.mod(ra - self.ra0, 360.0) * np.cos(np.radians(dec)) / np.cos(np.radians(d)), d
+
+
+def footprint(ra: np.ndarray, dec: np.ndarray, first: Path) -> Footprint:
+    u = np.unique(ra)
+    k = int(np.argmax(np.diff(np.r_[u, u[0] + 360.0])))   # the widest gap, across 0/360 too
+    lo, hi = float(dec.min()), float(dec.max())
+    fp = Footprint(float(u[(k + 1) % len(u)]), (lo + hi) / 2, 0.0, hi - lo)
+    fp.width = float(fp.local(ra, dec)[0].max())
+    where = (f"config key '{KEY}.paths' ({first}...): the patch's rows lie in ra {fp.ra0:g}.."
+             f"{(fp.ra0 + float(np.mod(ra - fp.ra0, 360.0).max())) % 360:g}, dec {lo:g}..{hi:g}")
+    if fp.width <= 0 or fp.height <= 0:
+        raise SourceError(f"{where}: a line or a point, no area to duplicate; a patch needs rows spread in ra and dec")
+    if fp.width >= 360.0:
+        raise SourceError(f"{where}: moved to the equator it is {fp.width:.1f} deg wide, over 360 (a patch around "
+                          "a pole with every ra); give a patch that does not reach so far in ra and dec")
+    fp.width, fp.height = fp.width * (1 + 2**-40), fp.height * (1 + 2**-40)   # half-open: every row inside
+    return fp
+
+
+@dataclass
+class FileRows:
+    """Every file's rows, checked: the roles, the other kept columns, each file's record."""
+
+    ids: np.ndarray
+    ra: np.ndarray
+    dec: np.ndarray
+    other: pa.Table           # mapped optional columns (catbench's names, types), then carried ones
+    files: list[dict]
+    footprint: Footprint
+
+
+def _read_table(src: Source, role_names: list[str]) -> pa.Table:
+    if src.format == "parquet":
+        try:
+            return pq.ParquetFile(src.path).read()
+        except (OSError, pa.ArrowException) as exc:
+            raise SourceError(f"{src.path}: not a readable Parquet file ({exc})") from None
+    conv = pcsv.ConvertOptions(column_types={n: pa.string() for n in role_names}, strings_can_be_null=True)
+    try:   # the roles as text: checked() names a bad value's row
+        return pcsv.read_csv(src.path, parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
+    except pa.ArrowInvalid as exc:
+        raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
+
+
+def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
+    """The mapped optional columns (renamed, cast) and the carried ones of one file."""
+    cols, optional = section["columns"], optional_columns()
+    unknown = [k for k in cols if k not in ROLES and k not in optional]
+    if unknown:
+        raise SourceError(f"config key '{KEY}.columns.{unknown[0]}': not a column catbench reads; it maps "
+                          f"{', '.join([*ROLES, *optional])}")
+    names = set(table.column_names)
+    for name in section["drop"]:
+        if name not in names:
+            raise SourceError(f"config key '{KEY}.drop': {src.path} has no column {name!r}")
+    out, fields = [], []
+    for name, to in optional.items():
+        if name not in cols:
+            continue
+        if cols[name] not in names:
+            raise SourceError(f"{src.path}: no column {cols[name]!r} ({KEY}.columns.{name})")
+        arr = table.column(cols[name])
+        if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
+            raise SourceError(f"{src.path}: column {cols[name]!r} ({KEY}.columns.{name}) is {arr.type}, "
+                              "expected a numeric type")
+        out.append(pc.cast(arr, to, safe=False))
+        fields.append(pa.field(name, to))
+    taken = set(cols.values()) | set(section["drop"])
+    ours = {*NAMES.values(), *optional, *RESERVED}
+    for f in table.schema:
+        if f.name in taken:
+            continue
+        if f.name in ours:
+            raise SourceError(f"{src.path}: column {f.name!r} has the name of catbench's own column; map it "
+                              f"({KEY}.columns) or leave it out ({KEY}.drop)")
+        to = WIDER.get(f.type, f.type)
+        if to not in CARRIED:
+            raise SourceError(f"{src.path}: column {f.name!r} is {f.type}; the chunk tables carry integers, floats "
+                              f"and booleans: leave it out ({KEY}.drop) or map it ({KEY}.columns)")
+        out.append(pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name))
+        fields.append(pa.field(f.name, to))
+    return pa.Table.from_arrays(out, schema=pa.schema(fields))
+
+
+def read_rows(section: dict, srcs: list[Source]) -> FileRows:
+    """Read and check every row of the patch files: refused naming the file, the column and
+    the row (a CSV's line too) on the index input's rules, duplicates across files included."""
+    roles = {r: section["columns"][r] for r in ROLES}
+    for src in srcs:   # every file's columns before any row is read
+        check_columns(src, roles, KEY)
+    parts, others, files, first = [], [], [], 0
+    for src in srcs:
+        before = src.path.stat()
+        table = _read_table(src, list(roles.values()))
+        batch = table.select(list(dict.fromkeys(roles.values()))).combine_chunks().to_batches()
+        got = [checked(b, Place(src, first_b + 1, roles, KEY))
+               for b, first_b in zip(batch, np.cumsum([0] + [b.num_rows for b in batch]))] if batch else []
+        parts += got
+        other = _others(table, src, section)
+        if others and other.schema != others[0].schema:
+            raise SourceError(f"{src.path}: its other columns {other.schema.names} (types "
+                              f"{[str(t) for t in other.schema.types]}) differ from {srcs[0].path}'s "
+                              f"{others[0].schema.names} ({[str(t) for t in others[0].schema.types]})")
+        others.append(other)
+        files.append(file_record(src, before, table.num_rows))
+        first += table.num_rows
+    if not first:
+        raise SourceError(f"config key '{KEY}.paths': its {len(srcs)} file(s) hold no rows (the first: {srcs[0].path})")
+    ids, ra, dec = (np.concatenate([p[k] for p in parts]) for k in range(3))
+    _no_duplicates(ids, files, roles["objectId"])
+    return FileRows(ids, ra, dec, pa.concat_tables(others), files, footprint(ra, dec, srcs[0].path))
+
+
+def _no_duplicates(ids: np.ndarray, files: list[dict], column: str):
+    order = np.argsort(ids, kind="stable")
+    same = np.flatnonzero(ids[order][1:] == ids[order][:-1])
+    if len(same):
+        rows = order[np.r_[same, same + 1]]
+        firsts = {}
+        for o in sorted(rows.tolist()):   # the repeated id met first, and its next row
+            firsts.setdefault(int(ids[o]), []).append(o)
+        key, where = min(firsts.items(), key=lambda kv: kv[1][0])
+        raise SourceError(duplicate_message(key, where[:2], len(np.unique(ids[order][same])), files, column, KEY))
+
+
+def build_patch(cfg: dict, rows: FileRows) -> tuple[Patch, np.ndarray]:
+    """The base patch of the file's rows (local ids, equator positions, Sources) and the
+    file's ids by local id - 1."""
+    cat, n = cfg["catalog"], len(rows.ids)
+    rng = np.random.default_rng([int(cfg["seed"]), 2])
+    order = (np.arange(n) if cat["density"]["model"] == "uniform"   # thinned copies: a random sample
+             else np.random.default_rng([int(cfg["seed"]), 31]).permutation(n))
+    ra, dec = rows.footprint.local(rows.ra[order], rows.dec[order])
+    own, other = rows.ids[order], rows.other.take(pa.array(order))
+    local = rng.permutation(n).astype(np.int64) + 1
+    flux = true_fluxes(rng, n)
+    for k, b in enumerate(BANDS):   # a mapped band flux, where it is a number, is the Sources' flux
+        if f"{b}Flux_PS" in other.column_names:
+            given = numpy(pc.fill_null(pc.cast(other.column(f"{b}Flux_PS"), pa.float64()), np.nan))
+            flux[:, k] = np.where(np.isfinite(given), given, flux[:, k])
+    head = pa.table({"objectId": local, "ra_PS": ra, "decl_PS": dec},
+                    schema=pa.schema([pa.field(c, t, nullable=False) for c, t in
+                                      (("objectId", pa.int64()), ("ra_PS", pa.float64()), ("decl_PS", pa.float64()))]))
+    objects = pa.Table.from_arrays([*head.columns, *other.columns], schema=pa.schema([*head.schema, *other.schema]))
+    by_local = np.empty(n, np.int64)
+    by_local[local - 1] = own
+    return Patch(objects, make_sources(rng, cat, local, ra, dec, flux)), by_local
+
+
+def write_record(rows: FileRows, section: dict, path):
+    """files.json: each file's path, format, bytes, mtime, CRC-32 and rows, the column map
+    and the footprint (the provenance reads it)."""
+    doc = {"rows": len(rows.ids), "columns": section["columns"], "drop": section["drop"],
+           "footprint": vars(rows.footprint), "files": rows.files}
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def check_unchanged(cfg: dict, rows: FileRows):
+    """The job's rows are those the workflow laid the catalog out from (a file changed
+    between the two would give copies that overlap or leave gaps)."""
+    p, fp = cfg["catalog"]["patch"], rows.footprint
+    if (p["objects"], p["ra_width_deg"], p["dec_height_deg"]) != (len(rows.ids), fp.width, fp.height):
+        raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them "
+                          f"({len(rows.ids)} rows, {fp.width:g} x {fp.height:g} deg now; {p['objects']} rows, "
+                          f"{p['ra_width_deg']:g} x {p['dec_height_deg']:g} deg then); run the workflow again")
+
+
+def resolve(cfg: dict) -> dict:
+    """``cfg`` with the patch file's rows and extent in catalog.patch (objects,
+    ra_width_deg, dec_height_deg), every row checked; the config unchanged without a file.
+    Refused (ConfigError) before any work: a bad file, a query of the run reading a column
+    the file does not map, ids of ``id_layout: source`` over BIGINT."""
+    section = cfg["catalog"]["patch"]["file"]
+    if not section["paths"]:
+        return cfg
+    if cfg["index"]["source"] == "file":
+        raise ConfigError(f"config key '{KEY}.paths': index.source: file builds no catalog, so the patch would "
+                          "not be read; remove the paths or set index.source: partition")
+    if cfg["index"]["source"] == "generate":
+        raise ConfigError(f"config key 'index.source': generate makes its own patch; with {KEY} use partition "
+                          "(or index.source: file for the index study on the ids alone)")
+    if "queries" in cfg["stages"]:
+        for q, needs in query_columns(cfg["queries"]["queries"]).items():
+            missing = [c for c in needs if c not in section["columns"]]
+            if missing:
+                raise ConfigError(f"config key '{KEY}.columns': query {q} reads column {missing[0]}, which is not "
+                                  f"mapped; map it to your file's column ({KEY}.columns.{missing[0]}: <name>) or "
+                                  f"leave {q} out of queries.queries")
+    try:
+        rows = read_rows(section, sources(section, key=KEY))
+    except SourceError as exc:
+        raise ConfigError(str(exc)) from None
+    out = copy.deepcopy(cfg)
+    out["catalog"]["patch"].update(objects=len(rows.ids), ra_width_deg=rows.footprint.width,
+                                   dec_height_deg=rows.footprint.height)
+    if out["catalog"]["id_layout"] == "source" and n_places(out["catalog"]) <= MAX_COPIES:  # else refused anyway
+        problem = source_bits(int(rows.ids.max()), n_copies(out["catalog"]))[1]
+        if problem:
+            raise ConfigError(problem)
+    return out
