@@ -16,6 +16,7 @@ from catbench.core.files import write_parquet
 from catbench.core.layout import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
+from catbench.prepare import staging as staging_mod
 from catbench.prepare.chunker import Chunker, CoordinateError
 from catbench.prepare.ids import IdLayout
 
@@ -335,7 +336,7 @@ def test_a_chunk_bigger_than_the_bound_partitions_the_same_with_rows_held_bounde
 
 def test_the_map_records_the_bound_for_the_reduce(run):
     staging = sorted((run["root"] / "staging").glob("part-*"))
-    assert part_mod._recorded_bound(staging) == run["cfg"]["partition"]["max_rows_per_group"]
+    assert staging_mod.recorded_bound(staging) == run["cfg"]["partition"]["max_rows_per_group"]
 
 
 def test_reduce_needs_the_catalog_part_of_every_staging_dir(run, tmp_path):
@@ -389,10 +390,10 @@ def test_index_files_capped_by_rows_and_split_across_parts(tmp_path):
     for k, ids in enumerate(([5, 9], [], [7, 1, 3], [2, 8])):
         d = tmp_path / f"st{k}"
         d.mkdir()
-        part_mod._write_table(pa.table({"objectId": pa.array(ids, pa.int64()),
+        staging_mod.write_table(pa.table({"objectId": pa.array(ids, pa.int64()),
                                         "chunkId": pa.array([k] * len(ids), pa.int32()),
                                         "subChunkId": pa.array([10 + k] * len(ids), pa.int32())}),
-                              d / part_mod.INDEX_STAGING)
+                              d / staging_mod.INDEX)
         dirs.append(d)
     r = part_mod.write_index_input(dirs, 20, tmp_path / "a", tmp_path / "b")
     assert r == {"files": 7, "rows": 7}
@@ -480,7 +481,7 @@ def test_a_map_job_of_several_parts_writes_each_part_s_staging(run, tmp_path):
     for k, (o, _) in enumerate(run["parts"]):
         mine, ref = tmp_path / o.stem, run["root"] / f"staging/part-{k:05d}"
         for name in ("Object", "ObjectOverlap", "Source", "index"):
-            assert part_mod._read_table(mine / f"{name}.arrow").equals(part_mod._read_table(ref / f"{name}.arrow"))
+            assert staging_mod.read_table(mine / f"{name}.arrow").equals(staging_mod.read_table(ref / f"{name}.arrow"))
     with pytest.raises(ValueError, match="same file name"):
         part_mod.map_parts(run["cfg"], [run["parts"][0]] * 2, tmp_path / "twice", GROUPS)
 

@@ -18,7 +18,6 @@ See partition.md.
 
 from __future__ import annotations
 
-import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,6 +35,7 @@ from ..core.index_input import write_manifest
 from ..core.layout import copy_layout
 from .arrays import lpad, numpy, table, take
 from .catalog import VARYING
+from . import staging
 from .chunker import Chunker
 from .chunkfiles import ROW_GROUP, ChunkFiles, in_range, passes, slices
 from .rowtext import PartText, column_text, copy_rows, formatted, join, patch_rows, repeat
@@ -46,8 +46,6 @@ TABLES = ("Object", "ObjectOverlap", "Source")
 KEY_WIDTH = 28  # the char28 variant's CHAR(28) source_id
 LOCATION = ("chunkId", "subChunkId")
 FORMATS = ("tsv", "parquet")  # of the chunk files; config partition.formats
-MAX_ROWS_KEY = b"catbench.max_rows_per_group"  # the reduce's bound, from the map's staging
-GROUPS_KEY = b"catbench.groups"  # the group of each record batch of a staging file
 
 
 def chunker_from(cfg: dict) -> Chunker:
@@ -113,45 +111,6 @@ def _chunk_rank(group_of: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _write_locations(rows, chunk_id, sub_id, group, rank, path, max_rows=None):
-    """Staging file of one table: (row, chunkId, subChunkId) sorted by (group, chunkId,
-    row), one record batch per group, so a reduce job maps only its own; with the
-    reduce's bound ``max_rows`` (``partition.max_rows_per_group``) in its metadata. Arrow
-    IPC, uncompressed: 16 bytes a row against Parquet's ~2, but written and read as
-    they are (encoding them as Parquet was a quarter of a map job's CPU)."""
-    # One stable sort on (group, chunk): rows come in generation order, in runs per chunk.
-    order = np.argsort(rank[chunk_id], kind="stable")
-    g = group[order]
-    t = table({"row": rows[order].astype(np.int64), "chunkId": chunk_id[order].astype(np.int32),
-               "subChunkId": sub_id[order].astype(np.int32)})
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.zeros(0, np.int64)
-    meta = {GROUPS_KEY: json.dumps(g[starts].tolist())}
-    if max_rows is not None:
-        meta[MAX_ROWS_KEY] = str(int(max_rows))
-    schema = t.schema.with_metadata(meta)
-    with atomic_path(path) as tmp, pa.ipc.new_file(str(tmp), schema) as w:
-        for a, b in zip(starts.tolist(), np.r_[starts[1:], len(g)].tolist()):
-            w.write_batch(t.slice(a, b - a).combine_chunks().to_batches()[0])
-
-
-def _staging(path) -> tuple[pa.ipc.RecordBatchFileReader, list[int]]:
-    """A staging file (memory-mapped) and the group of each of its record batches."""
-    reader = _open_staging(path)
-    try:
-        return reader, json.loads((reader.schema.metadata or {})[GROUPS_KEY])
-    except (KeyError, ValueError) as e:
-        raise ValueError(f"{path}: a staging file without its groups ({e!r}); re-run the "
-                         f"partition map job that writes it") from e
-
-
-def _open_staging(path) -> pa.ipc.RecordBatchFileReader:
-    try:
-        return pa.ipc.open_file(pa.memory_map(str(path)))
-    except (pa.ArrowException, OSError) as e:
-        raise ValueError(f"{path}: not a readable staging file ({e}); re-run the partition "
-                         f"map job that writes it") from e
-
-
 def map_parts(cfg: dict, parts, out_dir, groups: int, threads: int = 1) -> dict:
     """Locate catalog parts, (Object, Source) file pairs, ``threads`` at a time (a map
     job holds that many parts at once; numpy and pyarrow release the GIL) and write each
@@ -189,9 +148,8 @@ def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Pa
     chunk_id, sub_id, ov_rows, ov_chunk, ov_sub = chunker.locate_with_overlap(
         ra, dec, where=str(object_path))
     oid = numpy(obj["objectId"])
-    # Staging, read once: snappy was 6% of a map job and saved little on random ids.
-    _write_table(table({"objectId": oid, "chunkId": chunk_id, "subChunkId": sub_id}),
-                 out / INDEX_STAGING)
+    staging.write_table(table({"objectId": oid, "chunkId": chunk_id, "subChunkId": sub_id}),
+                        out / staging.INDEX)
 
     # Sources take their Object's location (child table, no overlap).
     s_oid = numpy(read_parquet(source_path, columns=["objectId"])["objectId"])
@@ -211,17 +169,8 @@ def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Pa
     for name, loc in (("Object", (np.arange(n_obj), chunk_id, sub_id, obj_group)),
                       ("ObjectOverlap", (ov_rows, ov_chunk, ov_sub, group_of[ov_chunk])),
                       ("Source", (np.arange(n_src), chunk_id[pos], sub_id[pos], obj_group[pos]))):
-        _write_locations(*loc, rank, out / f"{name}.arrow", max_rows if name == "Object" else None)
+        staging.write_locations(*loc, rank, out / f"{name}.arrow", max_rows if name == "Object" else None)
     return {"objects": n_obj, "sources": n_src, "overlap_rows": len(ov_rows)}
-
-
-def _group_rows(path, group: int, columns=None) -> pa.Table | None:
-    """The rows of ``group`` in one staging file (a record batch per group)."""
-    reader, groups = _staging(path)
-    if group not in groups:
-        return None
-    t = pa.Table.from_batches([reader.get_batch(groups.index(group))])
-    return t.select(columns) if columns else t
 
 
 def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
@@ -267,7 +216,7 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
     tsv = "tsv" in formats
     files = ChunkFiles(chunks_dir, formats, row_group)
     complete, counts = _complete_after(staging_dirs, group)
-    max_rows = _recorded_bound(staging_dirs) if max_rows is None else int(max_rows)
+    max_rows = staging.recorded_bound(staging_dirs) if max_rows is None else int(max_rows)
     runs = passes(counts, max_rows)
     shared_rows = [SharedRows(p, kind) for p, kind in zip(patches, ("Object", "Source"))] \
         if patches else [None, None]
@@ -280,7 +229,7 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             for only in [(name,) for name in TABLES] if big else [TABLES]:
                 size = max(1, step - (row_group - 1)) if big else step
                 for k, (d, parquets) in enumerate(zip(staging_dirs, catalog_parts)):
-                    locs = {name: in_range(_group_rows(Path(d) / f"{name}.arrow", group), first, last)
+                    locs = {name: in_range(staging.group_rows(Path(d) / f"{name}.arrow", group), first, last)
                             for name in only}
                     # Object and its overlap come from the same file: decode its row groups once.
                     for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
@@ -325,7 +274,7 @@ def _complete_after(staging_dirs, group: int) -> tuple[dict[int, list], dict[int
     last, counts = {}, {}
     for k, d in enumerate(staging_dirs):
         for name in TABLES:
-            loc = _group_rows(Path(d) / f"{name}.arrow", group, ["chunkId"])
+            loc = staging.group_rows(Path(d) / f"{name}.arrow", group, ["chunkId"])
             if loc is not None:
                 ids, n = np.unique(numpy(loc["chunkId"]), return_counts=True)
                 last.update({(name, c): k for c in ids.tolist()})
@@ -335,14 +284,6 @@ def _complete_after(staging_dirs, group: int) -> tuple[dict[int, list], dict[int
     for key, k in last.items():
         out.setdefault(k, []).append(key)
     return out, counts
-
-
-def _recorded_bound(staging_dirs) -> int | None:
-    """``partition.max_rows_per_group`` as the map recorded it (None: not recorded)."""
-    if not staging_dirs:
-        return None
-    meta = _staging(Path(staging_dirs[0]) / "Object.arrow")[0].schema.metadata or {}
-    return int(meta[MAX_ROWS_KEY]) if MAX_ROWS_KEY in meta else None
 
 
 # Rows whose lines are made at once: bounds the text's memory. 64k rather than 256k: a
@@ -452,7 +393,7 @@ def _located_schema(objects_path) -> pa.Schema:
 def write_index_input(staging_dirs, n_files: int, out_numeric, out_char) -> dict:
     """Split (key, chunkId, subChunkId) in generation order into ``n_files`` TSV files,
     once with the numeric objectId key and once zero-padded to CHAR(28)."""
-    counts = [_read_table(Path(d) / INDEX_STAGING).num_rows for d in staging_dirs]
+    counts = [staging.read_table(Path(d) / staging.INDEX).num_rows for d in staging_dirs]
     total = sum(counts)
     if total == 0:
         raise ValueError("the catalog has no objects: nothing to write to the index input")
@@ -464,7 +405,7 @@ def write_index_input(staging_dirs, n_files: int, out_numeric, out_char) -> dict
     k, written, pending = 0, 0, []
     manifests: dict[Path, dict] = {out_numeric: {}, out_char: {}}
     for d in staging_dirs:
-        pending.append(_read_table(Path(d) / INDEX_STAGING))
+        pending.append(staging.read_table(Path(d) / staging.INDEX))
         buf = pa.concat_tables(pending)
         # Emit every file that is complete with what has been read so far.
         while k < n_files and written + buf.num_rows >= bounds[k + 1]:
@@ -475,19 +416,6 @@ def write_index_input(staging_dirs, n_files: int, out_numeric, out_char) -> dict
     for folder, files in manifests.items():  # last: its presence says the input is whole
         write_manifest(folder, files, total)
     return {"files": n_files, "rows": total}
-
-
-INDEX_STAGING = "index.arrow"   # a part's (objectId, chunkId, subChunkId), generation order
-
-
-def _write_table(t: pa.Table, path) -> None:
-    with atomic_path(path) as tmp, pa.ipc.new_file(str(tmp), t.schema) as w:
-        w.write_table(t)
-
-
-def _read_table(path) -> pa.Table:
-    """A staging file whole (memory-mapped, no copy)."""
-    return _open_staging(path).read_all()
 
 
 def _text_bytes(text: pa.Array) -> int:
