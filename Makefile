@@ -79,7 +79,7 @@ bench-own-ids: $(STAMP)
 # bandwidth. The table goes to results/bench-partition/partition.md.
 bench-partition: $(STAMP)
 	python workflow/scripts/bench_partition.py --config config/bench-partition.yaml \
-		$(if $(PEER),--peer $(PEER)) --out results/bench-partition
+		--galactic $(if $(PEER),--peer $(PEER)) --out results/bench-partition
 
 # The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
 # $(LADDER)'s ladder (configs written to results/<run>-rungs/), the 10^8-row run itself, and

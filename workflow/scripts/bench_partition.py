@@ -34,6 +34,7 @@ from catbench.core.config import load as load_config
 
 REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
 FORMATS = {"tsv": "[tsv]", "tsv+parquet": "[tsv, parquet]"}
+GALACTIC = "tsv, galactic sky"
 
 
 def sh(cmd: list[str], **kw) -> str:
@@ -43,15 +44,16 @@ def sh(cmd: list[str], **kw) -> str:
 class Target:
     """One target's run: results/<run>-<target> links to a folder on that target."""
 
-    def __init__(self, args, cfg: dict, name: str):
-        self.args, self.cfg, self.name = args, cfg, name
-        self.run = f"{cfg['run']}-{name}"
+    def __init__(self, args, cfg: dict, name: str, sky: str = "uniform"):
+        self.args, self.cfg, self.name, self.sky = args, cfg, name, sky
+        self.run = f"{cfg['run']}-{name}" + ("" if sky == "uniform" else f"-{sky}")
         self.dir = Path(cfg["targets"][name]["path"]).expanduser() / self.run
         self.link = Path("results") / self.run
 
     def snakemake(self, formats: str, *extra: str) -> str:
         return sh(["snakemake", "--cores", str(self.args.cores), "--configfile", self.args.config,
-                   "--config", f"run={self.run}", f"partition={{formats: {formats}}}", *extra,
+                   "--config", f"run={self.run}", f"partition={{formats: {formats}}}",
+                   f"catalog={{density: {{model: {self.sky}}}}}", *extra,
                    "--", "partition"])
 
     def prepare(self) -> None:
@@ -59,8 +61,11 @@ class Target:
         if self.link.is_symlink() or not self.link.exists():
             self.link.unlink(missing_ok=True)
             self.link.symlink_to(self.dir.resolve(), target_is_directory=True)
-        print(f"{self.name}: catalog and one partition through Snakemake in {self.dir}", flush=True)
-        self.snakemake(FORMATS["tsv+parquet"])
+        print(f"{self.name}, {self.sky} sky: catalog and one partition through Snakemake in "
+              f"{self.dir}", flush=True)
+        self.snakemake(FORMATS["tsv"])
+        self.tsv_bytes = output_bytes(self)
+        self.clean_catbench()
 
     def commands(self, formats: str) -> tuple[list[str], list[str]]:
         """The map and the reduce commands, as the rules run them."""
@@ -127,17 +132,22 @@ def timed(script: str) -> dict:
             "rss_gib": ru.ru_maxrss / 2**20}
 
 
-def series(target: Target, peer: bool) -> dict[str, list[dict]]:
-    """Rounds of (catbench TSV, peer, catbench TSV + Parquet), after one warm-up round."""
+def series(target: Target, peer: bool, galactic: Target | None) -> dict[str, list[dict]]:
+    """Rounds of (catbench TSV, peer, catbench TSV + Parquet[, TSV of the galactic sky]),
+    after one warm-up round."""
     runs = {name: (target.catbench_script(f), target.clean_catbench) for name, f in FORMATS.items()}
     if peer:
         runs = {"tsv": runs["tsv"], "peer": (target.peer_script(), target.clean_peer),
                 "tsv+parquet": runs["tsv+parquet"]}
+    if galactic:
+        runs[GALACTIC] = (galactic.catbench_script(FORMATS["tsv"]), galactic.clean_catbench)
     out: dict[str, list[dict]] = {name: [] for name in runs}
     for k in range(target.args.pairs + 1):
         for name, (script, clean) in runs.items():
             clean()
             fig = timed(script)
+            if k < target.args.pairs or name not in ("peer", "tsv+parquet"):
+                clean()     # the last round's are compared (mismatches); the rest take room
             if k:
                 out[name].append(fig)
                 print(f"{target.name} round {k} {name}: {fig['cpu']:.2f} CPU-s {fig['wall']:.2f} s",
@@ -197,21 +207,51 @@ def summary(figs: list[dict], key: str) -> str:
 
 
 def table(target: Target, result: dict) -> list[str]:
-    rows = result["objects"]
     head = ["| tool (n={}) | CPU-s | sys s | wall s | peak RSS GiB | M Objects/s |".format(
         target.args.pairs), "|---|---:|---:|---:|---:|---:|"]
     for name, figs in result["runs"].items():
         wall = statistics.median(f["wall"] for f in figs)
+        rows = result["objects_galactic" if name == GALACTIC else "objects"]
         head.append(f"| {name} | {summary(figs, 'cpu')} | {summary(figs, 'sys')} | "
                     f"{summary(figs, 'wall')} | {summary(figs, 'rss_gib')} | {rows / wall / 1e6:.2f} |")
-    if "peer" in result["runs"]:
-        head += ["", "| ratio to the peer, same round | CPU | wall |", "|---|---:|---:|"]
-        peer = result["runs"]["peer"]
-        for name in FORMATS:
-            r = {k: [a[k] / b[k] for a, b in zip(result["runs"][name], peer)] for k in ("cpu", "wall")}
-            head.append(f"| {name} ÷ peer | " + " | ".join(
-                f"**{statistics.median(v):.2f}** [{min(v):.2f}–{max(v):.2f}]" for v in r.values()) + " |")
+    pairs = [(name, "peer") for name in FORMATS if "peer" in result["runs"]]
+    if GALACTIC in result["runs"]:
+        pairs.append((GALACTIC, "tsv"))
+    if pairs:
+        head += ["", "| ratio, same round | CPU | wall |", "|---|---:|---:|"]
+    for a_name, b_name in pairs:
+        a_runs, b_runs = result["runs"][a_name], result["runs"][b_name]
+        r = {k: [a[k] / b[k] for a, b in zip(a_runs, b_runs)] for k in ("cpu", "wall")}
+        if a_name == GALACTIC:  # per row: the two skies' catalogs differ a little in rows
+            r = {k: [v * result["objects"] / result["objects_galactic"] for v in r[k]] for k in r}
+        head.append(f"| {a_name} ÷ {b_name}{' (per row)' if a_name == GALACTIC else ''} | " + " | ".join(
+            f"**{statistics.median(v):.2f}** [{min(v):.2f}–{max(v):.2f}]" for v in r.values()) + " |")
     return head
+
+
+def room(target: Target) -> None:
+    """Refuse a target without room for the series: the catalog's TSV about three times
+    (catbench's TSV and Parquet, the peer's TSV, the peer's input)."""
+    need = 3 * target.tsv_bytes
+    free = shutil.disk_usage(target.dir).free
+    if free < need:
+        raise SystemExit(f"{target.dir}: {free / 1e9:.1f} GB free, the series needs about "
+                         f"{need / 1e9:.1f} GB; free some, or leave this target out (--targets)")
+    rounds = target.args.pairs + 1
+    print(f"{target.name}: {objects(target):,} Objects, {rounds} rounds of 3-4 runs of ~5 s: "
+          f"about {rounds * 4 * 8 / 60:.0f} min", flush=True)
+
+
+def on_tmpfs(path: Path) -> bool:
+    mounts = [line.split()[1:3] for line in open("/proc/mounts")]
+    fs = max((m for m in mounts if str(path.resolve()).startswith(m[0].rstrip("/") + "/")),
+             key=lambda m: len(m[0]), default=[None, None])[1]
+    return fs == "tmpfs"
+
+
+def objects(target: Target) -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows
+               for p in (target.link / "catalog" / "Object").glob("part-*.parquet"))
 
 
 def machine() -> str:
@@ -229,11 +269,29 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=6)
     ap.add_argument("--cores", type=int, default=os.cpu_count())
     ap.add_argument("--targets", nargs="+", default=["tmpfs", "disk"])
+    ap.add_argument("--galactic", action="store_true",
+                    help="also the galactic sky's catalog, TSV, against the uniform one's")
+    ap.add_argument("--page-reporting", choices=["as-is", "off"], default="as-is",
+                    help="off: turn the VM's free page reporting off for the series (root), "
+                         "then back")
     ap.add_argument("--out", default="results/bench-partition")
     args = ap.parse_args()
     if args.peer and not os.access(args.peer, os.X_OK):
         raise SystemExit(f"--peer {args.peer}: not an executable file")
     cfg = load_config(args.config)
+    before = REPORTING.read_text().strip() if REPORTING.exists() else None
+    if args.page_reporting == "off":
+        if before is None:
+            raise SystemExit(f"--page-reporting off: {REPORTING} does not exist on this machine")
+        REPORTING.write_text("11")
+    try:
+        run_all(args, cfg)
+    finally:
+        if before is not None and args.page_reporting == "off":
+            REPORTING.write_text(before)
+
+
+def run_all(args, cfg: dict) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = [f"# The partition stage{' against ' + Path(args.peer).name if args.peer else ''}", "",
@@ -242,13 +300,23 @@ def main() -> None:
     for name in args.targets:
         target = Target(args, cfg, name)
         target.prepare()
-        res = {"runs": series(target, bool(args.peer)), "bandwidth": bandwidth(target.dir)}
-        res["objects"] = sum(pq.ParquetFile(p).metadata.num_rows
-                             for p in (target.link / "catalog" / "Object").glob("part-*.parquet"))
+        galactic = Target(args, cfg, name, "galactic") if args.galactic else None
+        if galactic:
+            galactic.prepare()
+        room(target)
+        res = {"runs": series(target, bool(args.peer), galactic), "bandwidth": bandwidth(target.dir),
+               "objects": objects(target), "objects_galactic": objects(galactic) if galactic else None}
         res["bytes"] = output_bytes(target)     # of the last run: TSV + Parquet
         if args.peer:
             res["mismatches"] = mismatches(target)
         results[name] = res
+        for t in (target, galactic):
+            if t and on_tmpfs(t.dir):    # memory: its catalog is made again in a minute
+                shutil.rmtree(t.dir)
+                t.link.unlink()
+            elif t:
+                t.clean_catbench()
+                t.clean_peer()
         report += [f"## {name} ({target.dir})", "", *table(target, res), "", _limits(res), ""]
         if args.peer:
             m = res["mismatches"]
