@@ -126,4 +126,4 @@ def test_folders_hold_at_most_a_dozen_modules():
 def test_the_graph_sees_function_local_imports(tmp_path):
     # the checker itself: a local import must count, or cycles could hide behind one
     graph = import_graph()
-    assert "catbench.core.index_table" in graph["catbench.load.strategies"]
+    assert "catbench.core.index.table" in graph["catbench.load.strategies"]

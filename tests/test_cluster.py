@@ -21,7 +21,7 @@ from pathlib import Path
 import indexinput
 import psutil
 import pytest
-from catbench.core.config import ConfigError
+from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
 from catbench.restart.cluster.run import run_cluster
 
@@ -262,8 +262,8 @@ def test_sigterm_during_the_sst_stops_every_node_and_helper(tmp_path):
 def test_wsrep_options_stay_catbench_own(tmp_path):
     # the user's settings may not touch Galera or the ports; catbench's own options go in
     # as the server's trusted internal options, after the user's, [sst] as a group of its own
-    from catbench.core.config import validate
-    from catbench.core.server import Server
+    from catbench.core.infra.config import validate
+    from catbench.core.server.process import Server
     with pytest.raises(ConfigError, match=r"config key 'cluster.settings.wsrep_provider_options'"):
         validate({**yaml_config(), "cluster": {"settings": {"wsrep_provider_options": "gmcast.listen_addr=0"}}})
     srv = Server("n", tmp_path / "n", {"innodb_buffer_pool_size": "64M"},

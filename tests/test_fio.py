@@ -69,7 +69,7 @@ def test_a_test_repeats_as_its_pilot_asks_up_to_the_maximum(tmp_path):
     """fio.max_repetitions: the first fio.repetitions runs are a pilot whose spread sets how
     many follow (at least fio.repetitions, at most the maximum in all); the runs after the
     pilot are the figure's rows (n per figure in the tables)."""
-    from catbench.core.jobs.repeat import Repeats
+    from catbench.core.infra.jobs.repeat import Repeats
     from catbench.fio.bench import run_fio
     common = dict(tests=["seq-read"], repetitions=2)
     rows = run_fio("t", tmp_path / "a", "8M", 1, 2, tmp_path / "ja", **common,

@@ -9,8 +9,8 @@ from pathlib import Path
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_input import scan_file
-from catbench.core.index_table import (
+from catbench.core.index.input import scan_file
+from catbench.core.index.table import (
     DATABASE,
     VARIANTS,
     LoadError,
@@ -18,7 +18,7 @@ from catbench.core.index_table import (
     load_files,
     table_checksum,
 )
-from catbench.core.server import Server
+from catbench.core.server.process import Server
 from catbench.load.driver import run_load_index
 from catbench.load.measure import default_interval, interval_table, optimize_table
 
@@ -184,7 +184,7 @@ def test_crlf_is_named(tmp):
 def test_the_fast_scan_hands_numbers_it_cannot_copy_to_the_exact_one(tmp, name, line, at):
     """A leading or negative zero anywhere in a block: the checksum is that of the numbers
     the server reads (the exact scan's), never of the text (the fast path's)."""
-    from catbench.core.index_input import _scan_file_exact
+    from catbench.core.index.input import _scan_file_exact
     v = VARIANTS[name]
     lines = [f"{k + 1}\t{k}\t{k % 7}" for k in range(10)]
     lines[at] = line

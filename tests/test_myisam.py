@@ -9,11 +9,11 @@ import zlib
 from pathlib import Path
 
 import pytest
-from catbench.core.config import section
-from catbench.core.index_input import scan_file
-from catbench.core.index_table import DATABASE, ENGINES, get_variant, load_file
-from catbench.core.loaddata import LoadError
-from catbench.core.server import Server
+from catbench.core.infra.config import section
+from catbench.core.index.input import scan_file
+from catbench.core.index.table import DATABASE, ENGINES, get_variant, load_file
+from catbench.core.server.loaddata import LoadError
+from catbench.core.server.process import Server
 from catbench.load.driver import run_load_index
 from catbench.load.job import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key
@@ -141,7 +141,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
 
 def test_the_schema_and_the_workflow_take_every_engine_and_variant_of_the_registry():
     import yaml
-    from catbench.core.index_table import VARIANTS
+    from catbench.core.index.table import VARIANTS
     root = Path(__file__).resolve().parents[1]
     load = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())["properties"]["load"]
     assert load["properties"]["engines"]["items"]["enum"] == list(ENGINES)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.config import ConfigError, validate
+from catbench.core.infra.config import ConfigError, validate
 from faultkit import ENV, VENV_BIN
 from catbench.prepare import partition as part_mod
 from catbench.prepare.rowtext import TextWriter, column_text

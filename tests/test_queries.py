@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from catbench.cli.main import main as cli_main
-from catbench.core.config import validate
+from catbench.core.infra.config import validate
 from catbench.prepare import partition as part_mod
 from catbench.query import run as query_run
 from catbench.query.check import check_answers
@@ -172,7 +172,7 @@ def test_results_layout_and_figures(run):
     assert s["load"]["secondary_index"]["rows"] == run["objects"].num_rows
     assert s["concurrency"]["lv1_load"]["n"] > 0 and s["concurrency"]["hv2"]["n"] > 0
     assert s["stats"]["HV2"]["warm"]["p50_s"] > 0
-    # the server's data are gone (core.session removes a finished job's server directory)
+    # the server's data are gone (core.server.session removes a finished job's server directory)
     assert not (run["root"] / "target/catbench-queries/data").exists()
 
 
@@ -197,7 +197,7 @@ def test_altered_answer_is_named(run, tmp_path):
 
 @pytest.mark.server
 def test_server_section_reaches_the_session(run, tmp_path, monkeypatch):
-    """server.start_timeout_s (and the cold-run settings) reach core.session; a failing
+    """server.start_timeout_s (and the cold-run settings) reach core.server.session; a failing
     job leaves no output, not even a partial directory."""
     seen = {}
 
@@ -269,7 +269,7 @@ def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
 
 
 def test_settings_come_from_the_schema_with_overrides():
-    from catbench.core.config import defaults
+    from catbench.core.infra.config import defaults
     q = settings_of({}, repetitions=5, concurrency={"seconds": 2.0}, names=["LV1"])
     assert q["repetitions"] == 5 and q["queries"] == ["LV1"]
     assert q["concurrency"]["seconds"] == 2.0

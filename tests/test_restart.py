@@ -208,7 +208,7 @@ def test_cli_config_with_flag_overrides(tmp_path, capsys):
 
 
 def test_settings_and_job_memory_come_from_the_schema():
-    from catbench.core.config import ConfigError, defaults
+    from catbench.core.infra.config import ConfigError, defaults
     from catbench.restart.options import resolve, restart_job_mb
     rs, sv = resolve(None, None)
     assert rs == defaults("restart") and sv == defaults("server")

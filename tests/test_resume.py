@@ -14,7 +14,7 @@ from pathlib import Path
 import mysql.connector
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_input import scan_file
+from catbench.core.index.input import scan_file
 from catbench.load.driver import run_load_index
 from indexinput import scratch_root, write_files
 
@@ -61,7 +61,7 @@ def _input_checksum(files) -> tuple[int, int]:
 
 
 def _variant(name):
-    from catbench.core.index_table import get_variant
+    from catbench.core.index.table import get_variant
     return get_variant(name)
 
 

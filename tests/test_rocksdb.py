@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_table import ENGINES, LoadError
-from catbench.core.server import Server
-from catbench.core.server_tools import ServerError, plugin_options
+from catbench.core.index.table import ENGINES, LoadError
+from catbench.core.server.process import Server
+from catbench.core.server.tools import ServerError, plugin_options
 from catbench.load.comparison import write_not_run
 from catbench.load.driver import run_load_index
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_table import VARIANTS, LoadError
+from catbench.core.index.table import VARIANTS, LoadError
 from catbench.load.driver import run_load_index
 from catbench.load.job import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl

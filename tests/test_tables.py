@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from catbench.cli import report as cli_report
-from catbench.core.resources import resources_dir
+from catbench.core.infra.resources import resources_dir
 from catbench.report.tables import TABLES, MetricsError, collect, make_tables
 from catbench.restart.cluster.rows import LOAD_KEYS, ROW_KEYS
 
@@ -132,7 +132,7 @@ def write_cluster(run: Path, target: str, kind: str, answers: list, lost: int = 
 
 
 def write_isolation(job_dir: Path, target, alone=True, others=(), slurm=(), locks=()) -> None:
-    """``isolation.json`` beside a measuring job's results, as core/jobs/isolation.py writes it."""
+    """``isolation.json`` beside a measuring job's results, as core/infra/jobs/isolation.py writes it."""
     _json(job_dir / "isolation.json", {
         "host": "node1", "target": target, "slurm_job": None, "start": 1000.0, "slurm_exclusive": None,
         "end": 1010.5, "shared_locks": list(locks), "other_catbench_jobs": list(others),

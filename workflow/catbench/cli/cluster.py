@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import logging
 
-from ..core.config import ConfigError
-from ..core.index_input import list_input
-from ..core.index_table import VARIANTS, LoadError
-from ..core.server import ServerError
-from ..core.targets import TargetError
+from ..core.infra.config import ConfigError
+from ..core.index.input import list_input
+from ..core.index.table import VARIANTS, LoadError
+from ..core.server.process import ServerError
+from ..core.infra.targets import TargetError
 from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
 from .common import config_arg, guarded, measured, renamed_choice
 

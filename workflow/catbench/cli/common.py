@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 
-from ..core.jobs.isolation import measuring, write_record
+from ..core.infra.jobs.isolation import measuring, write_record
 
 log = logging.getLogger("catbench")
 _signals: list[int] = []
@@ -58,7 +58,7 @@ def guarded(func, expected: tuple, name: str):
 
 
 def measured(func, target_dir=lambda args: getattr(args, "path", None)):
-    """A sub-command that measures a target: it runs under ``core.jobs.isolation.measuring``
+    """A sub-command that measures a target: it runs under ``core.infra.jobs.isolation.measuring``
     (locks on the node and on ``target_dir(args)``, the target's run directory; watch for
     neighbours) and, when it succeeds, writes ``<out>/isolation.json`` saying whether it
     ran alone."""
@@ -74,9 +74,9 @@ def measured(func, target_dir=lambda args: getattr(args, "path", None)):
 
 def renamed_choice(option: str, choices):
     """argparse ``type`` of an option whose values were renamed: an old name
-    (``core.config.RENAMED``) becomes its new one, with a warning line naming the option."""
+    (``core.infra.config.RENAMED``) becomes its new one, with a warning line naming the option."""
     def convert(value: str) -> str:
-        from ..core.config import renamed   # jsonschema: only when such an option is given
+        from ..core.infra.config import renamed   # jsonschema: only when such an option is given
         return renamed(option, value, choices)
     return convert
 
@@ -97,8 +97,8 @@ def settings_arg(text: str | None) -> dict:
 
 def config_arg(text: str | None) -> dict:
     """--config: JSON text (what a rule passes its job) or a YAML/JSON file, read strictly
-    (core/config/yamlfile.py); {} when not given. A bad one is one line naming it (ConfigError)."""
-    from ..core.config import ConfigError, read_file
+    (core/infra/config/yamlfile.py); {} when not given. A bad one is one line naming it (ConfigError)."""
+    from ..core.infra.config import ConfigError, read_file
     if not text:
         return {}
     if not text.lstrip().startswith("{"):
@@ -119,7 +119,7 @@ def out_path(path: str | None, flag: str = "--out", directory: bool = False):
     import tempfile
     from pathlib import Path
 
-    from ..core.config import ConfigError
+    from ..core.infra.config import ConfigError
     if not path:
         return None
     p = Path(path)

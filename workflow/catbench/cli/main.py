@@ -12,8 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
-from ..core.files import atomic_path, read_parquet, write_parquet
-from ..core.metrics import JobTimer, Progress, setup_logging, summarise
+from ..core.infra.files import atomic_path, read_parquet, write_parquet
+from ..core.infra.metrics import JobTimer, Progress, setup_logging, summarise
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
 from ..prepare.ids import IdLayout
@@ -22,21 +22,21 @@ from .common import config_arg, interrupted, on_signal
 log = logging.getLogger("catbench")
 
 
-# core.config (jsonschema), core.targets (psutil) and load.comparison are imported by the
+# core.infra.config (jsonschema), core.infra.targets (psutil) and load.comparison are imported by the
 # commands that use them: a partition job starts 0.1 CPU-s faster (22 jobs at bench scale).
 
 
 def _config(text: str) -> dict:
     """--config takes a JSON object (the sections a rule gives its job) or a path to a
     YAML/JSON file (a user's config, over its ``base`` as the workflow reads it)."""
-    from ..core.config import load, validate
+    from ..core.infra.config import load, validate
     if text.lstrip().startswith("{"):
         return validate(config_arg(text), whole=False)
     return load(text)
 
 
 def cmd_validate(a):
-    from ..core.config import estimated_rows, n_groups
+    from ..core.infra.config import estimated_rows, n_groups
     cfg = _config(a.config)
     print(json.dumps({"run": cfg["run"], "copies": catalog_mod.n_copies(cfg["catalog"]),
                       "parts": len(catalog_mod.part_copies(cfg["catalog"])),
@@ -124,7 +124,7 @@ def cmd_index_merge(a):
 
 def cmd_index_read(a):
     """The index input from the user's own files (index.source: file; prepare/own_ids.py)."""
-    from ..core.files import sources
+    from ..core.infra.files import sources
     from ..prepare.own_ids import read_index, setup_from
     cfg = _config(a.config)
     setup = setup_from(cfg, sources(cfg["index"]["file"]), a.threads)
@@ -171,8 +171,8 @@ def cmd_estimate(a):
         import tempfile
         if not a.results:
             raise ValueError("--calibrate loads the run's index input: give --results results/<run>")
-        from ..core.loaddata import LoadError
-        from ..core.server_tools import ServerError
+        from ..core.server.loaddata import LoadError
+        from ..core.server.tools import ServerError
         with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
             try:
                 est["time"] = calibrate(cfg, a.calibrate, Path(a.results), a.calibrate_files, Path(tmp))
@@ -216,8 +216,8 @@ def cmd_chunk_list(a):
 def cmd_target_info(a):
     """Check one storage target (exists or can be created, writable, room for the
     estimated data) and record its filesystem, device and size."""
-    from ..core.config import target_dir
-    from ..core.targets import check_targets
+    from ..core.infra.config import target_dir
+    from ..core.infra.targets import check_targets
     cfg = _config(a.config)
     info = check_targets(cfg, [a.target])[a.target]
     info["run_dir"] = str(target_dir(cfg, a.target))
@@ -352,7 +352,7 @@ def _dispatch(a) -> int:
     try:
         a.fn(a)
     except Exception as e:  # ConfigError is a ValueError; TargetError exists once imported
-        targets = sys.modules.get(f"{__package__.rpartition('.')[0]}.core.targets")
+        targets = sys.modules.get(f"{__package__.rpartition('.')[0]}.core.infra.targets")
         if not isinstance(e, (ValueError, OSError) + ((targets.TargetError,) if targets else ())):
             raise
         log.error("%s", e)

@@ -10,10 +10,10 @@ import json
 import logging
 from pathlib import Path
 
-from ..core.config import ConfigError
-from ..core.config import load as load_config
-from ..core.loaddata import LoadError
-from ..core.server import ServerError
+from ..core.infra.config import ConfigError
+from ..core.infra.config import load as load_config
+from ..core.server.loaddata import LoadError
+from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
 from ..query.suite import QUERY_NAMES, QueryError
 from .common import guarded, measured
@@ -24,7 +24,7 @@ EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSE
 
 def _config(text: str) -> dict:
     if text.lstrip().startswith("{"):
-        from ..core.config import validate
+        from ..core.infra.config import validate
         return validate(json.loads(text), whole=False)
     return load_config(text)
 

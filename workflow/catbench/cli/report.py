@@ -12,7 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
-from ..core.config import ConfigError
+from ..core.infra.config import ConfigError
 from ..report.inputs import STAGES, MetricsError
 from .common import config_arg, guarded, out_path
 

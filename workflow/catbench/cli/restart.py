@@ -14,11 +14,11 @@ import json
 import logging
 from pathlib import Path
 
-from ..core.config import ConfigError
-from ..core.index_input import list_input
-from ..core.index_table import VARIANTS, LoadError
-from ..core.server import ServerError
-from ..core.targets import TargetError
+from ..core.infra.config import ConfigError
+from ..core.index.input import list_input
+from ..core.index.table import VARIANTS, LoadError
+from ..core.server.process import ServerError
+from ..core.infra.targets import TargetError
 from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
 from .common import config_arg, guarded, measured, renamed_choice, settings_arg
 

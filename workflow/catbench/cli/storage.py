@@ -15,15 +15,15 @@ import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ..core.config import ConfigError, defaults, validate
-from ..core.index_input import list_input
-from ..core.index_table import ENGINES, VARIANTS, LoadError
-from ..core.server import ServerError
-from ..core.targets import TargetError, parse_size
+from ..core.infra.config import ConfigError, defaults, validate
+from ..core.index.input import list_input
+from ..core.index.table import ENGINES, VARIANTS, LoadError
+from ..core.server.process import ServerError
+from ..core.infra.targets import TargetError, parse_size
 from ..fio.bench import TESTS, FioError, run_fio
 from ..load.driver import run_load_index
 from ..load.strategies import STRATEGIES
-from ..core.jobs.repeat import Repeats
+from ..core.infra.jobs.repeat import Repeats
 from .common import config_arg, guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)

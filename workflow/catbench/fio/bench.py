@@ -11,9 +11,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..core.jobs.repeat import Repeats
-from ..core.resources import resources_dir
-from ..core.targets import check_target, parse_size
+from ..core.infra.jobs.repeat import Repeats
+from ..core.infra.resources import resources_dir
+from ..core.infra.targets import check_target, parse_size
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
             tests=TESTS, fio_binary: str | None = None, repetitions: int = 1,
             plan: Repeats | None = None) -> list[dict]:
     """Run the job files in ``resources/fio`` on ``directory``, every test ``repetitions``
-    times (all tests once, then again), or as ``plan`` asks (core/jobs/repeat.py: more runs of
+    times (all tests once, then again), or as ``plan`` asks (core/infra/jobs/repeat.py: more runs of
     a test until its MB/s are as precise as asked); raw JSON goes to ``out_dir``
     (``<test>.json`` for the first repetition, ``<test>.rep<N>.json`` after).
 
@@ -151,6 +151,6 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
     finally:
         for leftover in directory.glob(DATA_FILE + "*"):
             leftover.unlink()
-    # an adaptive plan's pilot set n and is not judged (core/jobs/repeat.py)
+    # an adaptive plan's pilot set n and is not judged (core/infra/jobs/repeat.py)
     first = {t: plan.min_n if len(plan.kept(v)) < len(v) else 0 for t, v in seen.items()}
     return [r for r in rows if r["repetition"] >= first[r["test"]]]

@@ -10,8 +10,8 @@ the index study only).
 
 Orchestration only: the strategies are in ``strategies.py``, the measurements in
 ``measure.py``; the server's life (owner lock, stale cleanup, stop on every exit path,
-data removal) is ``core.session.private_server``'s, and the results directory appears
-only complete (``core.files.staged_output``). Every knob comes from the ``load`` and
+data removal) is ``core.server.session.private_server``'s, and the results directory appears
+only complete (``core.infra.files.staged_output``). Every knob comes from the ``load`` and
 ``server`` config sections, whose defaults are the schema's.
 """
 
@@ -29,15 +29,15 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.config import section, target_dir
-from ..core.files import dir_bytes, staged_output
-from ..core.index_input import list_input, pick_lookup_keys
-from ..core.index_table import DATABASE, Variant, get_engine, get_variant, table_checksum
-from ..core.loaddata import LoadError
-from ..core.resources import read_sql
-from ..core.server_tools import out_of_space, variables
-from ..core.session import private_server, server_dir
-from ..core.targets import check_target, describe_target, device_for
+from ..core.infra.config import section, target_dir
+from ..core.infra.files import dir_bytes, staged_output
+from ..core.index.input import list_input, pick_lookup_keys
+from ..core.index.table import DATABASE, Variant, get_engine, get_variant, table_checksum
+from ..core.server.loaddata import LoadError
+from ..core.infra.resources import read_sql
+from ..core.server.tools import out_of_space, variables
+from ..core.server.session import private_server, server_dir
+from ..core.infra.targets import check_target, describe_target, device_for
 from .job import TIMINGS, LoadJob, LoadOptions, Outcome, Repetition
 from .estimate import STEADY, index_rows, input_rows, load_need
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc

@@ -14,11 +14,11 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from ..core.config import section
-from ..core.index_table import ENGINES, Engine, Variant
-from ..core.loaddata import LoadError
-from ..core.metrics import Progress
-from ..core.targets import parse_size
+from ..core.infra.config import section
+from ..core.index.table import ENGINES, Engine, Variant
+from ..core.server.loaddata import LoadError
+from ..core.infra.metrics import Progress
+from ..core.infra.targets import parse_size
 
 
 @dataclass
@@ -61,7 +61,7 @@ class LoadOptions:
 @dataclass
 class LoadJob:
     """One load: ``conn`` is the driver's connection (strategies open more from ``server``)."""
-    server: object            # a started core.server.Server
+    server: object            # a started core.server.process.Server
     conn: object
     database: str
     table: str

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..core.index_input import FileInfo, scan_files
-from ..core.loaddata import LoadError
-from ..core.resources import read_sql
+from ..core.index.input import FileInfo, scan_files
+from ..core.server.loaddata import LoadError
+from ..core.infra.resources import read_sql
 from .job import Outcome, Repetition, trace_row
 
 

@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..core.index_input import scan_file
-from ..core.index_table import load_file
+from ..core.index.input import scan_file
+from ..core.index.table import load_file
 from .job import LoadProgress, trace_row
 
 

@@ -31,10 +31,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..core.index_input import duplicate_message, scan_files
-from ..core.index_table import load_file
-from ..core.loaddata import LoadError
-from ..core.resources import read_sql
+from ..core.index.input import duplicate_message, scan_files
+from ..core.index.table import load_file
+from ..core.server.loaddata import LoadError
+from ..core.infra.resources import read_sql
 from .job import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
 
 log = logging.getLogger(__name__)

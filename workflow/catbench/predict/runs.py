@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.index_table import ENGINES
-from ..core.targets import parse_size
+from ..core.index.table import ENGINES
+from ..core.infra.targets import parse_size
 from .ladder import target_level_base as level_base
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
@@ -256,7 +256,7 @@ def read_run(results) -> list[Rep]:
     for path in sorted(results.glob("load/*/*/*/*/summary.json")):
         target, variant, engine, strategy = path.parent.parts[-4:]
         if any(part.startswith(".") for part in (target, variant, engine, strategy)):
-            continue    # a job's unfinished output (core/files.py staged_output), not a load
+            continue    # a job's unfinished output (core/infra/files.py staged_output), not a load
         summary = _summary(path)
         pool = _pool(summary, engine)
         tr = _columns(path.parent / "trace.parquet", ("start", "end", "cumulative_rows"))

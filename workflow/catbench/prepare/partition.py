@@ -1,6 +1,6 @@
 """Partition catalog parts into per-chunk files, as a map/reduce over chunk groups.
 
-map (one job per run of catalog parts, core.layout.map_batches): locate every row
+map (one job per run of catalog parts, core.sky.copies.map_batches): locate every row
     (chunkId, subChunkId, overlap locations) reading only the position and id columns,
     and write small staging files of (row, chunkId, subChunkId) per part, sorted by chunk
     group, one row group per group.
@@ -26,15 +26,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.files import (
+from ..core.infra.files import (
     atomic_path,
     open_parquet,
     parquet_errors,
     read_parquet,
     write_parquet,
 )
-from ..core.index_input import write_manifest
-from ..core.layout import copy_layout
+from ..core.index.input import write_manifest
+from ..core.sky.copies import copy_layout
 from .arrays import lpad, numpy, table, take
 from .catalog import VARYING
 from .chunker import Chunker
@@ -84,7 +84,7 @@ FOOTPRINT_SAMPLES = 4  # per side of a copy: a copy's rows spread over 4 x 4 poi
 
 def expected_chunk_rows(cfg: dict, chunker: Chunker | None = None) -> np.ndarray:
     """Expected rows (Objects and their Sources) of every chunk id, from the copy layout
-    (core/layout.py, with the density model): each copy's kept objects spread evenly over
+    (core/sky/copies.py, with the density model): each copy's kept objects spread evenly over
     its footprint (dec centre +- height/2, ra start + width / cos dec). An estimate known
     before any row is generated, the same in every map job."""
     cat = cfg["catalog"]

@@ -1,6 +1,6 @@
 """The query stage's settings and every query's parameters.
 
-Settings are the ``queries`` config section over the schema's defaults (``core.config``,
+Settings are the ``queries`` config section over the schema's defaults (``core.infra.config``,
 the one place a knob's default lives), with the CLI's overrides on top.
 
 Parameters (object id, boxes, radii, cuts) come from ``queries.parameters.<Q>`` in the
@@ -18,7 +18,7 @@ import logging
 import numpy as np
 import pyarrow.parquet as pq
 
-from ..core import config
+from ..core.infra import config
 from .chunk_tables import ChunkInfo, chunk_file
 from .engines import DuckdbEngine
 from .suite import QUERY_NAMES, QueryError, load_suite

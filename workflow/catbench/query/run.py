@@ -2,12 +2,12 @@
 plus a concurrency run, on one storage target (engine ``mysql``) or over the Parquet
 chunk files (engine ``duckdb``); the cross-check of the answers is ``check.py``.
 
-mysql: a private server on the target (``core.session``) gets the chunk tables (parallel
+mysql: a private server on the target (``core.server.session``) gets the chunk tables (parallel
 LOAD DATA LOCAL INFILE), the secondary index and the suite's stored functions; queries
 run the Qserv way (``engines.MysqlEngine``). duckdb: the logical queries over the
 Parquet chunk files (no server). Parameters: ``params.py``; runs and files: ``recorder.py``.
 
-Output directory (one per target and engine, written by ``core.files.staged_output``)::
+Output directory (one per target and engine, written by ``core.infra.files.staged_output``)::
 
     results.parquet   one row per query run: target, engine, query, cache
                       (cold | warm | concurrent-alone | concurrent-load), run, seconds,
@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ..core import config
-from ..core.files import staged_output
-from ..core.index_input import list_input
-from ..core.index_table import get_variant
-from ..core.jobs.repeat import Repeats
-from ..core.server_tools import variables
-from ..core.session import private_server
-from ..core.targets import TargetError, check_target, describe_target
+from ..core.infra import config
+from ..core.infra.files import staged_output
+from ..core.index.input import list_input
+from ..core.index.table import get_variant
+from ..core.infra.jobs.repeat import Repeats
+from ..core.server.tools import variables
+from ..core.server.session import private_server
+from ..core.infra.targets import TargetError, check_target, describe_target
 from .chunk_tables import (
     install_functions,
     load_chunk_tables,

@@ -14,9 +14,9 @@ import threading
 import time
 from pathlib import Path
 
-from ..core.index_input import FileInfo
-from ..core.index_table import DATABASE, create_table, load_file
-from ..core.resources import read_sql
+from ..core.index.input import FileInfo
+from ..core.index.table import DATABASE, create_table, load_file
+from ..core.infra.resources import read_sql
 from . import errorlog
 from .phases import diff, p50, recovery, row, start_phases, wait_rollback
 from .probe import innodb_status, observed_start

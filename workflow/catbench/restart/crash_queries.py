@@ -13,8 +13,8 @@ import zlib
 
 import mysql.connector
 
-from ..core.index_table import DATABASE
-from ..core.resources import read_sql
+from ..core.index.table import DATABASE
+from ..core.infra.resources import read_sql
 from .phases import diff, recovery, row, start_phases
 from .probe import innodb_status, observed_start
 from .state import TABLE

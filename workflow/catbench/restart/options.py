@@ -7,8 +7,8 @@ the same settings, so the rule and the server cannot disagree on the buffer pool
 
 from __future__ import annotations
 
-from ..core.config import check_section, load_schema, section
-from ..core.jobs.requests import server_job_mb
+from ..core.infra.config import check_section, load_schema, section
+from ..core.infra.jobs.requests import server_job_mb
 
 # Run order: clean uses the fully loaded, settled table; crash-during-load drops it and
 # ends with it fully loaded again (by resuming), so the first crash-under-queries hits a

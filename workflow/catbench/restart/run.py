@@ -1,6 +1,6 @@
 """Restart stage: how long a storage target takes to bring the secondary index back.
 
-Per target, in the restart job's own private server (``core.session.private_server``,
+Per target, in the restart job's own private server (``core.server.session.private_server``,
 datadir on the target), the kinds in ``KIND_FUNCS`` run in ``KINDS`` order, each
 ``repetitions`` times: ``clean`` (clean.py), ``crash-during-load`` (crash_load.py) and
 ``crash-under-queries`` (crash_queries.py). Every knob comes from the config's ``restart``
@@ -29,13 +29,13 @@ from pathlib import Path
 
 import mysql.connector
 
-from ..core.files import atomic_path
-from ..core.index_input import scan_file
-from ..core.index_table import get_variant
-from ..core.loaddata import LoadError
-from ..core.server_tools import ServerError, variables
-from ..core.session import private_server
-from ..core.targets import describe_target
+from ..core.infra.files import atomic_path
+from ..core.index.input import scan_file
+from ..core.index.table import get_variant
+from ..core.server.loaddata import LoadError
+from ..core.server.tools import ServerError, variables
+from ..core.server.session import private_server
+from ..core.infra.targets import describe_target
 from . import errorlog
 from .clean import run_clean
 from .crash_load import run_crash_during_load

@@ -31,11 +31,11 @@ import shutil
 import time
 from pathlib import Path
 
-from ...core.files import atomic_path
-from ...core.index_input import scan_file
-from ...core.index_table import get_variant
-from ...core.loaddata import LoadError
-from ...core.targets import describe_target
+from ...core.infra.files import atomic_path
+from ...core.index.input import scan_file
+from ...core.index.table import get_variant
+from ...core.server.loaddata import LoadError
+from ...core.infra.targets import describe_target
 from ..options import default_seed
 from ..phases import p50
 from .kinds import restart_node

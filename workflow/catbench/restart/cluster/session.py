@@ -1,5 +1,5 @@
 """A private Galera cluster for one job: N nodes on one target, each in its own
-``core.session.private_server`` directory (owner lock, stale cleanup, room check, stop
+``core.server.session.private_server`` directory (owner lock, stale cleanup, room check, stop
 and data removal on every exit path), talking over 127.0.0.1 only.
 
 Formation without N-1 full SSTs: node1 is initialised and bootstrapped once (creating the
@@ -27,9 +27,9 @@ from pathlib import Path
 import mysql.connector
 import psutil
 
-from ...core.server_tools import ServerError, find_server_binary, server_version
-from ...core.session import private_server
-from ...core.targets import TargetError, check_target, human, server_bytes
+from ...core.server.tools import ServerError, find_server_binary, server_version
+from ...core.server.session import private_server
+from ...core.infra.targets import TargetError, check_target, human, server_bytes
 from .. import errorlog
 from .node import (
     Node,

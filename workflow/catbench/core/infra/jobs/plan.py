@@ -1,5 +1,5 @@
 """The run's scale and expected time, said before any job starts: rows (objects, sources,
-index rows) and minutes per stage, from the job-sizing model of core/jobs/requests.py (each
+index rows) and minutes per stage, from the job-sizing model of core/infra/jobs/requests.py (each
 rule's expected seconds at jobs.rows_per_s; a load by its kind, one_load_seconds). A rule's
 jobs run side by side on jobs.cpus cores as their threads allow; measuring jobs run one at a
 time per node (measure_domain). A run expected to take longer than run_limit_h stops here."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..config import ConfigError, estimated_objects, n_groups, stage_targets
-from ..layout import map_batches, part_copies
+from ...sky.copies import map_batches, part_copies
 from ..targets import parse_size
 from .requests import MEASURING, START_S, expected_seconds, measure_domain, requests
 

@@ -2,7 +2,7 @@
 ``workflow/scripts/install-system.sh`` takes as arguments (it maps each to its packages
 and installs the missing ones). ``make run`` installs only its config's; ``make test`` all.
 
-    python -m catbench.core.jobs.system config/config.yaml   # e.g. "server fio"
+    python -m catbench.core.infra.jobs.system config/config.yaml   # e.g. "server fio"
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..config import ConfigError, load
 
-INSTALL = Path(__file__).resolve().parents[3] / "scripts" / "install-system.sh"
+INSTALL = Path(__file__).resolve().parents[4] / "scripts" / "install-system.sh"
 
 # Every tool install-system.sh knows, in its order. slurm (slurm-wlm, munge) and browser
 # (chromium) are for the tests alone: no config needs them.
@@ -52,7 +52,7 @@ def missing_packages(cfg: dict, env: dict | None = None) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m catbench.core.jobs.system CONFIG.yaml|all", file=sys.stderr)
+        print("usage: python -m catbench.core.infra.jobs.system CONFIG.yaml|all", file=sys.stderr)
         return 2
     if argv[0] == "all":
         print(" ".join(TOOLS))

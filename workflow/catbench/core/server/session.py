@@ -25,11 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from .files import dir_bytes
+from ..infra.files import dir_bytes
 from .loaddata import LoadError
-from .server import Server
-from .server_tools import SOCKET_PATH_MAX, ServerError
-from .targets import check_target, server_bytes
+from .process import Server
+from .tools import SOCKET_PATH_MAX, ServerError
+from ..infra.targets import check_target, server_bytes
 
 log = logging.getLogger(__name__)
 

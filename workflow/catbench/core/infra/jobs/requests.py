@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..config import estimated_objects, estimated_rows, n_groups
-from ..layout import copy_layout, map_batches, part_copies
+from ...sky.copies import copy_layout, map_batches, part_copies
 from ..targets import parse_size, settings_mb
 
 # Start-up and wind-down of any job: imports, a private server's start, checksums.
@@ -97,7 +97,7 @@ def _scale(cfg: dict) -> dict:
 
 def _query_seconds(cfg: dict, rows: int, rate: float) -> float:
     q = cfg["queries"]
-    # warm runs may adapt up to queries.max_repetitions (core/jobs/repeat.py)
+    # warm runs may adapt up to queries.max_repetitions (core/infra/jobs/repeat.py)
     runs = max(q["repetitions"], q.get("max_repetitions") or 0) + (q["repetitions"] if q["cold"] else 0)
     scans = sum(1 for name in q["queries"] if name in SCANNING_QUERIES)
     others = len(q["queries"]) - scans
@@ -157,7 +157,7 @@ def _restarts(rs: dict) -> tuple[int, int]:
 def load_seconds(cfg: dict) -> float:
     """A load_index_run job's time limit allowance: its repetitions, each loading the index at
     jobs.index_rows_per_s, reading the input twice, OPTIMIZE and the lookups (what a run is
-    expected to take instead: core/jobs/plan.py one_load_seconds)."""
+    expected to take instead: core/infra/jobs/plan.py one_load_seconds)."""
     s, j, load = _scale(cfg), cfg["jobs"], cfg["load"]
     one_load = s["objects"] / j["index_rows_per_s"] + 2 * s["objects"] / j["rows_per_s"] + load["optimize_limit_s"] + (
         load["lookup_seconds"] or load["lookup_count"] / 100)
@@ -182,7 +182,7 @@ def _expected_query_seconds(cfg: dict, rows: int, rate: float) -> float:
 
 def expected_seconds(cfg: dict) -> dict[str, float]:
     """Seconds of work of one job of each rule at the config's scale, as expected (START_S
-    more per job for its start): what core/jobs/plan.py adds up before a run, from rates
+    more per job for its start): what core/infra/jobs/plan.py adds up before a run, from rates
     measured on 2 cores rather than the time limits' allowances. The loads are plan's own."""
     out = {rule: seconds for rule, (seconds, _) in _runtimes(cfg).items()}
     s, rate, fio = _scale(cfg), cfg["jobs"]["rows_per_s"], cfg["fio"]

@@ -14,9 +14,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from ..layout import COPY_STRIDE, MAX_COPIES, catalog_objects, copy_layout, n_places
+from ...sky.copies import COPY_STRIDE, MAX_COPIES, catalog_objects, copy_layout, n_places
 from ..resources import SCHEMA_PATH, repo_dir
-from ..server_tools import ServerError, validate_settings
+from ..settings import ServerError, validate_settings
 from . import yamlfile
 
 
@@ -84,7 +84,7 @@ def load_schema() -> dict:
 
 
 def repeat_args(section: dict) -> str:
-    """A stage's adaptive repetitions (core/jobs/repeat.py) as command-line options."""
+    """A stage's adaptive repetitions (core/infra/jobs/repeat.py) as command-line options."""
     if not section.get("max_repetitions"):
         return ""
     budget = f" --budget-s {section['budget_s']}" if section.get("budget_s") else ""
@@ -163,7 +163,7 @@ _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def read_file(path, what: str) -> dict:
-    """A config file, strictly (core/config/yamlfile.py): a mapping some of whose keys are config
+    """A config file, strictly (core/infra/config/yamlfile.py): a mapping some of whose keys are config
     keys, else one line saying it is not a catbench config (its content never echoed)."""
     try:
         cfg = yamlfile.read(path, what)

@@ -27,8 +27,8 @@ from pathlib import Path
 import mysql.connector
 import psutil
 
-from .resources import resources_dir
-from .server_tools import (
+from ..infra.resources import resources_dir
+from .tools import (
     INSTALL_HINT,
     SOCKET_PATH_MAX,
     ServerError,
@@ -41,8 +41,8 @@ from .server_tools import (
     server_version,
     validate_settings,
 )
-from .server_tools import log_tail as _tail
-from .server_tools import out_of_space as _out_of_space
+from .tools import log_tail as _tail
+from .tools import out_of_space as _out_of_space
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class Server:
         # start; None writes a bare flag, a dict value an option group (e.g. [sst]).
         self.internal: dict = dict(internal or {})
         self.binary = find_server_binary(binary)
-        # storage engines' plugins (core.server_tools.PLUGINS), e.g. MyRocks for load.engines
+        # storage engines' plugins (core.server.tools.PLUGINS), e.g. MyRocks for load.engines
         self.plugins = tuple(plugins)
         self.internal.update(plugin_options(self.binary, self.plugins))
         self.tcp = tcp

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import mysql.connector
 
-from .index_input import explain_duplicate, scan_file, shared_key
-from .loaddata import LoadError, load_data
-from .resources import read_sql
+from .input import explain_duplicate, scan_file, shared_key
+from ..server.loaddata import LoadError, load_data
+from ..infra.resources import read_sql
 
 log = logging.getLogger(__name__)
 

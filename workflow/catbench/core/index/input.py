@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .loaddata import LoadError
+from ..server.loaddata import LoadError
 
 log = logging.getLogger(__name__)
 LOOKUP_FILES = 64  # at most this many input files are read to draw lookup keys
