@@ -266,8 +266,8 @@ def test_wsrep_options_stay_catbench_own(tmp_path):
     from catbench.core.server.process import Server
     with pytest.raises(ConfigError, match=r"config key 'cluster.settings.wsrep_provider_options'"):
         validate({**yaml_config(), "cluster": {"settings": {"wsrep_provider_options": "gmcast.listen_addr=0"}}})
-    srv = Server("n", tmp_path / "n", {"innodb_buffer_pool_size": "64M"},
-                 internal={"wsrep_on": "ON", "wsrep-new-cluster": None, "sst": {"sockopt": '",bind=127.0.0.1"'}})
+    srv = Server("n", tmp_path / "n", {"innodb_buffer_pool_size": "64M"})
+    srv.internal = {"wsrep_on": "ON", "wsrep-new-cluster": None, "sst": {"sockopt": '",bind=127.0.0.1"'}}
     text = srv.render_config()
     assert text.index("innodb_buffer_pool_size=64M") < text.index("wsrep_on=ON") < text.index("[sst]")
     assert "\nwsrep-new-cluster\n" in text and text.rstrip().endswith('sockopt=",bind=127.0.0.1"')

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from catbench.core.server.process import Server
+from catbench.core.server.process import Launch, Server
 from faultkit import (
     CATBENCH,
     LOAD_DIR,
@@ -278,7 +278,7 @@ def test_tcp_port_taken_before_the_server_binds_it(tmp_path):
     binds it (also possible between two restarts of the cold-query loop): the start is
     retried on a new free port, still on 127.0.0.1 only."""
     with scratch_dirs() as (disk, _):
-        s = Server("tcprace", disk / "srv", {"innodb_buffer_pool_size": "32M"}, tcp=True)
+        s = Server("tcprace", disk / "srv", {"innodb_buffer_pool_size": "32M"}, Launch(tcp=True))
         s.initialize()
         taken = s.port
         assert taken

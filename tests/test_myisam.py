@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from catbench.core.infra.config import section
 from catbench.core.index.input import scan_file
-from catbench.core.index.table import DATABASE, ENGINES, get_variant, load_file
+from catbench.core.index.table import DATABASE, ENGINES, IndexInto, get_variant, load_file
 from catbench.core.server.loaddata import LoadError
 from catbench.core.server.process import Server
 from catbench.load.driver import run_load_index
@@ -131,7 +131,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
         ledger.create(conn)
         for f in files[:6 if in_flight else 5]:
             info = scan_file(f, variant)
-            load_file(conn, table, f, info.rows, variant, files, database=DATABASE)
+            load_file(conn, IndexInto(table, variant, tuple(files), DATABASE), f, info.rows)
             if f != files[5]:
                 ledger.record(conn.cursor(), info, 0.0, 1.0)
                 conn.commit()

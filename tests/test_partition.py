@@ -82,7 +82,7 @@ def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, 
         if patch else None
     for g in range(groups):
         part_mod.reduce_group(staging, parts, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv",
-                              formats, texts, shared, patches=patches)
+                              formats, part_mod.Prepared(texts, shared, patches))
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], out / "index/input",
                                out / "index/input_char28")
     return out
@@ -314,7 +314,7 @@ def test_a_chunk_bigger_than_the_bound_partitions_the_same_with_rows_held_bounde
     for name, bound in (("free", 10 ** 12), ("bounded", 700)):
         root = tmp_path / name
         r = part_mod.reduce_group(staging, parts, 0, root / "chunks", root / "m.tsv", part_mod.FORMATS,
-                                  texts, shared, patches, max_rows=bound, row_group=256)
+                                  part_mod.Prepared(texts, shared, patches), part_mod.Bound(bound, 256))
         out[name] = (root, r)
     r = out["bounded"][1]
     assert r["largest_chunk_rows"] > 700 and r["passes"] > 1

@@ -10,7 +10,7 @@ import psutil
 import pytest
 from catbench.cli.restart import add_subcommands
 from catbench.restart import errorlog
-from catbench.restart.run import RestartError, run_restart
+from catbench.restart.run import RestartError, RestartSpec, run_restart
 
 SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
 
@@ -34,9 +34,9 @@ def full_run():
     try:
         files = write_files(d / "in", 20, 2000)
         out = d / "out" / "restart" / "t1"
-        result = run_restart("t1", d / "target", files, out, restart={
+        result = run_restart("t1", d / "target", files, out, RestartSpec(restart={
             "variant": "bigint", "repetitions": 2, "lookup_count": 2000, "warm_timeout_s": 10, "warm_batch": 100,
-            "query_threads": 3, "start_timeout_s": 60}, server={"settings": SETTINGS}, seed=5)
+            "query_threads": 3, "start_timeout_s": 60}, server={"settings": SETTINGS}, seed=5))
         assert not servers_under(d)
         yield d, out, result
     finally:
@@ -119,9 +119,9 @@ def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
         files = write_files(d / "in", 6, 1000)
         out = d / "out"
         with pytest.raises(RestartError) as ei:
-            run_restart("broken", d / "target", files, out, restart={
+            run_restart("broken", d / "target", files, out, RestartSpec(restart={
                 "kinds": ("crash-during-load",), "lookup_count": 100, "start_timeout_s": 60},
-                server={"settings": SETTINGS}, fault="corrupt-redo")
+                server={"settings": SETTINGS}, fault="corrupt-redo"))
         msg = str(ei.value)
         assert "target broken" in msg and "did not come back" in msg
         assert "last lines of" in msg and "[ERROR] InnoDB" in msg
@@ -135,7 +135,7 @@ def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
 
 def test_unknown_kind_is_rejected(tmp_path):
     with pytest.raises(RestartError, match="unknown restart kind"):
-        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", restart={"kinds": ("warm",)})
+        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", RestartSpec(restart={"kinds": ("warm",)}))
 
 
 LOG = """\

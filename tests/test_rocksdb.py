@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.index.table import ENGINES, LoadError
-from catbench.core.server.process import Server
+from catbench.core.server.process import Launch, Server
 from catbench.core.server.tools import ServerError, plugin_options
 from catbench.load.comparison import write_not_run
 from catbench.load.driver import run_load_index
@@ -164,7 +164,7 @@ def test_the_plugin_is_loaded_only_when_an_engine_needs_it(tmp_path):
         assert cur.fetchone()[0] == 0 and "plugin_load_add" not in srv.render_config()
         assert "loose-rocksdb_block_cache_size=8M" in srv.render_config()
         conn.close()
-    with Server("rocks", tmp_path / "rocks", plugins=("rocksdb",)) as srv:
+    with Server("rocks", tmp_path / "rocks", launch=Launch(plugins=("rocksdb",))) as srv:
         conn = srv.connect()
         cur = conn.cursor()
         cur.execute("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = 'ROCKSDB'")

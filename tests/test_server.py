@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from catbench.core.server.process import Server
+from catbench.core.server.process import Launch, Server
 from catbench.core.server.tools import (
     ServerError,
     find_server_binary,
@@ -172,7 +172,7 @@ def test_socket_only_by_default(srv):
 
 
 def test_tcp_listens_on_localhost_only(basedir):
-    with Server("tcp", basedir, tcp=True) as s:
+    with Server("tcp", basedir, launch=Launch(tcp=True)) as s:
         listening = [c for c in psutil.Process(s.pid).net_connections(kind="inet")
                      if c.status == psutil.CONN_LISTEN]
         assert listening, "no TCP listener"

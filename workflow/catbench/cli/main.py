@@ -87,9 +87,8 @@ def cmd_partition_reduce(a):
     with JobTimer("partition_reduce", a.metrics) as t:
         n = len(a.objects)  # a table without part text files has its varying text made here
         texts = list(zip(a.text_objects or [None] * n, a.text_sources or [None] * n))
-        r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group,
-                                       a.chunks, a.manifest, a.formats, texts, a.patch_text,
-                                       a.patch)
+        r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group, a.chunks,
+                                       a.manifest, a.formats, partition_mod.Prepared(texts, a.patch_text, a.patch))
         t.extra.update(group=a.group, **r)
 
 

@@ -19,7 +19,7 @@ from ..core.index.input import list_input
 from ..core.index.table import VARIANTS, LoadError
 from ..core.server.process import ServerError
 from ..core.infra.targets import TargetError
-from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
+from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, RestartSpec
 from .common import config_arg, guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,8 @@ def cmd_restart(args) -> int:
     from ..restart.run import run_restart
     restart, server, seed = sections(args)
     files = list_input(args.input_dir)
-    result = run_restart(args.target, args.path, files, args.out, restart=restart, server=server, seed=seed,
-                         keep_data=args.keep_data, fault=args.fault)
+    result = run_restart(args.target, args.path, files, args.out,
+                         RestartSpec(restart, server, seed, args.keep_data, args.fault))
     print(json.dumps({"target": args.target, **result["summary"]}, default=str))
     return 0
 

@@ -20,7 +20,7 @@ from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
 from ..core.server.process import ServerError
 from ..core.infra.targets import TargetError, parse_size
-from ..fio.bench import TESTS, FioError, run_fio
+from ..fio.bench import TESTS, FioError, FioSpec, run_fio
 from ..load.driver import run_load_index
 from ..load.strategies import STRATEGIES
 from ..core.infra.jobs.repeat import Repeats
@@ -33,10 +33,10 @@ EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.co
 def cmd_fio(args) -> int:
     """Run the fio job files on one target; writes <out>/fio.csv and the raw JSON."""
     out = Path(args.out)
-    rows = run_fio(args.target, args.path, parse_size(args.size), args.runtime_s, args.numjobs,
-                   out / "json", tests=args.tests or TESTS, repetitions=args.repetitions,
-                   plan=Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
-                                    "precision": args.precision, "budget_s": args.budget_s}))
+    plan = Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
+                       "precision": args.precision, "budget_s": args.budget_s})
+    rows = run_fio(args.target, args.path, FioSpec(parse_size(args.size), args.runtime_s, args.numjobs,
+                                                   tuple(args.tests or TESTS), plan), out / "json")
     pacsv.write_csv(pa.Table.from_pylist(rows), out / "fio.csv")
     return 0
 

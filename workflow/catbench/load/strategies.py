@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import mysql.connector
 
 from ..core.index.input import duplicate_message
-from ..core.index.table import ENGINES, Engine, load_files
+from ..core.index.table import ENGINES, Engine, IndexInto, load_files
 from ..core.server.loaddata import LoadError
 from ..core.infra.resources import read_sql
 from .job import LoadJob, LoadProgress, Outcome
@@ -36,8 +36,8 @@ def _sql(name: str, job: LoadJob, **kw) -> str:
 
 
 def _parallel_files(job: LoadJob, files=None, trans_id: int | None = None, progress=None):
-    return load_files_parallel(job.server, job.database, job.table, job.todo if files is None else files,
-                               job.variant, job.opts.connections, all_files=job.files, trans_id=trans_id,
+    into = IndexInto(job.table, job.variant, tuple(job.files), job.database, trans_id)
+    return load_files_parallel(job.server, into, job.todo if files is None else files, job.opts.connections,
                                progress=progress, stop=job.stop, record=job.record)
 
 

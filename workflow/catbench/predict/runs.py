@@ -202,8 +202,10 @@ def working_set(results: Path) -> dict:
         return {}
 
 
-def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dict, samples=None,
+def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int, ws: dict,
          dev: dict | None = None) -> Rep | None:
+    """One repetition's Rep; ``series``: its (trace, samples) columns (samples may be None)."""
+    trace, samples = series
     rows, tb = int(r.get("rows") or 0), int(r.get("table_bytes") or summary.get("table_bytes") or 0)
     if rows <= 0 or tb <= 0 or trace is None or len(trace["end"]) == 0:
         return None
@@ -271,7 +273,7 @@ def read_run(results) -> list[Rep]:
             devices[target] = device(results, target)
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
-            rep = _rep(summary, r, _of_rep(tr, rep_no), key, results.name, pool, ws, _of_rep(sm, rep_no),
+            rep = _rep(summary, r, (_of_rep(tr, rep_no), _of_rep(sm, rep_no)), key, results.name, pool, ws,
                        devices[target])
             if rep is not None:
                 out.append(rep)

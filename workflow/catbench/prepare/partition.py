@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -224,25 +225,42 @@ def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
     return take(table, rows - starts[rg] + base[rg])
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a reduce takes ready-made from the catalog stage instead of making it: ``texts``,
+    each part's (Object, Source) varying text files (a None formatted here), ``shared_texts``,
+    the patch's (Object, Source) text files (rowtext.py), ``patches``, the patch's (Object,
+    Source) Parquet files."""
+    texts: list | None = None
+    shared_texts: tuple | None = None
+    patches: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Rows a reduce holds at once (None: the ``partition.max_rows_per_group`` the map
+    recorded; none recorded, unbounded) and the rows of a Parquet row group."""
+    max_rows: int | None = None
+    row_group: int = ROW_GROUP
+
+
 def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path,
-                 formats=FORMATS, texts=None, shared_texts=None, patches=None,
-                 max_rows: int | None = None, row_group: int = ROW_GROUP) -> dict:
+                 formats=FORMATS, prepared: Prepared = Prepared(), bound: Bound = Bound()) -> dict:
     """Write every chunk file of one chunk group, in ``formats`` (tsv, parquet), and a
     manifest of them. ``catalog_parts`` are the (Object, Source) Parquet files each staging
-    dir was mapped from, in the same order. Given ``shared_texts``, the patch's (Object,
-    Source) text files (rowtext.py), TSV lines are glued from the text the catalog stage
-    made: the shared columns' from those, the varying columns' from ``texts``, each part's
-    (Object, Source) varying text files, a None formatted here (catalog.PART_TEXT).
-    Without ``shared_texts`` every value is formatted here. Given ``patches``, the patch's
-    (Object, Source) Parquet files, a part's shared columns are taken from the patch and
-    only its varying columns decoded (``SharedRows``). A chunk's Parquet file is written
-    once the last part holding its rows is cut.
+    dir was mapped from, in the same order. Given ``prepared.shared_texts``, TSV lines are
+    glued from the text the catalog stage made: the shared columns' from those, the varying
+    columns' from ``prepared.texts`` (catalog.PART_TEXT); without them every value is
+    formatted here. Given ``prepared.patches``, a part's shared columns are taken from the
+    patch and only its varying columns decoded (``SharedRows``). A chunk's Parquet file is
+    written once the last part holding its rows is cut.
 
-    Rows held are bounded by ``max_rows`` (default: the ``partition.max_rows_per_group``
-    the map recorded in the staging files; none recorded, unbounded): the group's chunks
-    are taken in passes of at most that many rows, a chunk larger than that in a pass of
-    its own per table, cut in slices while its Parquet file is written a row group
-    (``row_group`` rows) at a time (``chunkfiles.passes``). The files are the same bytes whatever the bound."""
+    Rows held are bounded by ``bound.max_rows``: the group's chunks are taken in passes of
+    at most that many rows, a chunk larger than that in a pass of its own per table, cut in
+    slices while its Parquet file is written a row group (``bound.row_group`` rows) at a
+    time (``chunkfiles.passes``). The files are the same bytes whatever the bound."""
+    texts, shared_texts, patches = prepared.texts, prepared.shared_texts, prepared.patches
+    max_rows, row_group = bound.max_rows, bound.row_group
     if len(catalog_parts) != len(staging_dirs):
         raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
                          f"parts: give the parts in the order they were mapped")

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from ..core.index.table import DATABASE as INDEX_DATABASE
 from ..core.index.table import create_table as create_index_table
 from ..core.index.table import get_variant, load_files
-from ..core.server.loaddata import LoadError, line_count, load_data
+from ..core.server.loaddata import Into, LoadError, line_count, load_data
 from ..core.infra.resources import split_statements
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def _load_one(conn, kind: str, chunk_id: int, path: Path, expected: int) -> dict
     if lines != expected:
         raise ChunkLoadError(f"{path}: {lines} lines, chunks.tsv says {expected} rows; re-run the partition step")
     t0 = time.monotonic()
-    affected = load_data(conn, path, table_name(kind, chunk_id), None, lines, database=DATABASE, escaped=True,
+    affected = load_data(conn, path, lines, Into(DATABASE, table_name(kind, chunk_id)), escaped=True,
                          what=f"{path} (table {table_name(kind, chunk_id)})")
     return {"kind": kind, "chunkId": chunk_id, "rows": affected, "bytes": path.stat().st_size,
             "seconds": time.monotonic() - t0}

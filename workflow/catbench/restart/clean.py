@@ -7,6 +7,7 @@ the table must hold the same rows and checksum after each restart.
 
 from __future__ import annotations
 
+import functools
 import random
 
 from . import errorlog
@@ -30,16 +31,14 @@ def _shutdown(run, mode: str) -> tuple[float, list, object]:
     return stop_s, shut_ev, dump
 
 
-def _restart_rows(run, rep: int, mode: str, settled: dict, stop_s: float, phases: list, obs: dict, w: dict,
-                  common: dict) -> list[dict]:
-    rows = [row(run, KIND, rep, "flush_dirty_pages_before_shutdown", settled["seconds"], "client", **common),
-            row(run, KIND, rep, "shutdown", stop_s, "client", **common)]
-    rows += [row(run, KIND, rep, p, s, c, **common) for p, s, c in phases]
+def _restart_rows(at, mode: str, settled: dict, stop_s: float, phases: list, obs: dict, w: dict) -> list[dict]:
+    """The rows of one clean restart; ``at(phase, seconds, clock)`` makes one."""
+    rows = [at("flush_dirty_pages_before_shutdown", settled["seconds"], "client"), at("shutdown", stop_s, "client")]
+    rows += [at(p, s, c) for p, s, c in phases]
     if mode == "on":
-        rows.append(row(run, KIND, rep, "process_start_to_buffer_pool_loaded",
-                        diff(obs["t_spawn"], w["t_bp_loaded"]), "log-observed", **common))
-    rows.append(row(run, KIND, rep, "first_answer_to_warm", diff(obs["t_answer"], w["t_warm"]), "client", **common))
-    rows.append(row(run, KIND, rep, "process_start_to_warm", diff(obs["t_spawn"], w["t_warm"]), "client", **common))
+        rows.append(at("process_start_to_buffer_pool_loaded", diff(obs["t_spawn"], w["t_bp_loaded"]), "log-observed"))
+    rows.append(at("first_answer_to_warm", diff(obs["t_answer"], w["t_warm"]), "client"))
+    rows.append(at("process_start_to_warm", diff(obs["t_spawn"], w["t_warm"]), "client"))
     return rows
 
 
@@ -66,7 +65,7 @@ def _restart_once(run, rep: int, mode: str) -> tuple[list[dict], dict]:
     n_after, sum_after = run.checksum()
     common = dict(rows_expected=n_before, rows_found=n_after, rows_lost=max(0, n_before - n_after),
                   buffer_pool_load=mode == "on")
-    rows = _restart_rows(run, rep, mode, settled, stop_s, phases, obs, w, common)
+    rows = _restart_rows(functools.partial(row, run, KIND, rep, **common), mode, settled, stop_s, phases, obs, w)
     if obs["t_answer"] is not None:
         run.clean_first_answer_s.setdefault(mode, obs["t_answer"] - obs["t_spawn"])
     sts = {e.name: e.log_time for e in shut_ev}

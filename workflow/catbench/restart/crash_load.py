@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ..core.index.input import FileInfo
-from ..core.index.table import DATABASE, create_table, load_file
+from ..core.index.table import DATABASE, IndexInto, create_table, load_file
 from ..core.infra.resources import read_sql
 from . import errorlog
 from .phases import diff, p50, recovery, row, start_phases, wait_rollback
@@ -42,7 +42,7 @@ def _diagnose(run, committed: list[FileInfo], inflight: FileInfo | None) -> dict
     chk = f"{TABLE}_expected"
     create_table(conn, run.v, chk)
     for info in committed:
-        load_file(conn, chk, info.path, info.rows, run.v, [info.path])
+        load_file(conn, IndexInto(chk, run.v, (info.path,)), info.path, info.rows)
     names = dict(database=DATABASE, table=TABLE, expected=chk, key=run.v.key)
     cur.execute(read_sql("restart", "diagnose_missing.sql").format(**names))
     missing = int(cur.fetchone()[0])
@@ -69,7 +69,7 @@ def _load_in_thread(run, info: FileInfo, result: dict) -> threading.Thread:
             return
         try:
             result["t_start"] = time.time()
-            load_file(c, TABLE, info.path, info.rows, run.v, [info.path])
+            load_file(c, IndexInto(TABLE, run.v, (info.path,)), info.path, info.rows)
             result["acked"] = time.time()
         except Exception as exc:  # noqa: BLE001 - the kill lands here
             result["error"] = str(exc)[:200]
@@ -148,8 +148,9 @@ def _resume(run, first_missing: int) -> tuple[float, tuple[int, int], bool]:
     return resume_s, final, resumed_ok
 
 
-def _rows(run, rep: int, phases, rphases, rdet: dict, rb: dict, rb_events, ver: dict, resume_s) -> list[dict]:
-    rb0, rb1 = rb_events
+def _rows(run, rep: int, phases, recovered: tuple, rb: dict, rb_events, ver: dict, resume_s) -> list[dict]:
+    """The rows of one crash during a load; ``recovered``: the recovery's (phases, detail)."""
+    (rb0, rb1), (rphases, rdet) = rb_events, recovered
     common = dict(rows_expected=ver["rows_expected"], rows_found=ver["rows_found"], rows_lost=ver["rows_lost"],
                   buffer_pool_load=False)
     rows = [row(run, KIND, rep, p, s, c, **common) for p, s, c in phases]
@@ -219,7 +220,7 @@ def run_crash_during_load(run, rep: int) -> tuple[list[dict], dict]:
     outcome = ver["outcome"]
     first_missing = acked + (1 if outcome == "committed_before_kill_unacknowledged" else 0)
     resume_s, final, resumed_ok = _resume(run, first_missing) if outcome is not None else (None, None, None)
-    rows = _rows(run, rep, phases, rphases, rdet, rb, (rb0, rb1), ver, resume_s)
+    rows = _rows(run, rep, phases, (rphases, rdet), rb, (rb0, rb1), ver, resume_s)
     details.update({**det, "recovery": rdet, "rollback": {**rb, "log_done": rb1.as_dict(obs["t_spawn"]) if rb1
                                                               else None},
                     "outcome": outcome, "diagnosis": ver["diagnosis"], "checksum_expected": ver["sum_expected"],

@@ -7,6 +7,8 @@ the same settings, so the rule and the server cannot disagree on the buffer pool
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..core.infra.config import check_section, load_schema, section
 from ..core.infra.jobs.requests import server_job_mb
 
@@ -16,6 +18,18 @@ from ..core.infra.jobs.requests import server_job_mb
 KINDS = ("clean", "crash-during-load", "crash-under-queries")
 BUFFER_POOL_MODES = ("off", "on")
 FAULTS = ("corrupt-redo",)
+
+
+@dataclass(frozen=True)
+class RestartSpec:
+    """A restart job: its ``restart`` and ``server`` config sections (whole or partial), the
+    run's ``seed`` (None: the schema's), whether the server's data stays afterwards, and a
+    fault drill (``FAULTS``) or None."""
+    restart: dict | None = None
+    server: dict | None = None
+    seed: int | None = None
+    keep_data: bool = False
+    fault: str | None = None
 
 
 class RestartError(RuntimeError):

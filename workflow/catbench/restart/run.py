@@ -34,7 +34,8 @@ from ..core.index.input import scan_file
 from ..core.index.table import get_variant
 from ..core.server.loaddata import LoadError
 from ..core.server.tools import ServerError, variables
-from ..core.server.session import private_server
+from ..core.server.process import Launch
+from ..core.server.session import Datadir, private_server
 from ..core.infra.targets import describe_target
 from . import errorlog
 from .clean import run_clean
@@ -45,6 +46,7 @@ from .options import (
     FAULTS,
     KINDS,
     RestartError,
+    RestartSpec,
     default_seed,
     resolve,
     server_settings,
@@ -52,7 +54,7 @@ from .options import (
 from .phases import p50
 from .state import RestartRun
 
-__all__ = ["BUFFER_POOL_MODES", "FAULTS", "KINDS", "KIND_FUNCS", "RestartError", "run_restart"]
+__all__ = ["BUFFER_POOL_MODES", "FAULTS", "KINDS", "KIND_FUNCS", "RestartError", "RestartSpec", "run_restart"]
 
 log = logging.getLogger(__name__)
 
@@ -175,18 +177,18 @@ def _meta(target, path, v, infos, input_bytes, seed, rs, fault) -> dict:
                         "fault": fault}}
 
 
-def run_restart(target: str, path, input_files, out_dir, restart: dict | None = None, server: dict | None = None,
-                seed: int | None = None, keep_data: bool = False, fault: str | None = None) -> dict:
+def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec = RestartSpec()) -> dict:
     """Run the restart kinds on one target; writes ``<out_dir>/<kind>.json`` and summary.json.
 
-    ``restart`` and ``server`` are (whole or partial) config sections, the schema's
-    defaults filling the rest; ``seed`` defaults to the config's. Returns {"summary": ...,
+    ``spec.restart`` and ``spec.server`` are (whole or partial) config sections, the schema's
+    defaults filling the rest; ``spec.seed`` defaults to the config's. Returns {"summary": ...,
     kind: {"rows": [...], "detail": [...]}}. Raises RestartError (target named, error-log
     tail included) when the server does not come back, rows of committed files are lost
     or answers change; the evidence is written first.
     """
-    rs, sv = resolve(restart, server, fault)
-    seed = default_seed() if seed is None else seed
+    fault = spec.fault
+    rs, sv = resolve(spec.restart, spec.server, fault)
+    seed = default_seed() if spec.seed is None else spec.seed
     v = get_variant(rs["variant"])
     files = [Path(f).absolute() for f in input_files]
     if not files:
@@ -198,9 +200,9 @@ def run_restart(target: str, path, input_files, out_dir, restart: dict | None = 
     infos = [scan_file(f, v) for f in files]
     log.info("target %s: scanned %d files (%d rows) in %.1f s", target, len(infos), sum(i.rows for i in infos),
              time.time() - t0)
-    with private_server(target, path, f"restart-{v.name}", server_settings(rs, sv), binary=sv["binary"],
-                        start_timeout=rs["start_timeout_s"], keep_data=keep_data, start=False,
-                        data_bytes=3 * input_bytes) as srv:  # the table, its redo and the diagnosis copy
+    with private_server(target, path, f"restart-{v.name}", server_settings(rs, sv),
+                        Launch(sv["binary"], False, rs["start_timeout_s"]), data=Datadir(keep=spec.keep_data),
+                        start=False, data_bytes=3 * input_bytes) as srv:  # the table, its redo and the diagnosis copy
         run = RestartRun(target, srv, infos, v, rs, seed, fault)
         meta = _meta(target, path, v, infos, input_bytes, seed, rs, fault)  # the session made ``path``
         results: dict = {}

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..core.index.input import FileInfo, pick_lookup_keys
 from ..core.index.table import (
     DATABASE,
+    IndexInto,
     Variant,
     create_table,
     load_file,
@@ -105,7 +106,7 @@ class RestartRun:
         times = []
         for info in infos:
             t = time.perf_counter()
-            load_file(conn, TABLE, info.path, info.rows, self.v, earlier + [x.path for x in infos])
+            load_file(conn, IndexInto(TABLE, self.v, tuple(earlier + [x.path for x in infos])), info.path, info.rows)
             times.append(time.perf_counter() - t)
         return times
 

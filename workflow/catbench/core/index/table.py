@@ -19,7 +19,7 @@ from pathlib import Path
 import mysql.connector
 
 from .input import explain_duplicate, scan_file, shared_key
-from ..server.loaddata import LoadError, load_data
+from ..server.loaddata import Into, LoadError, load_data
 from ..infra.resources import read_sql
 
 log = logging.getLogger(__name__)
@@ -164,14 +164,24 @@ def table_checksum(conn, variant: Variant, table: str, database: str = DATABASE)
     return int(n), int(total)
 
 
-def load_file(conn, table: str, path: Path, rows: int, variant: Variant, input_files: list[Path],
-              *, database: str = DATABASE, trans_id: int | None = None, what: str | None = None,
-              record=None) -> int:
+@dataclass(frozen=True)
+class IndexInto:
+    """Where index files load: ``database.table`` of ``variant``, the whole input ``files``
+    (in load order: a duplicate key is named in them), each row's ``qserv_trans_id`` when given."""
+    table: str
+    variant: Variant
+    files: tuple
+    database: str = DATABASE
+    trans_id: int | None = None
+
+
+def load_file(conn, into: IndexInto, path: Path, rows: int, *, what: str | None = None, record=None) -> int:
     """``load_data`` one index file; a duplicate key is named with its file(s) and line(s)
-    among ``input_files`` (the whole input, in load order). With ``record(cursor, rows)``
+    among ``into.files``. With ``record(cursor, rows)``
     the file's rows and whatever ``record`` writes commit together or not at all (the
     resumable loads' ledger)."""
-    set_sql = f"`qserv_trans_id` = {int(trans_id)}" if trans_id is not None else None
+    variant, input_files = into.variant, list(into.files)
+    set_sql = f"`qserv_trans_id` = {int(into.trans_id)}" if into.trans_id is not None else None
 
     def explain(head: str, key: str, key_name: str) -> str:
         if key_name == "trans_key":  # "<trans_id>-<key>"
@@ -180,8 +190,8 @@ def load_file(conn, table: str, path: Path, rows: int, variant: Variant, input_f
 
     def load() -> int:
         try:
-            return load_data(conn, path, table, variant.load_columns(), rows, database=database,
-                             set_sql=set_sql, what=what, explain_duplicate=explain)
+            return load_data(conn, path, rows, Into(into.database, into.table, variant.load_columns(), set_sql),
+                             what=what, explain_duplicate=explain)
         except mysql.connector.Error as exc:
             # MyRocks: another connection committed one of this file's keys after this
             # statement's snapshot (a key repeated across files loaded at once); it says
@@ -217,6 +227,7 @@ def load_files(conn, table: str, files: list[Path], variant: Variant, database: 
     validated while the previous one loads. ``stop()`` is asked before each file (a time
     limit: the files after it are not loaded); ``record(cursor, info, start, end)`` commits
     with each file (see ``load_file``). Returns (trace rows, FileInfo per loaded file)."""
+    into = IndexInto(table, variant, tuple(files), database)
     trace, infos = [], []
     cumulative, t_start, last_log = 0, time.time(), 0.0
     with cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-scan") as ex:
@@ -230,7 +241,7 @@ def load_files(conn, table: str, files: list[Path], variant: Variant, database: 
             start = time.time()
             rec = None if record is None else (lambda cur, n, info=info, start=start:
                                                record(cur, info, start, time.time()))
-            rows = load_file(conn, table, path, info.rows, variant, files, database=database, record=rec)
+            rows = load_file(conn, into, path, info.rows, record=rec)
             end = time.time()
             cumulative += rows
             infos.append(info)

@@ -9,6 +9,7 @@ failure too). The error names the file and, where the server says, the line.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -22,21 +23,30 @@ class LoadError(RuntimeError):
     """A load did not put exactly the input into the table; the message names file and line."""
 
 
-def load_data(conn, path, table: str, columns: tuple[str, ...] | None, rows: int, *, database: str,
-              set_sql: str | None = None, what: str | None = None, escaped: bool = False,
+@dataclass(frozen=True)
+class Into:
+    """Where a LOAD DATA puts its rows: ``database.table``, into ``columns`` (None: all of
+    them in order), with a ``SET`` clause when given."""
+    database: str
+    table: str
+    columns: tuple[str, ...] | None = None
+    set_sql: str | None = None
+
+
+def load_data(conn, path, rows: int, into: Into, *, what: str | None = None, escaped: bool = False,
               explain_duplicate: Callable[[str, str, str], str] | None = None) -> int:
-    """Load ``path`` into ``database.table``; returns the rows affected (== ``rows``).
+    """Load ``path`` into ``into``; returns the rows affected (== ``rows``).
 
     ``escaped=False`` takes the data literally (``ESCAPED BY ''``, latin1), as the index
     checksum does. ``explain_duplicate(head, key, key_name)`` words a duplicate-key error."""
     cur = conn.cursor()
-    cols = f" ({', '.join(f'`{c}`' for c in columns)})" if columns else ""
+    cols = f" ({', '.join(f'`{c}`' for c in into.columns)})" if into.columns else ""
     literal = " CHARACTER SET latin1" if not escaped else ""
     escape = " ESCAPED BY ''" if not escaped else ""
     try:
-        cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{database}`.`{table}`{literal} "
+        cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{into.database}`.`{into.table}`{literal} "
                     f"FIELDS TERMINATED BY '\\t'{escape} LINES TERMINATED BY '\\n'{cols}"
-                    + (f" SET {set_sql}" if set_sql else ""), (str(path),))
+                    + (f" SET {into.set_sql}" if into.set_sql else ""), (str(path),))
     except mysql.connector.Error as exc:
         if exc.errno in STORE_FAILED:   # the caller knows the target and says whether it is full
             raise LoadError(f"{what or path}: the server could not store its rows ({exc.errno}: {exc.msg})") from exc

@@ -22,6 +22,7 @@ import string
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import mysql.connector
@@ -100,19 +101,39 @@ def _restore_handlers():
 atexit.register(_stop_all_now)
 
 
-class Server:
-    """A private server; use as ``with Server(...) as srv:`` (initialises if needed)."""
+@dataclass(frozen=True)
+class Launch:
+    """How a private server starts: its binary (None: found on PATH, /usr/sbin, /usr/libexec),
+    TCP on 127.0.0.1 beside the socket, the longest start in seconds, and the storage
+    engines' plugins it loads (``tools.PLUGINS``)."""
+    binary: str | None = None
+    tcp: bool = False
+    start_timeout_s: float = 120
+    plugins: tuple = ()
 
-    def __init__(self, name: str, basedir, settings: dict | None = None, binary: str | None = None,
-                 tcp: bool = False, tmpdir=None, start_timeout: float = 120,
-                 socket_path=None, auth: str = "auto", internal: dict | None = None, plugins: tuple = ()):
+    @classmethod
+    def of(cls, server: dict, **over) -> Launch:
+        """From a validated ``server`` config section (binary, tcp, start_timeout_s)."""
+        return cls(**{"binary": server["binary"], "tcp": server["tcp"],
+                      "start_timeout_s": server["start_timeout_s"], **over})
+
+
+class Server:
+    """A private server; use as ``with Server(...) as srv:`` (initialises if needed).
+    catbench's own options (Galera provider, cluster address, ports) go into ``internal``
+    after construction, never through ``settings``."""
+
+    def __init__(self, name: str, basedir, settings: dict | None = None, launch: Launch | None = None, *,
+                 socket_path=None, auth: str = "auto"):
+        launch = launch or Launch()
+        binary, tcp, start_timeout, plugins = launch.binary, launch.tcp, launch.start_timeout_s, launch.plugins
         self.name = name
         self.basedir = Path(basedir).absolute()
         self.settings = validate_settings(settings)
         # catbench's own options (Galera provider, cluster address, ports), never from a config
         # so never checked by validate_settings: rendered after the user's (they win) at every
         # start; None writes a bare flag, a dict value an option group (e.g. [sst]).
-        self.internal: dict = dict(internal or {})
+        self.internal: dict = {}
         self.binary = find_server_binary(binary)
         # storage engines' plugins (core.server.tools.PLUGINS), e.g. MyRocks for load.engines
         self.plugins = tuple(plugins)
@@ -123,9 +144,8 @@ class Server:
         self.datadir = self.basedir / "data"
         # CATBENCH_TMPDIR (set by the rules from targets.<t>.tmpdir) moves the server's
         # temporary files off the target, one sub-directory per server.
-        if not tmpdir and os.environ.get("CATBENCH_TMPDIR"):
-            tmpdir = Path(os.environ["CATBENCH_TMPDIR"]) / self.basedir.name
-        self.tmpdir = Path(tmpdir).absolute() if tmpdir else self.basedir / "tmp"
+        tmpdir = os.environ.get("CATBENCH_TMPDIR")
+        self.tmpdir = (Path(tmpdir) / self.basedir.name).absolute() if tmpdir else self.basedir / "tmp"
         self.socket = Path(socket_path).absolute() if socket_path else self.basedir / "mysqld.sock"
         self.pid_file = self.basedir / "mysqld.pid"
         self.error_log = self.basedir / "error.log"

@@ -23,11 +23,12 @@ import socket as socketlib
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..infra.files import dir_bytes
 from .loaddata import LoadError
-from .process import Server
+from .process import Launch, Server
 from .tools import SOCKET_PATH_MAX, ServerError
 from ..infra.targets import check_target, server_bytes
 
@@ -80,25 +81,32 @@ def server_dir(root, name: str) -> Path:
     return Path(root).absolute() / f"catbench-{name}"
 
 
+@dataclass(frozen=True)
+class Datadir:
+    """What becomes of a private server's data: ``keep`` it afterwards (--keep-data);
+    ``reuse`` the previous directory's data (started again, not removed: a resumed load);
+    keep it when the job fails (``keep_on_failure``: the re-run resumes, unless the job
+    failed with a LoadError)."""
+    keep: bool = False
+    reuse: bool = False
+    keep_on_failure: bool = False
+
+
 @contextlib.contextmanager
-def private_server(target: str, root, name: str, settings: dict | None = None, *, binary: str | None = None,
-                   tcp: bool = False, start_timeout: float = 120, keep_data: bool = False, start: bool = True,
-                   data_bytes: int = 0, reuse: bool = False, keep_on_failure: bool = False, plugins: tuple = ()):
-    """A fresh private server in ``<root>/catbench-<name>``; yields the Server, started
-    (initialised first) unless ``start=False`` (then the body starts and stops it, and the
-    session still stops it on exit). The target must have room for ``data_bytes`` plus
-    what the server itself takes with these settings (redo log, datadir), checked before
-    anything is created. A resumable load passes ``reuse`` (the previous directory's data
-    is started again, not removed) and ``keep_on_failure`` (a failed job leaves its data
-    for the re-run to resume, unless it failed with a LoadError). ``plugins`` are storage
-    engines' server plugins catbench loads (``server_tools.PLUGINS``)."""
+def private_server(target: str, root, name: str, settings: dict | None = None, launch: Launch | None = None, *,
+                   data: Datadir = Datadir(), start: bool = True, data_bytes: int = 0):
+    """A fresh private server in ``<root>/catbench-<name>``, started as ``launch`` says; yields
+    the Server, started (initialised first) unless ``start=False`` (then the body starts and
+    stops it, and the session still stops it on exit). The target must have room for
+    ``data_bytes`` plus what the server itself takes with these settings (redo log, datadir),
+    checked before anything is created. ``data``: what becomes of its data."""
+    keep_data, reuse, keep_on_failure = data.keep, data.reuse, data.keep_on_failure
     basedir = server_dir(root, name)
     with owned_dir(basedir, target):
         sock, sock_dir = _socket_path(basedir)
         srv, ok = None, False
         try:
-            srv = Server(target, basedir, settings, binary=binary, tcp=tcp, socket_path=sock,
-                         start_timeout=start_timeout, plugins=plugins)
+            srv = Server(target, basedir, settings, launch, socket_path=sock)
             srv.cleanup_stale()
             if reuse and srv.initialized:
                 log.info("target %s: resuming with the interrupted run's data in %s", target, basedir)

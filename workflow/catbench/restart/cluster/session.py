@@ -28,7 +28,8 @@ import mysql.connector
 import psutil
 
 from ...core.server.tools import ServerError, find_server_binary, server_version
-from ...core.server.session import private_server
+from ...core.server.process import Launch
+from ...core.server.session import Datadir, private_server
 from ...core.infra.targets import TargetError, check_target, human, server_bytes
 from .. import errorlog
 from .node import (
@@ -261,9 +262,8 @@ def cluster_session(target: str, root, cluster: dict, server: dict, input_bytes:
             nodes = []
             for i, p in enumerate(ports):
                 srv = stack.enter_context(private_server(
-                    target, root, f"{name}-node{i + 1}", settings, binary=binary, start=False,
-                    start_timeout=cluster["start_timeout_s"], keep_data=keep_data,
-                    data_bytes=per_node - server_bytes(settings)))
+                    target, root, f"{name}-node{i + 1}", settings, Launch(binary, False, cluster["start_timeout_s"]),
+                    data=Datadir(keep=keep_data), start=False, data_bytes=per_node - server_bytes(settings)))
                 nodes.append(Node(i, srv, p, f"catbench-{name}", cluster["sst_method"], cluster["gcache_size"],
                                   provider))
             for node in nodes:
