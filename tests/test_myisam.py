@@ -14,7 +14,10 @@ from catbench.core.index.input import scan_file
 from catbench.core.index.table import DATABASE, ENGINES, IndexInto, get_variant, load_file
 from catbench.core.server.loaddata import LoadError
 from catbench.core.server.process import Server
+from catbench.cli.storage import load_spec
+from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
+from catbench.load.spec import LoadCase
 from catbench.load.job import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
@@ -34,8 +37,8 @@ def root():
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, **kw):
-    return run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant=variant,
-                          strategy=strategy, engine="myisam", load={**OPTS, **kw})
+    return run_load_index(load_spec({"load": {**OPTS, **kw}}), Target("tmpdisk", root / "target"), files,
+                          root / "results" / name, LoadCase(variant, strategy, "myisam"))
 
 
 def test_every_strategy_but_bulk_runs_on_myisam():
@@ -121,7 +124,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
     load = section("load", {"optimize_limit_s": 0, "lookup_count": 100, "repetitions": 1})
     settings = {**ENGINES["myisam"].settings, **section("server", None)["settings"], **(load["settings"] or {})}
     files = [Path(f).absolute() for f in files]
-    options = LoadOptions.from_config(load).check().as_dict()
+    options = LoadOptions.of(load).check().as_dict()
     variant, table = get_variant("bigint"), "bigint_one_file_at_a_time"
     with Server("tmpdisk", basedir, settings) as srv:
         conn = srv.connect()

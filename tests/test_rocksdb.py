@@ -14,7 +14,10 @@ from catbench.core.index.table import ENGINES, LoadError
 from catbench.core.server.process import Launch, Server
 from catbench.core.server.tools import ServerError, plugin_options
 from catbench.load.comparison import write_not_run
+from catbench.cli.storage import load_spec
+from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
+from catbench.load.spec import LoadCase
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from catbench.report.html import make_report
 from catbench.report.tables import make_tables
@@ -33,8 +36,8 @@ def root():
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, engine: str = "rocksdb", out=None, **kw):
-    return run_load_index("tmpdisk", root / "target", files, out or root / "results" / name, variant=variant,
-                          strategy=strategy, engine=engine, load={**OPTS, **kw})
+    return run_load_index(load_spec({"load": {**OPTS, **kw}}), Target("tmpdisk", root / "target"), files,
+                          out or root / "results" / name, LoadCase(variant, strategy, engine))
 
 
 def test_every_strategy_declares_its_engines():

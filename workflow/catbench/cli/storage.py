@@ -15,13 +15,14 @@ import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ..core.infra.config import ConfigError, defaults, validate
+from ..core.infra.config import ConfigError, defaults, load_schema, validate
 from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
 from ..core.server.process import ServerError
-from ..core.infra.targets import TargetError, parse_size
+from ..core.infra.targets import Target, TargetError, parse_size
 from ..fio.bench import TESTS, FioError, FioSpec, run_fio
 from ..load.driver import run_load_index
+from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
 from ..core.infra.jobs.repeat import Repeats
 from .common import config_arg, guarded, measured, renamed_choice, settings_arg
@@ -41,44 +42,43 @@ def cmd_fio(args) -> int:
     return 0
 
 
-# (flag, config section, key, argparse keywords, help): each flag overrides one config key.
-LOAD_INDEX_FLAGS = (
-    ("--server-binary", "server", "binary", {}, "mariadbd/mysqld to use (null: search PATH, /usr/sbin)"),
-    ("--tcp", "server", "tcp", {"action": argparse.BooleanOptionalAction}, "also listen on 127.0.0.1"),
-    ("--start-timeout-s", "server", "start_timeout_s", {"type": float}, "longest server start in s"),
-    ("--sample-interval", "load", "sample_interval_s", {"type": float}, "sampling interval in s"),
-    ("--interval-s", "load", "interval_s", {"type": float}, "load-rate table interval in s (null: total/20)"),
-    ("--optimize-limit-s", "load", "optimize_limit_s", {"type": float},
-     "time limit of OPTIMIZE TABLE in s; 0 skips it"),
-    ("--lookup-threads", "load", "lookup_threads", {"type": int}, "point-lookup client threads"),
-    ("--lookup-count", "load", "lookup_count", {"type": int}, "point lookups in total"),
-    ("--lookup-seconds", "load", "lookup_seconds", {"type": float}, "time budget of the lookups (null: none)"),
-    ("--repetitions", "load", "repetitions", {"type": int}, "loads in this job; each figure is their median"),
-    ("--repetition-limit-s", "load", "repetition_limit_s", {"type": float},
-     "no further repetition once one took longer than this (null: none)"),
-    ("--connections", "load", "connections", {"type": int},
-     "parallel, sorted-parallel, deferred-pk, trans-partitioned: loading connections"),
-    ("--transaction-rows", "load", "transaction_rows", {"type": int},
-     "bulk: rows per transaction, 0 = one transaction for everything"),
-    ("--batch-files", "load", "batch_files", {"type": int}, "trans-partitioned: input files per partition"),
-    ("--consolidate", "load", "consolidate", {"action": argparse.BooleanOptionalAction},
-     "trans-partitioned: ALTER TABLE ... REMOVE PARTITIONING at the end"),
-    ("--sort-memory", "load", "sort_memory", {}, "sorted, bulk: DuckDB memory limit of the external sort"),
-    ("--sort-threads", "load", "sort_threads", {"type": int}, "sorted, bulk: DuckDB threads, 0 = all cores"),
-    ("--chunk-rows", "load", "chunk_rows", {"type": int}, "sorted, bulk: rows per sorted TSV chunk"),
-)
+# Each scalar key of these sections is a flag overriding it: --<key> for load, --server-<key>
+# for server (config/README.md says what each does).
+OVERRIDDEN = {"load": "", "server": "server-"}
+_TYPES = {"integer": int, "number": float, "string": str}
+
+
+def override_flags() -> list[tuple[str, str, str, dict]]:
+    """(flag, section, key, argparse keywords) of every scalar key of the sections in
+    ``OVERRIDDEN``, read from the schema: its type and default, nothing repeated here."""
+    out = []
+    for sec, prefix in OVERRIDDEN.items():
+        for key, sub in load_schema()["properties"][sec]["properties"].items():
+            kind = [t for t in (sub.get("type") if isinstance(sub.get("type"), list) else [sub.get("type")])
+                    if t != "null"]
+            if len(kind) != 1 or kind[0] not in (*_TYPES, "boolean"):
+                continue
+            kw = {"action": argparse.BooleanOptionalAction} if kind[0] == "boolean" else {"type": _TYPES[kind[0]]}
+            out.append((f"--{prefix}{key.replace('_', '-')}", sec, key, kw))
+    return out
+
+
+def load_spec(cfg: dict, keep_data: bool = False) -> LoadSpec:
+    """A load's spec from (whole or partial) ``load`` and ``server`` sections: validated, the
+    schema's defaults filled in, here at the command line, once."""
+    return LoadSpec.of(validate(cfg), keep_data)
 
 
 def _load_index_config(args) -> dict:
-    """The validated config of a load: --config, with the flags given over it."""
+    """The config of a load: --config, with the flags given over it."""
     cfg = config_arg(args.config)
-    for flag, sec, key, _, _ in LOAD_INDEX_FLAGS:
+    for flag, sec, key, _ in override_flags():
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None:
             cfg.setdefault(sec, {})[key] = value
     if args.settings_json:
         cfg.setdefault("server", {})["settings"] = settings_arg(args.settings_json)
-    return validate(cfg)
+    return cfg
 
 
 def cmd_load_index(args) -> int:
@@ -86,10 +86,9 @@ def cmd_load_index(args) -> int:
     Every knob is read from --config (sections load and server; the schema's defaults
     where absent); a flag overrides its config key."""
     files = list_input(args.input_dir)
-    cfg = _load_index_config(args)
-    summary = run_load_index(args.target, args.path, files, args.out, variant=args.variant,
-                             strategy=args.strategy, engine=args.engine, load=cfg["load"], server=cfg["server"],
-                             keep_data=args.keep_data)
+    spec = load_spec(_load_index_config(args), keep_data=args.keep_data)
+    summary = run_load_index(spec, Target(args.target, Path(args.path)), files, args.out,
+                             LoadCase(args.variant, args.strategy, args.engine))
     print(json.dumps({k: summary.get(k) for k in (
         "target", "variant", "engine", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",
         "index_build_seconds", "consolidate_seconds", "duplicate_check_seconds", "table_bytes", "lookup_qps",
@@ -138,9 +137,8 @@ def add_subcommands(subparsers) -> None:
                                            "from the config)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir after the load")
     g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
-    schema = {"load": defaults("load"), "server": defaults("server")}
-    for flag, sec, key, kw, text in LOAD_INDEX_FLAGS:
-        g.add_argument(flag, default=None, **kw,
-                       help=f"{text} (default from the config: {sec}.{key}, schema default "
-                            f"{json.dumps(schema[sec][key])})".replace("%", "%%"))
+    schema = {sec: defaults(sec) for sec in OVERRIDDEN}
+    for flag, sec, key, kw in override_flags():
+        g.add_argument(flag, default=None, **kw, help=f"config key {sec}.{key} (schema default "
+                                                      f"{json.dumps(schema[sec][key])})".replace("%", "%%"))
     p.set_defaults(func=guarded(measured(cmd_load_index), EXPECTED, "load-index"))

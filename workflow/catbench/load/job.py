@@ -1,7 +1,6 @@
 """What a loading strategy is given and what it hands back.
 
-``LoadOptions`` are the strategies' knobs, always built from the ``load`` config section
-(the schema holds the defaults, nowhere else does); ``LoadJob`` is one load (server,
+``LoadOptions`` are the strategies' knobs, part of the job's ``LoadSpec`` (spec.py); ``LoadJob`` is one load (server,
 table, variant, validated input, scratch dir); ``Outcome`` is its result: the per-file
 trace, the input's FileInfos (rows and checksums the driver compares with the table),
 the timed phases and strategy details. ``LoadProgress`` logs rows/s and ETA while loading.
@@ -14,7 +13,6 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from ..core.infra.config import section
 from ..core.index.table import ENGINES, Engine, Variant
 from ..core.server.loaddata import LoadError
 from ..core.infra.metrics import Progress
@@ -33,10 +31,9 @@ class LoadOptions:
     chunk_rows: int           # sorted, bulk: rows per sorted TSV chunk
 
     @classmethod
-    def from_config(cls, load: dict | None = None) -> "LoadOptions":
-        """From a whole or partial ``load`` section; missing keys take the schema's defaults."""
-        cfg = section("load", load)
-        return cls(**{f.name: cfg[f.name] for f in fields(cls)})
+    def of(cls, load: dict) -> "LoadOptions":
+        """From a validated ``load`` section (the schema's defaults filled in)."""
+        return cls(**{f.name: load[f.name] for f in fields(cls)})
 
     def check(self) -> "LoadOptions":
         if self.connections < 1:

@@ -5,11 +5,19 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 from .config import estimated_objects, target_dir
+
+
+@dataclass(frozen=True)
+class Target:
+    """A job's storage target: its name in the config and the directory on it the job uses."""
+    name: str
+    path: Path
 
 
 class TargetError(RuntimeError):
