@@ -89,7 +89,7 @@ def test_run_load_index_exact(tmp, variant):
     out = tmp / "results" / f"load-{variant}"
     target = tmp / "target"
     s = run_load_index(load_spec({"load": {"sample_interval_s": 0.2, "optimize_limit_s": 30, "lookup_threads": 2,
-                                           "lookup_count": 400, "repetitions": 1}}),
+                                           "lookup_count": 400, "repetitions": 1}}, checked=False),
                        Target("tmpdisk", target), files, out, LoadCase(variant, "one-file-at-a-time"))
     assert s["rows"] == 10_000 and s["files"] == 4
     assert s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
@@ -121,7 +121,7 @@ def test_failed_load_leaves_nothing_finished(tmp):
     replace_line(files[2], 50, f"{make_key('char28', 10)}\t1\t2")  # key of file 0, line 11
     out = tmp / "results" / "load"
     with pytest.raises(LoadError) as err:
-        run_load_index(load_spec({"load": {"lookup_count": 0}}), Target("tmpdisk", tmp / "target"), files, out,
+        run_load_index(load_spec({"load": {"lookup_count": 0}}, checked=False), Target("tmpdisk", tmp / "target"), files, out,
                        LoadCase("char28", "one-file-at-a-time"))
     msg = str(err.value)
     assert "part-00002.tsv" in msg and "line 50" in msg and "part-00000.tsv line 11" in msg
@@ -241,7 +241,7 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
     s = run_load_index(load_spec({"load": {"repetitions": 2, "sample_interval_s": 0.2, "optimize_limit_s": 0,
                                            "lookup_threads": 1, "lookup_count": 50,
                                            "settings": {"innodb_buffer_pool_size": "6M"}},
-                                  "server": {"settings": {"innodb_buffer_pool_size": "64M"}}}),
+                                  "server": {"settings": {"innodb_buffer_pool_size": "64M"}}}, checked=False),
                        Target("tmpdisk", tmp / "target"), files, out, LoadCase("bigint", "one-file-at-a-time"))
     assert s["n"] == 2 and [r["repetition"] for r in s["repetitions"]] == [0, 1]
     assert all(r["checksum_ok"] and r["rows"] == 3000 for r in s["repetitions"])
@@ -257,7 +257,7 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
 def test_a_long_repetition_stops_the_repeating(tmp):
     files = write_files(tmp / "in", "bigint", 2, 500)
     s = run_load_index(load_spec({"load": {"repetitions": 3, "repetition_limit_s": 1e-6, "optimize_limit_s": 0,
-                                           "lookup_threads": 1, "lookup_count": 10, "sample_interval_s": 0.2}}),
+                                           "lookup_threads": 1, "lookup_count": 10, "sample_interval_s": 0.2}}, checked=False),
                        Target("tmpdisk", tmp / "target"), files, tmp / "results" / "one",
                        LoadCase("bigint", "one-file-at-a-time"))
     assert s["n"] == 1 and s["repetitions_requested"] == 3

@@ -115,7 +115,7 @@ def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
     files = write_files(root / "in", "bigint", 40, 20000)
     out = root / "results" / strategy
     s = run_load_index(load_spec({"load": {"time_limit_s": 0.4, "optimize_limit_s": 0, "lookup_count": 50,
-                                           "repetitions": 3, "batch_files": 4}}),
+                                           "repetitions": 3, "batch_files": 4}}, checked=False),
                        Target("tmpdisk", root / "target"), files, out, LoadCase("bigint", strategy))
     # each repetition stopped, and repeated: the rows by the limit are a figure with its n
     assert s["stopped"] and s["n"] == 3 and all(r["stopped"] for r in s["repetitions"])
@@ -132,7 +132,7 @@ def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
 def test_time_limit_is_not_applied_to_one_stream_strategies(root):
     files = write_files(root / "in", "bigint", 4, 2000)
     s = run_load_index(load_spec({"load": {"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10,
-                                           "repetitions": 1, "sort_memory": "64MB"}}),
+                                           "repetitions": 1, "sort_memory": "64MB"}}, checked=False),
                        Target("tmpdisk", root / "target"), files, root / "results" / "b", LoadCase("bigint", "bulk"))
     assert not s["stopped"] and s["time_limit_s"] is None and s["rows"] == 8000
 

@@ -36,7 +36,7 @@ def root():
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, engine: str = "rocksdb", out=None, **kw):
-    return run_load_index(load_spec({"load": {**OPTS, **kw}}), Target("tmpdisk", root / "target"), files,
+    return run_load_index(load_spec({"load": {**OPTS, **kw}}, checked=False), Target("tmpdisk", root / "target"), files,
                           out or root / "results" / name, LoadCase(variant, strategy, engine))
 
 
