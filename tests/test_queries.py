@@ -15,14 +15,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from catbench.cli.main import main as cli_main
-from catbench.core.infra.config import validate
+from catbench.core.infra.config import section, validate
 from catbench.prepare import partition as part_mod
 from catbench.query import run as query_run
 from catbench.query.check import check_answers
 from catbench.query.chunk_tables import ChunkInfo
 from catbench.query.engines import DuckdbEngine
 from catbench.query.params import settings_of
-from catbench.query.run import run_queries, run_queries_duckdb
+from catbench.core.infra.targets import Target
+from catbench.query.run import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
 from catbench.query.suite import (
     QUERY_NAMES,
     Answer,
@@ -95,9 +96,9 @@ def run():
     try:
         cfg = small_config()
         objects = build(cfg, root)
-        duck = run_queries_duckdb(cfg, root / "chunks", root / "out/parquet/duckdb")
-        my = run_queries(cfg, "t1", root / "target", root / "chunks", root / "index/input",
-                         root / "out/t1/mysql", settings=cfg["server"]["settings"])
+        duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"))
+        my = run_queries(QuerySpec.of(cfg, {"settings": cfg["server"]["settings"]}), Target("t1", root / "target"),
+                         QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"))
         yield {"cfg": cfg, "root": root, "objects": objects, "duck": duck, "mysql": my}
     finally:
         leftover = our_servers(root)
@@ -211,9 +212,9 @@ def test_server_section_reaches_the_session(run, tmp_path, monkeypatch):
     cfg = {**run["cfg"], "server": {**run["cfg"]["server"], "start_timeout_s": 33}}
     root = run["root"]
     with pytest.raises(RuntimeError, match="no server"):
-        run_queries(cfg, "t1", tmp_path / "target", root / "chunks", root / "index/input", tmp_path / "out",
-                    params=run["mysql"]["params"])
-    assert seen["name"] == "queries" and seen["start_timeout"] == 33 and seen["binary"] is None
+        run_queries(QuerySpec.of(cfg, {"params": run["mysql"]["params"]}), Target("t1", tmp_path / "target"),
+                    QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"))
+    assert seen["name"] == "queries" and seen["launch"].start_timeout_s == 33 and seen["launch"].binary is None
     assert seen["settings"]["innodb_buffer_pool_load_at_startup"] == 0
     assert seen["settings"]["innodb_buffer_pool_size"] == "64M"
     assert not list(tmp_path.glob("*out*")), list(tmp_path.iterdir())
@@ -245,11 +246,11 @@ def test_compare_tolerance_and_float32():
 
 
 def test_settings_defaults():
-    q = settings_of({"queries": {"concurrency": {"streams": 4}}})
+    q = settings_of({"queries": section("queries", {"concurrency": {"streams": 4}})})
     assert q["concurrency"] == {"streams": 4, "seconds": 10.0, "lv1_interval_s": 0.1}
     assert q["repetitions"] == 3 and q["queries"] == list(QUERY_NAMES)
     with pytest.raises(QueryError, match="unknown queries"):
-        settings_of({"queries": {"queries": ["LV9"]}})
+        settings_of({"queries": section("queries", {"queries": ["LV9"]})})
 
 
 def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
@@ -270,8 +271,8 @@ def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
 
 def test_settings_come_from_the_schema_with_overrides():
     from catbench.core.infra.config import defaults
-    q = settings_of({}, repetitions=5, concurrency={"seconds": 2.0}, names=["LV1"])
+    q = settings_of({"queries": section("queries")}, repetitions=5, concurrency={"seconds": 2.0}, names=["LV1"])
     assert q["repetitions"] == 5 and q["queries"] == ["LV1"]
     assert q["concurrency"]["seconds"] == 2.0
     assert q["concurrency"]["streams"] == defaults("queries")["concurrency"]["streams"]
-    assert settings_of({})["index_variant"] == defaults("queries")["index_variant"]
+    assert settings_of({"queries": section("queries")})["index_variant"] == defaults("queries")["index_variant"]

@@ -20,16 +20,17 @@ Output directory (one per target and engine, written by ``core.infra.files.stage
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.infra import config
 from ..core.infra.files import staged_output
 from ..core.index.input import list_input
 from ..core.index.table import get_variant
 from ..core.infra.jobs.repeat import Repeats
 from ..core.server.tools import variables
-from ..core.server.session import private_server
-from ..core.infra.targets import TargetError, check_target, describe_target
+from ..core.server.process import Launch
+from ..core.server.session import Datadir, private_server
+from ..core.infra.targets import Target, TargetError, check_target, describe_target
 from .chunk_tables import (
     install_functions,
     load_chunk_tables,
@@ -60,14 +61,45 @@ class _DuckStream:
         self.cur.close()
 
 
-def run_queries_duckdb(cfg: dict, chunks_dir, out_dir, repetitions: int | None = None,
-                       concurrency: dict | None = None, names=None, cold: bool | None = None,
-                       target: str = "parquet", params: dict | None = None) -> dict:
+@dataclass(frozen=True)
+class QuerySpec:
+    """A query job's knobs, read once from the validated config (sections run, seed, partition,
+    server, queries) with the command line's overrides: ``queries`` is the section with them
+    applied (params.settings_of), ``params`` the queries' parameters (None: drawn)."""
+    config: dict
+    queries: dict
+    cold: bool
+    params: dict | None
+    settings: dict            # the server's options (the cold runs' added by the stage)
+    launch: Launch
+
+    @classmethod
+    def of(cls, cfg: dict, over: dict | None = None) -> QuerySpec:
+        """From a validated config and the CLI's overrides (repetitions, concurrency, names,
+        cold, params, settings, binary, start_timeout; None or absent: the config's)."""
+        over = {k: v for k, v in (over or {}).items() if v is not None}
+        qs = settings_of(cfg, repetitions=over.get("repetitions"), concurrency=over.get("concurrency"),
+                         names=over.get("names"))
+        server = cfg["server"]
+        return cls(cfg, qs, over.get("cold", qs["cold"]), over.get("params"), over.get("settings", server["settings"]),
+                   Launch.of(server, binary=over.get("binary") or server["binary"],
+                             start_timeout_s=over.get("start_timeout") or server["start_timeout_s"]))
+
+
+@dataclass(frozen=True)
+class QueryPaths:
+    """A query job's files: the chunks (chunks.tsv and the chunk files), the index input, its output."""
+    chunks_dir: Path
+    index_dir: Path | None
+    out_dir: Path
+
+
+def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, target: str = "parquet") -> dict:
     """The suite over the Parquet chunk files with DuckDB (no server)."""
     import duckdb
 
-    qs = settings_of(cfg, repetitions=repetitions, concurrency=concurrency, names=names)
-    cold = qs["cold"] if cold is None else cold
+    cfg, qs, cold, params = spec.config, spec.queries, spec.cold, spec.params
+    chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
     with staged_output(out_dir) as work:
@@ -153,17 +185,11 @@ def _measure_on_server(srv, cfg: dict, qs: dict, suite: dict, chunks, params: di
     return {"recorder": rec, "concurrency": conc, "restarts": restarts}
 
 
-def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir, out_dir,
-                settings: dict | None = None, repetitions: int | None = None, concurrency: dict | None = None,
-                names=None, cold: bool | None = None, binary: str | None = None, tcp: bool | None = None,
-                keep_data: bool = False, params: dict | None = None, start_timeout: float | None = None) -> dict:
-    """The suite on one storage target with the mysql engine (see the module docstring).
-
-    ``settings``, ``binary``, ``tcp`` and ``start_timeout`` override the config's
-    ``server`` section (``settings``, ``binary``, ``tcp``, ``start_timeout_s``)."""
-    qs = settings_of(cfg, repetitions=repetitions, concurrency=concurrency, names=names)
-    server = config.section("server", cfg.get("server"))
-    cold = qs["cold"] if cold is None else cold
+def run_queries(spec: QuerySpec, target: Target, paths: QueryPaths, keep_data: bool = False) -> dict:
+    """The suite on one storage target with the mysql engine (see the module docstring)."""
+    cfg, qs, cold, params = spec.config, spec.queries, spec.cold, spec.params
+    target_name, target_path = target.name, target.path
+    chunks_dir, index_dir, out_dir = paths.chunks_dir, paths.index_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
     index_files = list_input(index_dir)
@@ -171,11 +197,9 @@ def run_queries(cfg: dict, target_name: str, target_path, chunks_dir, index_dir,
     with staged_output(out_dir) as work:
         if params is None:
             params = draw_parameters(cfg, chunks_dir, chunks, qs, suite)
-        settings = {**COLD_SERVER_SETTINGS, **(settings if settings is not None else server["settings"])}
-        with private_server(target_name, target_path, "queries", settings,
-                            binary=binary or server["binary"], tcp=server["tcp"] if tcp is None else tcp,
-                            start_timeout=start_timeout or server["start_timeout_s"],
-                            keep_data=keep_data) as srv:
+        settings = {**COLD_SERVER_SETTINGS, **spec.settings}
+        with private_server(target_name, target_path, "queries", settings, launch=spec.launch,
+                            data=Datadir(keep=keep_data)) as srv:
             filled = _fill_server(srv, chunks_dir, chunks, index_files, qs)
             trace = filled["load"]["chunk_tables"].pop("trace")
             runs = _measure_on_server(srv, cfg, qs, suite, chunks, params, cold)
