@@ -45,9 +45,9 @@ def small_config():
         "partition": {"index_files": 4},
         "server": {"settings": {"innodb_buffer_pool_size": "64M"}},
     })
-    cfg["queries"] = {"repetitions": 1, "connections": 3, "load_connections": 2,
-                      "concurrency": {"streams": 1, "seconds": 1.0, "lv1_interval_s": 0.05},
-                      "parameters": {"SHV1": dict(SHV1_BOX)}}
+    cfg["queries"] = section("queries", {"repetitions": 1, "connections": 3, "load_connections": 2,
+                                         "concurrency": {"streams": 1, "seconds": 1.0, "lv1_interval_s": 0.05},
+                                         "parameters": {"SHV1": dict(SHV1_BOX)}})
     return cfg
 
 
