@@ -11,11 +11,10 @@ from dataclasses import dataclass
 
 from ..core.infra.config import check_section, load_schema, section
 from ..core.infra.jobs.requests import server_job_mb
+from .errors import RestartError
+from .kinds import KINDS as REGISTRY
 
-# Run order: clean uses the fully loaded, settled table; crash-during-load drops it and
-# ends with it fully loaded again (by resuming), so the first crash-under-queries hits a
-# freshly loaded index whose redo since the last checkpoint is still to be applied.
-KINDS = ("clean", "crash-during-load", "crash-under-queries")
+KINDS = tuple(REGISTRY)   # in run order
 BUFFER_POOL_MODES = ("off", "on")
 FAULTS = ("corrupt-redo",)
 
@@ -30,10 +29,6 @@ class RestartSpec:
     seed: int | None = None
     keep_data: bool = False
     fault: str | None = None
-
-
-class RestartError(RuntimeError):
-    """A restart failed: the server did not come back, or rows were lost / answers changed."""
 
 
 def default_seed() -> int:

@@ -1,9 +1,8 @@
 """Restart stage: how long a storage target takes to bring the secondary index back.
 
 Per target, in the restart job's own private server (``core.server.session.private_server``,
-datadir on the target), the kinds in ``KIND_FUNCS`` run in ``KINDS`` order, each
-``repetitions`` times: ``clean`` (clean.py), ``crash-during-load`` (crash_load.py) and
-``crash-under-queries`` (crash_queries.py). Every knob comes from the config's ``restart``
+datadir on the target), the kinds of ``kinds/`` (one module each) run in their order, each
+``repetitions`` times: ``clean``, ``crash-during-load`` and ``crash-under-queries``. Every knob comes from the config's ``restart``
 and ``server`` sections (options.py).
 
 Clocks: ``client`` = this process's ``time.time()`` around the server (process spawned,
@@ -38,9 +37,7 @@ from ..core.server.process import Launch
 from ..core.server.session import Datadir, private_server
 from ..core.infra.targets import describe_target
 from . import errorlog
-from .clean import run_clean
-from .crash_load import run_crash_during_load
-from .crash_queries import run_crash_under_queries
+from .kinds import KINDS as KIND_FUNCS
 from .options import (
     BUFFER_POOL_MODES,
     FAULTS,
@@ -58,9 +55,6 @@ __all__ = ["BUFFER_POOL_MODES", "FAULTS", "KINDS", "KIND_FUNCS", "RestartError",
 
 log = logging.getLogger(__name__)
 
-# The registry: kind -> function(run, repetition) -> (rows, detail). Kinds run in KINDS order.
-KIND_FUNCS = {"clean": run_clean, "crash-during-load": run_crash_during_load,
-              "crash-under-queries": run_crash_under_queries}
 _VARIABLES = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_flush_log_at_trx_commit",
               "innodb_flush_method", "innodb_doublewrite", "innodb_page_size", "datadir")
 

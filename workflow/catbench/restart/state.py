@@ -22,7 +22,7 @@ from ..core.index.table import (
 from ..core.server.loaddata import LoadError
 from ..core.server.process import Server
 from . import errorlog
-from .options import RestartError
+from .errors import RestartError
 
 log = logging.getLogger(__name__)
 

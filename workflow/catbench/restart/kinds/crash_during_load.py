@@ -14,17 +14,18 @@ import threading
 import time
 from pathlib import Path
 
-from ..core.index.input import FileInfo
-from ..core.index.table import DATABASE, IndexInto, create_table, load_file
-from ..core.infra.resources import read_sql
-from . import errorlog
-from .phases import diff, p50, recovery, row, start_phases, wait_rollback
-from .probe import innodb_status, observed_start
-from .state import TABLE
+from ...core.index.input import FileInfo
+from ...core.index.table import DATABASE, IndexInto, create_table, load_file
+from ...core.infra.resources import read_sql
+from .. import errorlog
+from ..phases import diff, p50, recovery, row, start_phases, wait_rollback
+from ..probe import innodb_status, observed_start
+from ..state import TABLE
 
 log = logging.getLogger(__name__)
 
 KIND = "crash-during-load"
+ORDER = 1   # its place in the run order (kinds/__init__.py)
 
 
 def _corrupt_redo(run):
@@ -191,7 +192,7 @@ def _recover(run, acked: int, probe_key, status: dict) -> tuple:
     return obs, rb, phases, det, rphases, rdet
 
 
-def run_crash_during_load(run, rep: int) -> tuple[list[dict], dict]:
+def run(run, rep: int) -> tuple[list[dict], dict]:
     rng = random.Random(run.seed * 1_000_003 + rep)
     n = len(run.infos)
     run.set_buffer_pool("off")

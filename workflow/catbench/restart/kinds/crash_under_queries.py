@@ -13,13 +13,14 @@ import zlib
 
 import mysql.connector
 
-from ..core.index.table import DATABASE
-from ..core.infra.resources import read_sql
-from .phases import diff, recovery, row, start_phases
-from .probe import innodb_status, observed_start
-from .state import TABLE
+from ...core.index.table import DATABASE
+from ...core.infra.resources import read_sql
+from ..phases import diff, recovery, row, start_phases
+from ..probe import innodb_status, observed_start
+from ..state import TABLE
 
 KIND = "crash-under-queries"
+ORDER = 2   # its place in the run order (kinds/__init__.py)
 HV_NAMES = ("count", "chunk_counts", "sums")
 
 
@@ -112,7 +113,7 @@ def _kill_under_load(run, rng: random.Random, queries: dict, before: dict, query
             "wrong": load.stats["wrong"]}
 
 
-def run_crash_under_queries(run, rep: int) -> tuple[list[dict], dict]:
+def run(run, rep: int) -> tuple[list[dict], dict]:
     fresh = run.fresh_load
     details = {"repetition": rep, **run.ensure_full()}
     fresh = fresh or bool(details.get("initial_load_s"))

@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import random
 
-from . import errorlog
-from .phases import diff, row, start_phases
-from .probe import observed_start
-from .warm import settle, wait_warm, warm_p50
+from .. import errorlog
+from ..phases import diff, row, start_phases
+from ..probe import observed_start
+from ..warm import settle, wait_warm, warm_p50
 
 KIND = "clean"
+ORDER = 0   # its place in the run order (kinds/__init__.py)
 
 
 def _shutdown(run, mode: str) -> tuple[float, list, object]:
@@ -82,7 +83,7 @@ def _restart_once(run, rep: int, mode: str) -> tuple[list[dict], dict]:
     return rows, detail
 
 
-def run_clean(run, rep: int) -> tuple[list[dict], dict]:
+def run(run, rep: int) -> tuple[list[dict], dict]:
     rows, details = [], {"repetition": rep, "modes": {}}
     for mode in run.bp_modes:
         details.update(run.ensure_full())
