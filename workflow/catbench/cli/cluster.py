@@ -20,6 +20,7 @@ from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
 from .common import config_arg, guarded, measured, renamed_choice
 
 log = logging.getLogger(__name__)
+COMMANDS = ("cluster",)
 EXPECTED = (ClusterError, LoadError, ServerError, TargetError, ConfigError)
 # flag (argparse dest) -> key of the config's cluster section
 CLUSTER_FLAGS = {"nodes": "nodes", "kinds": "kinds", "repetitions": "repetitions", "variant": "variant",

@@ -1,4 +1,4 @@
-"""Helpers shared by the sub-command modules (cli_*.py) of the ``catbench`` command."""
+"""Helpers shared by the sub-command families (cli/<family>.py) of the ``catbench`` command."""
 
 from __future__ import annotations
 
@@ -38,13 +38,15 @@ def interrupted(name: str) -> int:
     return 128 + signal.SIGINT
 
 
-def guarded(func, expected: tuple, name: str):
-    """Run a sub-command; an expected error becomes one clear line and exit code 1,
-    not a traceback."""
+def guarded(func, expected, name: str):
+    """Run a sub-command; an expected error (``expected``: a tuple of exception classes, or
+    a function giving one) becomes one clear line and exit code 1, not a traceback."""
     def run(args) -> int:
         try:
             return func(args)
-        except expected as exc:
+        except Exception as exc:
+            if not isinstance(exc, expected() if callable(expected) else expected):
+                raise
             if _signals:
                 what = f"interrupted by {signal.Signals(_signals[0]).name}"
                 log.error("%s (what failed after it: %s)", what, exc)
@@ -133,4 +135,39 @@ def out_path(path: str | None, flag: str = "--out", directory: bool = False):
             pass
     except OSError as exc:
         raise ConfigError(f"{flag} {p}: cannot write in {folder} ({exc.strerror}); give another path") from None
+    return p
+
+
+def read_config(text: str) -> dict:
+    """--config of a command: a JSON object (the sections a rule gives its job) or a path to
+    a YAML/JSON file (a user's config, over its ``base`` as the workflow reads it), validated
+    with the schema's defaults filled in: the one place a job's defaults are applied."""
+    from ..core.infra.config import load, validate
+    if text.lstrip().startswith("{"):
+        return validate(config_arg(text), whole=False)
+    return load(text)
+
+
+def _plain_errors() -> tuple:
+    """What a plain command reports in one line: ValueError (ConfigError among them), OSError,
+    and TargetError once core.infra.targets is loaded (not imported here: psutil's start-up)."""
+    targets = sys.modules.get(f"{__package__.rpartition('.')[0]}.core.infra.targets")
+    return (ValueError, OSError) + ((targets.TargetError,) if targets else ())
+
+
+def command(sub, name: str, fn, *flags, config: bool = True):
+    """Sub-command ``name`` running ``fn(args)``, which returns nothing: ``--config`` (required
+    unless ``config`` is False) and ``flags``, each "--flag" or ("--flag", argparse keywords),
+    required unless those say otherwise; a ValueError, OSError or TargetError is one line."""
+    p = sub.add_parser(name, help=fn.__doc__)
+    p.add_argument("--config", required=config, help="config as JSON text or a YAML file")
+    for flag in flags:
+        flag, kw = flag if isinstance(flag, tuple) else (flag, {})
+        p.add_argument(flag, **({"required": True} | kw))
+
+    def run(args) -> int:
+        fn(args)
+        return 0
+    run.__doc__ = fn.__doc__
+    p.set_defaults(func=guarded(run, _plain_errors, name))
     return p

@@ -21,6 +21,7 @@ from ..predict.scale import Target, compare, predict, validate
 from .common import guarded, out_path
 
 log = logging.getLogger(__name__)
+COMMANDS = ("predict", "ladder")
 # the fields of a load's "key" in the JSON (--out); the report reads them
 KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
 

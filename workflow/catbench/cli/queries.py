@@ -20,6 +20,7 @@ from ..query.suite import QUERY_NAMES, QueryError
 from .common import guarded, measured
 
 log = logging.getLogger(__name__)
+COMMANDS = ("queries", "queries-check")
 EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSError, ValueError)
 
 

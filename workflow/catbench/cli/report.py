@@ -17,6 +17,7 @@ from ..report.inputs import STAGES, MetricsError
 from .common import config_arg, guarded, out_path
 
 log = logging.getLogger(__name__)
+COMMANDS = ("tables", "report", "compare", "noise-floor", "provenance")
 
 
 def _report_section(text: str | None) -> dict | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from pathlib import Path
 
 from ..core.infra.config import ConfigError
 from ..core.index.input import list_input
@@ -23,6 +22,7 @@ from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, Re
 from .common import config_arg, guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
+COMMANDS = ("restart",)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError, ConfigError)
 # flag (argparse dest) -> key of the config's restart section
 RESTART_FLAGS = {"variant": "variant", "kinds": "kinds", "repetitions": "repetitions",

@@ -1,8 +1,5 @@
-"""CLI subcommands for the storage side: ``catbench fio`` and ``catbench load-index``.
-
-Hook into the main CLI with ``add_subcommands(subparsers)``; each subcommand sets
-``func`` (called with the parsed args, returns an exit code).
-"""
+"""CLI sub-commands of the storage side: the targets checked, fio, the index loads and their
+comparison, and the estimate of what a run needs (with its calibration load)."""
 
 from __future__ import annotations
 
@@ -16,6 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ..core.infra.config import ConfigError, defaults, load_schema, section, validate
+from ..core.infra.files import atomic_path
 from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
 from ..core.server.process import ServerError
@@ -25,9 +23,10 @@ from ..load.driver import run_load_index
 from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
 from ..core.infra.jobs.repeat import Repeats
-from .common import config_arg, guarded, measured, renamed_choice, settings_arg
+from .common import command, config_arg, guarded, measured, read_config, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
+COMMANDS = ("fio", "load-index", "load-compare", "estimate", "target-info")
 EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.connector.Error)
 
 
@@ -99,6 +98,60 @@ def cmd_load_index(args) -> int:
     return 0
 
 
+def cmd_estimate(a):
+    """What the run will need on each target (input, tables, scratch), before it starts."""
+    from ..load.driver import calibrate
+    from ..load.estimate import estimate, fit_tables, lines, time_lines
+    if a.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
+        print(json.dumps(fit_tables(a.fit), indent=1))
+        return
+    if not a.config:
+        raise ValueError("give --config (the run to estimate) or --fit (loads to refit the model from)")
+    cfg = read_config(a.config)
+    est = estimate(cfg, Path(a.results) if a.results else None)
+    for line in lines(est):
+        print(line)
+    if a.calibrate:
+        import tempfile
+        if not a.results:
+            raise ValueError("--calibrate loads the run's index input: give --results results/<run>")
+        from ..core.server.loaddata import LoadError
+        from ..core.server.tools import ServerError
+        with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
+            try:
+                est["time"] = calibrate(cfg, a.calibrate, Path(a.results), a.calibrate_files, Path(tmp))
+            except (LoadError, ServerError) as exc:   # named, not a traceback
+                raise ValueError(f"calibration load on target {a.calibrate}: {exc}") from None
+        for line in time_lines(est["time"]):
+            print(line)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(a.out) as tmp:
+            tmp.write_text(json.dumps(est, indent=1) + "\n")
+
+
+def cmd_target_info(a):
+    """Check one storage target (exists or can be created, writable, room for the
+    estimated data) and record its filesystem, device and size."""
+    from ..core.infra.config import target_dir
+    from ..core.infra.targets import check_targets
+    cfg = read_config(a.config)
+    info = check_targets(cfg, [a.target])[a.target]
+    info["run_dir"] = str(target_dir(cfg, a.target))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(a.out) as tmp:
+        tmp.write_text(json.dumps(info, indent=1, default=str) + "\n")
+
+
+def cmd_load_compare(a):
+    """One row per load (target, variant, engine, strategy) with speed-up vs one-file-at-a-time; the
+    engine x strategy pairs not run, with their reason, to --not-run-out."""
+    from ..load.comparison import compare_loads, write_not_run
+    compare_loads(a.summaries, a.out)
+    if a.not_run_out:
+        write_not_run(json.loads(a.not_run or "[]"), a.not_run_out)
+
+
 def _target_args(p):
     p.add_argument("--target", required=True, help="storage target name (as in the config)")
     p.add_argument("--path", required=True, help="directory on the target")
@@ -106,6 +159,23 @@ def _target_args(p):
 
 
 def add_subcommands(subparsers) -> None:
+    def add(name, fn, *flags):
+        command(subparsers, name, fn, *flags, config=name not in ("estimate", "load-compare"))
+
+    add("estimate", cmd_estimate,
+        ("--results", {"required": False, "help": "results/<run>: index input already there is measured"}),
+        ("--out", {"required": False, "help": "also write the estimate as JSON"}),
+        ("--calibrate", {"required": False, "metavar": "TARGET",
+                         "help": "also time the steady strategies (sorted, bulk, deferred-pk) from a short "
+                                 "load of the first --calibrate-files input files on this target"}),
+        ("--calibrate-files", {"type": int, "default": 4, "required": False}),
+        ("--fit", {"nargs": "+", "required": False, "metavar": "SUMMARY_JSON",
+                   "help": "print table bytes per row fitted to these loads' summary.json instead"}))
+    add("target-info", cmd_target_info, "--target", "--out")
+    add("load-compare", cmd_load_compare, ("--summaries", {"nargs": "+"}), "--out",
+        ("--not-run", {"required": False, "help": "JSON list of {engine, strategy, reason} not run"}),
+        ("--not-run-out", {"required": False, "help": "write those to this JSON file"}))
+
     p = subparsers.add_parser("fio", help="fio storage tests on one target",
                               description=cmd_fio.__doc__)
     _target_args(p)
