@@ -23,7 +23,7 @@ import psutil
 import pytest
 from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
-from catbench.restart.cluster.run import run_cluster
+from catbench.restart.cluster.driver import run_cluster
 
 sys.path.insert(0, str(Path(__file__).parent))
 from faultkit import tmpfs  # noqa: E402

@@ -18,7 +18,7 @@ from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
 from catbench.load.spec import LoadCase
-from catbench.load.job import LoadOptions
+from catbench.load.handoff import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from indexinput import scratch_root, write_files

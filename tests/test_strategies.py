@@ -17,7 +17,7 @@ from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
 from catbench.load.spec import LoadCase
-from catbench.load.job import LoadOptions
+from catbench.load.handoff import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl
 from indexinput import scratch_root, write_files
 

@@ -86,7 +86,7 @@ CLUSTER_STARTS = ["process_start_to_primary", "process_start_to_transfer_start",
 
 def write_cluster(run: Path, target: str, kind: str, answers: list, lost: int = 0, down_s: float = 2.0,
                   inserts_during: float = 800.0) -> Path:
-    """``cluster/<target>/<kind>.json`` as restart/cluster/run.py writes it: one repetition per
+    """``cluster/<target>/<kind>.json`` as restart/cluster/driver.py writes it: one repetition per
     seconds in ``answers`` (new process -> first correct answer); ``lost`` acknowledged inserts
     missing after the last repetition (the stage then records "failed" and stops)."""
     transfer = "SST" if kind == "node-restart-sst" else "IST"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import logging
 
-from ..core.infra.config import ConfigError
 from ..core.index.input import list_input
 from ..core.index.table import VARIANTS, LoadError
-from ..core.server.process import ServerError
+from ..core.infra.config import ConfigError
 from ..core.infra.targets import TargetError
+from ..core.server.process import ServerError
 from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
 from .common import config_arg, guarded, measured, renamed_choice
 
@@ -44,7 +44,7 @@ def cmd_cluster(args) -> int:
     through node 1, restart the last node under load per kind; writes <out>/<kind>.json and
     <out>/summary.json."""
     # the stage's imports only when it runs
-    from ..restart.cluster.run import run_cluster
+    from ..restart.cluster.driver import run_cluster
     cluster, server, seed = sections(args)
     files = list_input(args.input_dir)
     result = run_cluster(args.target, args.path, files, args.out, cluster=cluster, server=server, seed=seed,

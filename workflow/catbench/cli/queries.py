@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..core.infra.config import ConfigError
 from ..core.infra.config import load as load_config
-from ..core.server.loaddata import LoadError
 from ..core.infra.targets import Target
+from ..core.server.loaddata import LoadError
 from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
 from ..query.suite import QUERY_NAMES, QueryError
@@ -44,7 +44,7 @@ def _json_arg(text: str | None, what: str):
 def cmd_queries(args) -> int:
     """Run the query suite (cold, warm, concurrency) on one target (mysql) or over the
     Parquet chunk files (duckdb); writes <out>/{results.parquet,summary.json,answers.json}."""
-    from ..query.run import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
+    from ..query.driver import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
     cfg = _config(args.config)
     results = Path(args.results)
     conc = {}

@@ -12,17 +12,17 @@ import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ..core.infra.config import ConfigError, defaults, load_schema, section, validate
-from ..core.infra.files import atomic_path
 from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
-from ..core.server.process import ServerError
+from ..core.infra.config import ConfigError, defaults, load_schema, section, validate
+from ..core.infra.files import atomic_path
+from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.targets import Target, TargetError, parse_size
+from ..core.server.process import ServerError
 from ..fio.bench import TESTS, FioError, FioSpec, run_fio
 from ..load.driver import run_load_index
 from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
-from ..core.infra.jobs.repeat import Repeats
 from .common import command, config_arg, guarded, measured, read_config, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)

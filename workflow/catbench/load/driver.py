@@ -31,17 +31,17 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.infra.config import target_dir
-from ..core.infra.files import dir_bytes, staged_output
 from ..core.index.input import list_input, pick_lookup_keys
 from ..core.index.table import DATABASE, Variant, get_engine, get_variant, table_checksum
-from ..core.server.loaddata import LoadError
+from ..core.infra.config import target_dir
+from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.resources import read_sql
-from ..core.server.tools import out_of_space, variables
-from ..core.server.session import Datadir, private_server, server_dir
 from ..core.infra.targets import Target, check_target, describe_target, device_for
-from .job import TIMINGS, LoadJob, Outcome, Repetition
+from ..core.server.loaddata import LoadError
+from ..core.server.session import Datadir, private_server, server_dir
+from ..core.server.tools import out_of_space, variables
 from .estimate import STEADY, index_rows, input_rows, load_need
+from .handoff import TIMINGS, LoadJob, Outcome, Repetition
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,

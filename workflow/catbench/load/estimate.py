@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.infra.config import estimated_objects, target_dir
 from ..core.index.input import MANIFEST
 from ..core.index.table import VARIANTS
-from ..core.sky.copies import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
+from ..core.infra.config import estimated_objects, target_dir
 from ..core.infra.targets import human, parse_size, server_bytes
+from ..core.sky.copies import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
 from .strategies import load_pairs
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..core.index.input import FileInfo, scan_files
-from ..core.server.loaddata import LoadError
 from ..core.infra.resources import read_sql
-from .job import Outcome, Repetition, trace_row
+from ..core.server.loaddata import LoadError
+from .handoff import Outcome, Repetition, trace_row
 
 
 STATE = "resume.json"

@@ -33,9 +33,9 @@ import pyarrow.csv as pacsv
 
 from ..core.index.input import duplicate_message, scan_files
 from ..core.index.table import IndexInto, load_file
-from ..core.server.loaddata import LoadError
 from ..core.infra.resources import read_sql
-from .job import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
+from ..core.server.loaddata import LoadError
+from .handoff import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
 
 log = logging.getLogger(__name__)
 ER_KEYS_OUT_OF_ORDER = 4054  # MyRocks bulk load: "Rows must be inserted in primary key order"

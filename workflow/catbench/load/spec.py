@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..core.server.process import Launch
-from .job import LoadOptions
+from .handoff import LoadOptions
 
 
 @dataclass(frozen=True)

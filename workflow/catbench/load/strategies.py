@@ -21,9 +21,9 @@ import mysql.connector
 
 from ..core.index.input import duplicate_message
 from ..core.index.table import ENGINES, Engine, IndexInto, load_files
-from ..core.server.loaddata import LoadError
 from ..core.infra.resources import read_sql
-from .job import LoadJob, LoadProgress, Outcome
+from ..core.server.loaddata import LoadError
+from .handoff import LoadJob, LoadProgress, Outcome
 from .parallel import load_files_parallel
 from .sorted_stream import load_sorted
 

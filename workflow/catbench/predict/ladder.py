@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 import re
 
-from ..core.infra.config import ConfigError, section
 from ..core.index.table import ENGINES
+from ..core.infra.config import ConfigError, section
 from ..core.infra.targets import parse_size
 
 ROWS_PER_OBJECT = 10_088      # index rows per catalog.patch.objects (a whole copy of the patch)

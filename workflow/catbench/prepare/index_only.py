@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.infra.files import atomic_path
 from ..core.index.input import MANIFEST, write_manifest
+from ..core.infra.files import atomic_path
 from ..core.sky.copies import copy_layout
 from .catalog import _band, generate_patch, layer
 from .chunker import Chunker, check_coordinates

@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ..core.infra.files import atomic_path
 from ..core.index.input import write_manifest
+from ..core.infra.files import atomic_path
 from ..core.infra.files import CSV_ROW_BYTES, Source, SourceError, check_columns, checksum
 from .arrays import numpy
 from .arrival import ORDERS, write_split

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..core.index.input import write_manifest
 from ..core.infra.files import (
     atomic_path,
     open_parquet,
@@ -34,7 +35,6 @@ from ..core.infra.files import (
     read_parquet,
     write_parquet,
 )
-from ..core.index.input import write_manifest
 from ..core.sky.copies import copy_layout
 from .arrays import lpad, numpy, table, take
 from .catalog import VARYING

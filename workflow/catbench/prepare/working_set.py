@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from ..core.infra.files import atomic_path
 from ..core.index.input import list_input
+from ..core.infra.files import atomic_path
 from ..core.infra.targets import parse_size
 from .arrays import numpy
 

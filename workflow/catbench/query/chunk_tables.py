@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 from ..core.index.table import DATABASE as INDEX_DATABASE
 from ..core.index.table import create_table as create_index_table
 from ..core.index.table import get_variant, load_files
-from ..core.server.loaddata import Into, LoadError, line_count, load_data
 from ..core.infra.resources import split_statements
+from ..core.server.loaddata import Into, LoadError, line_count, load_data
 
 log = logging.getLogger(__name__)
 

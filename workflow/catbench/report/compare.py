@@ -21,8 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..core.infra.config import RENAMED
-from .inputs import MetricsError
 from . import noise
+from .inputs import MetricsError
 from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
 from .tables import report_config, write_csv
 

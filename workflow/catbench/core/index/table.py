@@ -18,9 +18,9 @@ from pathlib import Path
 
 import mysql.connector
 
-from .input import explain_duplicate, scan_file, shared_key
-from ..server.loaddata import Into, LoadError, load_data
 from ..infra.resources import read_sql
+from ..server.loaddata import Into, LoadError, load_data
+from .input import explain_duplicate, scan_file, shared_key
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..infra.files import dir_bytes
+from ..infra.targets import check_target, server_bytes
 from .loaddata import LoadError
 from .process import Launch, Server
 from .tools import SOCKET_PATH_MAX, ServerError
-from ..infra.targets import check_target, server_bytes
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from ..config import ConfigError, estimated_objects, n_groups, stage_targets
 from ...sky.copies import map_batches, part_copies
+from ..config import ConfigError, estimated_objects, n_groups, stage_targets
 from ..targets import parse_size
 from .requests import MEASURING, START_S, expected_seconds, measure_domain, requests
 

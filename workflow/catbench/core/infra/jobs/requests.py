@@ -15,8 +15,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..config import estimated_objects, estimated_rows, n_groups
 from ...sky.copies import copy_layout, map_batches, part_copies
+from ..config import estimated_objects, estimated_rows, n_groups
 from ..targets import parse_size, settings_mb
 
 # Start-up and wind-down of any job: imports, a private server's start, checksums.

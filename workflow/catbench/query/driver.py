@@ -23,14 +23,14 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.infra.files import staged_output
 from ..core.index.input import list_input
 from ..core.index.table import get_variant
+from ..core.infra.files import staged_output
 from ..core.infra.jobs.repeat import Repeats
-from ..core.server.tools import variables
+from ..core.infra.targets import Target, TargetError, check_target, describe_target
 from ..core.server.process import Launch
 from ..core.server.session import Datadir, private_server
-from ..core.infra.targets import Target, TargetError, check_target, describe_target
+from ..core.server.tools import variables
 from .chunk_tables import (
     install_functions,
     load_chunk_tables,

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..core.index.table import ENGINES, Engine, Variant
-from ..core.server.loaddata import LoadError
 from ..core.infra.metrics import Progress
 from ..core.infra.targets import parse_size
+from ..core.server.loaddata import LoadError
 
 
 @dataclass

@@ -31,15 +31,14 @@ import shutil
 import time
 from pathlib import Path
 
-from ...core.infra.files import atomic_path
 from ...core.index.input import scan_file
 from ...core.index.table import get_variant
-from ...core.server.loaddata import LoadError
+from ...core.infra.files import atomic_path
 from ...core.infra.targets import describe_target
-from ..options import default_seed
+from ...core.server.loaddata import LoadError
 from ..phases import p50
 from .kinds import restart_node
-from .options import KINDS, ClusterError, resolve
+from .options import KINDS, ClusterError, default_seed, resolve
 from .session import cluster_session
 from .state import ClusterRun
 

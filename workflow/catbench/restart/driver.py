@@ -28,14 +28,14 @@ from pathlib import Path
 
 import mysql.connector
 
-from ..core.infra.files import atomic_path
 from ..core.index.input import scan_file
 from ..core.index.table import get_variant
+from ..core.infra.files import atomic_path
+from ..core.infra.targets import describe_target
 from ..core.server.loaddata import LoadError
-from ..core.server.tools import ServerError, variables
 from ..core.server.process import Launch
 from ..core.server.session import Datadir, private_server
-from ..core.infra.targets import describe_target
+from ..core.server.tools import ServerError, variables
 from . import errorlog
 from .kinds import KINDS as KIND_FUNCS
 from .options import (
@@ -44,7 +44,6 @@ from .options import (
     KINDS,
     RestartError,
     RestartSpec,
-    default_seed,
     resolve,
     server_settings,
 )
@@ -171,18 +170,17 @@ def _meta(target, path, v, infos, input_bytes, seed, rs, fault) -> dict:
                         "fault": fault}}
 
 
-def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec = RestartSpec()) -> dict:
+def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> dict:
     """Run the restart kinds on one target; writes ``<out_dir>/<kind>.json`` and summary.json.
 
-    ``spec.restart`` and ``spec.server`` are (whole or partial) config sections, the schema's
-    defaults filling the rest; ``spec.seed`` defaults to the config's. Returns {"summary": ...,
+    ``spec``: the validated sections, the seed, the fault drill (cli/restart.py ``restart_spec``). Returns {"summary": ...,
     kind: {"rows": [...], "detail": [...]}}. Raises RestartError (target named, error-log
     tail included) when the server does not come back, rows of committed files are lost
     or answers change; the evidence is written first.
     """
     fault = spec.fault
     rs, sv = resolve(spec.restart, spec.server, fault)
-    seed = default_seed() if spec.seed is None else spec.seed
+    seed = spec.seed
     v = get_variant(rs["variant"])
     files = [Path(f).absolute() for f in input_files]
     if not files:
