@@ -11,9 +11,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: env system system-all run test bench bench-index bench-own-ids bench-partition index-study ladder aa lint clean-results
 
-# The system tools of a config's stages (catbench.core.jobs.system, which needs the venv),
+# The system tools of a config's stages (catbench.core.infra.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
-install_system = tools=$$(python -m catbench.core.jobs.system $(1)) \
+install_system = tools=$$(python -m catbench.core.infra.jobs.system $(1)) \
 	&& { [ -z "$$tools" ] || bash workflow/scripts/install-system.sh $$tools; }
 
 env: $(STAMP) system
@@ -87,7 +87,7 @@ bench-partition: $(STAMP)
 # results/<run>/predict/prediction.json, then that
 # run's report made again to show it). LADDER=config/ladder-spatial.yaml: spatial ids.
 LADDER ?= config/ladder.yaml
-LADDER_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.config import load; print(load('$(LADDER)')['run'])" 2>/dev/null)
+LADDER_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.infra.config import load; print(load('$(LADDER)')['run'])" 2>/dev/null)
 ladder: $(STAMP)
 	@$(call install_system,$(LADDER))
 	catbench ladder --config $(LADDER) --out results/$(LADDER_RUN)-rungs

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.config import validate
+from catbench.core.infra.config import validate
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare.ids import IdLayout
 

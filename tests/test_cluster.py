@@ -21,9 +21,9 @@ from pathlib import Path
 import indexinput
 import psutil
 import pytest
-from catbench.core.config import ConfigError
+from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
-from catbench.restart.cluster.run import run_cluster
+from catbench.restart.cluster.driver import run_cluster
 
 sys.path.insert(0, str(Path(__file__).parent))
 from faultkit import tmpfs  # noqa: E402
@@ -262,12 +262,12 @@ def test_sigterm_during_the_sst_stops_every_node_and_helper(tmp_path):
 def test_wsrep_options_stay_catbench_own(tmp_path):
     # the user's settings may not touch Galera or the ports; catbench's own options go in
     # as the server's trusted internal options, after the user's, [sst] as a group of its own
-    from catbench.core.config import validate
-    from catbench.core.server import Server
+    from catbench.core.infra.config import validate
+    from catbench.core.server.process import Server
     with pytest.raises(ConfigError, match=r"config key 'cluster.settings.wsrep_provider_options'"):
         validate({**yaml_config(), "cluster": {"settings": {"wsrep_provider_options": "gmcast.listen_addr=0"}}})
-    srv = Server("n", tmp_path / "n", {"innodb_buffer_pool_size": "64M"},
-                 internal={"wsrep_on": "ON", "wsrep-new-cluster": None, "sst": {"sockopt": '",bind=127.0.0.1"'}})
+    srv = Server("n", tmp_path / "n", {"innodb_buffer_pool_size": "64M"})
+    srv.internal = {"wsrep_on": "ON", "wsrep-new-cluster": None, "sst": {"sockopt": '",bind=127.0.0.1"'}}
     text = srv.render_config()
     assert text.index("innodb_buffer_pool_size=64M") < text.index("wsrep_on=ON") < text.index("[sst]")
     assert "\nwsrep-new-cluster\n" in text and text.rstrip().endswith('sockopt=",bind=127.0.0.1"')

@@ -143,7 +143,7 @@ def test_an_n2_interval_does_not_hide_the_insert_rates():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from catbench.report.plots import _cluster_inserts
+    from catbench.report.plots.cluster_restart import _cluster_inserts
     load = [{"target": "t", "kind": "node-crash", "window": w, "role": "insert", "inserts_per_s": v,
              "inserts_per_s_ci_low": lo, "inserts_per_s_ci_high": hi}
             for w, v, lo, hi in (("before", 1000, 990, 1010), ("during", 249, 0.42, 117618),

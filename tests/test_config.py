@@ -1,5 +1,5 @@
 """Config validation: the default config is valid; every bad config fails naming the key,
-both through catbench.core.config.validate and through the real snakemake."""
+both through catbench.core.infra.config.validate and through the real snakemake."""
 
 import copy
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from catbench.core.config import ConfigError, load, n_groups, validate
+from catbench.core.infra.config import ConfigError, load, n_groups, validate
 from catbench.prepare import catalog as cat_mod
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def test_default_run_gives_the_index_loads_a_pool_the_char28_table_outgrows():
     assert cfg["server"]["settings"]["innodb_buffer_pool_size"] == "256M"    # queries, restarts
     # the CHAR(28) table held 141 bytes per row after the random-order load of the default run
     # (42 MB for 296k rows; InnoDB files grow in MB steps, so leave room): >= 5x a 6 MiB pool
-    from catbench.core.config import estimated_objects
+    from catbench.core.infra.config import estimated_objects
     assert estimated_objects(cfg) * 120 >= 5 * 6 * 2**20
 
 
@@ -151,8 +151,8 @@ def test_old_names_in_a_config_map_to_the_new_names_with_one_warning_each():
 
 
 def test_old_names_through_the_log_and_in_a_jobs_section(caplog):
-    from catbench.core.config import check_section
-    with caplog.at_level("WARNING", logger="catbench.core.config"):
+    from catbench.core.infra.config import check_section
+    with caplog.at_level("WARNING", logger="catbench.core.infra.config"):
         validate({"load": {"strategies": ["sequential"]}})
     assert caplog.messages == ["load.strategies: 'sequential' is now 'one-file-at-a-time'; "
                                "the old name is accepted for one release"]
@@ -176,7 +176,7 @@ def test_a_wrong_name_still_fails_naming_the_key(key, value, named):
 
 
 def test_a_wrong_skip_pair_still_names_load_skip():
-    from catbench.core.loaddata import LoadError
+    from catbench.core.server.loaddata import LoadError
     from catbench.load.strategies import load_pairs
     cfg = validate(with_change("load.skip", ["innodb/sequentail"]), warn=lambda line: None)
     with pytest.raises(LoadError, match="config key load.skip names innodb/sequentail"):
@@ -196,7 +196,7 @@ def test_an_old_name_on_the_command_line_is_its_new_name(tmp_path, caplog, famil
     parser = argparse.ArgumentParser()
     importlib.import_module(f"catbench.cli.{family}").add_subcommands(parser.add_subparsers(dest="cmd"))
     base = [command, "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path), "--out", str(tmp_path)]
-    with caplog.at_level("WARNING", logger="catbench.core.config"):
+    with caplog.at_level("WARNING", logger="catbench.core.infra.config"):
         a = parser.parse_args(base + flags)
     assert getattr(a, dest) == new
     assert caplog.messages == [f"{flags[0]}: {flags[1]!r} is now {new!r}; the old name is accepted for one release"]
@@ -314,7 +314,7 @@ def test_snakemake_config_override_names_the_key(tmp_path):
 def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_path):
     """`--config 'load={repetitions: 3}'`: Snakemake reads the inner 3 as the string '3';
     catbench types it as YAML does, so the documented form works and errors are about values."""
-    from catbench.core.config import typed_overrides
+    from catbench.core.infra.config import typed_overrides
     cfg = typed_overrides({"load": {"repetitions": "3", "strategies": ["one-file-at-a-time"], "x": {"y": "true"}}, "run": "r"},
                           {"load": {"repetitions": "3", "x": {"y": "true"}}, "run": "r"})
     assert cfg["load"] == {"repetitions": 3, "strategies": ["one-file-at-a-time"], "x": {"y": True}} and cfg["run"] == "r"

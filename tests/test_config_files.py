@@ -1,4 +1,4 @@
-"""Config files read one strict way (core/config/yamlfile.py): a key given twice, an alias bomb, a
+"""Config files read one strict way (core/infra/config/yamlfile.py): a key given twice, an alias bomb, a
 base that is a device, not UTF-8 or not a config at all: each refused in one line naming
 the file (and the lines), quickly, with no content of a foreign file echoed."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from catbench.core.config import ConfigError, layered, load
+from catbench.core.infra.config import ConfigError, layered, load
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from catbench.core.config import ConfigError, estimated_rows, load_schema, n_groups, validate
+from catbench.core.infra.config import ConfigError, estimated_rows, load_schema, n_groups, validate
 
 EDGES = ["", " ", "x\n", "x\r", "x\x00", "\tx", "a" * 1_000_000, math.nan, math.inf, -math.inf,
          2**63, -(2**63), 2**64, -1, 0, 1e308, True, [], {}, None]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from catbench.core.config import ConfigError, check_section, validate
+from catbench.core.infra.config import ConfigError, check_section, validate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def test_every_rule_quotes_every_value_it_puts_on_a_command_line():
                                          ("innodb_buffer_pool_size", "1G\n")])
 def test_a_server_option_checked_on_its_own_matches_whole_names_and_values(name, value):
     """--settings-json reaches the option check without the config's validation."""
-    from catbench.core.server_tools import ServerError, validate_settings
+    from catbench.core.server.tools import ServerError, validate_settings
     with pytest.raises(ServerError, match="load.settings"):
         validate_settings({name: value}, "load.settings")
 
@@ -110,8 +110,8 @@ def test_a_catalog_whose_rows_overflow_int64_is_refused_naming_the_key():
 
 
 def test_sizes_are_exact_integers_at_the_largest_patch():
-    from catbench.core.config import MAX_PATCH_OBJECTS, estimated_objects
-    from catbench.core.layout import n_copies
+    from catbench.core.infra.config import MAX_PATCH_OBJECTS, estimated_objects
+    from catbench.core.sky.copies import n_copies
     cfg = _with(("catalog", "patch", "objects"), float(2**40))
     cfg["catalog"]["density"] = {"model": "uniform"}
     cfg = validate(cfg)

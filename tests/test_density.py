@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from catbench.core import layout as lay
-from catbench.core.config import load, validate
+from catbench.core.sky import copies as lay
+from catbench.core.infra.config import load, validate
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.ids import IdLayout

@@ -33,7 +33,7 @@ def test_rules_name_only_existing_envs():
 
 def test_every_multithreaded_rule_takes_its_threads_from_the_config():
     # a job whose threads came from the submitting host's cpu_count() may never start on
-    # smaller compute nodes: every threads: is job_threads("<its rule>") (core/jobs/requests.py,
+    # smaller compute nodes: every threads: is job_threads("<its rule>") (core/infra/jobs/requests.py,
     # jobs.cpus), and no rule file reads the host's CPU count
     import re
     smk = "\n".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))

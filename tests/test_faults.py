@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from catbench.core.server import Server
+from catbench.core.server.process import Launch, Server
 from faultkit import (
     CATBENCH,
     LOAD_DIR,
@@ -278,7 +278,7 @@ def test_tcp_port_taken_before_the_server_binds_it(tmp_path):
     binds it (also possible between two restarts of the cold-query loop): the start is
     retried on a new free port, still on 127.0.0.1 only."""
     with scratch_dirs() as (disk, _):
-        s = Server("tcprace", disk / "srv", {"innodb_buffer_pool_size": "32M"}, tcp=True)
+        s = Server("tcprace", disk / "srv", {"innodb_buffer_pool_size": "32M"}, Launch(tcp=True))
         s.initialize()
         taken = s.port
         assert taken
@@ -502,7 +502,7 @@ def test_a_target_with_the_room_the_run_estimate_asks_is_accepted_by_the_load_jo
     """One space model: a target with just the room the run-level estimate (printed before the
     run) asks for a load is accepted by that load's own check, which counts a resumed load's
     kept data as already there."""
-    from catbench.core.config import validate
+    from catbench.core.infra.config import validate
     from catbench.load.estimate import estimate
     cfg = validate(yaml.safe_load((baseline.wd / "config.yaml").read_text()))
     est = estimate(cfg, baseline.wd / RES)
@@ -522,8 +522,8 @@ def test_a_target_with_the_room_the_run_estimate_asks_is_accepted_by_the_load_jo
 def test_a_resumed_load_counts_its_kept_data_as_already_on_the_target(tmp_path):
     """After a kill the server's data stays for the resume; with less free space than a whole
     load needs but enough for the rest, the re-run resumes instead of refusing."""
-    from catbench.core.files import dir_bytes
-    from catbench.core.index_table import get_engine
+    from catbench.core.infra.files import dir_bytes
+    from catbench.core.index.table import get_engine
     from catbench.load.estimate import input_rows, load_need
     from indexinput import write_files
     files = write_files(tmp_path / "in", "char28", 60, 20000)

@@ -6,7 +6,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from catbench.fio.bench import DATA_FILE, direct_io_supported, run_fio
+from catbench.core.infra.jobs.repeat import Repeats
+from catbench.fio.bench import DATA_FILE, FioSpec, direct_io_supported, run_fio
 from test_targets import mounted
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (apt-get install fio)")
@@ -21,7 +22,7 @@ def tmp():
 
 
 def test_fio_on_disk(tmp):
-    rows = run_fio("disk", tmp / "target", "8M", 1, 2, tmp / "out")
+    rows = run_fio("disk", tmp / "target", FioSpec("8M", 1, 2), tmp / "out")
     assert [r["test"] for r in rows] == ["seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write"]
     for r in rows:
         assert COLUMNS <= set(r) and r["target"] == "disk"
@@ -38,7 +39,7 @@ def test_fio_on_disk(tmp):
 def test_fio_falls_back_to_buffered_without_o_direct(tmp):
     # ramfs refuses O_DIRECT (EINVAL), like tmpfs before Linux 6.6
     with mounted("ramfs", "mode=755") as d:
-        rows = run_fio("ram", d, "4M", 1, 2, tmp / "out", tests=("seq-write", "rand-read"))
+        rows = run_fio("ram", d, FioSpec("4M", 1, 2, ("seq-write", "rand-read")), tmp / "out")
         assert [r["direct"] for r in rows] == [False, False]
         assert all(r["MBps"] > 0 for r in rows)
         assert not list(d.iterdir())
@@ -48,7 +49,7 @@ def test_fio_on_dev_shm_records_direct_honestly(tmp):
     # tmpfs accepts O_DIRECT since Linux 6.6, so "direct" must follow what the kernel does
     d = Path(tempfile.mkdtemp(prefix="cbf-", dir="/dev/shm"))
     try:
-        rows = run_fio("shm", d, "4M", 1, 2, tmp / "out", tests=("seq-write",))
+        rows = run_fio("shm", d, FioSpec("4M", 1, 2, ("seq-write",)), tmp / "out")
         assert rows[0]["direct"] is direct_io_supported(d)
         assert rows[0]["MBps"] > 0
         assert not (d / DATA_FILE).exists()
@@ -57,8 +58,8 @@ def test_fio_on_dev_shm_records_direct_honestly(tmp):
 
 
 def test_fio_repetitions_run_every_test_again(tmp):
-    rows = run_fio("disk", tmp / "target", "4M", 1, 1, tmp / "out", tests=("seq-write", "rand-read"),
-                   repetitions=2)
+    rows = run_fio("disk", tmp / "target", FioSpec("4M", 1, 1, ("seq-write", "rand-read"), Repeats(2, 2, 0.0, None)),
+                   tmp / "out")
     assert [(r["repetition"], r["test"]) for r in rows] == [
         (0, "seq-write"), (0, "rand-read"), (1, "seq-write"), (1, "rand-read")]
     assert sorted(p.name for p in (tmp / "out").iterdir()) == [
@@ -69,12 +70,9 @@ def test_a_test_repeats_as_its_pilot_asks_up_to_the_maximum(tmp_path):
     """fio.max_repetitions: the first fio.repetitions runs are a pilot whose spread sets how
     many follow (at least fio.repetitions, at most the maximum in all); the runs after the
     pilot are the figure's rows (n per figure in the tables)."""
-    from catbench.core.jobs.repeat import Repeats
-    from catbench.fio.bench import run_fio
-    common = dict(tests=["seq-read"], repetitions=2)
-    rows = run_fio("t", tmp_path / "a", "8M", 1, 2, tmp_path / "ja", **common,
-                   plan=Repeats(2, 5, 1e-9, None))             # never precise enough: the maximum
+    rows = run_fio("t", tmp_path / "a", FioSpec("8M", 1, 2, ("seq-read",), Repeats(2, 5, 1e-9, None)),
+                   tmp_path / "ja")             # never precise enough: the maximum
     assert [r["repetition"] for r in rows] == [2, 3, 4]
-    rows = run_fio("t", tmp_path / "b", "8M", 1, 2, tmp_path / "jb", **common,
-                   plan=Repeats(2, 5, 1e9, None))              # precise at once: the minimum after the pilot
+    rows = run_fio("t", tmp_path / "b", FioSpec("8M", 1, 2, ("seq-read",), Repeats(2, 5, 1e9, None)),
+                   tmp_path / "jb")              # precise at once: the minimum after the pilot
     assert [r["repetition"] for r in rows] == [2, 3]

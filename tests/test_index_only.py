@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from catbench.core.index_input import list_input, scan_file
-from catbench.core.index_table import VARIANTS
+from catbench.core.index.input import list_input, scan_file
+from catbench.core.index.table import VARIANTS
 from catbench.prepare.index_only import bounds, generate_index
 from catbench.prepare.indextext import KEY_WIDTH, IndexText
 
@@ -191,7 +191,7 @@ def galactic_config(id_layout: str):
 
 @pytest.mark.parametrize("id_layout", ["random", "spatial", "interleaved"])
 def test_galactic_density_same_bytes_as_the_full_path(tmp_path, id_layout):
-    from catbench.core.layout import copy_layout, placements
+    from catbench.core.sky.copies import copy_layout, placements
     cfg = galactic_config(id_layout)
     layout, n = copy_layout(cfg["catalog"]), cfg["catalog"]["patch"]["objects"]
     assert (layout["keep"] < n).any() and len(layout) > len(placements(cfg["catalog"]))

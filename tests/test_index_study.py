@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from catbench.core.config import validate
-from catbench.core.index_input import list_input
+from catbench.core.infra.config import validate
+from catbench.core.index.input import list_input
 from catbench.load import estimate as est
 from catbench.load.strategies import REGISTRY
 from catbench.prepare.arrival import written_in_order
@@ -187,7 +187,7 @@ def test_preset_plans_no_catalog_and_no_chunks(tmp_path):
 def test_tables_and_report_of_an_index_only_run_say_so(tmp_path):
     """No catalog, no chunks, no partition.json: the tables and the report are built, the
     stages table has the generation, and summary.md says the run is index-only."""
-    from catbench.core.metrics import summarise
+    from catbench.core.infra.metrics import summarise
     from catbench.report.html import make_report
     from catbench.report.tables import make_tables
     run = tmp_path / "ix"

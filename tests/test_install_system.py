@@ -1,5 +1,5 @@
 """Set-up installs what the configured stages need: the tools a config asks for
-(catbench.core.jobs.system) and install-system.sh's choice of packages from them, checked
+(catbench.core.infra.jobs.system) and install-system.sh's choice of packages from them, checked
 without installing anything (CATBENCH_DRY_RUN, a fake apt-get, a PATH without the tools)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from catbench.core.config import validate
-from catbench.core.jobs.system import TOOLS, main, missing_packages, needed_tools
+from catbench.core.infra.config import validate
+from catbench.core.infra.jobs.system import TOOLS, main, missing_packages, needed_tools
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "workflow" / "scripts" / "install-system.sh"
@@ -130,8 +130,8 @@ def test_make_targets_pass_their_config():
                            ("bench-index", "config/index-bench.yaml"), ("aa", "config/config.yaml"),
                            ("ladder", "config/ladder.yaml")]:
         out = dry(target)
-        assert f"catbench.core.jobs.system {config}" in out and " all" not in out.split("snakemake")[0]
-    assert "catbench.core.jobs.system config/index-study.yaml" in dry("run", "CONFIG=config/index-study.yaml")
+        assert f"catbench.core.infra.jobs.system {config}" in out and " all" not in out.split("snakemake")[0]
+    assert "catbench.core.infra.jobs.system config/index-study.yaml" in dry("run", "CONFIG=config/index-study.yaml")
 
 
 def test_a_run_is_refused_before_any_job_when_its_tools_are_missing(tmp_path):

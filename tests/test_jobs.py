@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from catbench.core.config import n_groups, validate
-from catbench.core.jobs import isolation
-from catbench.core.jobs.requests import (
+from catbench.core.infra.config import n_groups, validate
+from catbench.core.infra.jobs import isolation
+from catbench.core.infra.jobs.requests import (
     MEASURING,
     _scale,
     expected_seconds,
@@ -21,8 +21,8 @@ from catbench.core.jobs.requests import (
     measure_domains,
     requests,
 )
-from catbench.core.jobs.slurm import check_jobs, minutes, nodelist, parse_partitions
-from catbench.core.layout import map_batches
+from catbench.core.infra.jobs.slurm import check_jobs, minutes, nodelist, parse_partitions
+from catbench.core.sky.copies import map_batches
 
 REPO = Path(__file__).resolve().parent.parent
 SCONTROL = (
@@ -139,7 +139,7 @@ def test_isolation_record_names_a_second_measuring_job(tmp_path, monkeypatch):
     with isolation.measuring("disk", tmp_path / "disk") as first:
         # a second measuring job on the same node and target, in another process
         code = ("import sys, json; sys.path.insert(0, %r)\n"
-                "from catbench.core.jobs import isolation\n"
+                "from catbench.core.infra.jobs import isolation\n"
                 "from pathlib import Path\n"
                 "isolation.NODE_LOCK = Path(%r)\n"
                 "with isolation.measuring('disk', %r) as rec: pass\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 import psutil
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_input import scan_file
-from catbench.core.index_table import (
+from catbench.core.index.input import scan_file
+from catbench.core.index.table import (
     DATABASE,
     VARIANTS,
     LoadError,
@@ -18,8 +18,11 @@ from catbench.core.index_table import (
     load_files,
     table_checksum,
 )
-from catbench.core.server import Server
+from catbench.core.server.process import Server
+from catbench.cli.storage import load_spec
+from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
+from catbench.load.spec import LoadCase
 from catbench.load.measure import default_interval, interval_table, optimize_table
 
 pytestmark = pytest.mark.server
@@ -85,9 +88,9 @@ def test_run_load_index_exact(tmp, variant):
     files = write_files(tmp / "in", variant, 4, 2500)
     out = tmp / "results" / f"load-{variant}"
     target = tmp / "target"
-    s = run_load_index("tmpdisk", target, files, out, variant=variant,
-                       load={"sample_interval_s": 0.2, "optimize_limit_s": 30, "lookup_threads": 2,
-                             "lookup_count": 400, "repetitions": 1})
+    s = run_load_index(load_spec({"load": {"sample_interval_s": 0.2, "optimize_limit_s": 30, "lookup_threads": 2,
+                                           "lookup_count": 400, "repetitions": 1}}, checked=False),
+                       Target("tmpdisk", target), files, out, LoadCase(variant, "one-file-at-a-time"))
     assert s["rows"] == 10_000 and s["files"] == 4
     assert s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
     assert s["rows_per_s"] > 0 and s["table_bytes"] > 0
@@ -118,7 +121,8 @@ def test_failed_load_leaves_nothing_finished(tmp):
     replace_line(files[2], 50, f"{make_key('char28', 10)}\t1\t2")  # key of file 0, line 11
     out = tmp / "results" / "load"
     with pytest.raises(LoadError) as err:
-        run_load_index("tmpdisk", tmp / "target", files, out, load={"lookup_count": 0})
+        run_load_index(load_spec({"load": {"lookup_count": 0}}, checked=False), Target("tmpdisk", tmp / "target"), files, out,
+                       LoadCase("char28", "one-file-at-a-time"))
     msg = str(err.value)
     assert "part-00002.tsv" in msg and "line 50" in msg and "part-00000.tsv line 11" in msg
     assert list(out.parent.iterdir()) == []
@@ -184,7 +188,7 @@ def test_crlf_is_named(tmp):
 def test_the_fast_scan_hands_numbers_it_cannot_copy_to_the_exact_one(tmp, name, line, at):
     """A leading or negative zero anywhere in a block: the checksum is that of the numbers
     the server reads (the exact scan's), never of the text (the fast path's)."""
-    from catbench.core.index_input import _scan_file_exact
+    from catbench.core.index.input import _scan_file_exact
     v = VARIANTS[name]
     lines = [f"{k + 1}\t{k}\t{k % 7}" for k in range(10)]
     lines[at] = line
@@ -234,11 +238,11 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
     repetition's own figures; load.settings apply to this server only."""
     files = write_files(tmp / "in", "bigint", 3, 1000)
     out = tmp / "results" / "reps"
-    s = run_load_index("tmpdisk", tmp / "target", files, out, variant="bigint",
-                       load={"repetitions": 2, "sample_interval_s": 0.2, "optimize_limit_s": 0,
-                             "lookup_threads": 1, "lookup_count": 50,
-                             "settings": {"innodb_buffer_pool_size": "6M"}},
-                       server={"settings": {"innodb_buffer_pool_size": "64M"}})
+    s = run_load_index(load_spec({"load": {"repetitions": 2, "sample_interval_s": 0.2, "optimize_limit_s": 0,
+                                           "lookup_threads": 1, "lookup_count": 50,
+                                           "settings": {"innodb_buffer_pool_size": "6M"}},
+                                  "server": {"settings": {"innodb_buffer_pool_size": "64M"}}}, checked=False),
+                       Target("tmpdisk", tmp / "target"), files, out, LoadCase("bigint", "one-file-at-a-time"))
     assert s["n"] == 2 and [r["repetition"] for r in s["repetitions"]] == [0, 1]
     assert all(r["checksum_ok"] and r["rows"] == 3000 for r in s["repetitions"])
     assert s["seconds"] == pytest.approx(sum(r["seconds"] for r in s["repetitions"]) / 2)
@@ -252,7 +256,8 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
 
 def test_a_long_repetition_stops_the_repeating(tmp):
     files = write_files(tmp / "in", "bigint", 2, 500)
-    s = run_load_index("tmpdisk", tmp / "target", files, tmp / "results" / "one", variant="bigint",
-                       load={"repetitions": 3, "repetition_limit_s": 1e-6, "optimize_limit_s": 0,
-                             "lookup_threads": 1, "lookup_count": 10, "sample_interval_s": 0.2})
+    s = run_load_index(load_spec({"load": {"repetitions": 3, "repetition_limit_s": 1e-6, "optimize_limit_s": 0,
+                                           "lookup_threads": 1, "lookup_count": 10, "sample_interval_s": 0.2}}, checked=False),
+                       Target("tmpdisk", tmp / "target"), files, tmp / "results" / "one",
+                       LoadCase("bigint", "one-file-at-a-time"))
     assert s["n"] == 1 and s["repetitions_requested"] == 3

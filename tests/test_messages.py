@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from catbench.core.metrics import failed_jobs
+from catbench.core.infra.metrics import failed_jobs
 from catbench.prepare.chunker import Chunker, CoordinateError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,13 +9,16 @@ import zlib
 from pathlib import Path
 
 import pytest
-from catbench.core.config import section
-from catbench.core.index_input import scan_file
-from catbench.core.index_table import DATABASE, ENGINES, get_variant, load_file
-from catbench.core.loaddata import LoadError
-from catbench.core.server import Server
+from catbench.core.infra.config import section
+from catbench.core.index.input import scan_file
+from catbench.core.index.table import DATABASE, ENGINES, IndexInto, get_variant, load_file
+from catbench.core.server.loaddata import LoadError
+from catbench.core.server.process import Server
+from catbench.cli.storage import load_spec
+from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
-from catbench.load.job import LoadOptions
+from catbench.load.spec import LoadCase
+from catbench.load.handoff import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from indexinput import scratch_root, write_files
@@ -34,8 +37,8 @@ def root():
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, **kw):
-    return run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant=variant,
-                          strategy=strategy, engine="myisam", load={**OPTS, **kw})
+    return run_load_index(load_spec({"load": {**OPTS, **kw}}, checked=False), Target("tmpdisk", root / "target"), files,
+                          root / "results" / name, LoadCase(variant, strategy, "myisam"))
 
 
 def test_every_strategy_but_bulk_runs_on_myisam():
@@ -121,7 +124,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
     load = section("load", {"optimize_limit_s": 0, "lookup_count": 100, "repetitions": 1})
     settings = {**ENGINES["myisam"].settings, **section("server", None)["settings"], **(load["settings"] or {})}
     files = [Path(f).absolute() for f in files]
-    options = LoadOptions.from_config(load).check().as_dict()
+    options = LoadOptions.of(load).check().as_dict()
     variant, table = get_variant("bigint"), "bigint_one_file_at_a_time"
     with Server("tmpdisk", basedir, settings) as srv:
         conn = srv.connect()
@@ -131,7 +134,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
         ledger.create(conn)
         for f in files[:6 if in_flight else 5]:
             info = scan_file(f, variant)
-            load_file(conn, table, f, info.rows, variant, files, database=DATABASE)
+            load_file(conn, IndexInto(table, variant, tuple(files), DATABASE), f, info.rows)
             if f != files[5]:
                 ledger.record(conn.cursor(), info, 0.0, 1.0)
                 conn.commit()
@@ -141,7 +144,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
 
 def test_the_schema_and_the_workflow_take_every_engine_and_variant_of_the_registry():
     import yaml
-    from catbench.core.index_table import VARIANTS
+    from catbench.core.index.table import VARIANTS
     root = Path(__file__).resolve().parents[1]
     load = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())["properties"]["load"]
     assert load["properties"]["engines"]["items"]["enum"] == list(ENGINES)

@@ -18,9 +18,9 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from catbench.core.config import validate
-from catbench.core.index_input import list_input
-from catbench.core.files import SourceError, changed, fingerprint, sources, total_rows
+from catbench.core.infra.config import validate
+from catbench.core.index.input import list_input
+from catbench.core.infra.files import SourceError, changed, fingerprint, sources, total_rows
 from catbench.prepare.arrival import written_in_order
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.index_only import generate_index
@@ -383,8 +383,8 @@ def test_missing_column_refused_before_any_job(tmp_path):
 def test_preset_is_complete_and_plans_the_read_alone(tmp_path):
     """config/own-ids.yaml: a complete config (base null) whose plan reads the files, makes
     no catalog or chunks, and counts the files' rows (from the Parquet footers)."""
-    from catbench.core.config import layered
-    from catbench.core.jobs import plan as cb_plan
+    from catbench.core.infra.config import layered
+    from catbench.core.infra.jobs import plan as cb_plan
     raw = yaml.safe_load((REPO / "config" / "own-ids.yaml").read_text())
     assert raw["base"] is None and validate(layered(raw, REPO)) == validate(raw)
     catalog(tmp_path, np.arange(1, 7001, dtype=np.int64), *sky(7000), 2, "parquet")

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.config import validate
-from catbench.core.files import write_parquet
-from catbench.core.layout import PART_TEXT
+from catbench.core.infra.config import validate
+from catbench.core.infra.files import write_parquet
+from catbench.core.sky.copies import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
 from catbench.prepare import staging as staging_mod
@@ -83,7 +83,7 @@ def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, 
         if patch else None
     for g in range(groups):
         part_mod.reduce_group(staging, parts, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv",
-                              formats, texts, shared, patches=patches)
+                              formats, part_mod.Prepared(texts, shared, patches))
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], out / "index/input",
                                out / "index/input_char28")
     return out
@@ -315,7 +315,7 @@ def test_a_chunk_bigger_than_the_bound_partitions_the_same_with_rows_held_bounde
     for name, bound in (("free", 10 ** 12), ("bounded", 700)):
         root = tmp_path / name
         r = part_mod.reduce_group(staging, parts, 0, root / "chunks", root / "m.tsv", part_mod.FORMATS,
-                                  texts, shared, patches, max_rows=bound, row_group=256)
+                                  part_mod.Prepared(texts, shared, patches), part_mod.Bound(bound, 256))
         out[name] = (root, r)
     r = out["bounded"][1]
     assert r["largest_chunk_rows"] > 700 and r["passes"] > 1
@@ -456,7 +456,7 @@ def test_orphan_source_is_an_error(tmp_path):
 
 
 def test_map_jobs_take_runs_of_parts_up_to_max_rows_per_map():
-    from catbench.core.layout import map_batches, part_copies
+    from catbench.core.sky.copies import map_batches, part_copies
     cfg = small_config()
     parts = part_copies(cfg["catalog"])
     part_rows = 4 * 2000 * (1 + 3)  # 4 copies of 2000 Objects with 3 Sources each
@@ -510,8 +510,8 @@ def test_index_input_is_checked_against_its_manifest(run, tmp_path, fault):
     # every change to what the partition stage wrote must fail, naming the file
     import shutil
 
-    from catbench.core.index_input import list_input
-    from catbench.core.loaddata import LoadError
+    from catbench.core.index.input import list_input
+    from catbench.core.server.loaddata import LoadError
     folder = tmp_path / "input"
     shutil.copytree(run["root"] / "index/input", folder)
     victim = folder / "part-00002.tsv"
@@ -533,9 +533,9 @@ def test_scanned_rows_are_checked_against_the_manifest(run, tmp_path):
     # same bytes, other rows (a line split in two would keep the size): scan_file catches it
     import shutil
 
-    from catbench.core.index_input import scan_file
-    from catbench.core.index_table import VARIANTS
-    from catbench.core.loaddata import LoadError
+    from catbench.core.index.input import scan_file
+    from catbench.core.index.table import VARIANTS
+    from catbench.core.server.loaddata import LoadError
     folder = tmp_path / "input"
     shutil.copytree(run["root"] / "index/input", folder)
     victim = folder / "part-00001.tsv"
@@ -556,7 +556,7 @@ def test_a_reduce_removes_what_a_killed_reduce_left_and_keeps_a_running_ones(tmp
     """SIGKILL leaves `.chunk_*.tsv.tmp-<pid>` files; the next reduce of the run removes those of
     dead processes (a reduce running beside it keeps its own)."""
     import os
-    from catbench.core.files import remove_stale_temps
+    from catbench.core.infra.files import remove_stale_temps
     from catbench.prepare.chunkfiles import ChunkFiles
     d = tmp_path / "chunks" / "Object"
     d.mkdir(parents=True)

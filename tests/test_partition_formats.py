@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.config import ConfigError, validate
+from catbench.core.infra.config import ConfigError, validate
 from faultkit import ENV, VENV_BIN
 from catbench.prepare import partition as part_mod
 from catbench.prepare.rowtext import TextWriter, column_text
@@ -99,7 +99,7 @@ def test_text_files_of_another_patch_are_refused(runs, tmp_path):
     shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))))
     with pytest.raises(ValueError, match="do not describe the same patch"):
         part_mod.reduce_group(staging, parts, 0, tmp_path / "chunks", tmp_path / "m.tsv", ("tsv",),
-                              [part_texts(o, s) for o, s in parts], [bad, shared[1]])
+                              part_mod.Prepared([part_texts(o, s) for o, s in parts], [bad, shared[1]]))
     assert not (tmp_path / "m.tsv").exists()
     assert not list((tmp_path / "chunks").rglob("*.tmp-*"))  # no temporary file left
     # the text of another part (other row count) is refused too
@@ -108,7 +108,7 @@ def test_text_files_of_another_patch_are_refused(runs, tmp_path):
     assert pq.ParquetFile(parts[0][0]).metadata.num_rows != pq.ParquetFile(parts[-1][0]).metadata.num_rows
     with pytest.raises(ValueError, match="holds the text of"):
         part_mod.reduce_group(staging, parts, 0, tmp_path / "c2", tmp_path / "m.tsv", ("tsv",),
-                              texts, shared)
+                              part_mod.Prepared(texts, shared))
 
 
 def test_queries_stage_needs_both_formats():
@@ -149,9 +149,9 @@ cfg = json.loads({repr(__import__("json").dumps(cfg))})
 p.map_part(cfg, {str(o)!r}, {str(s)!r}, {str(tmp_path / "st")!r}, 1)
 p.write_index_input([{str(tmp_path / "st")!r}], 2, {str(tmp_path / "i")!r}, {str(tmp_path / "j")!r})
 p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch")!r},
-               {str(tmp_path / "m.tsv")!r}, texts=[{[t and str(t) for t in texts]!r}],
+               {str(tmp_path / "m.tsv")!r}, prepared=p.Prepared(texts=[{[t and str(t) for t in texts]!r}],
                shared_texts={[str(x) for x in text_paths(o.parent.parent / "patch/Object.parquet",
-                                                         s.parent.parent / "patch/Source.parquet")]!r})
+                                                         s.parent.parent / "patch/Source.parquet")]!r}))
 loaded()
 p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch2")!r},
                {str(tmp_path / "m2.tsv")!r})  # no text files: polars formats every value
@@ -204,7 +204,7 @@ def test_parts_mapped_on_threads_are_the_same_bytes(runs, tmp_path, monkeypatch)
     for g in range(GROUPS):
         part_mod.reduce_group(staging, parts, g, tmp_path / "chunks",
                               tmp_path / f"chunks/groups/group-{g:05d}.tsv",
-                              part_mod.FORMATS, texts, shared)
+                              part_mod.FORMATS, part_mod.Prepared(texts, shared))
     ref = runs["glued"]
     files = sorted(p.relative_to(ref) for p in (ref / "chunks").rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(tmp_path) for p in (tmp_path / "chunks").rglob("*") if p.is_file())
@@ -232,7 +232,7 @@ def test_a_part_that_is_not_made_of_the_patch_is_refused(runs, tmp_path):
     staging = [runs["glued"] / f"staging/part-{k:05d}" for k in range(len(parts))]
     with pytest.raises(ValueError, match=r"not made of copies of the patch .*re-run the catalog stage"):
         part_mod.reduce_group(staging, parts, 0, tmp_path / "chunks", tmp_path / "m.tsv",
-                              ("parquet",), patches=[short, parts[0][1].parent.parent / "patch/Source.parquet"])
+                              ("parquet",), part_mod.Prepared(patches=[short, parts[0][1].parent.parent / "patch/Source.parquet"]))
     assert not (tmp_path / "m.tsv").exists()
     assert not list((tmp_path / "chunks").rglob("*.parquet"))
 

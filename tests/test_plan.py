@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from catbench.core.jobs import plan as cb_plan
-from catbench.core.config import ConfigError, layered, typed_overrides, validate
+from catbench.core.infra.jobs import plan as cb_plan
+from catbench.core.infra.config import ConfigError, layered, typed_overrides, validate
 from catbench.load.strategies import get_strategy, load_pairs
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from catbench.core.config import ConfigError, validate
+from catbench.core.infra.config import ConfigError, validate
 from catbench.predict.ladder import rungs
 from catbench.predict.rate import RateCurve, fit_rate, load_seconds, rows_by
 from catbench.predict.runs import Rep
@@ -148,7 +148,7 @@ def test_a_ladder_config_validates_and_names_its_rungs():
             "predict": {"rows": [2_017_600, 10_088_000, 5_044_000], "target_rows": 100_880_000},
             "load": {"settings": {"innodb_buffer_pool_size": "512M", "innodb_log_file_size": "1G"},
                      "time_limit_s": 600, "sort_memory": "4GB"}}
-    from catbench.core.config import layered
+    from catbench.core.infra.config import layered
     cfg = validate(layered(base, REPO))
     out = rungs(cfg)
     assert [r["run"] for r in out] == ["study-rung1", "study-rung2", "study-rung3"]

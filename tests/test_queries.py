@@ -15,14 +15,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from catbench.cli.main import main as cli_main
-from catbench.core.config import validate
+from catbench.core.infra.config import section, validate
 from catbench.prepare import partition as part_mod
-from catbench.query import run as query_run
+from catbench.query import driver as query_run
 from catbench.query.check import check_answers
 from catbench.query.chunk_tables import ChunkInfo
 from catbench.query.engines import DuckdbEngine
 from catbench.query.params import settings_of
-from catbench.query.run import run_queries, run_queries_duckdb
+from catbench.core.infra.targets import Target
+from catbench.query.driver import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
 from catbench.query.suite import (
     QUERY_NAMES,
     Answer,
@@ -44,9 +45,9 @@ def small_config():
         "partition": {"index_files": 4},
         "server": {"settings": {"innodb_buffer_pool_size": "64M"}},
     })
-    cfg["queries"] = {"repetitions": 1, "connections": 3, "load_connections": 2,
-                      "concurrency": {"streams": 1, "seconds": 1.0, "lv1_interval_s": 0.05},
-                      "parameters": {"SHV1": dict(SHV1_BOX)}}
+    cfg["queries"] = section("queries", {"repetitions": 1, "connections": 3, "load_connections": 2,
+                                         "concurrency": {"streams": 1, "seconds": 1.0, "lv1_interval_s": 0.05},
+                                         "parameters": {"SHV1": dict(SHV1_BOX)}})
     return cfg
 
 
@@ -95,9 +96,9 @@ def run():
     try:
         cfg = small_config()
         objects = build(cfg, root)
-        duck = run_queries_duckdb(cfg, root / "chunks", root / "out/parquet/duckdb")
-        my = run_queries(cfg, "t1", root / "target", root / "chunks", root / "index/input",
-                         root / "out/t1/mysql", settings=cfg["server"]["settings"])
+        duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"))
+        my = run_queries(QuerySpec.of(cfg, {"settings": cfg["server"]["settings"]}), Target("t1", root / "target"),
+                         QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"))
         yield {"cfg": cfg, "root": root, "objects": objects, "duck": duck, "mysql": my}
     finally:
         leftover = our_servers(root)
@@ -172,7 +173,7 @@ def test_results_layout_and_figures(run):
     assert s["load"]["secondary_index"]["rows"] == run["objects"].num_rows
     assert s["concurrency"]["lv1_load"]["n"] > 0 and s["concurrency"]["hv2"]["n"] > 0
     assert s["stats"]["HV2"]["warm"]["p50_s"] > 0
-    # the server's data are gone (core.session removes a finished job's server directory)
+    # the server's data are gone (core.server.session removes a finished job's server directory)
     assert not (run["root"] / "target/catbench-queries/data").exists()
 
 
@@ -197,7 +198,7 @@ def test_altered_answer_is_named(run, tmp_path):
 
 @pytest.mark.server
 def test_server_section_reaches_the_session(run, tmp_path, monkeypatch):
-    """server.start_timeout_s (and the cold-run settings) reach core.session; a failing
+    """server.start_timeout_s (and the cold-run settings) reach core.server.session; a failing
     job leaves no output, not even a partial directory."""
     seen = {}
 
@@ -211,9 +212,9 @@ def test_server_section_reaches_the_session(run, tmp_path, monkeypatch):
     cfg = {**run["cfg"], "server": {**run["cfg"]["server"], "start_timeout_s": 33}}
     root = run["root"]
     with pytest.raises(RuntimeError, match="no server"):
-        run_queries(cfg, "t1", tmp_path / "target", root / "chunks", root / "index/input", tmp_path / "out",
-                    params=run["mysql"]["params"])
-    assert seen["name"] == "queries" and seen["start_timeout"] == 33 and seen["binary"] is None
+        run_queries(QuerySpec.of(cfg, {"params": run["mysql"]["params"]}), Target("t1", tmp_path / "target"),
+                    QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"))
+    assert seen["name"] == "queries" and seen["launch"].start_timeout_s == 33 and seen["launch"].binary is None
     assert seen["settings"]["innodb_buffer_pool_load_at_startup"] == 0
     assert seen["settings"]["innodb_buffer_pool_size"] == "64M"
     assert not list(tmp_path.glob("*out*")), list(tmp_path.iterdir())
@@ -245,11 +246,11 @@ def test_compare_tolerance_and_float32():
 
 
 def test_settings_defaults():
-    q = settings_of({"queries": {"concurrency": {"streams": 4}}})
+    q = settings_of({"queries": section("queries", {"concurrency": {"streams": 4}})})
     assert q["concurrency"] == {"streams": 4, "seconds": 10.0, "lv1_interval_s": 0.1}
     assert q["repetitions"] == 3 and q["queries"] == list(QUERY_NAMES)
     with pytest.raises(QueryError, match="unknown queries"):
-        settings_of({"queries": {"queries": ["LV9"]}})
+        settings_of({"queries": section("queries", {"queries": ["LV9"]})})
 
 
 def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
@@ -269,9 +270,9 @@ def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
 
 
 def test_settings_come_from_the_schema_with_overrides():
-    from catbench.core.config import defaults
-    q = settings_of({}, repetitions=5, concurrency={"seconds": 2.0}, names=["LV1"])
+    from catbench.core.infra.config import defaults
+    q = settings_of({"queries": section("queries")}, repetitions=5, concurrency={"seconds": 2.0}, names=["LV1"])
     assert q["repetitions"] == 5 and q["queries"] == ["LV1"]
     assert q["concurrency"]["seconds"] == 2.0
     assert q["concurrency"]["streams"] == defaults("queries")["concurrency"]["streams"]
-    assert settings_of({})["index_variant"] == defaults("queries")["index_variant"]
+    assert settings_of({"queries": section("queries")})["index_variant"] == defaults("queries")["index_variant"]

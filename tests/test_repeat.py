@@ -1,10 +1,10 @@
-"""Repetitions that adapt to the noise (core/jobs/repeat.py): a pilot of the minimum, whose
+"""Repetitions that adapt to the noise (core/infra/jobs/repeat.py): a pilot of the minimum, whose
 spread alone sets how many runs follow (up to the maximum or the time budget); the figure keeps
 the runs after the pilot, so the comparison rule keeps its false-alarm rate (checked by
 simulation with the rule itself)."""
 
 import numpy as np
-from catbench.core.jobs.repeat import Repeats
+from catbench.core.infra.jobs.repeat import Repeats
 from catbench.report.stats import Figure, verdict
 
 

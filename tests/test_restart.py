@@ -10,7 +10,8 @@ import psutil
 import pytest
 from catbench.cli.restart import add_subcommands
 from catbench.restart import errorlog
-from catbench.restart.run import RestartError, run_restart
+from catbench.cli.restart import restart_spec
+from catbench.restart.driver import RestartError, RestartSpec, run_restart
 
 SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
 
@@ -34,9 +35,9 @@ def full_run():
     try:
         files = write_files(d / "in", 20, 2000)
         out = d / "out" / "restart" / "t1"
-        result = run_restart("t1", d / "target", files, out, restart={
+        result = run_restart("t1", d / "target", files, out, restart_spec({
             "variant": "bigint", "repetitions": 2, "lookup_count": 2000, "warm_timeout_s": 10, "warm_batch": 100,
-            "query_threads": 3, "start_timeout_s": 60}, server={"settings": SETTINGS}, seed=5)
+            "query_threads": 3, "start_timeout_s": 60}, {"settings": SETTINGS}, seed=5))
         assert not servers_under(d)
         yield d, out, result
     finally:
@@ -119,9 +120,9 @@ def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
         files = write_files(d / "in", 6, 1000)
         out = d / "out"
         with pytest.raises(RestartError) as ei:
-            run_restart("broken", d / "target", files, out, restart={
-                "kinds": ("crash-during-load",), "lookup_count": 100, "start_timeout_s": 60},
-                server={"settings": SETTINGS}, fault="corrupt-redo")
+            run_restart("broken", d / "target", files, out, restart_spec({
+                "kinds": ["crash-during-load"], "lookup_count": 100, "start_timeout_s": 60},
+                {"settings": SETTINGS}, fault="corrupt-redo"))
         msg = str(ei.value)
         assert "target broken" in msg and "did not come back" in msg
         assert "last lines of" in msg and "[ERROR] InnoDB" in msg
@@ -135,7 +136,7 @@ def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
 
 def test_unknown_kind_is_rejected(tmp_path):
     with pytest.raises(RestartError, match="unknown restart kind"):
-        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", restart={"kinds": ("warm",)})
+        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", RestartSpec({"kinds": ("warm",)}, {}, 0))
 
 
 LOG = """\
@@ -208,14 +209,15 @@ def test_cli_config_with_flag_overrides(tmp_path, capsys):
 
 
 def test_settings_and_job_memory_come_from_the_schema():
-    from catbench.core.config import ConfigError, defaults
-    from catbench.restart.options import resolve, restart_job_mb
-    rs, sv = resolve(None, None)
-    assert rs == defaults("restart") and sv == defaults("server")
-    rs, _ = resolve({"repetitions": 3}, None)
+    from catbench.core.infra.config import ConfigError, defaults
+    from catbench.cli.restart import restart_spec
+    from catbench.restart.options import restart_job_mb
+    spec = restart_spec(None, None)
+    assert spec.restart == defaults("restart") and spec.server == defaults("server")
+    rs = restart_spec({"repetitions": 3}, None).restart
     assert rs["repetitions"] == 3 and rs["warm_factor"] == defaults("restart")["warm_factor"]
     with pytest.raises(ConfigError, match="restart"):
-        resolve({"repetition": 3}, None)
+        restart_spec({"repetition": 3}, None)
     cfg = {"restart": {"settings": {"innodb_buffer_pool_size": "1G"}},
            "server": {"settings": {"innodb_buffer_pool_size": "64M", "innodb_log_buffer_size": "16M"}}}
     assert restart_job_mb(cfg) == 1500 + 1024 + 16
@@ -224,7 +226,7 @@ def test_settings_and_job_memory_come_from_the_schema():
 def test_interrupted_run_is_not_recorded_as_a_failure(tmp_path):
     from types import SimpleNamespace
 
-    from catbench.restart.run import _evidence
+    from catbench.restart.driver import _evidence
     run = SimpleNamespace(kind="clean", target="t", srv=SimpleNamespace(error_log=tmp_path / "error.log"))
     _evidence(run, KeyboardInterrupt(), {"target": "t"}, {}, tmp_path)
     ev = json.loads((tmp_path / "clean.error.json").read_text())

@@ -14,8 +14,11 @@ from pathlib import Path
 import mysql.connector
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_input import scan_file
+from catbench.core.index.input import scan_file
+from catbench.cli.storage import load_spec
+from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
+from catbench.load.spec import LoadCase
 from indexinput import scratch_root, write_files
 
 pytestmark = pytest.mark.server
@@ -61,7 +64,7 @@ def _input_checksum(files) -> tuple[int, int]:
 
 
 def _variant(name):
-    from catbench.core.index_table import get_variant
+    from catbench.core.index.table import get_variant
     return get_variant(name)
 
 
@@ -111,9 +114,9 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engin
 def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
     files = write_files(root / "in", "bigint", 40, 20000)
     out = root / "results" / strategy
-    s = run_load_index("tmpdisk", root / "target", files, out, variant="bigint", strategy=strategy,
-                       load={"time_limit_s": 0.4, "optimize_limit_s": 0, "lookup_count": 50, "repetitions": 3,
-                             "batch_files": 4})
+    s = run_load_index(load_spec({"load": {"time_limit_s": 0.4, "optimize_limit_s": 0, "lookup_count": 50,
+                                           "repetitions": 3, "batch_files": 4}}, checked=False),
+                       Target("tmpdisk", root / "target"), files, out, LoadCase("bigint", strategy))
     # each repetition stopped, and repeated: the rows by the limit are a figure with its n
     assert s["stopped"] and s["n"] == 3 and all(r["stopped"] for r in s["repetitions"])
     assert all(0 < r["files_loaded"] < len(files) for r in s["repetitions"])
@@ -128,9 +131,9 @@ def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
 
 def test_time_limit_is_not_applied_to_one_stream_strategies(root):
     files = write_files(root / "in", "bigint", 4, 2000)
-    s = run_load_index("tmpdisk", root / "target", files, root / "results" / "b", variant="bigint", strategy="bulk",
-                       load={"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10, "repetitions": 1,
-                             "sort_memory": "64MB"})
+    s = run_load_index(load_spec({"load": {"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10,
+                                           "repetitions": 1, "sort_memory": "64MB"}}, checked=False),
+                       Target("tmpdisk", root / "target"), files, root / "results" / "b", LoadCase("bigint", "bulk"))
     assert not s["stopped"] and s["time_limit_s"] is None and s["rows"] == 8000
 
 

@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_table import ENGINES, LoadError
-from catbench.core.server import Server
-from catbench.core.server_tools import ServerError, plugin_options
+from catbench.core.index.table import ENGINES, LoadError
+from catbench.core.server.process import Launch, Server
+from catbench.core.server.tools import ServerError, plugin_options
 from catbench.load.comparison import write_not_run
+from catbench.cli.storage import load_spec
+from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
+from catbench.load.spec import LoadCase
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from catbench.report.html import make_report
 from catbench.report.tables import make_tables
@@ -33,8 +36,8 @@ def root():
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, engine: str = "rocksdb", out=None, **kw):
-    return run_load_index("tmpdisk", root / "target", files, out or root / "results" / name, variant=variant,
-                          strategy=strategy, engine=engine, load={**OPTS, **kw})
+    return run_load_index(load_spec({"load": {**OPTS, **kw}}, checked=False), Target("tmpdisk", root / "target"), files,
+                          out or root / "results" / name, LoadCase(variant, strategy, engine))
 
 
 def test_every_strategy_declares_its_engines():
@@ -164,7 +167,7 @@ def test_the_plugin_is_loaded_only_when_an_engine_needs_it(tmp_path):
         assert cur.fetchone()[0] == 0 and "plugin_load_add" not in srv.render_config()
         assert "loose-rocksdb_block_cache_size=8M" in srv.render_config()
         conn.close()
-    with Server("rocks", tmp_path / "rocks", plugins=("rocksdb",)) as srv:
+    with Server("rocks", tmp_path / "rocks", launch=Launch(plugins=("rocksdb",))) as srv:
         conn = srv.connect()
         cur = conn.cursor()
         cur.execute("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = 'ROCKSDB'")

@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from catbench.core.config import ConfigError, validate
-from catbench.core.server import Server
+from catbench.core.infra.config import ConfigError, validate
+from catbench.core.server.process import Server
 from faultkit import (
     LOAD_DIR,
     QUERY_DIR,
@@ -205,7 +205,8 @@ def test_unsafe_identifiers_stop_the_real_snakemake(tmp_path, what):
 def _server_options() -> dict:
     """{option: default} of the installed server (MyRocks loaded when it is installed)."""
     import subprocess
-    from catbench.core.server_tools import find_server_binary, option_name, plugin_dir
+    from catbench.core.infra.settings import option_name
+    from catbench.core.server.tools import find_server_binary, plugin_dir
     binary = find_server_binary()
     args = [binary, "--no-defaults", "--verbose", "--help"]
     pdir = plugin_dir(binary)
@@ -232,7 +233,7 @@ def test_every_option_that_names_a_file_is_refused_or_confined():
     """The installed server's own option list against resources/server/path_options.yaml: an
     option whose name or default looks like a path is refused, confined to the server's
     directory, or listed as not a path with the reason. A new server's new option fails here."""
-    from catbench.core.server_tools import _RESERVED, _RESERVED_PREFIXES, path_options
+    from catbench.core.infra.settings import _RESERVED, _RESERVED_PREFIXES, path_options
     known = path_options()
     listed = known["refused"] | known["confined"] | set(known["not_paths"]) | _RESERVED
     options = _server_options()
@@ -267,7 +268,7 @@ def test_an_option_that_would_write_outside_the_target_is_refused_naming_the_key
 
 
 def test_the_same_options_are_refused_from_the_command_line_before_a_server_starts(tmp_path):
-    from catbench.core.server_tools import ServerError
+    from catbench.core.server.tools import ServerError
     for option, value in (("log_slow_query_file", "/tmp/x.log"), ("rocksdb_wal_dir", "/tmp/wal"),
                           ("innodb_temp_data_file_path", "../../x:12M:autoextend")):
         with pytest.raises(ServerError, match=option):

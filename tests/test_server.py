@@ -9,8 +9,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from catbench.core.server import Server
-from catbench.core.server_tools import (
+from catbench.core.server.process import Launch, Server
+from catbench.core.server.tools import (
     ServerError,
     find_server_binary,
     server_version,
@@ -138,7 +138,7 @@ def test_stale_dead_pid_and_socket(basedir, caplog):
     s.start()
     s.kill()  # crash: pid file and socket stay behind
     assert s.pid_file.exists() and s.socket.exists()
-    with caplog.at_level(logging.WARNING, logger="catbench.core.server"):
+    with caplog.at_level(logging.WARNING, logger="catbench.core.server.process"):
         s.start()
     try:
         assert "stale pid file" in caplog.text and "stale socket" in caplog.text
@@ -153,7 +153,7 @@ def test_stale_live_server_is_stopped(basedir, caplog):
     first.start()
     old = first.pid
     second = Server("live", basedir)
-    with caplog.at_level(logging.WARNING, logger="catbench.core.server"):
+    with caplog.at_level(logging.WARNING, logger="catbench.core.server.process"):
         second.start()
     try:
         assert f"stopped leftover server pid {old}" in caplog.text
@@ -172,7 +172,7 @@ def test_socket_only_by_default(srv):
 
 
 def test_tcp_listens_on_localhost_only(basedir):
-    with Server("tcp", basedir, tcp=True) as s:
+    with Server("tcp", basedir, launch=Launch(tcp=True)) as s:
         listening = [c for c in psutil.Process(s.pid).net_connections(kind="inet")
                      if c.status == psutil.CONN_LISTEN]
         assert listening, "no TCP listener"
@@ -237,7 +237,7 @@ def test_handler_write_counts_a_running_statements_rows(srv, tmp_path):
 
 CHILD = """
 import sys, time
-from catbench.core.server import Server
+from catbench.core.server.process import Server
 s = Server("sig", sys.argv[1])
 s.__enter__()
 print(s.pid, flush=True)

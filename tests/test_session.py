@@ -8,10 +8,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from catbench.core.server import Server
-from catbench.core.server_tools import ServerError
-from catbench.core.session import private_server
-from catbench.core.targets import TargetError
+from catbench.core.server.process import Server
+from catbench.core.server.tools import ServerError
+from catbench.core.server.session import private_server
+from catbench.core.infra.targets import TargetError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from faultkit import server_procs, tmpfs  # noqa: E402

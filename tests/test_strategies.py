@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from catbench.core.index_table import VARIANTS, LoadError
+from catbench.core.index.table import VARIANTS, LoadError
+from catbench.core.infra.config import section
+from catbench.cli.storage import load_spec
+from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
-from catbench.load.job import LoadOptions
+from catbench.load.spec import LoadCase
+from catbench.load.handoff import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl
 from indexinput import scratch_root, write_files
 
@@ -42,8 +46,8 @@ OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", tr
 def run(root: Path, name: str, files, variant, strategy, **kw):
     load = {**OPTS, "sample_interval_s": 0.2, "lookup_threads": 2, "lookup_count": 200, "optimize_limit_s": 0,
             **kw}
-    return run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant=variant,
-                          strategy=strategy, load=load)
+    return run_load_index(load_spec({"load": load}, checked=False), Target("tmpdisk", root / "target"), files,
+                          root / "results" / name, LoadCase(variant, strategy))
 
 
 def test_ddl_follows_qserv_director_index():
@@ -57,9 +61,9 @@ def test_ddl_follows_qserv_director_index():
 
 def test_bad_options_are_named(root):
     with pytest.raises(LoadError, match="connections"):
-        LoadOptions.from_config({"connections": 0}).check()
+        LoadOptions.of(section("load", {"connections": 0})).check()
     with pytest.raises(LoadError, match="sort_memory"):
-        LoadOptions.from_config({"sort_memory": "lots"}).check()
+        LoadOptions.of(section("load", {"sort_memory": "lots"})).check()
 
 
 @pytest.mark.parametrize("variant", ["bigint", "char28"])
@@ -207,6 +211,6 @@ def test_a_key_with_quotes_and_backslashes_loads_with_every_strategy(root, engin
     for k, key in enumerate(odd):
         replace_line(files[k], 3 + k, f"{key}\t{k + 1}\t{k + 2}")
     load = {**OPTS, "sample_interval_s": 0.2, "lookup_threads": 2, "lookup_count": 200, "optimize_limit_s": 0}
-    s = run_load_index("tmpdisk", root / "target", files, root / "results" / name, variant="char28",
-                       strategy=strategy, load=load, engine=engine)
+    s = run_load_index(load_spec({"load": load}, checked=False), Target("tmpdisk", root / "target"), files, root / "results" / name,
+                       LoadCase("char28", strategy, engine))
     assert s["rows"] == 800 and s["checksum_ok"]

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from catbench.cli import report as cli_report
-from catbench.core.resources import resources_dir
+from catbench.core.infra.resources import resources_dir
 from catbench.report.tables import TABLES, MetricsError, collect, make_tables
 from catbench.restart.cluster.rows import LOAD_KEYS, ROW_KEYS
 
@@ -86,7 +86,7 @@ CLUSTER_STARTS = ["process_start_to_primary", "process_start_to_transfer_start",
 
 def write_cluster(run: Path, target: str, kind: str, answers: list, lost: int = 0, down_s: float = 2.0,
                   inserts_during: float = 800.0) -> Path:
-    """``cluster/<target>/<kind>.json`` as restart/cluster/run.py writes it: one repetition per
+    """``cluster/<target>/<kind>.json`` as restart/cluster/driver.py writes it: one repetition per
     seconds in ``answers`` (new process -> first correct answer); ``lost`` acknowledged inserts
     missing after the last repetition (the stage then records "failed" and stops)."""
     transfer = "SST" if kind == "node-restart-sst" else "IST"
@@ -132,7 +132,7 @@ def write_cluster(run: Path, target: str, kind: str, answers: list, lost: int = 
 
 
 def write_isolation(job_dir: Path, target, alone=True, others=(), slurm=(), locks=()) -> None:
-    """``isolation.json`` beside a measuring job's results, as core/jobs/isolation.py writes it."""
+    """``isolation.json`` beside a measuring job's results, as core/infra/jobs/isolation.py writes it."""
     _json(job_dir / "isolation.json", {
         "host": "node1", "target": target, "slurm_job": None, "start": 1000.0, "slurm_exclusive": None,
         "end": 1010.5, "shared_locks": list(locks), "other_catbench_jobs": list(others),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from catbench.core.targets import (
+from catbench.core.infra.targets import (
     TargetError,
     check_target,
     describe_target,

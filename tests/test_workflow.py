@@ -12,8 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from catbench.core.config import n_groups, validate
-from catbench.core.layout import map_batches
+from catbench.core.infra.config import n_groups, validate
+from catbench.core.sky.copies import map_batches
 from catbench.prepare.catalog import part_copies
 from catbench.prepare.chunker import Chunker
 

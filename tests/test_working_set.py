@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from catbench.core.config import validate
+from catbench.core.infra.config import validate
 from catbench.prepare.indextext import IndexText
 from catbench.prepare.working_set import estimate, open_leaves, pool, rows_per_leaf
 

@@ -1,10 +1,10 @@
 # Stage `catalog`: a seeded base patch, duplicated over the sky region, in parts.
 # With TSV chunk files (partition.formats), it also writes TSV text once (Arrow IPC):
 # the patch's shared columns, each part's varying columns (of the tables in
-# core/layout.py PART_TEXT); the partition stage glues them (prepare/rowtext.py).
+# core/sky/copies.py PART_TEXT); the partition stage glues them (prepare/rowtext.py).
 TEXT = "tsv" in config["partition"]["formats"]
 # {"objects": "Object", ...}: the tables with part text files, by their output name
-PART_TEXT = {f"{t.lower()}s": t for t in cb_layout.PART_TEXT} if TEXT else {}
+PART_TEXT = {f"{t.lower()}s": t for t in cb_copies.PART_TEXT} if TEXT else {}
 # Spatial ids (catalog.id_layout) hold each object's chunk: the catalog reads the chunker's
 # stripes too, not the rest of the partition section (a change there re-runs no catalog job).
 # catalog.id_layout: source: the parts name Objects by the patch file's own ids

@@ -9,23 +9,23 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importable uninstalled
-from catbench.core import layout as cb_layout  # noqa: E402
-from catbench.core import metrics as cb_metrics  # noqa: E402
-from catbench.core import config as cb_config  # noqa: E402
-from catbench.core import targets as cb_targets  # noqa: E402
-from catbench.core import index_table as cb_index_table  # noqa: E402
-from catbench.core import files as cb_files  # noqa: E402
-from catbench.core.jobs import plan as cb_plan  # noqa: E402
-from catbench.core.targets import TargetError  # noqa: E402
-from catbench.core.jobs import requests as cb_requests  # noqa: E402
-from catbench.core.jobs import slurm as cb_slurm  # noqa: E402
-from catbench.core.jobs import system as cb_system  # noqa: E402
+from catbench.core.sky import copies as cb_copies  # noqa: E402
+from catbench.core.infra import metrics as cb_metrics  # noqa: E402
+from catbench.core.infra import config as cb_config  # noqa: E402
+from catbench.core.infra import targets as cb_targets  # noqa: E402
+from catbench.core.index import table as cb_index_table  # noqa: E402
+from catbench.core.infra import files as cb_files  # noqa: E402
+from catbench.core.infra.jobs import plan as cb_plan  # noqa: E402
+from catbench.core.infra.targets import TargetError  # noqa: E402
+from catbench.core.infra.jobs import requests as cb_requests  # noqa: E402
+from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
+from catbench.core.infra.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 
 def _config_warning(line):
-    """An old name mapped by the validation (core/config RENAMED), said once per run."""
+    """An old name mapped by the validation (core/infra/config RENAMED), said once per run."""
     if workflow.is_main_process:
         print(f"catbench: warning: {line}", file=sys.stderr)
 
@@ -126,7 +126,7 @@ ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"
 TARGETS = list(config["targets"])
 # What each job asks for (threads, memory, time limit), from the config alone: the one
-# place is workflow/catbench/core/jobs/requests.py (rules call job_threads/job_resources;
+# place is workflow/catbench/core/infra/jobs/requests.py (rules call job_threads/job_resources;
 # a site may still override in its profile with set-threads / set-resources).
 JOB_REQUESTS = cb_requests.requests(config)
 for _domain in cb_requests.measure_domains(config):
@@ -152,7 +152,7 @@ WORKING_SET = f"{RES}/index/working_set.json"
 # The order of the index input's rows (index.order, prepare/arrival.py), for whichever rule writes it.
 INDEX_ORDER = (f"--order {shlex.quote(config['index']['order'])} "
                f"--sort-memory {shlex.quote(str(config['index']['sort_memory']))}")
-PARTS = [f"{p:05d}" for p in range(len(cb_layout.part_copies(config["catalog"])))]
+PARTS = [f"{p:05d}" for p in range(len(cb_copies.part_copies(config["catalog"])))]
 GROUPS = [f"{g:05d}" for g in range(cb_config.n_groups(config))]
 # A load job reads the load and server sections (`catbench load-index --config`), except
 # which variants, engines and strategies run: those shape the DAG, so adding a strategy
@@ -187,7 +187,7 @@ def target_slurm_extra(wildcards):
 
 def _request(name):
     if name not in JOB_REQUESTS:
-        raise WorkflowError(f"rule {name} has no request in workflow/catbench/core/jobs/requests.py")
+        raise WorkflowError(f"rule {name} has no request in workflow/catbench/core/infra/jobs/requests.py")
     return JOB_REQUESTS[name]
 
 
@@ -262,7 +262,7 @@ def cli_targets():
 
 
 def check_plan(load_pairs):
-    """Before any job, in the main process (core/jobs/plan.py): the run's rows and expected minutes
+    """Before any job, in the main process (core/infra/jobs/plan.py): the run's rows and expected minutes
     per stage, printed; a run expected to take longer than run_limit_h stops here, naming it.
     ``load_pairs``: the (engine, strategy) loads that run per target and variant."""
     if not workflow.is_main_process:

@@ -1,14 +1,14 @@
 # Stage `partition`: Qserv chunks as a map/reduce (see workflow/catbench/prepare/partition.md):
 # one map job per run of catalog parts (partition.max_rows_per_map), one reduce job per
 # group of chunks, never one per chunk.
-# The parts of each map job (core/layout.py): {"00000": ["00000", "00001", ...], ...}
+# The parts of each map job (core/sky/copies.py): {"00000": ["00000", "00001", ...], ...}
 # Arrow on glibc's heap, kept between buffers (not returned and re-faulted: the kernel
 # zeroing fresh pages was 13% of a reduce's time), in one arena for every thread (a
 # thread's own arena maps each buffer over 64 MB afresh: 1.5x a threaded reduce's sys
 # time). prepare/partition.md has the measurements.
 ARROW_HEAP = ("ARROW_DEFAULT_MEMORY_POOL=system MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=1073741824 "
               "MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=268435456 ")
-MAPS = {f"{m:05d}": [PARTS[p] for p in parts] for m, parts in enumerate(cb_layout.map_batches(config))}
+MAPS = {f"{m:05d}": [PARTS[p] for p in parts] for m, parts in enumerate(cb_copies.map_batches(config))}
 # Every part's staging dir, in part order: inside the dir of the map job that wrote it.
 STAGING = [f"{RES}/partition/staging/map-{m}/part-{p}" for m, parts in MAPS.items() for p in parts]
 
@@ -75,7 +75,7 @@ rule partition_reduce:
     resources:
         **job_resources("partition_reduce"),
     shell:
-        # One thread: at least jobs.cpus reduces run side by side (core/config n_groups).
+        # One thread: at least jobs.cpus reduces run side by side (core/infra/config n_groups).
         "{params.heap_args}OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 catbench partition-reduce "
         "--staging {params.staging:q} --objects {input.objects:q} --sources {input.sources:q} --patch {input.patch:q} "
         "{params.text_args} --group {wildcards.group:q} --formats {params.formats:q} --chunks {params.chunks:q} "

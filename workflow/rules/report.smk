@@ -1,28 +1,7 @@
 # Stages `tables` and `report`: every metrics file of the run aggregated with DuckDB
 # (SQL in resources/sql/), then plots and a single self-contained HTML page.
 
-TABLE_NAMES = [
-    "storage",
-    "storage_runs",
-    "load_time",
-    "load_runs",
-    "load_rate",
-    "load_curve",
-    "load_collapse",
-    "load_not_run",
-    "queries",
-    "query_runs",
-    "chunk_load",
-    "restart",
-    "restart_runs",
-    "cluster_restart",
-    "cluster_load",
-    "chunks",
-    "chunk_load_chunks",
-    "query_chunks",
-    "stages",
-    "isolation",
-]
+from catbench.report.tables import TABLES as TABLE_NAMES  # noqa: E402  (one list: the tables module)
 from catbench.report.plots import PLOTS as PLOT_NAMES  # noqa: E402  (one list: the plots module)
 
 

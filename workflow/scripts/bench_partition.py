@@ -30,7 +30,7 @@ import duckdb
 import numpy as np
 import pyarrow.parquet as pq
 
-from catbench.core.config import load as load_config
+from catbench.core.infra.config import load as load_config
 
 REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
 FORMATS = {"tsv": "[tsv]", "tsv+parquet": "[tsv, parquet]"}

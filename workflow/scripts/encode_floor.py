@@ -17,7 +17,7 @@ import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from catbench.core.files import (  # Parquet: the partition jobs' writer
+from catbench.core.infra.files import (  # Parquet: the partition jobs' writer
     write_parquet,
     write_tsv,
 )

@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import logging
 
-from ..core.config import ConfigError
-from ..core.index_input import list_input
-from ..core.index_table import VARIANTS, LoadError
-from ..core.server import ServerError
-from ..core.targets import TargetError
+from ..core.index.input import list_input
+from ..core.index.table import VARIANTS, LoadError
+from ..core.infra.config import ConfigError
+from ..core.infra.targets import TargetError
+from ..core.server.process import ServerError
 from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
 from .common import config_arg, guarded, measured, renamed_choice
 
 log = logging.getLogger(__name__)
+COMMANDS = ("cluster",)
 EXPECTED = (ClusterError, LoadError, ServerError, TargetError, ConfigError)
 # flag (argparse dest) -> key of the config's cluster section
 CLUSTER_FLAGS = {"nodes": "nodes", "kinds": "kinds", "repetitions": "repetitions", "variant": "variant",
@@ -43,7 +44,7 @@ def cmd_cluster(args) -> int:
     through node 1, restart the last node under load per kind; writes <out>/<kind>.json and
     <out>/summary.json."""
     # the stage's imports only when it runs
-    from ..restart.cluster.run import run_cluster
+    from ..restart.cluster.driver import run_cluster
     cluster, server, seed = sections(args)
     files = list_input(args.input_dir)
     result = run_cluster(args.target, args.path, files, args.out, cluster=cluster, server=server, seed=seed,

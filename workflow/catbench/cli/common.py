@@ -1,4 +1,4 @@
-"""Helpers shared by the sub-command modules (cli_*.py) of the ``catbench`` command."""
+"""Helpers shared by the sub-command families (cli/<family>.py) of the ``catbench`` command."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 
-from ..core.jobs.isolation import measuring, write_record
+from ..core.infra.jobs.isolation import measuring, write_record
 
 log = logging.getLogger("catbench")
 _signals: list[int] = []
@@ -38,13 +38,15 @@ def interrupted(name: str) -> int:
     return 128 + signal.SIGINT
 
 
-def guarded(func, expected: tuple, name: str):
-    """Run a sub-command; an expected error becomes one clear line and exit code 1,
-    not a traceback."""
+def guarded(func, expected, name: str):
+    """Run a sub-command; an expected error (``expected``: a tuple of exception classes, or
+    a function giving one) becomes one clear line and exit code 1, not a traceback."""
     def run(args) -> int:
         try:
             return func(args)
-        except expected as exc:
+        except Exception as exc:
+            if not isinstance(exc, expected() if callable(expected) else expected):
+                raise
             if _signals:
                 what = f"interrupted by {signal.Signals(_signals[0]).name}"
                 log.error("%s (what failed after it: %s)", what, exc)
@@ -58,7 +60,7 @@ def guarded(func, expected: tuple, name: str):
 
 
 def measured(func, target_dir=lambda args: getattr(args, "path", None)):
-    """A sub-command that measures a target: it runs under ``core.jobs.isolation.measuring``
+    """A sub-command that measures a target: it runs under ``core.infra.jobs.isolation.measuring``
     (locks on the node and on ``target_dir(args)``, the target's run directory; watch for
     neighbours) and, when it succeeds, writes ``<out>/isolation.json`` saying whether it
     ran alone."""
@@ -74,9 +76,9 @@ def measured(func, target_dir=lambda args: getattr(args, "path", None)):
 
 def renamed_choice(option: str, choices):
     """argparse ``type`` of an option whose values were renamed: an old name
-    (``core.config.RENAMED``) becomes its new one, with a warning line naming the option."""
+    (``core.infra.config.RENAMED``) becomes its new one, with a warning line naming the option."""
     def convert(value: str) -> str:
-        from ..core.config import renamed   # jsonschema: only when such an option is given
+        from ..core.infra.config import renamed   # jsonschema: only when such an option is given
         return renamed(option, value, choices)
     return convert
 
@@ -97,8 +99,8 @@ def settings_arg(text: str | None) -> dict:
 
 def config_arg(text: str | None) -> dict:
     """--config: JSON text (what a rule passes its job) or a YAML/JSON file, read strictly
-    (core/config/yamlfile.py); {} when not given. A bad one is one line naming it (ConfigError)."""
-    from ..core.config import ConfigError, read_file
+    (core/infra/config/yamlfile.py); {} when not given. A bad one is one line naming it (ConfigError)."""
+    from ..core.infra.config import ConfigError, read_file
     if not text:
         return {}
     if not text.lstrip().startswith("{"):
@@ -119,7 +121,7 @@ def out_path(path: str | None, flag: str = "--out", directory: bool = False):
     import tempfile
     from pathlib import Path
 
-    from ..core.config import ConfigError
+    from ..core.infra.config import ConfigError
     if not path:
         return None
     p = Path(path)
@@ -133,4 +135,41 @@ def out_path(path: str | None, flag: str = "--out", directory: bool = False):
             pass
     except OSError as exc:
         raise ConfigError(f"{flag} {p}: cannot write in {folder} ({exc.strerror}); give another path") from None
+    return p
+
+
+def read_config(text: str) -> dict:
+    """--config of a command: a JSON object (the sections a rule gives its job) or a path to
+    a YAML/JSON file (a user's config, over its ``base`` as the workflow reads it, with the
+    rows and extent of its own patch file: prepare/own/patch.py), validated with the
+    schema's defaults filled in: the one place a job's defaults are applied."""
+    from ..core.infra.config import load, validate
+    if text.lstrip().startswith("{"):
+        return validate(config_arg(text), whole=False)
+    from ..prepare.own.patch import resolve
+    return load(text, resolve=resolve)
+
+
+def _plain_errors() -> tuple:
+    """What a plain command reports in one line: ValueError (ConfigError among them), OSError,
+    and TargetError once core.infra.targets is loaded (not imported here: psutil's start-up)."""
+    targets = sys.modules.get(f"{__package__.rpartition('.')[0]}.core.infra.targets")
+    return (ValueError, OSError) + ((targets.TargetError,) if targets else ())
+
+
+def command(sub, name: str, fn, *flags, config: bool = True):
+    """Sub-command ``name`` running ``fn(args)``, which returns nothing: ``--config`` (required
+    unless ``config`` is False) and ``flags``, each "--flag" or ("--flag", argparse keywords),
+    required unless those say otherwise; a ValueError, OSError or TargetError is one line."""
+    p = sub.add_parser(name, help=fn.__doc__)
+    p.add_argument("--config", required=config, help="config as JSON text or a YAML file")
+    for flag in flags:
+        flag, kw = flag if isinstance(flag, tuple) else (flag, {})
+        p.add_argument(flag, **({"required": True} | kw))
+
+    def run(args) -> int:
+        fn(args)
+        return 0
+    run.__doc__ = fn.__doc__
+    p.set_defaults(func=guarded(run, _plain_errors, name))
     return p

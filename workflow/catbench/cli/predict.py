@@ -11,16 +11,17 @@ from pathlib import Path
 
 import yaml
 
-from ..core.config import ConfigError, load, section
-from ..core.config import validate as validate_config
-from ..core.files import atomic_path
-from ..core.targets import human, parse_size
+from ..core.infra.config import ConfigError, load, section
+from ..core.infra.config import validate as validate_config
+from ..core.infra.files import atomic_path
+from ..core.infra.targets import human, parse_size
 from ..predict.ladder import rungs, target_level_base, target_pool
 from ..predict.runs import read_runs
 from ..predict.scale import Target, compare, predict, validate
 from .common import guarded, out_path
 
 log = logging.getLogger(__name__)
+COMMANDS = ("predict", "ladder")
 # the fields of a load's "key" in the JSON (--out); the report reads them
 KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
 

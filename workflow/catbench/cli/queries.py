@@ -10,21 +10,23 @@ import json
 import logging
 from pathlib import Path
 
-from ..core.config import ConfigError
-from ..core.config import load as load_config
-from ..core.loaddata import LoadError
-from ..core.server import ServerError
+from ..core.infra.config import ConfigError
+from ..core.infra.config import load as load_config
+from ..core.infra.targets import Target
+from ..core.server.loaddata import LoadError
+from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
 from ..query.suite import QUERY_NAMES, QueryError
 from .common import guarded, measured
 
 log = logging.getLogger(__name__)
+COMMANDS = ("queries", "queries-check")
 EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSError, ValueError)
 
 
 def _config(text: str) -> dict:
     if text.lstrip().startswith("{"):
-        from ..core.config import validate
+        from ..core.infra.config import validate
         return validate(json.loads(text), whole=False)
     return load_config(text)
 
@@ -42,7 +44,7 @@ def _json_arg(text: str | None, what: str):
 def cmd_queries(args) -> int:
     """Run the query suite (cold, warm, concurrency) on one target (mysql) or over the
     Parquet chunk files (duckdb); writes <out>/{results.parquet,summary.json,answers.json}."""
-    from ..query.run import run_queries, run_queries_duckdb
+    from ..query.driver import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
     cfg = _config(args.config)
     results = Path(args.results)
     conc = {}
@@ -50,16 +52,18 @@ def cmd_queries(args) -> int:
         conc["streams"] = args.streams
     if args.concurrency_seconds is not None:
         conc["seconds"] = args.concurrency_seconds
-    common = dict(repetitions=args.repetitions, concurrency=conc or None, names=args.queries,
-                  cold=False if args.no_cold else None, params=_json_arg(args.params_json, "--params-json"))
+    spec = QuerySpec.of(cfg, dict(repetitions=args.repetitions, concurrency=conc or None, names=args.queries,
+                                  cold=False if args.no_cold else None,
+                                  params=_json_arg(args.params_json, "--params-json"),
+                                  settings=_json_arg(args.settings_json, "--settings-json"),
+                                  binary=args.server_binary, start_timeout=args.start_timeout))
+    paths = QueryPaths(results / "chunks", results / "index" / "input", Path(args.out))
     if args.engine == "duckdb":
-        s = run_queries_duckdb(cfg, results / "chunks", args.out, target=args.target or "parquet", **common)
+        s = run_queries_duckdb(spec, paths, target=args.target or "parquet")
     else:
         if not args.target or not args.path:
             raise SystemExit("--engine mysql needs --target and --path")
-        s = run_queries(cfg, args.target, args.path, results / "chunks", results / "index" / "input", args.out,
-                        settings=_json_arg(args.settings_json, "--settings-json"), binary=args.server_binary,
-                        start_timeout=args.start_timeout, keep_data=args.keep_data, **common)
+        s = run_queries(spec, Target(args.target, Path(args.path)), paths, keep_data=args.keep_data)
     warm = {q: round(v["warm"]["p50_s"], 6) for q, v in s["stats"].items() if "warm" in v}
     print(json.dumps({"target": s["target"], "engine": s["engine"], "cold_method": s["cold_method"],
                       "warm_p50_s": warm, "answers": s["answers"]}, default=str))

@@ -12,11 +12,12 @@ import logging
 import sys
 from pathlib import Path
 
-from ..core.config import ConfigError
+from ..core.infra.config import ConfigError
 from ..report.inputs import STAGES, MetricsError
 from .common import config_arg, guarded, out_path
 
 log = logging.getLogger(__name__)
+COMMANDS = ("tables", "report", "compare", "noise-floor", "provenance")
 
 
 def _report_section(text: str | None) -> dict | None:

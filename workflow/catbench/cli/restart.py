@@ -12,17 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from pathlib import Path
 
-from ..core.config import ConfigError
-from ..core.index_input import list_input
-from ..core.index_table import VARIANTS, LoadError
-from ..core.server import ServerError
-from ..core.targets import TargetError
-from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
+from ..core.index.input import list_input
+from ..core.index.table import VARIANTS, LoadError
+from ..core.infra.config import ConfigError, validate
+from ..core.infra.targets import TargetError
+from ..core.server.process import ServerError
+from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, RestartSpec, resolve
 from .common import config_arg, guarded, measured, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
+COMMANDS = ("restart",)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError, ConfigError)
 # flag (argparse dest) -> key of the config's restart section
 RESTART_FLAGS = {"variant": "variant", "kinds": "kinds", "repetitions": "repetitions",
@@ -46,15 +46,25 @@ def sections(args) -> tuple[dict, dict, int | None]:
     return restart, server, args.seed if args.seed is not None else cfg.get("seed")
 
 
+def restart_spec(restart: dict | None, server: dict | None, seed: int | None = None, keep_data: bool = False,
+                 fault: str | None = None) -> RestartSpec:
+    """A restart's spec from (whole or partial) ``restart`` and ``server`` sections and the
+    seed: validated, the schema's defaults filled in, here at the command line, once."""
+    cfg = validate({"restart": restart or {}, "server": server or {}, **({} if seed is None else {"seed": seed})},
+                   whole=False)
+    rs, sv = resolve(cfg["restart"], cfg["server"], fault)
+    return RestartSpec(rs, sv, cfg["seed"], keep_data, fault)
+
+
 def cmd_restart(args) -> int:
     """Load the index in a private server on the target, restart it cleanly and after crashes,
     time the phases; writes <out>/<kind>.json ({"rows": [...]}) and <out>/summary.json."""
     # imported here: --help and the argument parser skip the stage's imports
-    from ..restart.run import run_restart
+    from ..restart.driver import run_restart
     restart, server, seed = sections(args)
     files = list_input(args.input_dir)
-    result = run_restart(args.target, args.path, files, args.out, restart=restart, server=server, seed=seed,
-                         keep_data=args.keep_data, fault=args.fault)
+    result = run_restart(args.target, args.path, files, args.out,
+                         restart_spec(restart, server, seed, args.keep_data, args.fault))
     print(json.dumps({"target": args.target, **result["summary"]}, default=str))
     return 0
 

@@ -1,8 +1,5 @@
-"""CLI subcommands for the storage side: ``catbench fio`` and ``catbench load-index``.
-
-Hook into the main CLI with ``add_subcommands(subparsers)``; each subcommand sets
-``func`` (called with the parsed args, returns an exit code).
-"""
+"""CLI sub-commands of the storage side: the targets checked, fio, the index loads and their
+comparison, and the estimate of what a run needs (with its calibration load)."""
 
 from __future__ import annotations
 
@@ -15,70 +12,75 @@ import mysql.connector
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ..core.config import ConfigError, defaults, validate
-from ..core.index_input import list_input
-from ..core.index_table import ENGINES, VARIANTS, LoadError
-from ..core.server import ServerError
-from ..core.targets import TargetError, parse_size
-from ..fio.bench import TESTS, FioError, run_fio
+from ..core.index.input import list_input
+from ..core.index.table import ENGINES, VARIANTS, LoadError
+from ..core.infra.config import ConfigError, defaults, load_schema, section, validate
+from ..core.infra.files import atomic_path
+from ..core.infra.jobs.repeat import Repeats
+from ..core.infra.targets import Target, TargetError, parse_size
+from ..core.server.process import ServerError
+from ..fio.bench import TESTS, FioError, FioSpec, run_fio
 from ..load.driver import run_load_index
+from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
-from ..core.jobs.repeat import Repeats
-from .common import config_arg, guarded, measured, renamed_choice, settings_arg
+from .common import command, config_arg, guarded, measured, read_config, renamed_choice, settings_arg
 
 log = logging.getLogger(__name__)
+COMMANDS = ("fio", "load-index", "load-compare", "estimate", "target-info")
 EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.connector.Error)
 
 
 def cmd_fio(args) -> int:
     """Run the fio job files on one target; writes <out>/fio.csv and the raw JSON."""
     out = Path(args.out)
-    rows = run_fio(args.target, args.path, parse_size(args.size), args.runtime_s, args.numjobs,
-                   out / "json", tests=args.tests or TESTS, repetitions=args.repetitions,
-                   plan=Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
-                                    "precision": args.precision, "budget_s": args.budget_s}))
+    plan = Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
+                       "precision": args.precision, "budget_s": args.budget_s})
+    rows = run_fio(args.target, args.path, FioSpec(parse_size(args.size), args.runtime_s, args.numjobs,
+                                                   tuple(args.tests or TESTS), plan), out / "json")
     pacsv.write_csv(pa.Table.from_pylist(rows), out / "fio.csv")
     return 0
 
 
-# (flag, config section, key, argparse keywords, help): each flag overrides one config key.
-LOAD_INDEX_FLAGS = (
-    ("--server-binary", "server", "binary", {}, "mariadbd/mysqld to use (null: search PATH, /usr/sbin)"),
-    ("--tcp", "server", "tcp", {"action": argparse.BooleanOptionalAction}, "also listen on 127.0.0.1"),
-    ("--start-timeout-s", "server", "start_timeout_s", {"type": float}, "longest server start in s"),
-    ("--sample-interval", "load", "sample_interval_s", {"type": float}, "sampling interval in s"),
-    ("--interval-s", "load", "interval_s", {"type": float}, "load-rate table interval in s (null: total/20)"),
-    ("--optimize-limit-s", "load", "optimize_limit_s", {"type": float},
-     "time limit of OPTIMIZE TABLE in s; 0 skips it"),
-    ("--lookup-threads", "load", "lookup_threads", {"type": int}, "point-lookup client threads"),
-    ("--lookup-count", "load", "lookup_count", {"type": int}, "point lookups in total"),
-    ("--lookup-seconds", "load", "lookup_seconds", {"type": float}, "time budget of the lookups (null: none)"),
-    ("--repetitions", "load", "repetitions", {"type": int}, "loads in this job; each figure is their median"),
-    ("--repetition-limit-s", "load", "repetition_limit_s", {"type": float},
-     "no further repetition once one took longer than this (null: none)"),
-    ("--connections", "load", "connections", {"type": int},
-     "parallel, sorted-parallel, deferred-pk, trans-partitioned: loading connections"),
-    ("--transaction-rows", "load", "transaction_rows", {"type": int},
-     "bulk: rows per transaction, 0 = one transaction for everything"),
-    ("--batch-files", "load", "batch_files", {"type": int}, "trans-partitioned: input files per partition"),
-    ("--consolidate", "load", "consolidate", {"action": argparse.BooleanOptionalAction},
-     "trans-partitioned: ALTER TABLE ... REMOVE PARTITIONING at the end"),
-    ("--sort-memory", "load", "sort_memory", {}, "sorted, bulk: DuckDB memory limit of the external sort"),
-    ("--sort-threads", "load", "sort_threads", {"type": int}, "sorted, bulk: DuckDB threads, 0 = all cores"),
-    ("--chunk-rows", "load", "chunk_rows", {"type": int}, "sorted, bulk: rows per sorted TSV chunk"),
-)
+# Each scalar key of these sections is a flag overriding it: --<key> for load, --server-<key>
+# for server (config/README.md says what each does).
+OVERRIDDEN = {"load": "", "server": "server-"}
+_TYPES = {"integer": int, "number": float, "string": str}
+
+
+def override_flags() -> list[tuple[str, str, str, dict]]:
+    """(flag, section, key, argparse keywords) of every scalar key of the sections in
+    ``OVERRIDDEN``, read from the schema: its type and default, nothing repeated here."""
+    out = []
+    for sec, prefix in OVERRIDDEN.items():
+        for key, sub in load_schema()["properties"][sec]["properties"].items():
+            kind = [t for t in (sub.get("type") if isinstance(sub.get("type"), list) else [sub.get("type")])
+                    if t != "null"]
+            if len(kind) != 1 or kind[0] not in (*_TYPES, "boolean"):
+                continue
+            kw = {"action": argparse.BooleanOptionalAction} if kind[0] == "boolean" else {"type": _TYPES[kind[0]]}
+            out.append((f"--{prefix}{key.replace('_', '-')}", sec, key, kw))
+    return out
+
+
+def load_spec(cfg: dict, keep_data: bool = False, checked: bool = True) -> LoadSpec:
+    """A load's spec from (whole or partial) ``load`` and ``server`` sections: validated, the
+    schema's defaults filled in, here at the command line, once. ``checked`` False only fills
+    the defaults (tests load tiny inputs with knobs below the schema's minimums)."""
+    if not checked:
+        return LoadSpec.of({sec: section(sec, cfg.get(sec)) for sec in ("load", "server")}, keep_data)
+    return LoadSpec.of(validate(cfg), keep_data)
 
 
 def _load_index_config(args) -> dict:
-    """The validated config of a load: --config, with the flags given over it."""
+    """The config of a load: --config, with the flags given over it."""
     cfg = config_arg(args.config)
-    for flag, sec, key, _, _ in LOAD_INDEX_FLAGS:
+    for flag, sec, key, _ in override_flags():
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None:
             cfg.setdefault(sec, {})[key] = value
     if args.settings_json:
         cfg.setdefault("server", {})["settings"] = settings_arg(args.settings_json)
-    return validate(cfg)
+    return cfg
 
 
 def cmd_load_index(args) -> int:
@@ -86,15 +88,68 @@ def cmd_load_index(args) -> int:
     Every knob is read from --config (sections load and server; the schema's defaults
     where absent); a flag overrides its config key."""
     files = list_input(args.input_dir)
-    cfg = _load_index_config(args)
-    summary = run_load_index(args.target, args.path, files, args.out, variant=args.variant,
-                             strategy=args.strategy, engine=args.engine, load=cfg["load"], server=cfg["server"],
-                             keep_data=args.keep_data)
+    spec = load_spec(_load_index_config(args), keep_data=args.keep_data)
+    summary = run_load_index(spec, Target(args.target, Path(args.path)), files, args.out,
+                             LoadCase(args.variant, args.strategy, args.engine))
     print(json.dumps({k: summary.get(k) for k in (
         "target", "variant", "engine", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",
         "index_build_seconds", "consolidate_seconds", "duplicate_check_seconds", "table_bytes", "lookup_qps",
         "lookup_p50_s", "lookup_p99_s")}, default=str))
     return 0
+
+
+def cmd_estimate(a):
+    """What the run will need on each target (input, tables, scratch), before it starts."""
+    from ..load.driver import calibrate
+    from ..load.estimate import estimate, fit_tables, lines, time_lines
+    if a.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
+        print(json.dumps(fit_tables(a.fit), indent=1))
+        return
+    if not a.config:
+        raise ValueError("give --config (the run to estimate) or --fit (loads to refit the model from)")
+    cfg = read_config(a.config)
+    est = estimate(cfg, Path(a.results) if a.results else None)
+    for line in lines(est):
+        print(line)
+    if a.calibrate:
+        import tempfile
+        if not a.results:
+            raise ValueError("--calibrate loads the run's index input: give --results results/<run>")
+        from ..core.server.loaddata import LoadError
+        from ..core.server.tools import ServerError
+        with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
+            try:
+                est["time"] = calibrate(cfg, a.calibrate, Path(a.results), a.calibrate_files, Path(tmp))
+            except (LoadError, ServerError) as exc:   # named, not a traceback
+                raise ValueError(f"calibration load on target {a.calibrate}: {exc}") from None
+        for line in time_lines(est["time"]):
+            print(line)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(a.out) as tmp:
+            tmp.write_text(json.dumps(est, indent=1) + "\n")
+
+
+def cmd_target_info(a):
+    """Check one storage target (exists or can be created, writable, room for the
+    estimated data) and record its filesystem, device and size."""
+    from ..core.infra.config import target_dir
+    from ..core.infra.targets import check_targets
+    cfg = read_config(a.config)
+    info = check_targets(cfg, [a.target])[a.target]
+    info["run_dir"] = str(target_dir(cfg, a.target))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(a.out) as tmp:
+        tmp.write_text(json.dumps(info, indent=1, default=str) + "\n")
+
+
+def cmd_load_compare(a):
+    """One row per load (target, variant, engine, strategy) with speed-up vs one-file-at-a-time; the
+    engine x strategy pairs not run, with their reason, to --not-run-out."""
+    from ..load.comparison import compare_loads, write_not_run
+    compare_loads(a.summaries, a.out)
+    if a.not_run_out:
+        write_not_run(json.loads(a.not_run or "[]"), a.not_run_out)
 
 
 def _target_args(p):
@@ -104,6 +159,23 @@ def _target_args(p):
 
 
 def add_subcommands(subparsers) -> None:
+    def add(name, fn, *flags):
+        command(subparsers, name, fn, *flags, config=name not in ("estimate", "load-compare"))
+
+    add("estimate", cmd_estimate,
+        ("--results", {"required": False, "help": "results/<run>: index input already there is measured"}),
+        ("--out", {"required": False, "help": "also write the estimate as JSON"}),
+        ("--calibrate", {"required": False, "metavar": "TARGET",
+                         "help": "also time the steady strategies (sorted, bulk, deferred-pk) from a short "
+                                 "load of the first --calibrate-files input files on this target"}),
+        ("--calibrate-files", {"type": int, "default": 4, "required": False}),
+        ("--fit", {"nargs": "+", "required": False, "metavar": "SUMMARY_JSON",
+                   "help": "print table bytes per row fitted to these loads' summary.json instead"}))
+    add("target-info", cmd_target_info, "--target", "--out")
+    add("load-compare", cmd_load_compare, ("--summaries", {"nargs": "+"}), "--out",
+        ("--not-run", {"required": False, "help": "JSON list of {engine, strategy, reason} not run"}),
+        ("--not-run-out", {"required": False, "help": "write those to this JSON file"}))
+
     p = subparsers.add_parser("fio", help="fio storage tests on one target",
                               description=cmd_fio.__doc__)
     _target_args(p)
@@ -138,9 +210,8 @@ def add_subcommands(subparsers) -> None:
                                            "from the config)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir after the load")
     g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
-    schema = {"load": defaults("load"), "server": defaults("server")}
-    for flag, sec, key, kw, text in LOAD_INDEX_FLAGS:
-        g.add_argument(flag, default=None, **kw,
-                       help=f"{text} (default from the config: {sec}.{key}, schema default "
-                            f"{json.dumps(schema[sec][key])})".replace("%", "%%"))
+    schema = {sec: defaults(sec) for sec in OVERRIDDEN}
+    for flag, sec, key, kw in override_flags():
+        g.add_argument(flag, default=None, **kw, help=f"config key {sec}.{key} (schema default "
+                                                      f"{json.dumps(schema[sec][key])})".replace("%", "%%"))
     p.set_defaults(func=guarded(measured(cmd_load_index), EXPECTED, "load-index"))

@@ -9,11 +9,12 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.jobs.repeat import Repeats
-from ..core.resources import resources_dir
-from ..core.targets import check_target, parse_size
+from ..core.infra.jobs.repeat import Repeats
+from ..core.infra.resources import resources_dir
+from ..core.infra.targets import check_target, parse_size
 
 log = logging.getLogger(__name__)
 
@@ -97,18 +98,28 @@ def _schedule(tests, plan: Repeats, seen: dict):
         rep += 1
 
 
-def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, out_dir,
-            tests=TESTS, fio_binary: str | None = None, repetitions: int = 1,
-            plan: Repeats | None = None) -> list[dict]:
-    """Run the job files in ``resources/fio`` on ``directory``, every test ``repetitions``
-    times (all tests once, then again), or as ``plan`` asks (core/jobs/repeat.py: more runs of
-    a test until its MB/s are as precise as asked); raw JSON goes to ``out_dir``
+@dataclass(frozen=True)
+class FioSpec:
+    """A fio job's knobs (config ``fio``): the test file's ``size``, seconds per test, the
+    random tests' parallel jobs, which ``tests``, and their repetitions (``plan``)."""
+    size: str | int
+    runtime_s: float
+    numjobs: int
+    tests: tuple = TESTS
+    plan: Repeats = Repeats(1, 1, 0.0, None)
+
+
+def run_fio(target_name: str, directory, spec: FioSpec, out_dir, fio_binary: str | None = None) -> list[dict]:
+    """Run the job files in ``resources/fio`` on ``directory``, every test as often as
+    ``spec.plan`` asks (all tests once, then again; core/infra/jobs/repeat.py: more runs of a
+    test until its MB/s are as precise as asked); raw JSON goes to ``out_dir``
     (``<test>.json`` for the first repetition, ``<test>.rep<N>.json`` after).
 
     Rows: target, test, repetition, MBps (10^6 B/s), iops, clat_p50_us, clat_p99_us, direct, ...
     """
     fio = fio_binary or find_fio()
-    size_b = parse_size(size)
+    tests, runtime_s, numjobs, plan = spec.tests, spec.runtime_s, spec.numjobs, spec.plan
+    size_b = parse_size(spec.size)
     directory = Path(directory).absolute()
     if ":" in str(directory):
         raise FioError(f"target {target_name}: fio cannot use a directory with ':' in it ({directory})")
@@ -120,7 +131,6 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
         log.warning("target %s: %s refuses O_DIRECT; fio runs buffered (direct=false)", target_name, directory)
     rows = []
     try:
-        plan = plan or Repeats(max(1, int(repetitions)), max(1, int(repetitions)), 0.0, None)
         seen: dict = {t: [] for t in tests}
         for rep, test in _schedule(tests, plan, seen):
             job_file = resources_dir() / "fio" / f"{test}.fio"
@@ -151,6 +161,6 @@ def run_fio(target_name: str, directory, size, runtime_s: float, numjobs: int, o
     finally:
         for leftover in directory.glob(DATA_FILE + "*"):
             leftover.unlink()
-    # an adaptive plan's pilot set n and is not judged (core/jobs/repeat.py)
+    # an adaptive plan's pilot set n and is not judged (core/infra/jobs/repeat.py)
     first = {t: plan.min_n if len(plan.kept(v)) < len(v) else 0 for t, v in seen.items()}
     return [r for r in rows if r["repetition"] >= first[r["test"]]]

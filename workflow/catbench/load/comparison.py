@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..core.files import atomic_path
+from ..core.infra.files import atomic_path
 
 COLUMNS = ("target", "variant", "engine", "strategy", "files", "rows", "seconds", "rows_per_s", "sort_seconds",
            "table_bytes", "lookup_qps", "lookup_p50_s", "lookup_p99_s", "optimize_seconds", "optimize_stopped")

@@ -10,17 +10,19 @@ the index study only).
 
 Orchestration only: the strategies are in ``strategies.py``, the measurements in
 ``measure.py``; the server's life (owner lock, stale cleanup, stop on every exit path,
-data removal) is ``core.session.private_server``'s, and the results directory appears
-only complete (``core.files.staged_output``). Every knob comes from the ``load`` and
-``server`` config sections, whose defaults are the schema's.
+data removal) is ``core.server.session.private_server``'s, and the results directory appears
+only complete (``core.infra.files.staged_output``). Every knob comes from the job's
+``LoadSpec`` (spec.py), read once from the validated ``load`` and ``server`` sections.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import mysql.connector
@@ -29,17 +31,17 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.config import section, target_dir
-from ..core.files import dir_bytes, staged_output
-from ..core.index_input import list_input, pick_lookup_keys
-from ..core.index_table import DATABASE, Variant, get_engine, get_variant, table_checksum
-from ..core.loaddata import LoadError
-from ..core.resources import read_sql
-from ..core.server_tools import out_of_space, variables
-from ..core.session import private_server, server_dir
-from ..core.targets import check_target, describe_target, device_for
-from .job import TIMINGS, LoadJob, LoadOptions, Outcome, Repetition
+from ..core.index.input import list_input, pick_lookup_keys
+from ..core.index.table import DATABASE, Variant, get_engine, get_variant, table_checksum
+from ..core.infra.config import target_dir
+from ..core.infra.files import dir_bytes, staged_output
+from ..core.infra.resources import read_sql
+from ..core.infra.targets import Target, check_target, describe_target, device_for
+from ..core.server.loaddata import LoadError
+from ..core.server.session import Datadir, private_server, server_dir
+from ..core.server.tools import out_of_space, variables
 from .estimate import STEADY, index_rows, input_rows, load_need
+from .handoff import TIMINGS, LoadJob, Outcome, Repetition
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,
@@ -49,6 +51,7 @@ from .measure import (
     phase_at,
 )
 from .sampler import Sampler
+from .spec import LoadCase, LoadSpec, Lookups
 from .strategies import Strategy, get_strategy, load_pairs, table_name
 
 log = logging.getLogger(__name__)
@@ -60,25 +63,33 @@ FIGURES = ("rows", "seconds", "rows_per_s", *TIMINGS, "verify_seconds", "server_
            "optimize_seconds", "optimize_elapsed_s", "lookups", "lookup_qps", "lookup_p50_s", "lookup_p99_s")
 
 
-def run_load_index(target: str, path, files: list, out_dir, variant: str = "char28", strategy: str = "one-file-at-a-time",
-                   load: dict | None = None, server: dict | None = None, keep_data: bool = False,
-                   engine: str = "innodb") -> dict:
-    """Load ``files`` into a private server on ``path`` with ``strategy`` into a table of
-    storage ``engine`` (its plugin loaded, its settings under ``load.settings``), verify, measure.
+@dataclass
+class _Load:
+    """One load job's fixed parts, handed from step to step."""
+    srv: object               # the started core.server.process.Server
+    summary: dict
+    v: Variant
+    plan: Strategy
+    table: str
+    files: list[Path]
+    spec: LoadSpec
+    path: Path                # the target's run directory
 
-    ``load`` and ``server`` are (whole or partial) config sections; missing keys take the
-    schema's defaults. Writes trace.parquet, samples.parquet, intervals.parquet/.csv,
+
+def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: LoadCase) -> dict:
+    """Load ``files`` into a private server on ``target`` with ``case.strategy`` into a table
+    of storage ``case.engine`` (its plugin loaded, its settings under ``load.settings``),
+    verify, measure, as ``spec`` says. Writes trace.parquet, samples.parquet, intervals.parquet/.csv,
     phases.parquet (every row with its ``repetition``) and summary.json (the median of
     each figure over the repetitions, and every repetition's own figures under
     ``repetitions``) into ``out_dir``, which appears only on success (a previous
     ``out_dir`` is removed at the start). Returns the summary.
     """
-    v, plan, eng = get_variant(variant), get_strategy(strategy), get_engine(engine)
+    v, plan, eng = get_variant(case.variant), get_strategy(case.strategy), get_engine(case.engine)
+    strategy, target, path, options = case.strategy, target.name, target.path, spec.options
     if not plan.supports(eng.name):
         raise LoadError(f"strategy {strategy} does not run on storage engine {eng.name}: "
                         f"{plan.unsupported.get(eng.name)} (config keys load.strategies, load.engines)")
-    load, server = section("load", load), section("server", server)
-    options = LoadOptions.from_config(load).check()
     files = [Path(f).absolute() for f in files]
     if not files:
         raise LoadError("no input files given")
@@ -88,58 +99,56 @@ def run_load_index(target: str, path, files: list, out_dir, variant: str = "char
     summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
                "table": f"{DATABASE}.{table}",
                "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path),
-               "options": options.as_dict(), "repetitions_requested": load["repetitions"],
-               "repetition_limit_s": load["repetition_limit_s"]}
-    settings = {**eng.settings, **server["settings"], **(load["settings"] or {})}
+               "options": options.as_dict(), "repetitions_requested": spec.repetitions,
+               "repetition_limit_s": spec.repetition_limit_s}
+    settings = {**eng.settings, **spec.settings}
     name = f"load_index-{v.name}-{eng.name}-{strategy}"
     state = None
     if plan.resumable:  # an interrupted run of this same load is continued (load/ledger.py)
         key = load_key(files, v.name, strategy, table, options.as_dict(), settings)
         state = ResumeState.find(server_dir(path, name), key) or ResumeState(server_dir(path, name) / STATE, key)
-    summary["time_limit_s"] = load["time_limit_s"] if plan.resumable else None
+    summary["time_limit_s"] = spec.time_limit_s if plan.resumable else None
     # the run-level estimate's model (estimate.py), less what a resumed load already has there
     kept = dir_bytes(server_dir(path, name)) if state and state.in_progress else 0
     need = load_need(v.name, strategy, input_rows(files, input_bytes), input_bytes, settings)["need_bytes"]
     check_target(target, path, need_bytes=max(0, need - kept),
                  why=f"a {v.name}/{strategy} load" + (f", less the {kept / 2**20:.1f} MiB it has kept" if kept else ""))
     with staged_output(out_dir) as work:
-        with private_server(target, path, name, settings, binary=server["binary"], tcp=server["tcp"],
-                            start_timeout=server["start_timeout_s"], keep_data=keep_data,
-                            reuse=bool(state and state.in_progress), keep_on_failure=plan.resumable,
-                            plugins=(eng.plugin,) if eng.plugin else ()) as srv:
-            runs = _repetitions(srv, summary, v, plan, table, files, options, load, path, state)
+        launch = dataclasses.replace(spec.launch, plugins=(eng.plugin,) if eng.plugin else ())
+        data = Datadir(spec.keep_data, reuse=bool(state and state.in_progress), keep_on_failure=plan.resumable)
+        with private_server(target, path, name, settings, launch, data=data) as srv:
+            runs = _repetitions(_Load(srv, summary, v, plan, table, files, spec, Path(path)), state)
         summary["server"]["timings"] = dict(srv.timings)
         _aggregate(summary, runs)
-        _write_results(work, summary, runs, load["interval_s"])
+        _write_results(work, summary, runs, spec.interval_s)
     log.info("target %s: %s/%s: %d rows in %.1f s (median of %d; %.0f rows/s); results in %s", target, v.name,
              strategy, summary["rows"], summary["seconds"], summary["n"], summary["rows_per_s"] or 0, out_dir)
     return summary
 
 
-def _repetitions(srv, summary: dict, v: Variant, plan: Strategy, table: str, files: list[Path],
-                 options: LoadOptions, load: dict, path, state: ResumeState | None) -> list[Repetition]:
+def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
     """``load.repetitions`` loads on one server; the table is dropped and the server restarted
     between them. Stops early once a repetition took longer than ``load.repetition_limit_s``
     (one stopped by ``load.time_limit_s`` is repeated too: its rows by the limit are a figure
     that needs its n). A resumed load (``state``) takes its finished
     repetitions as they were and continues the interrupted one."""
+    srv, summary, v, plan, table = job.srv, job.summary, job.v, job.plan, job.table
     runs = [repetition_from_doc(d) for d in state.completed] if state else []
-    limit = load["repetition_limit_s"]
-    for rep in range(len(runs), load["repetitions"]):
+    limit = job.spec.repetition_limit_s
+    for rep in range(len(runs), job.spec.repetitions):
         resuming = bool(state and state.resuming(rep))
         if rep and not resuming:
             _fresh_start(srv, table)
         if state and not resuming:
             state.begin(rep)
         figures = {"repetition": rep}
-        outcome, sampler, t0, t1 = _load_and_measure(srv, figures, summary, v, plan, table, files, options,
-                                                     load, path, resuming)
+        outcome, sampler, t0, t1 = _load_and_measure(job, figures, resuming)
         runs.append(Repetition(rep, figures, outcome, sampler, t0, t1))
         if state:
             state.finish(runs[-1])
         log.info("target %s: %s/%s repetition %d: %.1f s%s", summary["target"], v.name, plan.name, rep,
                  figures["seconds"], " (stopped at load.time_limit_s)" if figures["stopped"] else "")
-        if limit is not None and figures["seconds"] > limit and rep + 1 < load["repetitions"]:
+        if limit is not None and figures["seconds"] > limit and rep + 1 < job.spec.repetitions:
             log.info("target %s: %s/%s took %.1f s > load.repetition_limit_s %s: n=%d", summary["target"],
                      v.name, plan.name, figures["seconds"], limit, len(runs))
             break
@@ -177,10 +186,11 @@ def _aggregate(summary: dict, runs: list[Repetition]):
     summary["repetitions"] = reps
 
 
-def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strategy, table: str,
-                      files: list[Path], options: LoadOptions, load: dict, path, resuming: bool = False):
+def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
     """One repetition on a started server: fills ``figures`` (and ``summary["server"]`` the
     first time), returns what the result files are made of: (outcome, sampler, t0, t1)."""
+    srv, summary, v, plan, table, spec = job.srv, job.summary, job.v, job.plan, job.table, job.spec
+    options = spec.options
     conn = srv.connect()
     try:
         if "server" not in summary:
@@ -189,18 +199,18 @@ def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strat
         cur = conn.cursor()
         cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
         eng = get_engine(summary["engine"])
-        job = LoadJob(srv, conn, DATABASE, table, v, files, options, srv.tmpdir, eng)
-        _prepare_table(job, plan, figures, resuming, load["time_limit_s"])
+        load = LoadJob(srv, conn, DATABASE, table, v, job.files, options, srv.tmpdir, eng)
+        _prepare_table(load, plan, figures, resuming, spec.time_limit_s)
         files_glob = eng.table_files.format(database=DATABASE, table=table)
-        sampler = Sampler(srv, device=device_for(path), table_glob=files_glob,
-                          interval_s=load["sample_interval_s"], watch=job.watch,
+        sampler = Sampler(srv, device=device_for(job.path), table_glob=files_glob,
+                          interval_s=spec.sample_interval_s, watch=load.watch,
                           flush_sql=read_sql("index", eng.flush_sql) if eng.flush_sql else None)
-        log.info("target %s: loading %d files with strategy %s (%s)", summary["target"], len(job.todo), plan.name,
+        log.info("target %s: loading %d files with strategy %s (%s)", summary["target"], len(load.todo), plan.name,
                  options.as_dict())
         with sampler:
-            t0 = job.clock()
+            t0 = load.clock()
             try:
-                outcome = plan.load(job)
+                outcome = plan.load(load)
             except (LoadError, mysql.connector.Error) as exc:
                 full = out_of_space(summary["target"], srv.datadir, srv.error_log)
                 if full:
@@ -209,7 +219,7 @@ def _load_and_measure(srv, figures: dict, summary: dict, v: Variant, plan: Strat
             t1 = time.time()
         verified = _verify(conn, v, table, outcome, summary["target"])
         table_bytes = sampler.settled_table_bytes(conn)
-        after = _optimize_and_lookups(srv, conn, v, table, outcome.infos, load)
+        after = _optimize_and_lookups(job, conn, outcome.infos)
         table_bytes_final = sampler.settled_table_bytes(conn)
     finally:
         conn.close()
@@ -298,14 +308,13 @@ def _verify(conn, v: Variant, table: str, outcome: Outcome, target: str) -> dict
     return result
 
 
-def _optimize_and_lookups(srv, conn, v: Variant, table: str, infos: list, load: dict) -> dict:
-    limit = load["optimize_limit_s"]
+def _optimize_and_lookups(job: _Load, conn, infos: list) -> dict:
+    limit, look = job.spec.optimize_limit_s, job.spec.lookups
     opt = {"optimize_seconds": None, "optimize_stopped": False, "optimize_skipped": True}
     if limit and limit > 0:
-        opt = {**optimize_table(srv, conn, table, limit), "optimize_skipped": False}
-    count = load["lookup_count"]
-    keys = pick_lookup_keys(infos, min(count, MAX_LOOKUP_KEYS), v)
-    lookups = lookup_benchmark(srv, table, v, keys, load["lookup_threads"], count, load["lookup_seconds"])
+        opt = {**optimize_table(job.srv, conn, job.table, limit), "optimize_skipped": False}
+    keys = pick_lookup_keys(infos, min(look.count, MAX_LOOKUP_KEYS), job.v)
+    lookups = lookup_benchmark(job.srv, job.table, job.v, keys, look.threads, look.count, look.seconds)
     return {**opt, "optimize_limit_s": limit, **lookups}
 
 
@@ -347,16 +356,15 @@ def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) 
     extrapolated to all rows. First-order: a sort's n log n and a cache that stops holding
     the table make the real load slower."""
     rows = index_rows(cfg)
-    load = {**cfg["load"], "repetitions": 1, "optimize_limit_s": 0, "lookup_count": 100,
-            "lookup_seconds": None}
+    spec = LoadSpec.of(cfg)
+    spec = spec.replace(repetitions=1, optimize_limit_s=0, lookups=Lookups(spec.lookups.threads, 100, None))
     out = []
     for v in cfg["load"]["variants"]:
         part = list_input(results / "index" / get_variant(v).folder)[:files]
         for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])[0]:
             if s in STEADY:
-                kw = {"engine": e} if e != "innodb" else {}
-                done = run_load_index(target, target_dir(cfg, target) / "calibrate", part, out_dir / f"{v}-{e}-{s}",
-                                      variant=v, strategy=s, load=load, server=cfg["server"], **kw)
+                done = run_load_index(spec, Target(target, target_dir(cfg, target) / "calibrate"), part,
+                                      out_dir / f"{v}-{e}-{s}", LoadCase(v, s, e))
                 rate = done["rows_per_s"] or 0
                 out.append({"job": f"load {v}/{e}/{s}", "target": target, "calibration_files": len(part),
                             "calibration_rows": done["rows"], "rows_per_s": rate,

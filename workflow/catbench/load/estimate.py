@@ -5,7 +5,7 @@ them). ``workflow/rules/common.smk`` prints it and refuses, while the DAG is bui
 target whose free space is smaller; ``catbench estimate`` prints and writes it by hand.
 
 A target's need is its largest job, not the sum: measuring jobs run one at a time per
-node (core/jobs/requests.py) and each removes its server's data when it ends.
+node (core/infra/jobs/requests.py) and each removes its server's data when it ends.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.config import estimated_objects, target_dir
-from ..core.index_input import MANIFEST
-from ..core.index_table import VARIANTS
-from ..core.layout import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
-from ..core.targets import human, parse_size, server_bytes
+from ..core.index.input import MANIFEST
+from ..core.index.table import VARIANTS
+from ..core.infra.config import estimated_objects, target_dir
+from ..core.infra.targets import human, parse_size, server_bytes
+from ..core.sky.copies import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
 from .strategies import load_pairs
 
 
@@ -58,7 +58,7 @@ MODEL: dict[tuple[str, str], Fit] = {
 SCRATCH_COPIES = {"sorted": 2, "sorted-parallel": 2, "bulk": 2}
 MARGIN = 1.10        # InnoDB grows files in steps, purge lags behind, and a fit is a fit
 FIXED_BYTES = 16 << 20   # a table's first extents, above the slope (the fits' intercepts: 9-16 MB)
-KEY_CHARS = {"char28": 28}   # CHAR(28) keys (core.index_table); bigint keys are decimal objectIds
+KEY_CHARS = {"char28": 28}   # CHAR(28) keys (core.index.table); bigint keys are decimal objectIds
 
 
 def index_rows(cfg: dict) -> int:

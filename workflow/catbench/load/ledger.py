@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..core.index_input import FileInfo, scan_files
-from ..core.loaddata import LoadError
-from ..core.resources import read_sql
-from .job import Outcome, Repetition, trace_row
+from ..core.index.input import FileInfo, scan_files
+from ..core.infra.resources import read_sql
+from ..core.server.loaddata import LoadError
+from .handoff import Outcome, Repetition, trace_row
 
 
 STATE = "resume.json"

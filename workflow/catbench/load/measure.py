@@ -14,9 +14,9 @@ import time
 import mysql.connector
 import numpy as np
 
-from ..core.index_table import DATABASE, Variant
-from ..core.loaddata import LoadError
-from ..core.server import Server
+from ..core.index.table import DATABASE, Variant
+from ..core.server.loaddata import LoadError
+from ..core.server.process import Server
 
 log = logging.getLogger(__name__)
 

@@ -10,20 +10,19 @@ import threading
 import time
 from pathlib import Path
 
-from ..core.index_input import scan_file
-from ..core.index_table import load_file
-from .job import LoadProgress, trace_row
+from ..core.index.input import scan_file
+from ..core.index.table import IndexInto, load_file
+from .handoff import LoadProgress, trace_row
 
 
-def load_files_parallel(server, database: str, table: str, files: list[Path], variant, connections: int,
-                        all_files: list[Path] | None = None, trans_id: int | None = None,
-                        session_sql: tuple = (), progress: LoadProgress | None = None, stop=None,
+def load_files_parallel(server, into: IndexInto, files: list[Path], connections: int, *,
+                        progress: LoadProgress | None = None, stop=None,
                         record=None) -> tuple[list[dict], list]:
-    """Validate and load ``files`` with ``connections`` connections (one file per
+    """Validate and load ``files`` (of ``into.files``) with ``connections`` connections (one file per
     connection at a time). ``stop()`` is asked before each file (a time limit);
     ``record(cursor, info, start, end)`` commits with each file (the resumable loads'
     ledger). Returns (trace rows in no particular order, FileInfo per loaded file)."""
-    all_files = all_files or files
+    variant, trans_id = into.variant, into.trans_id
     progress = progress or LoadProgress(f"loading {len(files)} files", len(files))
     todo: queue.Queue = queue.Queue()
     for i, f in enumerate(files):
@@ -35,9 +34,6 @@ def load_files_parallel(server, database: str, table: str, files: list[Path], va
     def worker():
         conn = server.connect()
         try:
-            cur = conn.cursor()
-            for stmt in session_sql:
-                cur.execute(stmt)
             while not failed.is_set():
                 if stop is not None and stop():
                     return
@@ -49,8 +45,7 @@ def load_files_parallel(server, database: str, table: str, files: list[Path], va
                 start = time.time()
                 rec = None if record is None else (lambda c, n, info=info, start=start:
                                                    record(c, info, start, time.time()))
-                rows = load_file(conn, table, f, info.rows, variant, all_files, database=database,
-                                 trans_id=trans_id, record=rec)
+                rows = load_file(conn, into, f, info.rows, record=rec)
                 end = time.time()
                 with lock:
                     infos[i] = info

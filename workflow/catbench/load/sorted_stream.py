@@ -31,11 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ..core.index_input import duplicate_message, scan_files
-from ..core.index_table import load_file
-from ..core.loaddata import LoadError
-from ..core.resources import read_sql
-from .job import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
+from ..core.index.input import duplicate_message, scan_files
+from ..core.index.table import IndexInto, load_file
+from ..core.infra.resources import read_sql
+from ..core.server.loaddata import LoadError
+from .handoff import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
 
 log = logging.getLogger(__name__)
 ER_KEYS_OUT_OF_ORDER = 4054  # MyRocks bulk load: "Rows must be inserted in primary key order"
@@ -325,7 +325,7 @@ def _load_chunks_parallel(job: LoadJob, stream: SortedStream, progress: LoadProg
 
 def _load_chunk(job: LoadJob, conn, path: Path, rows: int):
     try:
-        load_file(conn, job.table, path, rows, job.variant, job.files, database=job.database,
+        load_file(conn, IndexInto(job.table, job.variant, tuple(job.files), job.database), path, rows,
                   what=f"sorted chunk {path.name}")
     except mysql.connector.Error as exc:
         if exc.errno != ER_KEYS_OUT_OF_ORDER:

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 import mysql.connector
 
-from ..core.index_input import duplicate_message
-from ..core.index_table import ENGINES, Engine, load_files
-from ..core.loaddata import LoadError
-from ..core.resources import read_sql
-from .job import LoadJob, LoadProgress, Outcome
+from ..core.index.input import duplicate_message
+from ..core.index.table import ENGINES, Engine, IndexInto, load_files
+from ..core.infra.resources import read_sql
+from ..core.server.loaddata import LoadError
+from .handoff import LoadJob, LoadProgress, Outcome
 from .parallel import load_files_parallel
 from .sorted_stream import load_sorted
 
@@ -36,8 +36,8 @@ def _sql(name: str, job: LoadJob, **kw) -> str:
 
 
 def _parallel_files(job: LoadJob, files=None, trans_id: int | None = None, progress=None):
-    return load_files_parallel(job.server, job.database, job.table, job.todo if files is None else files,
-                               job.variant, job.opts.connections, all_files=job.files, trans_id=trans_id,
+    into = IndexInto(job.table, job.variant, tuple(job.files), job.database, trans_id)
+    return load_files_parallel(job.server, into, job.todo if files is None else files, job.opts.connections,
                                progress=progress, stop=job.stop, record=job.record)
 
 
@@ -180,7 +180,7 @@ class Strategy:
     # load.time_limit_s stops it between files. The others load in one sorted stream or
     # end with one ALTER, so they can neither stop cleanly halfway nor resume.
     resumable: bool = False
-    # Storage engines (core.index_table.ENGINES) it does not run on -> why; every one else it does.
+    # Storage engines (core.index.table.ENGINES) it does not run on -> why; every one else it does.
     unsupported: dict = field(default_factory=dict, hash=False)
 
     def supports(self, engine: str) -> bool:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import copy
 import re
 
-from ..core.config import ConfigError, section
-from ..core.index_table import ENGINES
-from ..core.targets import parse_size
+from ..core.index.table import ENGINES
+from ..core.infra.config import ConfigError, section
+from ..core.infra.targets import parse_size
 
 ROWS_PER_OBJECT = 10_088      # index rows per catalog.patch.objects (a whole copy of the patch)
 # A rung's least buffer pool: InnoDB takes 6 MiB, but a rung of 1,261,000 rows (6.4 MiB pool)

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.index_table import ENGINES
-from ..core.targets import parse_size
+from ..core.index.table import ENGINES
+from ..core.infra.targets import parse_size
 from .ladder import target_level_base as level_base
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
@@ -202,8 +202,10 @@ def working_set(results: Path) -> dict:
         return {}
 
 
-def _rep(summary: dict, r: dict, trace, key: tuple, run: str, pool: int, ws: dict, samples=None,
+def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int, ws: dict,
          dev: dict | None = None) -> Rep | None:
+    """One repetition's Rep; ``series``: its (trace, samples) columns (samples may be None)."""
+    trace, samples = series
     rows, tb = int(r.get("rows") or 0), int(r.get("table_bytes") or summary.get("table_bytes") or 0)
     if rows <= 0 or tb <= 0 or trace is None or len(trace["end"]) == 0:
         return None
@@ -256,7 +258,7 @@ def read_run(results) -> list[Rep]:
     for path in sorted(results.glob("load/*/*/*/*/summary.json")):
         target, variant, engine, strategy = path.parent.parts[-4:]
         if any(part.startswith(".") for part in (target, variant, engine, strategy)):
-            continue    # a job's unfinished output (core/files.py staged_output), not a load
+            continue    # a job's unfinished output (core/infra/files.py staged_output), not a load
         summary = _summary(path)
         pool = _pool(summary, engine)
         tr = _columns(path.parent / "trace.parquet", ("start", "end", "cumulative_rows"))
@@ -271,7 +273,7 @@ def read_run(results) -> list[Rep]:
             devices[target] = device(results, target)
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
-            rep = _rep(summary, r, _of_rep(tr, rep_no), key, results.name, pool, ws, _of_rep(sm, rep_no),
+            rep = _rep(summary, r, (_of_rep(tr, rep_no), _of_rep(sm, rep_no)), key, results.name, pool, ws,
                        devices[target])
             if rep is not None:
                 out.append(rep)

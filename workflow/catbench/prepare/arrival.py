@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from ..core.files import atomic_path
-from ..core.index_input import MANIFEST, list_input, write_manifest
+from ..core.index.input import MANIFEST, list_input, write_manifest
+from ..core.infra.files import atomic_path
 from .arrays import arrow, numpy
 from .index_only import WRITE_ROWS, bounds
 from .indextext import IndexText

@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.files import PARQUET_OPTIONS, atomic_path
-from ..core.layout import (  # noqa: F401
+from ..core.infra.files import PARQUET_OPTIONS, atomic_path
+from ..core.sky.copies import (  # noqa: F401
     COPY_STRIDE,
     PART_TEXT,
     copy_layout,
@@ -164,7 +164,7 @@ def _magnitudes(rng, n):
 
 # A copy changes only its leading columns (ids, position; see duplicate()): every later
 # column of a copy's row k is the patch's row k (a thinned copy holds the patch's first rows,
-# core/density.md). So the TSV text of those
+# core/sky/density.md). So the TSV text of those
 # columns is made once per patch row (write_shared_text) and only the leading columns'
 # text per row; the partition stage glues them (rowtext.py).
 VARYING = {"Object": 3, "Source": 4}

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.files import PARQUET_OPTIONS, remove_stale_temps, write_parquet
+from ..core.infra.files import PARQUET_OPTIONS, remove_stale_temps, write_parquet
 from .arrays import numpy
 
 FOLDER = {"Object": "Object", "ObjectOverlap": "Object", "Source": "Source"}

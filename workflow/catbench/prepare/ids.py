@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.layout import COPY_STRIDE, MAX_COPIES, n_copies
+from ..core.sky.copies import COPY_STRIDE, MAX_COPIES, n_copies
 from .chunker import Chunker
 
 INT63 = 63

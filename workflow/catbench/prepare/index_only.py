@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.files import atomic_path
-from ..core.index_input import MANIFEST, write_manifest
-from ..core.layout import copy_layout
+from ..core.index.input import MANIFEST, write_manifest
+from ..core.infra.files import atomic_path
+from ..core.sky.copies import copy_layout
 from .catalog import _band, generate_patch, layer
 from .chunker import Chunker, check_coordinates
 from .ids import IdLayout

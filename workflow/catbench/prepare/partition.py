@@ -1,6 +1,6 @@
 """Partition catalog parts into per-chunk files, as a map/reduce over chunk groups.
 
-map (one job per run of catalog parts, core.layout.map_batches): locate every row
+map (one job per run of catalog parts, core.sky.copies.map_batches): locate every row
     (chunkId, subChunkId, overlap locations) reading only the position and id columns,
     and write staging files of (row, chunkId, subChunkId) per part, sorted by chunk
     group, one Arrow record batch per group.
@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from ..core.files import (
+from ..core.index.input import write_manifest
+from ..core.infra.files import (
     atomic_path,
     open_parquet,
     parquet_errors,
     read_parquet,
 )
-from ..core.index_input import write_manifest
-from ..core.layout import copy_layout
+from ..core.sky.copies import copy_layout
 from .arrays import lpad, numpy, table, take
 from .catalog import VARYING
 from . import staging
@@ -82,7 +83,7 @@ FOOTPRINT_SAMPLES = 4  # per side of a copy: a copy's rows spread over 4 x 4 poi
 
 def expected_chunk_rows(cfg: dict, chunker: Chunker | None = None) -> np.ndarray:
     """Expected rows (Objects and their Sources) of every chunk id, from the copy layout
-    (core/layout.py, with the density model): each copy's kept objects spread evenly over
+    (core/sky/copies.py, with the density model): each copy's kept objects spread evenly over
     its footprint (dec centre +- height/2, ra start + width / cos dec). An estimate known
     before any row is generated, the same in every map job."""
     cat = cfg["catalog"]
@@ -189,25 +190,42 @@ def _take_rows(path, rows: np.ndarray, columns=None) -> pa.Table:
     return take(table, rows - starts[rg] + base[rg])
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a reduce takes ready-made from the catalog stage instead of making it: ``texts``,
+    each part's (Object, Source) varying text files (a None formatted here), ``shared_texts``,
+    the patch's (Object, Source) text files (rowtext.py), ``patches``, the patch's (Object,
+    Source) Parquet files."""
+    texts: list | None = None
+    shared_texts: tuple | None = None
+    patches: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Rows a reduce holds at once (None: the ``partition.max_rows_per_group`` the map
+    recorded; none recorded, unbounded) and the rows of a Parquet row group."""
+    max_rows: int | None = None
+    row_group: int = ROW_GROUP
+
+
 def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_path,
-                 formats=FORMATS, texts=None, shared_texts=None, patches=None,
-                 max_rows: int | None = None, row_group: int = ROW_GROUP) -> dict:
+                 formats=FORMATS, prepared: Prepared = Prepared(), bound: Bound = Bound()) -> dict:
     """Write every chunk file of one chunk group, in ``formats`` (tsv, parquet), and a
     manifest of them. ``catalog_parts`` are the (Object, Source) Parquet files each staging
-    dir was mapped from, in the same order. Given ``shared_texts``, the patch's (Object,
-    Source) text files (rowtext.py), TSV lines are glued from the text the catalog stage
-    made: the shared columns' from those, the varying columns' from ``texts``, each part's
-    (Object, Source) varying text files, a None formatted here (catalog.PART_TEXT).
-    Without ``shared_texts`` every value is formatted here. Given ``patches``, the patch's
-    (Object, Source) Parquet files, a part's shared columns are taken from the patch and
-    only its varying columns decoded (``SharedRows``). A chunk's Parquet file is written
-    once the last part holding its rows is cut.
+    dir was mapped from, in the same order. Given ``prepared.shared_texts``, TSV lines are
+    glued from the text the catalog stage made: the shared columns' from those, the varying
+    columns' from ``prepared.texts`` (catalog.PART_TEXT); without them every value is
+    formatted here. Given ``prepared.patches``, a part's shared columns are taken from the
+    patch and only its varying columns decoded (``SharedRows``). A chunk's Parquet file is
+    written once the last part holding its rows is cut.
 
-    Rows held are bounded by ``max_rows`` (default: the ``partition.max_rows_per_group``
-    the map recorded in the staging files; none recorded, unbounded): the group's chunks
-    are taken in passes of at most that many rows, a chunk larger than that in a pass of
-    its own per table, cut in slices while its Parquet file is written a row group
-    (``row_group`` rows) at a time (``chunkfiles.passes``). The files are the same bytes whatever the bound."""
+    Rows held are bounded by ``bound.max_rows``: the group's chunks are taken in passes of
+    at most that many rows, a chunk larger than that in a pass of its own per table, cut in
+    slices while its Parquet file is written a row group (``bound.row_group`` rows) at a
+    time (``chunkfiles.passes``). The files are the same bytes whatever the bound."""
+    texts, shared_texts, patches = prepared.texts, prepared.shared_texts, prepared.patches
+    max_rows, row_group = bound.max_rows, bound.row_group
     if len(catalog_parts) != len(staging_dirs):
         raise ValueError(f"{len(staging_dirs)} staging dirs but {len(catalog_parts)} catalog "
                          f"parts: give the parts in the order they were mapped")

@@ -6,7 +6,7 @@ assembled in Arrow.
 Formatting numbers is what a TSV writer spends its time on (100-130 ns a float). A
 catalog part is made of whole copies of the base patch, and a copy changes only its
 leading columns (ids and position, ``catalog.VARYING``): every later column of a part's
-row r is the patch's row r % patch rows, value for value (a thinned copy, core/density.md,
+row r is the patch's row r % patch rows, value for value (a thinned copy, core/sky/density.md,
 holds the patch's first rows: ``patch_rows``). So the catalog stage formats
 each value once: ``catalog_patch`` writes the text of every patch row's shared columns
 (a *shared* text file), ``catalog_part`` the text of every row's varying columns (a
@@ -32,7 +32,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ..core.files import atomic_path
+from ..core.infra.files import atomic_path
 from .arrays import arrow, call, cast, distinct, take
 
 NULL = "\\N"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..core.files import atomic_path
+from ..core.infra.files import atomic_path
 from .arrays import table
 
 MAX_ROWS_KEY = b"catbench.max_rows_per_group"  # the reduce's bound, from the map's staging

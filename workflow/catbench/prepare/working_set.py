@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from ..core.files import atomic_path
-from ..core.index_input import list_input
-from ..core.targets import parse_size
+from ..core.index.input import list_input
+from ..core.infra.files import atomic_path
+from ..core.infra.targets import parse_size
 from .arrays import numpy
 
 PAGE_DEFAULT = "16K"

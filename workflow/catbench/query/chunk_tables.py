@@ -2,7 +2,7 @@
 and ``ObjectFullOverlap_<chunkId>`` created from the chunk files' schema, then loaded with
 ``LOAD DATA LOCAL INFILE`` over N parallel connections. Every file's rows affected must
 equal its row count (from ``chunks.tsv`` and the file's own line count) with no warning
-(``core.loaddata.load_data``). The secondary index beside them is ``core.index_table``'s:
+(``core.server.loaddata.load_data``). The secondary index beside them is ``core.index.table``'s:
 its variant's schema, loaded one file at a time.
 """
 
@@ -18,16 +18,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.index_table import DATABASE as INDEX_DATABASE
-from ..core.index_table import create_table as create_index_table
-from ..core.index_table import get_variant, load_files
-from ..core.loaddata import LoadError, line_count, load_data
-from ..core.resources import split_statements
+from ..core.index.table import DATABASE as INDEX_DATABASE
+from ..core.index.table import create_table as create_index_table
+from ..core.index.table import get_variant, load_files
+from ..core.infra.resources import split_statements
+from ..core.server.loaddata import Into, LoadError, line_count, load_data
 
 log = logging.getLogger(__name__)
 
 DATABASE = "LSST"
-INDEX_TABLE = "objectId_index"  # this stage's index table, in core.index_table.DATABASE
+INDEX_TABLE = "objectId_index"  # this stage's index table, in core.index.table.DATABASE
 _TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.int16(): "SMALLINT", pa.int8(): "TINYINT",
           pa.float64(): "DOUBLE", pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN"}
 # table kind -> (file folder, file suffix, keys)
@@ -99,7 +99,7 @@ def _load_one(conn, kind: str, chunk_id: int, path: Path, expected: int) -> dict
     if lines != expected:
         raise ChunkLoadError(f"{path}: {lines} lines, chunks.tsv says {expected} rows; re-run the partition step")
     t0 = time.monotonic()
-    affected = load_data(conn, path, table_name(kind, chunk_id), None, lines, database=DATABASE, escaped=True,
+    affected = load_data(conn, path, lines, Into(DATABASE, table_name(kind, chunk_id)), escaped=True,
                          what=f"{path} (table {table_name(kind, chunk_id)})")
     return {"kind": kind, "chunkId": chunk_id, "rows": affected, "bytes": path.stat().st_size,
             "seconds": time.monotonic() - t0}

@@ -17,8 +17,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..core.index_table import Variant
-from ..core.resources import resource, split_statements
+from ..core.index.table import Variant
+from ..core.infra.resources import resource, split_statements
 from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
 from .suite import Answer, Query, QueryError, bind
 

@@ -1,7 +1,7 @@
 """The query stage's settings and every query's parameters.
 
-Settings are the ``queries`` config section over the schema's defaults (``core.config``,
-the one place a knob's default lives), with the CLI's overrides on top.
+Settings are the validated ``queries`` config section (its defaults filled in at the CLI),
+with the CLI's overrides on top.
 
 Parameters (object id, boxes, radii, cuts) come from ``queries.parameters.<Q>`` in the
 config or are drawn with the run seed from the data, checked with DuckDB so every query
@@ -13,12 +13,12 @@ knobs of their own: they are DMTR-21's values, overridable per query through
 
 from __future__ import annotations
 
+import copy
 import logging
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from ..core import config
 from .chunk_tables import ChunkInfo, chunk_file
 from .engines import DuckdbEngine
 from .suite import QUERY_NAMES, QueryError, load_suite
@@ -40,9 +40,9 @@ _SEED_STREAM = 3_2013  # the parameter draw's own random stream of the run seed
 
 def settings_of(cfg: dict, *, repetitions: int | None = None, concurrency: dict | None = None,
                 names=None) -> dict:
-    """The ``queries`` config section over the schema's defaults, then the given
-    overrides (CLI flags); unknown query names fail naming the config key."""
-    qs = config.section("queries", cfg.get("queries"))
+    """The validated config's ``queries`` section, then the given overrides (CLI flags);
+    unknown query names fail naming the config key."""
+    qs = copy.deepcopy(cfg["queries"])
     if repetitions is not None:
         qs["repetitions"] = int(repetitions)
     if concurrency:

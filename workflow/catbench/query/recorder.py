@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.jobs.repeat import Repeats
+from ..core.infra.jobs.repeat import Repeats
 from .suite import Answer, QueryError, compare
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, 
             c = rec.add(n, "warm", rep, s, ans)
             rec.add_chunks(n, "warm", rep, getattr(engine, "last_chunks", None))
             times.append(s)
-        pilot = len(times) - len(plan.kept(times))   # core/jobs/repeat.py: it set n, it is not judged
+        pilot = len(times) - len(plan.kept(times))   # core/infra/jobs/repeat.py: it set n, it is not judged
         for r in rec.rows[len(rec.rows) - len(times):len(rec.rows) - len(times) + pilot]:
             r["cache"] = "warmup"
         rec.chunk_rows = [c for c in rec.chunk_rows

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.resources import resources_dir
+from ..core.infra.resources import resources_dir
 
 QUERY_NAMES = ("LV1", "LV2", "LV3", "HV1", "HV2", "HV3", "SHV1", "SHV2")
 DISPATCH = ("index", "all", "box", "subchunks")

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..core.config import RENAMED
-from .inputs import MetricsError
+from ..core.infra.config import RENAMED
 from . import noise
+from .inputs import MetricsError
 from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
 from .tables import report_config, write_csv
 
@@ -264,7 +264,7 @@ def compare(results_a, results_b, report: dict | None = None, floor: dict | None
 
 
 def _key_of(row: dict, keys: list) -> tuple:
-    """A row's key; a variant or strategy under its old name (core.config.RENAMED) as its new
+    """A row's key; a variant or strategy under its old name (core.infra.config.RENAMED) as its new
     one, so that a run from before the renames compares with one after."""
     return tuple(str(RENAMED.get(row[k], row[k]) if k in ("variant", "strategy") else row[k]) for k in keys)
 

@@ -31,7 +31,7 @@ import shutil
 import string
 from pathlib import Path
 
-from ..core.resources import resources_dir
+from ..core.infra.resources import resources_dir
 from . import noise, provenance
 from . import tables as T
 from .inputs import collect

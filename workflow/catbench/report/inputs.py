@@ -35,11 +35,11 @@ the right header; a file that a present stage needs but is missing or unreadable
     queries/<target>/<engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
     queries/<target>/mysql/chunk_loads.parquet, chunk_times.parquet  per chunk: file loads, chunk queries
     restart/<target>/<kind>.json               restart phases, see RESTART_PHASES
-    cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/run.py): "rows" =
+    cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/driver.py): "rows" =
                                                phases (CLUSTER_PHASES), "load" = the workload per window
                                                and node (CLUSTER_LOAD), "failed" = a check that failed
     {fio,load,queries,restart,cluster}/**/isolation.json   whether each measuring job ran alone
-                                               (core/jobs/isolation.py; view isolation)
+                                               (core/infra/jobs/isolation.py; view isolation)
     predict/prediction.json                    this run predicted from a ladder's rungs (catbench predict
                                                --out): "predictions" and "validation", objects with a
                                                "key" (optional; RunInputs.prediction)
@@ -68,7 +68,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..core.index_table import ENGINES
+from ..core.index.table import ENGINES
 from .views import I, REQUIRED, S, VIEWS
 
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")

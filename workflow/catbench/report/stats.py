@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
-from ..core.jobs.repeat import interval
+from ..core.infra.jobs.repeat import interval
 
 MIN_N = 2
 DEFAULT_CONFIDENCE = 0.95

@@ -13,8 +13,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from ..core.config import section
-from ..core.index_table import ENGINES
+from ..core.index.table import ENGINES
+from ..core.infra.config import section
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
 

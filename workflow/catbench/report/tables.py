@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ..core.config import ConfigError, load_schema, section
-from ..core.resources import resources_dir
+from ..core.infra.config import ConfigError, load_schema, section
+from ..core.infra.resources import resources_dir
 from . import provenance, stats
 from .inputs import MetricsError, RunInputs, collect
 from .markdown import to_markdown

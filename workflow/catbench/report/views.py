@@ -73,7 +73,7 @@ CLUSTER_LOAD = pa.schema([("target", S), ("kind", S), ("repetition", I), ("windo
                           ("lookups_per_s", F), ("lookup_p50_ms", F), ("lookup_p99_ms", F),
                           ("insert_rows", I), ("inserts_per_s", F), ("insert_max_latency_s", F),
                           ("insert_failures", I)])
-# <a measuring job's results>/isolation.json (core/jobs/isolation.py); job = its directory
+# <a measuring job's results>/isolation.json (core/infra/jobs/isolation.py); job = its directory
 ISOLATION = pa.schema([("stage", S), ("job", S), ("target", S), ("host", S), ("slurm_job", S),
                        ("slurm_exclusive", B), ("start", F), ("end", F), ("alone", B), ("shared_locks", S),
                        ("other_catbench_jobs", S), ("other_slurm_jobs", S)])

@@ -7,23 +7,27 @@ the same settings, so the rule and the server cannot disagree on the buffer pool
 
 from __future__ import annotations
 
-from ..core.config import check_section, load_schema, section
-from ..core.jobs.requests import server_job_mb
+import copy
+from dataclasses import dataclass
 
-# Run order: clean uses the fully loaded, settled table; crash-during-load drops it and
-# ends with it fully loaded again (by resuming), so the first crash-under-queries hits a
-# freshly loaded index whose redo since the last checkpoint is still to be applied.
-KINDS = ("clean", "crash-during-load", "crash-under-queries")
+from ..core.infra.jobs.requests import server_job_mb
+from .errors import RestartError
+from .kinds import KINDS as REGISTRY
+
+KINDS = tuple(REGISTRY)   # in run order
 BUFFER_POOL_MODES = ("off", "on")
 FAULTS = ("corrupt-redo",)
 
 
-class RestartError(RuntimeError):
-    """A restart failed: the server did not come back, or rows were lost / answers changed."""
-
-
-def default_seed() -> int:
-    return int(load_schema()["properties"]["seed"]["default"])
+@dataclass(frozen=True)
+class RestartSpec:
+    """A restart job: its validated ``restart`` and ``server`` config sections, the run's
+    ``seed``, whether the server's data stays afterwards, and a fault drill (``FAULTS``) or None."""
+    restart: dict
+    server: dict
+    seed: int
+    keep_data: bool = False
+    fault: str | None = None
 
 
 def server_settings(restart: dict, server: dict) -> dict:
@@ -37,10 +41,10 @@ def restart_job_mb(cfg: dict) -> int:
 
 
 def resolve(restart: dict | None, server: dict | None, fault: str | None = None) -> tuple[dict, dict]:
-    """The ``restart`` and ``server`` sections with the schema's defaults filled in and
-    checked; RestartError for a kind, mode or fault that does not exist, ConfigError (the
-    key named) for anything else the schema rejects."""
-    rs, sv = section("restart", restart), section("server", server)
+    """The validated ``restart`` and ``server`` sections (the CLI filled in the schema's
+    defaults: cli/restart.py ``restart_spec``), checked: RestartError for a kind, mode or
+    fault that does not exist."""
+    rs, sv = copy.deepcopy(restart), copy.deepcopy(server)
     kinds = rs["kinds"]
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
@@ -56,6 +60,4 @@ def resolve(restart: dict | None, server: dict | None, fault: str | None = None)
     if not 0 < rs["warm_factor"]:
         raise RestartError("warm_factor must be positive")
     rs["kinds"], rs["buffer_pool_dump"] = list(dict.fromkeys(kinds)), list(modes)
-    check_section("restart", rs)
-    check_section("server", sv)
     return rs, sv

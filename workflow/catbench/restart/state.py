@@ -1,5 +1,5 @@
 """The state one target's restart job carries from kind to kind: its private server (owned
-by ``core.session.private_server``), the index table in it and the input it must hold.
+by ``core.server.session.private_server``), the index table in it and the input it must hold.
 Every kind asks this object to (re)load the table, check it against the input's checksum
 and word a failure with the server's error-log tail.
 """
@@ -10,18 +10,19 @@ import logging
 import time
 from pathlib import Path
 
-from ..core.index_input import FileInfo, pick_lookup_keys
-from ..core.index_table import (
+from ..core.index.input import FileInfo, pick_lookup_keys
+from ..core.index.table import (
     DATABASE,
+    IndexInto,
     Variant,
     create_table,
     load_file,
     table_checksum,
 )
-from ..core.loaddata import LoadError
-from ..core.server import Server
+from ..core.server.loaddata import LoadError
+from ..core.server.process import Server
 from . import errorlog
-from .options import RestartError
+from .errors import RestartError
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class RestartRun:
         times = []
         for info in infos:
             t = time.perf_counter()
-            load_file(conn, TABLE, info.path, info.rows, self.v, earlier + [x.path for x in infos])
+            load_file(conn, IndexInto(TABLE, self.v, tuple(earlier + [x.path for x in infos])), info.path, info.rows)
             times.append(time.perf_counter() - t)
         return times
 

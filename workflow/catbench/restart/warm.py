@@ -10,7 +10,7 @@ import random
 import time
 
 from . import errorlog
-from .options import RestartError
+from .errors import RestartError
 from .phases import p50
 from .probe import global_status
 

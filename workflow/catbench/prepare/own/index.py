@@ -29,9 +29,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ...core.files import atomic_path
-from ...core.index_input import write_manifest
-from ...core.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum
+from ...core.index.input import write_manifest
+from ...core.infra.files import atomic_path
+from ...core.infra.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum
 from ..arrays import numpy
 from ..arrival import ORDERS, write_split
 from ..chunker import Chunker

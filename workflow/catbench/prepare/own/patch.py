@@ -28,10 +28,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ...core.config import ConfigError
-from ...core.files import ROLES, Source, SourceError, atomic_path, check_columns, sources
-from ...core.layout import MAX_COPIES, n_copies, n_places
-from ...core.resources import resource
+from ...core.infra.config import ConfigError
+from ...core.infra.files import ROLES, Source, SourceError, atomic_path, check_columns, sources
+from ...core.sky.copies import MAX_COPIES, n_copies, n_places
+from ...core.infra.resources import resource
 from ..arrays import numpy
 from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
 from ..ids import source_bits

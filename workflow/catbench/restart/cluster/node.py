@@ -1,4 +1,4 @@
-"""One Galera node: a ``core.server.Server`` plus the options only catbench may set (the
+"""One Galera node: a ``core.server.process.Server`` plus the options only catbench may set (the
 provider, the cluster address, its three ports on 127.0.0.1), given to the server as its
 trusted ``internal`` options, never through the user's settings. Also what a node needs
 beside its server: the tools of the SST method, the wsrep status, the position recovery
@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...core.server import Server
-from ...core.server_tools import free_tcp_port
+from ...core.server.process import Server
+from ...core.server.tools import free_tcp_port
 from .. import errorlog
 from .options import ClusterError
 

@@ -1,13 +1,13 @@
 """The cluster stage's knobs, from one source of truth: the config schema's ``cluster`` and
 ``server`` sections. A job, a test or a hand-run command gives whole or partial sections;
 every value not given is the schema's default. The room each node needs on its target
-is derived here from the same settings (the job's memory: ``core.jobs.requests``).
+is derived here from the same settings (the job's memory: ``core.infra.jobs.requests``).
 """
 
 from __future__ import annotations
 
-from ...core.config import check_section, section
-from ...core.targets import parse_size, server_bytes
+from ...core.infra.config import check_section, load_schema, section
+from ...core.infra.targets import parse_size, server_bytes
 
 # Run order: the clean IST restart first (the cluster as loaded), then the full SST, then
 # the crash, whose recovery must also cope with the SST-built datadir.
@@ -44,3 +44,7 @@ def node_bytes(cluster: dict, server: dict, input_bytes: int) -> int:
     ``gcache_size`` allocated at start) and a full copy of the index with SST staging."""
     return (server_bytes(node_settings(cluster, server)) + parse_size(cluster["gcache_size"])
             + COPY_FACTOR * input_bytes)
+
+
+def default_seed() -> int:
+    return int(load_schema()["properties"]["seed"]["default"])

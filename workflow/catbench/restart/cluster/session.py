@@ -1,5 +1,5 @@
 """A private Galera cluster for one job: N nodes on one target, each in its own
-``core.session.private_server`` directory (owner lock, stale cleanup, room check, stop
+``core.server.session.private_server`` directory (owner lock, stale cleanup, room check, stop
 and data removal on every exit path), talking over 127.0.0.1 only.
 
 Formation without N-1 full SSTs: node1 is initialised and bootstrapped once (creating the
@@ -27,9 +27,10 @@ from pathlib import Path
 import mysql.connector
 import psutil
 
-from ...core.server_tools import ServerError, find_server_binary, server_version
-from ...core.session import private_server
-from ...core.targets import TargetError, check_target, human, server_bytes
+from ...core.infra.targets import TargetError, check_target, human, server_bytes
+from ...core.server.process import Launch
+from ...core.server.session import Datadir, private_server
+from ...core.server.tools import ServerError, find_server_binary, server_version
 from .. import errorlog
 from .node import (
     Node,
@@ -261,9 +262,8 @@ def cluster_session(target: str, root, cluster: dict, server: dict, input_bytes:
             nodes = []
             for i, p in enumerate(ports):
                 srv = stack.enter_context(private_server(
-                    target, root, f"{name}-node{i + 1}", settings, binary=binary, start=False,
-                    start_timeout=cluster["start_timeout_s"], keep_data=keep_data,
-                    data_bytes=per_node - server_bytes(settings)))
+                    target, root, f"{name}-node{i + 1}", settings, Launch(binary, False, cluster["start_timeout_s"]),
+                    data=Datadir(keep=keep_data), start=False, data_bytes=per_node - server_bytes(settings)))
                 nodes.append(Node(i, srv, p, f"catbench-{name}", cluster["sst_method"], cluster["gcache_size"],
                                   provider))
             for node in nodes:

@@ -1,5 +1,5 @@
 """What one cluster job carries from kind to kind: the cluster, the index table loaded
-through node 1 (``core.index_table``), the lookup keys, the insert keys handed out so far
+through node 1 (``core.index.table``), the lookup keys, the insert keys handed out so far
 and every row acknowledged to the client; and the check that every node holds the same
 table, the loaded index intact and every acknowledged insert.
 
@@ -14,15 +14,15 @@ import logging
 import time
 import zlib
 
-from ...core.index_input import FileInfo, pick_lookup_keys
-from ...core.index_table import (
+from ...core.index.input import FileInfo, pick_lookup_keys
+from ...core.index.table import (
     DATABASE,
     Variant,
     create_table,
     load_files,
     table_checksum,
 )
-from ...core.resources import read_sql
+from ...core.infra.resources import read_sql
 from .options import ClusterError
 from .session import Cluster
 

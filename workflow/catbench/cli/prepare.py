@@ -1,0 +1,153 @@
+"""CLI sub-commands of the catalog and partition stages: the config check, the patch, the
+catalog parts, the partition's map and reduce, and the list of chunks."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from ..core.infra.files import read_parquet, write_parquet
+from ..core.infra.metrics import JobTimer, Progress, summarise
+from ..prepare import catalog as catalog_mod
+from ..prepare import partition as partition_mod
+from ..prepare.arrays import numpy
+from ..prepare.ids import IdLayout
+from .common import command, read_config
+
+log = logging.getLogger("catbench")
+COMMANDS = ("validate", "patch", "catalog-part", "partition-map", "partition-reduce", "chunk-list")
+
+
+def cmd_validate(a):
+    from ..core.infra.config import estimated_rows, n_groups
+    cfg = read_config(a.config)
+    print(json.dumps({"run": cfg["run"], "copies": catalog_mod.n_copies(cfg["catalog"]),
+                      "parts": len(catalog_mod.part_copies(cfg["catalog"])),
+                      "groups": n_groups(cfg), "estimated_rows": estimated_rows(cfg)}))
+
+
+def cmd_patch(a):
+    """The base patch: generated, or read from catalog.patch.file (prepare/own/patch.py)."""
+    cfg = read_config(a.config)
+    own, spec = None, cfg["catalog"]["patch"]["file"]
+    if not spec["paths"]:
+        IdLayout(cfg)  # the id layout fits int64 (catalog.id_layout), before any work
+    with JobTimer("patch", a.metrics) as t:
+        if spec["paths"]:
+            from ..prepare.own import patch as patch_file
+            rows = patch_file.read_rows(spec, patch_file.sources(spec, key=patch_file.KEY))
+            patch_file.check_unchanged(cfg, rows)
+            patch, own = patch_file.build_patch(cfg, rows)
+            IdLayout(cfg, own)
+        else:
+            patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
+        for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            write_parquet(table, path)
+        if a.text:  # the TSV text of the columns every copy shares (partition.formats: tsv)
+            catalog_mod.write_shared_text(patch, *a.text)
+        if own is not None:
+            if not (a.own_ids and a.files):
+                raise ValueError("catalog.patch.file: give --own-ids and --files (where the file's ids and "
+                                 "each file's path, bytes and checksum go)")
+            import pyarrow as pa
+            write_parquet(pa.table({"objectId": own}), a.own_ids)
+            patch_file.write_record(rows, spec, a.files)
+        t.extra.update(rows=patch.objects.num_rows + patch.sources.num_rows,
+                       objects=patch.objects.num_rows, sources=patch.sources.num_rows)
+
+
+def cmd_catalog_part(a):
+    cfg = read_config(a.config)
+    patch = catalog_mod.Patch(read_parquet(a.patch_objects), read_parquet(a.patch_sources))
+    own = numpy(read_parquet(a.own_ids).column("objectId")) if a.own_ids else None
+    copies = catalog_mod.part_copies(cfg["catalog"])[a.part]
+    layout = catalog_mod.copy_layout(cfg["catalog"])
+    for p in (a.objects, a.sources):
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+    with JobTimer("catalog", a.metrics) as t:
+        prog = Progress(f"catalog part {a.part} (copies)", len(copies))
+        texts = {t: p for t, p in (("Object", a.text_objects), ("Source", a.text_sources)) if p}
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(cfg, own),
+                                        prog, texts)
+        t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
+
+
+def cmd_partition_map(a):
+    cfg = read_config(a.config)
+    with JobTimer("partition_map", a.metrics) as t:
+        if len(a.objects) != len(a.sources):
+            raise ValueError(f"{len(a.objects)} --objects but {len(a.sources)} --sources: give "
+                             f"each catalog part's pair, in the same order")
+        r = partition_mod.map_parts(cfg, list(zip(a.objects, a.sources)), a.out, a.groups,
+                                     a.threads)
+        t.extra.update(rows=r["objects"] + r["sources"], **r)
+
+
+def cmd_partition_reduce(a):
+    with JobTimer("partition_reduce", a.metrics) as t:
+        n = len(a.objects)  # a table without part text files has its varying text made here
+        texts = list(zip(a.text_objects or [None] * n, a.text_sources or [None] * n))
+        r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group, a.chunks,
+                                       a.manifest, a.formats, partition_mod.Prepared(texts, a.patch_text, a.patch))
+        t.extra.update(group=a.group, **r)
+
+
+def cmd_chunk_list(a):
+    """chunks.tsv: rows and bytes per chunk from the reduces' manifests, with each chunk's
+    centre on the sky (for the report's map of chunk rows)."""
+    import duckdb
+    import pyarrow as pa
+    from ..prepare.chunker import Chunker
+    part = read_config(a.config)["partition"]
+    con = duckdb.connect()
+    # The relation API reads and writes the files: no path is pasted into SQL text.
+    con.read_csv([str(m) for m in a.manifests], delimiter="\t", header=True).create_view("manifests")
+    ids = con.sql("SELECT DISTINCT chunkId::BIGINT AS chunkId FROM manifests ORDER BY 1").fetchnumpy()["chunkId"]
+    ch = Chunker(part["num_stripes"], part["num_sub_stripes_per_stripe"])
+    centres = pa.table({"chunkId": ids, "ra_centre": ch.chunk_ra_centre(ids).round(4),
+                        "dec_centre": ch.chunk_dec_centre(ids).round(4)})
+    con.register("centres", centres)
+    con.sql("""
+        SELECT m.chunkId,
+               SUM(rows) FILTER (WHERE "table" = 'Object')        AS object_rows,
+               SUM(rows) FILTER (WHERE "table" = 'Source')        AS source_rows,
+               SUM(rows) FILTER (WHERE "table" = 'ObjectOverlap') AS overlap_rows,
+               SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes,
+               any_value(c.ra_centre) AS ra_centre, any_value(c.dec_centre) AS dec_centre
+        FROM manifests AS m JOIN centres AS c ON m.chunkId = c.chunkId
+        GROUP BY m.chunkId ORDER BY m.chunkId""").write_csv(str(a.out), sep="\t", header=True)
+    summarise(a.job_metrics, a.summary)
+
+
+def add_subcommands(sub) -> None:
+    def add(name, fn, *flags):
+        command(sub, name, fn, *flags, config=name != "partition-reduce")
+
+    add("validate", cmd_validate)
+    text = ("--text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
+                       "help": "also write the rows' TSV text (Arrow IPC), for the partition stage"})
+    own_ids = ("--own-ids", {"required": False, "help": "catalog.patch.file: the file's ids by local id (Parquet)"})
+    add("patch", cmd_patch, "--objects", "--sources", "--metrics", text, own_ids,
+        ("--files", {"required": False, "help": "catalog.patch.file: each file's path, bytes, CRC-32 (JSON)"}))
+    add("catalog-part", cmd_catalog_part, ("--part", {"type": int}), "--patch-objects",
+        "--patch-sources", "--objects", "--sources", "--metrics", own_ids,
+        *((f"--text-{t}", {"required": False, "help": f"also write the {t} rows' varying TSV text "
+                           f"(Arrow IPC), for the partition stage"}) for t in ("objects", "sources")))
+    add("partition-map", cmd_partition_map, ("--objects", {"nargs": "+"}),
+        ("--sources", {"nargs": "+"}), ("--out", {"help": "one staging dir per part is written in it"}),
+        ("--groups", {"type": int}), "--metrics",
+        ("--threads", {"type": int, "default": 1, "required": False, "help": "parts mapped at once"}))
+    add("partition-reduce", cmd_partition_reduce, ("--staging", {"nargs": "+"}),
+        ("--objects", {"nargs": "+"}), ("--sources", {"nargs": "+"}),
+        ("--group", {"type": int}), "--chunks", "--manifest", "--metrics",
+        ("--formats", {"nargs": "+", "choices": partition_mod.FORMATS, "required": False,
+                       "default": list(partition_mod.FORMATS)}),
+        ("--text-objects", {"nargs": "+", "required": False}),
+        ("--text-sources", {"nargs": "+", "required": False}),
+        ("--patch-text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES")}),
+        ("--patch", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
+                     "help": "the patch's Parquet files: shared columns taken from them"}))
+    add("chunk-list", cmd_chunk_list, ("--manifests", {"nargs": "+"}), "--out",
+        ("--job-metrics", {"nargs": "+"}), "--summary")

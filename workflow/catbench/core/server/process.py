@@ -1,0 +1,499 @@
+"""A private MariaDB/MySQL server per storage target.
+
+The datadir, tmpdir, socket and logs live under ``basedir`` (on the target), the
+server listens on a unix socket only unless ``tcp=True``, and it is always stopped:
+by ``__exit__``, by SIGTERM/SIGINT handlers and by an ``atexit`` hook. A server
+left behind by a crashed earlier run is found via its pid file / command line and
+stopped before a new one starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import getpass
+import logging
+import os
+import re
+import secrets
+import shutil
+import signal
+import string
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import mysql.connector
+import psutil
+
+from ..infra.resources import resources_dir
+from .tools import (
+    INSTALL_HINT,
+    SOCKET_PATH_MAX,
+    ServerError,
+    _PortTaken,
+    check_version,
+    find_server_binary,
+    free_tcp_port,
+    plugin_options,
+    plugin_setting,
+    server_version,
+    validate_settings,
+)
+from .tools import log_tail as _tail
+from .tools import out_of_space as _out_of_space
+
+log = logging.getLogger(__name__)
+
+
+def _set_pdeathsig():
+    """Child side of fork: get SIGTERM if the parent dies (even by SIGKILL)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+# ---- process-wide safety net: stop every running server on exit or signal ----
+_running: set["Server"] = set()
+_prev_handlers: dict[int, object] = {}
+_lock = threading.RLock()  # re-entered when a signal arrives inside start()
+
+
+def _stop_all_now():
+    for srv in list(_running):
+        try:
+            srv.stop(timeout=30)
+        except Exception:  # noqa: BLE001 - last resort, must not raise
+            srv.kill()
+
+
+def _on_signal(signum, frame):
+    prev = _prev_handlers.get(signum, signal.SIG_DFL)  # before stopping: that restores handlers
+    log.warning("signal %d: stopping %d private server(s)", signum, len(_running))
+    _stop_all_now()
+    _restore_handlers()
+    if callable(prev):
+        prev(signum, frame)
+    elif prev == signal.SIG_DFL:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+
+def _install_handlers():
+    if _prev_handlers or threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        _prev_handlers[sig] = signal.signal(sig, _on_signal)
+
+
+def _restore_handlers():
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig, prev in list(_prev_handlers.items()):
+        signal.signal(sig, prev)
+    _prev_handlers.clear()
+
+
+atexit.register(_stop_all_now)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a private server starts: its binary (None: found on PATH, /usr/sbin, /usr/libexec),
+    TCP on 127.0.0.1 beside the socket, the longest start in seconds, and the storage
+    engines' plugins it loads (``tools.PLUGINS``)."""
+    binary: str | None = None
+    tcp: bool = False
+    start_timeout_s: float = 120
+    plugins: tuple = ()
+
+    @classmethod
+    def of(cls, server: dict, **over) -> Launch:
+        """From a validated ``server`` config section (binary, tcp, start_timeout_s)."""
+        return cls(**{"binary": server["binary"], "tcp": server["tcp"],
+                      "start_timeout_s": server["start_timeout_s"], **over})
+
+
+class Server:
+    """A private server; use as ``with Server(...) as srv:`` (initialises if needed).
+    catbench's own options (Galera provider, cluster address, ports) go into ``internal``
+    after construction, never through ``settings``."""
+
+    def __init__(self, name: str, basedir, settings: dict | None = None, launch: Launch | None = None, *,
+                 socket_path=None, auth: str = "auto"):
+        launch = launch or Launch()
+        binary, tcp, start_timeout, plugins = launch.binary, launch.tcp, launch.start_timeout_s, launch.plugins
+        self.name = name
+        self.basedir = Path(basedir).absolute()
+        self.settings = validate_settings(settings)
+        # catbench's own options (Galera provider, cluster address, ports), never from a config
+        # so never checked by validate_settings: rendered after the user's (they win) at every
+        # start; None writes a bare flag, a dict value an option group (e.g. [sst]).
+        self.internal: dict = {}
+        self.binary = find_server_binary(binary)
+        # storage engines' plugins (core.server.tools.PLUGINS), e.g. MyRocks for load.engines
+        self.plugins = tuple(plugins)
+        self.internal.update(plugin_options(self.binary, self.plugins))
+        self.tcp = tcp
+        self.port: int | None = None
+        self.start_timeout = start_timeout
+        self.datadir = self.basedir / "data"
+        # CATBENCH_TMPDIR (set by the rules from targets.<t>.tmpdir) moves the server's
+        # temporary files off the target, one sub-directory per server.
+        tmpdir = os.environ.get("CATBENCH_TMPDIR")
+        self.tmpdir = (Path(tmpdir) / self.basedir.name).absolute() if tmpdir else self.basedir / "tmp"
+        self.socket = Path(socket_path).absolute() if socket_path else self.basedir / "mysqld.sock"
+        self.pid_file = self.basedir / "mysqld.pid"
+        self.error_log = self.basedir / "error.log"
+        self.config_file = self.basedir / "my.cnf"
+        self.credentials_file = self.basedir / "credentials.cnf"
+        self.version = server_version(self.binary)
+        check_version(self.version, self.binary)
+        self.mariadb = "mariadb" in self.version.lower()
+        # unix_socket auth needs MariaDB; MySQL gets a generated password.
+        if auth not in ("auto", "socket", "password"):
+            raise ServerError(f"auth must be auto, socket or password, not {auth!r}")
+        self.auth = "socket" if auth == "auto" and self.mariadb else ("password" if auth == "auto" else auth)
+        self.user = "root" if os.geteuid() == 0 else getpass.getuser()
+        self.timings: dict[str, float | None] = {"init_s": None, "start_s": None, "stop_s": None}
+        self._proc: subprocess.Popen | None = None
+        self._pid: int | None = None
+        n = len(os.fsencode(str(self.socket)))
+        if n > SOCKET_PATH_MAX:
+            raise ServerError(
+                f"target {name}: socket path {self.socket} is {n} bytes, over the unix limit of "
+                f"{SOCKET_PATH_MAX}; use a shorter target path or pass a short socket_path "
+                f"(e.g. under /tmp)")
+
+    # ---- files ----
+    def render_config(self) -> str:
+        tmpl = string.Template((resources_dir() / "server" / "my.cnf.in").read_text())
+        if self.tcp:
+            self.port = self.port or free_tcp_port()
+            network = f"bind-address=127.0.0.1\nport={self.port}"
+        else:
+            network = "skip-networking"
+        flavor = "" if self.mariadb else "mysqlx=OFF"  # X plugin would listen on 33060
+        settings = "\n".join(f"{plugin_setting(k, self.plugins)}={v}" for k, v in self.settings.items())
+        if self.internal:
+            lines = ["# --- catbench's own options (not from the config) ---"]
+            for group, opts in [(None, {k: v for k, v in self.internal.items() if not isinstance(v, dict)}),
+                                *((k, v) for k, v in self.internal.items() if isinstance(v, dict))]:
+                lines += ([f"[{group}]"] if group else []) + [k if v is None else f"{k}={v}" for k, v in opts.items()]
+            settings += "\n" + "\n".join(lines)
+        return tmpl.substitute(name=self.name, socket=self.socket, user=self.user,
+                               datadir=self.datadir, tmpdir=self.tmpdir, pid_file=self.pid_file,
+                               error_log=self.error_log, network=network, flavor=flavor,
+                               settings=settings)
+
+    def _write_config(self):
+        self.basedir.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(self.render_config())
+
+    def _user_args(self) -> list[str]:
+        # mariadbd refuses to run as root unless told so explicitly.
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    @property
+    def initialized(self) -> bool:
+        return (self.datadir / "mysql").is_dir()
+
+    # ---- lifecycle ----
+    def initialize(self) -> float:
+        """Create the system tables in an empty datadir; returns seconds taken."""
+        self.cleanup_stale()
+        if self.initialized:
+            raise ServerError(f"target {self.name}: {self.datadir} is already initialised; "
+                              f"remove it to start from scratch")
+        self._write_config()
+        self.datadir.mkdir(parents=True, exist_ok=True)
+        install_log = self.basedir / "install.log"
+        if self.mariadb:
+            tool = self._install_db_tool()
+            method = "socket" if self.auth == "socket" else "normal"
+            cmd = [tool, f"--defaults-file={self.config_file}", *self._user_args(),
+                   f"--basedir={Path(self.binary).resolve().parent.parent}",
+                   f"--datadir={self.datadir}", f"--auth-root-authentication-method={method}",
+                   "--skip-test-db"]
+        else:
+            cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(),
+                   "--initialize-insecure"]
+        t0 = time.monotonic()
+        with open(install_log, "w") as out:
+            rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=self.start_timeout * 5).returncode
+        self.timings["init_s"] = time.monotonic() - t0
+        if rc != 0:
+            full = _out_of_space(self.name, self.datadir, install_log, self.error_log)
+            raise ServerError((full + "\n" if full else "") +
+                              f"target {self.name}: initialising {self.datadir} failed (exit {rc}); "
+                              f"last lines of {install_log} and {self.error_log}:\n"
+                              f"{_tail(install_log)}\n{_tail(self.error_log)}")
+        log.info("target %s: initialised %s in %.1f s", self.name, self.datadir, self.timings["init_s"])
+        return self.timings["init_s"]
+
+    def _install_db_tool(self) -> str:
+        bindir = Path(self.binary).resolve().parent
+        search = os.pathsep.join([os.environ.get("PATH", ""), str(bindir), str(bindir.parent / "bin"),
+                                  str(bindir.parent / "scripts")])
+        for name in ("mariadb-install-db", "mysql_install_db"):
+            found = shutil.which(name, path=search)
+            if found:
+                return found
+        raise ServerError(f"mariadb-install-db not found next to {self.binary}; {INSTALL_HINT}")
+
+    def start(self, allow_empty: bool = False) -> float:
+        """Start and wait until ``SELECT 1`` answers over the socket; returns seconds.
+
+        With ``tcp`` the port is picked free just before the start; if another process takes
+        it in between (the server exits with "Address already in use"), another free port is
+        picked and the start retried, up to three times. ``allow_empty`` starts on an empty
+        datadir that a state transfer fills (a Galera joiner's SST)."""
+        for attempt in range(3):
+            try:
+                return self._start(allow_empty)
+            except _PortTaken as exc:
+                log.warning("target %s: TCP port %s was taken before the server bound it; "
+                            "retrying on another free port", self.name, exc.port)
+                self.port = None
+                last = exc
+        raise ServerError(f"target {self.name}: no free TCP port could be bound in 3 tries "
+                          f"(last: {last.port}); last lines of {self.error_log}:\n{_tail(self.error_log)}")
+
+    def _start(self, allow_empty: bool = False) -> float:
+        if self.running:
+            raise ServerError(f"target {self.name}: server already running (pid {self._pid})")
+        self.cleanup_stale()
+        if allow_empty:
+            self.datadir.mkdir(parents=True, exist_ok=True)
+        elif not self.initialized:
+            raise ServerError(f"target {self.name}: {self.datadir} is not initialised; call initialize() first")
+        self._write_config()
+        cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args()]
+        main = threading.current_thread() is threading.main_thread()
+        t0 = time.monotonic()
+        with open(self.basedir / "mysqld.out", "ab") as out:
+            self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          preexec_fn=_set_pdeathsig if main else None)
+        self._pid = self._proc.pid
+        with _lock:
+            _running.add(self)
+            _install_handlers()
+        deadline = t0 + self.start_timeout
+        last_err: Exception | None = None
+        while True:
+            rc = self._proc.poll()
+            if rc is not None:
+                self._forget()
+                tail = _tail(self.error_log)
+                if self.tcp and re.search(r"Address already in use|Bind on TCP/IP port", tail):
+                    raise _PortTaken(self.port)
+                full = _out_of_space(self.name, self.datadir, self.error_log)
+                raise ServerError((full + "\n" if full else "") +
+                                  f"target {self.name}: server exited with code {rc} during start; "
+                                  f"last lines of {self.error_log}:\n{_tail(self.error_log)}")
+            if self.socket.exists():
+                try:
+                    conn = self._raw_connect(connection_timeout=5)
+                    cur = conn.cursor()
+                    cur.execute("SELECT 1")
+                    cur.fetchall()
+                    conn.close()
+                    break
+                except mysql.connector.Error as exc:
+                    last_err = exc
+            if time.monotonic() > deadline:
+                self.kill()
+                raise ServerError(f"target {self.name}: server did not answer within {self.start_timeout:.0f} s "
+                                  f"(last error: {last_err}); last lines of {self.error_log}:\n"
+                                  f"{_tail(self.error_log)}")
+            time.sleep(0.05)
+        self.timings["start_s"] = time.monotonic() - t0
+        if self.auth == "password" and not self.credentials_file.exists():
+            self._set_password()
+        log.info("target %s: server pid %d up in %.2f s", self.name, self._pid, self.timings["start_s"])
+        return self.timings["start_s"]
+
+    def stop(self, timeout: float = 300) -> float | None:
+        """Clean shutdown (SIGTERM), waiting up to ``timeout`` s before SIGKILL."""
+        if self._pid is None:
+            return None
+        t0 = time.monotonic()
+        try:
+            os.kill(self._pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        if not self._wait_exit(timeout):
+            log.warning("target %s: server pid %d ignored SIGTERM for %.0f s; killing it",
+                        self.name, self._pid, timeout)
+            self.kill()
+            return None
+        self.timings["stop_s"] = time.monotonic() - t0
+        log.info("target %s: server stopped in %.2f s", self.name, self.timings["stop_s"])
+        self._forget()
+        return self.timings["stop_s"]
+
+    def kill(self):
+        """SIGKILL (crash simulation); pid and socket files stay behind like after a crash."""
+        if self._pid is None:
+            return
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._wait_exit(30)
+        self._forget()
+
+    def _wait_exit(self, timeout: float) -> bool:
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        try:
+            psutil.Process(self._pid).wait(timeout)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            return False
+        return True
+
+    def _forget(self):
+        self._proc = None
+        self._pid = None
+        with _lock:
+            _running.discard(self)
+            if not _running:
+                _restore_handlers()
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    @property
+    def running(self) -> bool:
+        return self._pid is not None and psutil.pid_exists(self._pid) and (
+            self._proc is None or self._proc.poll() is None)
+
+    def cleanup_stale(self) -> list[str]:
+        """Stop a leftover server of this datadir; remove dead pid/socket files."""
+        actions = []
+        ours = f"--defaults-file={self.config_file}"
+        for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+            if proc.info["pid"] == self._pid:
+                continue
+            cmdline = proc.info["cmdline"] or []
+            if ours in cmdline and Path(cmdline[0]).name in ("mariadbd", "mysqld"):
+                actions.append(f"stopped leftover server pid {proc.pid} of {self.datadir}")
+                proc.terminate()
+                try:
+                    proc.wait(60)
+                except psutil.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(30)
+        if self.pid_file.exists():
+            try:
+                pid = int(self.pid_file.read_text().split()[0])
+            except (ValueError, IndexError):
+                pid = None
+            alive = pid is not None and psutil.pid_exists(pid) and pid != self._pid
+            if alive:
+                try:
+                    proc = psutil.Process(pid)
+                    mine = proc.name() in ("mariadbd", "mysqld") and str(self.datadir) in " ".join(
+                        proc.cmdline() + [proc.cwd()])
+                except psutil.AccessDenied:
+                    mine = None  # cannot tell: do not guess
+                except psutil.Error:
+                    mine = False
+                if mine:
+                    proc.terminate()
+                    try:
+                        proc.wait(60)
+                    except psutil.TimeoutExpired:
+                        proc.kill()
+                    actions.append(f"stopped leftover server pid {pid}")
+                elif mine is None:
+                    raise ServerError(f"target {self.name}: {self.pid_file} names live process {pid} "
+                                      f"that cannot be inspected; stop it or remove the file")
+                else:
+                    # The pid was reused (after a crash or reboot) by a process that does not
+                    # serve this datadir: the file is stale, the process is left alone.
+                    actions.append(f"pid file {self.pid_file} named pid {pid}, now an unrelated "
+                                   f"process (left running)")
+            if self.pid_file.exists():
+                self.pid_file.unlink()
+                actions.append(f"removed stale pid file {self.pid_file}")
+        if self.socket.exists() or self.socket.is_symlink():
+            self.socket.unlink()
+            actions.append(f"removed stale socket {self.socket}")
+        for a in actions:
+            log.warning("target %s: %s", self.name, a)
+        return actions
+
+    # ---- connections ----
+    def _password(self) -> str:
+        if self.auth != "password" or not self.credentials_file.exists():
+            return ""
+        for line in self.credentials_file.read_text().splitlines():
+            if line.startswith("password="):
+                return line.split("=", 1)[1]
+        return ""
+
+    def _raw_connect(self, **kw):
+        args = dict(unix_socket=str(self.socket), user=self.user, password=self._password(),
+                    allow_local_infile=True, autocommit=True)
+        args.update(kw)
+        return mysql.connector.connect(**args)
+
+    def _set_password(self):
+        """First start with auth=password: give root a random password kept in a 0600 file."""
+        pw = secrets.token_urlsafe(24)
+        fd = os.open(self.credentials_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"[client]\nuser={self.user}\npassword={pw}\nsocket={self.socket}\n")
+        conn = mysql.connector.connect(unix_socket=str(self.socket), user=self.user, password="")
+        try:
+            conn.cursor().execute(f"ALTER USER '{self.user}'@'localhost' IDENTIFIED BY %s", (pw,))
+        except mysql.connector.Error:
+            self.credentials_file.unlink()
+            raise
+        finally:
+            conn.close()
+
+    def connect(self, **kw):
+        """A mysql.connector connection over the socket (LOCAL INFILE allowed)."""
+        if not self.running:
+            raise ServerError(f"target {self.name}: server is not running")
+        return self._raw_connect(**kw)
+
+    def __enter__(self):
+        if not self.initialized:
+            self.initialize()
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        # A server that died on its own (killed, crashed, out of memory) while the stage was
+        # using it: say so, with the exit status and the error log, instead of a bare
+        # "Lost connection" from the client library.
+        pid, proc = self._pid, self._proc
+        rc = proc.poll() if proc is not None else None
+        died = pid is not None and (rc is not None or not psutil.pid_exists(pid))
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001 - never leave a server behind
+            self.kill()
+            raise
+        if died and isinstance(exc, Exception) and not isinstance(exc, ServerError):
+            how = (f"killed by signal {-rc}" if rc is not None and rc < 0
+                   else f"exit code {rc}" if rc is not None else "gone")
+            raise ServerError(f"target {self.name}: the server (pid {pid}) died during the stage "
+                              f"({how}); the stage failed with: {exc}; last lines of "
+                              f"{self.error_log}:\n{_tail(self.error_log)}") from exc
+        return False

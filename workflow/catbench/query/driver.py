@@ -1,0 +1,214 @@
+"""The ``queries`` stage: the DMTR-21 query suite (LV1-3, HV1-3, SHV1-2), cold and warm,
+plus a concurrency run, on one storage target (engine ``mysql``) or over the Parquet
+chunk files (engine ``duckdb``); the cross-check of the answers is ``check.py``.
+
+mysql: a private server on the target (``core.server.session``) gets the chunk tables (parallel
+LOAD DATA LOCAL INFILE), the secondary index and the suite's stored functions; queries
+run the Qserv way (``engines.MysqlEngine``). duckdb: the logical queries over the
+Parquet chunk files (no server). Parameters: ``params.py``; runs and files: ``recorder.py``.
+
+Output directory (one per target and engine, written by ``core.infra.files.staged_output``)::
+
+    results.parquet   one row per query run: target, engine, query, cache
+                      (cold | warm | concurrent-alone | concurrent-load), run, seconds,
+                      result_rows, answer (short text), digest, cold_method
+    summary.json      parameters, load times (chunk tables, secondary index), p50/p95/max
+                      per query and cache, concurrency result, answers' digests, server
+    answers.json      every query's canonical answer (for the cross-check's tolerance)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.index.input import list_input
+from ..core.index.table import get_variant
+from ..core.infra.files import staged_output
+from ..core.infra.jobs.repeat import Repeats
+from ..core.infra.targets import Target, TargetError, check_target, describe_target
+from ..core.server.process import Launch
+from ..core.server.session import Datadir, private_server
+from ..core.server.tools import variables
+from .chunk_tables import (
+    install_functions,
+    load_chunk_tables,
+    load_secondary_index,
+    read_chunk_list,
+)
+from .engines import DuckdbEngine, MysqlEngine, udf_path
+from .params import draw_parameters, settings_of
+from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
+from .suite import QueryError, load_suite
+
+log = logging.getLogger(__name__)
+
+# A cold run must start with an empty buffer pool: no dump at shutdown, no load at start.
+COLD_SERVER_SETTINGS = {"innodb_buffer_pool_dump_at_shutdown": 0, "innodb_buffer_pool_load_at_startup": 0}
+
+
+class _DuckStream:
+    """One concurrency stream of the duckdb engine: its own cursor."""
+
+    def __init__(self, engine: DuckdbEngine):
+        self.engine, self.cur = engine, engine.cursor()
+
+    def run(self, q, params):
+        return self.engine.run(q, params, con=self.cur)
+
+    def close(self):
+        self.cur.close()
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """A query job's knobs, read once from the validated config (sections run, seed, partition,
+    server, queries) with the command line's overrides: ``queries`` is the section with them
+    applied (params.settings_of), ``params`` the queries' parameters (None: drawn)."""
+    config: dict
+    queries: dict
+    cold: bool
+    params: dict | None
+    settings: dict            # the server's options (the cold runs' added by the stage)
+    launch: Launch
+
+    @classmethod
+    def of(cls, cfg: dict, over: dict | None = None) -> QuerySpec:
+        """From a validated config and the CLI's overrides (repetitions, concurrency, names,
+        cold, params, settings, binary, start_timeout; None or absent: the config's)."""
+        over = {k: v for k, v in (over or {}).items() if v is not None}
+        qs = settings_of(cfg, repetitions=over.get("repetitions"), concurrency=over.get("concurrency"),
+                         names=over.get("names"))
+        server = cfg["server"]
+        return cls(cfg, qs, over.get("cold", qs["cold"]), over.get("params"), over.get("settings", server["settings"]),
+                   Launch.of(server, binary=over.get("binary") or server["binary"],
+                             start_timeout_s=over.get("start_timeout") or server["start_timeout_s"]))
+
+
+@dataclass(frozen=True)
+class QueryPaths:
+    """A query job's files: the chunks (chunks.tsv and the chunk files), the index input, its output."""
+    chunks_dir: Path
+    index_dir: Path | None
+    out_dir: Path
+
+
+def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, target: str = "parquet") -> dict:
+    """The suite over the Parquet chunk files with DuckDB (no server)."""
+    import duckdb
+
+    cfg, qs, cold, params = spec.config, spec.queries, spec.cold, spec.params
+    chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
+    suite = load_suite()
+    chunks = read_chunk_list(chunks_dir)
+    with staged_output(out_dir) as work:
+        engine = DuckdbEngine(chunks_dir, chunks)
+        try:
+            params = params or draw_parameters(cfg, chunks_dir, chunks, qs, suite, engine)
+            dropped = drop_caches() if cold else False
+            cold_method = "new-connection+drop_caches" if dropped else "new-connection-only"
+            rec = Recorder(target, "duckdb", suite, cold_method if cold else "none")
+
+            def restart():
+                if dropped:
+                    drop_caches()
+                engine.open()
+
+            run_suite(engine, restart, suite, qs["queries"], params, rec, Repeats.of(qs), cold)
+            conc = run_concurrency_of(qs, lambda: _DuckStream(engine), suite, params, rec)
+        finally:
+            engine.close()
+        summary = {"target": target, "engine": "duckdb", "cold_method": rec.cold_method, "params": params,
+                   "queries": qs["queries"], "repetitions": qs["repetitions"], "concurrency": conc,
+                   "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": None}
+        rec.write(work, summary)
+    return summary
+
+
+def _check_room(target_name: str, target_path, chunks_dir, index_files: list[Path]) -> None:
+    """Room for the chunk tables and the index (InnoDB: ~3x the TSV bytes, as load_index
+    estimates) plus a fresh datadir, checked before the server is initialised: a full
+    target fails here naming it, not half-way through mariadb-install-db."""
+    input_bytes = sum(f.stat().st_size for f in index_files) + sum(
+        f.stat().st_size for f in Path(chunks_dir).glob("*/chunk_*.tsv"))
+    try:
+        check_target(target_name, target_path, need_bytes=3 * input_bytes + (512 << 20))
+    except TargetError as exc:
+        raise QueryError(str(exc)) from exc
+
+
+def _fill_server(srv, chunks_dir, chunks, index_files: list[Path], qs: dict) -> dict:
+    """Stored functions, secondary index and chunk tables on a started server; returns
+    the server's provenance and the load times."""
+    conn = srv.connect()
+    try:
+        server_info = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
+                       "variables": variables(conn)}
+        install_functions(conn, udf_path("mysql"))
+    finally:
+        conn.close()
+    index = load_secondary_index(srv, index_files, qs["index_variant"])
+    load = load_chunk_tables(srv, chunks_dir, chunks, int(qs["load_connections"]))
+    log.info("target %s: secondary index %d rows in %.2f s; chunk tables %d rows in %.2f s",
+             srv.name, index["rows"], index["seconds"], load["rows"], load["seconds"])
+    return {"server": server_info, "load": {"chunk_tables": load, "secondary_index": index}}
+
+
+def _measure_on_server(srv, cfg: dict, qs: dict, suite: dict, chunks, params: dict, cold: bool) -> dict:
+    """Cold runs (server restart before each query), warm runs and the concurrency run."""
+    variant = get_variant(qs["index_variant"])
+
+    def engine_of():
+        return MysqlEngine(srv, chunks, cfg["partition"], int(qs["connections"]), index_variant=variant)
+
+    engine = engine_of()
+    try:
+        dropped = drop_caches() if cold else False
+        cold_method = "server-restart+drop_caches" if dropped else "server-restart-only"
+        rec = Recorder(srv.name, "mysql", suite, cold_method if cold else "none")
+        restarts = []
+
+        def restart():
+            engine.close_pool()
+            stop_s = srv.stop()
+            if dropped:
+                drop_caches()
+            start_s = srv.start()
+            restarts.append({"stop_s": stop_s, "start_s": start_s})
+            engine.open()
+
+        run_suite(engine, restart, suite, qs["queries"], params, rec, Repeats.of(qs), cold)
+        conc = run_concurrency_of(qs, engine_of, suite, params, rec)
+    finally:
+        engine.close()
+    return {"recorder": rec, "concurrency": conc, "restarts": restarts}
+
+
+def run_queries(spec: QuerySpec, target: Target, paths: QueryPaths, keep_data: bool = False) -> dict:
+    """The suite on one storage target with the mysql engine (see the module docstring)."""
+    cfg, qs, cold, params = spec.config, spec.queries, spec.cold, spec.params
+    target_name, target_path = target.name, target.path
+    chunks_dir, index_dir, out_dir = paths.chunks_dir, paths.index_dir, paths.out_dir
+    suite = load_suite()
+    chunks = read_chunk_list(chunks_dir)
+    index_files = list_input(index_dir)
+    _check_room(target_name, target_path, chunks_dir, index_files)
+    with staged_output(out_dir) as work:
+        if params is None:
+            params = draw_parameters(cfg, chunks_dir, chunks, qs, suite)
+        settings = {**COLD_SERVER_SETTINGS, **spec.settings}
+        with private_server(target_name, target_path, "queries", settings, launch=spec.launch,
+                            data=Datadir(keep=keep_data)) as srv:
+            filled = _fill_server(srv, chunks_dir, chunks, index_files, qs)
+            trace = filled["load"]["chunk_tables"].pop("trace")
+            runs = _measure_on_server(srv, cfg, qs, suite, chunks, params, cold)
+        rec = runs["recorder"]
+        summary = {"target": target_name, "engine": "mysql", "cold_method": rec.cold_method, "params": params,
+                   "queries": qs["queries"], "repetitions": qs["repetitions"], "connections": qs["connections"],
+                   "concurrency": runs["concurrency"], "chunks": len(chunks), "load": filled["load"],
+                   "restarts": runs["restarts"], "server": {**filled["server"], "timings": dict(srv.timings)},
+                   "storage": describe_target(target_path)}
+        rec.write(work, summary)
+        write_chunk_loads(work, target_name, trace)
+    return summary
