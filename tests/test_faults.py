@@ -389,7 +389,7 @@ def test_out_of_range_coordinates_name_file_and_row(baseline, tmp_path, column, 
     assert r.returncode == 1
     assert str(bad) in r.stderr and f"row {row}" in r.stderr, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
-    assert not (tmp_path / "m.json").exists() and not (tmp_path / "staging" / "Object.arrow").exists()
+    assert not (tmp_path / "m.json").exists() and not (tmp_path / "staging" / "Object.parquet").exists()
 
 
 def test_truncated_parquet_names_the_path(baseline, tmp_path):

@@ -428,7 +428,7 @@ def test_nan_coordinates_name_the_file_and_row(tmp_path):
     with pytest.raises(CoordinateError) as e:
         part_mod.map_part(cfg, po, ps, tmp_path / "staging", 2)
     assert str(po) in str(e.value) and "row 1234" in str(e.value)
-    assert not (tmp_path / "staging" / "Object.arrow").exists()
+    assert not (tmp_path / "staging" / "Object.parquet").exists()
 
 
 def test_nan_coordinates_cli_exit_status(tmp_path):
@@ -481,7 +481,7 @@ def test_a_map_job_of_several_parts_writes_each_part_s_staging(run, tmp_path):
     for k, (o, _) in enumerate(run["parts"]):
         mine, ref = tmp_path / o.stem, run["root"] / f"staging/part-{k:05d}"
         for name in ("Object", "ObjectOverlap", "Source", "index"):
-            assert staging_mod.read_table(mine / f"{name}.arrow").equals(staging_mod.read_table(ref / f"{name}.arrow"))
+            assert staging_mod.read_table(mine / f"{name}.parquet").equals(staging_mod.read_table(ref / f"{name}.parquet"))
     with pytest.raises(ValueError, match="same file name"):
         part_mod.map_parts(run["cfg"], [run["parts"][0]] * 2, tmp_path / "twice", GROUPS)
 

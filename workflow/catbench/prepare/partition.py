@@ -3,7 +3,7 @@
 map (one job per run of catalog parts, core.sky.copies.map_batches): locate every row
     (chunkId, subChunkId, overlap locations) reading only the position and id columns,
     and write staging files of (row, chunkId, subChunkId) per part, sorted by chunk
-    group, one Arrow record batch per group.
+    group, one row group per group (staging.py).
 reduce (one job per group of chunks, ra wedges of the sky region): for each part, read
     only the catalog row groups that hold the group's rows, take those rows, order them
     by chunk (generation order within a chunk) and write per-chunk Parquet and/or TSV
@@ -170,7 +170,7 @@ def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Pa
     for name, loc in (("Object", (np.arange(n_obj), chunk_id, sub_id, obj_group)),
                       ("ObjectOverlap", (ov_rows, ov_chunk, ov_sub, group_of[ov_chunk])),
                       ("Source", (np.arange(n_src), chunk_id[pos], sub_id[pos], obj_group[pos]))):
-        staging.write_locations(*loc, rank, out / f"{name}.arrow", max_rows if name == "Object" else None)
+        staging.write_locations(*loc, rank, staging.path(out, name), max_rows if name == "Object" else None)
     return {"objects": n_obj, "sources": n_src, "overlap_rows": len(ov_rows)}
 
 
@@ -247,7 +247,7 @@ def reduce_group(staging_dirs, catalog_parts, group: int, chunks_dir, manifest_p
             for only in [(name,) for name in TABLES] if big else [TABLES]:
                 size = max(1, step - (row_group - 1)) if big else step
                 for k, (d, parquets) in enumerate(zip(staging_dirs, catalog_parts)):
-                    locs = {name: in_range(staging.group_rows(Path(d) / f"{name}.arrow", group), first, last)
+                    locs = {name: in_range(staging.group_rows(staging.path(d, name), group), first, last)
                             for name in only}
                     # Object and its overlap come from the same file: decode its row groups once.
                     for i, names in ((0, ("Object", "ObjectOverlap")), (1, ("Source",))):
@@ -292,7 +292,7 @@ def _complete_after(staging_dirs, group: int) -> tuple[dict[int, list], dict[int
     last, counts = {}, {}
     for k, d in enumerate(staging_dirs):
         for name in TABLES:
-            loc = staging.group_rows(Path(d) / f"{name}.arrow", group, ["chunkId"])
+            loc = staging.group_rows(staging.path(d, name), group, ["chunkId"])
             if loc is not None:
                 ids, n = np.unique(numpy(loc["chunkId"]), return_counts=True)
                 last.update({(name, c): k for c in ids.tolist()})
@@ -411,7 +411,7 @@ def _located_schema(objects_path) -> pa.Schema:
 def write_index_input(staging_dirs, n_files: int, out_numeric, out_char) -> dict:
     """Split (key, chunkId, subChunkId) in generation order into ``n_files`` TSV files,
     once with the numeric objectId key and once zero-padded to CHAR(28)."""
-    counts = [staging.read_table(Path(d) / staging.INDEX).num_rows for d in staging_dirs]
+    counts = [staging.rows(Path(d) / staging.INDEX) for d in staging_dirs]
     total = sum(counts)
     if total == 0:
         raise ValueError("the catalog has no objects: nothing to write to the index input")
