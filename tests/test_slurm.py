@@ -13,15 +13,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).parent))
-from slurm_cluster import available, leftover_daemons, slurm_cluster  # noqa: E402
+from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
