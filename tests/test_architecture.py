@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "workflow" / "catbench"
+TESTS = Path(__file__).resolve().parent
+PKG = TESTS.parent / "workflow" / "catbench"
 STAGES = {"prepare", "load", "fio", "query", "restart", "report", "predict"}
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 100
@@ -242,3 +243,70 @@ def test_every_cli_family_lists_the_commands_it_adds():
         assert all(p.get_default("func") is not None for p in sub.choices.values()), family
         seen += commands
     assert len(seen) == len(set(seen)), "a command in two families"
+
+
+# ---- the test suite's own shape: test modules share builders through tests/support/ and
+# fixtures through conftest.py, never by importing one another or editing sys.path
+
+def _test_sources() -> list[Path]:
+    return sorted(TESTS.rglob("*.py"))
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """The test modules (test_*) a source imports."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        out += [n for n in names if n.split(".")[-1].startswith("test_") or n.startswith("test_")]
+    return out
+
+
+def sys_path_edits(source: str) -> list[int]:
+    """Lines that change sys.path (a call on it, an assignment to it or to an item of it)."""
+    def is_sys_path(n):
+        return isinstance(n, ast.Attribute) and n.attr == "path" and isinstance(n.value, ast.Name) \
+            and n.value.id == "sys"
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_sys_path(node.func.value):
+            lines.append(node.lineno)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(is_sys_path(t) or (isinstance(t, ast.Subscript) and is_sys_path(t.value)) for t in targets):
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_no_test_module_imports_another_or_edits_sys_path():
+    bad = []
+    for path in _test_sources():
+        text = path.read_text()
+        bad += [f"{path.relative_to(TESTS)} imports {m}" for m in imported_test_modules(text)]
+        bad += [f"{path.relative_to(TESTS)}:{n} edits sys.path" for n in sys_path_edits(text)]
+    assert not bad, "shared test code goes to tests/support/ or conftest.py:\n" + "\n".join(bad)
+
+
+def test_each_fixture_is_defined_once():
+    where: dict[str, list[str]] = {}
+    for path in _test_sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                    "fixture" in ast.unparse(d) for d in node.decorator_list):
+                where.setdefault(node.name, []).append(str(path.relative_to(TESTS)))
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert not twice, f"fixtures defined more than once (one definition, in conftest.py if shared): {twice}"
+
+
+def test_small_test_modules():
+    big = [f"{p.relative_to(TESTS)} ({n} lines)" for p in _test_sources()
+           if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    assert not big, f"test modules over {MAX_MODULE_LINES} lines: {big}"
+
+
+def test_the_test_checks_see_what_they_forbid():
+    src = ("import sys\nfrom test_tables import make_run\nimport test_stats as s\n"
+           "def f():\n    from test_x import y\n    sys.path.insert(0, 'x')\n"
+           "sys.path = []\nsys.path[:0] = ['y']\nfrom support.runs import make_run\n")
+    assert sorted(imported_test_modules(src)) == ["test_stats", "test_tables", "test_x"]
+    assert sys_path_edits(src) == [6, 7, 8]

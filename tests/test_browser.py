@@ -3,12 +3,11 @@ installed by workflow/scripts/install-system.sh), every image decodes, nothing o
 1280 px, the findings come first; report/screenshot.png is saved for a look."""
 
 import pytest
-from browser import WIDTH, check_page, chromium
 from catbench.report.html import PLOTS, make_report
 from catbench.report.tables import make_tables
-from test_stats import FAST, OVERLAPS_FAST, SLOW, _load
-from test_report_predict import write_prediction
-from test_tables import make_run
+from support.browser import WIDTH, check_page, chromium
+from support.predict import write_prediction
+from support.runs import FAST, OVERLAPS_FAST, SLOW, make_run, write_repeated_load
 
 pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
 
@@ -17,7 +16,7 @@ def test_report_in_a_real_browser(tmp_path):
     run = make_run(tmp_path)                    # every stage, single runs
     for tg, strategy, secs in (("a", "sorted", FAST), ("a", "bulk", OVERLAPS_FAST),
                                ("b", "sorted", SLOW)):
-        _load(run, tg, strategy, secs)          # and some repeated loads
+        write_repeated_load(run, tg, strategy, secs)  # and some repeated loads
     write_prediction(run)                       # and its prediction from a ladder
     make_tables(run)
     index = make_report(run)

@@ -12,21 +12,19 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-import indexinput
 import psutil
 import pytest
 from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
 from catbench.restart.cluster.driver import run_cluster
 
-sys.path.insert(0, str(Path(__file__).parent))
-from faultkit import tmpfs  # noqa: E402
+from support import indexinput
+from support.servers import tmpfs
 
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
@@ -72,7 +70,7 @@ class ListenerWatch(threading.Thread):
 
 
 @pytest.fixture(scope="module")
-def full_run():
+def galera_run():
     d = Path(tempfile.mkdtemp(prefix="cbcl-", dir="/tmp"))
     watch = ListenerWatch()
     watch.start()
@@ -102,8 +100,8 @@ def _phases(data: dict) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-def test_every_kind_runs_in_order_and_transfers_as_expected(full_run):
-    d, out, result, _ = full_run
+def test_every_kind_runs_in_order_and_transfers_as_expected(galera_run):
+    d, out, result, _ = galera_run
     want_transfer = {"node-restart-ist": "IST", "node-restart-sst": "SST", "node-crash": "IST"}
     for kind, transfer in want_transfer.items():
         ph = _phases(_kind(out, kind))
@@ -129,12 +127,12 @@ def test_every_kind_runs_in_order_and_transfers_as_expected(full_run):
 
 
 @pytest.mark.slow
-def test_the_real_restarts_reach_the_tables_and_the_findings(full_run):
+def test_the_real_restarts_reach_the_tables_and_the_findings(galera_run):
     """The stage's own files (not a fixture's) build cluster_restart.csv and its finding."""
     import csv
 
     from catbench.report.tables import make_tables
-    d, out, result, _ = full_run
+    d, out, result, _ = galera_run
     make_tables(d / "out", require=("cluster",))
     with open(d / "out" / "tables" / "cluster_restart.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -147,8 +145,8 @@ def test_the_real_restarts_reach_the_tables_and_the_findings(full_run):
 
 
 @pytest.mark.slow
-def test_no_acknowledged_insert_lost_and_all_nodes_agree(full_run):
-    d, out, result, _ = full_run
+def test_no_acknowledged_insert_lost_and_all_nodes_agree(galera_run):
+    d, out, result, _ = galera_run
     total = 0
     for kind in ("node-restart-ist", "node-restart-sst", "node-crash"):
         data = _kind(out, kind)
@@ -164,8 +162,8 @@ def test_no_acknowledged_insert_lost_and_all_nodes_agree(full_run):
 
 
 @pytest.mark.slow
-def test_lookups_and_inserts_are_measured_per_window(full_run):
-    d, out, result, _ = full_run
+def test_lookups_and_inserts_are_measured_per_window(galera_run):
+    d, out, result, _ = galera_run
     for kind in ("node-restart-ist", "node-restart-sst", "node-crash"):
         load = _kind(out, kind)["load"]
         during = {r["node"]: r for r in load if r["window"] == "during"}
@@ -177,8 +175,8 @@ def test_lookups_and_inserts_are_measured_per_window(full_run):
 
 
 @pytest.mark.slow
-def test_only_loopback_listeners_and_nothing_left(full_run):
-    d, out, result, seen = full_run
+def test_only_loopback_listeners_and_nothing_left(galera_run):
+    d, out, result, seen = galera_run
     assert seen and {ip for ip, _ in seen} == {"127.0.0.1"}, seen
     assert not left_behind(d)
     for kind in ("node-restart-ist", "node-restart-sst", "node-crash"):

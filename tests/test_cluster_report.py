@@ -1,6 +1,6 @@
 """Galera node restarts (results/<run>/cluster/) and the isolation records of measuring jobs in
 the final tables, the findings, the checks and the report, from files written here in the
-stages' own format (test_tables.write_cluster, write_isolation)."""
+stages' own format (support/runs.py)."""
 
 import csv
 from pathlib import Path
@@ -10,7 +10,7 @@ from catbench.report.html import make_report
 from catbench.report.stats import SEP
 from catbench.report.summary import summary_sections
 from catbench.report.tables import make_tables, read_tables
-from test_tables import make_run, write_cluster, write_isolation
+from support.runs import make_run, write_cluster, write_isolation
 
 
 def read(path: Path) -> list:

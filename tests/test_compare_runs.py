@@ -8,7 +8,7 @@ import json
 from catbench.report.compare import compare, tally, write
 from catbench.report.stats import Between, Figure, sentence, short, verdict
 from catbench.report.tables import make_tables
-from test_stats import FAST, OVERLAPS_FAST, _run_with
+from support.runs import FAST, OVERLAPS_FAST, run_with_loads
 
 
 def test_zero_spread_is_its_own_verdict_never_p_0():
@@ -51,8 +51,8 @@ def _met_other_work(run, job: str) -> None:
 
 def test_a_figure_whose_job_met_other_work_is_not_compared(tmp_path):
     loads = {("disk", "sorted"): FAST, ("disk", "one-file-at-a-time"): [10 * x for x in FAST]}
-    a = _run_with(tmp_path, "A", loads)
-    b = _run_with(tmp_path, "B", {k: [3 * x for x in v] for k, v in loads.items()})
+    a = run_with_loads(tmp_path, "A", loads)
+    b = run_with_loads(tmp_path, "B", {k: [3 * x for x in v] for k, v in loads.items()})
     _met_other_work(b, "load/disk/char28/innodb/sorted")
     rows = compare(a, b, report={"practical_threshold": 0.0})
     assert rows[0]["column"] == "common offset"

@@ -3,7 +3,6 @@ against survey figures, its contrast, and a galactic catalog through the catalog
 and index-only paths (ids unique, Sources with their Object, the same bytes)."""
 
 import copy
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +15,7 @@ from catbench.prepare import catalog as cat_mod
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.ids import IdLayout
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_partition import build_catalog, chunk_files, read_tsv, run_partition  # noqa: E402
+from support.catalog import build_catalog, chunk_files, read_tsv, run_partition
 
 REPO = Path(__file__).resolve().parent.parent
 FACTOR = 2.0   # a model figure agrees with a survey's when within this factor of it

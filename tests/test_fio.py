@@ -8,17 +8,10 @@ from pathlib import Path
 import pytest
 from catbench.core.infra.jobs.repeat import Repeats
 from catbench.fio.bench import DATA_FILE, FioSpec, direct_io_supported, run_fio
-from test_targets import mounted
+from support.servers import mounted
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (apt-get install fio)")
 COLUMNS = {"target", "test", "MBps", "iops", "clat_p50_us", "clat_p99_us", "direct"}
-
-
-@pytest.fixture
-def tmp():
-    d = tempfile.mkdtemp(prefix="cbf-", dir="/tmp")
-    yield Path(d)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_fio_on_disk(tmp):

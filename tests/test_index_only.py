@@ -2,7 +2,6 @@
 byte, without writing a catalog; a row limit; workers do not change a byte."""
 
 import io
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +11,7 @@ from catbench.core.index.table import VARIANTS
 from catbench.prepare.index_only import bounds, generate_index
 from catbench.prepare.indextext import KEY_WIDTH, IndexText
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_partition import INDEX_FILES, small_config  # noqa: E402
-from test_partition import (
-    run as run,  # noqa: E402,F401 - the full path's module fixture
-)
+from support.catalog import INDEX_FILES, build_catalog, small_config
 
 
 def _files(folder: Path) -> dict:
@@ -24,13 +19,13 @@ def _files(folder: Path) -> dict:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_same_bytes_as_the_full_path(run, tmp_path, workers):  # noqa: F811
+def test_same_bytes_as_the_full_path(partitioned, tmp_path, workers):
     cfg = small_config()
     r = generate_index(cfg, INDEX_FILES, tmp_path / "input", tmp_path / "input_char28", workers=workers)
-    full = run["root"] / "index"
+    full = partitioned["root"] / "index"
     assert _files(tmp_path / "input") == _files(full / "input")            # manifest included
     assert _files(tmp_path / "input_char28") == _files(full / "input_char28")
-    assert r["rows"] == len(run["objects"]) and r["files"] == INDEX_FILES
+    assert r["rows"] == len(partitioned["objects"]) and r["files"] == INDEX_FILES
 
 
 def test_rows_limit_and_checks(tmp_path):
@@ -95,7 +90,6 @@ def test_index_text_keeps_its_id_tables_right_as_their_range_grows():
 def _full_path_index(cfg, root: Path) -> Path:
     """The full path's index input alone: catalog parts, partition maps, index files."""
     from catbench.prepare import partition as part_mod
-    from test_partition import build_catalog
     parts = build_catalog(cfg, root / "catalog")
     staging = []
     for k, (o, s) in enumerate(parts):

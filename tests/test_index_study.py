@@ -20,7 +20,7 @@ from catbench.load import estimate as est
 from catbench.load.strategies import REGISTRY
 from catbench.prepare.arrival import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
-from faultkit import kill_servers, server_procs
+from support.servers import kill_servers, server_procs
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"

@@ -138,13 +138,12 @@ def test_isolation_record_names_a_second_measuring_job(tmp_path, monkeypatch):
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     with isolation.measuring("disk", tmp_path / "disk") as first:
         # a second measuring job on the same node and target, in another process
-        code = ("import sys, json; sys.path.insert(0, %r)\n"
+        code = ("import json\n"
                 "from catbench.core.infra.jobs import isolation\n"
                 "from pathlib import Path\n"
                 "isolation.NODE_LOCK = Path(%r)\n"
                 "with isolation.measuring('disk', %r) as rec: pass\n"
-                "print(json.dumps(rec))") % (str(REPO / "workflow"), str(tmp_path / "node.lock"),
-                                             str(tmp_path / "disk"))
+                "print(json.dumps(rec))") % (str(tmp_path / "node.lock"), str(tmp_path / "disk"))
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     second = yaml.safe_load(out)
     assert second["alone"] is False and len(second["shared_locks"]) == 2

@@ -2,8 +2,6 @@
 
 import json
 import random
-import shutil
-import tempfile
 from pathlib import Path
 
 import psutil
@@ -51,23 +49,6 @@ def replace_line(p: Path, lineno: int, text: str):
     lines = p.read_text().splitlines(keepends=True)
     lines[lineno - 1] = text + "\n"
     p.write_text("".join(lines))
-
-
-@pytest.fixture
-def tmp():
-    d = tempfile.mkdtemp(prefix="cbl-", dir="/tmp")
-    yield Path(d)
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def srv():
-    d = tempfile.mkdtemp(prefix="cbm-", dir="/tmp")
-    try:
-        with Server("modload", d, {"innodb_buffer_pool_size": "128M"}) as s:
-            yield s
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from catbench.load.spec import LoadCase
 from catbench.load.handoff import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
-from indexinput import scratch_root, write_files
+from support.indexinput import write_files
 
 pytestmark = pytest.mark.server
 MYISAM = [s for s in STRATEGIES if REGISTRY[s].supports("myisam")]
@@ -29,11 +29,6 @@ OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", tr
             sample_interval_s=0.2, lookup_threads=2, lookup_count=200, optimize_limit_s=0,
             settings={"key_buffer_size": "8M", "innodb_buffer_pool_size": "8M"})
 VENV_BIN = Path(sys.executable).parent
-
-
-@pytest.fixture(scope="module")
-def root():
-    yield from scratch_root("cbm-")
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, **kw):

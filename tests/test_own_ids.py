@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -26,10 +25,9 @@ from catbench.prepare.chunker import Chunker
 from catbench.prepare.index_only import generate_index
 from catbench.prepare.own.index import read_index, setup_from
 
-sys.path.insert(0, str(Path(__file__).parent))
-from faultkit import kill_servers, server_procs  # noqa: E402
-from test_index_study import REPO, snakemake  # noqa: E402
-from test_partition import INDEX_FILES, build_catalog, small_config  # noqa: E402
+from support.catalog import INDEX_FILES, build_catalog, small_config
+from support.paths import REPO, snakemake
+from support.servers import kill_servers, server_procs
 
 COLUMNS = {"objectId": "id", "ra": "coord_ra", "dec": "coord_dec"}
 

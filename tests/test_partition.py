@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.infra.config import validate
@@ -19,102 +18,25 @@ from catbench.prepare import partition as part_mod
 from catbench.prepare import staging as staging_mod
 from catbench.prepare.chunker import Chunker, CoordinateError
 from catbench.prepare.ids import IdLayout
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_chunker import brute_force_overlap  # noqa: E402
-
-GROUPS = 3
-INDEX_FILES = 5
-
-
-def small_config(**partition):
-    return validate({
-        "run": "ptest", "seed": 42,
-        "catalog": {"patch": {"objects": 2000}, "sources_per_object": 3,
-                    "max_objects_per_part": 2000 * 4,
-                    "sky": {"ra_min_deg": 0, "ra_max_deg": 20, "dec_min_deg": -3, "dec_max_deg": 3}},
-        "partition": {"index_files": INDEX_FILES, **partition},
-    })
-
-
-def build_catalog(cfg, out: Path):
-    """Catalog parts as the workflow writes them, with their TSV text files (the text of
-    each part's varying Object columns, and of the patch's shared ones: see rowtext.py)."""
-    cat = cfg["catalog"]
-    patch = cat_mod.generate_patch(cat, cfg["seed"])
-    layout = cat_mod.copy_layout(cat)
-    parts = []
-    (out / "patch").mkdir(parents=True, exist_ok=True)
-    write_parquet(patch.objects, out / "patch/Object.parquet")
-    write_parquet(patch.sources, out / "patch/Source.parquet")
-    cat_mod.write_shared_text(patch, *text_paths(out / "patch/Object.parquet", out / "patch/Source.parquet"))
-    for k, copies in enumerate(cat_mod.part_copies(cat)):
-        o, s = out / f"Object/part-{k:05d}.parquet", out / f"Source/part-{k:05d}.parquet"
-        o.parent.mkdir(parents=True, exist_ok=True)
-        s.parent.mkdir(parents=True, exist_ok=True)
-        cat_mod.write_part(patch, layout, copies, o, s, IdLayout(cfg),
-                           text_paths=dict(zip(("Object", "Source"), text_paths(o, s))))
-        parts.append((o, s))
-    return parts
-
-
-def text_paths(*parquets):
-    return [p.with_suffix(".text.arrow") for p in parquets]
-
-
-def part_texts(o, s, tables=PART_TEXT):
-    """A part's (Object, Source) varying text files; None for a table not in ``tables``
-    (its varying columns are then formatted by the reduce)."""
-    return [p if t in tables else None for p, t in zip(text_paths(o, s), ("Object", "Source"))]
-
-
-def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, text=True,
-                  tables=PART_TEXT, patch=True):
-    """As the workflow runs it; ``patch=False``: every column decoded from the parts."""
-    staging = []
-    for k, (o, s) in enumerate(parts):
-        d = out / f"staging/part-{k:05d}"
-        part_mod.map_part(cfg, o, s, d, groups)
-        staging.append(d)
-    texts = [part_texts(o, s, tables) for o, s in parts] if text else None
-    shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source")))) \
-        if text else None
-    patches = [p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))] \
-        if patch else None
-    for g in range(groups):
-        part_mod.reduce_group(staging, parts, g, out / "chunks", out / f"chunks/groups/group-{g:05d}.tsv",
-                              formats, part_mod.Prepared(texts, shared, patches))
-    part_mod.write_index_input(staging, cfg["partition"]["index_files"], out / "index/input",
-                               out / "index/input_char28")
-    return out
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("partition")
-    cfg = small_config()
-    parts = build_catalog(cfg, root / "catalog")
-    assert len(parts) >= 3  # several parts: merging across parts is exercised
-    run_partition(cfg, parts, root, GROUPS)
-    objects = pa.concat_tables([pq.read_table(o) for o, _ in parts])
-    sources = pa.concat_tables([pq.read_table(s) for _, s in parts])
-    return {"cfg": cfg, "root": root, "parts": parts, "objects": objects, "sources": sources,
-            "chunker": part_mod.chunker_from(cfg)}
-
-
-def chunk_files(root: Path, table: str, kind: str, ext="parquet"):
-    """{chunkId: path} for Object / Source / overlap chunk files."""
-    folder = root / "chunks" / table
-    pat = re.compile(rf"chunk_(\d+){'_overlap' if kind == 'overlap' else ''}\.{ext}$")
-    return {int(m.group(1)): p for p in sorted(folder.iterdir()) if (m := pat.fullmatch(p.name))}
+from support.catalog import (
+    GROUPS,
+    INDEX_FILES,
+    chunk_files,
+    part_texts,
+    read_tsv,
+    run_partition,
+    small_config,
+    text_paths,
+)
+from support.sky import brute_force_overlap
 
 
 def read_all(files: dict) -> pa.Table:
     return pa.concat_tables([pq.read_table(p) for _, p in sorted(files.items())])
 
 
-def test_every_object_in_exactly_one_chunk_at_its_location(run):
-    root, objs, ch = run["root"], run["objects"], run["chunker"]
+def test_every_object_in_exactly_one_chunk_at_its_location(partitioned):
+    root, objs, ch = partitioned["root"], partitioned["objects"], partitioned["chunker"]
     files = chunk_files(root, "Object", "main")
     assert len(files) > 10
     seen = []
@@ -137,8 +59,8 @@ def test_every_object_in_exactly_one_chunk_at_its_location(run):
     assert set(files) == set(np.unique(c).tolist())
 
 
-def test_chunk_rows_keep_all_columns_and_generation_order(run):
-    root, objs = run["root"], run["objects"]
+def test_chunk_rows_keep_all_columns_and_generation_order(partitioned):
+    root, objs = partitioned["root"], partitioned["objects"]
     order = {int(k): i for i, k in enumerate(objs["objectId"].to_numpy())}
     for cid, p in chunk_files(root, "Object", "main").items():
         t = pq.read_table(p)
@@ -148,8 +70,8 @@ def test_chunk_rows_keep_all_columns_and_generation_order(run):
         assert t.drop_columns(["chunkId", "subChunkId"]).equals(objs.take(idx))
 
 
-def test_sources_conserved_and_follow_their_object(run):
-    root, objs, srcs = run["root"], run["objects"], run["sources"]
+def test_sources_conserved_and_follow_their_object(partitioned):
+    root, objs, srcs = partitioned["root"], partitioned["objects"], partitioned["sources"]
     obj_chunks = read_all(chunk_files(root, "Object", "main"))
     loc = {int(k): (int(c), int(s)) for k, c, s in zip(obj_chunks["objectId"].to_numpy(),
                                                        obj_chunks["chunkId"].to_numpy(),
@@ -172,8 +94,8 @@ def test_sources_conserved_and_follow_their_object(run):
     assert set(ids.tolist()) == set(srcs["sourceId"].to_numpy().tolist())
 
 
-def test_overlap_files_hold_exactly_the_predicted_rows(run):
-    root, objs, ch = run["root"], run["objects"], run["chunker"]
+def test_overlap_files_hold_exactly_the_predicted_rows(partitioned):
+    root, objs, ch = partitioned["root"], partitioned["objects"], partitioned["chunker"]
     ra, dec = objs["ra_PS"].to_numpy(), objs["decl_PS"].to_numpy()
     rows, c, s = ch.overlap_locations(ra, dec)  # one call over the whole catalog
     oid = objs["objectId"].to_numpy()
@@ -198,18 +120,18 @@ def test_overlap_files_hold_exactly_the_predicted_rows(run):
     assert any(ch.sub_chunk_box(ci, si)[1] > 350 for _, ci, si in expect)
 
 
-def test_overlap_rows_agree_with_brute_force_sample(run):
+def test_overlap_rows_agree_with_brute_force_sample(partitioned):
     """Independent check of the per-row overlap on a sample near sub-chunk edges."""
     import lsst.sphgeom as sg
-    root, ch = run["root"], run["chunker"]
-    cfg = run["cfg"]["partition"]
+    root, ch = partitioned["root"], partitioned["chunker"]
+    cfg = partitioned["cfg"]["partition"]
     ref = sg.Chunker(cfg["num_stripes"], cfg["num_sub_stripes_per_stripe"])
     ov = read_all(chunk_files(root, "Object", "overlap"))
     got = {}
     for o, c, s in zip(ov["objectId"].to_numpy(), ov["chunkId"].to_numpy(),
                        ov["subChunkId"].to_numpy()):
         got.setdefault(int(o), set()).add((int(c), int(s)))
-    objs = run["objects"]
+    objs = partitioned["objects"]
     rng = np.random.default_rng(0)
     # half from rows that have overlap, half random
     with_ov = np.flatnonzero(np.isin(objs["objectId"].to_numpy(), list(got)))
@@ -221,16 +143,8 @@ def test_overlap_rows_agree_with_brute_force_sample(run):
         assert got.get(objs["objectId"][int(i)].as_py(), set()) == expect
 
 
-def read_tsv(path: Path, schema: pa.Schema) -> pa.Table:
-    return pcsv.read_csv(
-        path, read_options=pcsv.ReadOptions(column_names=schema.names),
-        parse_options=pcsv.ParseOptions(delimiter="\t", quote_char=False),
-        convert_options=pcsv.ConvertOptions(column_types=schema, null_values=["\\N"],
-                                            strings_can_be_null=True)).cast(schema)
-
-
-def test_tsv_files_parse_back_to_the_parquet_values(run):
-    root = run["root"]
+def test_tsv_files_parse_back_to_the_parquet_values(partitioned):
+    root = partitioned["root"]
     n = 0
     for table, kind in (("Object", "main"), ("Object", "overlap"), ("Source", "main")):
         pqf = chunk_files(root, table, kind)
@@ -256,27 +170,27 @@ def test_tsv_files_parse_back_to_the_parquet_values(run):
     assert n > 20
 
 
-def test_manifests_count_the_rows(run):
-    root = run["root"]
+def test_manifests_count_the_rows(partitioned):
+    root = partitioned["root"]
     rows = {"Object": 0, "ObjectOverlap": 0, "Source": 0}
     for g in range(GROUPS):
         lines = (root / f"chunks/groups/group-{g:05d}.tsv").read_text().splitlines()
         assert lines[0].split("\t") == ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"]
         for line in lines[1:]:
             cid, table, n, pb, tb = line.split("\t")
-            assert part_mod.group_table(run["cfg"], GROUPS)[int(cid)] == g
+            assert part_mod.group_table(partitioned["cfg"], GROUPS)[int(cid)] == g
             rows[table] += int(n)
             assert int(pb) > 0
-    assert rows["Object"] == run["objects"].num_rows
-    assert rows["Source"] == run["sources"].num_rows
+    assert rows["Object"] == partitioned["objects"].num_rows
+    assert rows["Source"] == partitioned["sources"].num_rows
     assert rows["ObjectOverlap"] == len(read_all(chunk_files(root, "Object", "overlap")))
 
 
-def test_groups_are_balanced_ra_wedges(run):
+def test_groups_are_balanced_ra_wedges(partitioned):
     """Groups are ra wedges of the sky region by chunk centre, cut at equal expected rows:
     monotonic in ra, each holding a fair share of the Objects."""
-    cfg, ch = run["cfg"], run["chunker"]
-    chunk_id, _ = ch.locate(run["objects"]["ra_PS"].to_numpy(), run["objects"]["decl_PS"].to_numpy())
+    cfg, ch = partitioned["cfg"], partitioned["chunker"]
+    chunk_id, _ = ch.locate(partitioned["objects"]["ra_PS"].to_numpy(), partitioned["objects"]["decl_PS"].to_numpy())
     groups = part_mod.group_table(cfg, GROUPS)[chunk_id]
     counts = np.bincount(groups, minlength=GROUPS)
     assert counts.min() > 0.5 * counts.mean(), counts
@@ -302,12 +216,12 @@ def test_groups_follow_the_expected_rows_of_a_skewed_sky():
     assert np.all(np.abs(per_group - per_group.mean()) <= rows.max()), per_group
 
 
-def test_a_chunk_bigger_than_the_bound_partitions_the_same_with_rows_held_bounded(run, tmp_path):
+def test_a_chunk_bigger_than_the_bound_partitions_the_same_with_rows_held_bounded(partitioned, tmp_path):
     """max_rows_per_group smaller than a chunk: the reduce takes that chunk in slices
     (its Parquet file a row group at a time), holds at most the bound, and writes the same
     bytes as the unbounded reduce; a row group size below the chunk's rows is exercised."""
-    staging = sorted((run["root"] / "staging").glob("part-*"))
-    parts = run["parts"]
+    staging = sorted((partitioned["root"] / "staging").glob("part-*"))
+    parts = partitioned["parts"]
     texts = [part_texts(o, s) for o, s in parts]
     shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))))
     patches = [p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source"))]
@@ -334,26 +248,26 @@ def test_a_chunk_bigger_than_the_bound_partitions_the_same_with_rows_held_bounde
     assert ref.read_bytes() == (out["free"][0] / big).read_bytes()
 
 
-def test_the_map_records_the_bound_for_the_reduce(run):
-    staging = sorted((run["root"] / "staging").glob("part-*"))
-    assert staging_mod.recorded_bound(staging) == run["cfg"]["partition"]["max_rows_per_group"]
+def test_the_map_records_the_bound_for_the_reduce(partitioned):
+    staging = sorted((partitioned["root"] / "staging").glob("part-*"))
+    assert staging_mod.recorded_bound(staging) == partitioned["cfg"]["partition"]["max_rows_per_group"]
 
 
-def test_reduce_needs_the_catalog_part_of_every_staging_dir(run, tmp_path):
-    staging = sorted((run["root"] / "staging").glob("part-*"))
+def test_reduce_needs_the_catalog_part_of_every_staging_dir(partitioned, tmp_path):
+    staging = sorted((partitioned["root"] / "staging").glob("part-*"))
     with pytest.raises(ValueError, match="staging dirs but"):
-        part_mod.reduce_group(staging, run["parts"][:-1], 0, tmp_path, tmp_path / "m.tsv")
+        part_mod.reduce_group(staging, partitioned["parts"][:-1], 0, tmp_path, tmp_path / "m.tsv")
     assert not (tmp_path / "m.tsv").exists()
 
 
-def test_chunk_files_do_not_depend_on_the_number_of_groups(run, tmp_path):
-    other = run_partition(run["cfg"], run["parts"], tmp_path, groups=1)
+def test_chunk_files_do_not_depend_on_the_number_of_groups(partitioned, tmp_path):
+    other = run_partition(partitioned["cfg"], partitioned["parts"], tmp_path, groups=1)
     for table, kind in (("Object", "main"), ("Object", "overlap"), ("Source", "main")):
-        a, b = chunk_files(run["root"], table, kind), chunk_files(other, table, kind)
+        a, b = chunk_files(partitioned["root"], table, kind), chunk_files(other, table, kind)
         assert set(a) == set(b)
         for cid in a:
             assert pq.read_table(a[cid]).equals(pq.read_table(b[cid]))
-            ta = chunk_files(run["root"], table, kind, "tsv")[cid].read_bytes()
+            ta = chunk_files(partitioned["root"], table, kind, "tsv")[cid].read_bytes()
             assert ta == chunk_files(other, table, kind, "tsv")[cid].read_bytes()
 
 
@@ -363,8 +277,8 @@ def index_rows(folder: Path):
     return files, rows
 
 
-def test_index_input_files(run):
-    root, objs, ch = run["root"], run["objects"], run["chunker"]
+def test_index_input_files(partitioned):
+    root, objs, ch = partitioned["root"], partitioned["objects"], partitioned["chunker"]
     oid = objs["objectId"].to_numpy()
     c, s = ch.locate(objs["ra_PS"].to_numpy(), objs["decl_PS"].to_numpy())
     files, rows = index_rows(root / "index/input")
@@ -475,22 +389,22 @@ def test_map_jobs_take_runs_of_parts_up_to_max_rows_per_map():
     assert validate({})["partition"]["max_rows_per_map"] == 30_000_000
 
 
-def test_a_map_job_of_several_parts_writes_each_part_s_staging(run, tmp_path):
-    r = part_mod.map_parts(run["cfg"], run["parts"], tmp_path, GROUPS)
-    assert r["objects"] == run["objects"].num_rows and r["sources"] == run["sources"].num_rows
-    for k, (o, _) in enumerate(run["parts"]):
-        mine, ref = tmp_path / o.stem, run["root"] / f"staging/part-{k:05d}"
+def test_a_map_job_of_several_parts_writes_each_part_s_staging(partitioned, tmp_path):
+    r = part_mod.map_parts(partitioned["cfg"], partitioned["parts"], tmp_path, GROUPS)
+    assert r["objects"] == partitioned["objects"].num_rows and r["sources"] == partitioned["sources"].num_rows
+    for k, (o, _) in enumerate(partitioned["parts"]):
+        mine, ref = tmp_path / o.stem, partitioned["root"] / f"staging/part-{k:05d}"
         for name in ("Object", "ObjectOverlap", "Source", "index"):
             assert staging_mod.read_table(mine / f"{name}.parquet").equals(staging_mod.read_table(ref / f"{name}.parquet"))
     with pytest.raises(ValueError, match="same file name"):
-        part_mod.map_parts(run["cfg"], [run["parts"][0]] * 2, tmp_path / "twice", GROUPS)
+        part_mod.map_parts(partitioned["cfg"], [partitioned["parts"][0]] * 2, tmp_path / "twice", GROUPS)
 
 
-def test_partition_map_cli_needs_a_source_file_per_object_file(run, tmp_path):
+def test_partition_map_cli_needs_a_source_file_per_object_file(partitioned, tmp_path):
     import json
     catbench = Path(sys.executable).parent / "catbench"
-    (o0, s0), (o1, _) = run["parts"][:2]
-    r = subprocess.run([str(catbench), "partition-map", "--config", json.dumps(run["cfg"]),
+    (o0, s0), (o1, _) = partitioned["parts"][:2]
+    r = subprocess.run([str(catbench), "partition-map", "--config", json.dumps(partitioned["cfg"]),
                         "--objects", str(o0), str(o1), "--sources", str(s0), "--out",
                         str(tmp_path / "st"), "--groups", "2", "--metrics",
                         str(tmp_path / "m.json")], capture_output=True, text=True)
@@ -498,14 +412,14 @@ def test_partition_map_cli_needs_a_source_file_per_object_file(run, tmp_path):
     assert not (tmp_path / "m.json").exists()
 
 
-def test_chunker_from_config(run):
-    ch = run["chunker"]
+def test_chunker_from_config(partitioned):
+    ch = partitioned["chunker"]
     assert isinstance(ch, Chunker)
     assert (ch.num_stripes, ch.num_sub_stripes, ch.overlap) == (85, 12, 0.01667)
 
 
 @pytest.mark.parametrize("fault", ["emptied", "truncated", "missing", "added"])
-def test_index_input_is_checked_against_its_manifest(run, tmp_path, fault):
+def test_index_input_is_checked_against_its_manifest(partitioned, tmp_path, fault):
     # an emptied file was once loaded "successfully" (33,750 of 36,000 rows, checksum ok):
     # every change to what the partition stage wrote must fail, naming the file
     import shutil
@@ -513,7 +427,7 @@ def test_index_input_is_checked_against_its_manifest(run, tmp_path, fault):
     from catbench.core.index.input import list_input
     from catbench.core.server.loaddata import LoadError
     folder = tmp_path / "input"
-    shutil.copytree(run["root"] / "index/input", folder)
+    shutil.copytree(partitioned["root"] / "index/input", folder)
     victim = folder / "part-00002.tsv"
     if fault == "emptied":
         victim.write_text("")
@@ -526,10 +440,10 @@ def test_index_input_is_checked_against_its_manifest(run, tmp_path, fault):
         victim.write_text("1\t2\t3\n")
     with pytest.raises(LoadError, match=re.escape(str(victim))):
         list_input(folder)
-    assert len(list_input(run["root"] / "index/input")) == INDEX_FILES  # the untouched one passes
+    assert len(list_input(partitioned["root"] / "index/input")) == INDEX_FILES  # the untouched one passes
 
 
-def test_scanned_rows_are_checked_against_the_manifest(run, tmp_path):
+def test_scanned_rows_are_checked_against_the_manifest(partitioned, tmp_path):
     # same bytes, other rows (a line split in two would keep the size): scan_file catches it
     import shutil
 
@@ -537,7 +451,7 @@ def test_scanned_rows_are_checked_against_the_manifest(run, tmp_path):
     from catbench.core.index.table import VARIANTS
     from catbench.core.server.loaddata import LoadError
     folder = tmp_path / "input"
-    shutil.copytree(run["root"] / "index/input", folder)
+    shutil.copytree(partitioned["root"] / "index/input", folder)
     victim = folder / "part-00001.tsv"
     lines = victim.read_text().splitlines(keepends=True)
     victim.write_text("".join(lines[:-2]) + lines[-2][:-1] + "\t" + lines[-1])  # joins two lines

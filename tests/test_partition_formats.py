@@ -10,12 +10,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.infra.config import ConfigError, validate
-from faultkit import ENV, VENV_BIN
 from catbench.prepare import partition as part_mod
 from catbench.prepare.rowtext import TextWriter, column_text
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_partition import (  # noqa: E402
+from support.catalog import (
     build_catalog,
     chunk_files,
     part_texts,
@@ -23,6 +20,7 @@ from test_partition import (  # noqa: E402
     small_config,
     text_paths,
 )
+from support.paths import ENV, VENV_BIN
 
 GROUPS = 2
 KINDS = (("Object", "main"), ("Object", "overlap"), ("Source", "main"))

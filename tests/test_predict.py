@@ -12,23 +12,14 @@ import pytest
 from catbench.core.infra.config import ConfigError, validate
 from catbench.predict.ladder import rungs
 from catbench.predict.rate import RateCurve, fit_rate, load_seconds, rows_by
-from catbench.predict.runs import Rep
 from catbench.predict.scale import Target, fit, predict, validate as validate_ladder
+from support.predict import DEVICE, TRUE, curve_rates, ladder, rung_rep
 
 REPO = Path(__file__).resolve().parent.parent
 OPTS = {"min_rungs": 2, "x_margin": 1.25, "bootstrap": 30, "confidence": 0.95, "below_rate": None}
-DEVICE = {"page_read_s": 100e-6, "page_write_s": 50e-6, "seq_s_per_byte": 1 / 200e6 + 1 / 400e6}
-# a B-tree load: 2.5 µs a row while cached, a miss costing K = 1.2 × (read + write) = 180 µs
-TRUE = RateCurve("misses", 2.5e-6, miss_s=1.2 * 150e-6, x_c=0.85)
-
-
-def _curve(x, curve=TRUE, noise=0.0, seed=1):
-    return curve.rate(x) * np.exp(np.random.default_rng(seed).normal(0, noise, len(x)))
-
-
 def test_fit_recovers_the_cached_cost_the_collapse_and_the_miss_cost():
     x = np.linspace(0.05, 8, 300)
-    c = fit_rate(x, _curve(x, noise=0.05), form="misses")
+    c = fit_rate(x, curve_rates(x, noise=0.05), form="misses")
     assert c.form == "misses" and c.a == pytest.approx(TRUE.a, rel=0.05)
     assert c.miss_s == pytest.approx(TRUE.miss_s, rel=0.05) and c.x_c == pytest.approx(0.85, abs=0.05)
     # past the collapse every insert misses once: the rate tends to 1 / (a + miss_s), not to 0
@@ -38,7 +29,7 @@ def test_fit_recovers_the_cached_cost_the_collapse_and_the_miss_cost():
 def test_an_lsm_rate_falls_by_a_cost_per_level():
     x = np.linspace(0.05, 3, 200)
     truth = RateCurve("levels", 4e-6, level_s=6e-6, x_b=0.5)
-    c = fit_rate(x, _curve(x, truth, noise=0.03), form="levels", x_b=0.5)
+    c = fit_rate(x, curve_rates(x, truth, noise=0.03), form="levels", x_b=0.5)
     assert c.level_s == pytest.approx(6e-6, rel=0.1) and c.a == pytest.approx(4e-6, rel=0.05)
     # the user's own first level against their cache: more levels, a slower rate
     assert c.at_pool(256 * 2**20, 128 * 2**30).rate(7.0) < 0.6 * c.rate(7.0)
@@ -58,26 +49,8 @@ def test_integral_of_the_misses_matches_its_closed_form():
     assert load_seconds(TRUE, n_c / 2, bpr, pool) == pytest.approx(TRUE.a * n_c / 2, rel=1e-4)
 
 
-def _rep(rows, pool, run, rep=0, x_final=8.0, curve=TRUE, **kw):
-    """A synthetic repetition: its windows on ``curve``, up to ``x_final``."""
-    bpr = x_final * pool / rows
-    x = np.linspace(x_final / 64, x_final, 32)
-    rate = _curve(x, curve, noise=0.03, seed=rep + rows % 97)
-    seconds = load_seconds(curve, rows, bpr, pool)
-    base = dict(key=("disk", "char28", "innodb", "one-file-at-a-time", "random"), run=run, rows=rows, seconds=seconds,
-                stopped=False, time_limit_s=None, table_bytes=int(bpr * rows), pool=pool, input_bytes=38 * rows,
-                sort_memory=2 ** 30, pre_s=0.0, post_s=0.0, server_cpu_s=None, sorts=False, x=x, rate=rate,
-                weight=np.full(32, rows / 32), ws_over_pool=13.0, collapse_expected=True, rung_rows=rows,
-                device=DEVICE)
-    return Rep(**{**base, **kw})
-
-
-def _ladder(**kw):
-    return [_rep(n, n * 12, f"r{n}", rep, **kw) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(3)]
-
-
 def test_a_ladder_predicts_its_largest_rung_and_the_target_within_its_interval():
-    reps = _ladder()
+    reps = ladder()
     v = validate_ladder(reps, OPTS)
     assert v["compared"] == "seconds" and v["predicted_over_measured"] == pytest.approx(1.0, abs=0.1)
     t = Target(1e8, 1.2e9)
@@ -91,7 +64,7 @@ def test_a_ladder_predicts_its_largest_rung_and_the_target_within_its_interval()
 
 def test_the_users_scale_and_pool_are_answered_from_rungs_past_the_collapse():
     # 10^10 rows, a 128 GiB pool: 1,000x the largest rung, a table ÷ pool the rungs reached
-    reps = _ladder()
+    reps = ladder()
     t = Target(1e10, 128 * 2**30)
     p = predict(reps, t, OPTS)
     bpr = reps[0].bytes_per_row
@@ -111,9 +84,9 @@ def test_the_users_scale_and_pool_are_answered_from_rungs_past_the_collapse():
     ("nofio", Target(1e8, 1.2e9), "no fio page-read figure"),
 ])
 def test_predictions_refuse_beyond_what_the_model_supports_and_name_the_rung(reps, target, why):
-    ladder = {"one": lambda: [r for r in _ladder() if r.rows == 1_000_000],
-              "short": lambda: _ladder(x_final=1.4), "nofio": lambda: _ladder(device={})}[reps]()
-    p = predict(ladder, target, OPTS)
+    given = {"one": lambda: [r for r in ladder() if r.rows == 1_000_000],
+             "short": lambda: ladder(x_final=1.4), "nofio": lambda: ladder(device={})}[reps]()
+    p = predict(given, target, OPTS)
     assert "seconds" not in p and why in p["refused"]
     if reps == "short":
         assert "a rung of 10,000,000 rows whose cache is at most" in p["refused"]
@@ -121,7 +94,7 @@ def test_predictions_refuse_beyond_what_the_model_supports_and_name_the_rung(rep
 
 def test_a_working_set_that_fit_in_every_rung_refuses_a_target_it_outgrows():
     flat = RateCurve("steady", 2.5e-6)
-    reps = [_rep(n, n * 6, f"r{n}", 0, x_final=0.8, curve=flat, ws_over_pool=0.9, collapse_expected=False)
+    reps = [rung_rep(n, n * 6, f"r{n}", 0, x_final=0.8, curve=flat, ws_over_pool=0.9, collapse_expected=False)
             for n in (1_000_000, 3_000_000)]
     p = predict(reps, Target(1e7, 1e7 * 6 / 1.2), OPTS)
     assert "working set" in p["refused"] and "a rung of 3,000,000 rows" in p["refused"]
@@ -130,7 +103,7 @@ def test_a_working_set_that_fit_in_every_rung_refuses_a_target_it_outgrows():
 def test_a_sorted_load_is_steady_with_its_sort_as_n_log_n_and_a_spill_pass_at_n():
     # the sort: 150 ns per N log2 N before the first row; rows appended at 3 µs each
     def rung(n, rep):
-        return _rep(n, n * 12, f"r{n}", rep, curve=RateCurve("steady", 3e-6), sorts=True,
+        return rung_rep(n, n * 12, f"r{n}", rep, curve=RateCurve("steady", 3e-6), sorts=True,
                     key=("disk", "char28", "innodb", "sorted", "random"), pre_s=1.5e-7 * n * np.log2(n),
                     sort_memory=2**40)
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
@@ -180,8 +153,8 @@ def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):
     from catbench.cli.predict import _target
     cfg = {"load": {"time_limit_s": 240, "sort_memory": "2GB", "settings": {"innodb_buffer_pool_size": "512M"}}}
     pred = {"below_rate": None, "pool_per_row_bytes": None, "target_rows": 1e8}
-    stream = [_rep(10**6, 6e6, "r", time_limit_s=None)]
-    by_file = [_rep(10**6, 6e6, "r", time_limit_s=2.4, stopped=True)]
+    stream = [rung_rep(10**6, 6e6, "r", time_limit_s=None)]
+    by_file = [rung_rep(10**6, 6e6, "r", time_limit_s=2.4, stopped=True)]
     assert _target(cfg, "innodb", 1e8, pred, stream).time_limit_s is None
     assert _target(cfg, "innodb", 1e8, pred, by_file).time_limit_s == 240
 
@@ -189,7 +162,7 @@ def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):
 def test_the_interval_holds_every_leave_one_rung_out_prediction():
     # one rung 30 % slow: the bootstrap over repetitions cannot see it, leaving it out does
     def rung(n, rep):
-        r = _rep(n, n * 12, f"r{n}", rep)
+        r = rung_rep(n, n * 12, f"r{n}", rep)
         return dataclasses.replace(r, rate=r.rate * (0.7 if n == 3_000_000 else 1.0))
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
     t = Target(1e8, 1.2e9)
@@ -204,13 +177,13 @@ def _noisy_ladder(rng, sigma, sizes=(1_000_000, 2_000_000, 4_000_000, 8_000_000)
     out = []
     for n in sizes:
         c = float(np.exp(rng.normal(0.0, sigma)))
-        out += [dataclasses.replace(r, rate=r.rate * c) for r in (_rep(n, n * 12, f"r{n}", rep) for rep in range(2))]
+        out += [dataclasses.replace(r, rate=r.rate * c) for r in (rung_rep(n, n * 12, f"r{n}", rep) for rep in range(2))]
     return out
 
 
 def test_the_rungs_scatter_about_the_fit_sets_the_run_noise():
     from catbench.predict.scale import run_noise
-    reps = _ladder()
+    reps = ladder()
     assert run_noise(reps, fit(reps, "misses"), 0.05) == 0.05           # rungs on the fit: the floor
     off = [dataclasses.replace(r, rate=r.rate * (0.7 if r.rung_rows == 3_000_000 else 1.0)) for r in reps]
     assert run_noise(off, fit(off, "misses"), 0.05) > 0.15               # one rung 30 % slow
@@ -280,7 +253,7 @@ def test_a_windows_x_is_the_tables_size_then_where_the_sampler_has_it():
 
 
 def test_the_rows_by_a_limit_never_reach_past_the_inputs_rows():
-    reps = _ladder()
+    reps = ladder()
     full = predict(reps, Target(1e8, 1.2e9), OPTS)["seconds"]
     p = predict(reps, Target(1e8, 1.2e9, time_limit_s=0.995 * full), OPTS)
     assert p["stopped"] and p["rows"] < 1e8
@@ -290,7 +263,7 @@ def test_the_rows_by_a_limit_never_reach_past_the_inputs_rows():
 
 def test_an_lsm_target_many_levels_past_the_rungs_is_refused_with_the_first_level_it_needs():
     lsm = RateCurve("levels", 4e-6, level_s=6e-6, x_b=0.5)
-    reps = [_rep(n, n * 12, f"r{n}", rep, x_final=1.0, curve=lsm, level_base=n * 6.0,
+    reps = [rung_rep(n, n * 12, f"r{n}", rep, x_final=1.0, curve=lsm, level_base=n * 6.0,
                  key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
             for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
     near = predict(reps, Target(1e8, 1.2e9, level_base=6e8), OPTS)     # the rungs' own levels
@@ -302,7 +275,7 @@ def test_an_lsm_target_many_levels_past_the_rungs_is_refused_with_the_first_leve
 def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
     # the largest rung 25 % slower than its smaller ones say: the re-run interval cannot see it
     def rung(n, rep):
-        r = _rep(n, n * 12, f"r{n}", rep)
+        r = rung_rep(n, n * 12, f"r{n}", rep)
         return dataclasses.replace(r, rate=r.rate * (0.8 if n == 10_000_000 else 1.0),
                                    seconds=r.seconds / (0.8 if n == 10_000_000 else 1.0))
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]

@@ -10,7 +10,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -32,7 +31,8 @@ from catbench.query.suite import (
     compare,
     load_suite,
 )
-from test_partition import build_catalog
+from support.catalog import build_catalog
+from support.servers import servers_under
 
 SHV1_BOX = {"ra_min": 1.0, "ra_max": 5.5, "dec_min": -1.9, "dec_max": 1.9}  # crosses chunk and stripe edges
 
@@ -80,18 +80,8 @@ def build(cfg, root: Path):
     return objects
 
 
-def our_servers(root: Path):
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if "mariadbd" in cmd or "mysqld" in cmd:
-            if str(root) in cmd:
-                out.append(p.pid)
-    return out
-
-
 @pytest.fixture(scope="module")
-def run():
+def queried():
     root = Path(tempfile.mkdtemp(prefix="cbqt-", dir="/tmp"))
     try:
         cfg = small_config()
@@ -101,7 +91,7 @@ def run():
                          QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"))
         yield {"cfg": cfg, "root": root, "objects": objects, "duck": duck, "mysql": my}
     finally:
-        leftover = our_servers(root)
+        leftover = servers_under(root)
         shutil.rmtree(root, ignore_errors=True)
         assert not leftover, f"servers left running: {leftover}"
 
@@ -113,21 +103,21 @@ def haversine_deg(ra1, d1, ra2, d2):
 
 
 @pytest.mark.server
-def test_several_chunks_and_both_engines_agree(run):
-    assert run["duck"]["chunks"] >= 6
-    res = check_answers([run["root"] / "out/parquet/duckdb", run["root"] / "out/t1/mysql"],
-                        run["root"] / "out/check.json")
+def test_several_chunks_and_both_engines_agree(queried):
+    assert queried["duck"]["chunks"] >= 6
+    res = check_answers([queried["root"] / "out/parquet/duckdb", queried["root"] / "out/t1/mysql"],
+                        queried["root"] / "out/check.json")
     assert res["ok"] and set(res["queries"]) == set(QUERY_NAMES)
     assert all(v["agree"] for v in res["queries"].values())
     # same digests, not only within tolerance
-    assert run["duck"]["digests"] == run["mysql"]["digests"]
-    assert json.loads((run["root"] / "out/check.json").read_text())["ok"]
+    assert queried["duck"]["digests"] == queried["mysql"]["digests"]
+    assert json.loads((queried["root"] / "out/check.json").read_text())["ok"]
 
 
 @pytest.mark.server
-def test_every_query_returns_data(run):
-    for s in (run["duck"], run["mysql"]):
-        answers = json.loads((Path(run["root"]) / "out" / ("parquet/duckdb" if s["engine"] == "duckdb"
+def test_every_query_returns_data(queried):
+    for s in (queried["duck"], queried["mysql"]):
+        answers = json.loads((Path(queried["root"]) / "out" / ("parquet/duckdb" if s["engine"] == "duckdb"
                                                           else "t1/mysql") / "answers.json").read_text())
         for q in QUERY_NAMES:
             a = Answer.from_json(answers[q])
@@ -137,21 +127,21 @@ def test_every_query_returns_data(run):
 
 
 @pytest.mark.server
-def test_shv1_equals_brute_force(run):
-    o = run["objects"]
+def test_shv1_equals_brute_force(queried):
+    o = queried["objects"]
     ra, dec = o["ra_PS"].to_numpy(), o["decl_PS"].to_numpy()
     b = SHV1_BOX
     m = (ra >= b["ra_min"]) & (ra <= b["ra_max"]) & (dec >= b["dec_min"]) & (dec <= b["dec_max"])
     ra, dec = ra[m], dec[m]
-    r = run["cfg"]["partition"]["overlap_deg"]
+    r = queried["cfg"]["partition"]["overlap_deg"]
     i, j = np.triu_indices(len(ra), 1)
     sep = haversine_deg(ra[i], dec[i], ra[j], dec[j])
     close = sep < r
     expected = int(close.sum())
-    assert run["mysql"]["answers"]["SHV1"] == f"n={expected}"
-    assert run["duck"]["answers"]["SHV1"] == f"n={expected}"
+    assert queried["mysql"]["answers"]["SHV1"] == f"n={expected}"
+    assert queried["duck"]["answers"]["SHV1"] == f"n={expected}"
     # the overlap path is exercised: some pairs straddle sub-chunks and chunks
-    ch = part_mod.chunker_from(run["cfg"])
+    ch = part_mod.chunker_from(queried["cfg"])
     c, s = ch.locate(ra, dec)
     cross_sub = ((c[i] != c[j]) | (s[i] != s[j]))[close]
     cross_chunk = (c[i] != c[j])[close]
@@ -159,28 +149,28 @@ def test_shv1_equals_brute_force(run):
 
 
 @pytest.mark.server
-def test_results_layout_and_figures(run):
-    out = run["root"] / "out/t1/mysql"
+def test_results_layout_and_figures(queried):
+    out = queried["root"] / "out/t1/mysql"
     t = pq.read_table(out / "results.parquet").to_pylist()
     caches = {r["cache"] for r in t}
     assert {"cold", "warm", "concurrent-alone", "concurrent-load"} <= caches
     assert {r["query"] for r in t if r["cache"] == "cold"} == set(QUERY_NAMES)
     assert all(r["seconds"] > 0 and r["digest"] for r in t)
-    s = run["mysql"]
+    s = queried["mysql"]
     assert s["cold_method"] in ("server-restart+drop_caches", "server-restart-only")
     load = s["load"]["chunk_tables"]
-    assert load["seconds"] > 0 and load["rows_by_table"]["Object"] == run["objects"].num_rows
-    assert s["load"]["secondary_index"]["rows"] == run["objects"].num_rows
+    assert load["seconds"] > 0 and load["rows_by_table"]["Object"] == queried["objects"].num_rows
+    assert s["load"]["secondary_index"]["rows"] == queried["objects"].num_rows
     assert s["concurrency"]["lv1_load"]["n"] > 0 and s["concurrency"]["hv2"]["n"] > 0
     assert s["stats"]["HV2"]["warm"]["p50_s"] > 0
     # the server's data are gone (core.server.session removes a finished job's server directory)
-    assert not (run["root"] / "target/catbench-queries/data").exists()
+    assert not (queried["root"] / "target/catbench-queries/data").exists()
 
 
 @pytest.mark.server
-def test_altered_answer_is_named(run, tmp_path):
+def test_altered_answer_is_named(queried, tmp_path):
     bad = tmp_path / "bad"
-    shutil.copytree(run["root"] / "out/t1/mysql", bad)
+    shutil.copytree(queried["root"] / "out/t1/mysql", bad)
     answers = json.loads((bad / "answers.json").read_text())
     answers["HV1"]["rows"][0][0] += 1
     (bad / "answers.json").write_text(json.dumps(answers))
@@ -189,15 +179,15 @@ def test_altered_answer_is_named(run, tmp_path):
     s["target"] = "bad"
     (bad / "summary.json").write_text(json.dumps(s))
     with pytest.raises(QueryError, match=r"query HV1: answers differ"):
-        check_answers([run["root"] / "out/parquet/duckdb", bad], tmp_path / "check.json")
+        check_answers([queried["root"] / "out/parquet/duckdb", bad], tmp_path / "check.json")
     assert not json.loads((tmp_path / "check.json").read_text())["ok"]
-    rc = cli_main(["queries-check", "--inputs", str(run["root"] / "out/parquet/duckdb"), str(bad),
+    rc = cli_main(["queries-check", "--inputs", str(queried["root"] / "out/parquet/duckdb"), str(bad),
                    "--out", str(tmp_path / "check2.json")])
     assert rc == 1
 
 
 @pytest.mark.server
-def test_server_section_reaches_the_session(run, tmp_path, monkeypatch):
+def test_server_section_reaches_the_session(queried, tmp_path, monkeypatch):
     """server.start_timeout_s (and the cold-run settings) reach core.server.session; a failing
     job leaves no output, not even a partial directory."""
     seen = {}
@@ -209,10 +199,10 @@ def test_server_section_reaches_the_session(run, tmp_path, monkeypatch):
         yield
 
     monkeypatch.setattr(query_run, "private_server", session)
-    cfg = {**run["cfg"], "server": {**run["cfg"]["server"], "start_timeout_s": 33}}
-    root = run["root"]
+    cfg = {**queried["cfg"], "server": {**queried["cfg"]["server"], "start_timeout_s": 33}}
+    root = queried["root"]
     with pytest.raises(RuntimeError, match="no server"):
-        run_queries(QuerySpec.of(cfg, {"params": run["mysql"]["params"]}), Target("t1", tmp_path / "target"),
+        run_queries(QuerySpec.of(cfg, {"params": queried["mysql"]["params"]}), Target("t1", tmp_path / "target"),
                     QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"))
     assert seen["name"] == "queries" and seen["launch"].start_timeout_s == 33 and seen["launch"].binary is None
     assert seen["settings"]["innodb_buffer_pool_load_at_startup"] == 0

@@ -11,8 +11,8 @@ from catbench.cli import report as cli_report
 from catbench.report.compare import compare
 from catbench.report.html import PLOTS, make_report, referenced_files
 from catbench.report.tables import MetricsError, make_tables
-from test_report_predict import write_prediction
-from test_tables import make_run
+from support.predict import write_prediction
+from support.runs import make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

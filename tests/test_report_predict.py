@@ -1,61 +1,18 @@
 """A run predicted from a ladder in its report: ``catbench predict --out
-results/<run>/predict/prediction.json`` over test_predict's synthetic rungs, then the report's
+results/<run>/predict/prediction.json`` over synthetic rungs (support/predict.py), then the report's
 Prediction section (how far to trust it, a table per target, a refusal's reason, the
 validation) and its plot; a run without the file shows neither."""
 
-import argparse
-import dataclasses
 import re
-from pathlib import Path
 
 import pytest
-import yaml
-from catbench.cli.predict import cmd_predict
-from catbench.predict.rate import RateCurve, rows_by
 from catbench.report.html import make_report
 from catbench.report.inputs import MetricsError
 from catbench.report.tables import make_tables
-from test_predict import TRUE, _ladder
-from test_tables import make_run
+from support.predict import write_prediction
+from support.runs import make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
-FINISHES = ("disk", "char28", "innodb", "one-file-at-a-time", "random")
-STOPPED = ("disk", "char28", "myisam", "one-file-at-a-time", "random")   # 20× slower: stopped by the time limit
-ONE_RUNG = ("ssd", "char28", "innodb", "sorted", "random")     # refused: one rung
-LIMIT_S = 20_000.0                                            # at 10^8 rows; a rung's is scaled by its rows
-
-
-def _groups() -> dict:
-    ladder = _ladder()
-    slow_curve = RateCurve("misses", TRUE.a * 20, miss_s=TRUE.miss_s * 20, x_c=TRUE.x_c)
-    slow = []
-    for r in ladder:
-        r = dataclasses.replace(r, key=STOPPED, rate=r.rate / 20, seconds=r.seconds * 20)
-        if r.rung_rows == 10_000_000:   # the largest rung stops at its limit
-            limit = LIMIT_S * r.rung_rows / 1e8
-            n = rows_by(slow_curve, limit, r.rung_rows, r.bytes_per_row, r.pool)
-            r = dataclasses.replace(r, rows=int(n), stopped=True, time_limit_s=limit, seconds=limit,
-                                    table_bytes=int(r.bytes_per_row * n))
-        slow.append(r)
-    return {FINISHES: ladder, STOPPED: slow,
-            ONE_RUNG: [dataclasses.replace(r, key=ONE_RUNG) for r in ladder if r.rung_rows == 1_000_000]}
-
-
-def write_prediction(run: Path) -> Path:
-    """results/<run>/predict/prediction.json as `make ladder` writes it (catbench predict --out),
-    from the synthetic rungs; the target's pool is 6 bytes per row, as the rungs'."""
-    cfg = run.parent / f"{run.name}-predict.yaml"
-    cfg.write_text(yaml.safe_dump({"run": run.name, "load": {"time_limit_s": LIMIT_S},
-                                   "predict": {"target_rows": 100_000_000, "pool_per_row_bytes": 6,
-                                               "bootstrap": 20}}))
-    out = run / "predict" / "prediction.json"
-    args = argparse.Namespace(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None, pool=None,
-                              no_time_limit=False, measured=None,
-                              min_rungs=None, out=str(out))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("catbench.cli.predict.read_runs", lambda paths: _groups())
-        assert cmd_predict(args) == 0
-    return out
 
 
 def _section(text: str, start: str, end: str) -> str:

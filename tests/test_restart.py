@@ -5,13 +5,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import indexinput
-import psutil
 import pytest
 from catbench.cli.restart import add_subcommands
 from catbench.restart import errorlog
 from catbench.cli.restart import restart_spec
 from catbench.restart.driver import RestartError, RestartSpec, run_restart
+from support import indexinput
+from support.servers import servers_under
 
 SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
 
@@ -20,17 +20,8 @@ def write_files(d: Path, nfiles: int, rows: int, seed: int = 3) -> list[Path]:
     return indexinput.write_files(d, "bigint", nfiles, rows, seed=seed)
 
 
-def servers_under(d) -> list[psutil.Process]:
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if str(d) in cmd and ("mariadbd" in cmd or "mysqld" in cmd):
-            found.append(p)
-    return found
-
-
 @pytest.fixture(scope="module")
-def full_run():
+def restarted():
     d = Path(tempfile.mkdtemp(prefix="cbr-", dir="/tmp"))
     try:
         files = write_files(d / "in", 20, 2000)
@@ -53,8 +44,8 @@ def _rows(out: Path, kind: str) -> list[dict]:
     return data["rows"]
 
 
-def test_clean_restart_phases(full_run):
-    d, out, result = full_run
+def test_clean_restart_phases(restarted):
+    d, out, result = restarted
     rows = _rows(out, "clean")
     for bp in (False, True):
         for rep in (0, 1):
@@ -78,8 +69,8 @@ def test_clean_restart_phases(full_run):
     assert "engine_ready" in names and "ready" in names and "recovery_start" not in names
 
 
-def test_crash_during_load_loses_nothing_and_resumes(full_run):
-    d, out, result = full_run
+def test_crash_during_load_loses_nothing_and_resumes(restarted):
+    d, out, result = restarted
     rows = _rows(out, "crash-during-load")
     assert all(r["rows_lost"] == 0 for r in rows)
     data = json.loads((out / "crash-during-load.json").read_text())
@@ -98,8 +89,8 @@ def test_crash_during_load_loses_nothing_and_resumes(full_run):
     assert len(kill_points) == 2 and len(set(kill_points)) == len(kill_points)
 
 
-def test_crash_under_queries_answers_equal(full_run):
-    d, out, result = full_run
+def test_crash_under_queries_answers_equal(restarted):
+    d, out, result = restarted
     data = json.loads((out / "crash-under-queries.json").read_text())
     for det in data["detail"]:
         assert det["answers_equal"] is True

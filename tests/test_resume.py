@@ -19,15 +19,10 @@ from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
 from catbench.load.driver import run_load_index
 from catbench.load.spec import LoadCase
-from indexinput import scratch_root, write_files
+from support.indexinput import write_files
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
-
-
-@pytest.fixture
-def root():
-    yield from scratch_root("cbr-")
 
 
 def _ledger_files(basedir: Path, table: str) -> int:
@@ -71,10 +66,10 @@ def _variant(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("engine,strategy", [("innodb", "one-file-at-a-time"), ("innodb", "parallel"),
                                              ("rocksdb", "one-file-at-a-time")])
-def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engine, strategy):
-    files = write_files(root / "in", "bigint", 60, 4000)
+def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(scratch, engine, strategy):
+    files = write_files(scratch / "in", "bigint", 60, 4000)
     rows, checksum = _input_checksum(files)
-    out, target = root / "results" / "load", root / "target"
+    out, target = scratch / "results" / "load", scratch / "target"
     basedir = target / f"catbench-load_index-bigint-{engine}-{strategy}"
     from catbench.load.strategies import table_name
     table = table_name(_variant("bigint"), strategy)
@@ -82,7 +77,7 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engin
            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint",
            "--engine", engine, "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
     kill_at = random.Random().randrange(3, 40)
-    log = root / "first.log"
+    log = scratch / "first.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -111,12 +106,12 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(root, engin
 
 
 @pytest.mark.parametrize("strategy", ["one-file-at-a-time", "trans-partitioned"])
-def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
-    files = write_files(root / "in", "bigint", 40, 20000)
-    out = root / "results" / strategy
+def test_time_limit_stops_the_load_and_reports_it_stopped(scratch, strategy):
+    files = write_files(scratch / "in", "bigint", 40, 20000)
+    out = scratch / "results" / strategy
     s = run_load_index(load_spec({"load": {"time_limit_s": 0.4, "optimize_limit_s": 0, "lookup_count": 50,
                                            "repetitions": 3, "batch_files": 4}}, checked=False),
-                       Target("tmpdisk", root / "target"), files, out, LoadCase("bigint", strategy))
+                       Target("tmpdisk", scratch / "target"), files, out, LoadCase("bigint", strategy))
     # each repetition stopped, and repeated: the rows by the limit are a figure with its n
     assert s["stopped"] and s["n"] == 3 and all(r["stopped"] for r in s["repetitions"])
     assert all(0 < r["files_loaded"] < len(files) for r in s["repetitions"])
@@ -129,31 +124,31 @@ def test_time_limit_stops_the_load_and_reports_it_stopped(root, strategy):
         assert mine and sum(r["rows"] for r in mine) == rep["rows"]
 
 
-def test_time_limit_is_not_applied_to_one_stream_strategies(root):
-    files = write_files(root / "in", "bigint", 4, 2000)
+def test_time_limit_is_not_applied_to_one_stream_strategies(scratch):
+    files = write_files(scratch / "in", "bigint", 4, 2000)
     s = run_load_index(load_spec({"load": {"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10,
                                            "repetitions": 1, "sort_memory": "64MB"}}, checked=False),
-                       Target("tmpdisk", root / "target"), files, root / "results" / "b", LoadCase("bigint", "bulk"))
+                       Target("tmpdisk", scratch / "target"), files, scratch / "results" / "b", LoadCase("bigint", "bulk"))
     assert not s["stopped"] and s["time_limit_s"] is None and s["rows"] == 8000
 
 
 @pytest.mark.slow
-def test_a_committed_file_changed_in_place_stops_the_resume_naming_it(root):
+def test_a_committed_file_changed_in_place_stops_the_resume_naming_it(scratch):
     """The ledger keeps each committed file's rows and checksum: a resume reads them again, so
     a file changed without changing its size is named, never reported with the old checksum."""
-    files = write_files(root / "in", "bigint", 40, 4000)
-    out, target = root / "results" / "load", root / "target"
+    files = write_files(scratch / "in", "bigint", 40, 4000)
+    out, target = scratch / "results" / "load", scratch / "target"
     basedir = target / "catbench-load_index-bigint-innodb-one-file-at-a-time"
     cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint",
            "--engine", "innodb", "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100",
            "--repetitions", "1"]
-    with open(root / "first.log", "wb") as fh:
+    with open(scratch / "first.log", "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
         while _ledger_files(basedir, "bigint_one_file_at_a_time") < 5:
-            assert proc.poll() is None and time.time() < deadline, (root / "first.log").read_text()[-2000:]
+            assert proc.poll() is None and time.time() < deadline, (scratch / "first.log").read_text()[-2000:]
             time.sleep(0.02)
         _freeze(proc, basedir, "bigint_one_file_at_a_time")
     finally:

@@ -21,18 +21,13 @@ from catbench.load.spec import LoadCase
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from catbench.report.html import make_report
 from catbench.report.tables import make_tables
-from indexinput import scratch_root, write_files
+from support.indexinput import write_files
 
 pytestmark = pytest.mark.server
 ROCKSDB = [s for s in STRATEGIES if REGISTRY[s].supports("rocksdb")]
 OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0, repetitions=1,
             sample_interval_s=0.2, lookup_threads=2, lookup_count=200, optimize_limit_s=0,
             settings={"rocksdb_block_cache_size": "8M", "innodb_buffer_pool_size": "8M"})
-
-
-@pytest.fixture(scope="module")
-def root():
-    yield from scratch_root("cbr-")
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, engine: str = "rocksdb", out=None, **kw):

@@ -16,16 +16,8 @@ import pytest
 import yaml
 from catbench.core.infra.config import ConfigError, validate
 from catbench.core.server.process import Server
-from faultkit import (
-    LOAD_DIR,
-    QUERY_DIR,
-    RUN,
-    copy_workdir,
-    scratch_dirs,
-    server_procs,
-    snakemake,
-    tiny_config,
-)
+from support.faultkit import LOAD_DIR, QUERY_DIR, RUN, copy_workdir, scratch_dirs, snakemake, tiny_config
+from support.servers import server_procs
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -66,7 +58,7 @@ class ListenWatch:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def tiny_run(tmp_path_factory):
     """A real tiny run (catalog -> partition -> load_index -> queries) on one target,
     socket only (the default), its servers watched while they run."""
     wd = tmp_path_factory.mktemp("secrun")
@@ -81,20 +73,20 @@ def _servers_of(seen: dict, sub: str) -> list[dict]:
     return [r for r in seen.values() if any(f"/{sub}/my.cnf" in a for a in r["cmdline"])]
 
 
-def test_servers_listen_on_a_unix_socket_only(run):
-    load, query = _servers_of(run["seen"], LOAD_DIR), _servers_of(run["seen"], QUERY_DIR)
-    assert load and query, f"servers not observed while running: {run['seen']}"
+def test_servers_listen_on_a_unix_socket_only(tiny_run):
+    load, query = _servers_of(tiny_run["seen"], LOAD_DIR), _servers_of(tiny_run["seen"], QUERY_DIR)
+    assert load and query, f"servers not observed while running: {tiny_run['seen']}"
     for rec in load + query:
         assert rec["inet"] == set(), f"a socket-only server listens on TCP: {rec}"
         assert any(u.endswith("mysqld.sock") for u in rec["unix"]), rec
 
 
-def test_tcp_run_listens_on_127_0_0_1_only(run, tmp_path):
+def test_tcp_run_listens_on_127_0_0_1_only(tiny_run, tmp_path):
     """server.tcp: true: the load's server listens on 127.0.0.1 (never 0.0.0.0 or ::) on a
     free port, not the system server's 3306."""
     wd = tmp_path / "wd"
     with scratch_dirs() as (disk, _):
-        copy_workdir(run["wd"], wd)
+        copy_workdir(tiny_run["wd"], wd)
         tiny_config(wd, {"disk": disk}, server={"tcp": True})
         with ListenWatch(disk) as watch:
             snakemake(wd, "load_index", f"results/{RUN}/load/disk/bigint/innodb/one-file-at-a-time")
@@ -116,11 +108,11 @@ def _all_files(*roots: Path):
                     yield p
 
 
-def test_no_password_in_logs_results_provenance_or_target_dirs(run):
+def test_no_password_in_logs_results_provenance_or_target_dirs(tiny_run):
     """MariaDB runs use unix_socket auth (no password at all); whatever a run writes under
     results/<run>/ and on the target carries no password key/value, and a credentials file,
     if any, is owner-only."""
-    roots = [run["wd"] / "results" / RUN, run["disk"], run["wd"] / ".snakemake" / "log"]
+    roots = [tiny_run["wd"] / "results" / RUN, tiny_run["disk"], tiny_run["wd"] / ".snakemake" / "log"]
     files = list(_all_files(*roots))
     assert len(files) > 50
     hits = []

@@ -2,9 +2,7 @@
 
 import logging
 import os
-import shutil
 import stat
-import tempfile
 from pathlib import Path
 
 import psutil
@@ -18,35 +16,9 @@ from catbench.core.server.tools import (
     validate_settings,
     variables,
 )
+from support.servers import server_procs
 
 pytestmark = pytest.mark.server
-
-
-@pytest.fixture
-def basedir():
-    # short base path: the unix socket path must stay under 107 bytes
-    d = tempfile.mkdtemp(prefix="cbs-", dir="/tmp")
-    yield Path(d)
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def srv():
-    d = tempfile.mkdtemp(prefix="cbm-", dir="/tmp")
-    s = Server("modsrv", d, {"innodb_buffer_pool_size": "64M"})
-    try:
-        with s:
-            yield s
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _server_procs(basedir: Path):
-    out = []
-    for p in psutil.process_iter(["name", "cmdline"]):
-        if p.info["name"] in ("mariadbd", "mysqld") and any(str(basedir) in a for a in p.info["cmdline"] or []):
-            out.append(p)
-    return out
 
 
 def test_binary_and_version():
@@ -60,8 +32,8 @@ def test_missing_binary_says_what_to_install():
         find_server_binary("/nonexistent/mariadbd")
 
 
-def test_lifecycle_and_timings(basedir):
-    with Server("life", basedir) as s:
+def test_lifecycle_and_timings(tmp):
+    with Server("life", tmp) as s:
         pid = s.pid
         conn = s.connect()
         cur = conn.cursor()
@@ -74,18 +46,18 @@ def test_lifecycle_and_timings(basedir):
     # a second start reuses the initialised datadir
     with s:
         assert s.running
-    assert not _server_procs(basedir)
+    assert not server_procs(tmp)
 
 
-def test_bad_setting_fails_with_log_tail(basedir):
+def test_bad_setting_fails_with_log_tail(tmp):
     # a value only the server can judge (sizes are refused before: see below)
-    s = Server("badtarget", basedir, {"innodb_flush_method": "banana"})
+    s = Server("badtarget", tmp, {"innodb_flush_method": "banana"})
     with pytest.raises(ServerError) as err:
         with s:
             pass
     msg = str(err.value)
     assert "badtarget" in msg and "banana" in msg  # the log tail names the bad value
-    assert not _server_procs(basedir)
+    assert not server_procs(tmp)
 
 
 @pytest.mark.parametrize("settings", [{"innodb buffer": 1}, {"Innodb_X": 1}, {"x": "1; DROP"},
@@ -123,17 +95,17 @@ def test_setting_rendering():
         "innodb_doublewrite": "0", "innodb_log_file_size": "1G", "x": "2"}
 
 
-def test_no_server_left_after_exception_inside_with(basedir):
+def test_no_server_left_after_exception_inside_with(tmp):
     with pytest.raises(RuntimeError, match="boom"):
-        with Server("boom", basedir) as s:
+        with Server("boom", tmp) as s:
             pid = s.pid
             raise RuntimeError("boom")
     assert not psutil.pid_exists(pid)
-    assert not _server_procs(basedir)
+    assert not server_procs(tmp)
 
 
-def test_stale_dead_pid_and_socket(basedir, caplog):
-    s = Server("stale", basedir)
+def test_stale_dead_pid_and_socket(tmp, caplog):
+    s = Server("stale", tmp)
     s.initialize()
     s.start()
     s.kill()  # crash: pid file and socket stay behind
@@ -147,12 +119,12 @@ def test_stale_dead_pid_and_socket(basedir, caplog):
         s.stop()
 
 
-def test_stale_live_server_is_stopped(basedir, caplog):
-    first = Server("live", basedir)
+def test_stale_live_server_is_stopped(tmp, caplog):
+    first = Server("live", tmp)
     first.initialize()
     first.start()
     old = first.pid
-    second = Server("live", basedir)
+    second = Server("live", tmp)
     with caplog.at_level(logging.WARNING, logger="catbench.core.server.process"):
         second.start()
     try:
@@ -162,7 +134,7 @@ def test_stale_live_server_is_stopped(basedir, caplog):
     finally:
         second.stop()
         first.kill()  # reaps the old child, no-op otherwise
-    assert not _server_procs(basedir)
+    assert not server_procs(tmp)
 
 
 def test_socket_only_by_default(srv):
@@ -171,8 +143,8 @@ def test_socket_only_by_default(srv):
     assert "skip-networking" in srv.config_file.read_text()
 
 
-def test_tcp_listens_on_localhost_only(basedir):
-    with Server("tcp", basedir, launch=Launch(tcp=True)) as s:
+def test_tcp_listens_on_localhost_only(tmp):
+    with Server("tcp", tmp, launch=Launch(tcp=True)) as s:
         listening = [c for c in psutil.Process(s.pid).net_connections(kind="inet")
                      if c.status == psutil.CONN_LISTEN]
         assert listening, "no TCP listener"
@@ -180,8 +152,8 @@ def test_tcp_listens_on_localhost_only(basedir):
         assert {c.laddr.port for c in listening} == {s.port}
 
 
-def test_password_auth_credentials_file(basedir):
-    with Server("pw", basedir, auth="password") as s:
+def test_password_auth_credentials_file(tmp):
+    with Server("pw", tmp, auth="password") as s:
         assert stat.S_IMODE(os.stat(s.credentials_file).st_mode) == 0o600
         conn = s.connect()
         cur = conn.cursor()
@@ -189,7 +161,7 @@ def test_password_auth_credentials_file(basedir):
         assert cur.fetchall()[0][0].startswith(s.user + "@")
         pw = s._password()
     assert pw and all(pw not in f.read_text(errors="replace")
-                      for f in (s.config_file, s.error_log, basedir / "install.log"))
+                      for f in (s.config_file, s.error_log, tmp / "install.log"))
     with s:  # restart reads the stored password
         assert s.connect().is_connected()
 
@@ -259,12 +231,12 @@ def _gone(pid: int, timeout: float = 30) -> bool:
 
 
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGKILL"])
-def test_killed_job_leaves_no_server(basedir, sig):
+def test_killed_job_leaves_no_server(tmp, sig):
     """SIGTERM/SIGINT: the handler stops the server; SIGKILL: the parent-death signal does."""
     import signal
     import subprocess
     import sys
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(basedir)], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp)], stdout=subprocess.PIPE, text=True)
     try:
         server_pid = int(child.stdout.readline())
         assert psutil.pid_exists(server_pid)
@@ -274,8 +246,8 @@ def test_killed_job_leaves_no_server(basedir, sig):
         if sig == "SIGTERM":
             assert child.returncode == 128 + signal.SIGTERM
         # every path ends in a clean InnoDB shutdown, not a crash
-        assert "Shutdown complete" in (basedir / "error.log").read_text()
+        assert "Shutdown complete" in (tmp / "error.log").read_text()
     finally:
         child.kill()
         child.wait()
-    assert not [p for p in _server_procs(basedir) if p.status() != psutil.STATUS_ZOMBIE]
+    assert not [p for p in server_procs(tmp) if p.status() != psutil.STATUS_ZOMBIE]

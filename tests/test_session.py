@@ -3,8 +3,6 @@ server's own settings, a full disk named as such, nothing left behind."""
 
 import multiprocessing as mp
 import os
-import sys
-from pathlib import Path
 
 import psutil
 import pytest
@@ -13,8 +11,7 @@ from catbench.core.server.tools import ServerError
 from catbench.core.server.session import private_server
 from catbench.core.infra.targets import TargetError
 
-sys.path.insert(0, str(Path(__file__).parent))
-from faultkit import server_procs, tmpfs  # noqa: E402
+from support.servers import server_procs, tmpfs
 
 pytestmark = pytest.mark.server
 

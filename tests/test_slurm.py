@@ -13,18 +13,16 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from support.paths import REPO, VENV_BIN
+from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 
-sys.path.insert(0, str(Path(__file__).parent))
-from slurm_cluster import available, leftover_daemons, slurm_cluster  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-VENV_BIN = REPO / ".venv" / "bin"
+# Snakemake polling Slurm every second; -P: the script's folder is not put on sys.path
+SNAKEMAKE = (str(VENV_BIN / "python"), "-P", str(REPO / "tests" / "support" / "slurm_snakemake.py"))
 
 pytestmark = pytest.mark.slow
 # Run names unique on this machine: the isolation checks tell this test's jobs from
@@ -56,7 +54,7 @@ def _config(tmp_path: Path, name: str, **over) -> Path:
 
 def _cmd(workdir: Path, configfile: Path, *extra, targets=()):
     # targets first: --configfile, --config, --set-resources... take several values
-    return [str(VENV_BIN / "snakemake"), *targets, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+    return [*SNAKEMAKE, *targets, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
             *extra, "--configfile", str(configfile)]
 
 

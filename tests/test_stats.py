@@ -4,7 +4,6 @@ noise", separated ones are a finding, a single run is never one. The rule's prom
 alpha false winners from one distribution, at every n) is checked by simulation."""
 
 import csv
-import json
 
 import pytest
 from catbench.report.compare import compare
@@ -19,12 +18,7 @@ from catbench.report.stats import (
     versus,
 )
 from catbench.report.tables import make_tables
-from test_tables import make_run
-
-FAST = [1.00, 1.04, 0.97]            # three repetitions each
-SLOW = [2.00, 2.10, 1.95]            # clearly apart from FAST
-OVERLAPS_FAST = [1.02, 0.90, 1.15]   # intervals overlap FAST's
-NEAR = [1.05, 1.052, 1.051]          # apart from FAST? no: FAST's interval reaches 1.04; and < 10 %
+from support.runs import FAST, OVERLAPS_FAST, SLOW, make_run, run_with_loads
 
 
 def test_interval_of_the_typical_value():
@@ -116,45 +110,15 @@ def test_the_wording_never_calls_a_winner_the_rule_did_not():
 
 
 def test_findings_count_the_comparisons_they_judged(tmp_path):
-    run = _run_with(tmp_path, "r", {("disk", "one-file-at-a-time"): [10 * s for s in SLOW], ("disk", "sorted"): FAST})
+    run = run_with_loads(tmp_path, "r", {("disk", "one-file-at-a-time"): [10 * s for s in SLOW], ("disk", "sorted"): FAST})
     md = (run / "tables" / "summary.md").read_text()
     assert "These findings tested 2 differences with the comparison rule" in md
     assert "2 of the 2 hold under Holm's correction for the 2 tests" in md
     assert "faster than the `one-file-at-a-time` protocol (p=5.7e-08, holds under Holm's correction)" in md
 
 
-def _load(run, target, strategy, secs, variant="char28"):
-    d = run / "load" / target / variant / "innodb" / strategy
-    d.mkdir(parents=True, exist_ok=True)
-    reps = [{"repetition": i, "rows": 1000, "seconds": s, "rows_per_s": 1000 / s, "table_bytes": 2**20,
-             "checksum_ok": True, "optimize_stopped": False} for i, s in enumerate(secs)]
-    (d / "summary.json").write_text(json.dumps({
-        "target": target, "variant": variant, "strategy": strategy, "files": 4, "rows": 1000,
-        "seconds": sorted(secs)[len(secs) // 2], "checksum_ok": True, "repetitions": reps,
-        "server": {"variables": {"innodb_buffer_pool_size": "6291456"}}}))
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    rows = [{"repetition": i, "file": f"f{k}", "rows": 250, "bytes": 1, "start": 100.0 * i + k * s / 4,
-             "end": 100.0 * i + (k + 1) * s / 4, "cumulative_rows": 250 * (k + 1)}
-            for i, s in enumerate(secs) for k in range(4)]
-    pq.write_table(pa.Table.from_pylist(rows), d / "trace.parquet")
-    pq.write_table(pa.Table.from_pylist([{"repetition": i, "time": 100.0 * i + t, "table_bytes": b}
-                                         for i in range(len(secs)) for t, b in ((0, 0), (50, 2**20))]),
-                   d / "samples.parquet")
-    pq.write_table(pa.Table.from_pylist([{"repetition": i, "interval": 0, "start_s": 0.0, "end_s": s, "files": 4,
-                                          "rows": 1000} for i, s in enumerate(secs)]), d / "intervals.parquet")
-
-
-def _run_with(tmp_path, name, loads):
-    run = tmp_path / name
-    for (target, strategy), secs in loads.items():
-        _load(run, target, strategy, secs)
-    make_tables(run)
-    return run
-
-
 def test_findings_word_overlapping_and_separated_loads(tmp_path):
-    run = _run_with(tmp_path, "r", {("disk", "one-file-at-a-time"): [10 * s for s in SLOW],
+    run = run_with_loads(tmp_path, "r", {("disk", "one-file-at-a-time"): [10 * s for s in SLOW],
                                     ("disk", "sorted"): FAST, ("disk", "bulk"): OVERLAPS_FAST,
                                     ("tmpfs", "one-file-at-a-time"): [1.1, 1.0, 1.05], ("tmpfs", "sorted"): [1.0, 1.02, 0.99]})
     md = (run / "tables" / "summary.md").read_text()
@@ -178,15 +142,15 @@ def test_findings_word_overlapping_and_separated_loads(tmp_path):
 
 
 def test_compare_gives_the_rules_verdict(tmp_path):
-    a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): SLOW, ("disk", "sorted"): FAST})
-    b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): FAST, ("disk", "sorted"): OVERLAPS_FAST})
+    a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): SLOW, ("disk", "sorted"): FAST})
+    b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): FAST, ("disk", "sorted"): OVERLAPS_FAST})
     rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}
     seq = rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")]
     assert seq["verdict"].startswith("B faster by 2.01x [") or seq["verdict"].startswith("B 2.01x [")
     srt = rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=sorted", "seconds")]
     assert srt["verdict"].startswith("within noise (n=3 vs 3, p=")
     assert not any(c.endswith("_values") for (_, _, c) in rows)   # judged through their figure
-    one = _run_with(tmp_path, "C", {("disk", "one-file-at-a-time"): [1.0]})
+    one = run_with_loads(tmp_path, "C", {("disk", "one-file-at-a-time"): [1.0]})
     rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, one)}
     assert rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")]["verdict"] \
         .startswith("not a finding: too few repetitions")
@@ -254,8 +218,8 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     from catbench.report import noise
     from catbench.report.compare import diffs, figure_pairs
     tight = [1.00, 1.01, 0.99]
-    a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): tight})
-    b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15 * x for x in tight]})
+    a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): tight})
+    b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15 * x for x in tight]})
     key = ("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")
     drift = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}[key]["verdict"]
     assert drift.startswith("within noise")                                     # 10 % between runs
@@ -279,8 +243,8 @@ def test_the_report_of_a_run_with_a_twin_shows_the_between_run_spread(tmp_path):
     from catbench.report import noise
     from catbench.report.compare import diffs, figure_pairs
     from catbench.report.html import make_report
-    a = _run_with(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00, 1.01, 0.99]})
-    b = _run_with(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15, 1.16, 1.14]})
+    a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00, 1.01, 0.99]})
+    b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15, 1.16, 1.14]})
     assert "has a twin" not in make_report(a).read_text()
     noise.save(noise.estimate(diffs(figure_pairs(a, b)), ("A", "B")), tmp_path / noise.FLOOR_FILE)
     page = make_report(a).read_text()

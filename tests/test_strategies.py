@@ -19,7 +19,7 @@ from catbench.load.driver import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.handoff import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl
-from indexinput import scratch_root, write_files
+from support.indexinput import write_files
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
@@ -33,11 +33,6 @@ def replace_line(p: Path, lineno: int, text: str):
     lines = p.read_text().splitlines(keepends=True)
     lines[lineno - 1] = text + "\n"
     p.write_text("".join(lines))
-
-
-@pytest.fixture(scope="module")
-def root():
-    yield from scratch_root("cbs-")
 
 
 OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0, repetitions=1)

@@ -1,12 +1,5 @@
 """Storage target checks: they fail before any work starts and name the target."""
 
-import os
-import shutil
-import subprocess
-import tempfile
-from contextlib import contextmanager
-from pathlib import Path
-
 import psutil
 import pytest
 from catbench.core.infra.targets import (
@@ -16,28 +9,7 @@ from catbench.core.infra.targets import (
     device_for,
     parse_size,
 )
-
-
-@contextmanager
-def mounted(fstype: str, options: str):
-    """A real small filesystem (read-only / tiny tmpfs, ramfs): needs root, else the test is skipped."""
-    d = tempfile.mkdtemp(prefix="cbmnt-", dir="/tmp")
-    r = subprocess.run(["mount", "-t", fstype, "-o", options, fstype, d], capture_output=True, text=True)
-    if r.returncode != 0:
-        os.rmdir(d)
-        pytest.skip(f"cannot mount {fstype} here ({r.stderr.strip()}); needs root")
-    try:
-        yield Path(d)
-    finally:
-        subprocess.run(["umount", d], check=True)
-        os.rmdir(d)
-
-
-@pytest.fixture
-def tmp():
-    d = tempfile.mkdtemp(prefix="cbt-", dir="/tmp")
-    yield Path(d)
-    shutil.rmtree(d, ignore_errors=True)
+from support.servers import mounted
 
 
 def test_missing_but_creatable(tmp):

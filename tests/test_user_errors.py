@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from faultkit import tmpfs
-from indexinput import write_files
+from support.indexinput import write_files
+from support.servers import tmpfs
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,5 +1,6 @@
 """The insert working set (prepare/working_set.py) on inputs with a known answer."""
 
+import csv
 import json
 
 import numpy as np
@@ -7,6 +8,8 @@ import pytest
 from catbench.core.infra.config import validate
 from catbench.prepare.indextext import IndexText
 from catbench.prepare.working_set import estimate, open_leaves, pool, rows_per_leaf
+from catbench.report.tables import make_tables
+from support.runs import make_run
 
 
 def test_sorted_keys_keep_about_one_leaf_open():
@@ -70,12 +73,6 @@ def test_estimate_of_a_sorted_input_expects_no_collapse(tmp_path):
 
 
 def test_the_collapse_table_carries_the_prediction_and_the_layout(tmp_path):
-    import csv
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).parent))
-    from catbench.report.tables import make_tables
-    from test_tables import make_run
     run = make_run(tmp_path)
     (run / "index").mkdir()
     (run / "index" / "working_set.json").write_text(json.dumps({

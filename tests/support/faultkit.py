@@ -1,4 +1,4 @@
-"""Shared helpers of test_faults.py and test_security.py: tiny configs, real snakemake
+"""Real runs of the workflow to interrupt or inspect: tiny configs, real snakemake
 runs in temporary workdirs, finding (and always cleaning up) the private servers a run
 started, and the checksums an interrupted run must reproduce."""
 
@@ -20,11 +20,9 @@ from pathlib import Path
 import psutil
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-VENV_BIN = REPO / ".venv" / "bin"
-SNAKEMAKE = VENV_BIN / "snakemake"
-CATBENCH = VENV_BIN / "catbench"
-ENV = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+from .paths import CATBENCH, ENV, REPO, SNAKEMAKE
+from .servers import kill_servers, server_procs, wait_no_servers
+
 RUN = "faults"
 LOAD_DIR = "catbench-load_index-bigint-innodb-one-file-at-a-time"
 QUERY_DIR = "catbench-queries"
@@ -75,21 +73,6 @@ def catbench(*args, timeout: float = 180):
 
 # ---- private servers ---------------------------------------------------------------------
 
-def server_procs(under) -> list[psutil.Process]:
-    """Live mariadbd/mysqld processes (bootstrap included) whose command line names a path
-    under ``under`` (never the system server, never another test's)."""
-    under = str(under)
-    out = []
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if (p.info["name"] in ("mariadbd", "mysqld") and p.info["status"] != psutil.STATUS_ZOMBIE
-                    and any(under in a for a in p.info["cmdline"] or [])):
-                out.append(p)
-        except psutil.Error:
-            pass
-    return out
-
-
 def wait_server_up(basedir: Path, job_log: Path, timeout: float = 90, proc: subprocess.Popen | None = None) -> int:
     """pid of the (non-bootstrap) server of ``basedir`` once the job's log says it is up."""
     defaults = f"--defaults-file={basedir}/my.cnf"
@@ -114,16 +97,6 @@ def wait_server_up(basedir: Path, job_log: Path, timeout: float = 90, proc: subp
                          f"{job_log.read_text(errors='replace')[-3000:] if job_log.exists() else '(none)'}")
 
 
-def wait_no_servers(under, timeout: float = 30) -> list[psutil.Process]:
-    """[] once every server under ``under`` has exited, else the survivors."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = server_procs(under)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
-
-
 def wait_no_jobs(workdir, timeout: float = 30) -> list[psutil.Process]:
     """[] once every catbench job run from ``workdir`` has exited, else the survivors. A
     signal to the process group ends the job's shell at once, so Snakemake may exit while
@@ -140,12 +113,6 @@ def wait_no_jobs(workdir, timeout: float = 30) -> list[psutil.Process]:
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
-
-
-def kill_servers(under):
-    for p in server_procs(under):
-        with contextlib.suppress(psutil.Error):
-            p.kill()
 
 
 def stop_run(proc: subprocess.Popen | None):
@@ -173,25 +140,6 @@ def scratch_dirs():
             time.sleep(1)
         shutil.rmtree(disk, ignore_errors=True)
         shutil.rmtree(shm, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def tmpfs(size: str):
-    """A size-limited tmpfs mount (root only); unmounted and removed on exit."""
-    d = Path(tempfile.mkdtemp(prefix="cbf-mnt-", dir="/tmp"))
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        d.rmdir()
-        import pytest
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()}); needs root")
-    try:
-        yield d
-    finally:
-        kill_servers(d)
-        wait_no_servers(d, 10)
-        subprocess.run(["umount", "-l", str(d)], check=False)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def copy_workdir(src: Path, dst: Path):

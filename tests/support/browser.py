@@ -2,7 +2,7 @@
 sees it: every image must decode, nothing may overflow horizontally at 1280 px, and a
 screenshot of the top of the page is saved.
 
-    python tests/browser.py results/default/report/index.html   # writes screenshot.png beside it
+    python tests/support/browser.py results/default/report/index.html   # writes screenshot.png beside it
 """
 
 from __future__ import annotations

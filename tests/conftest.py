@@ -1,0 +1,50 @@
+"""Fixtures shared by the test modules (each defined here once); the builders they use are
+in tests/support/."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from catbench.core.server.process import Server
+from support.catalog import partitioned as build_partitioned
+from support.servers import scratch_root
+
+
+@pytest.fixture
+def tmp():
+    """A fresh directory under /tmp: short paths, for server sockets and mounts."""
+    d = Path(tempfile.mkdtemp(prefix="cbt-", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def root():
+    """A module's scratch directory under /tmp that no server of its tests may outlive."""
+    yield from scratch_root("cbm-")
+
+
+@pytest.fixture
+def scratch():
+    """As ``root``, fresh for each test: for tests that interrupt a load and resume it."""
+    yield from scratch_root("cbs-")
+
+
+@pytest.fixture(scope="module")
+def srv():
+    """A private server (64 MB pool) shared by a module's tests."""
+    d = tempfile.mkdtemp(prefix="cbsrv-", dir="/tmp")
+    try:
+        with Server("modsrv", d, {"innodb_buffer_pool_size": "64M"}) as s:
+            yield s
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def partitioned(tmp_path_factory):
+    """The small catalog partitioned in-process (support/catalog.py); read-only for tests."""
+    return build_partitioned(tmp_path_factory.mktemp("partition"))
