@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -26,10 +25,8 @@ from catbench.prepare import catalog as cat_mod
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.ids import IdLayout
 from catbench.prepare.own import patch as pf
-
-sys.path.insert(0, str(Path(__file__).parent))
-from faultkit import kill_servers, server_procs  # noqa: E402
-from test_index_study import REPO, snakemake  # noqa: E402
+from support.paths import REPO, snakemake
+from support.servers import kill_servers, server_procs
 
 COLUMNS = {"objectId": "obj_id", "ra": "coord_ra", "dec": "coord_dec",
            **{f"{b}Flux_PS": f"{b}_psfFlux" for b in "ugrizy"}}
