@@ -201,7 +201,7 @@ def test_chunk_list_with_a_single_quote_in_paths(tmp_path):
     # `catbench chunk-list` (the chunks.tsv read here): paths are DuckDB arguments, not SQL text
     import argparse
 
-    from catbench.cli.main import cmd_chunk_list
+    from catbench.cli.prepare import cmd_chunk_list
     d = tmp_path / "it's"
     write_csv(d / "m'1.tsv", ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"],
          [[1, "Object", 5, 10, 20], [1, "Source", 7, 11, 21], [1, "ObjectOverlap", 2, 3, 4]], "\t")
