@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -20,11 +19,9 @@ from catbench.load import estimate as est
 from catbench.load.strategies import REGISTRY
 from catbench.prepare.arrival import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
+from support.paths import ENV, REPO, VENV_BIN, snakemake
 from support.servers import kill_servers, server_procs
 
-REPO = Path(__file__).resolve().parent.parent
-VENV_BIN = REPO / ".venv" / "bin"
-ENV = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}"}
 PRESET = yaml.safe_load((REPO / "config" / "index-study.yaml").read_text())
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 
@@ -43,12 +40,6 @@ def _small(**over) -> dict:
 def _files(folder: Path) -> dict:
     """The input files and the manifest (not Snakemake's .snakemake_timestamp of a directory output)."""
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.startswith(".")}
-
-
-def snakemake(workdir: Path, cfgfile: Path, *args, timeout=900):
-    cmd = [str(VENV_BIN / "snakemake"), *args, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(cfgfile)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout, cwd=workdir.parent)
 
 
 @contextlib.contextmanager
