@@ -200,6 +200,9 @@ def test_full_target_fails_its_jobs_and_other_targets_finish(baseline, tmp_path)
         assert r.returncode != 0
         log = (wd / "results" / RUN / "logs/targets/small.log").read_text()
         assert "storage target 'small'" in log and "free but this step needs" in log, log[-3000:]
+        # the console names the failed job, its first error line and its log
+        failed = [ln for ln in r.stderr.splitlines() if ln.startswith("catbench: ") and " failed: " in ln]
+        assert any("storage target 'small'" in ln and "logs/targets/small.log" in ln for ln in failed), out[-3000:]
         res = wd / "results" / RUN
         assert (res / "load/disk/bigint/innodb/one-file-at-a-time/summary.json").exists(), out[-3000:]
         assert (res / "queries/disk/mysql/summary.json").exists(), out[-3000:]

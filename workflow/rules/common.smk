@@ -169,14 +169,17 @@ def cfg_json(*sections):
     return json.dumps({k: config[k] for k in sections}, sort_keys=True)
 
 
-def print_failed_jobs(snakemake_log):
-    """onerror: each failed job's own first error line and its log, on the console."""
-    try:
-        text = Path(snakemake_log).read_text(errors="replace")
-    except (OSError, TypeError):
-        return
-    for line in cb_metrics.failed_jobs(text):
-        print(f"catbench: {line}", file=sys.stderr)
+def print_failed_jobs(snakemake_logs):
+    """onerror: each failed job's own first error line and its log, on the console.
+    Snakemake passes its log as a list of paths (one path in older versions)."""
+    paths = [snakemake_logs] if isinstance(snakemake_logs, (str, Path)) else snakemake_logs or []
+    for path in paths:
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in cb_metrics.failed_jobs(text):
+            print(f"catbench: {line}", file=sys.stderr)
 
 
 def target_slurm_extra(wildcards):
