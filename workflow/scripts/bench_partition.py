@@ -2,8 +2,8 @@
 commands (as `snakemake -n -p` prints them: the map jobs, then the reduces `--cores` at
 a time) alternated with the peer (Qserv's `sph-partition`, given by path) on the same
 rows, on each target of the config (tmpfs, disk), with TSV chunk files only (the peer's
-output) and with TSV and Parquet (the Parquet files' extra cost). Each run's previous
-output is deleted before it, outside the timed part. Figures are whole process trees
+output) and with TSV and Parquet (the Parquet files' extra cost), in an order that turns
+by one each round. Each run's previous output is deleted before it, outside the timed part. Figures are whole process trees
 (user + sys CPU-s, wall s, the largest process's peak RSS), medians [min-max] and the
 ratio of each run to the peer's in the same round. Without a peer: rows/s and output
 bytes/s against this machine's memory-copy and write bandwidth.
@@ -149,16 +149,25 @@ def series(target: Target, peer: bool, galactic: Target | None) -> dict[str, lis
     if galactic:
         runs[GALACTIC] = (galactic.catbench_script(FORMATS["tsv"]), galactic.clean_catbench)
     out: dict[str, list[dict]] = {name: [] for name in runs}
+    names = list(runs)
     for k in range(target.args.pairs + 1):
-        for name, (script, clean) in runs.items():
+        # The order turns by one each round, so no tool always follows the same one (a
+        # deletion of the previous output can put file-system work on the next run).
+        # The last round keeps the first order: its TSV + Parquet and peer outputs stay for
+        # the mismatch check, so no catbench run may follow the TSV + Parquet one.
+        turn = 0 if k == target.args.pairs else k % len(names)
+        order, before = names[turn:] + names[:turn], None
+        for name in order:
+            script, clean = runs[name]
             clean()
-            fig = timed(script)
+            fig = {**timed(script), "after": before}
+            before = name
             if k < target.args.pairs or name not in ("peer", "tsv+parquet"):
                 clean()     # the last round's are compared (mismatches); the rest take room
             if k:
                 out[name].append(fig)
-                print(f"{target.name} round {k} {name}: {fig['cpu']:.2f} CPU-s {fig['wall']:.2f} s",
-                      flush=True)
+                print(f"{target.name} round {k} {name} (after {fig['after']}): {fig['cpu']:.2f} CPU-s "
+                      f"{fig['wall']:.2f} s {fig['sys']:.2f} sys-s", flush=True)
     return out
 
 
@@ -233,7 +242,20 @@ def table(target: Target, result: dict) -> list[str]:
             r = {k: [v * result["objects"] / result["objects_galactic"] for v in r[k]] for k in r}
         head.append(f"| {a_name} ÷ {b_name}{' (per row)' if a_name == GALACTIC else ''} | " + " | ".join(
             f"**{statistics.median(v):.2f}** [{min(v):.2f}–{max(v):.2f}]" for v in r.values()) + " |")
-    return head
+    return head + ["", *by_predecessor(result["runs"])]
+
+
+def by_predecessor(runs: dict[str, list[dict]]) -> list[str]:
+    """Each tool's figures when it ran right after the TSV + Parquet run (whose output, the
+    largest, was just deleted) and otherwise: the order's own effect."""
+    out = ["| tool | after TSV + Parquet: n, CPU-s, sys s | otherwise: n, CPU-s, sys s |", "|---|---:|---:|"]
+    for name, figs in runs.items():
+        cells = []
+        for group in ([f for f in figs if f.get("after") == "tsv+parquet"],
+                      [f for f in figs if f.get("after") != "tsv+parquet"]):
+            cells.append(f"{len(group)}, {summary(group, 'cpu')}, {summary(group, 'sys')}" if group else "0")
+        out.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    return out
 
 
 def room(target: Target) -> None:
@@ -310,20 +332,16 @@ def run_all(args, cfg: dict) -> None:
         galactic = Target(args, cfg, name, "galactic") if args.galactic else None
         if galactic:
             galactic.prepare()
-        room(target)
-        res = {"runs": series(target, bool(args.peer), galactic), "bandwidth": bandwidth(target.dir),
-               "objects": objects(target), "objects_galactic": objects(galactic) if galactic else None}
-        res["bytes"] = output_bytes(target)     # of the last run: TSV + Parquet
-        if args.peer:
-            res["mismatches"] = mismatches(target)
+        try:
+            room(target)
+            res = {"runs": series(target, bool(args.peer), galactic), "bandwidth": bandwidth(target.dir),
+                   "objects": objects(target), "objects_galactic": objects(galactic) if galactic else None}
+            res["bytes"] = output_bytes(target)     # of the last run: TSV + Parquet
+            if args.peer:
+                res["mismatches"] = mismatches(target)
+        finally:
+            tidy(target, galactic)
         results[name] = res
-        for t in (target, galactic):
-            if t and on_tmpfs(t.dir):    # memory: its catalog is made again in a minute
-                shutil.rmtree(t.dir)
-                t.link.unlink()
-            elif t:
-                t.clean_catbench()
-                t.clean_peer()
         report += [f"## {name} ({target.dir})", "", *table(target, res), "", _limits(res), ""]
         if args.peer:
             m = res["mismatches"]
@@ -333,6 +351,18 @@ def run_all(args, cfg: dict) -> None:
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "partition.md").write_text("\n".join(report))
     print("\n".join(report))
+
+
+def tidy(*targets: Target | None) -> None:
+    """Outputs deleted, also after a failure; a tmpfs copy whole (it is memory, and its
+    catalog is made again in a minute)."""
+    for t in filter(None, targets):
+        if on_tmpfs(t.dir):
+            shutil.rmtree(t.dir, ignore_errors=True)
+            t.link.unlink(missing_ok=True)
+        else:
+            t.clean_catbench()
+            t.clean_peer()
 
 
 def _limits(res: dict) -> str:

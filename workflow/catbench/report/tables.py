@@ -6,11 +6,12 @@ The SQL may call ``ci_low(list)`` / ``ci_high(list)`` (the interval of a figure'
 value), ``ratio_gm(num_list, den_list)`` with ``ratio_ci_low`` / ``ratio_ci_high`` (a ratio of
 geometric means and its interval) at the ``report.confidence`` level, and ``vals(list)`` (the
 raw repetitions as one cell, which the comparison rule tests; ``stats.py``), and read every
-table built before it in :data:`TABLES` as the view ``table_<name>``."""
+table it names as the view ``table_<name>`` (:data:`TABLES` builds those first)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,11 +24,24 @@ from .inputs import MetricsError, RunInputs, collect
 from .markdown import to_markdown
 from .summary import summary_sections
 
-# In build order (a table may read the ones before it); *_runs are the raw repetitions.
-TABLES = ("storage", "storage_runs", "load_time", "load_runs", "load_rate", "load_curve",
-          "load_collapse", "load_not_run", "queries", "query_runs", "chunk_load", "restart",
-          "restart_runs", "cluster_restart", "cluster_load", "chunks", "chunk_load_chunks",
-          "query_chunks", "stages", "isolation")
+def _build_order() -> tuple[str, ...]:
+    """Every ``resources/sql/<table>.sql`` (but the UDF files), each after the tables whose
+    ``table_<name>`` view it reads, otherwise by name: a new table is one SQL file."""
+    sql = {p.stem: p.read_text() for p in sorted((resources_dir() / "sql").glob("*.sql"))
+           if not p.stem.startswith("udf_")}
+    reads = {t: {u for u in sql if u != t and re.search(rf"\btable_{u}\b", text)} for t, text in sql.items()}
+    order: list[str] = []
+    while len(order) < len(sql):
+        ready = [t for t in sql if t not in order and reads[t] <= set(order)]
+        if not ready:
+            raise MetricsError(f"{resources_dir() / 'sql'}: tables read each other in a cycle: "
+                               f"{sorted(set(sql) - set(order))}")
+        order.append(ready[0])
+    return tuple(order)
+
+
+# *_runs are the raw repetitions.
+TABLES = _build_order()
 
 
 def sql_path(table: str) -> Path:
