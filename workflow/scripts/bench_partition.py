@@ -139,9 +139,19 @@ def timed(script: str) -> dict:
     return fig
 
 
+def orders(n: int) -> list[list[int]]:
+    """A Williams design: orders of ``n`` runs in which each run follows each other run
+    equally often, so what one run leaves behind (a large deletion, dirty pages) falls on
+    every other run alike, not always on the same one."""
+    first = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    return rows if n % 2 == 0 else rows + [row[::-1] for row in rows]
+
+
 def series(target: Target, peer: bool, galactic: Target | None) -> dict[str, list[dict]]:
-    """Rounds of (catbench TSV, peer, catbench TSV + Parquet[, TSV of the galactic sky]),
-    after one warm-up round."""
+    """Rounds of (catbench TSV, peer, catbench TSV + Parquet[, TSV of the galactic sky]) in
+    the orders of :func:`orders`, after one warm-up round; then, untimed, the TSV + Parquet
+    and peer outputs the mismatch check compares."""
     runs = {name: (target.catbench_script(f), target.clean_catbench) for name, f in FORMATS.items()}
     if peer:
         runs = {"tsv": runs["tsv"], "peer": (target.peer_script(), target.clean_peer),
@@ -149,25 +159,21 @@ def series(target: Target, peer: bool, galactic: Target | None) -> dict[str, lis
     if galactic:
         runs[GALACTIC] = (galactic.catbench_script(FORMATS["tsv"]), galactic.clean_catbench)
     out: dict[str, list[dict]] = {name: [] for name in runs}
-    names = list(runs)
+    names, designs = list(runs), orders(len(runs))
     for k in range(target.args.pairs + 1):
-        # The order turns by one each round, so no tool always follows the same one (a
-        # deletion of the previous output can put file-system work on the next run).
-        # The last round keeps the first order: its TSV + Parquet and peer outputs stay for
-        # the mismatch check, so no catbench run may follow the TSV + Parquet one.
-        turn = 0 if k == target.args.pairs else k % len(names)
-        order, before = names[turn:] + names[:turn], None
-        for name in order:
+        before = None
+        for name in (names[i] for i in designs[max(0, k - 1) % len(designs)]):
             script, clean = runs[name]
             clean()
             fig = {**timed(script), "after": before}
             before = name
-            if k < target.args.pairs or name not in ("peer", "tsv+parquet"):
-                clean()     # the last round's are compared (mismatches); the rest take room
+            clean()
             if k:
                 out[name].append(fig)
                 print(f"{target.name} round {k} {name} (after {fig['after']}): {fig['cpu']:.2f} CPU-s "
                       f"{fig['wall']:.2f} s {fig['sys']:.2f} sys-s", flush=True)
+    for name in ("tsv+parquet", "peer") if peer else ("tsv+parquet",):
+        timed(runs[name][0])
     return out
 
 
