@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from catbench.cli.cluster import cluster_spec
 from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
 from catbench.restart.cluster.driver import run_cluster
@@ -77,7 +78,7 @@ def galera_run():
     try:
         files = indexinput.write_files(d / "in", "bigint", 8, 1500, seed=7)
         out = d / "out" / "cluster" / "t1"
-        result = run_cluster("t1", d / "target", files, out, cluster=SMALL, seed=11)
+        result = run_cluster("t1", d / "target", files, out, cluster_spec(SMALL, None, 11))
         watch.halt.set()
         watch.join(5)
         yield d, out, result, watch.seen
@@ -189,7 +190,7 @@ def test_only_loopback_listeners_and_nothing_left(galera_run):
 def test_a_cluster_of_one_node_is_refused_naming_the_key(tmp_path):
     files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
     with pytest.raises(ConfigError, match=r"config key 'cluster.nodes': 1 is less than the minimum of 2"):
-        run_cluster("t1", tmp_path / "target", files, tmp_path / "out", cluster={"nodes": 1})
+        run_cluster("t1", tmp_path / "target", files, tmp_path / "out", cluster_spec({"nodes": 1}, None))
     assert not (tmp_path / "target").exists()
 
 
@@ -197,7 +198,7 @@ def test_a_target_without_room_for_every_nodes_copy_is_refused(tmp_path):
     files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
     with tmpfs("300M") as small:
         with pytest.raises(ClusterError, match=r"config key 'cluster.nodes'.*targets.t1.path.*full copy"):
-            run_cluster("t1", small, files, tmp_path / "out", cluster={**SMALL, "gcache_size": "64M"})
+            run_cluster("t1", small, files, tmp_path / "out", cluster_spec({**SMALL, "gcache_size": "64M"}, None))
         assert not list(small.glob("catbench-*")) and not left_behind(small)
 
 
@@ -209,7 +210,8 @@ def test_a_port_already_taken_is_named_with_its_key(tmp_path):
         taken = s.getsockname()[1]
         with pytest.raises(ClusterError, match=rf"config key 'cluster.base_port': port {taken} \(node1 group "
                                                rf"communication\) on 127.0.0.1 is already in use"):
-            run_cluster("t1", tmp_path / "target", files, tmp_path / "out", cluster={**SMALL, "base_port": taken})
+            run_cluster("t1", tmp_path / "target", files, tmp_path / "out",
+                        cluster_spec({**SMALL, "base_port": taken}, None))
     assert not left_behind(tmp_path) and not list((tmp_path / "target").glob("catbench-*/data"))
 
 
@@ -217,7 +219,8 @@ def test_a_port_already_taken_is_named_with_its_key(tmp_path):
 def test_rsync_as_root_is_refused_before_anything_starts(tmp_path):
     files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
     with pytest.raises(ClusterError, match=r"config key 'cluster.sst_method': rsync does not work .* as root"):
-        run_cluster("t1", tmp_path / "target", files, tmp_path / "out", cluster={**SMALL, "sst_method": "rsync"})
+        run_cluster("t1", tmp_path / "target", files, tmp_path / "out",
+                    cluster_spec({**SMALL, "sst_method": "rsync"}, None))
     assert not (tmp_path / "target").exists()
 
 

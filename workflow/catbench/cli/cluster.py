@@ -13,10 +13,10 @@ import logging
 
 from ..core.index.input import list_input
 from ..core.index.table import VARIANTS, LoadError
-from ..core.infra.config import ConfigError
+from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import TargetError
 from ..core.server.process import ServerError
-from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError
+from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError, ClusterSpec, in_run_order
 from .common import config_arg, guarded, measured, renamed_choice
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,17 @@ def sections(args) -> tuple[dict, dict, int | None]:
     return cluster, server, args.seed if args.seed is not None else cfg.get("seed")
 
 
+def cluster_spec(cluster: dict | None, server: dict | None, seed: int | None = None,
+                 keep_data: bool = False) -> ClusterSpec:
+    """A cluster job's spec from (whole or partial) ``cluster`` and ``server`` sections and
+    the seed: validated (ConfigError naming the key, e.g. a cluster of fewer than 2 nodes:
+    one node restarted leaves nobody to rejoin), the schema's defaults filled in, once."""
+    cfg = validate({"cluster": cluster or {}, "server": server or {}, **({} if seed is None else {"seed": seed})},
+                   whole=False)
+    cl = {**cfg["cluster"], "kinds": in_run_order(cfg["cluster"]["kinds"])}
+    return ClusterSpec(cl, cfg["server"], cfg["seed"], keep_data)
+
+
 def cmd_cluster(args) -> int:
     """Form a private Galera cluster on the target (every node's datadir there), load the index
     through node 1, restart the last node under load per kind; writes <out>/<kind>.json and
@@ -47,8 +58,7 @@ def cmd_cluster(args) -> int:
     from ..restart.cluster.driver import run_cluster
     cluster, server, seed = sections(args)
     files = list_input(args.input_dir)
-    result = run_cluster(args.target, args.path, files, args.out, cluster=cluster, server=server, seed=seed,
-                         keep_data=args.keep_data)
+    result = run_cluster(args.target, args.path, files, args.out, cluster_spec(cluster, server, seed, args.keep_data))
     print(json.dumps({"target": args.target, "kinds": result["summary"]["kinds"]}, default=str))
     return 0
 

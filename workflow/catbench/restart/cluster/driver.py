@@ -38,7 +38,7 @@ from ...core.infra.targets import describe_target
 from ...core.server.loaddata import LoadError
 from ..phases import p50
 from .kinds import restart_node
-from .options import KINDS, ClusterError, default_seed, resolve
+from .options import KINDS, ClusterError, ClusterSpec
 from .session import cluster_session
 from .state import ClusterRun
 
@@ -149,14 +149,12 @@ def _keep_error_logs(cluster, out_dir: Path):
                 log.warning("could not copy %s: %s", node.srv.error_log, exc)
 
 
-def run_cluster(target: str, path, input_files, out_dir, cluster: dict | None = None, server: dict | None = None,
-                seed: int | None = None, keep_data: bool = False) -> dict:
+def run_cluster(target: str, path, input_files, out_dir, spec: ClusterSpec) -> dict:
     """Form a cluster on ``target``, load it, restart one node per kind and repetition;
     writes ``<out_dir>/<kind>.json`` and ``summary.json``. Raises ClusterError (node and
     evidence named) when a node does not come back, the nodes disagree or an acknowledged
     insert is lost; the evidence is written first."""
-    cl, sv = resolve(cluster, server)
-    seed = default_seed() if seed is None else seed
+    cl, sv, seed = spec.cluster, spec.server, spec.seed
     v = get_variant(cl["variant"])
     files = [Path(f).absolute() for f in input_files]
     if not files:
@@ -171,7 +169,7 @@ def run_cluster(target: str, path, input_files, out_dir, cluster: dict | None = 
             "gcache_size": cl["gcache_size"], "repetitions": cl["repetitions"], "load_options": cl["load"]}
     results: dict = {}
     run = None
-    with cluster_session(target, path, cl, sv, input_bytes, f"cluster-{v.name}", keep_data) as c:
+    with cluster_session(target, path, cl, sv, input_bytes, f"cluster-{v.name}", spec.keep_data) as c:
         meta["storage"] = describe_target(path)
         try:
             t0 = time.time()

@@ -1,12 +1,14 @@
 """The cluster stage's knobs, from one source of truth: the config schema's ``cluster`` and
-``server`` sections. A job, a test or a hand-run command gives whole or partial sections;
-every value not given is the schema's default. The room each node needs on its target
-is derived here from the same settings (the job's memory: ``core.infra.jobs.requests``).
+``server`` sections, validated with the schema's defaults filled in at the command line
+(cli/cluster.py ``cluster_spec``) and handed over as a :class:`ClusterSpec`. The room each
+node needs on its target is derived here from the same settings (the job's memory:
+``core.infra.jobs.requests``).
 """
 
 from __future__ import annotations
 
-from ...core.infra.config import check_section, load_schema, section
+from dataclasses import dataclass
+
 from ...core.infra.targets import parse_size, server_bytes
 
 # Run order: the clean IST restart first (the cluster as loaded), then the full SST, then
@@ -23,15 +25,18 @@ class ClusterError(RuntimeError):
     or the evidence (error-log tail)."""
 
 
-def resolve(cluster: dict | None, server: dict | None) -> tuple[dict, dict]:
-    """The ``cluster`` and ``server`` sections with the schema's defaults filled in and
-    checked; ConfigError naming the key for anything the schema rejects (e.g. a cluster of
-    fewer than 2 nodes: one node restarted leaves nobody to rejoin)."""
-    cl, sv = section("cluster", cluster), section("server", server)
-    check_section("cluster", cl)
-    check_section("server", sv)
-    cl["kinds"] = [k for k in KINDS if k in cl["kinds"]]
-    return cl, sv
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A cluster job: its validated ``cluster`` and ``server`` config sections (the kinds in
+    run order), the run's ``seed`` and whether the nodes' data stays afterwards."""
+    cluster: dict
+    server: dict
+    seed: int
+    keep_data: bool = False
+
+
+def in_run_order(kinds) -> list[str]:
+    return [k for k in KINDS if k in kinds]
 
 
 def node_settings(cluster: dict, server: dict) -> dict:
@@ -44,7 +49,3 @@ def node_bytes(cluster: dict, server: dict, input_bytes: int) -> int:
     ``gcache_size`` allocated at start) and a full copy of the index with SST staging."""
     return (server_bytes(node_settings(cluster, server)) + parse_size(cluster["gcache_size"])
             + COPY_FACTOR * input_bytes)
-
-
-def default_seed() -> int:
-    return int(load_schema()["properties"]["seed"]["default"])
