@@ -8,6 +8,7 @@ from catbench.report.tables import make_tables
 from support.browser import WIDTH, check_page, chromium
 from support.predict import write_prediction
 from support.runs import FAST, OVERLAPS_FAST, SLOW, make_run, write_repeated_load
+from support.runs import REPORT
 
 pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
 
@@ -18,8 +19,8 @@ def test_report_in_a_real_browser(tmp_path):
                                ("b", "sorted", SLOW)):
         write_repeated_load(run, tg, strategy, secs)  # and some repeated loads
     write_prediction(run)                       # and its prediction from a ladder
-    make_tables(run)
-    index = make_report(run)
+    make_tables(run, report=REPORT)
+    index = make_report(run, report=REPORT)
     shot = index.parent / "screenshot.png"
     r = check_page(index, shot)
     assert r["images"] == len(PLOTS) and r["broken"] == []

@@ -26,6 +26,7 @@ from catbench.restart.cluster.driver import run_cluster
 
 from support import indexinput
 from support.servers import tmpfs
+from support.runs import REPORT
 
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
@@ -134,7 +135,7 @@ def test_the_real_restarts_reach_the_tables_and_the_findings(galera_run):
 
     from catbench.report.tables import make_tables
     d, out, result, _ = galera_run
-    make_tables(d / "out", require=("cluster",))
+    make_tables(d / "out", require=("cluster",), report=REPORT)
     with open(d / "out" / "tables" / "cluster_restart.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["kind"] for r in rows} == {"node-restart-ist", "node-restart-sst", "node-crash"}

@@ -11,6 +11,7 @@ from catbench.report.stats import SEP
 from catbench.report.summary import summary_sections
 from catbench.report.tables import make_tables, read_tables
 from support.runs import make_run, write_cluster, write_isolation
+from support.runs import REPORT
 
 
 def read(path: Path) -> list:
@@ -36,7 +37,7 @@ def cluster_run(tmp_path):
 
 
 def test_cluster_table_and_finding(cluster_run):
-    make_tables(cluster_run)
+    make_tables(cluster_run, report=REPORT)
     rows = read(cluster_run / "tables" / "cluster_restart.csv")
     assert [r["kind"] for r in rows if r["phase"] == "node_down"] == [
         "node-restart-ist", "node-restart-sst", "node-crash"]          # the stage's order of kinds
@@ -70,18 +71,19 @@ def test_cluster_table_and_finding(cluster_run):
     assert "disk, node back to its first answer: `node-restart-ist` is " in found and "faster than `node-crash`" in found
     checks = section(md, "## Checks")
     assert "Cluster restart" not in checks     # (make_run's loads fail checks of their own)
-    alone = summary_sections({k: v for k, v in read_tables(cluster_run / "tables").items() if "cluster" in k})
+    alone = summary_sections({k: v for k, v in read_tables(cluster_run / "tables").items() if "cluster" in k},
+                             None, REPORT)
     assert "no acknowledged insert lost in a cluster node restart" in str(alone)
     assert "| disk | node-restart-sst | SST | 3 |" in section(md, "## Cluster node restart")
 
-    html = make_report(cluster_run).read_text()
+    html = make_report(cluster_run, report=REPORT).read_text()
     assert 'data-name="cluster_restart"' in html and 'href="tables/cluster_restart.csv"' in html
     assert 'href="tables/isolation.csv"' in html
 
 
 def test_lost_acknowledged_inserts_are_a_failed_check(cluster_run):
     write_cluster(cluster_run, "disk", "node-crash", [6.0, 6.5], lost=7)
-    make_tables(cluster_run)
+    make_tables(cluster_run, report=REPORT)
     rows = read(cluster_run / "tables" / "cluster_restart.csv")
     crash = [r for r in rows if r["kind"] == "node-crash"]
     assert {r["acked_lost"] for r in crash} == {"7"} and crash[0]["failed"].startswith("7 acknowledged inserts")
@@ -90,7 +92,7 @@ def test_lost_acknowledged_inserts_are_a_failed_check(cluster_run):
     assert "check(s) FAILED" in checks
     assert "Cluster restart node-crash on disk: 7 acknowledged inserts lost" in checks
     assert "**FAILED: acknowledged inserts lost** — `node-crash` 7 (of 3,000 acknowledged)" in md
-    html = make_report(cluster_run).read_text()
+    html = make_report(cluster_run, report=REPORT).read_text()
     assert '<p class="fail">' in html and "Cluster restart node-crash on disk: 7 acknowledged inserts lost" in html
     assert html.index("7 acknowledged inserts lost") < html.index('id="plots"')   # at the top, not in a table
 
@@ -98,7 +100,7 @@ def test_lost_acknowledged_inserts_are_a_failed_check(cluster_run):
 def test_a_measuring_job_that_did_not_run_alone_is_named(cluster_run):
     for job in ("fio/a", "fio/b", "load/a/char28/innodb/one-file-at-a-time", "cluster/disk"):
         write_isolation(cluster_run / job, job.split("/")[1])
-    make_tables(cluster_run)
+    make_tables(cluster_run, report=REPORT)
     md = (cluster_run / "tables" / "summary.md").read_text()
     assert "All 4 measuring jobs ran alone (isolation.csv)." in section(md, "## Checks")
     iso = read(cluster_run / "tables" / "isolation.csv")
@@ -110,7 +112,7 @@ def test_a_measuring_job_that_did_not_run_alone_is_named(cluster_run):
     write_isolation(cluster_run / "load/b/char28/one-file-at-a-time", "b", alone=False,
                     others=["4242 catbench fio --target b"], slurm=["77 other-job"])
     write_isolation(cluster_run / "fio/a", "a", alone=False, locks=["/tmp/catbench-measure-0.lock: {\"pid\": 9}"])
-    make_tables(cluster_run)
+    make_tables(cluster_run, report=REPORT)
     iso = read(cluster_run / "tables" / "isolation.csv")
     assert [r["job"] for r in iso[:2]] == ["fio/a", "load/b/char28/one-file-at-a-time"]          # not alone first
     assert iso[1]["other_catbench_jobs"] == "4242 catbench fio --target b" and iso[1]["other_slurm_jobs"] == "77 other-job"
@@ -119,20 +121,20 @@ def test_a_measuring_job_that_did_not_run_alone_is_named(cluster_run):
            "--target b; Slurm job(s) 77 other-job): do not trust its figures." in checks
     assert "Measuring job fio/a did NOT run alone (met a lock held by /tmp/catbench-measure-0.lock" in checks
     assert "ran alone (isolation.csv)" not in checks and "check(s) FAILED" in checks
-    html = make_report(cluster_run).read_text()
+    html = make_report(cluster_run, report=REPORT).read_text()
     assert "Measuring job load/b/char28/one-file-at-a-time did NOT run alone" in html
 
 
 def test_a_run_without_the_cluster_stage(tmp_path):
     run = make_run(tmp_path, with_optional=False)
-    make_tables(run)
+    make_tables(run, report=REPORT)
     for t in ("cluster_restart", "cluster_load", "isolation"):
         text = (run / "tables" / f"{t}.csv").read_text()
         assert text.count("\n") == 1 and text.startswith(("target,kind,", "stage,job,")), t
     md = (run / "tables" / "summary.md").read_text()
     assert "Galera" not in md and "## Cluster node restart" not in md
     assert "No isolation records in this run" in md
-    html = make_report(run).read_text()
+    html = make_report(run, report=REPORT).read_text()
     assert 'data-name="cluster_restart"' not in html and "cluster restart: no data in this run" in html
 
 

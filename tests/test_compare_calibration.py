@@ -11,6 +11,8 @@ import pytest
 from catbench.report import noise
 from catbench.report.compare import diffs, judge, rule_of
 from catbench.report.stats import Between, Figure, kind_of, log_diff, t_test
+from catbench.cli.report import report_spec
+from support.runs import REPORT
 
 N = 3                      # repetitions per figure per run
 CV = 0.10                  # within a run, between runs per figure, and of the run's common offset
@@ -64,7 +66,7 @@ def _kinds(logs, floor: dict, rule: dict) -> np.ndarray:
 
 def _simulate(seed: int, moved, report: dict | None = None) -> np.ndarray:
     logs = _triples(seed, moved)
-    rule = rule_of(report, None)
+    rule = rule_of(report_spec(report), None)
     return np.stack([_kinds(tr[None], _floor(tr), rule)[0] for tr in logs])
 
 
@@ -75,7 +77,7 @@ def _moved() -> np.ndarray:
 
 
 def test_the_simulation_judges_as_compare_does():
-    rule = rule_of(None, None)
+    rule = rule_of(REPORT, None)
     for tr in _triples(5, _moved(), triples=3):
         floor = _floor(tr)
         _off, vs = judge(_pairs(tr, 0, 2), {**rule, "floor": floor})
@@ -107,7 +109,7 @@ def test_a_steady_machine_gets_the_power_its_steadiness_allows(between_cv):
     (a constant 10 % floor let it be seen about 13 % of the time)."""
     moved = np.zeros(K)
     moved[::4] = np.log(1.3)
-    rule = rule_of(None, None)
+    rule = rule_of(REPORT, None)
     kinds = np.stack([_kinds(tr[None], _floor(tr), rule)[0]
                       for tr in _triples(3, moved, triples=100, between=between_cv)])
     assert float((kinds[:, moved > 0] == "worse").mean()) >= 0.5
@@ -123,7 +125,7 @@ def figures() -> list:
     share = np.isin(aa, ["better", "worse"]).mean(axis=1)
     m = _moved()
     ab = _simulate(2, m)
-    guess = rule_of(None, None)
+    guess = rule_of(REPORT, None)
     right = np.concatenate([(ab[:, m > 0] == "worse").ravel(), (ab[:, m < 0] == "better").ravel()])
     out = [("A/A called different", _called(aa)),
            ("A/A share in one comparison: median, 90th, 95th percentile", np.quantile(share, [0.5, 0.9, 0.95])),
@@ -132,7 +134,7 @@ def figures() -> list:
                                                            (ab[:, m < 0] == "worse").ravel()]).mean())),
            ("unmoved figures called different", _called(ab[:, m == 0])),
            ("no floor: A/A called different",
-            _called(_kinds(_triples(1, np.zeros(K)), {}, rule_of({"practical_threshold": 0.0}, None)))),
+            _called(_kinds(_triples(1, np.zeros(K)), {}, rule_of(report_spec({"practical_threshold": 0.0}), None)))),
            ("no floor: 1.5x seen", float((_kinds(_triples(2, m), {}, guess)[:, m > 0] == "worse").mean()))]
     for b in (0.0, 0.02):
         up = np.where(np.arange(K) % 4 == 0, np.log(1.3), 0.0)

@@ -4,6 +4,7 @@ is not joined with a target called `true` in the other run."""
 from __future__ import annotations
 
 from catbench.report.compare import compare
+from support.runs import REPORT
 
 
 def _run(root, target):
@@ -16,12 +17,12 @@ def _run(root, target):
 
 def test_a_target_named_t_is_not_joined_with_one_named_true(tmp_path):
     a, b = _run(tmp_path / "a", "t"), _run(tmp_path / "b", "true")
-    rows = compare(a, b)
+    rows = compare(a, b, REPORT)
     keys = {r["key"]: r["note"] for r in rows if r["table"] == "storage"}
     assert keys == {"target=t, test=seq-read": "only in A", "target=true, test=seq-read": "only in B"}
 
 
 def test_the_same_name_in_both_runs_is_compared(tmp_path):
     a, b = _run(tmp_path / "a", "1"), _run(tmp_path / "b", "1")
-    rows = [r for r in compare(a, b) if r["table"] == "storage" and r["column"] == "MBps"]
+    rows = [r for r in compare(a, b, REPORT) if r["table"] == "storage" and r["column"] == "MBps"]
     assert [r["key"] for r in rows] == ["target=1, test=seq-read"]

@@ -9,6 +9,8 @@ from catbench.report.compare import compare, tally, write
 from catbench.report.stats import Between, Figure, sentence, short, verdict
 from catbench.report.tables import make_tables
 from support.runs import FAST, OVERLAPS_FAST, run_with_loads
+from catbench.cli.report import report_spec
+from support.runs import REPORT
 
 
 def test_zero_spread_is_its_own_verdict_never_p_0():
@@ -46,7 +48,7 @@ def test_a_bound_too_wide_to_mean_anything_is_not_printed_as_a_number():
 def _met_other_work(run, job: str) -> None:
     rec = {"host": "h", "target": "disk", "alone": False, "other_catbench_jobs": ["123 catbench load"]}
     (run / job / "isolation.json").write_text(json.dumps(rec))
-    make_tables(run)
+    make_tables(run, report=REPORT)
 
 
 def test_a_figure_whose_job_met_other_work_is_not_compared(tmp_path):
@@ -54,7 +56,7 @@ def test_a_figure_whose_job_met_other_work_is_not_compared(tmp_path):
     a = run_with_loads(tmp_path, "A", loads)
     b = run_with_loads(tmp_path, "B", {k: [3 * x for x in v] for k, v in loads.items()})
     _met_other_work(b, "load/disk/char28/innodb/sorted")
-    rows = compare(a, b, report={"practical_threshold": 0.0})
+    rows = compare(a, b, report_spec({"practical_threshold": 0.0}))
     assert rows[0]["column"] == "common offset"
     got = {r["key"]: r for r in rows if r["table"] == "load_time" and r["column"] == "seconds"}
     met = got["target=disk, variant=char28, engine=innodb, strategy=sorted"]

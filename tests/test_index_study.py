@@ -21,6 +21,7 @@ from catbench.prepare.arrival import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
 from support.paths import ENV, REPO, VENV_BIN, snakemake
 from support.servers import kill_servers, server_procs
+from support.runs import REPORT
 
 PRESET = yaml.safe_load((REPO / "config" / "index-study.yaml").read_text())
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
@@ -192,12 +193,12 @@ def test_tables_and_report_of_an_index_only_run_say_so(tmp_path):
     (run / "fio" / "d").mkdir(parents=True)
     (run / "fio" / "d" / "fio.csv").write_text("target,test,MBps,iops,clat_p50_us,clat_p99_us\n"
                                                "d,seq-read,100.0,10.0,1.0,2.0\n")
-    make_tables(run, require=("metrics", "fio"))
+    make_tables(run, require=("metrics", "fio"), report=REPORT)
     stages = (run / "tables" / "stages.csv").read_text()
     assert "index_generate" in stages and ",2,1000," in stages, stages
     md = (run / "tables" / "summary.md").read_text()
     assert "This run is index-only" in md and "None: this run is index-only" in md
-    assert "index-only" in make_report(run).read_text()
+    assert "index-only" in make_report(run, report=REPORT).read_text()
 
 
 # ---- the preset end to end -----------------------------------------------------------------------

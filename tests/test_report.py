@@ -13,6 +13,7 @@ from catbench.report.html import PLOTS, make_report, referenced_files
 from catbench.report.tables import MetricsError, make_tables
 from support.predict import write_prediction
 from support.runs import make_run
+from support.runs import REPORT
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -67,7 +68,7 @@ def test_report_with_every_stage(tmp_path):
 def test_report_without_tables_and_optional_stages(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     out = tmp_path / "elsewhere"
-    index = make_report(run, out)            # tables not built: built on the fly
+    index = make_report(run, out, report=REPORT)            # tables not built: built on the fly
     html = check_index(index)
     assert "collapse" in shown_plots(html) and "query_latency" not in shown_plots(html)
     assert "query latency: no data in this run" in html
@@ -81,7 +82,7 @@ def test_report_fails_naming_a_corrupt_file(tmp_path):
     bad = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time" / "trace.parquet"
     bad.write_text("nope")
     with pytest.raises(MetricsError, match=re.escape(str(bad))):
-        make_report(run, tmp_path / "r")
+        make_report(run, tmp_path / "r", report=REPORT)
 
 
 def _rows(path):
@@ -95,8 +96,8 @@ def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     (b / "fio" / "c").mkdir()
     (b / "fio" / "c" / "fio.csv").write_text(
         "target,test,MBps,iops,clat_p50_us,clat_p99_us\nc,seq-read,1,1,1,1\n")
-    make_tables(a)
-    make_tables(b)
+    make_tables(a, report=REPORT)
+    make_tables(b, report=REPORT)
     assert cli("compare", a, b) == 0
     out = b / "tables" / "compare_runA.csv"
     printed = capsys.readouterr().out
@@ -112,7 +113,7 @@ def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     assert float(rows[("queries", "target=b, engine=mariadb, query=q1, cache=cold", "p50_s")]["ratio"]) == 0.5
     assert float(rows[("chunks", "chunkId=11", "tsv_bytes")]["ratio"]) == 1.0
     # same data in the API, and --out
-    assert any(x["column"] == "seconds" and x["ratio"] == 0.5 for x in compare(a, b))
+    assert any(x["column"] == "seconds" and x["ratio"] == 0.5 for x in compare(a, b, REPORT))
     assert cli("compare", a / "tables", b, "--out", tmp_path / "c.csv") == 0
     assert _rows(tmp_path / "c.csv") == _rows(out)
 
@@ -122,12 +123,12 @@ def test_compare_matches_a_run_tabled_under_the_old_names(tmp_path):
     one that says char28 / one-file-at-a-time."""
     a = make_run(tmp_path, "runA")
     b = make_run(tmp_path, "runB", factor=0.5)
-    make_tables(a)
-    make_tables(b)
+    make_tables(a, report=REPORT)
+    make_tables(b, report=REPORT)
     old = a / "tables" / "load_time.csv"
     old.write_text(old.read_text().replace("char28", "seed").replace("one-file-at-a-time", "sequential"))
     assert "seed" in old.read_text()
-    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}
+    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b, REPORT)}
     key = "target=a, variant=char28, engine=innodb, strategy=parallel"
     assert rows[("load_time", key, "seconds")]["ratio"] == 0.5
     assert not [k for k in rows if k[0] == "load_time" and k[2] == "(row)"]
@@ -135,7 +136,7 @@ def test_compare_matches_a_run_tabled_under_the_old_names(tmp_path):
 
 def test_compare_without_tables_fails_clearly(tmp_path, capsys):
     a = make_run(tmp_path, "runA")
-    make_tables(a)
+    make_tables(a, report=REPORT)
     assert cli("compare", a, tmp_path / "nothing") == 1
     assert str(tmp_path / "nothing") in capsys.readouterr().err
 
@@ -145,8 +146,8 @@ def test_paths_with_a_single_quote(tmp_path, capsys):
     root = tmp_path / "o'brien"
     a = make_run(root, "run'A")
     b = make_run(root, "run'B", factor=0.5)
-    make_tables(a)
-    make_tables(b)
+    make_tables(a, report=REPORT)
+    make_tables(b, report=REPORT)
     assert _rows(a / "tables" / "load_time.csv")[0]["target"] == "a"
     assert cli("compare", a, b) == 0
     rows = {(r["table"], r["key"], r["column"]): r for r in _rows(b / "tables" / "compare_run'A.csv")}

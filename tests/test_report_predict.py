@@ -11,6 +11,7 @@ from catbench.report.inputs import MetricsError
 from catbench.report.tables import make_tables
 from support.predict import write_prediction
 from support.runs import make_run
+from support.runs import REPORT
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -23,7 +24,7 @@ def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
     run = make_run(tmp_path, with_optional=False)
     assert write_prediction(run).is_file()
     capsys.readouterr()
-    make_tables(run)
+    make_tables(run, report=REPORT)
     md = _section((run / "tables" / "summary.md").read_text(), "## Prediction at 100,000,000 rows", "## Checks")
     assert "**How far to trust it**" in md and "2 loads within [0.67, 1.5]" in md
     assert re.search(r"disk: fastest predicted `char28/innodb/one-file-at-a-time/random` \*\*[\d,]+ s \(\d", md)
@@ -37,7 +38,7 @@ def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
                      r"3 \| seconds \| [\d,]+ \| [\d,]+ \| [\d.]+ \| yes \|", md)
     assert "| disk/char28/myisam/one-file-at-a-time/random | 10,000,000 | 1,000,000, 3,000,000 | 3 | rows |" in md
 
-    index = make_report(run)
+    index = make_report(run, report=REPORT)
     html = index.read_text()
     assert html.index('id="findings"') < html.index("Prediction at 100,000,000 rows") < html.index("Checks") \
         < html.index('id="plots"')
@@ -49,7 +50,7 @@ def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
 
 def test_no_prediction_file_no_section_and_an_empty_plot(tmp_path):
     run = make_run(tmp_path, with_optional=False)
-    index = make_report(run)
+    index = make_report(run, report=REPORT)
     html = index.read_text()
     assert "Prediction at" not in html and 'data-name="prediction"' not in html
     assert "prediction: no data in this run" in html
@@ -62,7 +63,7 @@ def test_a_malformed_prediction_file_is_named(tmp_path):
     bad.parent.mkdir()
     bad.write_text('{"predictions": [{"seconds": 1}]}')
     with pytest.raises(MetricsError, match=re.escape(str(bad))):
-        make_report(run)
+        make_report(run, report=REPORT)
 
 
 def test_a_stopped_load_is_noted_with_its_table_over_the_engines_cache():

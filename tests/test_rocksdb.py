@@ -22,6 +22,7 @@ from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from catbench.report.html import make_report
 from catbench.report.tables import make_tables
 from support.indexinput import write_files
+from support.runs import REPORT
 
 pytestmark = pytest.mark.server
 ROCKSDB = [s for s in STRATEGIES if REGISTRY[s].supports("rocksdb")]
@@ -133,7 +134,7 @@ def test_the_engine_is_a_column_of_the_tables_and_the_report(root):
             out=run_dir / "load" / "disk" / "bigint" / engine / "one-file-at-a-time")
     write_not_run(load_pairs(["one-file-at-a-time", "deferred-pk"], ["innodb", "rocksdb"])[1],
                   run_dir / "load" / "not_run.json")
-    tables = make_tables(run_dir)
+    tables = make_tables(run_dir, report=REPORT)
     lt = {r["engine"]: r for r in _csv(tables["load_time"])}
     assert set(lt) == {"innodb", "rocksdb"} and all(r["rows"] == "2000" for r in lt.values())
     assert lt["rocksdb"]["speedup_vs_innodb"] and not lt["innodb"]["speedup_vs_innodb"]
@@ -147,7 +148,7 @@ def test_the_engine_is_a_column_of_the_tables_and_the_report(root):
     assert "one-file-at-a-time (rocksdb)" in md and "Not run: strategy deferred-pk on storage engine rocksdb" in md
     assert "Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM)" in md and "disk (bigint table), `one-file-at-a-time`: " \
         "rocksdb" in md
-    html = make_report(run_dir, run_dir / "report").read_text()   # plots and HTML take the engine too
+    html = make_report(run_dir, run_dir / "report", report=REPORT).read_text()   # plots and HTML take the engine too
     drawn = set(re.findall(r'<img src="data:image/png;base64,[^"]+" alt="[^"]*" data-name="([a-z_]+)"', html))
     assert "collapse" in drawn and "Engine x strategy pairs not run" in html
 

@@ -11,6 +11,7 @@ from catbench.query.recorder import RESULT_SCHEMA, Recorder, write_chunk_loads
 from catbench.report import findings as findings_mod
 from catbench.report.summary import Tables
 from catbench.report.tables import make_tables, read_tables
+from support.runs import REPORT
 
 ROWS = {1: 100, 2: 120, 3: 2000}          # chunk 3 is the crowded one
 
@@ -44,7 +45,7 @@ def write_run(run):
 def test_skew_tables_and_findings(tmp_path):
     run = tmp_path / "run"
     write_run(run)
-    make_tables(run, tmp_path / "tables")
+    make_tables(run, tmp_path / "tables", report=REPORT)
     t = read_tables(tmp_path / "tables")
     loads = {r["chunkId"]: r for r in t["chunk_load_chunks"]}
     assert loads[3]["rows"] == 8000 and loads[3]["largest"] and not loads[1]["largest"]

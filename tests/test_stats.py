@@ -19,6 +19,8 @@ from catbench.report.stats import (
 )
 from catbench.report.tables import make_tables
 from support.runs import FAST, OVERLAPS_FAST, SLOW, make_run, run_with_loads
+from catbench.cli.report import report_spec
+from support.runs import REPORT
 
 
 def test_interval_of_the_typical_value():
@@ -144,21 +146,21 @@ def test_findings_word_overlapping_and_separated_loads(tmp_path):
 def test_compare_gives_the_rules_verdict(tmp_path):
     a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): SLOW, ("disk", "sorted"): FAST})
     b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): FAST, ("disk", "sorted"): OVERLAPS_FAST})
-    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}
+    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b, REPORT)}
     seq = rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")]
     assert seq["verdict"].startswith("B faster by 2.01x [") or seq["verdict"].startswith("B 2.01x [")
     srt = rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=sorted", "seconds")]
     assert srt["verdict"].startswith("within noise (n=3 vs 3, p=")
     assert not any(c.endswith("_values") for (_, _, c) in rows)   # judged through their figure
     one = run_with_loads(tmp_path, "C", {("disk", "one-file-at-a-time"): [1.0]})
-    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, one)}
+    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, one, REPORT)}
     assert rows[("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")]["verdict"] \
         .startswith("not a finding: too few repetitions")
 
 
 def test_single_runs_claim_nothing(tmp_path):
     run = make_run(tmp_path)            # every figure of this run is a single run
-    make_tables(run)
+    make_tables(run, report=REPORT)
     md = (run / "tables" / "summary.md").read_text()
     findings = md[md.index("## Findings"):md.index("## Checks")]
     assert "[single run]" in findings
@@ -221,10 +223,10 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): tight})
     b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15 * x for x in tight]})
     key = ("load_time", "target=disk, variant=char28, engine=innodb, strategy=one-file-at-a-time", "seconds")
-    drift = {(r["table"], r["key"], r["column"]): r for r in compare(a, b)}[key]["verdict"]
+    drift = {(r["table"], r["key"], r["column"]): r for r in compare(a, b, REPORT)}[key]["verdict"]
     assert drift.startswith("within noise")                                     # 10 % between runs
     steady = {(r["table"], r["key"], r["column"]): r
-              for r in compare(a, b, report={"between_run_cv": 0.0})}[key]["verdict"]
+              for r in compare(a, b, report_spec({"between_run_cv": 0.0}))}[key]["verdict"]
     assert steady.startswith("A 1.15x [")                                       # A is faster
     floor = noise.estimate(diffs(figure_pairs(a, b)), ("A", "B"))
     fam = floor["families"]["load_time.seconds"]
@@ -235,7 +237,7 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     assert got == {f: (v["between_var"], v["df"]) for f, v in floor["families"].items()} and "twin A and B" in note
     assert noise.load(path, {"hostname": "elsewhere"})[0] is None                # another machine's floor
     small = {(r["table"], r["key"], r["column"]): r
-             for r in compare(a, b, floor={"load_time.seconds": (1e-6, 50.0)})}
+             for r in compare(a, b, REPORT, floor={"load_time.seconds": (1e-6, 50.0)})}
     assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured, not 10 %
 
 
@@ -245,7 +247,7 @@ def test_the_report_of_a_run_with_a_twin_shows_the_between_run_spread(tmp_path):
     from catbench.report.html import make_report
     a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00, 1.01, 0.99]})
     b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.15, 1.16, 1.14]})
-    assert "has a twin" not in make_report(a).read_text()
+    assert "has a twin" not in make_report(a, report=REPORT).read_text()
     noise.save(noise.estimate(diffs(figure_pairs(a, b)), ("A", "B")), tmp_path / noise.FLOOR_FILE)
-    page = make_report(a).read_text()
+    page = make_report(a, report=REPORT).read_text()
     assert "This run has a twin (A and B" in page and "load_time.seconds 9." in page and "(1 df)" in page

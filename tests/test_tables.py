@@ -10,6 +10,7 @@ from catbench.cli import report as cli_report
 from catbench.core.infra.resources import resources_dir
 from catbench.report.tables import TABLES, MetricsError, collect, make_tables
 from support.runs import make_run, write_csv, write_json
+from support.runs import REPORT
 
 COLUMNS_MD = resources_dir() / "report" / "columns.md"
 
@@ -44,7 +45,7 @@ def documented_columns() -> dict:
 @pytest.fixture
 def built(tmp_path):
     run = make_run(tmp_path)
-    make_tables(run)
+    make_tables(run, report=REPORT)
     return run / "tables"
 
 
@@ -111,7 +112,7 @@ def test_every_csv_has_exactly_its_documented_columns(built, tmp_path):
     run = tmp_path / "bare"
     write_csv(run / "fio" / "x" / "fio.csv", ["target", "test", "MBps", "iops", "clat_p50_us", "clat_p99_us"],
          [["x", "seq-read", 1.0, 1.0, 1.0, 2.0]])
-    make_tables(run)
+    make_tables(run, report=REPORT)
     for t in TABLES:
         assert header(run / "tables" / f"{t}.csv") == doc[t], t
         if t not in ("storage", "storage_runs"):
@@ -177,7 +178,7 @@ def test_missing_or_corrupt_file_fails_naming_it(tmp_path, rel, action, capsys):
     elif action == "wrong-types":
         write_json(path, [{"phase": "x", "seconds": "not a number"}])
     with pytest.raises(MetricsError) as exc:
-        make_tables(run, tmp_path / "out")
+        make_tables(run, tmp_path / "out", report=REPORT)
     assert str(path) in str(exc.value)
     # the CLI: exit code 1, the path on stderr, no traceback
     import argparse

@@ -10,6 +10,7 @@ from catbench.prepare.indextext import IndexText
 from catbench.prepare.working_set import estimate, open_leaves, pool, rows_per_leaf
 from catbench.report.tables import make_tables
 from support.runs import make_run
+from support.runs import REPORT
 
 
 def test_sorted_keys_keep_about_one_leaf_open():
@@ -79,7 +80,7 @@ def test_the_collapse_table_carries_the_prediction_and_the_layout(tmp_path):
         "id_layout": "spatial", "order": "chunk", "pool_pages": 384, "variants": {
             "char28": {"rows_per_leaf": 197, "window_rows": 1000, "leaves": 900, "table_over_pool": 2.3,
                      "working_set_pages": 40, "working_set_over_pool": 0.104, "collapse_expected": False}}}))
-    make_tables(run)
+    make_tables(run, report=REPORT)
     with open(run / "tables" / "load_collapse.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     char28 = [r for r in rows if r["variant"] == "char28"]

@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from catbench.cli.report import report_spec
 from catbench.report.tables import make_tables
 from catbench.restart.cluster.rows import LOAD_KEYS, ROW_KEYS
+
+# the report's spec with the schema's defaults, as the command line builds it
+REPORT = report_spec()
 
 # seconds of repeated loads
 FAST = [1.00, 1.04, 0.97]            # three repetitions each
@@ -215,5 +219,5 @@ def run_with_loads(tmp_path: Path, name: str, loads: dict) -> Path:
     run = tmp_path / name
     for (target, strategy), secs in loads.items():
         write_repeated_load(run, target, strategy, secs)
-    make_tables(run)
+    make_tables(run, report=REPORT)
     return run

@@ -12,17 +12,24 @@ import logging
 import sys
 from pathlib import Path
 
-from ..core.infra.config import ConfigError
+from ..core.infra.config import ConfigError, validate
 from ..report.inputs import STAGES, MetricsError
+from ..report.spec import ReportSpec
 from .common import config_arg, guarded, out_path
 
 log = logging.getLogger(__name__)
 COMMANDS = ("tables", "report", "compare", "noise-floor", "provenance")
 
 
-def _report_section(text: str | None) -> dict | None:
-    """--config: JSON text or a YAML/JSON file; its ``report`` section (None: the schema's)."""
-    return (config_arg(text).get("report") or {}) if text else None
+def report_spec(report: dict | None = None) -> ReportSpec:
+    """The report's spec from a whole or partial ``report`` section: validated (ConfigError
+    naming the key), the schema's defaults filled in, here at the command line, once."""
+    return ReportSpec(**validate({"report": report or {}}, whole=False)["report"])
+
+
+def _report_spec(text: str | None) -> ReportSpec:
+    """--config: JSON text or a YAML/JSON file; its ``report`` section (none: the schema's)."""
+    return report_spec(config_arg(text).get("report") if text else None)
 
 
 def cmd_tables(args) -> int:
@@ -30,7 +37,7 @@ def cmd_tables(args) -> int:
     resources/report/columns.md), summary.md, provenance.json."""
     from ..report.tables import make_tables
     written = make_tables(args.results, args.out, require=args.require or (),
-                          report=_report_section(args.config))
+                          report=_report_spec(args.config))
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0
@@ -39,7 +46,7 @@ def cmd_tables(args) -> int:
 def cmd_report(args) -> int:
     """Plots (PNG) and a self-contained index.html for a run."""
     from ..report.html import make_report
-    index = make_report(args.results, args.out, args.tables, report=_report_section(args.config))
+    index = make_report(args.results, args.out, args.tables, report=_report_spec(args.config))
     print(index)
     return 0
 
@@ -54,9 +61,9 @@ def cmd_compare(args) -> int:
         floor, note = noise.load(path)
     except ValueError as exc:
         raise MetricsError(str(exc)) from exc
-    report = _report_section(args.config)
+    report = _report_spec(args.config)
     if floor is None:
-        cv = cmp.report_config(report)["between_run_cv"]
+        cv = report.between_run_cv
         note += (f"; between-run spread assumed {cv:.0%} with {noise.FALLBACK_DF} degrees of freedom "
                  f"(report.between_run_cv, a guess: measure it with make aa)")
     out = out_path(args.out) or \

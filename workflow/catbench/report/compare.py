@@ -24,7 +24,8 @@ from ..core.infra.config import RENAMED
 from . import noise
 from .inputs import MetricsError
 from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
-from .tables import report_config, write_csv
+from .spec import ReportSpec
+from .tables import write_csv
 
 KEYS = {
     "storage": ("target", "test"),
@@ -114,13 +115,12 @@ def _figures(name: str, column: str, a: dict, b: dict) -> tuple[Figure, Figure] 
     return None if fa.median is None or fb.median is None else (fa, fb)
 
 
-def rule_of(report: dict | None, floor: dict | None) -> dict:
+def rule_of(report: ReportSpec, floor: dict | None) -> dict:
     """What the verdicts of a comparison of two runs use: the report section's threshold and
     alpha, and the between-run variance and its degrees of freedom per figure family: the
     measured ``floor``'s, else the config's ``between_run_cv`` with noise.FALLBACK_DF."""
-    cfg = report_config(report)
-    return {"threshold": cfg["practical_threshold"], "alpha": cfg["alpha"], "floor": floor or {},
-            "fallback": (noise.cv_var(cfg["between_run_cv"]), noise.FALLBACK_DF)}
+    return {"threshold": report.practical_threshold, "alpha": report.alpha, "floor": floor or {},
+            "fallback": (noise.cv_var(report.between_run_cv), noise.FALLBACK_DF)}
 
 
 def diffs(pairs) -> list:
@@ -237,12 +237,12 @@ def _table_rows(name: str, ta, tb, met: tuple, out: list, figs: list) -> None:
                 out.append(_row(name, kstr, c, va, vb, note="differs"))
 
 
-def compare(results_a, results_b, report: dict | None = None, floor: dict | None = None,
+def compare(results_a, results_b, report: ReportSpec | None, floor: dict | None = None,
             pairs: bool = False) -> list:
-    """Rows of the comparison (dicts with COLUMNS), the runs' common offset first; ``report`` =
-    the config's report section (schema defaults when None); ``floor`` = the between-run
-    variance per figure family (``noise.load``). With ``pairs``, only the measured figures as
-    (table, column, key, A, B, why not comparable or '')."""
+    """Rows of the comparison (dicts with COLUMNS), the runs' common offset first (``report``
+    None only with ``pairs``); ``floor`` = the between-run variance per figure family
+    (``noise.load``). With ``pairs``, only the measured figures as (table, column, key, A, B,
+    why not comparable or '')."""
     import duckdb
     da, db = tables_dir(results_a), tables_dir(results_b)
     met = (met_other_work(da), met_other_work(db))

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .stats import (DEFAULT_ALPHA, Figure, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
+from .spec import ReportSpec
+from .stats import (Figure, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
                     verdict, versus)
 
 # the 2017 storage study's protocol, every other strategy's yardstick
@@ -395,10 +396,10 @@ def fio(rows: list, thr: dict) -> list:
     return out
 
 
-def findings(t, report: dict) -> list:
+def findings(t, report: ReportSpec) -> list:
     """Blocks of the findings: one h3 per question, then its sentences. Made twice: the first
     pass collects the verdicts for Holm's correction, the second marks the findings it keeps."""
-    thr = {"threshold": report["practical_threshold"], "alpha": report.get("alpha", DEFAULT_ALPHA)}
+    thr = {"threshold": report.practical_threshold, "alpha": report.alpha}
     with tally() as judged:
         _parts(t, thr)
     with holm(holm_cutoff(judged, thr["alpha"])):

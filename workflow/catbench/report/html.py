@@ -37,6 +37,7 @@ from . import tables as T
 from .inputs import collect
 from .markdown import to_markdown
 from .plots import PLOTS, draw_all
+from .spec import ReportSpec
 from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections
 
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
@@ -117,7 +118,7 @@ def _inline(text: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
 
 
-def _tables(run: Path, tdir: Path, out: Path, inp, report: dict) -> tuple[dict, Path | None]:
+def _tables(run: Path, tdir: Path, out: Path, inp, report: ReportSpec) -> tuple[dict, Path | None]:
     """The final tables as {table: [row dicts]}, copied into ``out``/tables; built here when
     ``tdir`` does not hold them (yet). Returns them and the tables directory used (or None)."""
     (out / "tables").mkdir(exist_ok=True)
@@ -182,15 +183,15 @@ def _tables_html(tabs: dict, out: Path) -> list:
     return body + ["</section>"]
 
 
-def _header_html(report: dict) -> str:
+def _header_html(report: ReportSpec) -> str:
     return (f'<p class="meta">Every figure is the median of its repetitions (n) with the '
-            f'{report["confidence"]:.0%} interval of its typical value. "A is faster than B" only when a '
-            f't-test on the log values tells them apart at α = {report["alpha"]:g} and they differ by more '
-            f'than {report["practical_threshold"]:.0%}; otherwise they are "within noise". Fewer than two '
+            f'{report.confidence:.0%} interval of its typical value. "A is faster than B" only when a '
+            f't-test on the log values tells them apart at α = {report.alpha:g} and they differ by more '
+            f'than {report.practical_threshold:.0%}; otherwise they are "within noise". Fewer than two '
             f"repetitions are never a finding.</p>")
 
 
-def _twin_html(run: Path, report: dict) -> str:
+def _twin_html(run: Path) -> str:
     """The between-run noise floor of this run's machine when this run is one of its twin
     (``catbench noise-floor``: results/noise-floor.json beside the runs)."""
     path = run.resolve().parent / noise.FLOOR_FILE
@@ -208,12 +209,10 @@ def _twin_html(run: Path, report: dict) -> str:
             f"on this machine uses these with their degrees of freedom; docs/noise.md.</p>")
 
 
-def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = None) -> Path:
-    """Build ``index.html`` and the plots; returns the path of index.html. ``report`` = the
-    config's report section (schema defaults when None)."""
+def make_report(run_dir, out_dir=None, tables_dir=None, *, report: ReportSpec) -> Path:
+    """Build ``index.html`` and the plots; returns the path of index.html."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir else run / "report"
-    report = T.report_config(report)
     inp = collect(run)
     out.mkdir(parents=True, exist_ok=True)
     tabs, tdir = _tables(run, Path(tables_dir) if tables_dir else run / "tables", out, inp, report)
@@ -223,7 +222,7 @@ def make_report(run_dir, out_dir=None, tables_dir=None, report: dict | None = No
     drawn = draw_all(tabs, out)
     head = summary_sections(tabs, inp.targets, report, SECTIONS[:HEADLINE_SECTIONS])
     rest = summary_sections(tabs, inp.targets, report, SECTIONS[HEADLINE_SECTIONS:])
-    body = ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run, report),
+    body = ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run),
             sections_html(head[1:]), "</section>"]
     body += _plots_html(drawn, out)
     body += ['<section id="details"><h2>Tables as in the 2017 study</h2><details><summary>Storage | load time, '

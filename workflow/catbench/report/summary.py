@@ -2,7 +2,7 @@
 its interval), the checks, then side-by-side tables as in the 2017 storage study.
 
 Each section is one small function in :data:`SECTIONS`, called with a :class:`Tables` view of
-the final tables and the ``report`` config section, and returning blocks: ``("h2", text) |
+the final tables and the report's :class:`~.spec.ReportSpec`, and returning blocks: ``("h2", text) |
 ("h3", text) | ("p", text) | ("ul", [text]) | ("table", caption, header, rows)``;
 ``markdown`` and ``html`` render them.
 """
@@ -14,9 +14,9 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..core.index.table import ENGINES
-from ..core.infra.config import section
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
+from .spec import ReportSpec
 
 
 @dataclass
@@ -185,7 +185,7 @@ def index_only(t: Tables) -> bool:
     return not t.chunks and any(r.get("stage") in ("index_generate", "index_read") for r in t.stages)
 
 
-def checks(t: Tables, report: dict) -> list:
+def checks(t: Tables, report: ReportSpec) -> list:
     failed = _failed_loads(t.loads) + _failed_restarts_and_queries(t) + _failed_cluster(t) + _not_alone(t)
     notes = _notes(t)
     out = [("h2", "Checks")]
@@ -205,7 +205,7 @@ def checks(t: Tables, report: dict) -> list:
 
 
 # ---------------------------------------------------------------- findings
-def findings(t: Tables, report: dict) -> list:
+def findings(t: Tables, report: ReportSpec) -> list:
     return [("h2", "Findings")] + _findings(t, report)
 
 
@@ -278,7 +278,7 @@ def _fastest(rows: list, tg: str) -> str:
         (stopped, "stopped by the time limit"), (refused, "refused")) if n) + "."
 
 
-def prediction(t: Tables, report: dict) -> list:
+def prediction(t: Tables, report: ReportSpec) -> list:
     """This run's load times predicted from a ladder's smaller runs (predict/prediction.json):
     how far to trust them, the fastest per target, a table per target and the validation."""
     if not t.prediction and not t.prediction_validation:
@@ -320,7 +320,7 @@ def prediction(t: Tables, report: dict) -> list:
 
 
 # ---------------------------------------------------------------- side-by-side tables
-def storage_load(t: Tables, report: dict) -> list:
+def storage_load(t: Tables, report: ReportSpec) -> list:
     """The 2017 storage study's "storage | load time" table: fio on each target next to the median load
     time of every strategy on it (one row per target and variant)."""
     storage, loads = t.storage, t.loads
@@ -348,7 +348,7 @@ def storage_load(t: Tables, report: dict) -> list:
                       "of the secondary index with each strategy (intervals in load_time.csv).", header, rows)]
 
 
-def load_rate(t: Tables, report: dict) -> list:
+def load_rate(t: Tables, report: ReportSpec) -> list:
     """Load rate per interval, targets side by side."""
     out = []
     first = [r for r in t.rate if not r.get("repetition")]   # the first repetition of each load
@@ -374,7 +374,7 @@ def load_rate(t: Tables, report: dict) -> list:
     return out
 
 
-def queries(t: Tables, report: dict) -> list:
+def queries(t: Tables, report: ReportSpec) -> list:
     if not t.queries:
         return []
     qs = t.queries
@@ -390,7 +390,7 @@ def queries(t: Tables, report: dict) -> list:
             ("table", "Median seconds per query, target and engine.", header, rows)]
 
 
-def restart(t: Tables, report: dict) -> list:
+def restart(t: Tables, report: ReportSpec) -> list:
     if not t.restart:
         return []
     phases = _order(r["phase"] for r in t.restart)
@@ -411,7 +411,7 @@ CLUSTER_PHASES = ("node_down", "state_transfer", "process_start_to_synced", "pro
                   "down_to_first_answer")
 
 
-def cluster(t: Tables, report: dict) -> list:
+def cluster(t: Tables, report: ReportSpec) -> list:
     """Galera node restarts: the headline phases per target and kind, the insert rate while
     the node was down, acknowledged inserts lost."""
     if not t.cluster:
@@ -433,7 +433,7 @@ def cluster(t: Tables, report: dict) -> list:
                       "(cluster_load.csv).", header, rows)]
 
 
-def chunks(t: Tables, report: dict) -> list:
+def chunks(t: Tables, report: ReportSpec) -> list:
     if index_only(t):
         return [("h2", "Chunks"), ("p", "None: this run is index-only (index.source: generate or file).")]
     if not t.chunks:
@@ -452,7 +452,7 @@ def chunks(t: Tables, report: dict) -> list:
             ("table", "Object+Source rows and TSV bytes per chunk (size skew).", header, [row])]
 
 
-def stages(t: Tables, report: dict) -> list:
+def stages(t: Tables, report: ReportSpec) -> list:
     if not t.stages:
         return []
     return [("h2", "Data preparation stages"),
@@ -468,10 +468,8 @@ SECTIONS = (findings, prediction, checks, storage_load, load_rate, queries, rest
 HEADLINE_SECTIONS = 3
 
 
-def summary_sections(t: dict, targets: dict | None = None, report: dict | None = None,
-                     sections=SECTIONS) -> list:
+def summary_sections(t: dict, targets: dict | None, report: ReportSpec, sections=SECTIONS) -> list:
     """Every section's blocks for the final tables ``t`` ({table: [row dicts]}); ``targets`` =
-    {name: targets/<name>.json}; ``report`` = the config's report section (schema defaults
-    when None)."""
-    view, cfg = Tables.of(t, targets), section("report", report)
-    return [block for sec in sections for block in sec(view, cfg)]
+    {name: targets/<name>.json}."""
+    view = Tables.of(t, targets)
+    return [block for sec in sections for block in sec(view, report)]

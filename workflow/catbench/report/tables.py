@@ -17,11 +17,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from ..core.infra.config import ConfigError, load_schema, section
 from ..core.infra.resources import resources_dir
 from . import provenance, stats
 from .inputs import MetricsError, RunInputs, collect
 from .markdown import to_markdown
+from .spec import ReportSpec
 from .summary import summary_sections
 
 def _build_order() -> tuple[str, ...]:
@@ -46,18 +46,6 @@ TABLES = _build_order()
 
 def sql_path(table: str) -> Path:
     return resources_dir() / "sql" / f"{table}.sql"
-
-
-def report_config(given: dict | None = None) -> dict:
-    """The ``report`` config section (confidence, practical_threshold), schema defaults
-    filled, checked against the schema (ConfigError naming the key)."""
-    import jsonschema
-    cfg = section("report", given)
-    errors = list(jsonschema.Draft202012Validator(load_schema()["properties"]["report"]).iter_errors(cfg))
-    if errors:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
-            f"config key '{'.'.join(['report', *map(str, e.absolute_path)])}': {e.message}" for e in errors))
-    return cfg
 
 
 def _udfs(con, confidence: float) -> None:
@@ -106,9 +94,9 @@ def run_sql(con, table: str) -> pa.Table:
         raise MetricsError(f"{path}: query failed ({exc})") from exc
 
 
-def build(inp: RunInputs, report: dict | None = None) -> dict:
+def build(inp: RunInputs, report: ReportSpec) -> dict:
     """Run every ``resources/sql/<table>.sql`` in order; returns {table: pyarrow.Table}."""
-    con = connect(inp, report_config(report)["confidence"])
+    con = connect(inp, report.confidence)
     out = {}
     try:
         for t in TABLES:
@@ -133,14 +121,12 @@ def write_csv(table: pa.Table, path: Path) -> None:
             Path(path).write_text(",".join(table.column_names) + "\n")
 
 
-def make_tables(run_dir, out_dir=None, require=(), report: dict | None = None) -> dict:
+def make_tables(run_dir, out_dir=None, require=(), *, report: ReportSpec) -> dict:
     """``catbench tables``: every final table + summary.md + provenance.json into ``out_dir``
-    (default results/<run>/tables); ``report`` = the config's report section (confidence,
-    practical threshold). Returns {name: path}."""
+    (default results/<run>/tables). Returns {name: path}."""
     inp = collect(run_dir, require)
     out = Path(out_dir) if out_dir else Path(run_dir) / "tables"
     out.mkdir(parents=True, exist_ok=True)
-    report = report_config(report)
     tables = build(inp, report)
     written = {}
     for name, table in tables.items():
