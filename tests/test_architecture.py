@@ -153,9 +153,6 @@ def test_no_function_takes_more_than_eight_parameters():
 # The config helpers that fill in the schema's defaults or read it: the CLI applies the
 # defaults once (validation) and hands a stage its spec, so a stage never calls these.
 DEFAULT_FILLERS = {"section", "defaults", "check_section", "load_schema", "validate"}
-# Stages still reading partial sections themselves (to be given specs too); the test fails
-# when one of them stops, so the list only shrinks.
-NOT_YET = {"catbench.predict.ladder"}
 
 
 def _fillers_used(module: str, path: Path) -> set[str]:
@@ -168,8 +165,7 @@ def _fillers_used(module: str, path: Path) -> set[str]:
 
 def test_stages_read_their_spec_not_the_config_defaults():
     readers = {m for m, p in _modules().items() if _layer(m) in STAGES and _fillers_used(m, p)}
-    assert readers - NOT_YET == set(), f"stages filling in config defaults themselves: {sorted(readers - NOT_YET)}"
-    assert NOT_YET - readers == set(), f"no longer reading the config's defaults, drop from NOT_YET: {NOT_YET - readers}"
+    assert not readers, f"stages filling in config defaults themselves: {sorted(readers)}"
 
 
 # core's layers, bottom up: each imports only its own and the ones below it.

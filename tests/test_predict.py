@@ -151,7 +151,8 @@ def test_a_ladder_config_validates_and_names_its_rungs():
 
 def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):
     from catbench.cli.predict import _target
-    cfg = {"load": {"time_limit_s": 240, "sort_memory": "2GB", "settings": {"innodb_buffer_pool_size": "512M"}}}
+    cfg = validate({"load": {"time_limit_s": 240, "sort_memory": "2GB",
+                             "settings": {"innodb_buffer_pool_size": "512M"}}})
     pred = {"below_rate": None, "pool_per_row_bytes": None, "target_rows": 1e8}
     stream = [rung_rep(10**6, 6e6, "r", time_limit_s=None)]
     by_file = [rung_rep(10**6, 6e6, "r", time_limit_s=2.4, stopped=True)]

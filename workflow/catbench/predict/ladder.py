@@ -1,7 +1,8 @@
 """The ladder: one config's ``predict`` section turned into its rungs' configs (the same
 study at smaller row counts with every memory and the input files' count scaled by the rows,
 so table ÷ pool, working set ÷ pool, input ÷ sort memory and rows per file match the
-target's), and the target's own figures."""
+target's), and the target's own figures. ``cfg`` is always a validated config, the schema's
+defaults in (the command line's ``core.infra.config.load``): a rung is a copy of it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import copy
 import re
 
 from ..core.index.table import ENGINES
-from ..core.infra.config import ConfigError, section
+from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
 
 ROWS_PER_OBJECT = 10_088      # index rows per catalog.patch.objects (a whole copy of the patch)
@@ -35,7 +36,7 @@ def settings(cfg: dict) -> dict:
 def target_pool(cfg: dict, engine: str = "innodb", rows: float | None = None) -> int:
     """The engine's cache at the target: ``predict.pool_per_row_bytes`` × rows when set, else
     the config's own setting."""
-    pred = section("predict", cfg.get("predict"))
+    pred = cfg["predict"]
     rows = rows or pred["target_rows"]
     if pred["pool_per_row_bytes"]:
         return int(pred["pool_per_row_bytes"] * rows)
@@ -76,8 +77,8 @@ def _scaled_options(value: str, factor: float) -> str:
 
 def rung_config(cfg: dict, k: int, rows: int) -> dict:
     """Rung ``k`` (1-based) of ``cfg``'s ladder at ``rows`` rows: run ``<run>-rung<k>``."""
-    pred = section("predict", cfg.get("predict"))
-    if (cfg.get("index") or {}).get("source") == "file":   # a rung scales the generator's catalog
+    pred = cfg["predict"]
+    if cfg["index"]["source"] == "file":   # a rung scales the generator's catalog
         raise ConfigError("config key 'index.source': file: a ladder's rungs are smaller generated catalogs, "
                           "not a share of your files; predict from a ladder of index.source: generate with "
                           "the catalog.id_layout closest to your ids")
@@ -106,11 +107,10 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
             load_settings[key] = _kib(scaled, "K")
     load["settings"] = load_settings
     if pred["scale_sort_memory"]:
-        load["sort_memory"] = _kib(max(MIN_SORT_MEMORY, parse_size((cfg.get("load") or {}).get("sort_memory") or
-                                                                   section("load")["sort_memory"]) * factor))
+        load["sort_memory"] = _kib(max(MIN_SORT_MEMORY, parse_size(cfg["load"]["sort_memory"]) * factor))
     if pred["scale_files"]:
         part = out.setdefault("partition", {})
-        part["index_files"] = max(1, round(section("partition", cfg.get("partition"))["index_files"] * factor))
+        part["index_files"] = max(1, round(cfg["partition"]["index_files"] * factor))
     if pred["scale_time_limit"] and load.get("time_limit_s"):
         load["time_limit_s"] = round(load["time_limit_s"] * factor, 3)
     out["predict"] = {**(cfg.get("predict") or {}), "rung": k}
@@ -119,7 +119,7 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
 
 def rungs(cfg: dict) -> list[dict]:
     """Every rung's config, smallest first."""
-    pred = section("predict", cfg.get("predict"))
+    pred = cfg["predict"]
     if not pred["rows"]:
         raise ConfigError("predict.rows: no rungs (give the rows of two or three smaller runs)")
     if max(pred["rows"]) >= pred["target_rows"]:
