@@ -8,7 +8,7 @@ re-created table after a server restart, so each starts from an empty buffer poo
 server runs with ``load.settings`` over ``server.settings`` (e.g. a small buffer pool for
 the index study only).
 
-Orchestration only: the strategies are in ``strategies.py``, the measurements in
+Orchestration only: the strategies are in ``strategies/``, the measurements in
 ``measure.py``; the server's life (owner lock, stale cleanup, stop on every exit path,
 data removal) is ``core.server.session.private_server``'s, and the results directory appears
 only complete (``core.infra.files.staged_output``). Every knob comes from the job's

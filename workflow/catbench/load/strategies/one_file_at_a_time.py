@@ -1,0 +1,23 @@
+"""The 2017 storage study's protocol: one connection, one LOAD DATA LOCAL per file, in order."""
+
+from __future__ import annotations
+
+import time
+
+from ...core.index.table import load_files
+from ..handoff import LoadJob, Outcome
+from .base import Strategy
+
+ORDER = 0   # its place in the registry
+
+
+def load(job: LoadJob) -> Outcome:
+    out, t0 = Outcome(), job.clock()
+    job.merge(out, *load_files(job.conn, job.table, job.todo, job.variant, job.database, stop=job.stop,
+                               record=job.record))
+    out.phase("load", t0, time.time())
+    out.extra["connections"] = 1
+    return out
+
+
+STRATEGY = Strategy("one-file-at-a-time", load, resumable=True)

@@ -1,0 +1,19 @@
+"""Every key sorted first (DuckDB), then loaded in key order over one connection (`sorted`)."""
+
+from __future__ import annotations
+
+from ..handoff import LoadJob, Outcome
+from ..sorted_stream import load_sorted
+from .base import Strategy
+
+ORDER = 2   # its place in the registry
+
+
+def load(job: LoadJob) -> Outcome:
+    out = Outcome()
+    load_sorted(job, out)
+    out.extra["connections"] = 1
+    return out
+
+
+STRATEGY = Strategy("sorted", load, scratch_copies=2)
