@@ -205,7 +205,18 @@ def test_kind_registries_match_the_schema_enums():
     assert schema["restart"]["properties"]["kinds"]["items"]["enum"] == list(KINDS)
     assert schema["restart"]["properties"]["kinds"]["default"] == list(KINDS)
     assert schema["cluster"]["properties"]["kinds"]["items"]["enum"] == list(CLUSTER_KINDS)
-    assert set(schema["load"]["properties"]["strategies"]["items"]["enum"]) == set(STRATEGIES)
+    assert schema["load"]["properties"]["strategies"]["items"]["enum"] == list(STRATEGIES)
+
+
+def test_each_strategy_module_declares_its_entry():
+    import importlib
+
+    from catbench.load.strategies import REGISTRY
+    folder = PKG / "load" / "strategies"
+    modules = [importlib.import_module(f"catbench.load.strategies.{p.stem}") for p in sorted(folder.glob("*.py"))
+               if p.stem not in ("__init__", "base")]
+    assert sorted(m.ORDER for m in modules) == list(range(len(modules)))
+    assert {m.STRATEGY.name: m.STRATEGY for m in modules} == REGISTRY
 
 
 def test_tables_and_plots_have_their_sql_and_captions():

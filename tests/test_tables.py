@@ -221,3 +221,12 @@ def test_chunk_list_with_a_single_quote_in_paths(tmp_path):
     assert rows[1] == {"chunkId": "1", "object_rows": "5", "source_rows": "7", "overlap_rows": "2",
                        "parquet_bytes": "24", "tsv_bytes": "45", "ra_centre": "540.0", "dec_centre": "-88.9412"}
     # the chunker's centre of each id, whatever the id (chunk 1 of the one-chunk polar stripe here)
+
+
+def test_a_bad_report_value_fails_at_the_command_line_naming_its_key():
+    from catbench.core.infra.config import ConfigError
+    with pytest.raises(ConfigError, match=r"config key 'report\.confidence'"):
+        cli_report.report_spec({"confidence": 2})
+    with pytest.raises(ConfigError, match=r"config key 'report\.confidense': unknown key"):
+        cli_report.report_spec({"confidense": 0.9})
+    assert cli_report.report_spec({"practical_threshold": 0.2}).practical_threshold == 0.2
