@@ -193,8 +193,8 @@ def test_core_holds_only_its_layers():
 
 
 def _schema() -> dict:
-    import yaml
-    return yaml.safe_load((PKG.parent / "schemas" / "config.schema.yaml").read_text())["properties"]
+    from catbench.core.infra.config import load_schema
+    return load_schema()["properties"]
 
 
 def test_kind_registries_match_the_schema_enums():

@@ -16,6 +16,7 @@ import yaml
 from catbench.core.infra.config import validate
 from catbench.core.index.input import list_input
 from catbench.load import estimate as est
+from catbench.core.infra.config import load_schema
 from catbench.load.strategies import REGISTRY
 from catbench.prepare.arrival import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
@@ -24,7 +25,7 @@ from support.servers import kill_servers, server_procs
 from support.runs import REPORT
 
 PRESET = yaml.safe_load((REPO / "config" / "index-study.yaml").read_text())
-SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+SCHEMA = load_schema()
 
 
 def _small(**over) -> dict:

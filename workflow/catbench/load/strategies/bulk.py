@@ -7,6 +7,7 @@ from ..handoff import LoadJob, Outcome
 from ..sorted_stream import load_sorted
 from .base import Strategy
 
+NAME = "bulk"   # the config's load.strategies value
 ORDER = 4   # its place in the registry
 
 
@@ -18,7 +19,7 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy("bulk", load, scratch_copies=2, unsupported={
+STRATEGY = Strategy(NAME, load, scratch_copies=2, unsupported={
     "myisam": "MyISAM has no bulk path for a unique key: DISABLE KEYS, bulk_insert_buffer_size and its "
               "batch index build of an empty table cover non-unique indexes only, and the director "
               "index has just its primary key; so bulk would be sorted under another name. Its own "

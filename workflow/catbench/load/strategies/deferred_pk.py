@@ -15,6 +15,7 @@ from ..handoff import LoadJob, Outcome
 from . import parallel
 from .base import INNODB, Strategy, sql
 
+NAME = "deferred-pk"   # the config's load.strategies value
 ORDER = 5   # its place in the registry
 
 
@@ -37,7 +38,7 @@ def table_without_pk(variant, database: str, table: str, engine: Engine = INNODB
     return variant.ddl(table, database, engine.sql_name, primary_key=False)
 
 
-STRATEGY = Strategy("deferred-pk", load, table_without_pk, unsupported={
+STRATEGY = Strategy(NAME, load, table_without_pk, unsupported={
     "rocksdb": "MyRocks builds the primary key by copying the table in one transaction that holds "
                "every row in server memory (measured: 1.7 GB for 2.9 M rows, 4.6x the load's time), "
                "so it cannot reach the index's size; rocksdb_commit_in_the_middle bounds the memory "

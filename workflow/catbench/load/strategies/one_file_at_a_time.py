@@ -8,6 +8,7 @@ from ...core.index.table import load_files
 from ..handoff import LoadJob, Outcome
 from .base import Strategy
 
+NAME = "one-file-at-a-time"   # the config's load.strategies value
 ORDER = 0   # its place in the registry
 
 
@@ -20,4 +21,4 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy("one-file-at-a-time", load, resumable=True)
+STRATEGY = Strategy(NAME, load, resumable=True)

@@ -7,6 +7,7 @@ import time
 from ..handoff import LoadJob, Outcome
 from .base import Strategy, parallel_files
 
+NAME = "parallel"   # the config's load.strategies value
 ORDER = 1   # its place in the registry
 
 
@@ -18,4 +19,4 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy("parallel", load, resumable=True)
+STRATEGY = Strategy(NAME, load, resumable=True)

@@ -6,6 +6,7 @@ from ..handoff import LoadJob, Outcome
 from ..sorted_stream import load_sorted
 from .base import Strategy
 
+NAME = "sorted"   # the config's load.strategies value
 ORDER = 2   # its place in the registry
 
 
@@ -16,4 +17,4 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy("sorted", load, scratch_copies=2)
+STRATEGY = Strategy(NAME, load, scratch_copies=2)

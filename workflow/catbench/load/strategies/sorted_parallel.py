@@ -6,6 +6,7 @@ from ..handoff import LoadJob, Outcome
 from ..sorted_stream import load_sorted
 from .base import Strategy
 
+NAME = "sorted-parallel"   # the config's load.strategies value
 ORDER = 3   # its place in the registry
 
 
@@ -16,4 +17,4 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy("sorted-parallel", load, scratch_copies=2)
+STRATEGY = Strategy(NAME, load, scratch_copies=2)

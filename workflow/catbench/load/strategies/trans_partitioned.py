@@ -12,6 +12,7 @@ from ...core.server.loaddata import LoadError
 from ..handoff import LoadJob, LoadProgress, Outcome
 from .base import INNODB, Strategy, parallel_files, sql
 
+NAME = "trans-partitioned"   # the config's load.strategies value
 ORDER = 6   # its place in the registry
 DUPLICATES_SHOWN = 5
 
@@ -72,4 +73,4 @@ def partitioned_table(variant, database: str, table: str, engine: Engine = INNOD
         engine=engine.sql_name)
 
 
-STRATEGY = Strategy("trans-partitioned", load, partitioned_table, resumable=True)
+STRATEGY = Strategy(NAME, load, partitioned_table, resumable=True)

@@ -17,7 +17,7 @@ import yaml
 from ...sky.copies import COPY_STRIDE, MAX_COPIES, catalog_objects, copy_layout, n_places
 from ..resources import SCHEMA_PATH, repo_dir
 from ..settings import ServerError, validate_settings
-from . import yamlfile
+from . import registries, yamlfile
 
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def load_schema() -> dict:
     """The schema, read once per process (half of a validation's time before): callers only
     read it. libyaml's loader: our own file, so its error marks do not matter."""
     with open(SCHEMA_PATH) as f:
-        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return registries.expand(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
 def repeat_args(section: dict) -> str:

@@ -1,0 +1,53 @@
+"""The schema's lists of kinds that a registry of modules owns: ``{x-registry: [folder,
+CONSTANT]}`` in the schema stands for the names the modules of ``workflow/catbench/<folder>``
+declare (``CONSTANT = "<name>"``), in their ``ORDER``. They are read with ``ast``, not
+imported: validating a config loads no stage. So a new restart kind or loading strategy is
+its module alone; the schema, the CLI's choices and the rules follow."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[3]     # workflow/catbench
+KEY = "x-registry"
+
+
+class RegistryError(RuntimeError):
+    """A registry module that does not declare its name or place plainly."""
+
+
+def declared(folder: Path, constant: str) -> list[str]:
+    """The ``constant`` of every module of ``folder`` that has one, in the modules' ``ORDER``."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        values = {}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                values.update({t.id: node.value.value for t in node.targets if isinstance(t, ast.Name)})
+        if constant not in values:
+            continue
+        if not isinstance(values[constant], str) or not isinstance(values.get("ORDER"), int):
+            raise RegistryError(f"{path}: {constant} must be a string and ORDER an integer, both plain constants")
+        found.append((values["ORDER"], values[constant]))
+    orders = [o for o, _ in found]
+    if len(set(orders)) != len(orders):
+        raise RegistryError(f"{folder}: two modules share an ORDER ({sorted(orders)})")
+    return [name for _, name in sorted(found)]
+
+
+def expand(node):
+    """``node`` (a loaded schema) with every ``{x-registry: [folder, CONSTANT]}`` replaced by the
+    names: an ``enum`` where it stood alone among ``items``' keys, the list itself as a default."""
+    if isinstance(node, dict):
+        if KEY in node:
+            folder, constant = node[KEY]
+            names = declared(PACKAGE / folder, constant)
+            return {**{k: expand(v) for k, v in node.items() if k != KEY}, "enum": names}
+        out = {k: expand(v) for k, v in node.items()}
+        if isinstance(node.get("default"), dict) and KEY in node["default"]:
+            out["default"] = list(out["default"]["enum"])
+        return out
+    if isinstance(node, list):
+        return [expand(v) for v in node]
+    return node
