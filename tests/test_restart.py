@@ -169,9 +169,9 @@ def test_cli_parses(tmp_path):
     a = parser.parse_args(["restart", "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path),
                            "--out", str(tmp_path / "o"), "--kinds", "clean", "crash-under-queries",
                            "--repetitions", "3", "--settings-json", '{"innodb_buffer_pool_size": "64M"}',
-                           "--buffer-pool-modes", "on"])
+                           "--buffer-pool-dump", "on"])
     assert a.kinds == ["clean", "crash-under-queries"] and a.repetitions == 3 and callable(a.func)
-    assert a.buffer_pool_modes == ["on"]
+    assert a.buffer_pool_dump == ["on"]
     # no input files: a clean error, exit code 1
     assert a.func(a) == 1
 

@@ -12,27 +12,22 @@ import json
 import logging
 
 from ..core.index.input import list_input
-from ..core.index.table import VARIANTS, LoadError
+from ..core.index.table import LoadError
 from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import TargetError
 from ..core.server.process import ServerError
-from ..restart.cluster.options import KINDS, SST_METHODS, ClusterError, ClusterSpec, in_run_order
-from .common import config_arg, guarded, measured, renamed_choice
+from ..restart.cluster.options import ClusterError, ClusterSpec, in_run_order
+from .common import config_arg, guarded, measured, overrides, section_flags
 
 log = logging.getLogger(__name__)
 COMMANDS = ("cluster",)
 EXPECTED = (ClusterError, LoadError, ServerError, TargetError, ConfigError)
-# flag (argparse dest) -> key of the config's cluster section
-CLUSTER_FLAGS = {"nodes": "nodes", "kinds": "kinds", "repetitions": "repetitions", "variant": "variant",
-                 "sst_method": "sst_method", "base_port": "base_port", "start_timeout": "start_timeout_s"}
 
 
 def sections(args) -> tuple[dict, dict, int | None]:
     """(cluster, server, seed) from --config with the flags given over it."""
-    cfg = config_arg(args.config)
+    cfg = overrides(args, config_arg(args.config))
     cluster = dict(cfg.get("cluster") or {})
-    cluster.update({key: getattr(args, dest) for dest, key in CLUSTER_FLAGS.items()
-                    if getattr(args, dest) is not None})
     server = dict(cfg.get("server") or {})
     if args.server_binary:
         server["binary"] = args.server_binary
@@ -72,14 +67,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory, e.g. results/<run>/cluster/<target>")
     p.add_argument("--config", help="config as JSON text or a YAML file (sections cluster, server, seed); "
                                     "the flags below override single values, the schema gives the rest")
-    p.add_argument("--nodes", type=int, help="cluster.nodes")
-    p.add_argument("--kinds", nargs="+", choices=KINDS, help="cluster.kinds")
-    p.add_argument("--repetitions", type=int, help="cluster.repetitions")
-    p.add_argument("--variant", choices=sorted(VARIANTS), type=renamed_choice("--variant", VARIANTS),
-                   help="cluster.variant")
-    p.add_argument("--sst-method", choices=SST_METHODS, help="cluster.sst_method")
-    p.add_argument("--base-port", type=int, help="cluster.base_port (default: free ports chosen at run time)")
-    p.add_argument("--start-timeout", type=float, help="cluster.start_timeout_s")
+    section_flags(p, "cluster")
     p.add_argument("--server-binary", help="server.binary: the mariadbd to use")
     p.add_argument("--seed", type=int, help="seed of lookup keys and the workload (config: seed)")
     p.add_argument("--keep-data", action="store_true", help="keep the nodes' datadirs afterwards")

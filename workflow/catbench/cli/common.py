@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import signal
@@ -173,3 +174,46 @@ def command(sub, name: str, fn, *flags, config: bool = True):
     run.__doc__ = fn.__doc__
     p.set_defaults(func=guarded(run, _plain_errors, name))
     return p
+
+
+_SCALARS = {"integer": int, "number": float, "string": str}
+
+
+def _flag_keywords(flag: str, sub: dict) -> dict | None:
+    """argparse keywords of ``--flag`` for a schema key: a number, a string, a boolean or a
+    list of them, an enum's names as its choices (an old name becomes its new one:
+    :func:`renamed_choice`); None for what a flag cannot give (objects)."""
+    kinds = [t for t in (sub.get("type") if isinstance(sub.get("type"), list) else [sub.get("type")])
+             if t not in (None, "null")]
+    if kinds == ["boolean"]:
+        return {"action": argparse.BooleanOptionalAction}
+    if kinds == ["array"]:
+        items = sub.get("items") or {}
+        if "enum" in items:
+            return {"nargs": "+", "choices": items["enum"], "type": renamed_choice(f"--{flag}", items["enum"])}
+        return {"nargs": "+", "type": _SCALARS[items["type"]]} if items.get("type") in _SCALARS else None
+    if "enum" in sub:
+        return {"choices": sub["enum"], "type": renamed_choice(f"--{flag}", sub["enum"])}
+    return {"type": _SCALARS[kinds[0]]} if len(kinds) == 1 and kinds[0] in _SCALARS else None
+
+
+def section_flags(parser, section: str) -> None:
+    """A flag ``--<key>`` overriding each key of the schema's ``section`` that a command line
+    can give, read from the schema (nothing listed here); :func:`overrides` collects them."""
+    from ..core.infra.config import load_schema
+    keys = {}
+    for key, sub in load_schema()["properties"][section]["properties"].items():
+        flag = key.replace("_", "-")
+        kw = _flag_keywords(flag, sub)
+        if kw is not None:
+            about = f"config key {section}.{key}" + (f": {sub['description']}" if sub.get("description") else "")
+            parser.add_argument(f"--{flag}", default=None, help=about.replace("%", "%%"), **kw)
+            keys[flag.replace("-", "_")] = key
+    parser.set_defaults(section_flags=(section, keys))
+
+
+def overrides(args, sections: dict) -> dict:
+    """``sections`` ({name: dict}) with the flags of :func:`section_flags` given over them."""
+    section, keys = args.section_flags
+    given = {key: getattr(args, dest) for dest, key in keys.items() if getattr(args, dest) is not None}
+    return {**sections, section: {**(sections.get(section) or {}), **given}}

@@ -14,30 +14,22 @@ import json
 import logging
 
 from ..core.index.input import list_input
-from ..core.index.table import VARIANTS, LoadError
+from ..core.index.table import LoadError
 from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import TargetError
 from ..core.server.process import ServerError
-from ..restart.options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError, RestartSpec, resolve
-from .common import config_arg, guarded, measured, renamed_choice, settings_arg
+from ..restart.options import FAULTS, RestartError, RestartSpec, resolve
+from .common import config_arg, guarded, measured, overrides, section_flags, settings_arg
 
 log = logging.getLogger(__name__)
 COMMANDS = ("restart",)
 EXPECTED = (RestartError, LoadError, ServerError, TargetError, ConfigError)
-# flag (argparse dest) -> key of the config's restart section
-RESTART_FLAGS = {"variant": "variant", "kinds": "kinds", "repetitions": "repetitions",
-                 "buffer_pool_modes": "buffer_pool_dump", "buffer_pool_dump_pct": "buffer_pool_dump_pct",
-                 "warm_timeout_s": "warm_timeout_s", "warm_factor": "warm_factor", "warm_batch": "warm_batch",
-                 "lookup_count": "lookup_count", "query_threads": "query_threads",
-                 "start_timeout": "start_timeout_s"}
 
 
 def sections(args) -> tuple[dict, dict, int | None]:
     """(restart, server, seed) from --config with the flags given over it."""
-    cfg = config_arg(args.config)
+    cfg = overrides(args, config_arg(args.config))
     restart = dict(cfg.get("restart") or {})
-    restart.update({key: getattr(args, dest) for dest, key in RESTART_FLAGS.items()
-                    if getattr(args, dest) is not None})
     if args.settings_json:
         restart["settings"] = {**(restart.get("settings") or {}), **settings_arg(args.settings_json)}
     server = dict(cfg.get("server") or {})
@@ -78,25 +70,10 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory, e.g. results/<run>/restart/<target>")
     p.add_argument("--config", help="config as JSON text or a YAML file (sections restart, server, seed); "
                                     "the flags below override single values, the schema gives the rest")
-    p.add_argument("--variant", choices=sorted(VARIANTS), type=renamed_choice("--variant", VARIANTS),
-                   help="restart.variant")
-    p.add_argument("--kinds", nargs="+", choices=KINDS, help="restart.kinds")
-    p.add_argument("--repetitions", type=int, help="restart.repetitions")
+    section_flags(p, "restart")
     p.add_argument("--settings-json", help="server options as a JSON object, over restart.settings")
     p.add_argument("--server-binary", help="server.binary: mariadbd/mysqld to use (default: search PATH, /usr/sbin)")
     p.add_argument("--seed", type=int, help="seed of kill points and lookup keys (config: seed)")
-    p.add_argument("--lookup-count", type=int, help="restart.lookup_count: distinct random keys of the warm-up lookups")
-    p.add_argument("--warm-timeout-s", type=float, help="restart.warm_timeout_s: time limit of the warm-up per restart")
-    p.add_argument("--warm-factor", type=float,
-                   help="restart.warm_factor: warm again when a batch p50 is within this factor of the warm p50")
-    p.add_argument("--warm-batch", type=int, help="restart.warm_batch: lookups per warm-up batch")
-    p.add_argument("--buffer-pool-modes", nargs="+", choices=BUFFER_POOL_MODES,
-                   help="restart.buffer_pool_dump: clean restarts without (off) and with (on) buffer-pool dump/load")
-    p.add_argument("--buffer-pool-dump-pct", type=int, help="restart.buffer_pool_dump_pct of the 'on' mode")
-    p.add_argument("--query-threads", type=int,
-                   help="restart.query_threads: concurrent HV query connections of crash-under-queries")
-    p.add_argument("--start-timeout", type=float,
-                   help="restart.start_timeout_s: seconds a (re)start may take before the target is declared failed")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
     p.add_argument("--fault", choices=FAULTS, help=argparse.SUPPRESS)  # fault drill: must fail cleanly
     p.set_defaults(func=guarded(measured(cmd_restart), EXPECTED, "restart"))
