@@ -1,12 +1,12 @@
 """The schema's lists of kinds that a registry of modules owns: ``{x-registry: [folder,
 CONSTANT]}`` in the schema stands for the names the modules of ``workflow/catbench/<folder>``
-declare (``CONSTANT = "<name>"``), in their ``ORDER``. They are read with ``ast``, not
+declare (``CONSTANT = "<name>"``), in their ``ORDER``. They are read as text, not
 imported: validating a config loads no stage. So a new restart kind or loading strategy is
 its module alone; the schema, the CLI's choices and the rules follow."""
 
 from __future__ import annotations
 
-import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[3]     # workflow/catbench
@@ -18,18 +18,21 @@ class RegistryError(RuntimeError):
 
 
 def declared(folder: Path, constant: str) -> list[str]:
-    """The ``constant`` of every module of ``folder`` that has one, in the modules' ``ORDER``."""
+    """The ``constant`` of every module of ``folder`` that has one, in the modules' ``ORDER``:
+    both plain top-level lines (``NAME = "x"``, ``ORDER = 3``), read as text (a regex, not a
+    parse: every validating job reads these files at its start)."""
     found = []
     for path in sorted(folder.glob("*.py")):
-        values = {}
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-                values.update({t.id: node.value.value for t in node.targets if isinstance(t, ast.Name)})
-        if constant not in values:
+        text = path.read_text()
+        name = re.search(rf"^{constant} = ([\"'])([^\"']+)\1", text, re.M)
+        if name is None:
+            if re.search(rf"^{constant}\b", text, re.M):
+                raise RegistryError(f"{path}: {constant} must be a string and ORDER an integer, both plain constants")
             continue
-        if not isinstance(values[constant], str) or not isinstance(values.get("ORDER"), int):
+        order = re.search(r"^ORDER = (-?\d+)\b", text, re.M)
+        if order is None:
             raise RegistryError(f"{path}: {constant} must be a string and ORDER an integer, both plain constants")
-        found.append((values["ORDER"], values[constant]))
+        found.append((int(order.group(1)), name.group(2)))
     orders = [o for o, _ in found]
     if len(set(orders)) != len(orders):
         raise RegistryError(f"{folder}: two modules share an ORDER ({sorted(orders)})")
