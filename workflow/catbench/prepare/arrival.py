@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from ..core.index.input import MANIFEST, list_input, write_manifest
-from ..core.infra.files import atomic_path
+from ..core.infra.files import atomic_path, write_all
 from .arrays import arrow, numpy
 from .index_only import WRITE_ROWS, bounds
 from .indextext import IndexText
@@ -126,7 +126,7 @@ def write_split(reader, b: list[int], out_numeric: Path, out_char: Path) -> list
     for k in range(len(b) - 1):
         name = f"part-{k:05d}.tsv"
         with atomic_path(out_numeric / name) as num_tmp, atomic_path(out_char / name) as chr_tmp, \
-                open(num_tmp, "wb") as num, open(chr_tmp, "wb") as char:
+                open(num_tmp, "wb", buffering=0) as num, open(chr_tmp, "wb", buffering=0) as char:
             left = b[k + 1] - b[k]
             while left:
                 if batch is None or at == batch.num_rows:
@@ -134,8 +134,8 @@ def write_split(reader, b: list[int], out_numeric: Path, out_char: Path) -> list
                 n = min(left, batch.num_rows - at)
                 cols = [numpy(batch.column(i).slice(at, n)) for i in range(3)]
                 numeric, padded = text.lines(*cols)
-                num.write(numeric)
-                char.write(padded)
+                write_all(num.fileno(), numeric)
+                write_all(char.fileno(), padded)
                 at, left = at + n, left - n
         done.append((name, b[k + 1] - b[k], (out_numeric / name).stat().st_size,
                      (out_char / name).stat().st_size))

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.infra.files import PARQUET_OPTIONS, remove_stale_temps, write_parquet
+from ..core.infra.files import PARQUET_OPTIONS, append_bytes, remove_stale_temps, write_parquet
 from .arrays import numpy
 
 FOLDER = {"Object": "Object", "ObjectOverlap": "Object", "Source": "Source"}
@@ -70,8 +70,7 @@ class ChunkFiles:
         order given."""
         for name, cid, text in pieces:
             if len(text):
-                with open(self.text[(name, cid)], "ab") as f:
-                    f.write(text)
+                append_bytes(self.text[(name, cid)], text)
 
     def chunks(self, name: str) -> set[int]:
         return {cid for n, cid in self.rows if n == name}

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.index.input import MANIFEST, write_manifest
-from ..core.infra.files import atomic_path
+from ..core.infra.files import atomic_path, write_all
 from ..core.sky.copies import copy_layout
 from .catalog import _band, generate_patch, layer
 from .chunker import Chunker, check_coordinates
@@ -106,11 +106,11 @@ def _write_file(args) -> tuple[str, int, int, int]:
     k, first, end, out_numeric, out_char = args
     name = f"part-{k:05d}.tsv"
     with atomic_path(Path(out_numeric) / name) as num_tmp, atomic_path(Path(out_char) / name) as chr_tmp, \
-            open(num_tmp, "wb") as num, open(chr_tmp, "wb") as char:
+            open(num_tmp, "wb", buffering=0) as num, open(chr_tmp, "wb", buffering=0) as char:
         for batch in _batches(first, end):
             numeric, padded = _STATE["text"].lines(*(np.concatenate([b[i] for b in batch]) for i in range(3)))
-            num.write(numeric)
-            char.write(padded)
+            write_all(num.fileno(), numeric)
+            write_all(char.fileno(), padded)
     return name, end - first, (Path(out_numeric) / name).stat().st_size, (Path(out_char) / name).stat().st_size
 
 

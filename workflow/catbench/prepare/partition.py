@@ -32,6 +32,7 @@ from ..core.infra.files import (
     open_parquet,
     parquet_errors,
     read_parquet,
+    write_all,
 )
 from ..core.sky.copies import copy_layout
 from .arrays import lpad, numpy, table, take
@@ -447,7 +448,7 @@ def _write_index_file(t: pa.Table, k: int, out_numeric: Path, out_char: Path, ma
     padded = lpad(key, KEY_WIDTH, "0")
     for folder, first in ((out_numeric, key), (out_char, padded)):
         lines = join([join([first, *location]), repeat("\n", t.num_rows)], "")
-        with atomic_path(folder / name) as tmp, open(tmp, "wb") as f:
-            f.write(lines.buffers()[2][:_text_bytes(lines)] if len(lines) else b"")
+        with atomic_path(folder / name) as tmp, open(tmp, "wb", buffering=0) as f:
+            write_all(f.fileno(), lines.buffers()[2][:_text_bytes(lines)] if len(lines) else b"")
     for folder in (out_numeric, out_char):
         manifests[folder][name] = {"rows": t.num_rows, "bytes": (folder / name).stat().st_size}

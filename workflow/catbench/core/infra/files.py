@@ -80,6 +80,33 @@ def atomic_path(path):
             tmp.unlink()
 
 
+# Bytes one write() hands the kernel at most. The page cache takes folios as large as a
+# write (a 4 MiB write: 2 MiB folios, whole free blocks), and a VM that reports free memory
+# to its host in 2 MiB blocks (virtio-balloon free page reporting, on by default) gets each
+# such block back from the host page by page: 1 GiB to ext4 took 2.6 sys-s in 4 MiB writes,
+# 1.25 in 1 MiB and 0.2 in 64-256 KiB ones (0.3 against 0.2 with reporting off).
+WRITE_BYTES = 1 << 17
+
+
+def write_all(fd: int, data) -> int:
+    """Write ``data`` (bytes-like) to the open file ``fd`` in writes of at most WRITE_BYTES."""
+    view = memoryview(data).cast("B")
+    for a in range(0, len(view), WRITE_BYTES):
+        piece = view[a:a + WRITE_BYTES]
+        while len(piece):
+            piece = piece[os.write(fd, piece):]
+    return len(view)
+
+
+def append_bytes(path, data) -> int:
+    """Append ``data`` to the file ``path`` (created if missing), WRITE_BYTES at a time."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        return write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
 def write_parquet(table: pa.Table, path, **options):
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, **{**PARQUET_OPTIONS, **options})
