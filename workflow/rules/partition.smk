@@ -8,6 +8,12 @@
 # time). prepare/partition.md has the measurements.
 ARROW_HEAP = ("ARROW_DEFAULT_MEMORY_POOL=system MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=1073741824 "
               "MALLOC_TRIM_THRESHOLD_=68719476736 MALLOC_TOP_PAD_=268435456 ")
+# The reduce's Arrow buffers on mimalloc: a text gather's buffer is resized twice (grown, then
+# shrunk to fit), and Arrow's aligned resize on glibc allocates anew and copies each time
+# (more bytes copied than gathered); mimalloc keeps a buffer in place when it still fits. The
+# TSV partition: 0.89x the CPU, 0.90x the wall, peak RSS 318 against 360 MiB (n=8 alternated,
+# tmpfs). The map gained nothing (it resizes little) and stays on glibc's heap.
+REDUCE_HEAP = ARROW_HEAP.replace("ARROW_DEFAULT_MEMORY_POOL=system", "ARROW_DEFAULT_MEMORY_POOL=mimalloc")
 MAPS = {f"{m:05d}": [PARTS[p] for p in parts] for m, parts in enumerate(cb_copies.map_batches(config))}
 # Every part's staging dir, in part order: inside the dir of the map job that wrote it.
 STAGING = [f"{RES}/partition/staging/map-{m}/part-{p}" for m, parts in MAPS.items() for p in parts]
@@ -60,7 +66,7 @@ rule partition_reduce:
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
     params:
         chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
-        heap_args=ARROW_HEAP,
+        heap_args=REDUCE_HEAP,
         staging=STAGING,
         formats=config["partition"]["formats"],
         text_args=lambda wildcards, input: " ".join(

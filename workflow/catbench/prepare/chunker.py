@@ -165,9 +165,14 @@ class Chunker:
                 r, s = np.arange(len(ra)), own_ss
             if not len(r):
                 continue
-            x, width, alpha, n = ra[r], self.sub_chunk_width[s], self.alpha[s], self.columns[s]
+            x, width, alpha, n = ra[r] if off else ra, self.sub_chunk_width[s], self.alpha[s], self.columns[s]
             first = np.floor((x - alpha) / width).astype(np.int64)
             count = np.floor((x + alpha) / width).astype(np.int64) - first + 1
+            if not off:  # only rows whose box leaves their own cell (most do not)
+                r = np.flatnonzero((count > 1) | (np.mod(first, n) != own_col))
+                s, x, width, alpha, n, first, count = (a[r] for a in (s, x, width, alpha, n, first, count))
+                if not len(r):
+                    continue
             full = count >= n
             first = np.where(full, 0, first)
             count = np.minimum(count, n)
