@@ -11,6 +11,7 @@ import argparse
 import ast
 import importlib
 import logging
+import re
 import signal
 import sys
 import threading
@@ -22,6 +23,7 @@ from .common import interrupted, on_signal
 
 log = logging.getLogger("catbench")
 NOT_FAMILIES = ("main", "common")
+_COMMANDS = re.compile(r"^COMMANDS = (\([^)]*\))", re.M)
 
 
 @cache
@@ -33,9 +35,10 @@ def families() -> dict[str, tuple[str, ...]]:
     for path in sorted(Path(__file__).parent.glob("*.py")):
         if path.stem in NOT_FAMILIES or path.stem.startswith("_"):
             continue
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMMANDS" for t in node.targets):
-                out[path.stem] = tuple(ast.literal_eval(node.value))
+        # the line alone, not the module's syntax tree (parsing all eight was 9 ms a job)
+        found = _COMMANDS.search(path.read_text())
+        if found:
+            out[path.stem] = tuple(ast.literal_eval(found.group(1)))
     return out
 
 
