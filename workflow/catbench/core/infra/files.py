@@ -82,9 +82,9 @@ def atomic_path(path):
 
 # Bytes one write() hands the kernel at most. The page cache takes folios as large as a
 # write (a 4 MiB write: 2 MiB folios, whole free blocks), and a VM that reports free memory
-# to its host in 2 MiB blocks (virtio-balloon free page reporting, on by default) gets each
-# such block back from the host page by page: 1 GiB to ext4 took 2.6 sys-s in 4 MiB writes,
-# 1.25 in 1 MiB and 0.2 in 64-256 KiB ones (0.3 against 0.2 with reporting off).
+# to its host in 2 MiB blocks (virtio-balloon free page reporting) gets each such block back
+# from the host page by page: 1 GiB to ext4 took 2.5 sys-s in 4 MiB writes, 1.5 in 1 MiB
+# and 0.2 in 64-128 KiB ones (medians; prepare/partition.md has the table).
 WRITE_BYTES = 1 << 17
 
 
