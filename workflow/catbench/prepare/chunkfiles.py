@@ -7,13 +7,19 @@ instead of a group's worth of text being held; Parquet pieces are kept until the
 complete (``complete``), then written as one table, or, once a chunk has a whole row group
 (``row_group`` rows, pyarrow's default 1 Mi rows), that row group is written to the chunk's
 open file and let go: the same bytes as writing the whole table at once, with at most
-``row_group`` - 1 rows of any chunk held. TSV and flushed Parquet files are renamed into
-place only when complete; on failure the temporary files are removed.
+``row_group`` - 1 rows of any chunk held. Every file is made in a folder of this reduce's
+own (``.reduce.tmp-<pid>`` beside the chunk files) and renamed into place when complete;
+on failure the folder is removed, and a killed reduce's by the next reduce of the run.
+Creating files in a folder no other reduce writes to spares the wait on the folder's lock
+(two processes creating 2,400 files each after 4,800 were deleted, journal-less ext4:
+0.75 against 1.31 s wall, 1.45 against 2.5 sys-s). A TSV file stays open while its chunk
+gets rows (at most OPEN_FILES at once).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.infra.files import PARQUET_OPTIONS, append_bytes, remove_stale_temps, write_parquet
+from ..core.infra.files import PARQUET_OPTIONS, remove_stale_temps, write_all
 from .arrays import numpy
 
 FOLDER = {"Object": "Object", "ObjectOverlap": "Object", "Source": "Source"}
@@ -30,6 +36,7 @@ ROW_GROUP = 1 << 20      # rows per row group of a chunk's Parquet file (pyarrow
 # Uncompressed: snappy saved 4% of a chunk file's bytes (random float values) for 1.4x the
 # CPU of writing it.
 OPTIONS = {**PARQUET_OPTIONS, "compression": "none"}
+OPEN_FILES = 256  # TSV files a reduce keeps open (the least recently written is closed first)
 
 
 class ChunkFiles:
@@ -42,13 +49,36 @@ class ChunkFiles:
         self.tables: dict[tuple[str, int], list[pa.Table]] = {}
         self.written: dict[tuple[str, int], int] = {}  # Parquet bytes of each file
         self.rows: dict[tuple[str, int], int] = {}
-        self.text: dict[tuple[str, int], Path] = {}
-        for folder in set(FOLDER.values()):
+        self.text: dict[tuple[str, int], str] = {}    # TSV files being written
+        self.open: dict[tuple[str, int], int] = {}    # their open descriptors, oldest first
+        self.tmp = {}
+        for folder in sorted(set(FOLDER.values())):
             (self.dir / folder).mkdir(parents=True, exist_ok=True)
             remove_stale_temps(self.dir / folder)   # what a killed reduce of this run left
+            self.tmp[folder] = self.dir / folder / f".reduce.tmp-{os.getpid()}"
+            shutil.rmtree(self.tmp[folder], ignore_errors=True)
+            self.tmp[folder].mkdir()
 
     def stem(self, name: str, chunk_id: int) -> Path:
         return self.dir / FOLDER[name] / f"chunk_{chunk_id}{SUFFIX[name]}"
+
+    def _temp(self, name: str, chunk_id: int, suffix: str) -> str:
+        return f"{self.tmp[FOLDER[name]]}/chunk_{chunk_id}{SUFFIX[name]}{suffix}"
+
+    def _fd(self, key) -> int:
+        """The open descriptor of a TSV file, reopened if it was closed for room."""
+        fd = self.open.pop(key, None)
+        self._keep(key, os.open(self.text[key], os.O_WRONLY | os.O_APPEND) if fd is None else fd)
+        return self.open[key]
+
+    def _keep(self, key, fd: int):
+        self.open[key] = fd   # the most recently used last
+        while len(self.open) > OPEN_FILES:
+            os.close(self.open.pop(next(iter(self.open))))
+
+    def _close_all(self):
+        while self.open:
+            os.close(self.open.popitem()[1])
 
     def add(self, name: str, chunk_id: int, rows: int, table: pa.Table | None):
         """Rows of one chunk from one catalog part (their table is kept for Parquet)."""
@@ -61,16 +91,15 @@ class ChunkFiles:
             self.held += rows
             self._flush(key)
         if "tsv" in self.formats and key not in self.text:
-            stem = self.stem(name, chunk_id)
-            self.text[key] = stem.with_name(f".{stem.name}.tsv.tmp-{os.getpid()}")
-            self.text[key].write_bytes(b"")
+            self.text[key] = self._temp(name, chunk_id, ".tsv")
+            self._keep(key, os.open(self.text[key], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644))
 
     def add_text(self, pieces):
         """Lines of chunks, (name, chunkId, bytes) each, appended to their TSVs now, in the
         order given."""
         for name, cid, text in pieces:
             if len(text):
-                append_bytes(self.text[(name, cid)], text)
+                write_all(self._fd((name, cid)), text)
 
     def chunks(self, name: str) -> set[int]:
         return {cid for n, cid in self.rows if n == name}
@@ -89,10 +118,11 @@ class ChunkFiles:
                 if rest.num_rows:
                     writer.write_table(rest, row_group_size=self.row_group)
                 writer.close()
-                os.replace(tmp, path)
-                self.written[key] = path.stat().st_size
             else:
-                self.written[key] = _write(parts, path, self.row_group)
+                tmp = self._temp(*key, ".parquet")
+                pq.write_table(pa.concat_tables(parts), tmp, row_group_size=self.row_group, **OPTIONS)
+            os.replace(tmp, path)
+            self.written[key] = path.stat().st_size
 
     def _flush(self, key):
         """Write a chunk's whole row groups to its open file and let their rows go."""
@@ -103,8 +133,7 @@ class ChunkFiles:
         whole = n // self.row_group * self.row_group
         table = pa.concat_tables(parts)
         if key not in self.writers:
-            stem = self.stem(*key)
-            tmp = stem.with_name(f".{stem.name}.parquet.tmp-{os.getpid()}")
+            tmp = self._temp(*key, ".parquet")
             self.writers[key] = (pq.ParquetWriter(tmp, table.schema, **OPTIONS), tmp)
         self.writers[key][0].write_table(table.slice(0, whole), row_group_size=self.row_group)
         self.tables[key] = [table.slice(whole)]
@@ -114,6 +143,7 @@ class ChunkFiles:
         """Write the Parquet files not yet written, put every file in place; one manifest
         row per chunk file pair (a format that is off counts 0 bytes)."""
         self.complete(list(self.tables), empty)
+        self._close_all()
         manifest = []
         for key in sorted(self.rows, key=lambda k: (k[1], k[0])):
             name, cid = key
@@ -126,15 +156,17 @@ class ChunkFiles:
                 os.replace(self.text.pop(key), stem.with_suffix(".tsv"))
                 row["tsv_bytes"] = stem.with_suffix(".tsv").stat().st_size
             manifest.append(row)
+        for folder in self.tmp.values():
+            folder.rmdir()   # empty now: every file was renamed into place
         return manifest
 
     def discard(self):
-        """Remove the temporary text files of a group that failed."""
-        for path in self.text.values():
-            path.unlink(missing_ok=True)
-        for writer, tmp in self.writers.values():
+        """Remove the temporary files of a group that failed (none are left once finished)."""
+        self._close_all()
+        for writer, _ in self.writers.values():
             writer.close()
-            tmp.unlink(missing_ok=True)
+        for folder in self.tmp.values():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def passes(counts: dict[int, int], max_rows: int | None) -> list[tuple[int, int, int]]:
@@ -173,8 +205,3 @@ def slices(present, step: int):
     for name, loc in present:
         for a in range(0, loc.num_rows, step):
             yield [(name, loc.slice(a, step))]
-
-
-def _write(parts: list[pa.Table], path: Path, row_group: int = ROW_GROUP) -> int:
-    write_parquet(pa.concat_tables(parts), path, compression="none", row_group_size=row_group)
-    return path.stat().st_size

@@ -53,14 +53,17 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_temps(directory) -> int:
-    """Remove the temporary files (``atomic_path``'s ``.<name>.tmp-<pid>``) that a killed job
-    left in ``directory``: those whose process is gone (a running job's are kept). Returns
-    how many."""
+    """Remove the temporary files and folders (``atomic_path``'s ``.<name>.tmp-<pid>``) that a
+    killed job left in ``directory``: those whose process is gone (a running job's are kept).
+    Returns how many."""
     gone = 0
     for p in Path(directory).glob(".*.tmp-*"):
         m = _TEMP.fullmatch(p.name)
         if m and not _alive(int(m.group(1))):
-            p.unlink(missing_ok=True)
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
             gone += 1
     if gone:
         log.warning("%s: removed %d temporary files of killed jobs", directory, gone)
@@ -96,15 +99,6 @@ def write_all(fd: int, data) -> int:
         while len(piece):
             piece = piece[os.write(fd, piece):]
     return len(view)
-
-
-def append_bytes(path, data) -> int:
-    """Append ``data`` to the file ``path`` (created if missing), WRITE_BYTES at a time."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        return write_all(fd, data)
-    finally:
-        os.close(fd)
 
 
 def write_parquet(table: pa.Table, path, **options):
