@@ -28,6 +28,7 @@ from support.catalog import (
     small_config,
     text_paths,
 )
+from support.faultkit import dead_pid
 from support.sky import brute_force_overlap
 
 
@@ -474,15 +475,7 @@ def test_a_reduce_removes_what_a_killed_reduce_left_and_keeps_a_running_ones(tmp
     from catbench.prepare.chunkfiles import ChunkFiles
     d = tmp_path / "chunks" / "Object"
     d.mkdir(parents=True)
-    dead = 4_000_000
-    while True:
-        try:
-            os.kill(dead, 0)
-            dead -= 1
-        except ProcessLookupError:
-            break
-        except PermissionError:
-            dead -= 1
+    dead = dead_pid()
     left = [d / f".chunk_{c}.tsv.tmp-{dead}" for c in (1, 2, 3)]
     mine = d / f".chunk_9.tsv.tmp-{os.getpid()}"
     for p in [*left, mine]:

@@ -1,6 +1,7 @@
 """How catbench's own writers hand bytes to the kernel (core/infra/files.py)."""
 
 import numpy as np
+from support.faultkit import dead_pid
 
 
 def test_text_reaches_the_kernel_in_small_writes(tmp_path, monkeypatch):
@@ -55,15 +56,7 @@ def test_a_killed_reduces_folder_is_removed_by_the_next_and_a_running_ones_kept(
     from catbench.core.infra.files import remove_stale_temps
 
     d = tmp_path / "Object"
-    dead = 4_000_000
-    while True:
-        try:
-            os.kill(dead, 0)
-            dead -= 1
-        except ProcessLookupError:
-            break
-        except PermissionError:
-            dead -= 1
+    dead = dead_pid()
     for pid in (dead, os.getpid()):
         (d / f".reduce.tmp-{pid}").mkdir(parents=True)
         (d / f".reduce.tmp-{pid}" / "chunk_1.tsv").write_text("partial")

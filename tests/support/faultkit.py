@@ -175,3 +175,16 @@ def fingerprint(workdir: Path, run: str = RUN) -> dict:
         d = json.loads(s.read_text())
         out["queries"][str(s.parent.relative_to(res))] = d["digests"]
     return out
+
+
+def dead_pid() -> int:
+    """A process id no process has now: what a killed job's temporary names carry."""
+    pid = 4_000_000
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid -= 1
