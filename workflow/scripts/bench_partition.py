@@ -31,6 +31,7 @@ import duckdb
 import numpy as np
 import pyarrow.parquet as pq
 
+import catbench
 from catbench.core.infra.config import load as load_config
 
 REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
@@ -334,7 +335,6 @@ def run_all(args, cfg: dict) -> None:
               f"Machine: {machine()}.", f"Command: `{shlex.join(sys.argv)}`.", ""]
     # catbench's bytecode cached, as an installed package has it (an environment with
     # PYTHONDONTWRITEBYTECODE would otherwise compile its modules in every job, ~30 ms each)
-    import catbench
     compileall.compile_dir(Path(catbench.__file__).parent, quiet=1)
     results = {}
     for name in args.targets:

@@ -10,10 +10,9 @@ open file and let go: the same bytes as writing the whole table at once, with at
 ``row_group`` - 1 rows of any chunk held. Every file is made in a folder of this reduce's
 own (``.reduce.tmp-<pid>`` beside the chunk files) and renamed into place when complete;
 on failure the folder is removed, and a killed reduce's by the next reduce of the run.
-Creating files in a folder no other reduce writes to spares the wait on the folder's lock
-(two processes creating 2,400 files each after 4,800 were deleted, journal-less ext4:
-0.75 against 1.31 s wall, 1.45 against 2.5 sys-s). A TSV file stays open while its chunk
-gets rows (at most OPEN_FILES at once).
+A folder no other reduce writes to spares the wait on a shared folder's lock while files
+are created (partition.md, "Completeness"). A TSV file stays open while its chunk gets rows
+(at most OPEN_FILES at once).
 """
 
 from __future__ import annotations
