@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test bench bench-index bench-own-ids bench-partition index-study ladder aa lint clean-results
+.PHONY: env system system-all run test bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.infra.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -97,6 +97,34 @@ ladder: $(STAMP)
 	  echo --results results/$$(basename $$r .yaml); done) --measured results/$(LADDER_RUN) \
 	  --out results/$(LADDER_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(LADDER) --forcerun report_html
+
+# The scale model held against a run far past its rungs (config/far-bigint-300m.yaml: 3 x 10^8
+# rows, 30x the largest rung; predict/model.md's validation protocol) in two steps, so that the
+# prediction's hash is committed before the target run exists:
+#   make far-seal   the rungs (2 repetitions each), the prediction written and hashed
+#                   (results/sealed/<run>.json and .sha256); commit the hash
+#   make far-check  refuses a changed seal, runs the target, scores it (--measured) into
+#                   results/<run>/predict/prediction.json and makes its report again
+FAR ?= config/far-bigint-300m.yaml
+FAR_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.infra.config import load; print(load('$(FAR)')['run'])" 2>/dev/null)
+FAR_RUNGS = $$(for r in results/$(FAR_RUN)-rungs/*.yaml; do echo --results results/$$(basename $$r .yaml); done)
+far-seal: $(STAMP)
+	@$(call install_system,$(FAR))
+	@if [ -e results/$(FAR_RUN) ]; then echo "results/$(FAR_RUN) exists: a sealed prediction comes before its target run"; exit 1; fi
+	catbench ladder --config $(FAR) --out results/$(FAR_RUN)-rungs
+	for rung in results/$(FAR_RUN)-rungs/*.yaml; do \
+	  $(SNAKEMAKE_RUN) --configfile $$rung --config 'load={repetitions: 2}' || exit 1; done
+	mkdir -p results/sealed
+	catbench predict --config $(FAR) $(FAR_RUNGS) --out results/sealed/$(FAR_RUN).json
+	cd results/sealed && sha256sum $(FAR_RUN).json | tee $(FAR_RUN).json.sha256
+
+far-check: $(STAMP)
+	@$(call install_system,$(FAR))
+	cd results/sealed && sha256sum --check $(FAR_RUN).json.sha256
+	$(SNAKEMAKE_RUN) --configfile $(FAR)
+	catbench predict --config $(FAR) $(FAR_RUNGS) --measured results/$(FAR_RUN) \
+	  --out results/$(FAR_RUN)/predict/prediction.json
+	$(SNAKEMAKE_RUN) --configfile $(FAR) --forcerun report_html
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
 # other: the first two measure the between-run noise floor with its degrees of freedom

@@ -286,3 +286,31 @@ def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
     assert own < 0.9
     assert p["seconds_ci_low"] == pytest.approx(bare["seconds_ci_low"] * own, rel=1e-6)
     assert p["seconds_ci_high"] == pytest.approx(bare["seconds_ci_high"] / own, rel=1e-6)
+
+
+def test_level_rows_scale_an_lsms_sizes_for_more_rows_than_the_target():
+    base = {"run": "study", "base": str(REPO / "config/index-study.yaml"),
+            "predict": {"rows": [2_522_000, 10_088_000], "target_rows": 100_880_000},
+            "load": {"settings": {"innodb_buffer_pool_size": "512M",
+                                  "rocksdb_default_cf_options": "write_buffer_size=64m;max_bytes_for_level_base=256m"}}}
+    from catbench.core.infra.config import layered
+    cfg = validate(layered(base, REPO))
+    same = rungs(cfg)[1]["load"]["settings"]
+    assert same["rocksdb_default_cf_options"] == "write_buffer_size=6554k;max_bytes_for_level_base=26214k"
+    deep = rungs({**cfg, "predict": {**cfg["predict"], "level_rows": 10 ** 10}})[1]["load"]["settings"]
+    # the LSM's sizes for 10^10 rows (1/991 of them), the pool still for the target's (1/10)
+    assert deep["rocksdb_default_cf_options"] == "write_buffer_size=66k;max_bytes_for_level_base=264k"
+    assert deep["innodb_buffer_pool_size"] == same["innodb_buffer_pool_size"] == f"{round(512 * 1024 / 10)}K"
+
+
+def test_the_curve_at_n_is_the_prediction_of_every_row_at_n():
+    from catbench.predict.curve import GRID, curve
+    reps = ladder()
+    targets = [Target(n, n * 12) for n in GRID]
+    got = curve(reps, targets, OPTS)
+    for t, c in zip(targets, got):
+        p = predict(reps, t, OPTS)
+        assert c["seconds"] == pytest.approx(p["seconds"], rel=1e-9) and c["regime"] == p["regime"]
+        assert (c["seconds_ci_low"], c["seconds_ci_high"]) == pytest.approx((p["seconds_ci_low"], p["seconds_ci_high"]))
+    one = curve([r for r in reps if r.rung_rows == 1_000_000], targets[:2], OPTS)
+    assert all("needs 2" in c["refused"] for c in one)     # each N refused on its own, with the reason

@@ -10,6 +10,7 @@ import pytest
 from catbench.cli import report as cli_report
 from catbench.report.compare import compare
 from catbench.report.html import PLOTS, make_report, referenced_files
+from catbench.report.plots import ALWAYS
 from catbench.report.tables import MetricsError, make_tables
 from support.predict import write_prediction
 from support.runs import make_run
@@ -72,8 +73,9 @@ def test_report_without_tables_and_optional_stages(tmp_path):
     html = check_index(index)
     assert "collapse" in shown_plots(html) and "query_latency" not in shown_plots(html)
     assert "query latency: no data in this run" in html
-    for name in PLOTS:   # declared rule outputs always exist
+    for name in ALWAYS:   # declared rule outputs always exist
         assert (out / f"{name}.png").read_bytes()[:8] == PNG
+    assert not [n for n in PLOTS if n not in ALWAYS and (out / f"{n}.png").exists()]   # no placeholder
     assert (out / "tables" / "queries.csv").read_text().startswith("target,engine,query,cache")
 
 

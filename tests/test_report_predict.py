@@ -3,6 +3,7 @@ results/<run>/predict/prediction.json`` over synthetic rungs (support/predict.py
 Prediction section (how far to trust it, a table per target, a refusal's reason, the
 validation) and its plot; a run without the file shows neither."""
 
+import json
 import re
 
 import pytest
@@ -27,8 +28,6 @@ def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
     make_tables(run, report=REPORT)
     md = _section((run / "tables" / "summary.md").read_text(), "## Prediction at 100,000,000 rows", "## Checks")
     assert "**How far to trust it**" in md and "2 loads within [0.67, 1.5]" in md
-    assert re.search(r"disk: fastest predicted `char28/innodb/one-file-at-a-time/random` \*\*[\d,]+ s \(\d", md)
-    assert "; 1 of 2 stopped by the time limit." in md
     assert re.search(r"\| char28/innodb/one-file-at-a-time/random \| [\d,]+ s \(\d+\.\d h\) \| \[[\d,]+, [\d,]+\] s \| "
                      r"[\d.]+ GB \| I/O bound \(random page reads\) \|", md)
     assert re.search(r"\| char28/myisam/one-file-at-a-time/random \| [\d,]+ rows by the 20,000 s limit \| \[[\d,]+, [\d,]+\] rows \|",
@@ -40,21 +39,52 @@ def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
 
     index = make_report(run, report=REPORT)
     html = index.read_text()
-    assert html.index('id="findings"') < html.index("Prediction at 100,000,000 rows") < html.index("Checks") \
-        < html.index('id="plots"')
+    assert html.index('id="answer"') < html.index('data-name="at_scale"') < html.index('id="findings"') \
+        < html.index("Prediction at 100,000,000 rows") < html.index("Checks") < html.index('id="plots"')
     assert "no prediction: 1 rung(s)" in html and "How far to trust it" in html
     assert 'data-name="prediction"' in html and "How far does the scale model hold" in html
-    assert (index.parent / "prediction.png").read_bytes()[:8] == PNG
+    for name in ("prediction", "at_scale"):
+        assert (index.parent / f"{name}.png").read_bytes()[:8] == PNG
     assert "## Prediction at" in (index.parent / "summary.md").read_text()   # made anew: the tables' predate it
 
 
-def test_no_prediction_file_no_section_and_an_empty_plot(tmp_path):
+def test_the_answer_comes_first_with_every_method_and_the_protocols_total(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    write_prediction(run)
+    make_tables(run, report=REPORT)
+    md = (run / "tables" / "summary.md").read_text()
+    ans = _section(md, "## At your scale: 100,000,000 rows", "## Findings")
+    assert md.index("## At your scale") < md.index("## Findings")
+    # the fastest first, then the one-file-at-a-time protocol's total past its time limit
+    assert re.search(r"disk: \*\*At 100,000,000 rows\*\*.*: fastest `char28/innodb/one-file-at-a-time/random` "
+                     r"\*\*[\d.,]+ (h|min|days)\*\* \[[\d.,]+ (h|min|days) – [\d.,]+ (h|min|days)\]", ans)
+    row = re.search(r"\| char28/myisam/one-file-at-a-time/random \| ([\d.,]+ (?:h|days)) \| .* \| "
+                    r"its 20,000 s limit stops it at [\d,]+ rows", ans)
+    assert row, ans
+    assert "| char28/innodb/sorted/random | no answer |" in ans and "refused: 1 rung(s)" in ans
+    curve = json.loads((run / "predict" / "prediction.json").read_text())["curve"]
+    finishes = next(c for c in curve if c["key"]["engine"] == "innodb" and c["key"]["target"] == "disk")
+    secs = [p["seconds"] for p in finishes["predicted"]]
+    assert [p["rows"] for p in finishes["predicted"]] == [1e7, 31622777, 1e8, 316227766, 1e9, 3162277660, 1e10,
+                                                         31622776602, 1e11]
+    assert secs == sorted(secs) and all(p["seconds_ci_low"] <= p["seconds"] <= p["seconds_ci_high"]
+                                        for p in finishes["predicted"])
+    assert {m["run"] for m in finishes["measured"]} == {"r1000000", "r3000000", "r10000000"}
+
+
+def test_no_prediction_one_sentence_and_no_placeholder_image(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     index = make_report(run, report=REPORT)
     html = index.read_text()
     assert "Prediction at" not in html and 'data-name="prediction"' not in html
-    assert "prediction: no data in this run" in html
-    assert (index.parent / "prediction.png").read_bytes()[:8] == PNG   # a declared rule output: always written
+    assert "prediction: no data" not in html and "at scale: no data" not in html
+    assert html.index("No prediction at your scale in this run.") < html.index('id="findings"')
+    assert "make ladder" in html
+    for name in ("prediction", "at_scale"):
+        assert not (index.parent / f"{name}.png").exists()
+    (index.parent / "at_scale.png").write_bytes(PNG)    # one left by an earlier report is removed
+    make_report(run, report=REPORT)
+    assert not (index.parent / "at_scale.png").exists()
 
 
 def test_a_malformed_prediction_file_is_named(tmp_path):

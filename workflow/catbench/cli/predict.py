@@ -15,6 +15,7 @@ from ..core.infra.config import ConfigError, load, section
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
+from ..predict.curve import GRID, curve, measured_points
 from ..predict.ladder import rungs, target_level_base, target_pool
 from ..predict.runs import read_runs
 from ..predict.scale import Target, compare, predict, validate
@@ -147,9 +148,23 @@ def cmd_predict(a) -> int:
         print("  none: every load has a single rung")
     out["validation"] += out["measured"]   # the report's validation: the rungs' own, then the target's
     if a.out:
+        out["curve"] = _curves(cfg, pred, opts, groups, measured, pool, rows)
         with atomic_path(a.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
+
+
+def _curves(cfg: dict, pred: dict, opts: dict, groups: dict, measured: dict, pool: int | None,
+            rows: float) -> list:
+    """Per load: its predicted time to every row at each N of the grid (the user's pool, or
+    the config's at that N) and the points its runs measured (rungs, then --measured);
+    ``rows``: the N the prediction was asked for."""
+    out = []
+    for key, reps in sorted(groups.items()):
+        targets = [_target(cfg, key[2], n, pred, reps, pool, limit=False) for n in GRID]
+        out.append({"key": dict(zip(KEY_FIELDS, key)), "target_rows": rows, "predicted": curve(reps, targets, opts),
+                    "measured": measured_points(reps + measured.get(key, []))})
+    return out
 
 
 def cmd_ladder(a) -> int:

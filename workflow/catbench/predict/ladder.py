@@ -90,9 +90,11 @@ def rung_config(cfg: dict, k: int, rows: int) -> dict:
     load = out.setdefault("load", {})
     load_settings = dict(load.get("settings") or {})
     merged = settings(cfg)
+    # an LSM's sizes scale for predict.level_rows: the rung passes as many levels as that table
+    lsm = objects * ROWS_PER_OBJECT / (pred["level_rows"] or pred["target_rows"])
     for key in pred["scale_settings"]:
         if key in merged and isinstance(merged[key], str) and "=" in merged[key]:
-            load_settings[key] = _scaled_options(merged[key], factor)
+            load_settings[key] = _scaled_options(merged[key], lsm)
             continue
         if key in merged or pred["pool_per_row_bytes"]:
             full = (pred["pool_per_row_bytes"] * pred["target_rows"] if pred["pool_per_row_bytes"]

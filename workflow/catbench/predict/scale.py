@@ -278,7 +278,8 @@ def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
             raise Refusal(f"the table would pass through {at:.1f} levels of the LSM at the target; the rungs "
                           f"reached {seen:.1f}, and the cost per level is extrapolated at most {MORE_LEVELS:g} "
                           f"level further: it needs a rung of {top.rung_rows:,} rows whose first level "
-                          f"(max_bytes_for_level_base) is at most {base / 2**20:,.1f} MiB")
+                          f"(max_bytes_for_level_base) is at most {base / 2**20:,.1f} MiB (a ladder with "
+                          f"predict.level_rows {t.rows:,.0f} scales its LSM sizes for these rows)")
     if c.form == "steady" and form_of(reps[0].key, reps) == "misses":
         ws = [r.ws_over_pool for r in reps if r.ws_over_pool is not None]
         if ws and not any(r.collapse_expected for r in reps):

@@ -2,7 +2,8 @@
 
 Writes into ``results/<run>/report/``::
 
-    index.html            the findings first (each answer with its figure and interval), the
+    index.html            the answer first (each method's time at the rows a prediction was made for,
+                          or how to get one), the findings (each with its figure and interval), the
                           checks, the plots (inline as data: URIs, so the page alone can be
                           mailed), then collapsed: the 2017 study's tables, every final table,
                           provenance
@@ -14,9 +15,11 @@ Writes into ``results/<run>/report/``::
     cluster_restart.png   Galera node restarts: back to a first answer, inserts/s around it
     chunk_sky.png         Objects per chunk on the sky (log colour) and their distribution
     prediction.png        a ladder's largest rungs predicted from the smaller ones against measured
+    at_scale.png          each method's time to load N rows, 10^7…10^11, measured loads on it
+    (the last two only where the run has a prediction: predict/prediction.json)
     tables/*.csv, summary.md, provenance.json, columns.md   copies, so the directory stands alone
 
-Every PNG is always written (a figure saying "no ... in this run" when a stage is absent), so
+Every other PNG is always written (a figure saying "no ... in this run" when a stage is absent), so
 workflow rules can declare them; index.html only shows plots that have data. Links to the
 CSVs are relative; nothing is fetched from the network.
 """
@@ -36,7 +39,7 @@ from . import noise, provenance
 from . import tables as T
 from .inputs import collect
 from .markdown import to_markdown
-from .plots import PLOTS, draw_all
+from .plots import ALWAYS, PLOTS, draw_all
 from .spec import ReportSpec
 from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections
 
@@ -53,6 +56,7 @@ TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), ever
                 "isolation": "Did each measuring job run alone",
                 "stages": "Data preparation stages"}
 MAX_HTML_ROWS = 300
+ANSWER_PLOT = "at_scale"   # drawn in the first section, beside the table it plots
 
 
 def report_dir() -> Path:
@@ -153,16 +157,29 @@ def _data_uri(png: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
 
 
+def _figure(name: str, out: Path) -> str:
+    return (f'<figure id="plot-{name}"><img src="{_data_uri(out / (name + ".png"))}" '
+            f'alt="{html.escape(name.replace("_", " "))}" data-name="{name}">'
+            f"<figcaption>{caption('plot_' + name)}</figcaption></figure>")
+
+
 def _plots_html(drawn: dict, out: Path) -> list:
     body = ['<section id="plots"><h2>Plots</h2>']
     for name in PLOTS:
+        if name == ANSWER_PLOT:
+            continue
         if drawn[name]:
-            body.append(f'<figure id="plot-{name}"><img src="{_data_uri(out / (name + ".png"))}" '
-                        f'alt="{html.escape(name.replace("_", " "))}" data-name="{name}">'
-                        f"<figcaption>{caption('plot_' + name)}</figcaption></figure>")
-        else:
+            body.append(_figure(name, out))
+        elif name in ALWAYS:   # an optional plot (a prediction's) is simply absent
             body.append(f'<p class="missing">{html.escape(name.replace("_", " "))}: no data in this run.</p>')
     return body + ["</section>"]
+
+
+def _answer_html(blocks: list, drawn: dict, out: Path) -> list:
+    """The first section: the time to load the user's rows by each method, and its plot."""
+    title = blocks[0][1] if blocks and blocks[0][0] == "h2" else "At your scale"
+    return ['<section id="answer">', f"<h2>{html.escape(title)}</h2>", sections_html(blocks[1:]),
+            _figure(ANSWER_PLOT, out) if drawn.get(ANSWER_PLOT) else "", "</section>"]
 
 
 def _tables_html(tabs: dict, out: Path) -> list:
@@ -220,10 +237,12 @@ def make_report(run_dir, out_dir=None, tables_dir=None, *, report: ReportSpec) -
     sections = summary_sections(tabs, inp.targets, report)
     prov_text = _copy_texts(run, tdir, out, sections, inp)
     drawn = draw_all(tabs, out)
-    head = summary_sections(tabs, inp.targets, report, SECTIONS[:HEADLINE_SECTIONS])
+    first = summary_sections(tabs, inp.targets, report, SECTIONS[:1])
+    head = summary_sections(tabs, inp.targets, report, SECTIONS[1:HEADLINE_SECTIONS])
     rest = summary_sections(tabs, inp.targets, report, SECTIONS[HEADLINE_SECTIONS:])
-    body = ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run),
-            sections_html(head[1:]), "</section>"]
+    body = _answer_html(first, drawn, out)
+    body += ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run),
+             sections_html(head[1:]), "</section>"]
     body += _plots_html(drawn, out)
     body += ['<section id="details"><h2>Tables as in the 2017 study</h2><details><summary>Storage | load time, '
              'load rate per interval, query latency, restart phases, chunks, stages</summary>',

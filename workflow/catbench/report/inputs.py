@@ -89,7 +89,7 @@ class RunInputs:
     targets: dict = field(default_factory=dict)     # name -> targets/<name>.json
     files: list = field(default_factory=list)       # every file read
     present: set = field(default_factory=set)       # stages found
-    prediction: dict = field(default_factory=dict)  # {"prediction": rows, "prediction_validation": rows}
+    prediction: dict = field(default_factory=dict)  # {"prediction", "prediction_validation", "prediction_curve": rows}
 
     def rows(self, view: str) -> list:
         return self.views[view].to_pylist()
@@ -380,6 +380,7 @@ class _Reader:
                 _check_prediction_row(pp, f"{name}[{i}]", r)
         self.inp.prediction = {name: [{**r["key"], **{k: v for k, v in r.items() if k != "key"}} for r in rows]
                                for name, rows in zip(("prediction", "prediction_validation"), parts)}
+        self.inp.prediction["prediction_curve"] = _curve_rows(pp, doc.get("curve") or [])
 
 
 # What the report reads of a prediction row: the load's key as names, these as numbers (or null).
@@ -388,18 +389,42 @@ PREDICTION_NUMBERS = ("seconds", "seconds_ci_low", "seconds_ci_high", "rows", "r
                       "table_bytes", "target_rows", "all_rows_seconds", "later_half_rate",
                       "later_half_rate_ci_low", "later_half_rate_ci_high", "rung_rows", "n_measured",
                       "predicted_over_measured", "predicted_seconds", "measured_seconds", "predicted_rows",
-                      "measured_rows")
+                      "measured_rows", "bytes_per_row")
 
 
-def _check_prediction_row(pp: Path, where: str, r: dict):
+def _check_prediction_row(pp: Path, where: str, r: dict, numbers=PREDICTION_NUMBERS):
     key = r["key"]
     bad = [k for k in PREDICTION_KEY if not isinstance(key.get(k), str) or not key[k]]
     if bad:
         raise MetricsError(f"{pp}: {where}.key lacks {', '.join(bad)} as names (catbench predict --out writes them)")
-    for k in PREDICTION_NUMBERS:
+    for k in numbers:
         v = r.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise MetricsError(f"{pp}: {where}.{k} is {v!r}, not a number (catbench predict --out writes one)")
+
+
+# What the report reads of a prediction's curve (time against rows): numbers (or null).
+CURVE_NUMBERS = ("rows", "pool_bytes", "seconds", "seconds_ci_low", "seconds_ci_high", "table_bytes",
+                 "input_rows", "n", "seconds_min", "seconds_max", "target_rows")
+
+
+def _curve_rows(pp: Path, curve) -> list:
+    """A row per predicted N (``kind`` predicted) and per measured run (``kind`` measured) of
+    each load's curve, its key's names in every row."""
+    if not isinstance(curve, list) or not all(isinstance(c, dict) and isinstance(c.get("key"), dict)
+                                              for c in curve):
+        raise MetricsError(f"{pp}: \"curve\" is not a list of objects with a \"key\" (catbench predict --out)")
+    out = []
+    for i, c in enumerate(curve):
+        for kind in ("predicted", "measured"):
+            points = c.get(kind) or []
+            if not isinstance(points, list) or not all(isinstance(q, dict) for q in points):
+                raise MetricsError(f"{pp}: curve[{i}].{kind} is not a list of objects (catbench predict --out)")
+            for j, q in enumerate(points):
+                row = {**q, "target_rows": c.get("target_rows")}
+                _check_prediction_row(pp, f"curve[{i}].{kind}[{j}]", {**row, "key": c["key"]}, CURVE_NUMBERS)
+                out.append({**c["key"], **row, "kind": kind})
+    return out
 
 
 def _stage_rows(pj: Path, doc) -> list:

@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..core.index.table import ENGINES
+from .answer import answer, dur, method
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
 from .spec import ReportSpec
@@ -210,17 +211,6 @@ def findings(t: Tables, report: ReportSpec) -> list:
 
 
 # ---------------------------------------------------------------- prediction
-def _method(r: dict) -> str:
-    return "/".join(str(r.get(k)) for k in ("variant", "engine", "strategy", "id_layout"))
-
-
-def _dur(s) -> str:
-    """'3,600 s (1.0 h)'."""
-    if not isinstance(s, (int, float)) or not math.isfinite(s):
-        return "–"
-    return f"{s:,.0f} s" + (f" ({s / 3600:.1f} h)" if s >= 3600 else f" ({s / 60:.1f} min)" if s >= 60 else "")
-
-
 def _predicted(r: dict) -> tuple[str, str]:
     """(the predicted figure, its interval) of one load: seconds, or rows by the time limit."""
     if r.get("refused"):
@@ -228,7 +218,7 @@ def _predicted(r: dict) -> tuple[str, str]:
     if r.get("stopped"):
         return (f"{_num(r.get('rows'))} rows by the {_num(r.get('seconds'))} s limit",
                 f"[{_num(r.get('rows_ci_low'))}, {_num(r.get('rows_ci_high'))}] rows")
-    return _dur(r.get("seconds")), f"[{_num(r.get('seconds_ci_low'))}, {_num(r.get('seconds_ci_high'))}] s"
+    return dur(r.get("seconds")), f"[{_num(r.get('seconds_ci_low'))}, {_num(r.get('seconds_ci_high'))}] s"
 
 
 def _later(r: dict) -> str:
@@ -240,7 +230,7 @@ def _later(r: dict) -> str:
     text = (f"{_num(r['later_half_rate'])} rows/s [{_num(r.get('later_half_rate_ci_low'))}, "
             f"{_num(r.get('later_half_rate_ci_high'))}] at table ÷ pool {_num(x[0])}–{_num(x[1])}")
     if r.get("stopped") and r.get("all_rows_seconds"):
-        text += f"; all rows in {_dur(r['all_rows_seconds'])}"
+        text += f"; all rows in {dur(r['all_rows_seconds'])}"
     return text
 
 
@@ -262,20 +252,8 @@ def _trust(rows: list) -> str:
     return (f"**How far to trust it**: each ladder's largest rung predicted from its smaller ones came out at "
             f"{_num(min(r['predicted_over_measured'] for r in done))}–"
             f"{_num(max(r['predicted_over_measured'] for r in done))}× its measured figure, {inside} of "
-            f"{len(done)} loads within [{lo}, {hi}]; the worst, {ratio:.2f}× ({worst['target']}/{_method(worst)}), "
+            f"{len(done)} loads within [{lo}, {hi}]; the worst, {ratio:.2f}× ({worst['target']}/{method(worst)}), "
             f"is {verdict}, and less where the target is further beyond the rungs than the validation was.")
-
-
-def _fastest(rows: list, tg: str) -> str:
-    mine = [r for r in rows if r["target"] == tg]
-    done = sorted((r for r in mine if not r.get("refused") and not r.get("stopped") and r.get("seconds")),
-                  key=lambda r: r["seconds"])
-    text = f"{tg}: " + (f"fastest predicted `{_method(done[0])}` **{_dur(done[0]['seconds'])}** "
-                        f"{_predicted(done[0])[1]}, {done[0].get('regime')}" if done else "no load predicted to finish")
-    stopped = sum(bool(r.get("stopped")) and not r.get("refused") for r in mine)
-    refused = sum(bool(r.get("refused")) for r in mine)
-    return text + "".join(f"; {n} of {len(mine)} {what}" for n, what in (
-        (stopped, "stopped by the time limit"), (refused, "refused")) if n) + "."
 
 
 def prediction(t: Tables, report: ReportSpec) -> list:
@@ -287,10 +265,8 @@ def prediction(t: Tables, report: ReportSpec) -> list:
     out = [("h2", f"Prediction at {_num(n)} rows (from a ladder of smaller runs)"),
            ("p", _trust(t.prediction_validation))]
     targets = _order(r["target"] for r in t.prediction)
-    if targets:
-        out.append(("ul", [_fastest(t.prediction, tg) for tg in targets]))
     for tg in targets:
-        rows = [[_method(r), *_predicted(r), "–" if r.get("refused") or r.get("table_bytes") is None
+        rows = [[method(r), *_predicted(r), "–" if r.get("refused") or r.get("table_bytes") is None
                  else f"{_num(r['table_bytes'] / 1e9)} GB", r.get("regime") or "–", _later(r)]
                 for r in t.prediction if r["target"] == tg]
         out.append(("table", f"{tg}: predicted load (variant/engine/strategy/id layout), its interval (where "
@@ -301,7 +277,7 @@ def prediction(t: Tables, report: ReportSpec) -> list:
     lo, hi = PREDICTION_BAND
     rows = []
     for r in t.prediction_validation:
-        head = [f"{r['target']}/{_method(r)}", _num(r.get("rung_rows")),
+        head = [f"{r['target']}/{method(r)}", _num(r.get("rung_rows")),
                 ", ".join(_num(x) for x in r.get("from_rungs") or []), _num(r.get("n_measured"))]
         if r.get("refused"):
             rows.append(head + [f"not predicted: {r['refused']}", "–", "–", "–", "–"])
@@ -463,9 +439,9 @@ def stages(t: Tables, report: ReportSpec) -> list:
 
 
 # The sections of summary.md, in order: the answers first.
-SECTIONS = (findings, prediction, checks, storage_load, load_rate, queries, restart, cluster, chunks, stages)
+SECTIONS = (answer, findings, prediction, checks, storage_load, load_rate, queries, restart, cluster, chunks, stages)
 # How many leading sections the report shows open (the rest go under <details>).
-HEADLINE_SECTIONS = 3
+HEADLINE_SECTIONS = 4
 
 
 def summary_sections(t: dict, targets: dict | None, report: ReportSpec, sections=SECTIONS) -> list:

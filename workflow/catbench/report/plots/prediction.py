@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..findings import PREDICTION_BAND
-from .style import _empty, _engine, _legend_from, _num, _save, colours
+from .style import _engine, _legend_from, _num, _save, colours
 
 ORDER = 7   # its place in the report
 TABLES = ('prediction_validation',)   # draw()'s arguments, in order
+OPTIONAL = True   # written only where the run has a prediction
 
 # ---------------------------------------------------------------- 8. scale prediction
 ENGINE_MARKER = {"innodb": "o", "rocksdb": "^", "myisam": "s"}
@@ -22,7 +23,6 @@ def draw(plt, validation: list, path: Path) -> bool:
            for u in ["rows" if r.get("compared") == "rows" else "seconds"]
            if (_num(r.get(f"measured_{u}")) or 0) > 0 and (_num(r.get(f"predicted_{u}")) or 0) > 0]
     if not pts:
-        _empty(plt, path, "scale prediction (predict/prediction.json with a validated ladder)")
         return False
     col, (lo, hi) = colours(p[0]["target"] for p in pts), PREDICTION_BAND
     fig, ax = plt.subplots(figsize=(8, 1.6 + 0.45 * len(pts)), layout="constrained")
