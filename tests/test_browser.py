@@ -1,6 +1,7 @@
 """The report as a person sees it: opened in a real headless browser (Debian's chromium,
 installed by workflow/scripts/install-system.sh), every image decodes, nothing overflows at
-1280 px, the findings come first; report/screenshot.png is saved for a look."""
+1280 px, the answer at the user's scale comes first (with its plot on the first screen), then
+the findings; report/screenshot.png is saved for a look."""
 
 import pytest
 from catbench.report.html import PLOTS, make_report
@@ -25,5 +26,17 @@ def test_report_in_a_real_browser(tmp_path):
     r = check_page(index, shot)
     assert r["images"] == len(PLOTS) and r["broken"] == []
     assert r["scrollWidth"] <= r["clientWidth"] <= WIDTH, r["wide"]
-    assert 0 <= r["findingsTop"] < 400           # the answers are at the top of the page
+    assert 0 <= r["answerTop"] < 300 < r["findingsTop"]    # the answer at the user's scale opens the page
+    assert 0 < r["answerPlotBottom"] < 1200                 # its plot on the first screen
+    page = index.read_text()
+    assert page.index('id="answer"') < page.index('data-name="at_scale"') < page.index('id="findings"')
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_a_report_without_a_prediction_says_how_to_get_one(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    index = make_report(run, report=REPORT)
+    r = check_page(index)
+    assert r["broken"] == [] and r["answerPlotBottom"] == -1
+    assert 0 <= r["answerTop"] < r["findingsTop"] < 600     # one sentence, then the findings
+    assert "No prediction at your scale in this run." in index.read_text()

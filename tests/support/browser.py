@@ -30,7 +30,10 @@ window.addEventListener('load', () => {
     .slice(0, 5).map(e => e.tagName + (e.id ? '#' + e.id : ''));
   const out = {images: imgs.length, broken: imgs.filter((_, k) => !ok[k]).map(i => i.alt),
                scrollWidth: de.scrollWidth, clientWidth: de.clientWidth, wide: wide,
-               findingsTop: (document.getElementById('findings') || {offsetTop: -1}).offsetTop};
+               findingsTop: (document.getElementById('findings') || {offsetTop: -1}).offsetTop,
+               answerTop: (document.getElementById('answer') || {offsetTop: -1}).offsetTop,
+               answerPlotBottom: (() => { const f = document.getElementById('plot-at_scale');
+                                          return f ? f.querySelector('img').getBoundingClientRect().bottom : -1; })()};
   const pre = document.createElement('pre');
   pre.id = 'catbench-probe';
   pre.textContent = JSON.stringify(out);
@@ -59,7 +62,7 @@ def _run(binary: str, profile: str, *args: str, timeout: float = 120) -> str:
 
 def check_page(index: Path, screenshot: Path | None = None, width: int = WIDTH, height: int = 2200) -> dict:
     """Load ``index`` in headless chromium: {images, broken, scrollWidth, clientWidth, wide,
-    findingsTop}; saves a ``width`` x ``height`` screenshot of the top of the page."""
+    findingsTop, answerTop, answerPlotBottom}; saves a ``width`` x ``height`` screenshot of the top of the page."""
     binary = chromium()
     if binary is None:
         raise RuntimeError("chromium not found (apt-get install chromium)")
