@@ -38,10 +38,9 @@ from ..core.infra.resources import resources_dir
 from . import noise, provenance
 from . import tables as T
 from .inputs import collect
-from .markdown import to_markdown
 from .plots import ALWAYS, PLOTS, draw_all
 from .spec import ReportSpec
-from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections
+from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
 
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
                 "load_time": "Load time", "load_runs": "Load time, every repetition",

@@ -4,7 +4,7 @@ its interval), the checks, then side-by-side tables as in the 2017 storage study
 Each section is one small function in :data:`SECTIONS`, called with a :class:`Tables` view of
 the final tables and the report's :class:`~.spec.ReportSpec`, and returning blocks: ``("h2", text) |
 ("h3", text) | ("p", text) | ("ul", [text]) | ("table", caption, header, rows)``;
-``markdown`` and ``html`` render them.
+``to_markdown`` (below) and ``html`` render them.
 """
 
 from __future__ import annotations
@@ -449,3 +449,28 @@ def summary_sections(t: dict, targets: dict | None, report: ReportSpec, sections
     {name: targets/<name>.json}."""
     view = Tables.of(t, targets)
     return [block for sec in sections for block in sec(view, report)]
+
+
+# ---------------------------------------------------------------- summary.md
+def _md_cell(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(sections: list, title: str = "catbench summary") -> str:
+    lines = [f"# {title}", ""]
+    for block in sections:
+        kind = block[0]
+        if kind == "h2":
+            lines += [f"## {block[1]}", ""]
+        elif kind == "h3":
+            lines += [f"### {block[1]}", ""]
+        elif kind == "p":
+            lines += [block[1], ""]
+        elif kind == "ul":
+            lines += [f"- {item}" for item in block[1]] + [""]
+        elif kind == "table":
+            _, caption, header, rows = block
+            lines += [caption, "", "| " + " | ".join(map(_md_cell, header)) + " |",
+                      "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+            lines += ["| " + " | ".join(map(_md_cell, r)) + " |" for r in rows] + [""]
+    return "\n".join(lines)
