@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .runs import Rep
-from .scale import (Refusal, Target, _leave_one_rung_out, _own_check, _rerun_range, _resample, _widen, check, fit,
-                    form_of, point, regime, run_noise)
+from .scale import (Refusal, Target, _leave_one_rung_out, _own_check, _resample, _widen, check, fit, form_of, interval,
+                    point, regime, run_noise)
 
 # 10^7 … 10^11 rows, every half decade: where users' catalogs lie (Gaia DR3 ~1.8 × 10^9,
 # Rubin's final release ~4 × 10^10)
@@ -49,9 +49,7 @@ def curve(reps: list[Rep], targets: list[Target], opts: dict) -> list[dict]:
         p = points[t.rows]
         lo = hi = None
         if len(boot[t.rows]) >= 2:
-            lo, hi = _rerun_range(p["seconds"], np.quantile(boot[t.rows], [a, 1 - a]))
-            ends = [v["seconds"] for v in _leave_one_rung_out(reps, t, form)]
-            lo, hi = float(min([lo, p["seconds"], *ends])), float(max([hi, p["seconds"], *ends]))
+            lo, hi = interval(p["seconds"], boot[t.rows], [v["seconds"] for v in _leave_one_rung_out(reps, t, form)], a)
         q = {"seconds": p["seconds"], "seconds_ci_low": lo, "seconds_ci_high": hi}
         _widen(q, own)
         out[t.rows] = {"rows": t.rows, "pool_bytes": t.pool, **q, "table_bytes": p["table_bytes"],

@@ -350,6 +350,13 @@ def _rerun_range(point: float, q) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def interval(point: float, boot: list, ends: list, a: float) -> tuple[float, float]:
+    """A figure's interval: the re-run range of its bootstrap values' ``a`` quantiles, widened to
+    hold the point and every leave-one-rung-out point (``ends``)."""
+    lo, hi = _rerun_range(point, np.quantile(boot, [a, 1 - a]))
+    return float(min([lo, point, *ends])), float(max([hi, point, *ends]))
+
+
 INTERVALS = ("seconds", "rows", "table_bytes", "all_rows_seconds", "later_half_rate")
 
 
@@ -384,9 +391,7 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         if p.get(k) is None or len(vals) < 2:
             p[f"{k}_ci_low"] = p[f"{k}_ci_high"] = None
             continue
-        lo, hi = _rerun_range(p[k], np.quantile(vals, [a, 1 - a]))
-        ends = [v[k] for v in loo if v.get(k) is not None]
-        p[f"{k}_ci_low"], p[f"{k}_ci_high"] = float(min([lo, p[k], *ends])), float(max([hi, p[k], *ends]))
+        p[f"{k}_ci_low"], p[f"{k}_ci_high"] = interval(p[k], vals, [v[k] for v in loo if v.get(k) is not None], a)
     own = _own_check(reps, opts)
     _widen(p, own)
     if p["rows_ci_high"] is not None:   # a load loads at most its input's rows
