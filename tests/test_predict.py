@@ -116,6 +116,23 @@ def test_a_sorted_load_is_steady_with_its_sort_as_n_log_n_and_a_spill_pass_at_n(
     assert spilled["seconds"] - in_memory["seconds"] == pytest.approx(one_pass, rel=0.01)
 
 
+def test_a_key_builds_cost_per_row_grows_with_log_n_past_the_depth_a_cache_sorts_free():
+    # MyISAM's key build after the rows: 0.2 µs per row per log2 N past 2^17 keys (a cache's
+    # worth), rows appended at 2 µs each; the median per N log2 N of the rungs misses it at 10^10
+    def rung(n, rep):
+        return rung_rep(n, n * 12, f"r{n}", rep, curve=RateCurve("steady", 2e-6),
+                        key=("disk", "bigint", "myisam", "deferred-pk", "random"),
+                        post_s=2e-7 * n * (np.log2(n) - 17) * (1 + 0.01 * rep))
+    reps = [rung(n, rep) for n in (2_000_000, 4_000_000, 8_000_000) for rep in range(2)]
+    p = predict(reps, Target(1e10, 128 * 2**30), OPTS)
+    assert p["post_s"] == pytest.approx(2e-7 * 1e10 * (np.log2(1e10) - 17), rel=0.03)
+    assert p["regime"] == "index-build bound"
+    flat = [dataclasses.replace(r, post_s=1e-8 * r.rows * np.log2(r.rows)) for r in reps]
+    assert predict(flat, Target(1e10, 128 * 2**30), OPTS)["post_s"] == pytest.approx(1e-8 * 1e10 * np.log2(1e10), rel=0.01)
+    one = [r for r in reps if r.rung_rows == 8_000_000]     # one size: its own per N log2 N
+    assert fit(one, "steady").post == (0.0, pytest.approx(2e-7 * (23 - 17) / 23, rel=0.02))
+
+
 def test_a_ladder_config_validates_and_names_its_rungs():
     base = {"run": "study", "base": str(REPO / "config/index-study.yaml"),
             "predict": {"rows": [2_017_600, 10_088_000, 5_044_000], "target_rows": 100_880_000},

@@ -45,7 +45,7 @@ class Fit:
     bpr_slope: float               # table bytes per row (over the rungs' sizes)
     bpr_intercept: float
     pre_coef: float                # seconds ÷ (N log2 N) before the first row (the sort's compares)
-    post_coef: float               # … after the last row (an index build)
+    post: tuple[float, float]      # seconds per row after the last row (an index build): (c, α) of c + α log2 N
     cpu_share: float | None        # server CPU-s per second of load (cores busy)
     device: dict                   # the target's fio figures (runs.device), the rungs' median
     spilled: bool                  # a rung's sort ran past its memory (its pre_s holds a spill pass)
@@ -70,18 +70,34 @@ class Fit:
 
     def phase_s(self, t: Target) -> tuple[float, float]:
         """Seconds before the first row and after the last at ``t``: the rungs' N log2 N
-        coefficients, plus one pass of the input written and read back where ``t``'s sort
-        spills and no rung's did (fio's sequential rates on the target)."""
+        coefficient before (plus one pass of the input written and read back where ``t``'s sort
+        spills and no rung's did, at fio's sequential rates on the target), and the build's
+        per-row cost c + α log2 N after (``build_per_row``)."""
         nl = _nlogn(t.rows)
         pre = self.pre_coef * nl
         if (self.pre_coef > 0 and t.sort_memory and not self.spilled
                 and t.rows * self.input_per_row > t.sort_memory and self.device.get("seq_s_per_byte")):
             pre += t.rows * self.input_per_row * self.device["seq_s_per_byte"]
-        return pre, self.post_coef * nl
+        c, alpha = self.post
+        return pre, max(0.0, t.rows * (c + alpha * math.log2(max(t.rows, 2))))
 
 
 def _nlogn(rows: float) -> float:
     return rows * math.log2(max(rows, 2))
+
+
+def build_per_row(reps: list[Rep]) -> tuple[float, float]:
+    """(c, α) of a key build's seconds per row, c + α log2 N, through the rungs' builds: a merge
+    sort's depth in log2 N, with the intercept for the depth a CPU cache sorts almost free (the
+    rungs' coefficient per N log2 N rises with N). One rung size, or a slope ≤ 0 the rungs' noise
+    made: the rungs' median per N log2 N, through the origin."""
+    rows = np.array([r.rows for r in reps], float)
+    per = np.array([r.post_s for r in reps], float) / rows
+    if len(np.unique(rows)) >= 2 and per.max() > 0:
+        alpha, c = np.polyfit(np.log2(rows), per, 1)
+        if alpha > 0:
+            return float(c), float(alpha)
+    return 0.0, float(np.median(per / np.log2(np.maximum(rows, 2))))
 
 
 def form_of(key: tuple, reps: list[Rep]) -> str:
@@ -174,7 +190,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
     cpu = [r.server_cpu_s / r.seconds for r in reps if r.server_cpu_s and r.seconds > 0]
     return Fit(curve, slope, icpt,
                float(np.median([r.pre_s / _nlogn(r.rung_rows) for r in reps])),
-               float(np.median([r.post_s / _nlogn(r.rows) for r in reps])),
+               build_per_row(reps),
                _median(cpu), _device(reps),
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
                float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u)
@@ -430,9 +446,11 @@ def _widen(p: dict, own: dict) -> None:
 
 def _parameters(f: Fit) -> int:
     """Continuous parameters fitted for this load (model.md's table): the cached cost, the
-    regime's (misses: x_c, p and K; levels: its cost per level), the phases' two coefficients,
-    the table's bytes per row (slope and intercept) and the pool overhead where kept."""
-    return 1 + {"steady": 0, "misses": 3, "levels": 1}[f.curve.form] + 2 + 2 + (f.overhead > 0)
+    regime's (misses: x_c, p and K; levels: its cost per level), the sort's coefficient, the
+    build's two (its intercept where fitted), the table's bytes per row (slope and intercept)
+    and the pool overhead where kept."""
+    return (1 + {"steady": 0, "misses": 3, "levels": 1}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2
+            + (f.overhead > 0))
 
 
 def _measured_later(reps: list[Rep]) -> float | None:
