@@ -39,8 +39,7 @@ SNAKEMAKE_RUN := snakemake --cores $(CORES) --rerun-incomplete --keep-going
 
 run: $(STAMP)
 	@$(call install_system,$(CONFIG))
-	python workflow/scripts/stale_lock.py
-	$(SNAKEMAKE_RUN) --configfile $(CONFIG)
+	python workflow/scripts/one_run.py $(SNAKEMAKE_RUN) --configfile $(CONFIG)
 
 test: $(STAMP) system-all
 	pytest --durations=10

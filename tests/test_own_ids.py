@@ -6,6 +6,7 @@ file give the generator's bytes; and the study end to end on a real server."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import tempfile
@@ -287,6 +288,20 @@ def test_columns_checked_before_any_row_is_read(tmp_path):
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(SourceError, match="unknown format"):
         sources({"paths": [str(tmp_path / "x.json")]})
+
+
+def test_a_gz_that_is_not_or_is_cut_short_is_named(tmp_path):
+    plain = tmp_path / "plain.csv.gz"
+    plain.write_text("id,coord_ra,coord_dec\n1,2.0,3.0\n")
+    with pytest.raises(SourceError, match=rf"{plain}: not readable as a compressed CSV file"):
+        read(config([plain]), tmp_path / "out")
+    whole = tmp_path / "whole.csv"
+    pcsv.write_csv(pa.table(_good(30000)), whole)
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(gzip.compress(whole.read_bytes())[:20000])
+    with pytest.raises(SourceError, match=rf"{cut}: not readable as"):
+        read(config([cut]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_rows_counted_from_footers_and_a_changed_file_named(tmp_path):

@@ -193,6 +193,9 @@ def _bad(tmp_path, case):
         cols["name"] = np.array([f"o{i}" for i in range(600)])
     elif case == "own name":
         cols["ra_PS"] = cols["coord_ra"]
+    elif case in NAMES:
+        for name in NAMES[case]:
+            cols[name] = cols["coord_ra"]
     return write(cols, tmp_path / f"bad.{fmt}", fmt), more
 
 
@@ -206,7 +209,14 @@ CASES = {  # case: what the message says (besides the file)
     "id over BIGINT": "row 42 (line 43), column 'obj_id' (catalog.patch.file.columns.objectId): value 9223372036854775808",
     "text column": "column 'name' is string",
     "own name": "column 'ra_PS' has the name of catbench's own column",
+    "SQL in a name": "column 'x` DOUBLE, `pwn' is not a name the chunk tables can take",
+    "own name in capitals": "column 'OBJECTID' has the name of catbench's own column 'objectId'",
+    "70 characters": f"column '{'f' * 70}' is not a name the chunk tables can take (1-64",
+    "empty name": "column '' is not a name",
+    "one name in two cases": "column 'Flag' has the name of another column of the file 'flag'",
 }
+NAMES = {"SQL in a name": ["x` DOUBLE, `pwn"], "own name in capitals": ["OBJECTID"], "70 characters": ["f" * 70],
+         "empty name": [""], "one name in two cases": ["flag", "Flag"]}
 
 
 @pytest.mark.parametrize("case", CASES)

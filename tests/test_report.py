@@ -3,6 +3,7 @@
 import argparse
 import base64
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from catbench.report.tables import MetricsError, make_tables
 from support.predict import write_prediction
 from support.runs import make_run
 from support.runs import REPORT
+from support.servers import mounted, tmpfs
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -92,6 +94,35 @@ def _rows(path):
         return list(csv.DictReader(fh))
 
 
+def test_a_resumed_load_is_marked_in_its_tables_and_findings_and_never_ranked(tmp_path):
+    run = make_run(tmp_path, "resumed")
+    summary = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time" / "summary.json"
+    s = json.loads(summary.read_text())
+    summary.write_text(json.dumps({**s, "resumed_at_file": 2}))
+    make_tables(run, report=REPORT)
+    runs = [r for r in _rows(run / "tables" / "load_runs.csv") if r["strategy"] == "one-file-at-a-time"
+            and r["target"] == "a"]
+    assert [r["resumed_at_file"] for r in runs] == ["2"]
+    times = {(r["target"], r["strategy"]): r for r in _rows(run / "tables" / "load_time.csv")}
+    assert times[("a", "one-file-at-a-time")]["resumed"] == "true"
+    assert times[("b", "one-file-at-a-time")]["resumed"] == "false"
+    assert times[("a", "parallel")]["speedup_vs_one_file_at_a_time"] == ""   # against a resumed load
+    make_report(run, run / "report", report=REPORT)
+    md = (run / "report" / "summary.md").read_text()
+    assert "was interrupted and resumed" in md and "is not ranked" in md
+
+
+@pytest.mark.parametrize("fs", ["full", "read-only"])
+def test_a_report_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path, capsys, fs):
+    run = make_run(tmp_path)
+    with (tmpfs("64k") if fs == "full" else mounted("tmpfs", "size=1m,ro")) as d:
+        assert cli("report", "--results", run, "--out", d / "report") == 1
+        err = capsys.readouterr().err
+        assert f"the report could not be written to {d / 'report'}" in err and "Traceback" not in err, err
+        assert not [p.name for p in d.iterdir() if p.name != "lost+found"] if fs == "read-only" else \
+            not (d / "report").exists() and not list(d.glob(".report.partial-*"))
+
+
 def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     a = make_run(tmp_path, "runA")
     b = make_run(tmp_path, "runB", factor=0.5)
@@ -141,6 +172,8 @@ def test_compare_without_tables_fails_clearly(tmp_path, capsys):
     make_tables(a, report=REPORT)
     assert cli("compare", a, tmp_path / "nothing") == 1
     assert str(tmp_path / "nothing") in capsys.readouterr().err
+    assert cli("compare", a, a / "tables") == 1     # a run against itself is no A/A check
+    assert "compared with itself" in capsys.readouterr().err and not (a / "tables" / "compare_runA.csv").exists()
 
 
 def test_paths_with_a_single_quote(tmp_path, capsys):

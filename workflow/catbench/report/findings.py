@@ -117,7 +117,7 @@ def loading(loads: list, thr: dict) -> list:
     out = []
     for tg, var in _order((r["target"], r["variant"]) for r in loads):
         mine = [r for r in loads if r["target"] == tg and r["variant"] == var and r.get("seconds")]
-        rs = sorted((r for r in mine if not _stopped(r)), key=lambda r: r["seconds"])
+        rs = sorted((r for r in mine if not _stopped(r) and not r.get("resumed")), key=lambda r: r["seconds"])
         stopped = [r for r in mine if _stopped(r)]
         total = _input_rows(loads, tg, var)
         if rs:
@@ -131,6 +131,11 @@ def loading(loads: list, thr: dict) -> list:
             elif seq is best and len(rs) > 1:
                 text += f" — the `{ONE_FILE_AT_A_TIME}` protocol itself"
             out.append(text + "." + _runner_up(rs, v) + _server_bound(best))
+        for r in mine:
+            if r.get("resumed") and not _stopped(r):
+                out.append(f"{tg} ({var} table): {_label(r)} was interrupted and resumed after its committed "
+                           f"files; its {fmt(r['seconds'], 's')} leave out the downtime but not the restart, so it "
+                           f"is not ranked (load_runs.csv resumed_at_file): run it again to compare it.")
         for r in stopped:   # never ranked by its seconds: those are the limit's
             text = f"{tg} ({var} table): {_label(r)} {_stopped_text(r, total)}"
             if rs:

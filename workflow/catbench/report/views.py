@@ -25,7 +25,8 @@ LOAD_RUNS = pa.schema(KEY + REP + [
     ("files", I), ("rows", I), ("seconds", F), ("sort_seconds", F), ("table_bytes", I),
     ("lookup_qps", F), ("lookup_p50_s", F), ("lookup_p99_s", F), ("optimize_seconds", F),
     ("optimize_stopped", B), ("checksum_ok", B), ("buffer_pool_bytes", I), ("stopped", B),
-    ("table_pool_ratio", F), ("time_limit_s", F), ("server_cpu_s", F), ("job_cpu_s", F), ("host_cpus", I)])
+    ("table_pool_ratio", F), ("time_limit_s", F), ("server_cpu_s", F), ("job_cpu_s", F), ("host_cpus", I),
+    ("resumed_at_file", I)])
 LOAD_INTERVALS = pa.schema(KEY + REP + [
     ("interval", I), ("start_s", F), ("end_s", F), ("files", I), ("rows", I), ("rows_per_s", F),
     ("input_read_MBps", F), ("target_write_MBps", F), ("innodb_write_MBps", F),

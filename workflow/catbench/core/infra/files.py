@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import functools
 import glob
 import io
@@ -143,24 +144,57 @@ def open_parquet(path) -> pq.ParquetFile:
 @contextlib.contextmanager
 def staged_output(out_dir):
     """A stage's result directory, written as a hidden ``.<name>.partial-*`` sibling and
-    renamed to ``out_dir`` only when the body succeeds. What an earlier, killed run left
-    (partial dirs, and the previous results, which a re-run replaces) is removed first,
-    so after any failure nothing that looks complete remains."""
+    renamed to ``out_dir`` only when the body succeeds. The partial folder is locked (flock)
+    while its job lives, before anything else is touched; what an earlier, killed run left
+    (unlocked partials, and the previous results, which a re-run replaces) is then removed, so
+    after any failure nothing that looks complete remains. A partial another live job holds
+    is never removed: TargetError, and this job leaves everything as it was."""
+    from .targets import TargetError   # here: targets imports psutil, which most jobs never need
+
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
-        log.warning("removing %s left by an interrupted run", stale)
-        shutil.rmtree(stale, ignore_errors=True)
-    if out_dir.exists():
-        log.info("removing the previous results in %s", out_dir)
-        shutil.rmtree(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    held = _flock_dir(work)
     try:
+        for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
+            if stale != work and not _remove_unheld(stale):
+                raise TargetError(f"{out_dir} is being written by another live job ({stale} is held); "
+                                  f"it was left untouched: wait for that job, or give this run another name")
+        if out_dir.exists():
+            log.info("removing the previous results in %s", out_dir)
+            shutil.rmtree(out_dir)
         yield work
         work.chmod(0o755)  # mkdtemp's 0700 would make these results unlike every other
         work.rename(out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        os.close(held)
+
+
+def _flock_dir(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _remove_unheld(stale: Path) -> bool:
+    """Remove a partial folder no live job holds; False (kept) when one does."""
+    try:
+        fd = _flock_dir(stale)
+    except BlockingIOError:
+        return False
+    except OSError:       # gone meanwhile, or not a folder: nothing of a live job
+        fd = None
+    try:
+        log.warning("removing %s left by an interrupted run", stale)
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return True
 
 
 # ---- the user's own catalog files (index.source: file, the index.file keys) -----------------
@@ -238,8 +272,12 @@ def column_map(section: dict) -> dict[str, str]:
 
 
 def csv_header(src: Source) -> list[str]:
-    with pa.input_stream(str(src.path), compression="detect") as f:
-        first = f.read(1 << 16).decode("utf-8", "replace").splitlines()[:1]
+    try:
+        with pa.input_stream(str(src.path), compression="detect") as f:
+            first = f.read(1 << 16).decode("utf-8", "replace").splitlines()[:1]
+    except (OSError, pa.ArrowException) as exc:   # a .gz that is plain text, or cut short
+        raise SourceError(f"{src.path}: not readable as a compressed {src.format.upper()} file ({exc}); "
+                          f"check the file, or drop the suffix if it is not compressed") from None
     if not first:
         raise SourceError(f"{src.path}: empty; a CSV/TSV file needs a header line naming its columns")
     return next(csv.reader(io.StringIO(first[0]), delimiter=src.delimiter))

@@ -199,3 +199,15 @@ def variables(conn, names=PROVENANCE_VARIABLES) -> dict[str, str | None]:
     cur.execute("SHOW GLOBAL VARIABLES")
     got = {k.lower(): (v.decode() if isinstance(v, (bytes, bytearray)) else v) for k, v in cur.fetchall()}
     return {n: got.get(n.lower()) for n in names}
+
+
+def install_db_tool(binary) -> str:
+    """mariadb-install-db (or mysql_install_db) on PATH or beside ``binary``."""
+    bindir = Path(binary).resolve().parent
+    search = os.pathsep.join([os.environ.get("PATH", ""), str(bindir), str(bindir.parent / "bin"),
+                              str(bindir.parent / "scripts")])
+    for name in ("mariadb-install-db", "mysql_install_db"):
+        found = shutil.which(name, path=search)
+        if found:
+            return found
+    raise ServerError(f"mariadb-install-db not found next to {binary}; {INSTALL_HINT}")

@@ -81,7 +81,7 @@ def batches(src: Source, names: list[str], batch_rows: int):
         reader = pcsv.open_csv(str(src.path), read_options=opts,
                                parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
         yield from reader
-    except pa.ArrowInvalid as exc:   # a malformed line: Arrow names it in its message
+    except (OSError, pa.ArrowException) as exc:   # a malformed line (Arrow names it), a cut-short .gz
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
 
 

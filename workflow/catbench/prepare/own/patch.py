@@ -112,7 +112,7 @@ def _read_table(src: Source, role_names: list[str]) -> pa.Table:
     conv = pcsv.ConvertOptions(column_types={n: pa.string() for n in role_names}, strings_can_be_null=True)
     try:   # the roles as text: checked() names a bad value's row
         return pcsv.read_csv(src.path, parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
-    except pa.ArrowInvalid as exc:
+    except (OSError, pa.ArrowException) as exc:
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
 
 
@@ -140,13 +140,11 @@ def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
         out.append(pc.cast(arr, to, safe=False))
         fields.append(pa.field(name, to))
     taken = set(cols.values()) | set(section["drop"])
-    ours = {*NAMES.values(), *optional, *RESERVED}
+    seen = {n.lower(): (n, "catbench's own column") for n in (*NAMES.values(), *optional, *RESERVED)}
     for f in table.schema:
         if f.name in taken:
             continue
-        if f.name in ours:
-            raise SourceError(f"{src.path}: column {f.name!r} has the name of catbench's own column; map it "
-                              f"({KEY}.columns) or leave it out ({KEY}.drop)")
+        _check_name(f.name, src, seen)
         to = WIDER.get(f.type, f.type)
         if to not in CARRIED:
             raise SourceError(f"{src.path}: column {f.name!r} is {f.type}; the chunk tables carry integers, floats "
@@ -154,6 +152,24 @@ def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
         out.append(pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name))
         fields.append(pa.field(f.name, to))
     return pa.Table.from_arrays(out, schema=pa.schema(fields))
+
+
+IDENTIFIER = re.compile(r"[A-Za-z0-9_$]{1,64}")   # a MySQL column name that needs no quoting
+
+
+def _check_name(name: str, src: Source, seen: dict):
+    """A carried column's name: a MySQL identifier of at most 64 plain characters that is not,
+    in any case (MySQL's names ignore it), catbench's own column or another of the file's
+    (``seen``: lower-case name -> (name, what it is))."""
+    if not IDENTIFIER.fullmatch(name) or name.isdigit():
+        raise SourceError(f"{src.path}: column {name[:80]!r} is not a name the chunk tables can take (1-64 "
+                          f"letters, digits, _ or $, not only digits): rename it in the file or leave it out "
+                          f"({KEY}.drop)")
+    if name.lower() in seen:
+        other, what = seen[name.lower()]
+        raise SourceError(f"{src.path}: column {name!r} has the name of {what} {other!r} (MySQL's column names "
+                          f"ignore case); map it ({KEY}.columns) or leave it out ({KEY}.drop)")
+    seen[name.lower()] = (name, "another column of the file")
 
 
 def read_rows(section: dict, srcs: list[Source]) -> FileRows:
