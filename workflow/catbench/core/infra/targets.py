@@ -202,10 +202,11 @@ SERVER_BASE_BYTES = 160 << 20
 
 def need_bytes(cfg: dict) -> int:
     """The least one run writes on a target at its peak (the floor a first job checks):
-    its fio file, or a fresh server with the smallest index table. Jobs on a target run
-    one at a time and each removes its files, so the larger one counts."""
-    return max(parse_size(cfg["fio"]["size"]) + (16 << 20),
-               SERVER_BASE_BYTES + estimated_objects(cfg) * INDEX_BYTES_PER_ROW)
+    its fio file (when fio is among the stages: load/estimate.py counts it the same way), or a
+    fresh server with the smallest index table. Jobs on a target run one at a time and each
+    removes its files, so the larger one counts."""
+    fio = parse_size(cfg["fio"]["size"]) + (16 << 20) if "fio" in cfg.get("stages", ["fio"]) else 0
+    return max(fio, SERVER_BASE_BYTES + estimated_objects(cfg) * INDEX_BYTES_PER_ROW)
 
 
 def server_bytes(settings: dict) -> int:
