@@ -7,6 +7,7 @@ a changed file detected; and every stage run from such a patch on a real server.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -312,6 +313,11 @@ def test_every_stage_from_a_patch_file(tmp_path):
     try:
         wd = tmp_path / "wd"
         cols = rows(400)
+        # as Rubin's Object tables have them: a flag, NaN and ±inf in a carried and a mapped float
+        cols["detect_isPrimary"] = np.random.default_rng(3).integers(0, 2, 400).astype(bool)
+        cols["shape_xx"][::7] = np.nan
+        cols["u_psfFlux"][[3, 300]] = [np.inf, -np.inf]
+        cols["u_psfFlux"][5] = np.nan
         first = {k: v[:250] for k, v in cols.items()}
         rest = {k: v[250:] for k, v in cols.items()}
         write(first, wd / "patch" / "a.parquet")
@@ -335,12 +341,18 @@ def test_every_stage_from_a_patch_file(tmp_path):
         assert sorted(obj["objectId"].to_numpy()[:400].tolist()) == sorted(cols["obj_id"].tolist())
         assert (obj["objectId"].to_numpy()[400:800] >> b == 1).all()
         chunk = next((res / "chunks" / "Object").glob("chunk_*[0-9].parquet"))
-        assert {"extendedness", "shape_xx", "iFlux_PS", "chunkId"} <= set(pq.read_schema(chunk).names)
+        assert {"extendedness", "shape_xx", "iFlux_PS", "detect_isPrimary", "chunkId"} <= set(pq.read_schema(chunk).names)
+        text = "".join(p.read_text() for p in (res / "chunks" / "Object").glob("chunk_*.tsv"))
+        assert not re.search(r"(?:^|\t)(?:true|false|nan|NaN|-?inf)(?:\t|$)", text, re.M)   # 1/0 and \N only
+        held = pq.read_table(res / "catalog" / "Object" / "part-00000.parquet", columns=["shape_xx", "uFlux_PS"])
+        assert held["shape_xx"].null_count >= 58 and not np.isnan(held["shape_xx"].to_numpy(zero_copy_only=False)
+                                                              [~np.asarray(held["shape_xx"].is_null())]).any()
         n_obj = sum(pq.ParquetFile(p).metadata.num_rows for p in (res / "catalog" / "Object").glob("*.parquet"))
         assert "HV1" in (res / "tables" / "queries.csv").read_text() and f"n={n_obj}" in \
             (res / "tables" / "queries.csv").read_text()
         prov = json.loads((res / "tables" / "provenance.json").read_text())["patch_files"]
         assert [f["rows"] for f in prov["files"]] == [250, 150] and all(f["crc32"] for f in prov["files"])
+        assert prov["non_finite_as_null"] == {"uFlux_PS": 3, "shape_xx": 58}
         summary = json.loads((res / "load" / "disk" / "bigint" / "innodb" / "one-file-at-a-time" /
                               "summary.json").read_text())
         assert summary["checksum_ok"] and summary["rows"] == n_obj

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +101,7 @@ class FileRows:
     other: pa.Table           # mapped optional columns (catbench's names, types), then carried ones
     files: list[dict]
     footprint: Footprint
+    non_finite: dict = field(default_factory=dict)   # column -> NaN/±inf held as NULL
 
 
 def _read_table(src: Source, role_names: list[str]) -> pa.Table:
@@ -116,8 +117,9 @@ def _read_table(src: Source, role_names: list[str]) -> pa.Table:
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
 
 
-def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
-    """The mapped optional columns (renamed, cast) and the carried ones of one file."""
+def _others(table: pa.Table, src: Source, section: dict, counts: dict) -> pa.Table:
+    """The mapped optional columns (renamed, cast) and the carried ones of one file; its floats'
+    NaN and ±inf as NULL, counted into ``counts`` (column -> values)."""
     cols, optional = section["columns"], optional_columns()
     unknown = [k for k in cols if k not in ROLES and k not in optional]
     if unknown:
@@ -137,7 +139,7 @@ def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
         if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
             raise SourceError(f"{src.path}: column {cols[name]!r} ({KEY}.columns.{name}) is {arr.type}, "
                               "expected a numeric type")
-        out.append(pc.cast(arr, to, safe=False))
+        out.append(_finite_or_null(pc.cast(arr, to, safe=False), name, counts))
         fields.append(pa.field(name, to))
     taken = set(cols.values()) | set(section["drop"])
     seen = {n.lower(): (n, "catbench's own column") for n in (*NAMES.values(), *optional, *RESERVED)}
@@ -149,9 +151,22 @@ def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
         if to not in CARRIED:
             raise SourceError(f"{src.path}: column {f.name!r} is {f.type}; the chunk tables carry integers, floats "
                               f"and booleans: leave it out ({KEY}.drop) or map it ({KEY}.columns)")
-        out.append(pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name))
+        out.append(_finite_or_null(pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name),
+                                   f.name, counts))
         fields.append(pa.field(f.name, to))
     return pa.Table.from_arrays(out, schema=pa.schema(fields))
+
+
+def _finite_or_null(arr, name: str, counts: dict):
+    """A float column's NaN and ±inf as NULL: MySQL's DOUBLE holds neither, and a NaN in DuckDB
+    passes every ``>`` cut a NULL fails; so both see NULL. ``counts[name]`` adds how many."""
+    if not pa.types.is_floating(arr.type):
+        return arr
+    finite = pc.is_finite(arr)
+    n = len(arr) - arr.null_count - (pc.sum(finite).as_py() or 0)
+    if n:
+        counts[name] = counts.get(name, 0) + n
+    return pc.if_else(finite, arr, pa.scalar(None, arr.type)) if n else arr
 
 
 IDENTIFIER = re.compile(r"[A-Za-z0-9_$]{1,64}")   # a MySQL column name that needs no quoting
@@ -178,7 +193,7 @@ def read_rows(section: dict, srcs: list[Source]) -> FileRows:
     roles = {r: section["columns"][r] for r in ROLES}
     for src in srcs:   # every file's columns before any row is read
         check_columns(src, roles, KEY)
-    parts, others, files, first = [], [], [], 0
+    parts, others, files, first, non_finite = [], [], [], 0, {}
     for src in srcs:
         before = src.path.stat()
         table = _read_table(src, list(roles.values()))
@@ -186,7 +201,7 @@ def read_rows(section: dict, srcs: list[Source]) -> FileRows:
         got = [checked(b, Place(src, first_b + 1, roles, KEY))
                for b, first_b in zip(batch, np.cumsum([0] + [b.num_rows for b in batch]))] if batch else []
         parts += got
-        other = _others(table, src, section)
+        other = _others(table, src, section, non_finite)
         if others and other.schema != others[0].schema:
             raise SourceError(f"{src.path}: its other columns {other.schema.names} (types "
                               f"{[str(t) for t in other.schema.types]}) differ from {srcs[0].path}'s "
@@ -198,7 +213,7 @@ def read_rows(section: dict, srcs: list[Source]) -> FileRows:
         raise SourceError(f"config key '{KEY}.paths': its {len(srcs)} file(s) hold no rows (the first: {srcs[0].path})")
     ids, ra, dec = (np.concatenate([p[k] for p in parts]) for k in range(3))
     _no_duplicates(ids, files, roles["objectId"])
-    return FileRows(ids, ra, dec, pa.concat_tables(others), files, footprint(ra, dec, srcs[0].path))
+    return FileRows(ids, ra, dec, pa.concat_tables(others), files, footprint(ra, dec, srcs[0].path), non_finite)
 
 
 def _no_duplicates(ids: np.ndarray, files: list[dict], column: str):
@@ -238,10 +253,10 @@ def build_patch(cfg: dict, rows: FileRows) -> tuple[Patch, np.ndarray]:
 
 
 def write_record(rows: FileRows, section: dict, path):
-    """files.json: each file's path, format, bytes, mtime, CRC-32 and rows, the column map
-    and the footprint (the provenance reads it)."""
+    """files.json: each file's path, format, bytes, mtime, CRC-32 and rows, the column map,
+    the footprint and the NaN/±inf values held as NULL per column (the provenance reads it)."""
     doc = {"rows": len(rows.ids), "columns": section["columns"], "drop": section["drop"],
-           "footprint": vars(rows.footprint), "files": rows.files}
+           "footprint": vars(rows.footprint), "files": rows.files, "non_finite_as_null": rows.non_finite}
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")
 
