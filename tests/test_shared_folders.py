@@ -18,6 +18,7 @@ from catbench.core.infra.files import staged_output
 from catbench.core.infra.jobs.isolation import measuring
 from catbench.core.infra.targets import TargetError, open_lock
 from catbench.core.server.process import Server
+from support.faultkit import ENV, RUN, scratch_dirs, snakemake_cmd, tiny_config
 
 NOBODY = pwd.getpwnam("nobody")
 
@@ -104,3 +105,20 @@ def test_the_private_server_keeps_to_its_own_files_whatever_the_umask(tmp, umask
     finally:
         os.umask(old)
         shutil.rmtree(tmp / "srv", ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.server
+@pytest.mark.parametrize("umask", [0o000, 0o077])
+def test_a_whole_run_passes_whatever_the_umask(tmp_path, umask):
+    """Every stage of the tiny config under a careless and a strict umask; no server ever read
+    the system's files (its error log would name /var/lib/mysql)."""
+    with scratch_dirs() as (disk, _):
+        tiny_config(tmp_path, {"disk": disk})
+        r = subprocess.run(snakemake_cmd(tmp_path), env=ENV, capture_output=True, text=True, timeout=900,
+                           preexec_fn=lambda: os.umask(umask))
+        assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+        logs = list(disk.rglob("error.log"))
+        assert logs and not [p for p in logs if "/var/lib/mysql" in p.read_text()]
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in disk.rglob("my.cnf"))
+        assert (tmp_path / "results" / RUN / "report" / "index.html").is_file()
