@@ -43,6 +43,8 @@ NAMES = {"objectId": "objectId", "ra": "ra_PS", "dec": "decl_PS"}   # the catalo
 CARRIED = {pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.bool_()}
 WIDER = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.float16(): pa.float32()}
 RESERVED = ("chunkId", "subChunkId")   # written by the partition stage
+# catalog.patch.file.flux_unit -> erg/s/cm^2/Hz, the unit of the suite's fluxToAbMag cuts
+FLUX_UNITS = {"erg": 1.0, "Jy": 1e-23, "nJy": 1e-32}
 
 
 def optional_columns() -> dict[str, pa.DataType]:
@@ -139,7 +141,10 @@ def _others(table: pa.Table, src: Source, section: dict, counts: dict) -> pa.Tab
         if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
             raise SourceError(f"{src.path}: column {cols[name]!r} ({KEY}.columns.{name}) is {arr.type}, "
                               "expected a numeric type")
-        out.append(_finite_or_null(pc.cast(arr, to, safe=False), name, counts))
+        arr = pc.cast(arr, to, safe=False)
+        if "Flux" in name and FLUX_UNITS[section["flux_unit"]] != 1.0:
+            arr = pc.multiply(arr, pa.scalar(FLUX_UNITS[section["flux_unit"]], to))
+        out.append(_finite_or_null(arr, name, counts))
         fields.append(pa.field(name, to))
     taken = set(cols.values()) | set(section["drop"])
     seen = {n.lower(): (n, "catbench's own column") for n in (*NAMES.values(), *optional, *RESERVED)}
