@@ -127,6 +127,18 @@ def test_parquet_and_csv_give_the_same_patch(tmp_path):
     assert sorted(a[1].tolist()) == sorted(cols["obj_id"].tolist())
 
 
+def test_fluxes_in_njy_are_read_in_the_suites_unit_and_nan_as_null(tmp_path):
+    cols = rows(300)
+    erg = cols["g_psfFlux"].copy()
+    cols.update({f"{b}_psfFlux": cols[f"{b}_psfFlux"] * 1e32 for b in "ugrizy"})   # nJy, as Rubin writes
+    cols["shape_xx"][[4, 9]] = [np.nan, np.inf]
+    cols["flag"] = np.arange(300) % 3 == 0
+    got = read(config([write(cols, tmp_path / "a.parquet")], flux_unit="nJy"))
+    assert np.allclose(got.other["gFlux_PS"].to_numpy(), erg, rtol=1e-12)
+    assert got.other["shape_xx"].null_count == 2 and got.non_finite == {"shape_xx": 2}
+    assert got.other["flag"].type == pa.bool_()
+
+
 def build(cfg):
     return pf.build_patch(cfg, read(cfg))
 

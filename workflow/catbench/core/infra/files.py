@@ -154,8 +154,9 @@ def staged_output(out_dir):
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
-    held = _flock_dir(work)
+    held = None
     try:
+        held = _flock_dir(work)
         for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
             if stale != work and not _remove_unheld(stale):
                 raise TargetError(f"{out_dir} is being written by another live job ({stale} is held); "
@@ -168,7 +169,8 @@ def staged_output(out_dir):
         work.rename(out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        os.close(held)
+        if held is not None:
+            os.close(held)
 
 
 def _flock_dir(path: Path) -> int:
