@@ -99,7 +99,8 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
     table = table_name(v, strategy)
     summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
                "table": f"{DATABASE}.{table}",
-               "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path),
+               "files": len(files), "input_bytes": input_bytes, "row_bytes": v.row_bytes,
+               "storage": describe_target(path),
                "options": options.as_dict(), "repetitions_requested": spec.repetitions,
                "repetition_limit_s": spec.repetition_limit_s}
     settings = {**eng.settings, **spec.settings}

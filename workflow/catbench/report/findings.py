@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from .spec import ReportSpec
-from .stats import (Figure, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
+from .stats import (Figure, ReportSpec, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
                     verdict, versus)
+from .why import why
 
 # the 2017 storage study's protocol, every other strategy's yardstick
 ONE_FILE_AT_A_TIME = "one-file-at-a-time"
@@ -440,6 +440,8 @@ def _parts(t, thr: dict) -> tuple:
          collapse(t.collapse, t.loads)),
         ("Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM): the same strategy on each engine",
          engines(t.loads, t.collapse, thr)),
+        ("Why: what a row cost on the device and the server's CPU (load_io.csv)",
+         why(t.load_io, t.loads, t.storage)),
         ("Table bytes per strategy", table_size(t.loads)),
         ("Best target and engine per query class (whole class per run: cold = after a restart)",
          queries(t.query_runs, thr)),

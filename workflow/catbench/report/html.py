@@ -40,13 +40,14 @@ from . import noise, provenance
 from . import tables as T
 from .inputs import MetricsError, collect
 from .plots import ALWAYS, PLOTS, draw_all
-from .spec import ReportSpec
+from .stats import ReportSpec
 from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
 
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
                 "load_time": "Load time", "load_runs": "Load time, every repetition",
                 "load_rate": "Load rate per interval", "load_curve": "Load rate against table size",
                 "load_collapse": "Where the load rate halves",
+                "load_io": "Load I/O and CPU per row",
                 "load_not_run": "Engine x strategy pairs not run", "queries": "Queries",
                 "query_runs": "Queries, every run", "chunk_load": "Chunk-table load", "chunk_load_chunks": "Chunk-table load per chunk",
                 "query_chunks": "Queries per chunk", "restart": "Restart",
