@@ -293,7 +293,7 @@ def test_columns_checked_before_any_row_is_read(tmp_path):
 def test_a_gz_that_is_not_or_is_cut_short_is_named(tmp_path):
     plain = tmp_path / "plain.csv.gz"
     plain.write_text("id,coord_ra,coord_dec\n1,2.0,3.0\n")
-    with pytest.raises(SourceError, match=rf"{plain}: not readable as a compressed CSV file"):
+    with pytest.raises(SourceError, match=rf"{plain}: not readable as a compressed CSV/TSV file"):
         read(config([plain]), tmp_path / "out")
     whole = tmp_path / "whole.csv"
     pcsv.write_csv(pa.table(_good(30000)), whole)
@@ -302,6 +302,22 @@ def test_a_gz_that_is_not_or_is_cut_short_is_named(tmp_path):
     with pytest.raises(SourceError, match=rf"{cut}: not readable as"):
         read(config([cut]), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_gaias_ecsv_gz_is_read_with_its_header_lines_skipped(tmp_path):
+    cols = _good(2000)
+    body = "source_id,ra,dec\n" + "".join(f"{i},{r!r},{d!r}\n" for i, r, d in
+                                          zip(cols["id"], cols["coord_ra"], cols["coord_dec"]))
+    head = "# %ECSV 1.0\n# ---\n# delimiter: ','\n# datatype:\n# - {name: source_id, datatype: int64}\n" \
+           "# - {name: ra, unit: deg, datatype: float64}\n# - {name: dec, unit: deg, datatype: float64}\n"
+    gz = tmp_path / "GaiaSource_000000-003111.csv.gz"
+    gz.write_bytes(gzip.compress((head + body).encode()))
+    out = read(config([gz], columns={"objectId": "source_id", "ra": "ra", "dec": "dec"}), tmp_path / "out")
+    assert out["rows"] == 2000 and sorted(rows_of(tmp_path / "out" / "input")[:, 0]) == list(cols["id"])
+    bad = tmp_path / "bad.ecsv"
+    bad.write_text(head + body.replace("\n17,", "\n,", 1))    # a NULL id on data line 17
+    with pytest.raises(SourceError, match=rf"{bad}: row 17 \(line 25\), column 'source_id'"):
+        read(config([bad], columns={"objectId": "source_id", "ra": "ra", "dec": "dec"}), tmp_path / "out2")
 
 
 def test_rows_counted_from_footers_and_a_changed_file_named(tmp_path):

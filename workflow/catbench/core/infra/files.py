@@ -205,7 +205,8 @@ def _remove_unheld(stale: Path) -> bool:
 # them before any job starts and re-runs the read when a file changes. Reading their rows
 # is prepare/own/index.py.
 
-SOURCE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".txt": "tsv"}
+SOURCE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".ecsv": "csv", ".tsv": "tsv",
+                  ".txt": "tsv"}
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
 ROLES = ("objectId", "ra", "dec")
 CSV_ROW_BYTES = 40   # a guess at a CSV row's size, for the plan only (Parquet counts exactly)
@@ -274,15 +275,46 @@ def column_map(section: dict) -> dict[str, str]:
 
 
 def csv_header(src: Source) -> list[str]:
+    """A CSV/TSV file's column names: its first line that is not a ``#`` comment (ECSV, as Gaia
+    distributes its tables, and commented CSV put their metadata there; ``comment_lines``)."""
+    return _header(*_header_key(src))[1]
+
+
+def _header_key(src: Source) -> tuple:
+    st = src.path.stat()   # a file changed in place is read again
+    return str(src.path), src.delimiter, st.st_size, st.st_mtime_ns
+
+
+def comment_lines(src: Source) -> int:
+    """The ``#`` lines before a CSV/TSV file's header: the rows its readers skip."""
+    return _header(*_header_key(src))[0] if src.format != "parquet" else 0
+
+
+HEADER_LIMIT = 64 << 20   # an ECSV header of every Gaia column is ~0.1 MB; past this, not a CSV
+
+
+@functools.lru_cache(maxsize=64)
+def _header(path: str, delimiter: str, _size: int, _mtime: int) -> tuple[int, list[str]]:
+    skipped, seen, rest = 0, 0, b""
     try:
-        with pa.input_stream(str(src.path), compression="detect") as f:
-            first = f.read(1 << 16).decode("utf-8", "replace").splitlines()[:1]
+        with pa.input_stream(path, compression="detect") as f:
+            while seen < HEADER_LIMIT:
+                block = f.read(1 << 16)
+                seen += len(block)
+                lines = (rest + block).split(b"\n")
+                rest = lines.pop() if block else b""
+                for line in lines + ([rest] if not block and rest else []):
+                    if not line.lstrip().startswith(b"#"):
+                        text = line.decode("utf-8", "replace").rstrip("\r")
+                        return skipped, next(csv.reader(io.StringIO(text), delimiter=delimiter))
+                    skipped += 1
+                if not block:
+                    break
     except (OSError, pa.ArrowException) as exc:   # a .gz that is plain text, or cut short
-        raise SourceError(f"{src.path}: not readable as a compressed {src.format.upper()} file ({exc}); "
+        raise SourceError(f"{path}: not readable as a compressed CSV/TSV file ({exc}); "
                           f"check the file, or drop the suffix if it is not compressed") from None
-    if not first:
-        raise SourceError(f"{src.path}: empty; a CSV/TSV file needs a header line naming its columns")
-    return next(csv.reader(io.StringIO(first[0]), delimiter=src.delimiter))
+    raise SourceError(f"{path}: empty; a CSV/TSV file needs a header line naming its columns"
+                      + (f" (after its {skipped} '#' lines)" if skipped else ""))
 
 
 def check_columns(src: Source, columns: dict[str, str], key: str = "index.file"):

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from ...core.index.input import write_manifest
 from ...core.infra.files import atomic_path
-from ...core.infra.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum
+from ...core.infra.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines
 from ..arrays import numpy
 from ..arrival import ORDERS, write_split
 from ..chunker import Chunker
@@ -74,7 +74,8 @@ def batches(src: Source, names: list[str], batch_rows: int):
         # Arrow decodes the columns on its threads; the batches still come in file order
         yield from pq.ParquetFile(src.path).iter_batches(batch_size=batch_rows, columns=names, use_threads=True)
         return
-    opts = pcsv.ReadOptions(block_size=min(1 << 30, max(1 << 16, batch_rows * CSV_ROW_BYTES)))  # Arrow's limit: 2 GB
+    opts = pcsv.ReadOptions(block_size=min(1 << 30, max(1 << 16, batch_rows * CSV_ROW_BYTES)),  # Arrow's limit: 2 GB
+                            skip_rows=comment_lines(src))   # an ECSV's '#' header
     conv = pcsv.ConvertOptions(include_columns=names, column_types={n: pa.string() for n in names},
                                strings_can_be_null=True)
     try:
@@ -96,7 +97,7 @@ class Place:
 
     def at(self, i: int, role: str) -> str:
         row = self.first + int(i)
-        line = f" (line {row + 1})" if self.src.format != "parquet" else ""
+        line = f" (line {row + 1 + comment_lines(self.src)})" if self.src.format != "parquet" else ""
         return f"{self.src.path}: row {row}{line}, column {self.columns[role]!r} ({self.key}.columns.{role})"
 
 

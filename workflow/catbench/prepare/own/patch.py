@@ -29,7 +29,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ...core.infra.config import ConfigError
-from ...core.infra.files import ROLES, Source, SourceError, atomic_path, check_columns, sources
+from ...core.infra.files import ROLES, Source, SourceError, atomic_path, check_columns, comment_lines, sources
 from ...core.sky.copies import MAX_COPIES, n_copies, n_places
 from ...core.infra.resources import resource
 from ..arrays import numpy
@@ -114,7 +114,8 @@ def _read_table(src: Source, role_names: list[str]) -> pa.Table:
             raise SourceError(f"{src.path}: not a readable Parquet file ({exc})") from None
     conv = pcsv.ConvertOptions(column_types={n: pa.string() for n in role_names}, strings_can_be_null=True)
     try:   # the roles as text: checked() names a bad value's row
-        return pcsv.read_csv(src.path, parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
+        return pcsv.read_csv(src.path, read_options=pcsv.ReadOptions(skip_rows=comment_lines(src)),
+                             parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
     except (OSError, pa.ArrowException) as exc:
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
 
