@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -324,11 +325,28 @@ def test_rows_counted_from_footers_and_a_changed_file_named(tmp_path):
     paths = catalog(tmp_path, np.arange(9000, dtype=np.int64), *sky(9000), 3, "parquet")
     section = config(paths)["index"]["file"]
     assert total_rows(section) == 9000
-    was = [{"path": p, "bytes": b, "mtime_ns": m} for p, b, m in fingerprint(sources(section))]
+    was = [{"path": p, "bytes": b, "mtime_ns": m, "crc32": c} for p, b, m, c in fingerprint(sources(section))]
     assert changed(was, fingerprint(sources(section))) == []
     write(pa.table(_good(10)), paths[1], "parquet")
     lines = changed(was, fingerprint(sources(section)))
     assert len(lines) == 1 and str(paths[1]) in lines[0] and "changed" in lines[0]
+
+
+def test_a_file_rewritten_with_its_size_and_mtime_kept_is_seen_by_its_content(tmp_path):
+    """touch -r after an edit: the ctime moved, so the CRC-32 is taken again and differs."""
+    path = tmp_path / "a.csv"
+    path.write_text("id,coord_ra,coord_dec\n1,10.5,2.25\n2,11.5,3.25\n")
+    src = sources({"paths": [str(path)]})
+    st = path.stat()
+    first = fingerprint(src)
+    record = [{"path": first[0][0], "bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+               "crc32": first[0][3]}]
+    assert fingerprint(src, record) == first and changed(record, first) == []
+    path.write_text("id,coord_ra,coord_dec\n1,10.5,2.25\n2,11.5,3.75\n")     # one value, same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))                        # as touch -r does
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    now = fingerprint(src, record)
+    assert now != first and "its content: CRC-32" in changed(record, now)[0]
 
 
 # ---- the study end to end on a real server -----------------------------------------------------------

@@ -7,6 +7,7 @@ a changed file detected; and every stage run from such a patch on a real server.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -369,6 +370,17 @@ def test_every_stage_from_a_patch_file(tmp_path):
                               "summary.json").read_text())
         assert summary["checksum_ok"] and summary["rows"] == n_obj
         assert (res / "report" / "index.html").is_file() and not server_procs(disk)
+        # one digit of the CSV changed, its size and mtime kept (touch -r): seen by its content
+        csv_path, st = wd / "patch" / "b.csv", (wd / "patch" / "b.csv").stat()
+        text = csv_path.read_text()
+        digit = text.index("7", text.index("\n") + 1)
+        csv_path.write_text(text[:digit] + "8" + text[digit + 1:])
+        os.utime(csv_path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        r = snakemake(wd, cfgfile, "-n")
+        out = r.stdout + r.stderr
+        assert r.returncode == 0 and f"{csv_path} changed (its content: CRC-32" in out and "catalog_patch" in out, \
+            out[-3000:]
+        csv_path.write_text(text)
         # the Parquet file written again: named as changed, and the catalog made again from it
         write(first, wd / "patch" / "a.parquet")
         r = snakemake(wd, cfgfile, "-n")

@@ -356,16 +356,23 @@ def _rows(files: tuple) -> int:
 
 def total_rows(section: dict) -> int:
     """Rows of all the files (CSV estimated): the plan's and the space estimate's index rows."""
-    srcs = sources(section)
-    return _rows(tuple((str(s.path), s.format, *f[1:]) for s, f in zip(srcs, fingerprint(srcs))))
+    stats = [(s, s.path.stat()) for s in sources(section)]
+    return _rows(tuple((str(s.path), s.format, st.st_size, st.st_mtime_ns) for s, st in stats))
 
 
-def fingerprint(srcs: list[Source]) -> list[list]:
-    """[path, bytes, mtime_ns] of each file: what the workflow compares between runs."""
+def fingerprint(srcs: list[Source], recorded: list[dict] | None = None) -> list[list]:
+    """[path, bytes, mtime_ns, CRC-32] of each file: what the workflow compares between runs
+    (a rule's params, so a change re-runs what was read from it). The CRC-32 is the one
+    ``recorded`` when the file was read (files.json's or sources.json's ``files``) while its
+    size, mtime and ctime are those recorded; otherwise it is computed now: a file rewritten with
+    its size and mtime kept (``touch -r``) still moved its ctime, and its content is checked."""
+    was = {r["path"]: r for r in recorded or [] if isinstance(r, dict)}
     out = []
     for s in srcs:
-        st = s.path.stat()
-        out.append([str(s.path), st.st_size, st.st_mtime_ns])
+        st, r = s.path.stat(), was.get(str(s.path))
+        same = r is not None and r.get("crc32") is not None and \
+            (r.get("bytes"), r.get("mtime_ns"), r.get("ctime_ns")) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        out.append([str(s.path), st.st_size, st.st_mtime_ns, r["crc32"] if same else checksum(s.path)])
     return out
 
 
@@ -383,7 +390,7 @@ def changed(recorded: list[dict], now: list[list]) -> list[str]:
     ``files``) and the files as they are now, in words; empty when nothing did."""
     was = {r["path"]: r for r in recorded}
     out = []
-    for path, size, mtime in now:
+    for path, size, mtime, crc in now:
         r = was.pop(path, None)
         if r is None:
             out.append(f"{path} is new")
@@ -391,5 +398,8 @@ def changed(recorded: list[dict], now: list[list]) -> list[str]:
             what = [f"{r['bytes']} bytes then, {size} now"] if r["bytes"] != size else []
             what += ["modified since"] if r["mtime_ns"] != mtime else []
             out.append(f"{path} changed ({'; '.join(what)})")
+        elif r.get("crc32") is not None and r["crc32"] != crc:
+            out.append(f"{path} changed (its content: CRC-32 {r['crc32']} then, {crc} now, its size and "
+                       f"modification time kept)")
     out += [f"{p} is no longer listed" for p in was]
     return out

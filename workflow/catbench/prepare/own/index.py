@@ -193,13 +193,13 @@ def _read_file(con, src: Source, setup: ReadSetup, first_row: int, progress) -> 
 
 
 def file_record(src: Source, before, rows: int) -> dict:
-    """What a read file was (path, format, bytes, mtime, CRC-32, rows: sources.json and the
+    """What a read file was (path, format, bytes, mtime, ctime, CRC-32, rows: sources.json and the
     provenance), refused when it changed since ``before`` (its stat when the read began)."""
     after = src.path.stat()
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
         raise SourceError(f"{src.path}: changed while it was read; read it again once it is complete")
     return {"path": str(src.path), "format": src.format, "bytes": after.st_size, "mtime_ns": after.st_mtime_ns,
-            "crc32": checksum(src.path), "rows": rows}
+            "ctime_ns": after.st_ctime_ns, "crc32": checksum(src.path), "rows": rows}
 
 
 class _Progress:
