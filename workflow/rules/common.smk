@@ -69,7 +69,7 @@ if config["index"]["source"] == "file":
         raise WorkflowError(f"catbench: nothing was started: {e}")
     OWN_FILES = [str(s.path) for s in _own]
     _read = json.loads(Path(OWN_SOURCES).read_text())["files"] if Path(OWN_SOURCES).is_file() else []
-    OWN_FINGERPRINT = cb_files.fingerprint(_own, _read)
+    OWN_FINGERPRINT = cb_files.fingerprint(_own, _read, content=workflow.is_main_process)
     if workflow.is_main_process and _read:
         for _line in cb_files.changed(_read, OWN_FINGERPRINT):
             print(f"catbench: index.file: {_line} since the index input was read: it is read again",
@@ -81,7 +81,7 @@ if config["catalog"]["patch"]["file"]["paths"]:
     _patch = cb_files.sources(config["catalog"]["patch"]["file"], key=cb_patch_file.KEY)
     PATCH_FILES = [str(s.path) for s in _patch]
     _read = json.loads(Path(PATCH_RECORD).read_text())["files"] if Path(PATCH_RECORD).is_file() else []
-    PATCH_FINGERPRINT = cb_files.fingerprint(_patch, _read)
+    PATCH_FINGERPRINT = cb_files.fingerprint(_patch, _read, content=workflow.is_main_process)
     if workflow.is_main_process and _read:
         for _line in cb_files.changed(_read, PATCH_FINGERPRINT):
             print(f"catbench: {cb_patch_file.KEY}: {_line} since the patch was read: it is read again",

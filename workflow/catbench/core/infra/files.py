@@ -360,19 +360,21 @@ def total_rows(section: dict) -> int:
     return _rows(tuple((str(s.path), s.format, st.st_size, st.st_mtime_ns) for s, st in stats))
 
 
-def fingerprint(srcs: list[Source], recorded: list[dict] | None = None) -> list[list]:
+def fingerprint(srcs: list[Source], recorded: list[dict] | None = None, content: bool = True) -> list[list]:
     """[path, bytes, mtime_ns, CRC-32] of each file: what the workflow compares between runs
     (a rule's params, so a change re-runs what was read from it). The CRC-32 is the one
     ``recorded`` when the file was read (files.json's or sources.json's ``files``) while its
     size, mtime and ctime are those recorded; otherwise it is computed now: a file rewritten with
-    its size and mtime kept (``touch -r``) still moved its ctime, and its content is checked."""
+    its size and mtime kept (``touch -r``) still moved its ctime, and its content is checked.
+    ``content`` False (a job's own parse of the workflow) never reads a file: None instead."""
     was = {r["path"]: r for r in recorded or [] if isinstance(r, dict)}
     out = []
     for s in srcs:
         st, r = s.path.stat(), was.get(str(s.path))
         same = r is not None and r.get("crc32") is not None and \
             (r.get("bytes"), r.get("mtime_ns"), r.get("ctime_ns")) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        out.append([str(s.path), st.st_size, st.st_mtime_ns, r["crc32"] if same else checksum(s.path)])
+        out.append([str(s.path), st.st_size, st.st_mtime_ns,
+                    r["crc32"] if same else checksum(s.path) if content else None])
     return out
 
 
