@@ -289,6 +289,12 @@ def test_columns_checked_before_any_row_is_read(tmp_path):
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(SourceError, match="unknown format"):
         sources({"paths": [str(tmp_path / "x.json")]})
+    with pytest.raises(SourceError, match=r"is a folder; give its files, e.g. '.*/\*.parquet'"):
+        sources({"paths": [str(tmp_path)]})
+    (tmp_path / "README.txt").write_text("these are my files\n")
+    (tmp_path / "SHA256SUMS").write_text("x\n")
+    assert [s.path.name for s in sources({"paths": [str(tmp_path / "*")]})] == ["a.parquet", "b.parquet",
+                                                                              "c.parquet", "d.csv"]
 
 
 def test_a_gz_that_is_not_or_is_cut_short_is_named(tmp_path):

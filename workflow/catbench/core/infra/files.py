@@ -243,6 +243,20 @@ def file_format(path: Path, key: str = "index.file") -> str:
     return fmt
 
 
+def _not_data(path: Path) -> bool:
+    """A glob's match that is no catalog file: a name no format reads (notes, checksums), or a
+    README whatever its suffix; skipped, said in the log."""
+    try:
+        file_format(path)
+    except SourceError:
+        log.info("skipping %s: not a Parquet, CSV or TSV file", path)
+        return True
+    if path.name.upper().startswith("README"):
+        log.info("skipping %s: a README, not a catalog file", path)
+        return True
+    return False
+
+
 def sources(section: dict, base: Path | None = None, key: str = "index.file") -> list[Source]:
     """The files of ``<key>.paths`` (index.file, catalog.patch.file) in input order: the
     entries as listed, a glob's matches sorted by name. A pattern that matches nothing, or a
@@ -252,8 +266,11 @@ def sources(section: dict, base: Path | None = None, key: str = "index.file") ->
         pattern = os.path.expanduser(entry)
         if base is not None and not os.path.isabs(pattern):
             pattern = str(base / pattern)
+        if not glob.has_magic(pattern) and Path(pattern).is_dir():
+            raise SourceError(f"config key '{key}.paths': {entry!r} is a folder; give its files, e.g. "
+                              f"'{entry.rstrip('/')}/*.parquet' or '{entry.rstrip('/')}/*.csv.gz'")
         hits = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        hits = [h for h in hits if Path(h).is_file()]
+        hits = [h for h in hits if Path(h).is_file() and not (glob.has_magic(pattern) and _not_data(Path(h)))]
         if not hits:
             raise SourceError(f"config key '{key}.paths': {entry!r} names no file")
         for h in hits:
