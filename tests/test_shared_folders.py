@@ -122,3 +122,14 @@ def test_a_whole_run_passes_whatever_the_umask(tmp_path, umask):
         assert logs and not [p for p in logs if "/var/lib/mysql" in p.read_text()]
         assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in disk.rglob("my.cnf"))
         assert (tmp_path / "results" / RUN / "report" / "index.html").is_file()
+
+
+@pytest.mark.parametrize("said", [
+    "1005 (HY000): Can't create table `catbench`.`bigint_sorted` (errno: 135 \"No more room in record file\")",
+    "3 (HY000): Error writing file './ddl_recovery.log' (Errcode: 28 \"No space left on device\")"])
+def test_a_statement_that_failed_on_a_full_disk_is_named_so(tmp, said):
+    """What MariaDB says when CREATE TABLE meets a full disk: the first line says out of space."""
+    from catbench.core.server.tools import out_of_space
+    line = out_of_space("disk", tmp, tmp / "no-error.log", said=said)
+    assert line and line.startswith(f"target disk: out of space on {tmp}")
+    assert out_of_space("disk", tmp, said="1146 (42S02): Table 'catbench.x' doesn't exist") is None
