@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check aa lint clean-results
+.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.infra.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -39,11 +39,14 @@ SNAKEMAKE_RUN := snakemake --cores $(CORES) --rerun-incomplete --keep-going
 
 run: $(STAMP)
 	@$(call install_system,$(CONFIG))
-	python workflow/scripts/stale_lock.py
-	$(SNAKEMAKE_RUN) --configfile $(CONFIG)
+	python workflow/scripts/one_run.py $(SNAKEMAKE_RUN) --configfile $(CONFIG)
 
 test: $(STAMP) system-all
 	pytest --durations=10
+
+# The developer's loop: no private server, no Snakemake run (tests marked server or slow skipped).
+test-fast: $(STAMP)
+	pytest -q -m "not server and not slow" --durations=5
 
 bench: $(STAMP)
 	@$(call install_system,config/bench.yaml)

@@ -5,6 +5,7 @@ import copy
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -329,23 +330,49 @@ def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_pat
     assert "config key 'load.repetitions': 0 is less than the minimum of 1" in bad.stdout + bad.stderr
 
 
-def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path):
-    """workflow/scripts/stale_lock.py (make run's first step): a lock with no Snakemake of the
-    checkout alive is removed (saying so); with one running, it stops naming the process."""
+def _one_run(tmp_path, *command, timeout=120):
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    script = [str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"), *command]
+    return subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+@pytest.mark.parametrize("alive", ["snakemake", "catbench job"])
+def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
+    """workflow/scripts/one_run.py (make run's wrapper): a lock with no Snakemake and no catbench
+    job of the checkout alive is removed (saying so); with one running (a catbench job outlives a
+    killed Snakemake), it stops naming the process."""
     (tmp_path / "Snakefile").write_text("rule all:\n    input: []\n")
     locks = tmp_path / ".snakemake" / "locks"
     locks.mkdir(parents=True)
     (locks / "0.input.lock").write_text("")
-    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-    script = [str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "stale_lock.py")]
-    live = subprocess.Popen([str(VENV_BIN / "python"), "-c", "import time; time.sleep(60)", "snakemake"],
-                            cwd=tmp_path)
+    (tmp_path / "catbench").write_text("import time; time.sleep(60)\n")
+    argv = ([str(VENV_BIN / "python"), "-c", "import time; time.sleep(60)", "snakemake"] if alive == "snakemake"
+            else [str(VENV_BIN / "python"), str(tmp_path / "catbench"), "load-index"])
+    live = subprocess.Popen(argv, cwd=tmp_path)
     try:
-        r = subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+        r = _one_run(tmp_path, timeout=60)
         assert r.returncode == 1 and f"pid {live.pid}" in r.stderr and (locks / "0.input.lock").exists()
     finally:
         live.kill()
         live.wait()
-    r = subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    r = _one_run(tmp_path)
     assert r.returncode == 0 and "removing a stale Snakemake lock" in r.stderr, r.stderr
     assert not locks.is_dir() or not any(locks.iterdir())
+
+
+def test_two_runs_of_one_checkout_started_together_one_stops(tmp_path):
+    """The run lock is held by the command make run starts (exec'd), for as long as it runs."""
+    first = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
+                              "sleep", "30"], cwd=tmp_path, env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"})
+    try:
+        lock = tmp_path / ".snakemake" / "catbench-run.lock"
+        for _ in range(100):
+            if lock.exists() and lock.read_text().strip() == str(first.pid):
+                break
+            time.sleep(0.1)
+        r = _one_run(tmp_path, "true", timeout=60)
+        assert r.returncode == 1 and f"pid {first.pid}" in r.stderr and "another run" in r.stderr, r.stderr
+    finally:
+        first.kill()
+        first.wait()
+    assert _one_run(tmp_path, "true").returncode == 0

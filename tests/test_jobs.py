@@ -154,10 +154,10 @@ def test_isolation_record_names_a_second_measuring_job(tmp_path, monkeypatch):
 
 
 def test_other_catbench_commands_are_seen(monkeypatch):
-    assert isolation._is_catbench(["/x/.venv/bin/python3", "/x/.venv/bin/catbench", "load-index"])
-    assert isolation._is_catbench(["python", "-m", "catbench", "fio"])
-    assert not isolation._is_catbench(["/bin/bash", "-c", "catbench fio > log"])
-    assert not isolation._is_catbench(["snakemake", "--cores", "2"])
+    assert isolation.is_catbench(["/x/.venv/bin/python3", "/x/.venv/bin/catbench", "load-index"])
+    assert isolation.is_catbench(["python", "-m", "catbench", "fio"])
+    assert not isolation.is_catbench(["/bin/bash", "-c", "catbench fio > log"])
+    assert not isolation.is_catbench(["snakemake", "--cores", "2"])
 
 
 @pytest.mark.parametrize("rule", sorted(MEASURING))

@@ -6,7 +6,9 @@ file give the generator's bytes; and the study end to end on a real server."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -287,17 +289,70 @@ def test_columns_checked_before_any_row_is_read(tmp_path):
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(SourceError, match="unknown format"):
         sources({"paths": [str(tmp_path / "x.json")]})
+    with pytest.raises(SourceError, match=r"is a folder; give its files, e.g. '.*/\*.parquet'"):
+        sources({"paths": [str(tmp_path)]})
+    (tmp_path / "README.txt").write_text("these are my files\n")
+    (tmp_path / "SHA256SUMS").write_text("x\n")
+    assert [s.path.name for s in sources({"paths": [str(tmp_path / "*")]})] == ["a.parquet", "b.parquet",
+                                                                              "c.parquet", "d.csv"]
+
+
+def test_a_gz_that_is_not_or_is_cut_short_is_named(tmp_path):
+    plain = tmp_path / "plain.csv.gz"
+    plain.write_text("id,coord_ra,coord_dec\n1,2.0,3.0\n")
+    with pytest.raises(SourceError, match=rf"{plain}: not readable as a compressed CSV/TSV file"):
+        read(config([plain]), tmp_path / "out")
+    whole = tmp_path / "whole.csv"
+    pcsv.write_csv(pa.table(_good(30000)), whole)
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(gzip.compress(whole.read_bytes())[:20000])
+    with pytest.raises(SourceError, match=rf"{cut}: not readable as"):
+        read(config([cut]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_gaias_ecsv_gz_is_read_with_its_header_lines_skipped(tmp_path):
+    cols = _good(2000)
+    body = "source_id,ra,dec\n" + "".join(f"{i},{r!r},{d!r}\n" for i, r, d in
+                                          zip(cols["id"], cols["coord_ra"], cols["coord_dec"]))
+    head = "# %ECSV 1.0\n# ---\n# delimiter: ','\n# datatype:\n# - {name: source_id, datatype: int64}\n" \
+           "# - {name: ra, unit: deg, datatype: float64}\n# - {name: dec, unit: deg, datatype: float64}\n"
+    gz = tmp_path / "GaiaSource_000000-003111.csv.gz"
+    gz.write_bytes(gzip.compress((head + body).encode()))
+    out = read(config([gz], columns={"objectId": "source_id", "ra": "ra", "dec": "dec"}), tmp_path / "out")
+    assert out["rows"] == 2000 and sorted(rows_of(tmp_path / "out" / "input")[:, 0]) == list(cols["id"])
+    bad = tmp_path / "bad.ecsv"
+    bad.write_text(head + body.replace("\n17,", "\n,", 1))    # a NULL id on data line 17
+    with pytest.raises(SourceError, match=rf"{bad}: row 17 \(line 25\), column 'source_id'"):
+        read(config([bad], columns={"objectId": "source_id", "ra": "ra", "dec": "dec"}), tmp_path / "out2")
 
 
 def test_rows_counted_from_footers_and_a_changed_file_named(tmp_path):
     paths = catalog(tmp_path, np.arange(9000, dtype=np.int64), *sky(9000), 3, "parquet")
     section = config(paths)["index"]["file"]
     assert total_rows(section) == 9000
-    was = [{"path": p, "bytes": b, "mtime_ns": m} for p, b, m in fingerprint(sources(section))]
+    was = [{"path": p, "bytes": b, "mtime_ns": m, "crc32": c} for p, b, m, c in fingerprint(sources(section))]
     assert changed(was, fingerprint(sources(section))) == []
     write(pa.table(_good(10)), paths[1], "parquet")
     lines = changed(was, fingerprint(sources(section)))
     assert len(lines) == 1 and str(paths[1]) in lines[0] and "changed" in lines[0]
+
+
+def test_a_file_rewritten_with_its_size_and_mtime_kept_is_seen_by_its_content(tmp_path):
+    """touch -r after an edit: the ctime moved, so the CRC-32 is taken again and differs."""
+    path = tmp_path / "a.csv"
+    path.write_text("id,coord_ra,coord_dec\n1,10.5,2.25\n2,11.5,3.25\n")
+    src = sources({"paths": [str(path)]})
+    st = path.stat()
+    first = fingerprint(src)
+    record = [{"path": first[0][0], "bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+               "crc32": first[0][3]}]
+    assert fingerprint(src, record) == first and changed(record, first) == []
+    path.write_text("id,coord_ra,coord_dec\n1,10.5,2.25\n2,11.5,3.75\n")     # one value, same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))                        # as touch -r does
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    now = fingerprint(src, record)
+    assert now != first and "its content: CRC-32" in changed(record, now)[0]
 
 
 # ---- the study end to end on a real server -----------------------------------------------------------

@@ -7,6 +7,8 @@ a changed file detected; and every stage run from such a patch on a real server.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -126,6 +128,18 @@ def test_parquet_and_csv_give_the_same_patch(tmp_path):
     assert sorted(a[1].tolist()) == sorted(cols["obj_id"].tolist())
 
 
+def test_fluxes_in_njy_are_read_in_the_suites_unit_and_nan_as_null(tmp_path):
+    cols = rows(300)
+    erg = cols["g_psfFlux"].copy()
+    cols.update({f"{b}_psfFlux": cols[f"{b}_psfFlux"] * 1e32 for b in "ugrizy"})   # nJy, as Rubin writes
+    cols["shape_xx"][[4, 9]] = [np.nan, np.inf]
+    cols["flag"] = np.arange(300) % 3 == 0
+    got = read(config([write(cols, tmp_path / "a.parquet")], flux_unit="nJy"))
+    assert np.allclose(got.other["gFlux_PS"].to_numpy(), erg, rtol=1e-12)
+    assert got.other["shape_xx"].null_count == 2 and got.non_finite == {"shape_xx": 2}
+    assert got.other["flag"].type == pa.bool_()
+
+
 def build(cfg):
     return pf.build_patch(cfg, read(cfg))
 
@@ -193,6 +207,9 @@ def _bad(tmp_path, case):
         cols["name"] = np.array([f"o{i}" for i in range(600)])
     elif case == "own name":
         cols["ra_PS"] = cols["coord_ra"]
+    elif case in NAMES:
+        for name in NAMES[case]:
+            cols[name] = cols["coord_ra"]
     return write(cols, tmp_path / f"bad.{fmt}", fmt), more
 
 
@@ -206,7 +223,14 @@ CASES = {  # case: what the message says (besides the file)
     "id over BIGINT": "row 42 (line 43), column 'obj_id' (catalog.patch.file.columns.objectId): value 9223372036854775808",
     "text column": "column 'name' is string",
     "own name": "column 'ra_PS' has the name of catbench's own column",
+    "SQL in a name": "column 'x` DOUBLE, `pwn' is not a name the chunk tables can take",
+    "own name in capitals": "column 'OBJECTID' has the name of catbench's own column 'objectId'",
+    "70 characters": f"column '{'f' * 70}' is not a name the chunk tables can take (1-64",
+    "empty name": "column '' is not a name",
+    "one name in two cases": "column 'Flag' has the name of another column of the file 'flag'",
 }
+NAMES = {"SQL in a name": ["x` DOUBLE, `pwn"], "own name in capitals": ["OBJECTID"], "70 characters": ["f" * 70],
+         "empty name": [""], "one name in two cases": ["flag", "Flag"]}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -302,6 +326,11 @@ def test_every_stage_from_a_patch_file(tmp_path):
     try:
         wd = tmp_path / "wd"
         cols = rows(400)
+        # as Rubin's Object tables have them: a flag, NaN and ±inf in a carried and a mapped float
+        cols["detect_isPrimary"] = np.random.default_rng(3).integers(0, 2, 400).astype(bool)
+        cols["shape_xx"][::7] = np.nan
+        cols["u_psfFlux"][[3, 300]] = [np.inf, -np.inf]
+        cols["u_psfFlux"][5] = np.nan
         first = {k: v[:250] for k, v in cols.items()}
         rest = {k: v[250:] for k, v in cols.items()}
         write(first, wd / "patch" / "a.parquet")
@@ -325,16 +354,33 @@ def test_every_stage_from_a_patch_file(tmp_path):
         assert sorted(obj["objectId"].to_numpy()[:400].tolist()) == sorted(cols["obj_id"].tolist())
         assert (obj["objectId"].to_numpy()[400:800] >> b == 1).all()
         chunk = next((res / "chunks" / "Object").glob("chunk_*[0-9].parquet"))
-        assert {"extendedness", "shape_xx", "iFlux_PS", "chunkId"} <= set(pq.read_schema(chunk).names)
+        assert {"extendedness", "shape_xx", "iFlux_PS", "detect_isPrimary", "chunkId"} <= set(pq.read_schema(chunk).names)
+        text = "".join(p.read_text() for p in (res / "chunks" / "Object").glob("chunk_*.tsv"))
+        assert not re.search(r"(?:^|\t)(?:true|false|nan|NaN|-?inf)(?:\t|$)", text, re.M)   # 1/0 and \N only
+        held = pq.read_table(res / "catalog" / "Object" / "part-00000.parquet", columns=["shape_xx", "uFlux_PS"])
+        assert held["shape_xx"].null_count >= 58 and not np.isnan(held["shape_xx"].to_numpy(zero_copy_only=False)
+                                                              [~np.asarray(held["shape_xx"].is_null())]).any()
         n_obj = sum(pq.ParquetFile(p).metadata.num_rows for p in (res / "catalog" / "Object").glob("*.parquet"))
         assert "HV1" in (res / "tables" / "queries.csv").read_text() and f"n={n_obj}" in \
             (res / "tables" / "queries.csv").read_text()
         prov = json.loads((res / "tables" / "provenance.json").read_text())["patch_files"]
         assert [f["rows"] for f in prov["files"]] == [250, 150] and all(f["crc32"] for f in prov["files"])
+        assert prov["non_finite_as_null"] == {"uFlux_PS": 3, "shape_xx": 58}
         summary = json.loads((res / "load" / "disk" / "bigint" / "innodb" / "one-file-at-a-time" /
                               "summary.json").read_text())
         assert summary["checksum_ok"] and summary["rows"] == n_obj
         assert (res / "report" / "index.html").is_file() and not server_procs(disk)
+        # one digit of the CSV changed, its size and mtime kept (touch -r): seen by its content
+        csv_path, st = wd / "patch" / "b.csv", (wd / "patch" / "b.csv").stat()
+        text = csv_path.read_text()
+        digit = text.index("7", text.index("\n") + 1)
+        csv_path.write_text(text[:digit] + "8" + text[digit + 1:])
+        os.utime(csv_path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        r = snakemake(wd, cfgfile, "-n")
+        out = r.stdout + r.stderr
+        assert r.returncode == 0 and f"{csv_path} changed (its content: CRC-32" in out and "catalog_patch" in out, \
+            out[-3000:]
+        csv_path.write_text(text)
         # the Parquet file written again: named as changed, and the catalog made again from it
         write(first, wd / "patch" / "a.parquet")
         r = snakemake(wd, cfgfile, "-n")

@@ -164,6 +164,9 @@ def test_a_ladder_config_validates_and_names_its_rungs():
     own = {**cfg, "index": {**cfg["index"], "source": "file"}}
     with pytest.raises(ConfigError, match="config key 'index.source': file: a ladder's rungs are smaller generated"):
         rungs(own)      # a rung would generate ids, not read the user's
+    close = {**cfg, "predict": {**cfg["predict"], "rows": [5_044_000, 5_048_000]}}
+    with pytest.raises(ConfigError, match=r"predict.rows: .* make two rungs of the same 500 objects"):
+        rungs(close)    # a rung is a whole number of objects
 
 
 def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):

@@ -15,14 +15,14 @@ import pytest
 from catbench.predict.runs import read_runs
 
 
-def _load(run: Path, strategy: str = "one-file-at-a-time") -> Path:
+def _load(run: Path, strategy: str = "one-file-at-a-time", pool: int = 10_000, rows: int = 200) -> Path:
     d = run / "load" / "disk" / "char28" / "innodb" / strategy
     d.mkdir(parents=True)
     (d / "summary.json").write_text(json.dumps({
-        "files": 2, "input_bytes": 4000, "time_limit_s": None,
-        "server": {"variables": {"innodb_buffer_pool_size": 10_000}},
-        "repetitions": [{"repetition": 0, "rows": 200, "seconds": 2.0, "table_bytes": 20_000}]}))
-    pq.write_table(pa.table({"start": [0.0, 1.0], "end": [1.0, 2.0], "cumulative_rows": [100, 200],
+        "files": 2, "input_bytes": 20 * rows, "time_limit_s": None,
+        "server": {"variables": {"innodb_buffer_pool_size": pool}},
+        "repetitions": [{"repetition": 0, "rows": rows, "seconds": 2.0, "table_bytes": 100 * rows}]}))
+    pq.write_table(pa.table({"start": [0.0, 1.0], "end": [1.0, 2.0], "cumulative_rows": [rows // 2, rows],
                              "repetition": [0, 0]}), d / "trace.parquet")
     return d
 
@@ -44,7 +44,7 @@ def test_a_broken_summary_names_its_file(tmp_path, text):
         read_runs([tmp_path / "r1"])
 
 
-@pytest.mark.parametrize("rows", ["0", "-5", "nan", "inf", "many"])
+@pytest.mark.parametrize("rows", ["0", "-5", "nan", "inf", "many", "1e300"])
 def test_rows_that_are_not_a_number_of_rows_are_refused_before_any_work(tmp_path, rows):
     _load(tmp_path / "r1")
     cfg = tmp_path / "c.yaml"
@@ -66,3 +66,32 @@ def test_a_measured_run_of_other_rows_than_the_predicted_is_refused(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode != 0 and "loaded an input of 200 rows, not the 1,000,000 predicted" in p.stderr + p.stdout
     assert "Traceback" not in p.stderr
+
+
+def _predict(tmp_path, *argv) -> subprocess.CompletedProcess:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("run: x\n")
+    return subprocess.run([sys.executable, "-m", "catbench", "predict", "--config", str(cfg), *map(str, argv)],
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("pool", ["0", "0.4", "", "1", "999999P", "lots"])
+def test_a_pool_no_server_can_have_is_refused(tmp_path, pool):
+    _load(tmp_path / "r1")
+    p = _predict(tmp_path, "--results", tmp_path / "r1", "--pool", pool)
+    assert p.returncode == 2 and "--pool" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_rungs_of_two_configs_are_not_fitted_together(tmp_path):
+    _load(tmp_path / "r1", pool=10_000, rows=200)
+    _load(tmp_path / "r2", pool=500_000, rows=400)        # 25x the cache per row
+    p = _predict(tmp_path, "--results", tmp_path / "r1", "--results", tmp_path / "r2")
+    assert p.returncode == 1 and "are not one ladder" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_measured_run_with_another_cache_is_not_scored(tmp_path):
+    _load(tmp_path / "r1", pool=10_000, rows=200)
+    _load(tmp_path / "m", pool=1 << 30, rows=200)
+    p = _predict(tmp_path, "--results", tmp_path / "r1", "--measured", tmp_path / "m", "--rows", "200",
+                 "--pool", "100M")
+    assert p.returncode == 1 and "ran with a 1.0 GiB cache, the prediction is for 100.0 MiB" in p.stderr, p.stderr

@@ -3,9 +3,12 @@
 import argparse
 import base64
 import csv
+import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from catbench.cli import report as cli_report
 from catbench.report.compare import compare
@@ -15,6 +18,7 @@ from catbench.report.tables import MetricsError, make_tables
 from support.predict import write_prediction
 from support.runs import make_run
 from support.runs import REPORT
+from support.servers import mounted, tmpfs
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -92,6 +96,64 @@ def _rows(path):
         return list(csv.DictReader(fh))
 
 
+def test_a_resumed_load_is_marked_in_its_tables_and_findings_and_never_ranked(tmp_path):
+    run = make_run(tmp_path, "resumed")
+    summary = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time" / "summary.json"
+    s = json.loads(summary.read_text())
+    summary.write_text(json.dumps({**s, "resumed_at_file": 2}))
+    make_tables(run, report=REPORT)
+    runs = [r for r in _rows(run / "tables" / "load_runs.csv") if r["strategy"] == "one-file-at-a-time"
+            and r["target"] == "a"]
+    assert [r["resumed_at_file"] for r in runs] == ["2"]
+    times = {(r["target"], r["strategy"]): r for r in _rows(run / "tables" / "load_time.csv")}
+    assert times[("a", "one-file-at-a-time")]["resumed"] == "true"
+    assert times[("b", "one-file-at-a-time")]["resumed"] == "false"
+    assert times[("a", "parallel")]["speedup_vs_one_file_at_a_time"] == ""   # against a resumed load
+    make_report(run, run / "report", report=REPORT)
+    md = (run / "report" / "summary.md").read_text()
+    assert "was interrupted and resumed" in md and "is not ranked" in md
+
+
+@pytest.mark.parametrize("fs", ["full", "read-only"])
+def test_a_report_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path, capsys, fs):
+    run = make_run(tmp_path)
+    with (tmpfs("64k") if fs == "full" else mounted("tmpfs", "size=1m,ro")) as d:
+        assert cli("report", "--results", run, "--out", d / "report") == 1
+        err = capsys.readouterr().err
+        assert f"the report could not be written to {d / 'report'}" in err and "Traceback" not in err, err
+        assert not [p.name for p in d.iterdir() if p.name != "lost+found"] if fs == "read-only" else \
+            not (d / "report").exists() and not list(d.glob(".report.partial-*"))
+
+
+def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_say_why(tmp_path):
+    run = make_run(tmp_path, "io")
+    d = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time"
+    s = json.loads((d / "summary.json").read_text())
+    (d / "summary.json").write_text(json.dumps({**s, "row_bytes": 36}))
+    t = [1000.0 + i for i in range(11)]                  # 1,000 rows in 10 s; no row written in s 4-7
+    written = [0, 100, 200, 300, 400, 400, 400, 400, 600, 800, 1000]
+    pq.write_table(pa.table({
+        "time": t, "table_bytes": [i * 2**16 for i in range(11)],
+        "dev_read_bytes": [10**6 + i * 16384 for i in range(11)],          # 160 KiB in all
+        "dev_write_bytes": [5 * 10**6 + i * 36_000 for i in range(11)],    # 360,000 B: 10x 1,000 x 36 B
+        "dev_read_ios": [i * 10 for i in range(11)], "dev_write_ios": [i * 20 for i in range(11)],
+        "server_user_s": [i * 0.4 for i in range(11)], "server_sys_s": [i * 0.1 for i in range(11)],
+        "Handler_write": written, "Innodb_buffer_pool_reads": [i * 50 for i in range(11)]}), d / "samples.parquet")
+    make_tables(run, report=REPORT)
+    rows = {(r["target"], r["strategy"]): r for r in _rows(run / "tables" / "load_io.csv")}
+    r = rows[("a", "one-file-at-a-time")]
+    assert float(r["write_kb_per_row"]) == pytest.approx(360 / 1024, rel=1e-3)
+    assert float(r["read_kb_per_row"]) == pytest.approx(163_840 / 1000 / 1024, rel=1e-3)
+    assert float(r["write_amp"]) == pytest.approx(10.0) and r["n"] == "1"
+    assert float(r["server_cpu_us_per_row"]) == pytest.approx(5000.0)      # 5 CPU-s for 1,000 rows
+    assert float(r["innodb_misses_per_row"]) == pytest.approx(0.5)
+    assert float(r["longest_stall_s"]) == pytest.approx(3.0)               # s 5, 6 and 7 wrote nothing
+    assert float(r["stmt_p50_s"]) == pytest.approx(2.5)                    # 4 files in 10 s
+    make_report(run, run / "report", report=REPORT)
+    md = (run / "report" / "summary.md").read_text()
+    assert "`one-file-at-a-time` wrote 0.352 KiB and read 0.16 KiB a row on the device (write amplification 10.0x" in md
+
+
 def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     a = make_run(tmp_path, "runA")
     b = make_run(tmp_path, "runB", factor=0.5)
@@ -141,6 +203,8 @@ def test_compare_without_tables_fails_clearly(tmp_path, capsys):
     make_tables(a, report=REPORT)
     assert cli("compare", a, tmp_path / "nothing") == 1
     assert str(tmp_path / "nothing") in capsys.readouterr().err
+    assert cli("compare", a, a / "tables") == 1     # a run against itself is no A/A check
+    assert "compared with itself" in capsys.readouterr().err and not (a / "tables" / "compare_runA.csv").exists()
 
 
 def test_paths_with_a_single_quote(tmp_path, capsys):

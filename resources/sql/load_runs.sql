@@ -23,6 +23,7 @@ SELECT
     round(optimize_seconds, 4)                 AS optimize_seconds,
     checksum_ok,
     optimize_stopped,
-    coalesce(stopped, false)                   AS stopped
+    coalesce(stopped, false)                   AS stopped,
+    resumed_at_file
 FROM load_runs
 ORDER BY target, variant, engine, strategy, repetition

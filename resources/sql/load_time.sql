@@ -9,6 +9,8 @@
 -- same strategy on InnoDB (same target and variant) / seconds of this load, likewise.
 -- buffer_pool_bytes is the engine's cache: InnoDB's buffer pool, MyRocks' block cache. stopped:
 -- the load reached load.time_limit_s and did not finish (rows, seconds, rows_per_s until then).
+-- resumed: a repetition was interrupted and resumed after its committed files; neither a stopped
+-- nor a resumed load is a like-for-like time, so neither gets a speedup.
 -- server_cpu_s / job_cpu_s: CPU-s of the server and of the loading job over the load (which
 -- side bounds it); server_bound_rows_per_s: rows / (server CPU-s / host CPUs).
 WITH g AS (
@@ -37,6 +39,7 @@ WITH g AS (
            bool_and(checksum_ok)            AS checksum_ok,
            bool_or(optimize_stopped)        AS optimize_stopped,
            bool_or(coalesce(stopped, false)) AS stopped,
+           bool_or(coalesce(resumed_at_file, 0) > 0) AS resumed,
            max(time_limit_s)                AS time_limit_s
     FROM load_runs
     GROUP BY target, variant, engine, strategy
@@ -57,9 +60,9 @@ SELECT
     vals(l.secs)                                       AS seconds_values,
     round(l.rows / nullif(l.seconds, 0), 1)            AS rows_per_s,
     -- a load stopped at load.time_limit_s did not finish: no speedup against or for it
-    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_gm(s.secs, l.secs), 3) END AS speedup_vs_one_file_at_a_time,
-    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_low(s.secs, l.secs), 3) END AS speedup_ci_low,
-    CASE WHEN NOT (l.stopped OR s.stopped) THEN round(ratio_ci_high(s.secs, l.secs), 3) END AS speedup_ci_high,
+    CASE WHEN NOT (l.stopped OR s.stopped OR l.resumed OR s.resumed) THEN round(ratio_gm(s.secs, l.secs), 3) END AS speedup_vs_one_file_at_a_time,
+    CASE WHEN NOT (l.stopped OR s.stopped OR l.resumed OR s.resumed) THEN round(ratio_ci_low(s.secs, l.secs), 3) END AS speedup_ci_low,
+    CASE WHEN NOT (l.stopped OR s.stopped OR l.resumed OR s.resumed) THEN round(ratio_ci_high(s.secs, l.secs), 3) END AS speedup_ci_high,
     CAST(round(l.table_bytes) AS BIGINT)               AS table_bytes,
     l.table_bytes_min,
     l.table_bytes_max,
@@ -78,10 +81,11 @@ SELECT
     l.checksum_ok,
     l.optimize_stopped,
     l.stopped,
+    l.resumed,
     l.time_limit_s,
-    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_gm(i.secs, l.secs), 3) END AS speedup_vs_innodb,
-    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_ci_low(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_low,
-    CASE WHEN NOT (l.stopped OR i.stopped) THEN round(ratio_ci_high(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_high
+    CASE WHEN NOT (l.stopped OR i.stopped OR l.resumed OR i.resumed) THEN round(ratio_gm(i.secs, l.secs), 3) END AS speedup_vs_innodb,
+    CASE WHEN NOT (l.stopped OR i.stopped OR l.resumed OR i.resumed) THEN round(ratio_ci_low(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_low,
+    CASE WHEN NOT (l.stopped OR i.stopped OR l.resumed OR i.resumed) THEN round(ratio_ci_high(i.secs, l.secs), 3) END AS speedup_vs_innodb_ci_high
 FROM g AS l
 LEFT JOIN g AS s
        ON s.target = l.target AND s.variant = l.variant AND s.engine = l.engine AND s.strategy = 'one-file-at-a-time'

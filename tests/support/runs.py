@@ -67,7 +67,10 @@ def write_load(run: Path, target, variant, strategy, seconds, rows, checksum_ok,
         "seconds": [seconds / 4] * 4, "cumulative_rows": [per * (i + 1) for i in range(4)]}),
         d / "trace.parquet")
     pq.write_table(pa.table({"time": [t0, t0 + seconds / 2, t0 + seconds],
-                             "table_bytes": [0, 2**19, 2**20], "cpu_percent": [0.0, 50.0, 60.0]}),
+                             "table_bytes": [0, 2**19, 2**20], "cpu_percent": [0.0, 50.0, 60.0],
+                             "dev_read_bytes": [0, 2**12, 2**13], "dev_write_bytes": [0, 2**19, 2**20],
+                             "server_user_s": [0.0, seconds / 4, seconds / 2], "server_sys_s": [0.0, 0.1, 0.2],
+                             "Handler_write": [0, rows // 2, rows]}),
                    d / "samples.parquet")
     iv = {"interval": [0, 1], "start_s": [0.0, seconds / 2], "end_s": [seconds / 2, seconds],
           "files": [2, 2], "rows": [rows // 2, rows // 2], "rows_per_s": [rows / seconds] * 2,

@@ -68,9 +68,10 @@ if config["index"]["source"] == "file":
     except cb_files.SourceError as e:
         raise WorkflowError(f"catbench: nothing was started: {e}")
     OWN_FILES = [str(s.path) for s in _own]
-    OWN_FINGERPRINT = cb_files.fingerprint(_own)
-    if workflow.is_main_process and Path(OWN_SOURCES).is_file():
-        for _line in cb_files.changed(json.loads(Path(OWN_SOURCES).read_text())["files"], OWN_FINGERPRINT):
+    _read = json.loads(Path(OWN_SOURCES).read_text())["files"] if Path(OWN_SOURCES).is_file() else []
+    OWN_FINGERPRINT = cb_files.fingerprint(_own, _read, content=workflow.is_main_process)
+    if workflow.is_main_process and _read:
+        for _line in cb_files.changed(_read, OWN_FINGERPRINT):
             print(f"catbench: index.file: {_line} since the index input was read: it is read again",
                   file=sys.stderr)
 # catalog.patch.file: the user's patch files (read and checked above, their rows and extent in
@@ -79,9 +80,10 @@ PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = [], [], f"{RES}/catalog/patch/fil
 if config["catalog"]["patch"]["file"]["paths"]:
     _patch = cb_files.sources(config["catalog"]["patch"]["file"], key=cb_patch_file.KEY)
     PATCH_FILES = [str(s.path) for s in _patch]
-    PATCH_FINGERPRINT = cb_files.fingerprint(_patch)
-    if workflow.is_main_process and Path(PATCH_RECORD).is_file():
-        for _line in cb_files.changed(json.loads(Path(PATCH_RECORD).read_text())["files"], PATCH_FINGERPRINT):
+    _read = json.loads(Path(PATCH_RECORD).read_text())["files"] if Path(PATCH_RECORD).is_file() else []
+    PATCH_FINGERPRINT = cb_files.fingerprint(_patch, _read, content=workflow.is_main_process)
+    if workflow.is_main_process and _read:
+        for _line in cb_files.changed(_read, PATCH_FINGERPRINT):
             print(f"catbench: {cb_patch_file.KEY}: {_line} since the patch was read: it is read again",
                   file=sys.stderr)
 # Before any job: what the run will need on each target (load/estimate.py, estimate.md),

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 COMMANDS = ("predict", "ladder")
 # the fields of a load's "key" in the JSON (--out); the report reads them
 KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
+MAX_ROWS = 1e14                      # --rows past this is no catalog the model is for
+MIN_POOL, MAX_POOL = 2 << 20, 1 << 50   # --pool: InnoDB's least; more memory than any machine
 
 
 def _target(cfg: dict, engine: str, rows: float, pred: dict, reps: list, pool: int | None = None,
@@ -103,6 +105,25 @@ def _finite(o):
     return o
 
 
+def _one_ladder(key: tuple, reps: list):
+    """The rungs of one load share their cache per row (a ladder scales it with the rows): rungs
+    of two configs fitted together would read a pool's effect as the scale's."""
+    per = {r.run: r.pool / r.rung_rows for r in reps if r.pool and r.rung_rows}
+    if per and max(per.values()) > 1.25 * min(per.values()):
+        lo, hi = min(per, key=per.get), max(per, key=per.get)
+        raise ConfigError(f"--results: the rungs of {'/'.join(key)} are not one ladder: {lo} had "
+                          f"{per[lo]:.1f} cache bytes a row, {hi} {per[hi]:.1f}; give the rungs of one config "
+                          f"(catbench ladder)")
+
+
+def _same_pool(key: tuple, measured: list, pool: float):
+    """A measured run is scored only against a prediction made for its own cache."""
+    had = measured[0].pool
+    if had and not 0.9 <= had / pool <= 1.1:
+        raise ConfigError(f"--measured {measured[0].run}: {'/'.join(key)} ran with a {human(had)} cache, the "
+                          f"prediction is for {human(pool)}: give --pool {had // 2**20}M (or the config it ran)")
+
+
 def cmd_predict(a) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
@@ -112,7 +133,7 @@ def cmd_predict(a) -> int:
     pred = section("predict", cfg.get("predict"))
     opts = {**pred, "min_rungs": a.min_rungs or pred["min_rungs"]}
     rows = float(a.rows if a.rows is not None else pred["target_rows"])
-    pool = parse_size(a.pool) if a.pool else None
+    pool = a.pool
     groups = read_runs(a.results)
     if not groups:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
@@ -127,10 +148,13 @@ def cmd_predict(a) -> int:
     print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
           + f" from {len(a.results)} run(s):")
     for key, reps in sorted(groups.items()):
-        p = predict(reps, _target(cfg, key[2], rows, pred, reps, pool, limit), opts)
+        _one_ladder(key, reps)
+        t = _target(cfg, key[2], rows, pred, reps, pool, limit)
+        p = predict(reps, t, opts)
         out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
         if key in measured:
+            _same_pool(key, measured[key], t.pool)
             out["measured"].append({"key": dict(zip(KEY_FIELDS, key)), "rung_rows": measured[key][0].rung_rows,
                                     "from_rungs": p["rungs"], "measured_runs": sorted({r.run for r in measured[key]}),
                                     **compare(p, measured[key])})
@@ -200,6 +224,25 @@ def _positive(text: str) -> float:
     return v
 
 
+def _rows(text: str) -> float:
+    """--rows: a finite number of at least 1 and at most MAX_ROWS (1e10 and 10000000000 alike)."""
+    v = _positive(text)
+    if v > MAX_ROWS:
+        raise argparse.ArgumentTypeError(f"{text!r}: over {MAX_ROWS:.0e} rows, past any catalog the model is for")
+    return v
+
+
+def _pool(text: str) -> int:
+    """--pool: a size (128G, 512M) between MIN_POOL and MAX_POOL: a cache a server can have."""
+    try:
+        v = parse_size(text)
+    except (ValueError, TypeError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 128G, 512M)") from None
+    if not MIN_POOL <= v <= MAX_POOL:
+        raise argparse.ArgumentTypeError(f"{text!r}: a cache between {human(MIN_POOL)} and {human(MAX_POOL)}")
+    return v
+
+
 def _at_least_one(text: str) -> int:
     try:
         v = int(text)
@@ -215,8 +258,8 @@ def add_subcommands(subparsers) -> None:
                               description=cmd_predict.__doc__)
     p.add_argument("--config", required=True, help="the target's config (its predict section and load settings)")
     p.add_argument("--results", required=True, action="append", help="results/<run> of a rung (repeat)")
-    p.add_argument("--rows", type=_positive, help="index rows to predict (default predict.target_rows)")
-    p.add_argument("--pool", help="the target's cache (e.g. 128G; default the config's, or "
+    p.add_argument("--rows", type=_rows, help="index rows to predict (default predict.target_rows)")
+    p.add_argument("--pool", type=_pool, help="the target's cache (e.g. 128G; default the config's, or "
                    "predict.pool_per_row_bytes × rows)")
     p.add_argument("--no-time-limit", action="store_true",
                    help="predict the time to load every row, ignoring load.time_limit_s (ignored too "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..core.infra.config import ConfigError
 from ..core.infra.config import load as load_config
-from ..core.infra.targets import Target
+from ..core.infra.targets import Target, TargetError
 from ..core.server.loaddata import LoadError
 from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
@@ -21,7 +21,7 @@ from .common import guarded, measured
 
 log = logging.getLogger(__name__)
 COMMANDS = ("queries", "queries-check")
-EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, ConfigError, OSError, ValueError)
+EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, TargetError, ConfigError, OSError, ValueError)
 
 
 def _config(text: str) -> dict:

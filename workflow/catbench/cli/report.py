@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..core.infra.config import ConfigError, validate
+from ..core.infra.targets import TargetError
 from ..report.inputs import STAGES, MetricsError
 from ..report.spec import ReportSpec
 from .common import config_arg, guarded, out_path
@@ -56,6 +57,9 @@ def cmd_compare(args) -> int:
     measured figure judged by the comparison rule against the runs' common offset."""
     from ..report import compare as cmp
     from ..report import noise
+    if cmp.tables_dir(args.results_a).resolve() == cmp.tables_dir(args.results_b).resolve():
+        raise MetricsError(f"{args.results_a} is compared with itself: every figure would agree, which is no "
+                           f"A/A check (that needs two runs of one config: make aa)")
     path = Path(args.noise_floor) if args.noise_floor else Path(args.results_a).resolve().parent / noise.FLOOR_FILE
     try:
         floor, note = noise.load(path)
@@ -127,7 +131,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--tables", help="tables directory (default RESULTS/tables; built if absent)")
     p.add_argument("--out", help="output directory (default RESULTS/report)")
     _config_arg(p)
-    p.set_defaults(func=guarded(cmd_report, (MetricsError, ConfigError), "report"))
+    p.set_defaults(func=guarded(cmd_report, (MetricsError, ConfigError, TargetError), "report"))
 
     p = subparsers.add_parser("compare", help="compare two runs' tables (ratios B/A)",
                               description=cmd_compare.__doc__)

@@ -179,18 +179,22 @@ def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("fio", help="fio storage tests on one target",
                               description=cmd_fio.__doc__)
     _target_args(p)
-    p.add_argument("--size", default="1G", help="test file size, e.g. 256M, 4G (default 1G)")
-    p.add_argument("--runtime-s", type=float, default=20, help="seconds per test (default 20)")
-    p.add_argument("--numjobs", type=int, default=16, help="parallel jobs of the random tests (default 16)")
+    fio = defaults("fio")   # the schema holds each key's only default
+    p.add_argument("--size", default=fio["size"], help=f"config fio.size: test file size (default {fio['size']})")
+    p.add_argument("--runtime-s", type=float, default=fio["runtime_s"],
+                   help=f"config fio.runtime_s: seconds per test (default {fio['runtime_s']})")
+    p.add_argument("--numjobs", type=int, default=fio["numjobs"],
+                   help=f"config fio.numjobs: parallel jobs of the random tests (default {fio['numjobs']})")
     p.add_argument("--tests", nargs="*", choices=TESTS, help="subset of tests (default all)")
-    p.add_argument("--repetitions", type=int, default=1,
-                   help="run every test this many times (config fio.repetitions; default 1)")
-    p.add_argument("--max-repetitions", type=int, default=None,
-                   help="then more, until the MB/s interval is within --precision, up to this many "
-                        "(config fio.max_repetitions; default: no more)")
-    p.add_argument("--precision", type=float, default=0.05, help="config fio.precision (default 0.05)")
-    p.add_argument("--budget-s", type=float, default=None, help="config fio.budget_s: seconds per test after "
-                                                                   "which no further run starts")
+    p.add_argument("--repetitions", type=int, default=fio["repetitions"],
+                   help=f"config fio.repetitions: run every test this many times (default {fio['repetitions']})")
+    p.add_argument("--max-repetitions", type=int, default=fio["max_repetitions"],
+                   help="config fio.max_repetitions: then more, until the MB/s interval is within --precision, "
+                        "up to this many (default: no more)")
+    p.add_argument("--precision", type=float, default=fio["precision"],
+                   help=f"config fio.precision (default {fio['precision']})")
+    p.add_argument("--budget-s", type=float, default=fio["budget_s"], help="config fio.budget_s: seconds per test "
+                                                                        "after which no further run starts")
     # --path is <target>/<run>/fio: the target's lock sits beside the loads' one
     p.set_defaults(func=guarded(measured(cmd_fio, lambda args: Path(args.path).parent), EXPECTED, "fio"))
 

@@ -39,7 +39,7 @@ def direct_io_supported(directory) -> bool:
     """True if the filesystem accepts O_DIRECT (ramfs, older tmpfs and some FUSE refuse it)."""
     probe = Path(directory) / ".catbench-odirect-probe"
     try:
-        fd = os.open(probe, os.O_CREAT | os.O_WRONLY | getattr(os, "O_DIRECT", 0), 0o600)
+        fd = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_DIRECT", 0), 0o600)
     except OSError:
         return False
     finally:

@@ -17,6 +17,7 @@ only complete (``core.infra.files.staged_output``). Every knob comes from the jo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -98,7 +99,8 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
     table = table_name(v, strategy)
     summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
                "table": f"{DATABASE}.{table}",
-               "files": len(files), "input_bytes": input_bytes, "storage": describe_target(path),
+               "files": len(files), "input_bytes": input_bytes, "row_bytes": v.row_bytes,
+               "storage": describe_target(path),
                "options": options.as_dict(), "repetitions_requested": spec.repetitions,
                "repetition_limit_s": spec.repetition_limit_s}
     settings = {**eng.settings, **spec.settings}
@@ -196,11 +198,11 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
         if "server" not in summary:
             summary["server"] = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
                                  "variables": variables(conn)}
-        cur = conn.cursor()
-        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
         eng = get_engine(summary["engine"])
         load = LoadJob(srv, conn, DATABASE, table, v, job.files, options, srv.tmpdir, eng)
-        _prepare_table(load, plan, figures, resuming, spec.time_limit_s)
+        with _full_disk_named(summary["target"], srv):
+            conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
+            _prepare_table(load, plan, figures, resuming, spec.time_limit_s)
         files_glob = eng.table_files.format(database=DATABASE, table=table)
         sampler = Sampler(srv, device=device_for(job.path), table_glob=files_glob,
                           interval_s=spec.sample_interval_s, watch=load.watch,
@@ -209,13 +211,8 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
                  options.as_dict())
         with sampler:
             t0 = load.clock()
-            try:
+            with _full_disk_named(summary["target"], srv):
                 outcome = plan.load(load)
-            except (LoadError, mysql.connector.Error) as exc:
-                full = out_of_space(summary["target"], srv.datadir, srv.error_log)
-                if full:
-                    raise LoadError(f"{full}; loading failed: {exc}") from exc
-                raise
             t1 = time.time()
         verified = _verify(conn, v, table, outcome, summary["target"])
         table_bytes = sampler.settled_table_bytes(conn)
@@ -264,6 +261,20 @@ def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, 
     else:
         job.ledger.clear(job.conn)
     job.watch = LoadWatch(len(job.files), time_limit_s, list(job.earlier[0]))
+
+
+@contextlib.contextmanager
+def _full_disk_named(target: str, srv):
+    """A statement that failed because the target is full (the server's log or its own message
+    says errno 28, or a handler's 135) fails as that: one LoadError whose first line says so,
+    and the server's half-made data is not kept for a resume."""
+    try:
+        yield
+    except (LoadError, mysql.connector.Error) as exc:
+        full = out_of_space(target, srv.datadir, srv.error_log, said=str(exc))
+        if full:
+            raise LoadError(f"{full}; loading failed: {exc}") from exc
+        raise
 
 
 def _table_is_ledger(job: LoadJob, figures: dict) -> bool:

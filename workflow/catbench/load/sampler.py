@@ -89,17 +89,21 @@ class Sampler:
     def sample(self) -> dict:
         """Take one sample now (also usable without the thread)."""
         row = {"time": time.time(), "table_bytes": self.table_bytes(),
-               "dev_read_bytes": None, "dev_write_bytes": None, "cpu_percent": None, "rss_bytes": None}
+               "dev_read_bytes": None, "dev_write_bytes": None, "dev_read_ios": None, "dev_write_ios": None,
+               "cpu_percent": None, "rss_bytes": None, "server_user_s": None, "server_sys_s": None}
         if self.device:
             io = (psutil.disk_io_counters(perdisk=True) or {}).get(self.device)
-            if io:
-                row["dev_read_bytes"], row["dev_write_bytes"] = io.read_bytes, io.write_bytes
+            if io:   # bytes and requests, as iostat shows them (the 2017 study watched both)
+                row.update(dev_read_bytes=io.read_bytes, dev_write_bytes=io.write_bytes,
+                           dev_read_ios=io.read_count, dev_write_ios=io.write_count)
         try:
             if self._proc is None or self._proc.pid != self.server.pid:
                 self._proc = psutil.Process(self.server.pid)
                 self._proc.cpu_percent(None)  # first call only primes the counter
             row["cpu_percent"] = self._proc.cpu_percent(None)
             row["rss_bytes"] = self._proc.memory_info().rss
+            t = self._proc.cpu_times()
+            row["server_user_s"], row["server_sys_s"] = t.user, t.system
         except (psutil.Error, TypeError, ValueError):
             self._proc = None
         try:

@@ -127,4 +127,11 @@ def rungs(cfg: dict) -> list[dict]:
     if max(pred["rows"]) >= pred["target_rows"]:
         raise ConfigError(f"predict.rows: a rung of {max(pred['rows']):,} rows is not smaller than "
                           f"predict.target_rows ({pred['target_rows']:,})")
-    return [rung_config(cfg, k, int(n)) for k, n in enumerate(sorted(pred["rows"]), start=1)]
+    out = [rung_config(cfg, k, int(n)) for k, n in enumerate(sorted(pred["rows"]), start=1)]
+    objects = [r["catalog"]["patch"]["objects"] for r in out]
+    for a, b in zip(objects, objects[1:]):
+        if a == b:
+            raise ConfigError(f"predict.rows: {sorted(pred['rows'])} make two rungs of the same {a:,} objects "
+                              f"({a * ROWS_PER_OBJECT:,} rows; a rung is a whole number of objects of "
+                              f"{ROWS_PER_OBJECT:,} rows): give rungs that differ by more")
+    return out

@@ -72,7 +72,7 @@ def column_text(col) -> pa.Array:
     polars'), ``\\N`` for NULL."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
-    text = cast(col, TEXT)
+    text = cast(cast(col, pa.int8()) if pa.types.is_boolean(col.type) else col, TEXT)   # BOOLEAN: 1/0
     if text.null_count:
         text = call("coalesce", text, repeat(NULL, len(text)))
     return text
@@ -96,7 +96,10 @@ def column_texts(table: pa.Table, columns: range) -> list[pa.Array]:
     df = pl.from_arrow(table.select([table.column_names[k] for k in columns]), rechunk=False)
     texts = []
     for name in df.columns:
-        text = df.get_column(name).cast(pl.String).fill_null(NULL).to_arrow()
+        col = df.get_column(name)
+        if col.dtype == pl.Boolean:   # MySQL's BOOLEAN (TINYINT) reads 1/0, not true/false
+            col = col.cast(pl.Int8)
+        text = col.cast(pl.String).fill_null(NULL).to_arrow()
         if isinstance(text, pa.ChunkedArray):
             text = text.combine_chunks()
         texts.append(text if text.type == TEXT else cast(text, TEXT))

@@ -89,8 +89,9 @@ def columns_ddl(schema: pa.Schema) -> str:
         t = _TYPES.get(f.type)
         if t is None:
             raise ChunkLoadError(f"column {f.name}: no SQL type for Arrow type {f.type}")
-        cols.append(f"`{f.name}` {t} NOT NULL" if f.name in ("objectId", "sourceId", "chunkId", "subChunkId")
-                    else f"`{f.name}` {t}")
+        name = f.name.replace("`", "``")   # names are checked before any job; quoted all the same
+        cols.append(f"`{name}` {t} NOT NULL" if f.name in ("objectId", "sourceId", "chunkId", "subChunkId")
+                    else f"`{name}` {t}")
     return ", ".join(cols)
 
 

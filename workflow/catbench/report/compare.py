@@ -23,8 +23,7 @@ import pyarrow as pa
 from ..core.infra.config import RENAMED
 from . import noise
 from .inputs import MetricsError
-from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
-from .spec import ReportSpec
+from .stats import Between, Figure, ReportSpec, fmt, holm, holm_cutoff, short, verdict
 from .tables import write_csv
 
 KEYS = {
@@ -32,6 +31,7 @@ KEYS = {
     "load_time": ("target", "variant", "engine", "strategy"),
     "load_rate": ("target", "variant", "engine", "strategy", "repetition", "interval"),
     "load_collapse": ("target", "variant", "engine", "strategy"),
+    "load_io": ("target", "variant", "engine", "strategy"),
     "queries": ("target", "engine", "query", "cache"),
     "chunk_load": ("target",),
     "restart": ("target", "kind", "buffer_pool_load", "phase"),
@@ -53,7 +53,7 @@ FIGURES = {
 COLUMNS = ("table", "key", "column", "a", "b", "ratio", "note", "verdict", "mdr")
 # the stage whose measuring jobs write each table's figures; a job's directory below
 # results/<run>/<stage>/ names the leading key columns (load/<target>/<variant>/<engine>/<strategy>)
-STAGE_OF = {"storage": "fio", "load_time": "load", "queries": "queries", "restart": "restart",
+STAGE_OF = {"storage": "fio", "load_time": "load", "load_io": "load", "queries": "queries", "restart": "restart",
             "cluster_restart": "cluster", "cluster_load": "cluster"}
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL",
            "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")

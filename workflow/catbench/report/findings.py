@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from .spec import ReportSpec
-from .stats import (Figure, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
+from .stats import (Figure, ReportSpec, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
                     verdict, versus)
+from .why import why
 
 # the 2017 storage study's protocol, every other strategy's yardstick
 ONE_FILE_AT_A_TIME = "one-file-at-a-time"
@@ -117,7 +117,7 @@ def loading(loads: list, thr: dict) -> list:
     out = []
     for tg, var in _order((r["target"], r["variant"]) for r in loads):
         mine = [r for r in loads if r["target"] == tg and r["variant"] == var and r.get("seconds")]
-        rs = sorted((r for r in mine if not _stopped(r)), key=lambda r: r["seconds"])
+        rs = sorted((r for r in mine if not _stopped(r) and not r.get("resumed")), key=lambda r: r["seconds"])
         stopped = [r for r in mine if _stopped(r)]
         total = _input_rows(loads, tg, var)
         if rs:
@@ -131,6 +131,11 @@ def loading(loads: list, thr: dict) -> list:
             elif seq is best and len(rs) > 1:
                 text += f" — the `{ONE_FILE_AT_A_TIME}` protocol itself"
             out.append(text + "." + _runner_up(rs, v) + _server_bound(best))
+        for r in mine:
+            if r.get("resumed") and not _stopped(r):
+                out.append(f"{tg} ({var} table): {_label(r)} was interrupted and resumed after its committed "
+                           f"files; its {fmt(r['seconds'], 's')} leave out the downtime but not the restart, so it "
+                           f"is not ranked (load_runs.csv resumed_at_file): run it again to compare it.")
         for r in stopped:   # never ranked by its seconds: those are the limit's
             text = f"{tg} ({var} table): {_label(r)} {_stopped_text(r, total)}"
             if rs:
@@ -435,6 +440,8 @@ def _parts(t, thr: dict) -> tuple:
          collapse(t.collapse, t.loads)),
         ("Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM): the same strategy on each engine",
          engines(t.loads, t.collapse, thr)),
+        ("Why: what a row cost on the device and the server's CPU (load_io.csv)",
+         why(t.load_io, t.loads, t.storage)),
         ("Table bytes per strategy", table_size(t.loads)),
         ("Best target and engine per query class (whole class per run: cold = after a restart)",
          queries(t.query_runs, thr)),

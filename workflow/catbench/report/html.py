@@ -34,18 +34,20 @@ import shutil
 import string
 from pathlib import Path
 
+from ..core.infra.files import staged_output
 from ..core.infra.resources import resources_dir
 from . import noise, provenance
 from . import tables as T
-from .inputs import collect
+from .inputs import MetricsError, collect
 from .plots import ALWAYS, PLOTS, draw_all
-from .spec import ReportSpec
+from .stats import ReportSpec
 from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
 
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
                 "load_time": "Load time", "load_runs": "Load time, every repetition",
                 "load_rate": "Load rate per interval", "load_curve": "Load rate against table size",
                 "load_collapse": "Where the load rate halves",
+                "load_io": "Load I/O and CPU per row",
                 "load_not_run": "Engine x strategy pairs not run", "queries": "Queries",
                 "query_runs": "Queries, every run", "chunk_load": "Chunk-table load", "chunk_load_chunks": "Chunk-table load per chunk",
                 "query_chunks": "Queries per chunk", "restart": "Restart",
@@ -226,12 +228,25 @@ def _twin_html(run: Path) -> str:
 
 
 def make_report(run_dir, out_dir=None, tables_dir=None, *, report: ReportSpec) -> Path:
-    """Build ``index.html`` and the plots; returns the path of index.html."""
+    """Build ``index.html``, the plots and their copies in a staged folder that becomes
+    ``out_dir`` only when all of it is written: a report is whole or absent (a full disk or a
+    read-only folder is one MetricsError naming it). Returns the path of index.html."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir else run / "report"
+    if out.is_dir() and any(out.iterdir()) and not (out / "index.html").exists():
+        raise MetricsError(f"{out} holds other files than a report; give the report a folder of its own (--out)")
+    try:
+        with staged_output(out) as work:
+            _build(run, work, Path(tables_dir) if tables_dir else run / "tables", report)
+    except OSError as exc:
+        raise MetricsError(f"the report could not be written to {out} ({exc.strerror or exc}: "
+                           f"{exc.filename or out}); nothing of it was left there") from None
+    return out / "index.html"
+
+
+def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec):
     inp = collect(run)
-    out.mkdir(parents=True, exist_ok=True)
-    tabs, tdir = _tables(run, Path(tables_dir) if tables_dir else run / "tables", out, inp, report)
+    tabs, tdir = _tables(run, tables_dir, out, inp, report)
     tabs = {**tabs, **inp.prediction}   # predict/prediction.json, when this run was predicted
     sections = summary_sections(tabs, inp.targets, report)
     prov_text = _copy_texts(run, tdir, out, sections, inp)
@@ -256,9 +271,7 @@ def make_report(run_dir, out_dir=None, tables_dir=None, *, report: ReportSpec) -
                                 run=html.escape(run.resolve().name),
                                 generated=html.escape(json.loads(prov_text).get("generated_at", "")),
                                 body="\n".join(body))
-    index = out / "index.html"
-    index.write_text(page)
-    return index
+    (out / "index.html").write_text(page)
 
 
 def _header(csv_path: Path) -> list:

@@ -17,7 +17,7 @@ from ..core.index.table import ENGINES
 from .answer import answer, dur, method
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
-from .spec import ReportSpec
+from .stats import ReportSpec
 
 
 @dataclass
@@ -42,6 +42,7 @@ class Tables:
     query_chunks: list = field(default_factory=list)
     prediction: list = field(default_factory=list)  # predict/prediction.json, a row per load
     prediction_validation: list = field(default_factory=list)
+    load_io: list = field(default_factory=list)
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None) -> Tables:
@@ -52,7 +53,7 @@ class Tables:
                    cluster=t.get("cluster_restart", []), cluster_load=t.get("cluster_load", []),
                    isolation=t.get("isolation", []), chunk_load_chunks=t.get("chunk_load_chunks", []),
                    query_chunks=t.get("query_chunks", []), prediction=t.get("prediction", []),
-                   prediction_validation=t.get("prediction_validation", []))
+                   prediction_validation=t.get("prediction_validation", []), load_io=t.get("load_io", []))
 
 
 # ---------------------------------------------------------------- formatting

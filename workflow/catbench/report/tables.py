@@ -20,8 +20,9 @@ import pyarrow.csv as pacsv
 from ..core.infra.resources import resources_dir
 from . import provenance, stats
 from .inputs import MetricsError, RunInputs, collect
-from .spec import ReportSpec
+from .stats import ReportSpec
 from .summary import summary_sections, to_markdown
+
 
 def _build_order() -> tuple[str, ...]:
     """Every ``resources/sql/<table>.sql`` (but the UDF files), each after the tables whose

@@ -10,6 +10,13 @@ S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()  # noqa: E741
 KEY = [("target", S), ("variant", S), ("engine", S), ("strategy", S)]
 
 REP = [("repetition", I)]
+# The engines' own counters a load's samples keep (core/server/tools.py STATUS_COUNTERS), per row
+# in load_io.csv: InnoDB's reads, writes, misses, flushes and redo; MyRocks' WAL, flushes and
+# compactions; MyISAM's key blocks read and written.
+ENGINE_COUNTERS = ("Innodb_data_read", "Innodb_data_written", "Innodb_buffer_pool_reads",
+                   "Innodb_buffer_pool_pages_flushed", "Innodb_os_log_written", "Rocksdb_wal_bytes",
+                   "Rocksdb_flush_write_bytes", "Rocksdb_compact_read_bytes", "Rocksdb_compact_write_bytes",
+                   "Key_reads", "Key_writes")
 FIO_RUNS = pa.schema([("target", S), ("test", S), ("MBps", F), ("iops", F), ("clat_p50_us", F),
                       ("clat_p99_us", F), ("direct", B), ("numjobs", I), ("size_bytes", I),
                       ("runtime_s", F)] + REP)
@@ -19,13 +26,14 @@ LOAD_SUMMARIES = pa.schema(KEY + [
     ("lookup_p99_s", F), ("optimize_seconds", F), ("optimize_stopped", B),
     ("optimize_skipped", B), ("optimize_limit_s", F), ("checksum_ok", B), ("server_version", S),
     ("buffer_pool_bytes", I), ("n", I), ("stopped", B), ("time_limit_s", F), ("table_pool_ratio", F),
-    ("summary_path", S)])
+    ("row_bytes", I), ("summary_path", S)])
 # One row per repetition of a load (summary.json "repetitions", or its top level).
 LOAD_RUNS = pa.schema(KEY + REP + [
     ("files", I), ("rows", I), ("seconds", F), ("sort_seconds", F), ("table_bytes", I),
     ("lookup_qps", F), ("lookup_p50_s", F), ("lookup_p99_s", F), ("optimize_seconds", F),
     ("optimize_stopped", B), ("checksum_ok", B), ("buffer_pool_bytes", I), ("stopped", B),
-    ("table_pool_ratio", F), ("time_limit_s", F), ("server_cpu_s", F), ("job_cpu_s", F), ("host_cpus", I)])
+    ("table_pool_ratio", F), ("time_limit_s", F), ("server_cpu_s", F), ("job_cpu_s", F), ("host_cpus", I),
+    ("resumed_at_file", I)])
 LOAD_INTERVALS = pa.schema(KEY + REP + [
     ("interval", I), ("start_s", F), ("end_s", F), ("files", I), ("rows", I), ("rows_per_s", F),
     ("input_read_MBps", F), ("target_write_MBps", F), ("innodb_write_MBps", F),
@@ -33,8 +41,10 @@ LOAD_INTERVALS = pa.schema(KEY + REP + [
 LOAD_TRACE = pa.schema(KEY + REP + [("file", S), ("rows", I), ("bytes", I), ("start", F), ("end", F),
                                     ("cumulative_rows", I)])
 LOAD_SAMPLES = pa.schema(KEY + REP + [("time", F), ("table_bytes", I), ("dev_read_bytes", I),
-                                      ("dev_write_bytes", I), ("cpu_percent", F), ("rss_bytes", I),
-                                      ("Innodb_data_written", I), ("Innodb_os_log_written", I)])
+                                      ("dev_write_bytes", I), ("dev_read_ios", I), ("dev_write_ios", I),
+                                      ("cpu_percent", F), ("rss_bytes", I), ("server_user_s", F),
+                                      ("server_sys_s", F), ("Handler_write", I)]
+                         + [(c, I) for c in ENGINE_COUNTERS])
 LOAD_NOT_RUN = pa.schema([("engine", S), ("strategy", S), ("reason", S)])
 # index/working_set.json, one row per variant: what the loads should expect (prepare/working_set.py)
 WORKING_SET = pa.schema([("variant", S), ("id_layout", S), ("order", S), ("pool_pages", I),

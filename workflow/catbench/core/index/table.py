@@ -45,6 +45,13 @@ class Variant:
     block: re.Pattern
     folder: str              # its input's folder under results/<run>/index/
 
+    @property
+    def row_bytes(self) -> int:
+        """A row's logical bytes: the key (BIGINT 8, CHAR(n) latin1 n) and two INTs. Device
+        bytes written ÷ these is the load's write amplification (load_io.csv)."""
+        m = re.fullmatch(r"CHAR\((\d+)\)", self.key_sql)
+        return (int(m.group(1)) if m else 8) + 8
+
     def columns_ddl(self, primary_key: bool = True) -> str:
         null = "DEFAULT NULL" if self.nullable_ints else "NOT NULL"
         cols = f"`{self.key}` {self.key_sql} NOT NULL, `chunkId` INT {null}, `subChunkId` INT {null}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import functools
 import glob
 import io
@@ -143,24 +144,59 @@ def open_parquet(path) -> pq.ParquetFile:
 @contextlib.contextmanager
 def staged_output(out_dir):
     """A stage's result directory, written as a hidden ``.<name>.partial-*`` sibling and
-    renamed to ``out_dir`` only when the body succeeds. What an earlier, killed run left
-    (partial dirs, and the previous results, which a re-run replaces) is removed first,
-    so after any failure nothing that looks complete remains."""
+    renamed to ``out_dir`` only when the body succeeds. The partial folder is locked (flock)
+    while its job lives, before anything else is touched; what an earlier, killed run left
+    (unlocked partials, and the previous results, which a re-run replaces) is then removed, so
+    after any failure nothing that looks complete remains. A partial another live job holds
+    is never removed: TargetError, and this job leaves everything as it was."""
+    from .targets import TargetError   # here: targets imports psutil, which most jobs never need
+
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
-        log.warning("removing %s left by an interrupted run", stale)
-        shutil.rmtree(stale, ignore_errors=True)
-    if out_dir.exists():
-        log.info("removing the previous results in %s", out_dir)
-        shutil.rmtree(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    held = None
     try:
+        held = _flock_dir(work)
+        for stale in out_dir.parent.glob(f".{out_dir.name}.partial-*"):
+            if stale != work and not _remove_unheld(stale):
+                raise TargetError(f"{out_dir} is being written by another live job ({stale} is held); "
+                                  f"it was left untouched: wait for that job, or give this run another name")
+        if out_dir.exists():
+            log.info("removing the previous results in %s", out_dir)
+            shutil.rmtree(out_dir)
         yield work
         work.chmod(0o755)  # mkdtemp's 0700 would make these results unlike every other
         work.rename(out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if held is not None:
+            os.close(held)
+
+
+def _flock_dir(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _remove_unheld(stale: Path) -> bool:
+    """Remove a partial folder no live job holds; False (kept) when one does."""
+    try:
+        fd = _flock_dir(stale)
+    except BlockingIOError:
+        return False
+    except OSError:       # gone meanwhile, or not a folder: nothing of a live job
+        fd = None
+    try:
+        log.warning("removing %s left by an interrupted run", stale)
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return True
 
 
 # ---- the user's own catalog files (index.source: file, the index.file keys) -----------------
@@ -169,7 +205,8 @@ def staged_output(out_dir):
 # them before any job starts and re-runs the read when a file changes. Reading their rows
 # is prepare/own/index.py.
 
-SOURCE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".txt": "tsv"}
+SOURCE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".ecsv": "csv", ".tsv": "tsv",
+                  ".txt": "tsv"}
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
 ROLES = ("objectId", "ra", "dec")
 CSV_ROW_BYTES = 40   # a guess at a CSV row's size, for the plan only (Parquet counts exactly)
@@ -206,6 +243,20 @@ def file_format(path: Path, key: str = "index.file") -> str:
     return fmt
 
 
+def _not_data(path: Path) -> bool:
+    """A glob's match that is no catalog file: a name no format reads (notes, checksums), or a
+    README whatever its suffix; skipped, said in the log."""
+    try:
+        file_format(path)
+    except SourceError:
+        log.info("skipping %s: not a Parquet, CSV or TSV file", path)
+        return True
+    if path.name.upper().startswith("README"):
+        log.info("skipping %s: a README, not a catalog file", path)
+        return True
+    return False
+
+
 def sources(section: dict, base: Path | None = None, key: str = "index.file") -> list[Source]:
     """The files of ``<key>.paths`` (index.file, catalog.patch.file) in input order: the
     entries as listed, a glob's matches sorted by name. A pattern that matches nothing, or a
@@ -215,8 +266,11 @@ def sources(section: dict, base: Path | None = None, key: str = "index.file") ->
         pattern = os.path.expanduser(entry)
         if base is not None and not os.path.isabs(pattern):
             pattern = str(base / pattern)
+        if not glob.has_magic(pattern) and Path(pattern).is_dir():
+            raise SourceError(f"config key '{key}.paths': {entry!r} is a folder; give its files, e.g. "
+                              f"'{entry.rstrip('/')}/*.parquet' or '{entry.rstrip('/')}/*.csv.gz'")
         hits = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        hits = [h for h in hits if Path(h).is_file()]
+        hits = [h for h in hits if Path(h).is_file() and not (glob.has_magic(pattern) and _not_data(Path(h)))]
         if not hits:
             raise SourceError(f"config key '{key}.paths': {entry!r} names no file")
         for h in hits:
@@ -238,11 +292,46 @@ def column_map(section: dict) -> dict[str, str]:
 
 
 def csv_header(src: Source) -> list[str]:
-    with pa.input_stream(str(src.path), compression="detect") as f:
-        first = f.read(1 << 16).decode("utf-8", "replace").splitlines()[:1]
-    if not first:
-        raise SourceError(f"{src.path}: empty; a CSV/TSV file needs a header line naming its columns")
-    return next(csv.reader(io.StringIO(first[0]), delimiter=src.delimiter))
+    """A CSV/TSV file's column names: its first line that is not a ``#`` comment (ECSV, as Gaia
+    distributes its tables, and commented CSV put their metadata there; ``comment_lines``)."""
+    return _header(*_header_key(src))[1]
+
+
+def _header_key(src: Source) -> tuple:
+    st = src.path.stat()   # a file changed in place is read again
+    return str(src.path), src.delimiter, st.st_size, st.st_mtime_ns
+
+
+def comment_lines(src: Source) -> int:
+    """The ``#`` lines before a CSV/TSV file's header: the rows its readers skip."""
+    return _header(*_header_key(src))[0] if src.format != "parquet" else 0
+
+
+HEADER_LIMIT = 64 << 20   # an ECSV header of every Gaia column is ~0.1 MB; past this, not a CSV
+
+
+@functools.lru_cache(maxsize=64)
+def _header(path: str, delimiter: str, _size: int, _mtime: int) -> tuple[int, list[str]]:
+    skipped, seen, rest = 0, 0, b""
+    try:
+        with pa.input_stream(path, compression="detect") as f:
+            while seen < HEADER_LIMIT:
+                block = f.read(1 << 16)
+                seen += len(block)
+                lines = (rest + block).split(b"\n")
+                rest = lines.pop() if block else b""
+                for line in lines + ([rest] if not block and rest else []):
+                    if not line.lstrip().startswith(b"#"):
+                        text = line.decode("utf-8", "replace").rstrip("\r")
+                        return skipped, next(csv.reader(io.StringIO(text), delimiter=delimiter))
+                    skipped += 1
+                if not block:
+                    break
+    except (OSError, pa.ArrowException) as exc:   # a .gz that is plain text, or cut short
+        raise SourceError(f"{path}: not readable as a compressed CSV/TSV file ({exc}); "
+                          f"check the file, or drop the suffix if it is not compressed") from None
+    raise SourceError(f"{path}: empty; a CSV/TSV file needs a header line naming its columns"
+                      + (f" (after its {skipped} '#' lines)" if skipped else ""))
 
 
 def check_columns(src: Source, columns: dict[str, str], key: str = "index.file"):
@@ -284,16 +373,25 @@ def _rows(files: tuple) -> int:
 
 def total_rows(section: dict) -> int:
     """Rows of all the files (CSV estimated): the plan's and the space estimate's index rows."""
-    srcs = sources(section)
-    return _rows(tuple((str(s.path), s.format, *f[1:]) for s, f in zip(srcs, fingerprint(srcs))))
+    stats = [(s, s.path.stat()) for s in sources(section)]
+    return _rows(tuple((str(s.path), s.format, st.st_size, st.st_mtime_ns) for s, st in stats))
 
 
-def fingerprint(srcs: list[Source]) -> list[list]:
-    """[path, bytes, mtime_ns] of each file: what the workflow compares between runs."""
+def fingerprint(srcs: list[Source], recorded: list[dict] | None = None, content: bool = True) -> list[list]:
+    """[path, bytes, mtime_ns, CRC-32] of each file: what the workflow compares between runs
+    (a rule's params, so a change re-runs what was read from it). The CRC-32 is the one
+    ``recorded`` when the file was read (files.json's or sources.json's ``files``) while its
+    size, mtime and ctime are those recorded; otherwise it is computed now: a file rewritten with
+    its size and mtime kept (``touch -r``) still moved its ctime, and its content is checked.
+    ``content`` False (a job's own parse of the workflow) never reads a file: None instead."""
+    was = {r["path"]: r for r in recorded or [] if isinstance(r, dict)}
     out = []
     for s in srcs:
-        st = s.path.stat()
-        out.append([str(s.path), st.st_size, st.st_mtime_ns])
+        st, r = s.path.stat(), was.get(str(s.path))
+        same = r is not None and r.get("crc32") is not None and \
+            (r.get("bytes"), r.get("mtime_ns"), r.get("ctime_ns")) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        out.append([str(s.path), st.st_size, st.st_mtime_ns,
+                    r["crc32"] if same else checksum(s.path) if content else None])
     return out
 
 
@@ -311,7 +409,7 @@ def changed(recorded: list[dict], now: list[list]) -> list[str]:
     ``files``) and the files as they are now, in words; empty when nothing did."""
     was = {r["path"]: r for r in recorded}
     out = []
-    for path, size, mtime in now:
+    for path, size, mtime, crc in now:
         r = was.pop(path, None)
         if r is None:
             out.append(f"{path} is new")
@@ -319,5 +417,8 @@ def changed(recorded: list[dict], now: list[list]) -> list[str]:
             what = [f"{r['bytes']} bytes then, {size} now"] if r["bytes"] != size else []
             what += ["modified since"] if r["mtime_ns"] != mtime else []
             out.append(f"{path} changed ({'; '.join(what)})")
+        elif r.get("crc32") is not None and r["crc32"] != crc:
+            out.append(f"{path} changed (its content: CRC-32 {r['crc32']} then, {crc} now, its size and "
+                       f"modification time kept)")
     out += [f"{p} is no longer listed" for p in was]
     return out

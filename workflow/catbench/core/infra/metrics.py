@@ -122,5 +122,10 @@ def _first_error(path: Path) -> str:
     for pattern in (r"^catbench [\w-]+: (error|interrupted)", r" ERROR ", r"Error|error"):
         hit = next((ln for ln in lines if re.search(pattern, ln)), None)
         if hit:
-            return hit.strip()[:300]
-    return lines[-1].strip()[:300] if lines else "(empty log)"
+            return _short(hit.strip())
+    return _short(lines[-1].strip()) if lines else "(empty log)"
+
+
+def _short(line: str, most: int = 600) -> str:
+    """A long line keeps its start and its end (where a message says what to do)."""
+    return line if len(line) <= most else f"{line[:most // 2 - 3]} … {line[-(most // 2 - 3):]}"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import psutil
 
 from .config import estimated_objects, target_dir
+from .config.owner import user_name
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,29 @@ def human(n: float | None) -> str:
             return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     return str(n)
+
+
+def open_lock(path) -> int:
+    """A lock file's descriptor (read and write, created 0644 when missing), never through a
+    symlink and never a file another user owns: the lock files sit in shared folders (/tmp, a
+    target under /var/tmp or /dev/shm), where a planted link would make a root job truncate
+    whatever it points at. TargetError naming the file otherwise."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise TargetError(f"{path} is a symbolic link (to {os.readlink(path)}); catbench never writes "
+                          f"through one: remove it if you did not make it") from exc
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        what = "not a regular file" if not stat.S_ISREG(st.st_mode) else f"owned by {user_name(st.st_uid)}"
+        raise TargetError(f"{path} is {what}; catbench writes its lock files only into its own: "
+                          f"remove it if you did not make it")
+    return fd
 
 
 def check_target(name: str, path, need_bytes: int = 0, create: bool = True, why: str = "",
@@ -176,10 +202,11 @@ SERVER_BASE_BYTES = 160 << 20
 
 def need_bytes(cfg: dict) -> int:
     """The least one run writes on a target at its peak (the floor a first job checks):
-    its fio file, or a fresh server with the smallest index table. Jobs on a target run
-    one at a time and each removes its files, so the larger one counts."""
-    return max(parse_size(cfg["fio"]["size"]) + (16 << 20),
-               SERVER_BASE_BYTES + estimated_objects(cfg) * INDEX_BYTES_PER_ROW)
+    its fio file (when fio is among the stages: load/estimate.py counts it the same way), or a
+    fresh server with the smallest index table. Jobs on a target run one at a time and each
+    removes its files, so the larger one counts."""
+    fio = parse_size(cfg["fio"]["size"]) + (16 << 20) if "fio" in cfg.get("stages", ["fio"]) else 0
+    return max(fio, SERVER_BASE_BYTES + estimated_objects(cfg) * INDEX_BYTES_PER_ROW)
 
 
 def server_bytes(settings: dict) -> int:

@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import secrets
-import shutil
 import signal
 import string
 import subprocess
@@ -30,13 +29,13 @@ import psutil
 
 from ..infra.resources import resources_dir
 from .tools import (
-    INSTALL_HINT,
     SOCKET_PATH_MAX,
     ServerError,
     _PortTaken,
     check_version,
     find_server_binary,
     free_tcp_port,
+    install_db_tool,
     plugin_options,
     plugin_setting,
     server_version,
@@ -191,9 +190,20 @@ class Server:
                                settings=settings)
 
     def _write_config(self):
-        self.basedir.mkdir(parents=True, exist_ok=True)
-        self.tmpdir.mkdir(parents=True, exist_ok=True)
-        self.config_file.write_text(self.render_config())
+        """my.cnf 0644 whatever the umask (MariaDB ignores a world-writable one and would start
+        on the system datadir), never through a symlink."""
+        for d in (self.basedir, self.tmpdir):
+            d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o755)
+        fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.render_config())
+
+    def _own_paths(self) -> list[str]:
+        # on the command line too: were my.cnf skipped, the server fails, not opens the system's
+        return [f"--datadir={self.datadir}", f"--socket={self.socket}", f"--pid-file={self.pid_file}",
+                f"--log-error={self.error_log}"]
 
     def _user_args(self) -> list[str]:
         # mariadbd refuses to run as root unless told so explicitly.
@@ -214,14 +224,14 @@ class Server:
         self.datadir.mkdir(parents=True, exist_ok=True)
         install_log = self.basedir / "install.log"
         if self.mariadb:
-            tool = self._install_db_tool()
+            tool = install_db_tool(self.binary)
             method = "socket" if self.auth == "socket" else "normal"
             cmd = [tool, f"--defaults-file={self.config_file}", *self._user_args(),
                    f"--basedir={Path(self.binary).resolve().parent.parent}",
                    f"--datadir={self.datadir}", f"--auth-root-authentication-method={method}",
                    "--skip-test-db"]
         else:
-            cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(),
+            cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(), *self._own_paths(),
                    "--initialize-insecure"]
         t0 = time.monotonic()
         with open(install_log, "w") as out:
@@ -235,16 +245,6 @@ class Server:
                               f"{_tail(install_log)}\n{_tail(self.error_log)}")
         log.info("target %s: initialised %s in %.1f s", self.name, self.datadir, self.timings["init_s"])
         return self.timings["init_s"]
-
-    def _install_db_tool(self) -> str:
-        bindir = Path(self.binary).resolve().parent
-        search = os.pathsep.join([os.environ.get("PATH", ""), str(bindir), str(bindir.parent / "bin"),
-                                  str(bindir.parent / "scripts")])
-        for name in ("mariadb-install-db", "mysql_install_db"):
-            found = shutil.which(name, path=search)
-            if found:
-                return found
-        raise ServerError(f"mariadb-install-db not found next to {self.binary}; {INSTALL_HINT}")
 
     def start(self, allow_empty: bool = False) -> float:
         """Start and wait until ``SELECT 1`` answers over the socket; returns seconds.
@@ -273,7 +273,7 @@ class Server:
         elif not self.initialized:
             raise ServerError(f"target {self.name}: {self.datadir} is not initialised; call initialize() first")
         self._write_config()
-        cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args()]
+        cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(), *self._own_paths()]
         main = threading.current_thread() is threading.main_thread()
         t0 = time.monotonic()
         with open(self.basedir / "mysqld.out", "ab") as out:
@@ -454,7 +454,7 @@ class Server:
     def _set_password(self):
         """First start with auth=password: give root a random password kept in a 0600 file."""
         pw = secrets.token_urlsafe(24)
-        fd = os.open(self.credentials_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(self.credentials_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(f"[client]\nuser={self.user}\npassword={pw}\nsocket={self.socket}\n")
         conn = mysql.connector.connect(unix_socket=str(self.socket), user=self.user, password="")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..infra.files import dir_bytes
-from ..infra.targets import check_target, server_bytes
+from ..infra.targets import check_target, open_lock, server_bytes
 from .loaddata import LoadError
 from .process import Launch, Server
 from .tools import SOCKET_PATH_MAX, ServerError
@@ -39,9 +39,7 @@ log = logging.getLogger(__name__)
 def owned_dir(basedir: Path, target: str):
     """Hold ``<basedir>.lock`` exclusively for the body; ServerError naming the owner if
     another live process holds it."""
-    lock_path = basedir.with_name(basedir.name + ".lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock(basedir.with_name(basedir.name + ".lock"))
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

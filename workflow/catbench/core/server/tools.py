@@ -130,12 +130,14 @@ def log_tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
     return "\n".join(lines[-n:])
 
 
-_NO_SPACE = re.compile(r"No space left on device|(?:errno|error|errcode|OS error):? ?28\b|disk is full", re.I)
+# errno 28; a handler's 135 (no more room in a record file): what a DDL on a full disk says
+_NO_SPACE = re.compile(r"No space left on device|(?:errno|error|errcode|OS error):? ?(?:28|135)\b|disk is full", re.I)
 
 
-def out_of_space(name: str, where: Path, *logs: Path) -> str | None:
-    """The first line of a failure that is really a full disk (errno 28), or None."""
-    text = "\n".join(log_tail(p, 200) for p in logs)
+def out_of_space(name: str, where: Path, *logs: Path, said: str = "") -> str | None:
+    """The first line of a failure that is really a full disk, or None: from the server's
+    ``logs`` and the failed statement's own message (``said``)."""
+    text = "\n".join([said, *(log_tail(p, 200) for p in logs)])
     if not _NO_SPACE.search(text):
         return None
     probe = next((a for a in [where, *where.parents] if a.exists()), where)
@@ -199,3 +201,15 @@ def variables(conn, names=PROVENANCE_VARIABLES) -> dict[str, str | None]:
     cur.execute("SHOW GLOBAL VARIABLES")
     got = {k.lower(): (v.decode() if isinstance(v, (bytes, bytearray)) else v) for k, v in cur.fetchall()}
     return {n: got.get(n.lower()) for n in names}
+
+
+def install_db_tool(binary) -> str:
+    """mariadb-install-db (or mysql_install_db) on PATH or beside ``binary``."""
+    bindir = Path(binary).resolve().parent
+    search = os.pathsep.join([os.environ.get("PATH", ""), str(bindir), str(bindir.parent / "bin"),
+                              str(bindir.parent / "scripts")])
+    for name in ("mariadb-install-db", "mysql_install_db"):
+        found = shutil.which(name, path=search)
+        if found:
+            return found
+    raise ServerError(f"mariadb-install-db not found next to {binary}; {INSTALL_HINT}")

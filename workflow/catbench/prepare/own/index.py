@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from ...core.index.input import write_manifest
 from ...core.infra.files import atomic_path
-from ...core.infra.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum
+from ...core.infra.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines
 from ..arrays import numpy
 from ..arrival import ORDERS, write_split
 from ..chunker import Chunker
@@ -74,14 +74,15 @@ def batches(src: Source, names: list[str], batch_rows: int):
         # Arrow decodes the columns on its threads; the batches still come in file order
         yield from pq.ParquetFile(src.path).iter_batches(batch_size=batch_rows, columns=names, use_threads=True)
         return
-    opts = pcsv.ReadOptions(block_size=min(1 << 30, max(1 << 16, batch_rows * CSV_ROW_BYTES)))  # Arrow's limit: 2 GB
+    opts = pcsv.ReadOptions(block_size=min(1 << 30, max(1 << 16, batch_rows * CSV_ROW_BYTES)),  # Arrow's limit: 2 GB
+                            skip_rows=comment_lines(src))   # an ECSV's '#' header
     conv = pcsv.ConvertOptions(include_columns=names, column_types={n: pa.string() for n in names},
                                strings_can_be_null=True)
     try:
         reader = pcsv.open_csv(str(src.path), read_options=opts,
                                parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
         yield from reader
-    except pa.ArrowInvalid as exc:   # a malformed line: Arrow names it in its message
+    except (OSError, pa.ArrowException) as exc:   # a malformed line (Arrow names it), a cut-short .gz
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
 
 
@@ -96,7 +97,7 @@ class Place:
 
     def at(self, i: int, role: str) -> str:
         row = self.first + int(i)
-        line = f" (line {row + 1})" if self.src.format != "parquet" else ""
+        line = f" (line {row + 1 + comment_lines(self.src)})" if self.src.format != "parquet" else ""
         return f"{self.src.path}: row {row}{line}, column {self.columns[role]!r} ({self.key}.columns.{role})"
 
 
@@ -192,13 +193,13 @@ def _read_file(con, src: Source, setup: ReadSetup, first_row: int, progress) -> 
 
 
 def file_record(src: Source, before, rows: int) -> dict:
-    """What a read file was (path, format, bytes, mtime, CRC-32, rows: sources.json and the
+    """What a read file was (path, format, bytes, mtime, ctime, CRC-32, rows: sources.json and the
     provenance), refused when it changed since ``before`` (its stat when the read began)."""
     after = src.path.stat()
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
         raise SourceError(f"{src.path}: changed while it was read; read it again once it is complete")
     return {"path": str(src.path), "format": src.format, "bytes": after.st_size, "mtime_ns": after.st_mtime_ns,
-            "crc32": checksum(src.path), "rows": rows}
+            "ctime_ns": after.st_ctime_ns, "crc32": checksum(src.path), "rows": rows}
 
 
 class _Progress:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ...core.infra.config import ConfigError
-from ...core.infra.files import ROLES, Source, SourceError, atomic_path, check_columns, sources
+from ...core.infra.files import ROLES, Source, SourceError, atomic_path, check_columns, comment_lines, sources
 from ...core.sky.copies import MAX_COPIES, n_copies, n_places
 from ...core.infra.resources import resource
 from ..arrays import numpy
@@ -43,6 +43,8 @@ NAMES = {"objectId": "objectId", "ra": "ra_PS", "dec": "decl_PS"}   # the catalo
 CARRIED = {pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.bool_()}
 WIDER = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.float16(): pa.float32()}
 RESERVED = ("chunkId", "subChunkId")   # written by the partition stage
+# catalog.patch.file.flux_unit -> erg/s/cm^2/Hz, the unit of the suite's fluxToAbMag cuts
+FLUX_UNITS = {"erg": 1.0, "Jy": 1e-23, "nJy": 1e-32}
 
 
 def optional_columns() -> dict[str, pa.DataType]:
@@ -101,6 +103,7 @@ class FileRows:
     other: pa.Table           # mapped optional columns (catbench's names, types), then carried ones
     files: list[dict]
     footprint: Footprint
+    non_finite: dict = field(default_factory=dict)   # column -> NaN/±inf held as NULL
 
 
 def _read_table(src: Source, role_names: list[str]) -> pa.Table:
@@ -111,13 +114,15 @@ def _read_table(src: Source, role_names: list[str]) -> pa.Table:
             raise SourceError(f"{src.path}: not a readable Parquet file ({exc})") from None
     conv = pcsv.ConvertOptions(column_types={n: pa.string() for n in role_names}, strings_can_be_null=True)
     try:   # the roles as text: checked() names a bad value's row
-        return pcsv.read_csv(src.path, parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
-    except pa.ArrowInvalid as exc:
+        return pcsv.read_csv(src.path, read_options=pcsv.ReadOptions(skip_rows=comment_lines(src)),
+                             parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
+    except (OSError, pa.ArrowException) as exc:
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
 
 
-def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
-    """The mapped optional columns (renamed, cast) and the carried ones of one file."""
+def _others(table: pa.Table, src: Source, section: dict, counts: dict) -> pa.Table:
+    """The mapped optional columns (renamed, cast) and the carried ones of one file; its floats'
+    NaN and ±inf as NULL, counted into ``counts`` (column -> values)."""
     cols, optional = section["columns"], optional_columns()
     unknown = [k for k in cols if k not in ROLES and k not in optional]
     if unknown:
@@ -137,23 +142,55 @@ def _others(table: pa.Table, src: Source, section: dict) -> pa.Table:
         if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
             raise SourceError(f"{src.path}: column {cols[name]!r} ({KEY}.columns.{name}) is {arr.type}, "
                               "expected a numeric type")
-        out.append(pc.cast(arr, to, safe=False))
+        arr = pc.cast(arr, to, safe=False)
+        if "Flux" in name and FLUX_UNITS[section["flux_unit"]] != 1.0:
+            arr = pc.multiply(arr, pa.scalar(FLUX_UNITS[section["flux_unit"]], to))
+        out.append(_finite_or_null(arr, name, counts))
         fields.append(pa.field(name, to))
     taken = set(cols.values()) | set(section["drop"])
-    ours = {*NAMES.values(), *optional, *RESERVED}
+    seen = {n.lower(): (n, "catbench's own column") for n in (*NAMES.values(), *optional, *RESERVED)}
     for f in table.schema:
         if f.name in taken:
             continue
-        if f.name in ours:
-            raise SourceError(f"{src.path}: column {f.name!r} has the name of catbench's own column; map it "
-                              f"({KEY}.columns) or leave it out ({KEY}.drop)")
+        _check_name(f.name, src, seen)
         to = WIDER.get(f.type, f.type)
         if to not in CARRIED:
             raise SourceError(f"{src.path}: column {f.name!r} is {f.type}; the chunk tables carry integers, floats "
                               f"and booleans: leave it out ({KEY}.drop) or map it ({KEY}.columns)")
-        out.append(pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name))
+        out.append(_finite_or_null(pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name),
+                                   f.name, counts))
         fields.append(pa.field(f.name, to))
     return pa.Table.from_arrays(out, schema=pa.schema(fields))
+
+
+def _finite_or_null(arr, name: str, counts: dict):
+    """A float column's NaN and ±inf as NULL: MySQL's DOUBLE holds neither, and a NaN in DuckDB
+    passes every ``>`` cut a NULL fails; so both see NULL. ``counts[name]`` adds how many."""
+    if not pa.types.is_floating(arr.type):
+        return arr
+    finite = pc.is_finite(arr)
+    n = len(arr) - arr.null_count - (pc.sum(finite).as_py() or 0)
+    if n:
+        counts[name] = counts.get(name, 0) + n
+    return pc.if_else(finite, arr, pa.scalar(None, arr.type)) if n else arr
+
+
+IDENTIFIER = re.compile(r"[A-Za-z0-9_$]{1,64}")   # a MySQL column name that needs no quoting
+
+
+def _check_name(name: str, src: Source, seen: dict):
+    """A carried column's name: a MySQL identifier of at most 64 plain characters that is not,
+    in any case (MySQL's names ignore it), catbench's own column or another of the file's
+    (``seen``: lower-case name -> (name, what it is))."""
+    if not IDENTIFIER.fullmatch(name) or name.isdigit():
+        raise SourceError(f"{src.path}: column {name[:80]!r} is not a name the chunk tables can take (1-64 "
+                          f"letters, digits, _ or $, not only digits): rename it in the file or leave it out "
+                          f"({KEY}.drop)")
+    if name.lower() in seen:
+        other, what = seen[name.lower()]
+        raise SourceError(f"{src.path}: column {name!r} has the name of {what} {other!r} (MySQL's column names "
+                          f"ignore case); map it ({KEY}.columns) or leave it out ({KEY}.drop)")
+    seen[name.lower()] = (name, "another column of the file")
 
 
 def read_rows(section: dict, srcs: list[Source]) -> FileRows:
@@ -162,7 +199,7 @@ def read_rows(section: dict, srcs: list[Source]) -> FileRows:
     roles = {r: section["columns"][r] for r in ROLES}
     for src in srcs:   # every file's columns before any row is read
         check_columns(src, roles, KEY)
-    parts, others, files, first = [], [], [], 0
+    parts, others, files, first, non_finite = [], [], [], 0, {}
     for src in srcs:
         before = src.path.stat()
         table = _read_table(src, list(roles.values()))
@@ -170,7 +207,7 @@ def read_rows(section: dict, srcs: list[Source]) -> FileRows:
         got = [checked(b, Place(src, first_b + 1, roles, KEY))
                for b, first_b in zip(batch, np.cumsum([0] + [b.num_rows for b in batch]))] if batch else []
         parts += got
-        other = _others(table, src, section)
+        other = _others(table, src, section, non_finite)
         if others and other.schema != others[0].schema:
             raise SourceError(f"{src.path}: its other columns {other.schema.names} (types "
                               f"{[str(t) for t in other.schema.types]}) differ from {srcs[0].path}'s "
@@ -182,7 +219,7 @@ def read_rows(section: dict, srcs: list[Source]) -> FileRows:
         raise SourceError(f"config key '{KEY}.paths': its {len(srcs)} file(s) hold no rows (the first: {srcs[0].path})")
     ids, ra, dec = (np.concatenate([p[k] for p in parts]) for k in range(3))
     _no_duplicates(ids, files, roles["objectId"])
-    return FileRows(ids, ra, dec, pa.concat_tables(others), files, footprint(ra, dec, srcs[0].path))
+    return FileRows(ids, ra, dec, pa.concat_tables(others), files, footprint(ra, dec, srcs[0].path), non_finite)
 
 
 def _no_duplicates(ids: np.ndarray, files: list[dict], column: str):
@@ -222,10 +259,10 @@ def build_patch(cfg: dict, rows: FileRows) -> tuple[Patch, np.ndarray]:
 
 
 def write_record(rows: FileRows, section: dict, path):
-    """files.json: each file's path, format, bytes, mtime, CRC-32 and rows, the column map
-    and the footprint (the provenance reads it)."""
+    """files.json: each file's path, format, bytes, mtime, CRC-32 and rows, the column map,
+    the footprint and the NaN/±inf values held as NULL per column (the provenance reads it)."""
     doc = {"rows": len(rows.ids), "columns": section["columns"], "drop": section["drop"],
-           "footprint": vars(rows.footprint), "files": rows.files}
+           "footprint": vars(rows.footprint), "files": rows.files, "non_finite_as_null": rows.non_finite}
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")
 

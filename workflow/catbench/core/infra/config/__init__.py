@@ -18,6 +18,7 @@ from ...sky.copies import COPY_STRIDE, MAX_COPIES, catalog_objects, copy_layout,
 from ..resources import SCHEMA_PATH, repo_dir
 from ..settings import ServerError, validate_settings
 from . import registries, yamlfile
+from .owner import foreign_owner, user_name
 
 
 log = logging.getLogger(__name__)
@@ -347,6 +348,12 @@ def _check_targets(cfg: dict):
         _check_plain(f"targets.{name}.tmpdir", t.get("tmpdir"))
         _check_plain(f"targets.{name}.node", t.get("node"), _SAFE_NODE, "a host name")
         p = Path(t["path"]).expanduser().resolve()
+        foreign = None if t.get("other_owner") else foreign_owner(Path(t["path"]).expanduser())
+        if foreign:
+            raise ConfigError(f"config key 'targets.{name}.path': {foreign[0]} belongs to "
+                              f"{user_name(foreign[1])}, not to you: files planted there (a symlink) "
+                              f"could make a job write elsewhere. Use a folder you own, or set "
+                              f"targets.{name}.other_owner: true if that user is trusted")
         if p.exists() and not p.is_dir():
             raise ConfigError(f"config key 'targets.{name}.path': {p} is a file, not a directory")
         for other, q in seen.items():

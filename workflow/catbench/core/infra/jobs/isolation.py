@@ -28,10 +28,12 @@ WATCH_PERIOD_S = 2.0
 def _try_lock(path: Path, me: dict) -> tuple[int | None, str | None]:
     """(descriptor, None) with ``path`` locked (flock) and naming this job, or (None, the
     holder) when another live job holds it. Never waits. (None, None) when the lock file
-    cannot be made: the job's own checks then name the unusable directory."""
+    cannot be made: the job's own checks then name the unusable directory; TargetError when
+    it is a symlink or another user's file (``open_lock``)."""
+    from ..targets import open_lock   # here: psutil, which targets imports, only where it is used
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_lock(path)
     except OSError:
         return None, None
     try:
@@ -45,7 +47,7 @@ def _try_lock(path: Path, me: dict) -> tuple[int | None, str | None]:
     return fd, None
 
 
-def _is_catbench(cmdline: list[str]) -> bool:
+def is_catbench(cmdline: list[str]) -> bool:
     head = cmdline[:3]
     return any(os.path.basename(a) == "catbench" for a in head[:2]) or head[1:3] == ["-m", "catbench"]
 
@@ -62,7 +64,7 @@ def other_catbench_jobs(me: int | None = None) -> list[str]:
     out = []
     for proc in psutil.process_iter(["pid", "cmdline", "username"]):
         cmd = proc.info["cmdline"] or []
-        if proc.info["pid"] not in mine and _is_catbench(cmd):
+        if proc.info["pid"] not in mine and is_catbench(cmd):
             shown = " ".join(cmd)[:300] if proc.info["username"] == user else f"(user {proc.info['username']})"
             out.append(f"{proc.info['pid']} {shown}")
     return out
@@ -98,10 +100,15 @@ def measuring(target: str | None, path=None):
     me = {"pid": os.getpid(), "host": rec["host"], "target": target, "slurm_job": rec["slurm_job"],
           "cwd": os.getcwd(), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
     fds, shared = [], []
-    for lock in [NODE_LOCK] + ([Path(path) / LOCK_NAME] if path is not None else []):
-        fd, holder = _try_lock(lock, me)
-        fds += [fd] if fd is not None else []
-        shared += [holder] if holder else []
+    try:
+        for lock in [NODE_LOCK] + ([Path(path) / LOCK_NAME] if path is not None else []):
+            fd, holder = _try_lock(lock, me)
+            fds += [fd] if fd is not None else []
+            shared += [holder] if holder else []
+    except Exception:
+        for fd in fds:
+            os.close(fd)
+        raise
     seen: dict[str, None] = {}
     slurm, rec["slurm_exclusive"] = slurm_neighbours()
     stop = threading.Event()
