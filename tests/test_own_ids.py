@@ -313,7 +313,7 @@ def test_a_gz_that_is_not_or_is_cut_short_is_named(tmp_path):
 
 def test_gaias_ecsv_gz_is_read_with_its_header_lines_skipped(tmp_path):
     cols = _good(2000)
-    body = "source_id,ra,dec\n" + "".join(f"{i},{r!r},{d!r}\n" for i, r, d in
+    body = "source_id,ra,dec\n" + "".join(f"{i},{float(r)!r},{float(d)!r}\n" for i, r, d in
                                           zip(cols["id"], cols["coord_ra"], cols["coord_dec"]))
     head = "# %ECSV 1.0\n# ---\n# delimiter: ','\n# datatype:\n# - {name: source_id, datatype: int64}\n" \
            "# - {name: ra, unit: deg, datatype: float64}\n# - {name: dec, unit: deg, datatype: float64}\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import TargetError
 from ..report.inputs import STAGES, MetricsError
-from ..report.spec import ReportSpec
+from ..report.stats import ReportSpec
 from .common import config_arg, guarded, out_path
 
 log = logging.getLogger(__name__)

@@ -113,6 +113,10 @@ def write_csv(table: pa.Table, path: Path) -> None:
     con = duckdb.connect()
     try:   # the relation API: the path is an argument, never pasted into SQL text
         con.from_arrow(table).write_csv(str(path), header=True)
+    except duckdb.IOException as exc:   # a full or read-only folder, as Python's own writes say it
+        full = "No space left" in str(exc)
+        raise OSError(28 if full else 5, "No space left on device" if full else str(exc).splitlines()[0],
+                      str(path)) from None
     finally:
         con.close()
     if table.num_rows == 0:   # be sure the header is there
