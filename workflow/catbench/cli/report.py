@@ -57,9 +57,6 @@ def cmd_compare(args) -> int:
     measured figure judged by the comparison rule against the runs' common offset."""
     from ..report import compare as cmp
     from ..report import noise
-    if cmp.tables_dir(args.results_a).resolve() == cmp.tables_dir(args.results_b).resolve():
-        raise MetricsError(f"{args.results_a} is compared with itself: every figure would agree, which is no "
-                           f"A/A check (that needs two runs of one config: make aa)")
     path = Path(args.noise_floor) if args.noise_floor else Path(args.results_a).resolve().parent / noise.FLOOR_FILE
     try:
         floor, note = noise.load(path)
@@ -72,6 +69,9 @@ def cmd_compare(args) -> int:
                  f"(report.between_run_cv, a guess: measure it with make aa)")
     out = out_path(args.out) or \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
+    if cmp.tables_dir(args.results_a).resolve() == cmp.tables_dir(args.results_b).resolve():
+        raise MetricsError(f"{args.results_a} is compared with itself: every figure would agree, which is no "
+                           f"A/A check (that needs two runs of one config: make aa)")
     rows = cmp.compare(args.results_a, args.results_b, report=report, floor=floor)
     cmp.write(rows, out)
     print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}")
