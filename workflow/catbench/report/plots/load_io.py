@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .style import _empty, _engine, _name, _num, _save, colours
+from .style import _empty, _name, _num, _save, colours
 
 ORDER = 1.5   # beside the speed-ups: why they are what they are
 TABLES = ('load_io',)   # draw()'s arguments, in order
 
 
 def _label(r: dict) -> str:
-    return f"{r['target']} {r['variant']}: {_name(r)}" + ("" if _engine(r) == "innodb" else f" ({_engine(r)})")
+    return f"{r['target']} {r['variant']}: {_name(r)}"
 
 
 def draw(plt, io: list, path: Path) -> bool:
@@ -40,7 +40,7 @@ def draw(plt, io: list, path: Path) -> bool:
             b.barh(i + 0.2, srv, 0.4, color=col["server"], label="server CPU")
         if cli is not None:
             b.barh(i - 0.2, cli, 0.4, color=col["client"], label="client CPU")
-        b.text((srv or 0) * 1.05, i + 0.2, f"n={r['n']}", va="center", fontsize=7)
+        b.text(max(srv or 0, cli or 0) * 1.02, i, f" n={r['n']}", va="center", fontsize=7)
     a.set_xscale("log")
     a.set_yticks(list(y), [_label(r) for r in rs])
     a.invert_yaxis()
