@@ -134,3 +134,31 @@ def test_a_statement_that_failed_on_a_full_disk_is_named_so(tmp, said):
     line = out_of_space("disk", tmp, tmp / "no-error.log", said=said)
     assert line and line.startswith(f"target disk: out of space on {tmp}")
     assert out_of_space("disk", tmp, said="1146 (42S02): Table 'catbench.x' doesn't exist") is None
+
+
+@pytest.mark.server
+def test_create_table_on_a_full_disk_is_named_and_its_data_not_kept(tmp):
+    """A real server on a tmpfs that fills before CREATE TABLE: the load's first line says out of
+    space (a LoadError, so its half-made datadir is not kept for a resume)."""
+    from catbench.core.server.loaddata import LoadError
+    from catbench.load.driver import _full_disk_named
+    from support.servers import tmpfs
+    with tmpfs("160m") as d:
+        with Server("full", d / "srv", {"innodb_buffer_pool_size": "8M", "innodb_log_file_size": "8M"}) as srv:
+            conn = srv.connect()
+            filler = d / "filler"
+            st = os.statvfs(d)
+            with open(filler, "wb") as f:   # every free block, then a little more to be sure
+                try:
+                    f.write(b"\0" * (st.f_bavail * st.f_frsize))
+                    f.flush()
+                except OSError:
+                    pass
+            with pytest.raises(LoadError, match=r"^target disk: out of space on "):
+                with _full_disk_named("disk", srv):
+                    cur = conn.cursor()
+                    cur.execute("CREATE DATABASE IF NOT EXISTS catbench")
+                    cur.execute("CREATE TABLE catbench.t (id BIGINT PRIMARY KEY, c INT) ENGINE=InnoDB")
+                    cur.execute("INSERT INTO catbench.t SELECT seq, seq FROM seq_1_to_200000")
+            conn.close()
+            filler.unlink()
