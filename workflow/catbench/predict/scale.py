@@ -88,9 +88,9 @@ def _nlogn(rows: float) -> float:
 
 def build_per_row(reps: list[Rep]) -> tuple[float, float]:
     """(c, α) of a key build's seconds per row, c + α log2 N, through the rungs' builds: a merge
-    sort's depth in log2 N, with the intercept for the depth a CPU cache sorts almost free (the
-    rungs' coefficient per N log2 N rises with N). One rung size, or a slope ≤ 0 the rungs' noise
-    made: the rungs' median per N log2 N, through the origin."""
+    sort's depth in log2 N, with the intercept for the depth a CPU cache sorts almost free. One
+    rung size, or a slope ≤ 0 the rungs' noise made: the rungs' median per N log2 N, through the
+    origin."""
     rows = np.array([r.rows for r in reps], float)
     per = np.array([r.post_s for r in reps], float) / rows
     if len(np.unique(rows)) >= 2 and per.max() > 0:
