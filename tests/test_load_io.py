@@ -54,3 +54,9 @@ def test_myrocks_counters_come_from_a_real_myrocks(tmp):
     r = _load(tmp, "rocksdb", "one-file-at-a-time", files)
     assert float(r["wal_bytes_per_row"]) > 0 and float(r["flush_bytes_per_row"]) >= 0
     assert r["innodb_misses_per_row"] in ("", "0.0", "0")
+
+
+def test_the_counters_load_io_reads_are_those_the_sampler_takes():
+    from catbench.core.server.tools import STATUS_COUNTERS
+    from catbench.report.views import ENGINE_COUNTERS
+    assert set(ENGINE_COUNTERS) <= set(STATUS_COUNTERS)

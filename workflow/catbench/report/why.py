@@ -1,13 +1,13 @@
 """Why a load is fast or slow, in words: what a row cost it on the target's device and in the
 server's CPU (``load_io.csv``), and, for a load that missed the buffer pool, its page misses at
-fio's 16 KiB page read on the same target (``storage.csv``): the share of its time they wait. For the fastest finished load of each target and variant and for the
-one-file-at-a-time protocol, which the 2017 study watched with iostat and top."""
+fio's 16 KiB page read on the same target (``storage.csv``): the share of its time they take.
+For the fastest finished load of each target and variant and for the one-file-at-a-time
+protocol, which the 2017 study watched with iostat and top."""
 
 from __future__ import annotations
 
 from .stats import fmt
 
-ONE_FILE = "one-file-at-a-time"
 MISSES_WORTH_SAYING = 0.05     # page misses a row below which a load is not called I/O bound
 
 
@@ -42,14 +42,15 @@ def _line(r: dict, x: dict, read_us: float | None) -> str:
     return f"{r['target']} ({r['variant']} table): {label} " + "; ".join(parts) + "."
 
 
-def why(io: list, loads: list, storage: list) -> list:
+def why(io: list, loads: list, storage: list, one_file: str) -> list:
+    """The lines of every target and variant; ``one_file``: the 2017 study's protocol's name."""
     by = {_key(r): r for r in io}
     out = []
     for tg, var in dict.fromkeys((r["target"], r["variant"]) for r in loads):
         mine = [r for r in loads if r["target"] == tg and r["variant"] == var and r.get("seconds")]
         done = [r for r in mine if not r.get("stopped") and not r.get("resumed")]
         shown = ([min(done, key=lambda r: r["seconds"])] if done else []) + \
-            [r for r in mine if r["strategy"] == ONE_FILE]
+            [r for r in mine if r["strategy"] == one_file]
         for r in {_key(r): r for r in shown}.values():
             if _key(r) in by:
                 out.append(_line(r, by[_key(r)], _page_read_us(storage, tg)))
