@@ -139,6 +139,10 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
         "dev_read_ios": [i * 10 for i in range(11)], "dev_write_ios": [i * 20 for i in range(11)],
         "server_user_s": [i * 0.4 for i in range(11)], "server_sys_s": [i * 0.1 for i in range(11)],
         "Handler_write": written, "Innodb_buffer_pool_reads": [i * 50 for i in range(11)]}), d / "samples.parquet")
+    ends = [1001.0, 1002.0, 1006.0, 1010.0]              # 250 rows a file: 250, 250, then 62.5 rows/s
+    pq.write_table(pa.table({"file": [f"f{i}" for i in range(4)], "rows": [250] * 4, "bytes": [7500] * 4,
+                             "start": [1000.0] + ends[:3], "end": ends,
+                             "cumulative_rows": [250, 500, 750, 1000]}), d / "trace.parquet")
     make_tables(run, report=REPORT)
     rows = {(r["target"], r["strategy"]): r for r in _rows(run / "tables" / "load_io.csv")}
     r = rows[("a", "one-file-at-a-time")]
@@ -149,9 +153,20 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
     assert float(r["innodb_misses_per_row"]) == pytest.approx(0.5)
     assert float(r["longest_stall_s"]) == pytest.approx(3.0)               # s 5, 6 and 7 wrote nothing
     assert float(r["stmt_p50_s"]) == pytest.approx(2.5)                    # 4 files in 10 s
+    curve = [c for c in _rows(run / "tables" / "load_curve.csv")
+             if (c["target"], c["strategy"], c["repetition"]) == ("a", "one-file-at-a-time", "0")]
+    assert len(curve) == 4                                 # per window (one file): the samples inside it
+    for c in curve:
+        per_s = float(c["rows_per_s"])
+        assert float(c["write_MBps"]) == pytest.approx(0.036) and float(c["read_iops"]) == pytest.approx(10)
+        assert float(c["write_kb_per_row"]) == pytest.approx(36_000 / per_s / 1024, rel=1e-3)
+        assert float(c["server_cpu_us_per_row"]) == pytest.approx(0.5e6 / per_s, rel=1e-3)
+        assert float(c["innodb_misses_per_row"]) == pytest.approx(50 / per_s, rel=1e-3)
     make_report(run, run / "report", report=REPORT)
     md = (run / "report" / "summary.md").read_text()
     assert "`one-file-at-a-time` wrote 0.352 KiB and read 0.16 KiB a row on the device (write amplification 10.0x" in md
+    assert ("past its collapse (table ÷ pool ≥ 0.029; medians of 2 windows in 1 repetition) a row cost 0.8 page misses, 0.16 "
+            "device reads and 0.562 KiB written, at 62.5 rows/s; the device read 10.0 requests/s") in md, md
 
 
 def test_compare_gives_ratios_b_over_a(tmp_path, capsys):

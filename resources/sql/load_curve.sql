@@ -11,6 +11,11 @@
 -- table at the first file's start); InnoDB extends files in steps of up to several MB, so
 -- early in a load it runs ahead of the data. Sorting time before the first file is not in
 -- the rate (load_time.csv has end-to-end seconds).
+-- Per window, the 2017 study's iostat view and the Insert Benchmark's cost per row: the
+-- device's MB/s and requests/s, and per row (at the window's rows_per_s) its KiB read and
+-- written, the server's CPU µs and InnoDB's buffer-pool misses; from the samples (load_samples)
+-- inside the window, first less last over their span; empty where the window holds fewer than
+-- two samples or the target has no device (tmpfs).
 WITH f AS (
     SELECT target, variant, engine, strategy, repetition, "end", rows, cumulative_rows,
            row_number() OVER (PARTITION BY target, variant, engine, strategy, repetition
@@ -30,7 +35,7 @@ anchors AS (   -- position 0 of every load: its start, no rows yet
 ),
 r AS (
     SELECT a.target, a.variant, a.engine, a.strategy, a.repetition, a.i, a.win, a.t0, a."end",
-           a.cumulative_rows,
+           a.cumulative_rows, b."end" AS w_start,
            (a.cumulative_rows - b.cumulative_rows) / nullif(a."end" - b."end", 0) AS rows_per_s
     FROM w AS a
     JOIN anchors AS b
@@ -59,6 +64,33 @@ bytes AS (
                 WHEN b_a IS NULL THEN b_b WHEN b_b IS NULL OR t_b <= t_a THEN b_a
                 ELSE b_a + (b_b - b_a) * ("end" - t_a) / (t_b - t_a) END AS tb
     FROM sized
+),
+c AS (
+    SELECT target, variant, engine, strategy, repetition, "time", dev_read_bytes, dev_write_bytes,
+           dev_read_ios, dev_write_ios, server_user_s + server_sys_s AS cpu_s,
+           Innodb_buffer_pool_reads AS misses
+    FROM load_samples
+),
+first_in AS (   -- the window's first sample
+    SELECT x.*, c."time" AS c0_t, c.dev_read_bytes AS c0_rb, c.dev_write_bytes AS c0_wb,
+           c.dev_read_ios AS c0_ri, c.dev_write_ios AS c0_wi, c.cpu_s AS c0_cpu, c.misses AS c0_m
+    FROM bytes AS x ASOF LEFT JOIN c
+      ON c.target = x.target AND c.variant = x.variant AND c.engine = x.engine AND c.strategy = x.strategy
+     AND c.repetition = x.repetition AND x.w_start <= c."time"
+),
+spanned AS (    -- and its last: the counters' span inside the window
+    SELECT x.*, c."time" - x.c0_t AS span,
+           c.dev_read_bytes - x.c0_rb AS d_rb, c.dev_write_bytes - x.c0_wb AS d_wb,
+           c.dev_read_ios - x.c0_ri AS d_ri, c.dev_write_ios - x.c0_wi AS d_wi,
+           c.cpu_s - x.c0_cpu AS d_cpu, c.misses - x.c0_m AS d_m
+    FROM first_in AS x ASOF LEFT JOIN c
+      ON c.target = x.target AND c.variant = x.variant AND c.engine = x.engine AND c.strategy = x.strategy
+     AND c.repetition = x.repetition AND x."end" >= c."time"
+),
+per AS (
+    SELECT *, CASE WHEN span > 0 THEN span END AS span_s,
+              CASE WHEN span > 0 THEN span * rows_per_s END AS span_rows
+    FROM spanned
 )
 SELECT
     x.target,
@@ -75,8 +107,16 @@ SELECT
     CAST(round(x.tb) AS BIGINT)                     AS file_bytes,
     l.buffer_pool_bytes,
     round(x.cumulative_rows * u.table_bytes / nullif(u.rows, 0) / nullif(l.buffer_pool_bytes, 0), 4)
-                                                    AS table_over_pool
-FROM bytes AS x
+                                                    AS table_over_pool,
+    round(x.d_rb / x.span_s / 1e6, 3)              AS read_MBps,
+    round(x.d_wb / x.span_s / 1e6, 3)              AS write_MBps,
+    round(x.d_ri / x.span_s, 1)                    AS read_iops,
+    round(x.d_wi / x.span_s, 1)                    AS write_iops,
+    round(x.d_rb / x.span_rows / 1024, 4)          AS read_kb_per_row,
+    round(x.d_wb / x.span_rows / 1024, 4)          AS write_kb_per_row,
+    round(x.d_cpu * 1e6 / x.span_rows, 3)          AS server_cpu_us_per_row,
+    round(x.d_m / x.span_rows, 5)                  AS innodb_misses_per_row
+FROM per AS x
 LEFT JOIN load_summaries AS l
        ON l.target = x.target AND l.variant = x.variant AND l.engine = x.engine AND l.strategy = x.strategy
 LEFT JOIN load_runs AS u

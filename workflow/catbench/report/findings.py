@@ -441,7 +441,7 @@ def _parts(t, thr: dict) -> tuple:
         ("Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM): the same strategy on each engine",
          engines(t.loads, t.collapse, thr)),
         ("Why: what a row cost on the device and the server's CPU (load_io.csv)",
-         why(t.load_io, t.loads, t.storage, ONE_FILE_AT_A_TIME)),
+         why(t, ONE_FILE_AT_A_TIME)),
         ("Table bytes per strategy", table_size(t.loads)),
         ("Best target and engine per query class (whole class per run: cold = after a restart)",
          queries(t.query_runs, thr)),

@@ -43,6 +43,7 @@ class Tables:
     prediction: list = field(default_factory=list)  # predict/prediction.json, a row per load
     prediction_validation: list = field(default_factory=list)
     load_io: list = field(default_factory=list)
+    curve: list = field(default_factory=list)       # load_curve
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None) -> Tables:
@@ -53,7 +54,8 @@ class Tables:
                    cluster=t.get("cluster_restart", []), cluster_load=t.get("cluster_load", []),
                    isolation=t.get("isolation", []), chunk_load_chunks=t.get("chunk_load_chunks", []),
                    query_chunks=t.get("query_chunks", []), prediction=t.get("prediction", []),
-                   prediction_validation=t.get("prediction_validation", []), load_io=t.get("load_io", []))
+                   prediction_validation=t.get("prediction_validation", []), load_io=t.get("load_io", []),
+                   curve=t.get("load_curve", []))
 
 
 # ---------------------------------------------------------------- formatting

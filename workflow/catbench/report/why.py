@@ -2,9 +2,12 @@
 server's CPU (``load_io.csv``), and, for a load that missed the buffer pool, its page misses at
 fio's 16 KiB page read on the same target (``storage.csv``): the share of its time they take.
 For the fastest finished load of each target and variant and for the one-file-at-a-time
-protocol, which the 2017 study watched with iostat and top."""
+protocol, which the 2017 study watched with iostat and top; past that protocol's collapse, what a
+row cost in the windows of ``load_curve.csv`` beyond it."""
 
 from __future__ import annotations
+
+from statistics import median
 
 from .stats import fmt
 
@@ -42,8 +45,33 @@ def _line(r: dict, x: dict, read_us: float | None) -> str:
     return f"{r['target']} ({r['variant']} table): {label} " + "; ".join(parts) + "."
 
 
-def why(io: list, loads: list, storage: list, one_file: str) -> list:
-    """The lines of every target and variant; ``one_file``: the 2017 study's protocol's name."""
+def _past(r: dict, curve: list, collapse: list, read_us: float | None) -> str:
+    """Past the half point of ``collapse``: the medians over the windows (every repetition) of
+    what a row cost, and of the device's requests and MB/s, as iostat showed them."""
+    half = next((c.get("half_table_over_pool") for c in collapse if _key(c) == _key(r)), None)
+    win = [c for c in curve if _key(c) == _key(r) and half is not None and c.get("rows_per_s")
+           and c.get("table_over_pool") is not None and c["table_over_pool"] >= half
+           and c.get("read_iops") is not None]
+    if not win:
+        return ""
+    m = {k: median(c[k] for c in win if c.get(k) is not None) if any(c.get(k) is not None for c in win)
+         else None for k in ("rows_per_s", "innodb_misses_per_row", "read_iops", "read_MBps", "write_MBps",
+                             "write_kb_per_row")}
+    reads, reps = m["read_iops"] / m["rows_per_s"], len({c["repetition"] for c in win})
+    share = (f"; at {fmt(read_us)} µs a page read its misses take {m['innodb_misses_per_row'] * read_us * m['rows_per_s'] / 1e6:.0%}"
+             f" of a row's {fmt(1e6 / m['rows_per_s'])} µs" if read_us and m["innodb_misses_per_row"] else "")
+    return (f"past its collapse (table ÷ pool ≥ {fmt(half)}; medians of {len(win)} windows in "
+            f"{reps} repetition{'s' if reps > 1 else ''}) a row cost "
+            f"{fmt(m['innodb_misses_per_row'])} page misses, {fmt(reads)} device reads and "
+            f"{fmt(m['write_kb_per_row'])} KiB written, at {fmt(m['rows_per_s'])} rows/s; the device read "
+            f"{fmt(m['read_iops'])} requests/s ({fmt(m['read_MBps'])} MB/s) and wrote {fmt(m['write_MBps'])} MB/s"
+            + share)
+
+
+def why(t, one_file: str) -> list:
+    """The lines of every target and variant of the final tables ``t`` (summary.Tables);
+    ``one_file``: the 2017 study's protocol's name."""
+    io, loads, storage = t.load_io, t.loads, t.storage
     by = {_key(r): r for r in io}
     out = []
     for tg, var in dict.fromkeys((r["target"], r["variant"]) for r in loads):
@@ -53,5 +81,8 @@ def why(io: list, loads: list, storage: list, one_file: str) -> list:
             [r for r in mine if r["strategy"] == one_file]
         for r in {_key(r): r for r in shown}.values():
             if _key(r) in by:
-                out.append(_line(r, by[_key(r)], _page_read_us(storage, tg)))
+                read_us = _page_read_us(storage, tg)
+                line = _line(r, by[_key(r)], read_us)
+                past = _past(r, t.curve, t.collapse, read_us) if r["strategy"] == one_file else ""
+                out.append(line[:-1] + "; " + past + "." if line and past else line)
     return [s for s in out if s]
