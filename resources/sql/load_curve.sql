@@ -14,8 +14,9 @@
 -- Per window, the 2017 study's iostat view and the Insert Benchmark's cost per row: the
 -- device's MB/s and requests/s, and per row (at the window's rows_per_s) its KiB read and
 -- written, the server's CPU µs and InnoDB's buffer-pool misses; from the samples (load_samples)
--- inside the window, first less last over their span; empty where the window holds fewer than
--- two samples or the target has no device (tmpfs).
+-- enclosing the window (the last at or before its start, the first at or after its end), last
+-- less first over their span: a window shorter than load.sample_interval_s shares its samples'
+-- figures with its neighbours. Empty where the target has no device (tmpfs).
 WITH f AS (
     SELECT target, variant, engine, strategy, repetition, "end", rows, cumulative_rows,
            row_number() OVER (PARTITION BY target, variant, engine, strategy, repetition
@@ -71,21 +72,21 @@ c AS (
            Innodb_buffer_pool_reads AS misses
     FROM load_samples
 ),
-first_in AS (   -- the window's first sample
+first_in AS (   -- the sample at or before the window's start
     SELECT x.*, c."time" AS c0_t, c.dev_read_bytes AS c0_rb, c.dev_write_bytes AS c0_wb,
            c.dev_read_ios AS c0_ri, c.dev_write_ios AS c0_wi, c.cpu_s AS c0_cpu, c.misses AS c0_m
     FROM bytes AS x ASOF LEFT JOIN c
       ON c.target = x.target AND c.variant = x.variant AND c.engine = x.engine AND c.strategy = x.strategy
-     AND c.repetition = x.repetition AND x.w_start <= c."time"
+     AND c.repetition = x.repetition AND x.w_start >= c."time"
 ),
-spanned AS (    -- and its last: the counters' span inside the window
+spanned AS (    -- and the one at or after its end: the counters' span over the window
     SELECT x.*, c."time" - x.c0_t AS span,
            c.dev_read_bytes - x.c0_rb AS d_rb, c.dev_write_bytes - x.c0_wb AS d_wb,
            c.dev_read_ios - x.c0_ri AS d_ri, c.dev_write_ios - x.c0_wi AS d_wi,
            c.cpu_s - x.c0_cpu AS d_cpu, c.misses - x.c0_m AS d_m
     FROM first_in AS x ASOF LEFT JOIN c
       ON c.target = x.target AND c.variant = x.variant AND c.engine = x.engine AND c.strategy = x.strategy
-     AND c.repetition = x.repetition AND x."end" >= c."time"
+     AND c.repetition = x.repetition AND x."end" <= c."time"
 ),
 per AS (
     SELECT *, CASE WHEN span > 0 THEN span END AS span_s,

@@ -45,7 +45,12 @@ def _line(r: dict, x: dict, read_us: float | None) -> str:
     return f"{r['target']} ({r['variant']} table): {label} " + "; ".join(parts) + "."
 
 
-def _past(r: dict, curve: list, collapse: list, read_us: float | None) -> str:
+def _page_write_MBps(storage: list, target: str) -> float | None:
+    """fio's median MB/s of 16 KiB page writes on ``target``: what the page cleaners can write."""
+    return next((r.get("MBps") for r in storage if r["target"] == target and r["test"] == "page-write"), None)
+
+
+def _past(r: dict, curve: list, collapse: list, read_us: float | None, write_MBps: float | None) -> str:
     """Past the half point of ``collapse``: the medians over the windows (every repetition) of
     what a row cost, and of the device's requests and MB/s, as iostat showed them."""
     half = next((c.get("half_table_over_pool") for c in collapse if _key(c) == _key(r)), None)
@@ -58,6 +63,8 @@ def _past(r: dict, curve: list, collapse: list, read_us: float | None) -> str:
          else None for k in ("rows_per_s", "innodb_misses_per_row", "read_iops", "read_MBps", "write_MBps",
                              "write_kb_per_row")}
     reads, reps = m["read_iops"] / m["rows_per_s"], len({c["repetition"] for c in win})
+    busy = (f", {m['write_MBps'] / write_MBps:.0%} of fio's 16 KiB page writes on it ({fmt(write_MBps)} MB/s)"
+            if write_MBps and m["write_MBps"] is not None else "")
     share = (f"; at {fmt(read_us)} µs a page read its misses take {m['innodb_misses_per_row'] * read_us * m['rows_per_s'] / 1e6:.0%}"
              f" of a row's {fmt(1e6 / m['rows_per_s'])} µs" if read_us and m["innodb_misses_per_row"] else "")
     return (f"past its collapse (table ÷ pool ≥ {fmt(half)}; medians of {len(win)} windows in "
@@ -65,7 +72,7 @@ def _past(r: dict, curve: list, collapse: list, read_us: float | None) -> str:
             f"{fmt(m['innodb_misses_per_row'])} page misses, {fmt(reads)} device reads and "
             f"{fmt(m['write_kb_per_row'])} KiB written, at {fmt(m['rows_per_s'])} rows/s; the device read "
             f"{fmt(m['read_iops'])} requests/s ({fmt(m['read_MBps'])} MB/s) and wrote {fmt(m['write_MBps'])} MB/s"
-            + share)
+            + busy + share)
 
 
 def why(t, one_file: str) -> list:
@@ -83,6 +90,7 @@ def why(t, one_file: str) -> list:
             if _key(r) in by:
                 read_us = _page_read_us(storage, tg)
                 line = _line(r, by[_key(r)], read_us)
-                past = _past(r, t.curve, t.collapse, read_us) if r["strategy"] == one_file else ""
+                past = _past(r, t.curve, t.collapse, read_us, _page_write_MBps(storage, tg)) \
+                    if r["strategy"] == one_file else ""
                 out.append(line[:-1] + "; " + past + "." if line and past else line)
     return [s for s in out if s]

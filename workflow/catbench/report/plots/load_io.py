@@ -53,14 +53,15 @@ def _over_load(curve: list, axes) -> bool:
     """The one-file-at-a-time protocol on InnoDB, one colour per target (its median repetition):
     per window of files, the rate and the device's reads (dotted) and writes (solid)."""
     pts = [r for r in curve if r["strategy"] == ONE_FILE_AT_A_TIME and (r.get("engine") or "innodb") == "innodb"
-           and _num(r.get("table_over_pool")) is not None and _num(r.get("write_MBps")) is not None]
+           and _num(r.get("table_over_pool")) is not None and _num(r.get("rows_per_s"))]
+    on_disk = {(r["target"], r["variant"]) for r in pts if _num(r.get("write_MBps")) is not None}
     col = colours(r["target"] for r in pts)
-    for tg, var in _order((r["target"], r["variant"]) for r in pts):
+    for tg, var in _order(k for k in ((r["target"], r["variant"]) for r in pts) if k in on_disk):
         line = _median_repetition([r for r in pts if (r["target"], r["variant"]) == (tg, var)])
         xs = [p["table_over_pool"] for p in line]
         for ax, (rd, wr, _, _) in zip(axes, OVER_LOAD):
             ax.plot(xs, [p[rd] for p in line], ":" if wr else "-", color=col[tg], lw=2,
-                    label=f"{tg} {var}" + (": read" if wr else ""))
+                    label=f"{tg} {var}: " + ("read" if wr else "rows/s"))
             if wr:
                 ax.plot(xs, [p[wr] for p in line], "-", color=col[tg], lw=2, label=f"{tg} {var}: written")
     for ax, (_, _, unit, title) in zip(axes, OVER_LOAD):
@@ -71,7 +72,7 @@ def _over_load(curve: list, axes) -> bool:
         ax.set_title(f"{ONE_FILE_AT_A_TIME}: {title}", fontsize=10)
         ax.yaxis.set_major_formatter(_si)
     axes[0].set_yscale("log")
-    return bool(pts)
+    return bool(on_disk)
 
 
 def draw(plt, io: list, curve: list, path: Path) -> bool:
