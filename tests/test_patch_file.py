@@ -140,6 +140,21 @@ def test_fluxes_in_njy_are_read_in_the_suites_unit_and_nan_as_null(tmp_path):
     assert got.other["flag"].type == pa.bool_()
 
 
+def test_ab_magnitudes_and_their_errors_are_read_as_fluxes(tmp_path):
+    cols = rows(200)
+    erg = cols["r_psfFlux"].copy()
+    mags = -2.5 * np.log10(erg) - 48.6
+    cols.update(r_psfFlux=mags, r_psfFluxErr=np.full(200, 0.1))
+    got = read(config([write(cols, tmp_path / "m.parquet")], flux_unit="mag",
+                      columns={**COLUMNS, "rFlux_PS_Sigma": "r_psfFluxErr"}))
+    assert np.allclose(got.other["rFlux_PS"].to_numpy(), erg, rtol=1e-5)
+    assert np.allclose(got.other["rFlux_PS_Sigma"].to_numpy(), erg * 0.1 * np.log(10) / 2.5, rtol=1e-5)
+    alone = {k: v for k, v in COLUMNS.items() if k != "rFlux_PS"}
+    with pytest.raises(ConfigError, match=r"columns.rFlux_PS_Sigma is a magnitude error \(flux_unit: mag\); its "
+                                          r"magnitude must be mapped too"):
+        config([tmp_path / "m.parquet"], flux_unit="mag", columns={**alone, "rFlux_PS_Sigma": "r_psfFluxErr"})
+
+
 def build(cfg):
     return pf.build_patch(cfg, read(cfg))
 
@@ -203,8 +218,8 @@ def _bad(tmp_path, case):
         fmt = "csv"
         cols["obj_id"] = cols["obj_id"].astype(str).astype(object)
         cols["obj_id"][41] = str(2**63)
-    elif case == "text column":
-        cols["name"] = np.array([f"o{i}" for i in range(600)])
+    elif case == "list column":
+        cols["name"] = pa.array([[i] for i in range(600)])
     elif case == "own name":
         cols["ra_PS"] = cols["coord_ra"]
     elif case in NAMES:
@@ -221,7 +236,7 @@ CASES = {  # case: what the message says (besides the file)
     "infinite dec": "row 42, column 'coord_dec' (catalog.patch.file.columns.dec): value inf is not finite",
     "repeated id": "row 8 and",
     "id over BIGINT": "row 42 (line 43), column 'obj_id' (catalog.patch.file.columns.objectId): value 9223372036854775808",
-    "text column": "column 'name' is string",
+    "list column": "column 'name' is list<item: int64>",
     "own name": "column 'ra_PS' has the name of catbench's own column",
     "SQL in a name": "column 'x` DOUBLE, `pwn' is not a name the chunk tables can take",
     "own name in capitals": "column 'OBJECTID' has the name of catbench's own column 'objectId'",
@@ -331,6 +346,7 @@ def test_every_stage_from_a_patch_file(tmp_path):
         cols["shape_xx"][::7] = np.nan
         cols["u_psfFlux"][[3, 300]] = [np.inf, -np.inf]
         cols["u_psfFlux"][5] = np.nan
+        cols["refBand"] = np.array(["g", "r\tz", "i\\N", "é☃", "NULL"] * 80)   # text, LOAD DATA's escapes in it
         first = {k: v[:250] for k, v in cols.items()}
         rest = {k: v[250:] for k, v in cols.items()}
         write(first, wd / "patch" / "a.parquet")
@@ -354,7 +370,8 @@ def test_every_stage_from_a_patch_file(tmp_path):
         assert sorted(obj["objectId"].to_numpy()[:400].tolist()) == sorted(cols["obj_id"].tolist())
         assert (obj["objectId"].to_numpy()[400:800] >> b == 1).all()
         chunk = next((res / "chunks" / "Object").glob("chunk_*[0-9].parquet"))
-        assert {"extendedness", "shape_xx", "iFlux_PS", "detect_isPrimary", "chunkId"} <= set(pq.read_schema(chunk).names)
+        assert {"extendedness", "shape_xx", "iFlux_PS", "detect_isPrimary", "refBand", "chunkId"} <= \
+            set(pq.read_schema(chunk).names)
         text = "".join(p.read_text() for p in (res / "chunks" / "Object").glob("chunk_*.tsv"))
         assert not re.search(r"(?:^|\t)(?:true|false|nan|NaN|-?inf)(?:\t|$)", text, re.M)   # 1/0 and \N only
         held = pq.read_table(res / "catalog" / "Object" / "part-00000.parquet", columns=["shape_xx", "uFlux_PS"])
@@ -371,6 +388,9 @@ def test_every_stage_from_a_patch_file(tmp_path):
                               "summary.json").read_text())
         assert summary["checksum_ok"] and summary["rows"] == n_obj
         assert (res / "report" / "index.html").is_file() and not server_procs(disk)
+        md = (res / "report" / "summary.md").read_text()
+        assert (f"The catalog came from your own patch (catalog.patch.file), duplicated over catalog.sky: 400 rows "
+                f"in 2 file(s), {wd / 'patch' / 'a.parquet'}, {wd / 'patch' / 'b.csv'}") in md
         # one digit of the CSV changed, its size and mtime kept (touch -r): seen by its content
         csv_path, st = wd / "patch" / "b.csv", (wd / "patch" / "b.csv").stat()
         text = csv_path.read_text()
@@ -399,3 +419,76 @@ def test_every_stage_from_a_patch_file(tmp_path):
     finally:
         kill_servers(disk)   # only this test's servers, by pid
         shutil.rmtree(disk, ignore_errors=True)
+
+
+# ---- the values of every column type, through a real chunk table -------------------------------
+
+TEXTS = ["i", "g\tx", "line\nbreak", "back\\slash", "\\N", "NULL", "é☃", "", None, "x" * pf.TEXT_WIDTH]
+
+
+@pytest.mark.server
+def test_every_column_type_a_survey_table_has_comes_back_from_a_chunk_table(tmp):
+    """Text (tabs, newlines, backslashes, the NULL marker as text, non-Latin, empty, NULL, the
+    widest), flags, NaN and ±inf floats, NULLs and uint16: read from a Parquet patch as the patch
+    reader does, written as the chunk files' text and loaded into a chunk table's DDL on a real
+    server; what comes back is the file's values, NaN and ±inf as NULL."""
+    from catbench.core.server.loaddata import Into, load_data
+    from catbench.core.server.process import Server
+    from catbench.prepare.rowtext import text_of
+    from catbench.query.chunk_tables import columns_ddl
+
+    n = len(TEXTS)
+    cols = rows(n)
+    cols.update(refBand=pa.array(TEXTS, pa.large_string()), detect_isPrimary=[k % 2 == 0 for k in range(n)],
+                nChild=pa.array(range(65530, 65530 + n), pa.uint16()),
+                refExtendedness=pa.array([np.nan, np.inf, -np.inf, None] + [0.5] * (n - 4), pa.float64()))
+    path = write(cols, tmp / "p.parquet")
+    got = read(config([path]))
+    table = got.other.select(["refBand", "detect_isPrimary", "nChild", "refExtendedness"])
+    assert got.non_finite == {"refExtendedness": 3} and table.schema.field("nChild").type == pa.int32()
+    (tmp / "t.tsv").write_text("\n".join(text_of(table, range(table.num_columns)).to_pylist()) + "\n")
+    with Server("types", tmp / "srv") as s:
+        conn = s.connect()
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE d")
+        cur.execute(f"CREATE TABLE d.t ({columns_ddl(table.schema)}) ENGINE=InnoDB")
+        assert load_data(conn, tmp / "t.tsv", n, Into("d", "t"), escaped=True) == n
+        cur.execute("SELECT refBand, detect_isPrimary, nChild, refExtendedness FROM d.t")
+        back = cur.fetchall()
+        conn.close()
+    assert [r[0] for r in back] == TEXTS
+    assert [r[1] for r in back] == [int(k % 2 == 0) for k in range(n)]
+    assert [r[2] for r in back] == list(range(65530, 65530 + n))
+    assert [r[3] for r in back] == [None] * 4 + [0.5] * (n - 4)
+
+
+def test_text_past_its_width_is_refused_naming_the_row(tmp_path):
+    cols = rows(30)
+    cols["refBand"] = ["r"] * 29 + ["y" * (pf.TEXT_WIDTH + 1)]
+    path = write(cols, tmp_path / "p.csv", "csv")
+    with pytest.raises(ConfigError, match=rf"{path}: column 'refBand' row 30 \(line 31\) holds 256 characters; "
+                                          rf"the chunk tables carry text of at most 255"):
+        config([path])
+
+
+def test_a_parse_reads_the_manifest_not_the_rows_until_a_file_changes(tmp_path, monkeypatch):
+    path = write(rows(500), tmp_path / "p.parquet")
+    raw = {"seed": 7, "catalog": {"patch": {"file": {"paths": [str(path)], "columns": COLUMNS}}, "sky": SKY,
+                                  "id_layout": "source", "sources_per_object": 2}}
+    first = validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    manifest = tmp_path / "results" / first["run"] / "catalog" / "patch" / "manifest.json"
+    assert json.loads(manifest.read_text())["objects"] == 500
+    real, reads = pf.read_rows, []
+    monkeypatch.setattr(pf, "read_rows", lambda *a: reads.append(a) or real(*a))
+    again = validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    assert reads == [] and again["catalog"]["patch"] == first["catalog"]["patch"]
+    st = path.stat()                    # the same size and mtime, another content: its ctime moved
+    cols = rows(500)
+    cols["obj_id"][0] += 1
+    write(cols, path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    assert len(reads) == 1
+    raw["catalog"]["patch"]["file"]["drop"] = ["shape_xx"]     # another section: read again
+    validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    assert len(reads) == 2

@@ -36,6 +36,8 @@ from ..core.infra.files import atomic_path
 from .arrays import arrow, call, cast, distinct, take
 
 NULL = "\\N"
+# text values as LOAD DATA's default ESCAPED BY '\\' reads them back (a value "\\N" stays text)
+ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"}
 TEXT = pa.large_string()
 META = b"catbench.text"
 # A catalog part's Parquet metadata when a copy is thinned (catalog._copy_sizes): the
@@ -99,6 +101,8 @@ def column_texts(table: pa.Table, columns: range) -> list[pa.Array]:
         col = df.get_column(name)
         if col.dtype == pl.Boolean:   # MySQL's BOOLEAN (TINYINT) reads 1/0, not true/false
             col = col.cast(pl.Int8)
+        elif col.dtype == pl.String:  # LOAD DATA's escapes: a tab, a newline, a backslash are data
+            col = col.str.replace_many(list(ESCAPES), list(ESCAPES.values()))
         text = col.cast(pl.String).fill_null(NULL).to_arrow()
         if isinstance(text, pa.ChunkedArray):
             text = text.combine_chunks()

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from ..core.index.table import DATABASE as INDEX_DATABASE
 from ..core.index.table import create_table as create_index_table
 from ..core.index.table import get_variant, load_files
+from ..core.infra.files import TEXT_WIDTH
 from ..core.infra.resources import split_statements
 from ..core.server.loaddata import Into, LoadError, line_count, load_data
 
@@ -29,7 +30,8 @@ log = logging.getLogger(__name__)
 DATABASE = "LSST"
 INDEX_TABLE = "objectId_index"  # this stage's index table, in core.index.table.DATABASE
 _TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.int16(): "SMALLINT", pa.int8(): "TINYINT",
-          pa.float64(): "DOUBLE", pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN"}
+          pa.float64(): "DOUBLE", pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN",
+          pa.string(): f"VARCHAR({TEXT_WIDTH}) CHARACTER SET utf8mb4"}
 # table kind -> (file folder, file suffix, keys)
 KINDS = {
     "Object": ("Object", "", "PRIMARY KEY (`objectId`), KEY `subChunkId` (`subChunkId`)"),

@@ -248,12 +248,12 @@ def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec):
     inp = collect(run)
     tabs, tdir = _tables(run, tables_dir, out, inp, report)
     tabs = {**tabs, **inp.prediction}   # predict/prediction.json, when this run was predicted
-    sections = summary_sections(tabs, inp.targets, report)
+    sections = summary_sections(tabs, inp.targets, report, own=inp.own)
     prov_text = _copy_texts(run, tdir, out, sections, inp)
     drawn = draw_all(tabs, out)
-    first = summary_sections(tabs, inp.targets, report, SECTIONS[:1])
-    head = summary_sections(tabs, inp.targets, report, SECTIONS[1:HEADLINE_SECTIONS])
-    rest = summary_sections(tabs, inp.targets, report, SECTIONS[HEADLINE_SECTIONS:])
+    first = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[:1])
+    head = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[1:HEADLINE_SECTIONS])
+    rest = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[HEADLINE_SECTIONS:])
     body = _answer_html(first, drawn, out)
     body += ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run),
              sections_html(head[1:]), "</section>"]

@@ -90,6 +90,7 @@ class RunInputs:
     files: list = field(default_factory=list)       # every file read
     present: set = field(default_factory=set)       # stages found
     prediction: dict = field(default_factory=dict)  # {"prediction", "prediction_validation", "prediction_curve": rows}
+    own: dict = field(default_factory=dict)         # the user's files read: {"index": sources.json, "patch": files.json}
 
     def rows(self, view: str) -> list:
         return self.views[view].to_pylist()
@@ -300,6 +301,17 @@ class _Reader:
                 raise MetricsError(f"{tp}: expected a JSON object (target description)")
             self.inp.targets[tp.stem] = doc
 
+    def own_files(self) -> None:
+        """What was read of the user's files: index/sources.json (index.source: file) and
+        catalog/patch/files.json (catalog.patch.file): each file's path, bytes, CRC-32, rows."""
+        for kind, path in (("index", self.run / "index" / "sources.json"),
+                           ("patch", self.run / "catalog" / "patch" / "files.json")):
+            if path.is_file():
+                doc = _json(self.used(path))
+                if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+                    raise MetricsError(f"{path}: expected a JSON object with the files read")
+                self.inp.own[kind] = doc
+
     def queries(self) -> None:
         for tdir in _subdirs(self.run / "queries"):
             for edir in _subdirs(tdir):
@@ -449,7 +461,7 @@ def collect(run_dir, require=()) -> RunInputs:
     if not run.is_dir():
         raise MetricsError(f"{run}: results directory does not exist")
     reader = _Reader(run)
-    for step in (reader.fio, reader.loads, reader.chunks, reader.metrics, reader.targets,
+    for step in (reader.fio, reader.loads, reader.chunks, reader.metrics, reader.targets, reader.own_files,
                  reader.queries, reader.restarts, reader.clusters, reader.isolation, reader.prediction):
         step()
     inp = reader.inp

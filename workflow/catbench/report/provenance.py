@@ -8,7 +8,6 @@ dropped, wherever it occurs.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 import re
@@ -166,10 +165,8 @@ def collect(run_dir, inputs=None) -> dict:
         "stages_present": sorted(inp.present),
         "metrics_files": len(inp.files),
     }
-    sources = Path(run_dir) / "index" / "sources.json"
-    if sources.is_file():   # index.source: file: each of the user's files (path, bytes, mtime, CRC-32, rows)
-        doc["index_sources"] = json.loads(sources.read_text())
-    patch = Path(run_dir) / "catalog" / "patch" / "files.json"
-    if patch.is_file():     # catalog.patch.file: each patch file (path, bytes, mtime, CRC-32, rows), the footprint
-        doc["patch_files"] = json.loads(patch.read_text())
+    if "index" in inp.own:   # index.source: file: each of the user's files (path, bytes, mtime, CRC-32, rows)
+        doc["index_sources"] = inp.own["index"]
+    if "patch" in inp.own:   # catalog.patch.file: each patch file (path, bytes, mtime, CRC-32, rows), the footprint
+        doc["patch_files"] = inp.own["patch"]
     return scrub(doc)

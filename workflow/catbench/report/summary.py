@@ -44,9 +44,10 @@ class Tables:
     prediction_validation: list = field(default_factory=list)
     load_io: list = field(default_factory=list)
     curve: list = field(default_factory=list)       # load_curve
+    own: dict = field(default_factory=dict)         # the user's files read (inputs.RunInputs.own)
 
     @classmethod
-    def of(cls, t: dict, targets: dict | None = None) -> Tables:
+    def of(cls, t: dict, targets: dict | None = None, own: dict | None = None) -> Tables:
         return cls(t.get("storage", []), t.get("load_time", []), t.get("load_rate", []),
                    t.get("queries", []), t.get("restart", []), t.get("chunks", []),
                    t.get("stages", []), targets or {}, t.get("load_collapse", []),
@@ -55,7 +56,7 @@ class Tables:
                    isolation=t.get("isolation", []), chunk_load_chunks=t.get("chunk_load_chunks", []),
                    query_chunks=t.get("query_chunks", []), prediction=t.get("prediction", []),
                    prediction_validation=t.get("prediction_validation", []), load_io=t.get("load_io", []),
-                   curve=t.get("load_curve", []))
+                   curve=t.get("load_curve", []), own=own or {})
 
 
 # ---------------------------------------------------------------- formatting
@@ -177,6 +178,14 @@ def _notes(t: Tables) -> list:
         notes.append(f"This run is index-only (index.source: {'file' if own else 'generate'}): its index input "
                      f"came {'from your own files' if own else 'straight from the catalog generator'}, so it has "
                      "no catalog, chunk or query results.")
+    for kind, what in (("patch", "The catalog came from your own patch (catalog.patch.file), duplicated over "
+                                 "catalog.sky"), ("index", "The index input came from your own files (index.file)")):
+        doc = t.own.get(kind)
+        if doc:
+            paths = [f["path"] for f in doc["files"]]
+            more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+            notes.append(f"{what}: {_num(doc.get('rows'))} rows in {len(paths)} file(s), "
+                         f"{', '.join(paths[:3])}{more} (their bytes and CRC-32 in provenance.json).")
     for stage, present in (("storage (fio)", t.storage), ("load", t.loads), ("query", t.queries),
                            ("restart", t.restart)):
         if not present:
@@ -447,10 +456,10 @@ SECTIONS = (answer, findings, prediction, checks, storage_load, load_rate, queri
 HEADLINE_SECTIONS = 4
 
 
-def summary_sections(t: dict, targets: dict | None, report: ReportSpec, sections=SECTIONS) -> list:
+def summary_sections(t: dict, targets: dict | None, report: ReportSpec, sections=SECTIONS, own=None) -> list:
     """Every section's blocks for the final tables ``t`` ({table: [row dicts]}); ``targets`` =
-    {name: targets/<name>.json}."""
-    view = Tables.of(t, targets)
+    {name: targets/<name>.json}; ``own``: the user's files read (inputs.RunInputs.own)."""
+    view = Tables.of(t, targets, own)
     return [block for sec in sections for block in sec(view, report)]
 
 

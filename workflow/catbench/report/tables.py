@@ -137,7 +137,7 @@ def make_tables(run_dir, out_dir=None, require=(), *, report: ReportSpec) -> dic
         write_csv(table, out / f"{name}.csv")
         written[name] = out / f"{name}.csv"
     rows = {**{n: t.to_pylist() for n, t in tables.items()}, **inp.prediction}
-    (out / "summary.md").write_text(to_markdown(summary_sections(rows, inp.targets, report),
+    (out / "summary.md").write_text(to_markdown(summary_sections(rows, inp.targets, report, own=inp.own),
                                                 f"catbench summary: {Path(run_dir).resolve().name}"))
     written["summary"] = out / "summary.md"
     prov = provenance.collect(run_dir, inp)

@@ -209,6 +209,7 @@ SOURCE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".ecsv
                   ".txt": "tsv"}
 COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
 ROLES = ("objectId", "ra", "dec")
+TEXT_WIDTH = 255   # characters a carried text column of a patch file holds (VARCHAR in the chunk tables)
 CSV_ROW_BYTES = 40   # a guess at a CSV row's size, for the plan only (Parquet counts exactly)
 _CRC_BLOCK = 8 << 20
 

@@ -42,7 +42,7 @@ def load_data(conn, path, rows: int, into: Into, *, what: str | None = None, esc
 
     cur = conn.cursor()
     cols = f" ({', '.join(f'`{c}`' for c in into.columns)})" if into.columns else ""
-    literal = " CHARACTER SET latin1" if not escaped else ""
+    literal = " CHARACTER SET latin1" if not escaped else " CHARACTER SET utf8mb4"   # escaped: catalog text
     escape = " ESCAPED BY ''" if not escaped else ""
     try:
         cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE `{into.database}`.`{into.table}`{literal} "

@@ -29,22 +29,25 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ...core.infra.config import ConfigError
-from ...core.infra.files import ROLES, Source, SourceError, atomic_path, check_columns, comment_lines, sources
+from ...core.infra.files import (ROLES, TEXT_WIDTH, Source, SourceError, atomic_path, check_columns,
+                                 comment_lines, sources)
 from ...core.sky.copies import MAX_COPIES, n_copies, n_places
 from ...core.infra.resources import resource
 from ..arrays import numpy
 from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
 from ..ids import source_bits
+from . import manifest
 from .index import Place, checked, duplicate_message, file_record
 
 KEY = "catalog.patch.file"
 NAMES = {"objectId": "objectId", "ra": "ra_PS", "dec": "decl_PS"}   # the catalog's names of the roles
 # Arrow types the chunk tables take (query/chunk_tables.py), and lossless widenings into them
-CARRIED = {pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.bool_()}
+CARRIED = {pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.bool_(), pa.string()}
 WIDER = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.float16(): pa.float32()}
 RESERVED = ("chunkId", "subChunkId")   # written by the partition stage
-# catalog.patch.file.flux_unit -> erg/s/cm^2/Hz, the unit of the suite's fluxToAbMag cuts
-FLUX_UNITS = {"erg": 1.0, "Jy": 1e-23, "nJy": 1e-32}
+# catalog.patch.file.flux_unit -> erg/s/cm^2/Hz, the unit of the suite's fluxToAbMag cuts; "mag": AB
+# magnitudes (and their errors), f = 10^(-(m + 48.6) / 2.5), σ_f = f σ_m ln(10) / 2.5
+FLUX_UNITS = {"erg": 1.0, "Jy": 1e-23, "nJy": 1e-32, "mag": None}
 
 
 def optional_columns() -> dict[str, pa.DataType]:
@@ -142,10 +145,9 @@ def _others(table: pa.Table, src: Source, section: dict, counts: dict) -> pa.Tab
         if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
             raise SourceError(f"{src.path}: column {cols[name]!r} ({KEY}.columns.{name}) is {arr.type}, "
                               "expected a numeric type")
-        arr = pc.cast(arr, to, safe=False)
-        if "Flux" in name and FLUX_UNITS[section["flux_unit"]] != 1.0:
-            arr = pc.multiply(arr, pa.scalar(FLUX_UNITS[section["flux_unit"]], to))
-        out.append(_finite_or_null(arr, name, counts))
+        if "Flux" in name:
+            arr = _in_erg(arr, name, table, cols, section["flux_unit"], src)
+        out.append(_finite_or_null(pc.cast(arr, to, safe=False), name, counts))
         fields.append(pa.field(name, to))
     taken = set(cols.values()) | set(section["drop"])
     seen = {n.lower(): (n, "catbench's own column") for n in (*NAMES.values(), *optional, *RESERVED)}
@@ -153,14 +155,49 @@ def _others(table: pa.Table, src: Source, section: dict, counts: dict) -> pa.Tab
         if f.name in taken:
             continue
         _check_name(f.name, src, seen)
-        to = WIDER.get(f.type, f.type)
+        to = pa.string() if _is_text(f.type) else WIDER.get(f.type, f.type)
         if to not in CARRIED:
-            raise SourceError(f"{src.path}: column {f.name!r} is {f.type}; the chunk tables carry integers, floats "
-                              f"and booleans: leave it out ({KEY}.drop) or map it ({KEY}.columns)")
-        out.append(_finite_or_null(pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name),
-                                   f.name, counts))
+            raise SourceError(f"{src.path}: column {f.name!r} is {f.type}; the chunk tables carry integers, floats, "
+                              f"booleans and text: leave it out ({KEY}.drop) or map it ({KEY}.columns)")
+        col = pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name)
+        if to == pa.string():
+            _short_text(col, f.name, src)
+        out.append(_finite_or_null(col, f.name, counts))
         fields.append(pa.field(f.name, to))
     return pa.Table.from_arrays(out, schema=pa.schema(fields))
+
+
+def _in_erg(arr, name: str, table: pa.Table, cols: dict, unit: str, src: Source):
+    """A mapped flux column in erg/s/cm^2/Hz (float64). A magnitude error needs its band's
+    magnitude, mapped too."""
+    arr = pc.cast(arr, pa.float64())
+    if FLUX_UNITS[unit] is not None:
+        return arr if FLUX_UNITS[unit] == 1.0 else pc.multiply(arr, FLUX_UNITS[unit])
+    mag = arr
+    if name.endswith("_Sigma"):
+        band = name.removesuffix("_Sigma")
+        if band not in cols:
+            raise SourceError(f"{src.path}: {KEY}.columns.{name} is a magnitude error (flux_unit: mag); its "
+                              f"magnitude must be mapped too ({KEY}.columns.{band})")
+        mag = pc.cast(table.column(cols[band]), pa.float64())
+    flux = pc.power(10.0, pc.divide(pc.add(mag, 48.6), -2.5))
+    return pc.multiply(pc.multiply(flux, arr), np.log(10) / 2.5) if name.endswith("_Sigma") else flux
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _short_text(col, name: str, src: Source):
+    """A text column's values fit the chunk tables' VARCHAR(TEXT_WIDTH): refused naming the
+    first longer value's row (a CSV's line: after its header and comment lines)."""
+    long = pc.greater(pc.utf8_length(col), TEXT_WIDTH)
+    if pc.any(long).as_py():
+        row = pc.index(long, True).as_py()
+        line = f" (line {row + 2 + comment_lines(src)})" if src.format != "parquet" else ""
+        raise SourceError(f"{src.path}: column {name!r} row {row + 1}{line} holds "
+                          f"{pc.utf8_length(col)[row].as_py()} characters; the chunk tables carry text of at most "
+                          f"{TEXT_WIDTH}: shorten it or leave the column out ({KEY}.drop)")
 
 
 def _finite_or_null(arr, name: str, counts: dict):
@@ -277,11 +314,13 @@ def check_unchanged(cfg: dict, rows: FileRows):
                           f"{p['ra_width_deg']:g} x {p['dec_height_deg']:g} deg then); run the workflow again")
 
 
-def resolve(cfg: dict) -> dict:
+def resolve(cfg: dict, results: Path | None = None) -> dict:
     """``cfg`` with the patch file's rows and extent in catalog.patch (objects,
     ra_width_deg, dec_height_deg), every row checked; the config unchanged without a file.
     Refused (ConfigError) before any work: a bad file, a query of the run reading a column
-    the file does not map, ids of ``id_layout: source`` over BIGINT."""
+    the file does not map, ids of ``id_layout: source`` over BIGINT. ``results`` (the
+    workflow's results folder): the rows are read only when the run's manifest there does not
+    describe the files as they are (manifest.py), and it is written then."""
     section = cfg["catalog"]["patch"]["file"]
     if not section["paths"]:
         return cfg
@@ -299,14 +338,20 @@ def resolve(cfg: dict) -> dict:
                                   f"mapped; map it to your file's column ({KEY}.columns.{missing[0]}: <name>) or "
                                   f"leave {q} out of queries.queries")
     try:
-        rows = read_rows(section, sources(section, key=KEY))
+        srcs = sources(section, key=KEY)
+        where = manifest.path_of(results, cfg) if results is not None else None
+        doc = manifest.read(where, cfg, srcs) if where is not None else None
+        if doc is None:
+            rows = read_rows(section, srcs)
+            doc = manifest.write(where, cfg, rows) if where is not None else \
+                {"objects": len(rows.ids), "ra_width_deg": rows.footprint.width,
+                 "dec_height_deg": rows.footprint.height, "max_id": int(rows.ids.max())}
     except SourceError as exc:
         raise ConfigError(str(exc)) from None
     out = copy.deepcopy(cfg)
-    out["catalog"]["patch"].update(objects=len(rows.ids), ra_width_deg=rows.footprint.width,
-                                   dec_height_deg=rows.footprint.height)
+    out["catalog"]["patch"].update({k: doc[k] for k in ("objects", "ra_width_deg", "dec_height_deg")})
     if out["catalog"]["id_layout"] == "source" and n_places(out["catalog"]) <= MAX_COPIES:  # else refused anyway
-        problem = source_bits(int(rows.ids.max()), n_copies(out["catalog"]))[1]
+        problem = source_bits(int(doc["max_id"]), n_copies(out["catalog"]))[1]
         if problem:
             raise ConfigError(problem)
     return out
