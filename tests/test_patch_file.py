@@ -236,7 +236,7 @@ CASES = {  # case: what the message says (besides the file)
     "infinite dec": "row 42, column 'coord_dec' (catalog.patch.file.columns.dec): value inf is not finite",
     "repeated id": "row 8 and",
     "id over BIGINT": "row 42 (line 43), column 'obj_id' (catalog.patch.file.columns.objectId): value 9223372036854775808",
-    "list column": "column 'name' is list<item: int64>",
+    "list column": "column 'name' is list<",
     "own name": "column 'ra_PS' has the name of catbench's own column",
     "SQL in a name": "column 'x` DOUBLE, `pwn' is not a name the chunk tables can take",
     "own name in capitals": "column 'OBJECTID' has the name of catbench's own column 'objectId'",
@@ -440,7 +440,7 @@ def test_every_column_type_a_survey_table_has_comes_back_from_a_chunk_table(tmp)
     n = len(TEXTS)
     cols = rows(n)
     cols.update(refBand=pa.array(TEXTS, pa.large_string()), detect_isPrimary=[k % 2 == 0 for k in range(n)],
-                nChild=pa.array(range(65530, 65530 + n), pa.uint16()),
+                nChild=pa.array(range(65535 - n + 1, 65536), pa.uint16()),
                 refExtendedness=pa.array([np.nan, np.inf, -np.inf, None] + [0.5] * (n - 4), pa.float64()))
     path = write(cols, tmp / "p.parquet")
     got = read(config([path]))
@@ -458,7 +458,7 @@ def test_every_column_type_a_survey_table_has_comes_back_from_a_chunk_table(tmp)
         conn.close()
     assert [r[0] for r in back] == TEXTS
     assert [r[1] for r in back] == [int(k % 2 == 0) for k in range(n)]
-    assert [r[2] for r in back] == list(range(65530, 65530 + n))
+    assert [r[2] for r in back] == list(range(65535 - n + 1, 65536))
     assert [r[3] for r in back] == [None] * 4 + [0.5] * (n - 4)
 
 
@@ -484,7 +484,7 @@ def test_a_parse_reads_the_manifest_not_the_rows_until_a_file_changes(tmp_path, 
     assert reads == [] and again["catalog"]["patch"] == first["catalog"]["patch"]
     st = path.stat()                    # the same size and mtime, another content: its ctime moved
     cols = rows(500)
-    cols["obj_id"][0] += 1
+    cols["obj_id"][0] = cols["obj_id"].max() + 1
     write(cols, path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
