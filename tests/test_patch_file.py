@@ -6,6 +6,7 @@ a changed file detected; and every stage run from such a patch on a real server.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -333,7 +334,8 @@ def test_preset_validates_on_a_users_files(tmp_path):
 @pytest.mark.slow
 @pytest.mark.server
 def test_every_stage_from_a_patch_file(tmp_path):
-    """A Parquet and a CSV file of one patch (tract/patch-packed ids, ra across 0): the
+    """A Rubin-like Parquet file (nJy fluxes, a flag, NaN, ±inf, NULL, uint16, text), a CSV and
+    a Gaia-style ECSV .csv.gz of one patch (tract/patch-packed ids, ra across 0): the
     catalog, partition, index loads and the query suite on MySQL and DuckDB (answers equal),
     tables and report; the file's ids kept in copy 0, its extra columns in the chunk tables,
     its path, bytes and CRC-32 in the provenance. Then a bad row: refused before any job."""
@@ -346,14 +348,20 @@ def test_every_stage_from_a_patch_file(tmp_path):
         cols["shape_xx"][::7] = np.nan
         cols["u_psfFlux"][[3, 300]] = [np.inf, -np.inf]
         cols["u_psfFlux"][5] = np.nan
-        cols["refBand"] = np.array(["g", "r\tz", "i\\N", "é☃", "NULL"] * 80)   # text, LOAD DATA's escapes in it
-        first = {k: v[:250] for k, v in cols.items()}
-        rest = {k: v[250:] for k, v in cols.items()}
+        cols["refBand"] = np.array(["g", "r\tz", "i\\N", "é☃", "y"] * 80)   # text, LOAD DATA's escapes in it
+        cols["nChild"] = np.arange(400, dtype=np.uint16)                     # an unsigned count
+        cols["refExtendedness"] = pa.array([None if k % 9 == 0 else 0.5 for k in range(400)], pa.float64())
+        cols.update({f"{b}_psfFlux": cols[f"{b}_psfFlux"] * 1e32 for b in "ugrizy"})   # nJy, as Rubin's
+        first = {k: v[:200] for k, v in cols.items()}
         write(first, wd / "patch" / "a.parquet")
-        write(rest, wd / "patch" / "b.csv", "csv")
+        write({k: v[200:300] for k, v in cols.items()}, wd / "patch" / "b.csv", "csv")
+        ecsv = write({k: v[300:] for k, v in cols.items()}, tmp_path / "c.csv", "csv").read_text()
+        (wd / "patch" / "c.csv.gz").write_bytes(gzip.compress(   # Gaia's distribution: ECSV, gzip
+            ("# %ECSV 1.0\n# ---\n# delimiter: ','\n# datatype: []\n" + ecsv).encode()))
         cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
         cfg.update(run="pf", stages=["load_index", "queries"], targets={"disk": {"path": str(disk)}})
-        cfg["catalog"].update(patch={"file": {"paths": ["patch/a.parquet", "patch/b.csv"], "columns": COLUMNS}},
+        cfg["catalog"].update(patch={"file": {"paths": ["patch/a.parquet", "patch/b.csv", "patch/c.csv.gz"],
+                                              "columns": COLUMNS, "flux_unit": "nJy"}},
                               id_layout="source", sky={"ra_min_deg": 0, "ra_max_deg": 6, "dec_min_deg": -2,
                                                        "dec_max_deg": 2})
         cfg["load"].update(lookup_count=200)
@@ -381,16 +389,16 @@ def test_every_stage_from_a_patch_file(tmp_path):
         assert "HV1" in (res / "tables" / "queries.csv").read_text() and f"n={n_obj}" in \
             (res / "tables" / "queries.csv").read_text()
         prov = json.loads((res / "tables" / "provenance.json").read_text())["patch_files"]
-        assert [f["rows"] for f in prov["files"]] == [250, 150] and all(f["crc32"] for f in prov["files"])
-        # the Parquet file's 36 NaN; the CSV's "nan" reads as NULL already (Arrow's null markers)
-        assert prov["non_finite_as_null"] == {"uFlux_PS": 3, "shape_xx": 36}
+        assert [f["rows"] for f in prov["files"]] == [200, 100, 100] and all(f["crc32"] for f in prov["files"])
+        # the Parquet file's 29 NaN; the CSV's "nan" reads as NULL already (Arrow's null markers)
+        assert prov["non_finite_as_null"] == {"uFlux_PS": 3, "shape_xx": 29}
         summary = json.loads((res / "load" / "disk" / "bigint" / "innodb" / "one-file-at-a-time" /
                               "summary.json").read_text())
         assert summary["checksum_ok"] and summary["rows"] == n_obj
         assert (res / "report" / "index.html").is_file() and not server_procs(disk)
         md = (res / "report" / "summary.md").read_text()
         assert (f"The catalog came from your own patch (catalog.patch.file), duplicated over catalog.sky: 400 rows "
-                f"in 2 file(s), {wd / 'patch' / 'a.parquet'}, {wd / 'patch' / 'b.csv'}") in md
+                f"in 3 file(s), {wd / 'patch' / 'a.parquet'}, {wd / 'patch' / 'b.csv'}, {wd / 'patch' / 'c.csv.gz'}") in md
         # one digit of the CSV changed, its size and mtime kept (touch -r): seen by its content
         csv_path, st = wd / "patch" / "b.csv", (wd / "patch" / "b.csv").stat()
         text = csv_path.read_text()
@@ -492,3 +500,14 @@ def test_a_parse_reads_the_manifest_not_the_rows_until_a_file_changes(tmp_path, 
     raw["catalog"]["patch"]["file"]["drop"] = ["shape_xx"]     # another section: read again
     validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
     assert len(reads) == 2
+
+
+def test_one_catalog_in_two_formats_is_one_schema_and_a_real_difference_refused(tmp_path):
+    a, b = rows(300, seed=1), rows(300, seed=2)
+    b["obj_id"] = b["obj_id"] + (1 << 56)
+    a["nChild"], b["nChild"] = np.arange(300, dtype=np.uint16), np.arange(300, dtype=np.int64)
+    got = read(config([write(a, tmp_path / "a.parquet"), write(b, tmp_path / "b.csv", "csv")]))
+    assert got.other.schema.field("nChild").type == pa.int64() and got.other.num_rows == 600
+    b["nChild"] = np.arange(300) + 0.5                   # a float where the other file has an integer
+    with pytest.raises(ConfigError, match=r"b.csv: its other columns .* differ from .*a.parquet's"):
+        config([tmp_path / "a.parquet", write(b, tmp_path / "b.csv", "csv")])

@@ -244,19 +244,42 @@ def read_rows(section: dict, srcs: list[Source]) -> FileRows:
         got = [checked(b, Place(src, first_b + 1, roles, KEY))
                for b, first_b in zip(batch, np.cumsum([0] + [b.num_rows for b in batch]))] if batch else []
         parts += got
-        other = _others(table, src, section, non_finite)
-        if others and other.schema != others[0].schema:
-            raise SourceError(f"{src.path}: its other columns {other.schema.names} (types "
-                              f"{[str(t) for t in other.schema.types]}) differ from {srcs[0].path}'s "
-                              f"{others[0].schema.names} ({[str(t) for t in others[0].schema.types]})")
-        others.append(other)
+        others.append(_others(table, src, section, non_finite))
         files.append(file_record(src, before, table.num_rows))
         first += table.num_rows
     if not first:
         raise SourceError(f"config key '{KEY}.paths': its {len(srcs)} file(s) hold no rows (the first: {srcs[0].path})")
     ids, ra, dec = (np.concatenate([p[k] for p in parts]) for k in range(3))
     _no_duplicates(ids, files, roles["objectId"])
-    return FileRows(ids, ra, dec, pa.concat_tables(others), files, footprint(ra, dec, srcs[0].path), non_finite)
+    return FileRows(ids, ra, dec, pa.concat_tables(_one_schema(others, srcs)), files,
+                    footprint(ra, dec, srcs[0].path), non_finite)
+
+
+def _wider(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type holding both without loss: the wider of two integers or of two floats."""
+    if a == b:
+        return a
+    for kind in (pa.types.is_integer, pa.types.is_floating):
+        if kind(a) and kind(b):
+            return a if a.bit_width >= b.bit_width else b
+    return None
+
+
+def _one_schema(others: list[pa.Table], srcs: list[Source]) -> list[pa.Table]:
+    """Every file's other columns in one schema: the same names in the same order, an integer
+    (or float) column at the widest width any file has it (a Parquet uint16 and a CSV's int64
+    are one column); other differences refused naming both files."""
+    first = others[0].schema
+    types = list(first.types)
+    for t, src in zip(others[1:], srcs[1:]):
+        wider = [_wider(a, b) for a, b in zip(types, t.schema.types)] if t.schema.names == first.names else [None]
+        if None in wider:
+            raise SourceError(f"{src.path}: its other columns {t.schema.names} (types "
+                              f"{[str(x) for x in t.schema.types]}) differ from {srcs[0].path}'s "
+                              f"{first.names} ({[str(x) for x in first.types]})")
+        types = wider
+    schema = pa.schema([pa.field(n, ty) for n, ty in zip(first.names, types)])
+    return [t if t.schema == schema else t.cast(schema) for t in others]
 
 
 def _no_duplicates(ids: np.ndarray, files: list[dict], column: str):
