@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -28,60 +27,9 @@ from catbench.prepare import catalog as cat_mod
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.ids import IdLayout
 from catbench.prepare.own import patch as pf
+from support.patchfiles import COLUMNS, SKY, config, read, rows, write
 from support.paths import REPO, snakemake
 from support.servers import kill_servers, server_procs
-
-COLUMNS = {"objectId": "obj_id", "ra": "coord_ra", "dec": "coord_dec",
-           **{f"{b}Flux_PS": f"{b}_psfFlux" for b in "ugrizy"}}
-SKY = {"ra_min_deg": 0, "ra_max_deg": 12, "dec_min_deg": -3, "dec_max_deg": 3}
-
-
-def packed_ids(ra, dec) -> np.ndarray:
-    """An LSST-style 64-bit packing: tract (10 x 10 deg) << 48 | patch (1 x 1 deg) << 40 | sequence,
-    the rows in pipeline order (a patch's objects together)."""
-    tract = (np.floor(ra / 10) * 18 + np.floor((dec + 90) / 10)).astype(np.int64)
-    patch = (np.floor(ra % 10) * 10 + np.floor((dec + 90) % 10)).astype(np.int64)
-    cell = (tract << 8) | patch
-    seq = np.zeros(len(ra), np.int64)
-    order = np.argsort(cell, kind="stable")
-    _, first, counts = np.unique(cell[order], return_index=True, return_counts=True)
-    seq[order] = np.arange(len(ra)) - np.repeat(first, counts)
-    return (tract << 48) | (patch << 40) | seq
-
-
-def rows(n: int, ra_lo=-1.0, ra_hi=1.0, dec_lo=-1.0, dec_hi=1.0, seed=5) -> dict:
-    """A patch's columns under the user's names: ra across 0/360, fluxes, a carried int and float."""
-    rng = np.random.default_rng(seed)
-    ra = np.mod(rng.uniform(ra_lo, ra_hi, n), 360.0)
-    dec = rng.uniform(dec_lo, dec_hi, n)
-    flux = 10 ** (-(rng.uniform(18, 24, (n, 6)) + 48.6) / 2.5)
-    cols = {"coord_dec": dec, "obj_id": packed_ids(ra, dec), "coord_ra": ra}
-    cols.update({f"{b}_psfFlux": flux[:, k] for k, b in enumerate("ugrizy")})
-    cols.update(extendedness=rng.integers(0, 2, n).astype(np.int64), shape_xx=rng.normal(1, 0.1, n))
-    return cols
-
-
-def write(cols: dict, path: Path, fmt: str = "parquet") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    t = pa.table(cols)
-    if fmt == "parquet":
-        pq.write_table(t, path)
-    else:
-        pcsv.write_csv(t, path, pcsv.WriteOptions(delimiter="\t" if fmt == "tsv" else ","))
-    return path
-
-
-def config(paths, stages=(), columns=COLUMNS, id_layout="source", sky=SKY, **extra) -> dict:
-    return validate({"seed": 7, "stages": list(stages),
-                     "catalog": {"patch": {"file": {"paths": [str(p) for p in paths], "columns": columns, **extra}},
-                                 "sky": sky, "id_layout": id_layout, "sources_per_object": 2},
-                     "partition": {"index_files": 4}}, resolve=pf.resolve)
-
-
-def read(cfg: dict) -> pf.FileRows:
-    section = cfg["catalog"]["patch"]["file"]
-    return pf.read_rows(section, pf.sources(section, key=pf.KEY))
-
 
 # ---- the footprint ------------------------------------------------------------------------------
 
@@ -139,21 +87,6 @@ def test_fluxes_in_njy_are_read_in_the_suites_unit_and_nan_as_null(tmp_path):
     assert np.allclose(got.other["gFlux_PS"].to_numpy(), erg, rtol=1e-12)
     assert got.other["shape_xx"].null_count == 2 and got.non_finite == {"shape_xx": 2}
     assert got.other["flag"].type == pa.bool_()
-
-
-def test_ab_magnitudes_and_their_errors_are_read_as_fluxes(tmp_path):
-    cols = rows(200)
-    erg = cols["r_psfFlux"].copy()
-    mags = -2.5 * np.log10(erg) - 48.6
-    cols.update(r_psfFlux=mags, r_psfFluxErr=np.full(200, 0.1))
-    got = read(config([write(cols, tmp_path / "m.parquet")], flux_unit="mag",
-                      columns={**COLUMNS, "rFlux_PS_Sigma": "r_psfFluxErr"}))
-    assert np.allclose(got.other["rFlux_PS"].to_numpy(), erg, rtol=1e-5)
-    assert np.allclose(got.other["rFlux_PS_Sigma"].to_numpy(), erg * 0.1 * np.log(10) / 2.5, rtol=1e-5)
-    alone = {k: v for k, v in COLUMNS.items() if k != "rFlux_PS"}
-    with pytest.raises(ConfigError, match=r"columns.rFlux_PS_Sigma is a magnitude error \(flux_unit: mag\); its "
-                                          r"magnitude must be mapped too"):
-        config([tmp_path / "m.parquet"], flux_unit="mag", columns={**alone, "rFlux_PS_Sigma": "r_psfFluxErr"})
 
 
 def build(cfg):
@@ -427,87 +360,3 @@ def test_every_stage_from_a_patch_file(tmp_path):
     finally:
         kill_servers(disk)   # only this test's servers, by pid
         shutil.rmtree(disk, ignore_errors=True)
-
-
-# ---- the values of every column type, through a real chunk table -------------------------------
-
-TEXTS = ["i", "g\tx", "line\nbreak", "back\\slash", "\\N", "NULL", "é☃", "", None, "x" * pf.TEXT_WIDTH]
-
-
-@pytest.mark.server
-def test_every_column_type_a_survey_table_has_comes_back_from_a_chunk_table(tmp):
-    """Text (tabs, newlines, backslashes, the NULL marker as text, non-Latin, empty, NULL, the
-    widest), flags, NaN and ±inf floats, NULLs and uint16: read from a Parquet patch as the patch
-    reader does, written as the chunk files' text and loaded into a chunk table's DDL on a real
-    server; what comes back is the file's values, NaN and ±inf as NULL."""
-    from catbench.core.server.loaddata import Into, load_data
-    from catbench.core.server.process import Server
-    from catbench.prepare.rowtext import text_of
-    from catbench.query.chunk_tables import columns_ddl
-
-    n = len(TEXTS)
-    cols = rows(n)
-    cols.update(refBand=pa.array(TEXTS, pa.large_string()), detect_isPrimary=[k % 2 == 0 for k in range(n)],
-                nChild=pa.array(range(65535 - n + 1, 65536), pa.uint16()),
-                refExtendedness=pa.array([np.nan, np.inf, -np.inf, None] + [0.5] * (n - 4), pa.float64()))
-    path = write(cols, tmp / "p.parquet")
-    got = read(config([path]))
-    table = got.other.select(["refBand", "detect_isPrimary", "nChild", "refExtendedness"])
-    assert got.non_finite == {"refExtendedness": 3} and table.schema.field("nChild").type == pa.int32()
-    (tmp / "t.tsv").write_text("\n".join(text_of(table, range(table.num_columns)).to_pylist()) + "\n")
-    with Server("types", tmp / "srv") as s:
-        conn = s.connect()
-        cur = conn.cursor()
-        cur.execute("CREATE DATABASE d")
-        cur.execute(f"CREATE TABLE d.t ({columns_ddl(table.schema)}) ENGINE=InnoDB")
-        assert load_data(conn, tmp / "t.tsv", n, Into("d", "t"), escaped=True) == n
-        cur.execute("SELECT refBand, detect_isPrimary, nChild, refExtendedness FROM d.t")
-        back = cur.fetchall()
-        conn.close()
-    assert [r[0] for r in back] == TEXTS
-    assert [r[1] for r in back] == [int(k % 2 == 0) for k in range(n)]
-    assert [r[2] for r in back] == list(range(65535 - n + 1, 65536))
-    assert [r[3] for r in back] == [None] * 4 + [0.5] * (n - 4)
-
-
-def test_text_past_its_width_is_refused_naming_the_row(tmp_path):
-    cols = rows(30)
-    cols["refBand"] = ["r"] * 29 + ["y" * (pf.TEXT_WIDTH + 1)]
-    path = write(cols, tmp_path / "p.csv", "csv")
-    with pytest.raises(ConfigError, match=rf"{path}: column 'refBand' row 30 \(line 31\) holds 256 characters; "
-                                          rf"the chunk tables carry text of at most 255"):
-        config([path])
-
-
-def test_a_parse_reads_the_manifest_not_the_rows_until_a_file_changes(tmp_path, monkeypatch):
-    path = write(rows(500), tmp_path / "p.parquet")
-    raw = {"seed": 7, "catalog": {"patch": {"file": {"paths": [str(path)], "columns": COLUMNS}}, "sky": SKY,
-                                  "id_layout": "source", "sources_per_object": 2}}
-    first = validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
-    manifest = tmp_path / "results" / first["run"] / "catalog" / "patch" / "manifest.json"
-    assert json.loads(manifest.read_text())["objects"] == 500
-    real, reads = pf.read_rows, []
-    monkeypatch.setattr(pf, "read_rows", lambda *a: reads.append(a) or real(*a))
-    again = validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
-    assert reads == [] and again["catalog"]["patch"] == first["catalog"]["patch"]
-    st = path.stat()                    # the same size and mtime, another content: its ctime moved
-    cols = rows(500)
-    cols["obj_id"][0] = cols["obj_id"].max() + 1
-    write(cols, path)
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
-    assert len(reads) == 1
-    raw["catalog"]["patch"]["file"]["drop"] = ["shape_xx"]     # another section: read again
-    validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
-    assert len(reads) == 2
-
-
-def test_one_catalog_in_two_formats_is_one_schema_and_a_real_difference_refused(tmp_path):
-    a, b = rows(300, seed=1), rows(300, seed=2)
-    b["obj_id"] = b["obj_id"] + (1 << 56)
-    a["nChild"], b["nChild"] = np.arange(300, dtype=np.uint16), np.arange(300, dtype=np.int64)
-    got = read(config([write(a, tmp_path / "a.parquet"), write(b, tmp_path / "b.csv", "csv")]))
-    assert got.other.schema.field("nChild").type == pa.int64() and got.other.num_rows == 600
-    b["nChild"] = np.arange(300) + 0.5                   # a float where the other file has an integer
-    with pytest.raises(ConfigError, match=r"b.csv: its other columns .* differ from .*a.parquet's"):
-        config([tmp_path / "a.parquet", write(b, tmp_path / "b.csv", "csv")])
