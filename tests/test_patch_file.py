@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -342,6 +343,10 @@ def test_every_stage_from_a_patch_file(tmp_path):
         out = r.stdout + r.stderr
         assert r.returncode == 0 and f"{csv_path} changed (its content: CRC-32" in out and "catalog_patch" in out, \
             out[-3000:]
+        r = snakemake(wd, cfgfile, "--cores", "2", "results/pf/catalog/patch/files.json")   # and made again
+        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+        record = json.loads((res / "catalog" / "patch" / "files.json").read_text())["files"]
+        assert [f["crc32"] for f in record if f["path"] == str(csv_path)] == [zlib.crc32(csv_path.read_bytes())]
         csv_path.write_text(text)
         # the Parquet file written again: named as changed, and the catalog made again from it
         write(first, wd / "patch" / "a.parquet")
