@@ -34,3 +34,59 @@ def test_a_new_module_is_a_new_name(tmp_path, monkeypatch):
     (kinds / "odd.py").write_text('KIND = "odd"\n')
     with pytest.raises(registries.RegistryError, match="odd.py: KIND must be a string and ORDER an integer"):
         registries.declared(kinds, "KIND")
+
+
+TOY = '''"""A toy strategy: sorted's load under another name, with facts of its own."""
+
+from .base import Fit, Strategy
+from .sorted_keys import load
+
+NAME = "toy"
+ORDER = 99
+
+STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": Fit(70.0, 90.0), "bigint": Fit(40.0, 50.0)},
+                    scratch_copies=3, steady=True, in_file_order=False)
+'''
+CHECK = '''
+import sys
+from pathlib import Path
+import catbench
+assert catbench.__file__.startswith(sys.argv[1]), catbench.__file__
+from catbench.core.infra.config import validate
+from catbench.core.infra.jobs import plan
+from catbench.load import estimate as est
+from catbench.load.strategies import get_strategy, load_pairs
+from catbench.predict.scale import form_of
+from support.predict import rung_rep
+cfg = validate({"load": {"strategies": ["toy", "one-file-at-a-time"], "variants": ["char28", "bigint"]}})
+assert est.MODEL[("char28", "toy")].peak == 90.0 and "toy" in est.STEADY
+need = est.estimate(cfg, Path(sys.argv[2]))
+text = "\\n".join(est.lines(need, jobs=True))
+assert "char28/innodb/toy" in text, text
+pairs = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"])[0]
+assert plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs])["jobs"] > 0
+key = ("disk", "char28", "innodb", "toy", "random")
+assert form_of(key, [rung_rep(10**6, 6e6, "r", key=key, in_file_order=get_strategy("toy").in_file_order)]) == "steady"
+print("toy strategy: valid")
+'''
+
+
+def test_a_toy_strategy_is_its_module_alone(tmp_path):
+    """A copy of the package with one more strategy module, nothing else touched: the schema
+    takes its name, the estimate its bytes per row, scratch and steadiness, the plan its job,
+    and the prediction its regime from its fact (as summary.json carries it)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from support.paths import REPO
+
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "workflow", repo / "workflow", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (repo / "resources").symlink_to(REPO / "resources")
+    (repo / "workflow" / "catbench" / "load" / "strategies" / "toy.py").write_text(TOY)
+    env = {**os.environ, "PYTHONPATH": f"{repo / 'workflow'}{os.pathsep}{REPO / 'tests'}"}
+    r = subprocess.run([sys.executable, "-c", CHECK, str(repo), str(tmp_path / "results")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "toy strategy: valid" in r.stdout, r.stdout + r.stderr

@@ -90,12 +90,11 @@ def test_parts_merged_are_the_single_jobs_bytes(tmp_path):
 
 # ---- the estimate -----------------------------------------------------------------------------
 
-def test_model_covers_every_variant_and_strategy_and_the_registrys_scratch():
+def test_model_covers_every_variant_and_strategy():
     strategies = SCHEMA["properties"]["load"]["properties"]["strategies"]["items"]["enum"]
     variants = SCHEMA["properties"]["load"]["properties"]["variants"]["items"]["enum"]
     assert set(est.MODEL) == {(v, s) for v in variants for s in strategies}
     assert all(f.peak >= f.table > 0 for f in est.MODEL.values())
-    assert {n: s.scratch_copies for n, s in REGISTRY.items() if s.scratch_copies} == est.SCRATCH_COPIES
 
 
 def test_estimate_grows_with_the_knob_and_reads_a_written_manifest(tmp_path):

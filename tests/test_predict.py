@@ -104,7 +104,7 @@ def test_a_sorted_load_is_steady_with_its_sort_as_n_log_n_and_a_spill_pass_at_n(
     # the sort: 150 ns per N log2 N before the first row; rows appended at 3 µs each
     def rung(n, rep):
         return rung_rep(n, n * 12, f"r{n}", rep, curve=RateCurve("steady", 3e-6), sorts=True,
-                    key=("disk", "char28", "innodb", "sorted", "random"), pre_s=1.5e-7 * n * np.log2(n),
+                    key=("disk", "char28", "innodb", "sorted", "random"), in_file_order=False, pre_s=1.5e-7 * n * np.log2(n),
                     sort_memory=2**40)
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
     in_memory = predict(reps, Target(1e10, 128 * 2**30, sort_memory=2**50), OPTS)
@@ -121,7 +121,7 @@ def test_a_key_builds_cost_per_row_grows_with_log_n_past_the_depth_a_cache_sorts
     # worth), rows appended at 2 µs each; the median per N log2 N of the rungs misses it at 10^10
     def rung(n, rep):
         return rung_rep(n, n * 12, f"r{n}", rep, curve=RateCurve("steady", 2e-6),
-                        key=("disk", "bigint", "myisam", "deferred-pk", "random"),
+                        key=("disk", "bigint", "myisam", "deferred-pk", "random"), in_file_order=False,
                         post_s=2e-7 * n * (np.log2(n) - 17) * (1 + 0.01 * rep))
     reps = [rung(n, rep) for n in (2_000_000, 4_000_000, 8_000_000) for rep in range(2)]
     p = predict(reps, Target(1e10, 128 * 2**30), OPTS)

@@ -19,7 +19,7 @@ def _load(run: Path, strategy: str = "one-file-at-a-time", pool: int = 10_000, r
     d = run / "load" / "disk" / "char28" / "innodb" / strategy
     d.mkdir(parents=True)
     (d / "summary.json").write_text(json.dumps({
-        "files": 2, "input_bytes": 20 * rows, "time_limit_s": None,
+        "files": 2, "input_bytes": 20 * rows, "time_limit_s": None, "in_file_order": strategy != "sorted",
         "server": {"variables": {"innodb_buffer_pool_size": pool}},
         "repetitions": [{"repetition": 0, "rows": rows, "seconds": 2.0, "table_bytes": 100 * rows}]}))
     pq.write_table(pa.table({"start": [0.0, 1.0], "end": [1.0, 2.0], "cumulative_rows": [rows // 2, rows],

@@ -31,7 +31,8 @@ def rung_rep(rows, pool, run, rep=0, x_final=8.0, curve=TRUE, **kw):
     seconds = load_seconds(curve, rows, bpr, pool)
     base = dict(key=("disk", "char28", "innodb", "one-file-at-a-time", "random"), run=run, rows=rows, seconds=seconds,
                 stopped=False, time_limit_s=None, table_bytes=int(bpr * rows), pool=pool, input_bytes=38 * rows,
-                sort_memory=2 ** 30, pre_s=0.0, post_s=0.0, server_cpu_s=None, sorts=False, x=x, rate=rate,
+                sort_memory=2 ** 30, pre_s=0.0, post_s=0.0, server_cpu_s=None, sorts=False, in_file_order=True,
+                x=x, rate=rate,
                 weight=np.full(32, rows / 32), ws_over_pool=13.0, collapse_expected=True, rung_rows=rows,
                 device=DEVICE)
     return Rep(**{**base, **kw})

@@ -100,6 +100,7 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
     summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
                "table": f"{DATABASE}.{table}",
                "files": len(files), "input_bytes": input_bytes, "row_bytes": v.row_bytes,
+               "in_file_order": plan.in_file_order,
                "storage": describe_target(path),
                "options": options.as_dict(), "repetitions_requested": spec.repetitions,
                "repetition_limit_s": spec.repetition_limit_s}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.index.input import MANIFEST
@@ -20,42 +19,17 @@ from ..core.index.table import VARIANTS
 from ..core.infra.config import estimated_objects, target_dir
 from ..core.infra.targets import human, parse_size, server_bytes
 from ..core.sky.copies import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
-from .strategies import load_pairs
+from .strategies import REGISTRY, load_pairs
+from .strategies.base import Fit
 
 
-@dataclass(frozen=True)
-class Fit:
-    """Bytes per index row (slopes over rows, so a table's fixed first extents do not count)."""
-    table: float    # the final table's files
-    peak: float     # the target at the load's peak beyond the server's own files: the table
-    #                 plus what the load holds beside it (partitions before REMOVE PARTITIONING,
-    #                 the table without its key during ADD PRIMARY KEY, sorted chunks)
-
-
-# Fitted to loads of 1,008,800 and 5,044,000 generated rows (config/index-study.yaml's
-# input) on ext4, MariaDB 10.11: the slope of bytes over rows between the two (estimate.md
-# has every load's figures and how to measure them again on another filesystem or server).
-# bulk wrote the same bytes as sorted at every size measured (200k, 500k, 1M rows);
-# sorted-parallel is taken as sorted's (its chunks fill pages in key order too).
-MODEL: dict[tuple[str, str], Fit] = {
-    ("char28", "one-file-at-a-time"): Fit(63.4, 63.4),
-    ("char28", "parallel"): Fit(76.9, 76.9),
-    ("char28", "sorted"): Fit(61.3, 61.3),
-    ("char28", "sorted-parallel"): Fit(61.3, 61.3),
-    ("char28", "bulk"): Fit(61.3, 61.3),
-    ("char28", "deferred-pk"): Fit(60.3, 127.8),
-    ("char28", "trans-partitioned"): Fit(102.9, 260.9),
-    ("bigint", "one-file-at-a-time"): Fit(38.5, 38.5),
-    ("bigint", "parallel"): Fit(55.1, 55.1),
-    ("bigint", "sorted"): Fit(37.4, 37.4),
-    ("bigint", "sorted-parallel"): Fit(37.4, 37.4),
-    ("bigint", "bulk"): Fit(37.4, 37.4),
-    ("bigint", "deferred-pk"): Fit(36.4, 80.0),
-    ("bigint", "trans-partitioned"): Fit(59.2, 167.3),
-}
-# Input-sized copies a load may add that the measured runs could not show (DuckDB spills
-# only past load.sort_memory): the strategies registry's scratch_copies (a test keeps them equal).
-SCRATCH_COPIES = {"sorted": 2, "sorted-parallel": 2, "bulk": 2}
+# Each strategy's bytes per row (its module's ``bytes_per_row``) were fitted to loads of
+# 1,008,800 and 5,044,000 generated rows (config/index-study.yaml's input) on ext4, MariaDB
+# 10.11: the slope of bytes over rows between the two (estimate.md has every load's figures
+# and how to measure them again on another filesystem or server). bulk wrote the same bytes
+# as sorted at every size measured (200k, 500k, 1M rows).
+MODEL: dict[tuple[str, str], Fit] = {(v, name): fit for name, s in REGISTRY.items()
+                                     for v, fit in s.bytes_per_row.items()}
 MARGIN = 1.10        # InnoDB grows files in steps, purge lags behind, and a fit is a fit
 FIXED_BYTES = 16 << 20   # a table's first extents, above the slope (the fits' intercepts: 9-16 MB)
 KEY_CHARS = {"char28": 28}   # CHAR(28) keys (core.index.table); bigint keys are decimal objectIds
@@ -104,7 +78,7 @@ def input_rows(files: list[Path], in_bytes: int) -> int:
 def load_need(variant: str, strategy: str, rows: int, in_bytes: int, settings: dict) -> dict:
     """One load's bytes on its target: table, peak (server files, margin included)."""
     fit = MODEL[(variant, strategy)]
-    scratch = SCRATCH_COPIES.get(strategy, 0) * in_bytes
+    scratch = REGISTRY[strategy].scratch_copies * in_bytes
     server = server_bytes(settings)
     need = server + math.ceil(MARGIN * (FIXED_BYTES + fit.peak * rows + scratch))
     return {"job": f"load {variant}/{strategy}", "table_bytes": FIXED_BYTES + math.ceil(fit.table * rows),
@@ -162,9 +136,8 @@ def lines(est: dict, jobs: bool = True) -> list[str]:
     return out
 
 
-# Strategies whose rate holds as the table grows (key-ordered or unindexed appends), so a
-# short load tells their time; a random-order load's rate collapses past the buffer pool.
-STEADY = ("sorted", "bulk", "deferred-pk")
+# Strategies whose rate holds as the table grows: a short load tells their time.
+STEADY = tuple(name for name, s in REGISTRY.items() if s.steady)
 
 
 def _duration(s: float) -> str:

@@ -39,6 +39,7 @@ class Rep:
     post_s: float              # after the last file's rows (index build, consolidation)
     server_cpu_s: float | None
     sorts: bool                # the strategy sorts before loading
+    in_file_order: bool        # it inserts in the input's order into the final key (summary.json)
     x: np.ndarray = field(repr=False, default=None)        # window midpoints, table ÷ pool
     rate: np.ndarray = field(repr=False, default=None)     # rows/s per window
     weight: np.ndarray = field(repr=False, default=None)   # rows per window
@@ -224,7 +225,7 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
     later = _later_half(trace, samples, first, rows if by_limit is None else by_limit, tb / rows, pool)
     return Rep(key, run, rows, seconds, bool(r.get("stopped")), limit, tb, pool,
                int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
-               r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, x, rate, wt,
+               r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, bool(summary["in_file_order"]), x, rate, wt,
                v.get("working_set_over_pool"), v.get("collapse_expected"),
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
                int(summary.get("files") or 0), by_limit, later, dev, _level_base(summary), misses)
@@ -288,6 +289,9 @@ def _summary(path: Path) -> dict:
         raise ValueError(f"{path}: not a load summary ({exc}); run the load again") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("repetitions", []), list):
         raise ValueError(f"{path}: not a load summary (a JSON object with its repetitions); run the load again")
+    if "in_file_order" not in doc:   # the strategy's fact the model's regime rests on
+        raise ValueError(f"{path}: does not say whether its load inserts in the input's order (in_file_order), "
+                         "as an older catbench wrote it; run the load again")
     return doc
 
 

@@ -18,10 +18,6 @@ DROP = 0.8            # a collapse: the fitted rate at the largest x seen at mos
 WELL_PAST = 2.0       # the miss cost is fitted only where the rungs' windows reach this × x_c (m ≥ 0.5)
 MAX_OVERHEAD = 0.6    # the pool overhead at most this share of the smallest rung's pool
 MORE_LEVELS = 1.0     # an LSM's cost per level is carried at most this many levels past the rungs'
-# Strategies that insert in the input's order, one row at a time into the final key: the
-# ones whose B-tree pays a page miss per insert once its working set outgrows the pool
-# (prepare/working_set.md); the others sort first or build the key after the rows.
-IN_FILE_ORDER = ("one-file-at-a-time", "parallel", "trans-partitioned")
 
 
 class Refusal(ValueError):
@@ -104,8 +100,8 @@ def form_of(key: tuple, reps: list[Rep]) -> str:
     """The regime a load can have: ``misses`` (a B-tree filled in input order), ``levels``
     (an LSM filled in input order), ``steady`` (a load that sorts first or builds its key
     after the rows: each row appended)."""
-    engine, strategy = key[2], key[3]
-    if strategy not in IN_FILE_ORDER or any(r.sorts for r in reps):
+    engine = key[2]
+    if not all(r.in_file_order for r in reps) or any(r.sorts for r in reps):
         return "steady"
     return "levels" if engine == "rocksdb" else "misses"
 

@@ -20,11 +20,30 @@ def plain_table(variant, database: str, table: str, engine: Engine = INNODB) -> 
 
 
 @dataclass(frozen=True)
+class Fit:
+    """Bytes per index row (slopes over rows, so a table's fixed first extents do not count;
+    fitted to measured loads: load/estimate.md)."""
+    table: float    # the final table's files
+    peak: float     # the target at the load's peak beyond the server's own files: the table
+    #                 plus what the load holds beside it (partitions before REMOVE PARTITIONING,
+    #                 the table without its key during ADD PRIMARY KEY, sorted chunks)
+
+
+@dataclass(frozen=True)
 class Strategy:
     name: str
     load: Callable[[LoadJob], Outcome]
     table_ddl: Callable = plain_table    # (variant, database, table, engine) -> CREATE TABLE
+    # The plan's space model (load/estimate.py): index variant -> its Fit
+    bytes_per_row: dict = field(default_factory=dict, hash=False)
     scratch_copies: int = 0              # input-sized copies on the target: sorted chunks + DuckDB spill
+    # Its rate holds as the table grows (key-ordered or unindexed appends), so a short load
+    # tells its time (the plan's calibration); a random-order load's rate collapses past the pool.
+    steady: bool = False
+    # It inserts in the input's order, one row at a time into the final key: the B-tree pays a
+    # page miss per insert once its working set outgrows the pool (the scale model's regime;
+    # written into the load's summary.json, which predict reads).
+    in_file_order: bool = False
     # File by file with a ledger (load/ledger.py): an interrupted load resumes, and
     # load.time_limit_s stops it between files. The others load in one sorted stream or
     # end with one ALTER, so they can neither stop cleanly halfway nor resume.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..handoff import LoadJob, Outcome
-from .base import Strategy, parallel_files
+from .base import Fit, Strategy, parallel_files
 
 NAME = "parallel"   # the config's load.strategies value
 ORDER = 1   # its place in the registry
@@ -19,4 +19,5 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy(NAME, load, resumable=True)
+STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": Fit(76.9, 76.9), "bigint": Fit(55.1, 55.1)},
+                    resumable=True, in_file_order=True)

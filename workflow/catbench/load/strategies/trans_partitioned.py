@@ -10,7 +10,7 @@ from ...core.index.table import Engine
 from ...core.infra.resources import read_sql
 from ...core.server.loaddata import LoadError
 from ..handoff import LoadJob, LoadProgress, Outcome
-from .base import INNODB, Strategy, parallel_files, sql
+from .base import INNODB, Fit, Strategy, parallel_files, sql
 
 NAME = "trans-partitioned"   # the config's load.strategies value
 ORDER = 6   # its place in the registry
@@ -73,4 +73,6 @@ def partitioned_table(variant, database: str, table: str, engine: Engine = INNOD
         engine=engine.sql_name)
 
 
-STRATEGY = Strategy(NAME, load, partitioned_table, resumable=True)
+STRATEGY = Strategy(NAME, load, partitioned_table, bytes_per_row={"char28": Fit(102.9, 260.9),
+                                                               "bigint": Fit(59.2, 167.3)},
+                    resumable=True, in_file_order=True)
