@@ -48,3 +48,14 @@ def srv():
 def partitioned(tmp_path_factory):
     """The small catalog partitioned in-process (support/catalog.py); read-only for tests."""
     return build_partitioned(tmp_path_factory.mktemp("partition"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules with the most end-to-end (``slow``) tests first, in that order: run in
+    parallel (``make test``: one module per worker at a time), the longest start at once and
+    the short ones fill in beside them, so no worker waits alone at the end."""
+    slow: dict[str, int] = {}
+    for item in items:
+        slow[item.nodeid.split("::")[0]] = slow.get(item.nodeid.split("::")[0], 0) + \
+            (item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])   # stable: a module's own order kept

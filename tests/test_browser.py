@@ -14,6 +14,7 @@ from support.runs import REPORT
 pytestmark = pytest.mark.skipif(chromium() is None, reason="chromium not installed (apt-get install chromium)")
 
 
+@pytest.mark.slow
 def test_report_in_a_real_browser(tmp_path):
     run = make_run(tmp_path)                    # every stage, single runs
     for tg, strategy, secs in (("a", "sorted", FAST), ("a", "bulk", OVERLAPS_FAST),
@@ -33,6 +34,7 @@ def test_report_in_a_real_browser(tmp_path):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_a_report_without_a_prediction_says_how_to_get_one(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     index = make_report(run, report=REPORT)

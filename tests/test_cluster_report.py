@@ -36,6 +36,7 @@ def cluster_run(tmp_path):
     return run
 
 
+@pytest.mark.slow
 def test_cluster_table_and_finding(cluster_run):
     make_tables(cluster_run, report=REPORT)
     rows = read(cluster_run / "tables" / "cluster_restart.csv")
@@ -81,6 +82,7 @@ def test_cluster_table_and_finding(cluster_run):
     assert 'href="tables/isolation.csv"' in html
 
 
+@pytest.mark.slow
 def test_lost_acknowledged_inserts_are_a_failed_check(cluster_run):
     write_cluster(cluster_run, "disk", "node-crash", [6.0, 6.5], lost=7)
     make_tables(cluster_run, report=REPORT)
@@ -97,6 +99,7 @@ def test_lost_acknowledged_inserts_are_a_failed_check(cluster_run):
     assert html.index("7 acknowledged inserts lost") < html.index('id="plots"')   # at the top, not in a table
 
 
+@pytest.mark.slow
 def test_a_measuring_job_that_did_not_run_alone_is_named(cluster_run):
     for job in ("fio/a", "fio/b", "load/a/char28/innodb/one-file-at-a-time", "cluster/disk"):
         write_isolation(cluster_run / job, job.split("/")[1])
@@ -125,6 +128,7 @@ def test_a_measuring_job_that_did_not_run_alone_is_named(cluster_run):
     assert "Measuring job load/b/char28/one-file-at-a-time did NOT run alone" in html
 
 
+@pytest.mark.slow
 def test_a_run_without_the_cluster_stage(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     make_tables(run, report=REPORT)

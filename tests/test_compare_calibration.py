@@ -84,6 +84,7 @@ def test_the_simulation_judges_as_compare_does():
         assert [v.kind for v in vs] == list(_kinds(tr[None], floor, rule)[0])
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_config_are_called_different_3_to_6_percent_of_the_time():
     """practical_threshold 0: nothing but the test keeps false alarms down."""
     kinds = _simulate(1, np.zeros(K), {"practical_threshold": 0.0})
@@ -91,6 +92,7 @@ def test_two_runs_of_one_config_are_called_different_3_to_6_percent_of_the_time(
     assert 0.03 <= rate <= 0.06, rate
 
 
+@pytest.mark.slow
 def test_a_figure_that_moved_by_1_5x_is_seen_at_least_65_percent_of_the_time():
     moved = _moved()
     kinds = _simulate(2, moved)

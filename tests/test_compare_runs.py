@@ -5,6 +5,8 @@ work (isolation records), and the minimum detectable ratio of every verdict that
 import csv
 import json
 
+import pytest
+
 from catbench.report.compare import compare, tally, write
 from catbench.report.stats import Between, Figure, sentence, short, verdict
 from catbench.report.tables import make_tables
@@ -51,6 +53,7 @@ def _met_other_work(run, job: str) -> None:
     make_tables(run, report=REPORT)
 
 
+@pytest.mark.slow
 def test_a_figure_whose_job_met_other_work_is_not_compared(tmp_path):
     loads = {("disk", "sorted"): FAST, ("disk", "one-file-at-a-time"): [10 * x for x in FAST]}
     a = run_with_loads(tmp_path, "A", loads)

@@ -216,6 +216,7 @@ def test_a_wrong_name_on_the_command_line_fails_naming_the_option(tmp_path, caps
         assert f"argument {flags[0]}: invalid choice: '{flags[1]}'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_snakemake_maps_an_old_name_and_says_so_once(tmp_path):
     text = yaml.safe_dump(with_change("run", "ok")).replace("variants:\n  - char28", "variants:\n  - seed")
     assert "- seed" in text
@@ -279,6 +280,7 @@ SNAKEMAKE_BAD = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text,named", SNAKEMAKE_BAD, ids=[n for _, n in SNAKEMAKE_BAD])
 def test_snakemake_refuses_bad_config_naming_the_key(tmp_path, text, named):
     r = snakemake_dry_run(tmp_path, text)
@@ -288,6 +290,7 @@ def test_snakemake_refuses_bad_config_naming_the_key(tmp_path, text, named):
     assert not (tmp_path / "wd" / "results").exists()  # nothing ran
 
 
+@pytest.mark.slow
 def test_snakemake_accepts_a_good_config(tmp_path):
     text = yaml.safe_dump(with_change("run", "ok"))
     r = snakemake_dry_run(tmp_path, text)
@@ -295,6 +298,7 @@ def test_snakemake_accepts_a_good_config(tmp_path):
     assert "catalog_patch" in r.stdout and "partition_reduce" in r.stdout
 
 
+@pytest.mark.slow
 def test_snakemake_config_override_names_the_key(tmp_path):
     """--config on top of a valid --configfile: a bad value names the key."""
     good = tmp_path / "good.yaml"
@@ -312,6 +316,7 @@ def test_snakemake_config_override_names_the_key(tmp_path):
         assert f"config key '{named}'" in r.stdout + r.stderr, r.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_path):
     """`--config 'load={repetitions: 3}'`: Snakemake reads the inner 3 as the string '3';
     catbench types it as YAML does, so the documented form works and errors are about values."""
@@ -336,6 +341,7 @@ def _one_run(tmp_path, *command, timeout=120):
     return subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=timeout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alive", ["snakemake", "catbench job"])
 def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
     """workflow/scripts/one_run.py (make run's wrapper): a lock with no Snakemake and no catbench
@@ -360,6 +366,7 @@ def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
     assert not locks.is_dir() or not any(locks.iterdir())
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_checkout_started_together_one_stops(tmp_path):
     """The run lock is held by the command make run starts (exec'd), for as long as it runs."""
     first = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),

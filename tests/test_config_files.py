@@ -85,6 +85,7 @@ def test_a_single_misspelt_key_is_still_named_as_unknown(tmp_path):
         load(cfg)
 
 
+@pytest.mark.slow
 def test_a_cli_config_that_is_missing_bad_json_or_a_list_is_one_line(tmp_path):
     (tmp_path / "list.yaml").write_text("- fio\n- load_index\n")
     for given, says in (("/nonexistent.yaml", "does not exist"), ("{bad json", "not a JSON object"),

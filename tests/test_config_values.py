@@ -52,6 +52,7 @@ def test_a_jobs_own_section_is_checked_the_same_way():
         check_section("fio", {"size": "4M\n"})
 
 
+@pytest.mark.slow
 def test_a_newline_in_a_config_file_stops_snakemake_before_any_job(tmp_path):
     cfg = tmp_path / "n.yaml"
     cfg.write_text('base: tests/configs/tiny.yaml\nstages: [fio]\nfio: {size: "4M\\n"}\n')

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not ins
 COLUMNS = {"target", "test", "MBps", "iops", "clat_p50_us", "clat_p99_us", "direct"}
 
 
+@pytest.mark.slow
 def test_fio_on_disk(tmp):
     rows = run_fio("disk", tmp / "target", FioSpec("8M", 1, 2), tmp / "out")
     assert [r["test"] for r in rows] == ["seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write"]
@@ -50,6 +51,7 @@ def test_fio_on_dev_shm_records_direct_honestly(tmp):
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_fio_repetitions_run_every_test_again(tmp):
     rows = run_fio("disk", tmp / "target", FioSpec("4M", 1, 1, ("seq-write", "rand-read"), Repeats(2, 2, 0.0, None)),
                    tmp / "out")
@@ -59,6 +61,7 @@ def test_fio_repetitions_run_every_test_again(tmp):
         "rand-read.json", "rand-read.rep1.json", "seq-write.json", "seq-write.rep1.json"]
 
 
+@pytest.mark.slow
 def test_a_test_repeats_as_its_pilot_asks_up_to_the_maximum(tmp_path):
     """fio.max_repetitions: the first fio.repetitions runs are a pilot whose spread sets how
     many follow (at least fio.repetitions, at most the maximum in all); the runs after the

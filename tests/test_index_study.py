@@ -131,6 +131,7 @@ def test_estimate_command_prints_and_writes(tmp_path):
 
 # ---- refused before any job starts ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_target_too_small_for_the_estimate_is_refused_before_any_job(tmp_path):
     with tmpfs("20M") as small:
         wd = tmp_path / "wd"
@@ -157,6 +158,7 @@ def test_a_target_too_small_for_the_estimate_is_refused_before_any_job(tmp_path)
         assert r.returncode == 0 and "estimate: target small" in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_generate_with_queries_is_refused_naming_the_key(tmp_path):
     cfgfile = tmp_path / "c.yaml"
     cfgfile.write_text(yaml.safe_dump(_small(stages=["load_index", "queries"])))
@@ -164,6 +166,7 @@ def test_generate_with_queries_is_refused_naming_the_key(tmp_path):
     assert r.returncode != 0 and "config key 'index.source'" in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_preset_plans_no_catalog_and_no_chunks(tmp_path):
     cfgfile = tmp_path / "c.yaml"
     cfgfile.write_text(yaml.safe_dump({**PRESET, "index": {**PRESET["index"], "jobs": 3}}))

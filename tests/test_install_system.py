@@ -134,6 +134,7 @@ def test_make_targets_pass_their_config():
     assert "catbench.core.infra.jobs.system config/index-study.yaml" in dry("run", "CONFIG=config/index-study.yaml")
 
 
+@pytest.mark.slow
 def test_a_run_is_refused_before_any_job_when_its_tools_are_missing(tmp_path):
     # the workflow's check before any job (workflow/rules/common.smk) reads this
     cfg = _cfg(stages=["fio", "load_index"])

@@ -414,6 +414,7 @@ def test_study_from_own_files_end_to_end(tmp_path):
         shutil.rmtree(disk, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_missing_column_refused_before_any_job(tmp_path):
     wd = tmp_path / "wd"
     write(pa.table(_good()), wd / "cat" / "a.parquet", "parquet")

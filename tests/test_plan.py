@@ -90,6 +90,7 @@ def dry_run(tmp_path, cfg: dict, *extra):
                           capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_snakemake_plans_the_default_run_on_the_users_one_target(tmp_path):
     mine = {**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}}
     r = dry_run(tmp_path, mine)
@@ -106,6 +107,7 @@ def test_snakemake_plans_the_default_run_on_the_users_one_target(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_snakemake_stops_a_run_over_its_limit_before_any_job(tmp_path):
     r = dry_run(tmp_path, {**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}, "run_limit_h": 0.02})
     out = r.stdout + r.stderr
@@ -114,6 +116,7 @@ def test_snakemake_stops_a_run_over_its_limit_before_any_job(tmp_path):
     assert not (tmp_path / "wd" / "results").exists() and "load_index_run" not in r.stdout
 
 
+@pytest.mark.slow
 def test_queries_run_only_on_the_targets_named(tmp_path):
     """queries.targets: the chunk tables and the suite go to the targets named, the plan
     counts what Snakemake plans, and a name that is not a target names the key."""

@@ -210,6 +210,7 @@ def test_the_rungs_scatter_about_the_fit_sets_the_run_noise():
     assert run_noise(off, fit(off, "misses"), 0.05) > 0.15               # one rung 30 % slow
 
 
+@pytest.mark.slow
 def test_the_same_ladder_run_twice_predicts_within_each_others_interval():
     # the rungs of each run are off by a between-run noise of 5 %; the repetitions within a
     # run agree, so only the run noise in the interval can hold the other run's prediction
@@ -323,6 +324,7 @@ def test_level_rows_scale_an_lsms_sizes_for_more_rows_than_the_target():
     assert deep["innodb_buffer_pool_size"] == same["innodb_buffer_pool_size"] == f"{round(512 * 1024 / 10)}K"
 
 
+@pytest.mark.slow
 def test_the_curve_at_n_is_the_prediction_of_every_row_at_n():
     from catbench.predict.curve import GRID, curve
     reps = ladder()

@@ -4,6 +4,7 @@ the runs after the pilot, so the comparison rule keeps its false-alarm rate (che
 simulation with the rule itself)."""
 
 import numpy as np
+import pytest
 from catbench.core.infra.jobs.repeat import Repeats
 from catbench.report.stats import Figure, verdict
 
@@ -40,6 +41,7 @@ def _adaptive_figure(rng, plan: Repeats, sd: float) -> Figure:
     return Figure.of(plan.kept(xs))
 
 
+@pytest.mark.slow
 def test_adaptive_repetitions_keep_the_rules_false_alarm_rate_at_a_zero_threshold():
     """Two figures from one distribution, each repeated adaptively, judged with
     practical_threshold 0 (nothing hides a false alarm): at most 6 % called different, for

@@ -53,6 +53,7 @@ def shown_plots(html: str) -> set:
     return set(re.findall(r'<img src="data:image/png;base64,[^"]+" alt="[^"]*" data-name="([a-z_]+)"', html))
 
 
+@pytest.mark.slow
 def test_report_with_every_stage(tmp_path):
     run = make_run(tmp_path)
     write_prediction(run)                    # and this run predicted from a ladder
@@ -70,6 +71,7 @@ def test_report_with_every_stage(tmp_path):
     assert "does not return the same result" in html and "hunter2" not in html
 
 
+@pytest.mark.slow
 def test_report_without_tables_and_optional_stages(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     out = tmp_path / "elsewhere"
@@ -96,6 +98,7 @@ def _rows(path):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_a_resumed_load_is_marked_in_its_tables_and_findings_and_never_ranked(tmp_path):
     run = make_run(tmp_path, "resumed")
     summary = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time" / "summary.json"
@@ -125,6 +128,7 @@ def test_a_report_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path
             not (d / "report").exists() and not list(d.glob(".report.partial-*"))
 
 
+@pytest.mark.slow
 def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_say_why(tmp_path):
     run = make_run(tmp_path, "io")
     d = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time"
@@ -169,6 +173,7 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
             "device reads and 0.562 KiB written, at 62.5 rows/s; the device read 10.0 requests/s") in md, md
 
 
+@pytest.mark.slow
 def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     a = make_run(tmp_path, "runA")
     b = make_run(tmp_path, "runB", factor=0.5)

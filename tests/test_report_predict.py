@@ -21,6 +21,7 @@ def _section(text: str, start: str, end: str) -> str:
     return text[text.index(start):text.index(end, text.index(start))]
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
     run = make_run(tmp_path, with_optional=False)
     assert write_prediction(run).is_file()
@@ -48,6 +49,7 @@ def test_the_report_shows_the_prediction_and_its_validation(tmp_path, capsys):
     assert "## Prediction at" in (index.parent / "summary.md").read_text()   # made anew: the tables' predate it
 
 
+@pytest.mark.slow
 def test_the_answer_comes_first_with_every_method_and_the_protocols_total(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     write_prediction(run)
@@ -72,6 +74,7 @@ def test_the_answer_comes_first_with_every_method_and_the_protocols_total(tmp_pa
     assert {m["run"] for m in finishes["measured"]} == {"r1000000", "r3000000", "r10000000"}
 
 
+@pytest.mark.slow
 def test_no_prediction_one_sentence_and_no_placeholder_image(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     index = make_report(run, report=REPORT)

@@ -80,6 +80,7 @@ RULE = {"threshold": 0.05, "alpha": 0.05}
 TOLERANCE = 3 * np.sqrt(0.05 * 0.95 / TRIALS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cv", [0.1, 0.2, 0.3])
 def test_from_one_distribution_a_winner_is_called_at_most_alpha_of_the_time(cv):
     rng = np.random.default_rng(11)
@@ -143,6 +144,7 @@ def test_findings_word_overlapping_and_separated_loads(tmp_path):
     assert s["seconds_values"] == "1;1.04;0.97"
 
 
+@pytest.mark.slow
 def test_compare_gives_the_rules_verdict(tmp_path):
     a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): SLOW, ("disk", "sorted"): FAST})
     b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): FAST, ("disk", "sorted"): OVERLAPS_FAST})
@@ -212,6 +214,7 @@ def test_the_fastest_load_says_whether_the_servers_cpu_bounds_it():
     assert "server spent" not in fd.loading([{**row("sorted", 20.0, None)}], RULE)[0]
 
 
+@pytest.mark.slow
 def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     """Repetitions inside a run never see the drift between runs: a tight 15 % difference
     between two runs is a finding only when the config says runs do not drift; a twin's
@@ -241,6 +244,7 @@ def test_compare_of_two_runs_counts_the_spread_between_runs(tmp_path):
     assert small[key]["verdict"].startswith("A 1.15x [")                        # the floor as measured, not 10 %
 
 
+@pytest.mark.slow
 def test_the_report_of_a_run_with_a_twin_shows_the_between_run_spread(tmp_path):
     from catbench.report import noise
     from catbench.report.compare import diffs, figure_pairs

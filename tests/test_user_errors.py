@@ -31,6 +31,7 @@ def _one_line_error(p, command: str) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_a_target_tmpdir_that_is_a_file_stops_the_run_before_any_job(tmp_path):
     (tmp_path / "afile").write_text("x")
     cfg = tmp_path / "c.yaml"

@@ -139,6 +139,7 @@ def test_rerun_is_up_to_date(two_runs, tmp_path):
     assert "Nothing to be done" in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_lint():
     r = subprocess.run([SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True,
                        env=ENV, timeout=120)
@@ -146,6 +147,7 @@ def test_lint():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_full_sky_dry_run_builds_dag_quickly(tmp_path):
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     cfg["run"] = "fullsky"
@@ -172,6 +174,7 @@ def test_full_sky_dry_run_builds_dag_quickly(tmp_path):
     assert dt < 30
 
 
+@pytest.mark.slow
 def test_user_config_replaces_the_default_targets_and_a_dry_run_creates_nothing(tmp_path):
     # the README's `--configfile my.yaml`: only the user's target, never the default
     # disk/tmpfs ones merged in; and `-n` creates no directory on any target
