@@ -197,23 +197,28 @@ def _flag_keywords(flag: str, sub: dict) -> dict | None:
     return {"type": _SCALARS[kinds[0]]} if len(kinds) == 1 and kinds[0] in _SCALARS else None
 
 
-def section_flags(parser, section: str) -> None:
-    """A flag ``--<key>`` overriding each key of the schema's ``section`` that a command line
-    can give, read from the schema (nothing listed here); :func:`overrides` collects them."""
+def section_flags(parser, section: str, prefix: str = "", lists: bool = True, group=None) -> None:
+    """A flag ``--<prefix><key>`` overriding each key of the schema's ``section`` that a command
+    line can give (``lists`` False: scalars only), read from the schema: its type, choices and
+    description, nothing listed here; added to ``group`` when given. :func:`overrides` collects
+    them; a parser may take the flags of several sections."""
     from ..core.infra.config import load_schema
     keys = {}
     for key, sub in load_schema()["properties"][section]["properties"].items():
-        flag = key.replace("_", "-")
+        flag = prefix + key.replace("_", "-")
         kw = _flag_keywords(flag, sub)
-        if kw is not None:
+        if kw is not None and (lists or "nargs" not in kw):
             about = f"config key {section}.{key}" + (f": {sub['description']}" if sub.get("description") else "")
-            parser.add_argument(f"--{flag}", default=None, help=about.replace("%", "%%"), **kw)
+            (group or parser).add_argument(f"--{flag}", default=None, help=about.replace("%", "%%"), **kw)
             keys[flag.replace("-", "_")] = key
-    parser.set_defaults(section_flags=(section, keys))
+    parser.set_defaults(section_flags=[*(parser.get_default("section_flags") or []), (section, keys)])
 
 
 def overrides(args, sections: dict) -> dict:
     """``sections`` ({name: dict}) with the flags of :func:`section_flags` given over them."""
-    section, keys = args.section_flags
-    given = {key: getattr(args, dest) for dest, key in keys.items() if getattr(args, dest) is not None}
-    return {**sections, section: {**(sections.get(section) or {}), **given}}
+    out = dict(sections)
+    for section, keys in args.section_flags:
+        given = {key: getattr(args, dest) for dest, key in keys.items() if getattr(args, dest) is not None}
+        if given:
+            out[section] = {**(out.get(section) or {}), **given}
+    return out

@@ -3,7 +3,6 @@ comparison, and the estimate of what a run needs (with its calibration load)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 from pathlib import Path
@@ -14,7 +13,7 @@ import pyarrow.csv as pacsv
 
 from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
-from ..core.infra.config import ConfigError, defaults, load_schema, section, validate
+from ..core.infra.config import ConfigError, defaults, section, validate
 from ..core.infra.files import atomic_path
 from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.targets import Target, TargetError, parse_size
@@ -23,7 +22,8 @@ from ..fio.bench import TESTS, FioError, FioSpec, run_fio
 from ..load.driver import run_load_index
 from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
-from .common import command, config_arg, guarded, measured, read_config, renamed_choice, settings_arg
+from .common import (command, config_arg, guarded, measured, overrides, read_config, renamed_choice, section_flags,
+                     settings_arg)
 
 log = logging.getLogger(__name__)
 COMMANDS = ("fio", "load-index", "load-compare", "estimate", "target-info")
@@ -41,27 +41,6 @@ def cmd_fio(args) -> int:
     return 0
 
 
-# Each scalar key of these sections is a flag overriding it: --<key> for load, --server-<key>
-# for server (config/README.md says what each does).
-OVERRIDDEN = {"load": "", "server": "server-"}
-_TYPES = {"integer": int, "number": float, "string": str}
-
-
-def override_flags() -> list[tuple[str, str, str, dict]]:
-    """(flag, section, key, argparse keywords) of every scalar key of the sections in
-    ``OVERRIDDEN``, read from the schema: its type and default, nothing repeated here."""
-    out = []
-    for sec, prefix in OVERRIDDEN.items():
-        for key, sub in load_schema()["properties"][sec]["properties"].items():
-            kind = [t for t in (sub.get("type") if isinstance(sub.get("type"), list) else [sub.get("type")])
-                    if t != "null"]
-            if len(kind) != 1 or kind[0] not in (*_TYPES, "boolean"):
-                continue
-            kw = {"action": argparse.BooleanOptionalAction} if kind[0] == "boolean" else {"type": _TYPES[kind[0]]}
-            out.append((f"--{prefix}{key.replace('_', '-')}", sec, key, kw))
-    return out
-
-
 def load_spec(cfg: dict, keep_data: bool = False, checked: bool = True) -> LoadSpec:
     """A load's spec from (whole or partial) ``load`` and ``server`` sections: validated, the
     schema's defaults filled in, here at the command line, once. ``checked`` False only fills
@@ -73,11 +52,7 @@ def load_spec(cfg: dict, keep_data: bool = False, checked: bool = True) -> LoadS
 
 def _load_index_config(args) -> dict:
     """The config of a load: --config, with the flags given over it."""
-    cfg = config_arg(args.config)
-    for flag, sec, key, _ in override_flags():
-        value = getattr(args, flag[2:].replace("-", "_"))
-        if value is not None:
-            cfg.setdefault(sec, {})[key] = value
+    cfg = overrides(args, config_arg(args.config))
     if args.settings_json:
         cfg.setdefault("server", {})["settings"] = settings_arg(args.settings_json)
     return cfg
@@ -214,8 +189,6 @@ def add_subcommands(subparsers) -> None:
                                            "from the config)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir after the load")
     g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
-    schema = {sec: defaults(sec) for sec in OVERRIDDEN}
-    for flag, sec, key, kw in override_flags():
-        g.add_argument(flag, default=None, **kw, help=f"config key {sec}.{key} (schema default "
-                                                      f"{json.dumps(schema[sec][key])})".replace("%", "%%"))
+    section_flags(p, "load", lists=False, group=g)
+    section_flags(p, "server", "server-", lists=False, group=g)
     p.set_defaults(func=guarded(measured(cmd_load_index), EXPECTED, "load-index"))
