@@ -22,7 +22,7 @@ import pytest
 from catbench.cli.cluster import cluster_spec
 from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
-from catbench.restart.cluster.driver import run_cluster
+from catbench.restart.cluster.run_cluster import run_cluster
 
 from support import indexinput
 from support.servers import tmpfs

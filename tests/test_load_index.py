@@ -19,7 +19,7 @@ from catbench.core.index.table import (
 from catbench.core.server.process import Server
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
-from catbench.load.driver import run_load_index
+from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.measure import default_interval, interval_table, optimize_table
 

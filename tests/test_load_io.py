@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target, device_for
-from catbench.load.driver import run_load_index
+from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.report.tables import make_tables
 from support.indexinput import write_files

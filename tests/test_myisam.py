@@ -16,7 +16,7 @@ from catbench.core.server.loaddata import LoadError
 from catbench.core.server.process import Server
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
-from catbench.load.driver import run_load_index
+from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.handoff import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key

@@ -16,13 +16,13 @@ import pytest
 from catbench.cli.main import main as cli_main
 from catbench.core.infra.config import section, validate
 from catbench.prepare import partition as part_mod
-from catbench.query import driver as query_run
+from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
 from catbench.query.chunk_tables import ChunkInfo
 from catbench.query.engines import DuckdbEngine
 from catbench.query.params import settings_of
 from catbench.core.infra.targets import Target
-from catbench.query.driver import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
+from catbench.query.run_queries import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
 from catbench.query.suite import (
     QUERY_NAMES,
     Answer,

@@ -9,7 +9,7 @@ import pytest
 from catbench.cli.restart import add_subcommands
 from catbench.restart import errorlog
 from catbench.cli.restart import restart_spec
-from catbench.restart.driver import RestartError, RestartSpec, run_restart
+from catbench.restart.run_restart import RestartError, RestartSpec, run_restart
 from support import indexinput
 from support.servers import servers_under
 
@@ -217,7 +217,7 @@ def test_settings_and_job_memory_come_from_the_schema():
 def test_interrupted_run_is_not_recorded_as_a_failure(tmp_path):
     from types import SimpleNamespace
 
-    from catbench.restart.driver import _evidence
+    from catbench.restart.run_restart import _evidence
     run = SimpleNamespace(kind="clean", target="t", srv=SimpleNamespace(error_log=tmp_path / "error.log"))
     _evidence(run, KeyboardInterrupt(), {"target": "t"}, {}, tmp_path)
     ev = json.loads((tmp_path / "clean.error.json").read_text())

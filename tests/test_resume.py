@@ -17,7 +17,7 @@ import pytest
 from catbench.core.index.input import scan_file
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
-from catbench.load.driver import run_load_index
+from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from support.indexinput import write_files
 

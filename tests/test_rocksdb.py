@@ -16,7 +16,7 @@ from catbench.core.server.tools import ServerError, plugin_options
 from catbench.load.comparison import write_not_run
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
-from catbench.load.driver import run_load_index
+from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
 from catbench.report.html import make_report

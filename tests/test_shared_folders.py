@@ -141,7 +141,7 @@ def test_create_table_on_a_full_disk_is_named_and_its_data_not_kept(tmp):
     """A real server on a tmpfs that fills before CREATE TABLE: the load's first line says out of
     space (a LoadError, so its half-made datadir is not kept for a resume)."""
     from catbench.core.server.loaddata import LoadError
-    from catbench.load.driver import _full_disk_named
+    from catbench.load.load_index import _full_disk_named
     from support.servers import tmpfs
     with tmpfs("160m") as d:
         with Server("full", d / "srv", {"innodb_buffer_pool_size": "8M", "innodb_log_file_size": "8M"}) as srv:

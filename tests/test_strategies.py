@@ -15,7 +15,7 @@ from catbench.core.index.table import VARIANTS, LoadError
 from catbench.core.infra.config import section
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
-from catbench.load.driver import run_load_index
+from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.handoff import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl

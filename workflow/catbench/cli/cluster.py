@@ -50,7 +50,7 @@ def cmd_cluster(args) -> int:
     through node 1, restart the last node under load per kind; writes <out>/<kind>.json and
     <out>/summary.json."""
     # the stage's imports only when it runs
-    from ..restart.cluster.driver import run_cluster
+    from ..restart.cluster.run_cluster import run_cluster
     cluster, server, seed = sections(args)
     files = list_input(args.input_dir)
     result = run_cluster(args.target, args.path, files, args.out, cluster_spec(cluster, server, seed, args.keep_data))

@@ -52,7 +52,7 @@ def cmd_restart(args) -> int:
     """Load the index in a private server on the target, restart it cleanly and after crashes,
     time the phases; writes <out>/<kind>.json ({"rows": [...]}) and <out>/summary.json."""
     # imported here: --help and the argument parser skip the stage's imports
-    from ..restart.driver import run_restart
+    from ..restart.run_restart import run_restart
     restart, server, seed = sections(args)
     files = list_input(args.input_dir)
     result = run_restart(args.target, args.path, files, args.out,

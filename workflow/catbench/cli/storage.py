@@ -19,7 +19,7 @@ from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.targets import Target, TargetError, parse_size
 from ..core.server.process import ServerError
 from ..fio.bench import TESTS, FioError, FioSpec, run_fio
-from ..load.driver import run_load_index
+from ..load.load_index import run_load_index
 from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
 from .common import (command, config_arg, guarded, measured, overrides, read_config, renamed_choice, section_flags,
@@ -75,7 +75,7 @@ def cmd_load_index(args) -> int:
 
 def cmd_estimate(a):
     """What the run will need on each target (input, tables, scratch), before it starts."""
-    from ..load.driver import calibrate
+    from ..load.load_index import calibrate
     from ..load.estimate import estimate, fit_tables, lines, time_lines
     if a.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
         print(json.dumps(fit_tables(a.fit), indent=1))

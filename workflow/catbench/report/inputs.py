@@ -35,7 +35,7 @@ the right header; a file that a present stage needs but is missing or unreadable
     queries/<target>/<engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
     queries/<target>/mysql/chunk_loads.parquet, chunk_times.parquet  per chunk: file loads, chunk queries
     restart/<target>/<kind>.json               restart phases, see RESTART_PHASES
-    cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/driver.py): "rows" =
+    cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/run_cluster.py): "rows" =
                                                phases (CLUSTER_PHASES), "load" = the workload per window
                                                and node (CLUSTER_LOAD), "failed" = a check that failed
     {fio,load,queries,restart,cluster}/**/isolation.json   whether each measuring job ran alone

@@ -142,7 +142,7 @@ ENGINES = {
     # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
     # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
     # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
-    # statement's rows stay when it fails, so resume checks the table (driver._prepare_table).
+    # statement's rows stay when it fails, so resume checks the table (load_index._prepare_table).
     "myisam": Engine("myisam", "MyISAM", None, {}, "{database}/{table}*.MY[DI]", "myisam_flush.sql",
                      (), True, "key_buffer_size", "Key_reads", transactional=False),
 }

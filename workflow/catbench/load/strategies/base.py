@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ...core.index.table import ENGINES, Engine, IndexInto
 from ...core.infra.resources import read_sql
 from ..handoff import LoadJob, Outcome
-from ..parallel import load_files_parallel
+from ..connections import load_files_parallel
 
 INNODB = ENGINES["innodb"]
 
