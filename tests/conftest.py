@@ -51,11 +51,12 @@ def partitioned(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The modules with the most end-to-end (``slow``) tests first, in that order: run in
-    parallel (``make test``: one module per worker at a time), the longest start at once and
-    the short ones fill in beside them, so no worker waits alone at the end."""
-    slow: dict[str, int] = {}
+    """The ``longest`` modules first, then those with the most end-to-end (``slow``) tests: run
+    in parallel (``make test``: one module per worker at a time), the long ones start at once
+    and the short ones fill in beside them, so no worker waits alone at the end."""
+    weight: dict[str, list] = {}
     for item in items:
-        slow[item.nodeid.split("::")[0]] = slow.get(item.nodeid.split("::")[0], 0) + \
-            (item.get_closest_marker("slow") is not None)
-    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])   # stable: a module's own order kept
+        w = weight.setdefault(item.nodeid.split("::")[0], [0, 0])
+        w[0] = w[0] or item.get_closest_marker("longest") is not None
+        w[1] += item.get_closest_marker("slow") is not None
+    items.sort(key=lambda item: [-x for x in weight[item.nodeid.split("::")[0]]])   # stable: a module's order kept

@@ -1,18 +1,16 @@
 """MyISAM (load.engines: myisam), Qserv's other director-index engine, with real private
-servers: every strategy that runs on it loads exactly the input and names a repeated key;
-bulk is refused with its reason; a resumed load never keeps rows its ledger does not name."""
+servers: bulk is refused with its reason; a resumed load never keeps rows its ledger does not
+name (every strategy's load and a repeated key on it: test_engines.py)."""
 
 import json
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import pytest
 from catbench.core.infra.config import section
 from catbench.core.index.input import scan_file
 from catbench.core.index.table import DATABASE, ENGINES, IndexInto, get_variant, load_file
-from catbench.core.server.loaddata import LoadError
 from catbench.core.server.process import Server
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
@@ -42,44 +40,6 @@ def test_every_strategy_but_bulk_runs_on_myisam():
     assert pairs == [("myisam", "sorted")]
     assert skipped[0]["strategy"] == "bulk" and "unique" in skipped[0]["reason"]
     assert not ENGINES["myisam"].transactional and ENGINES["innodb"].transactional
-
-
-@pytest.mark.parametrize("strategy", MYISAM)
-def test_every_myisam_strategy_loads_exactly_the_input(root, strategy):
-    variant = "char28" if MYISAM.index(strategy) % 2 else "bigint"
-    name = f"{variant}-{strategy}"
-    files = write_files(root / "in" / name, variant, 4, 1000, seed=zlib.crc32(name.encode()))
-    s = run(root, name, files, variant, strategy)
-    assert s["engine"] == "myisam" and s["strategy"] == strategy
-    assert s["rows"] == 4000 and s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
-    # the table's bytes are its .MYD and .MYI files: at least the rows' fixed-width records
-    assert s["table_bytes"] >= 4000 * 9 and s["table_bytes_final"] > 0
-    assert s["lookups"] == 200 and 0 < s["lookup_p50_s"] <= s["lookup_p99_s"]
-    assert int(s["server"]["variables"]["key_buffer_size"]) == 8 << 20
-    assert s["table_pool_ratio"] == pytest.approx(s["table_bytes"] / (8 << 20))
-    assert not (root / "target" / f"catbench-load_index-{variant}-myisam-{strategy}").exists()
-
-
-@pytest.mark.parametrize("strategy", MYISAM)
-@pytest.mark.parametrize("where", ["within", "across"])
-def test_duplicates_are_caught_and_named(root, strategy, where):
-    variant = "char28" if (MYISAM.index(strategy) + (where == "across")) % 2 else "bigint"
-    name = f"dup-{where}-{strategy}"
-    files = write_files(root / "in" / name, variant, 4, 200)
-    lines = [p.read_text().splitlines(keepends=True) for p in files]
-    if where == "within":
-        dup, src, dst, at = lines[1][4].split("\t")[0], files[1], files[1], 149
-    else:   # file 0 and file 3: different partitions for trans-partitioned (batch_files=2)
-        dup, src, dst, at = lines[0][6].split("\t")[0], files[0], files[3], 119
-    i = files.index(dst)
-    lines[i][at] = f"{dup}\t1\t1\n"
-    dst.write_text("".join(lines[i]))
-    with pytest.raises(LoadError) as err:
-        run(root, name, files, variant, strategy)
-    msg = str(err.value)
-    assert dup in msg and src.name in msg and dst.name in msg, msg
-    assert "duplicate" in msg.lower() or "repeats" in msg or "repeated" in msg, msg
-    assert not (root / "results" / name).exists()
 
 
 def _cmd(files, target: Path, out: Path) -> list[str]:

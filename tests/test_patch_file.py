@@ -25,10 +25,9 @@ from catbench.core.infra.config import ConfigError, load, validate
 from catbench.core.infra.files import changed, fingerprint
 from catbench.core.sky.copies import copy_layout, part_copies
 from catbench.prepare import catalog as cat_mod
-from catbench.prepare.chunker import Chunker
 from catbench.prepare.ids import IdLayout
 from catbench.prepare.own import patch as pf
-from support.patchfiles import COLUMNS, SKY, config, read, rows, write
+from support.patchfiles import COLUMNS, config, read, rows, write
 from support.paths import REPO, snakemake
 from support.servers import kill_servers, server_procs
 

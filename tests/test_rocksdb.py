@@ -1,16 +1,13 @@
-"""MyRocks (load.engines: rocksdb) with real private servers: every strategy that runs on it
-loads exactly the input and names a repeated key; the ones that cannot are refused with
-their reason; the engine is a column of the final tables and the report."""
+"""MyRocks (load.engines: rocksdb) with real private servers: the strategies that cannot run
+on it are refused with their reason; the engine is a column of the final tables and the
+report (every strategy's load and a repeated key on it: test_engines.py)."""
 
 import csv
-import json
 import re
-import zlib
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from catbench.core.index.table import ENGINES, LoadError
+from catbench.core.index.table import LoadError
 from catbench.core.server.process import Launch, Server
 from catbench.core.server.tools import ServerError, plugin_options
 from catbench.load.comparison import write_not_run
@@ -73,52 +70,6 @@ def test_a_missing_plugin_is_named_with_its_package(tmp_path):
     with pytest.raises(ServerError, match="apt-get install mariadb-plugin-rocksdb.*load.engines"):
         plugin_options(str(fake), ("rocksdb",))
     assert plugin_options(str(fake), ()) == {}
-
-
-@pytest.mark.parametrize("strategy", ROCKSDB)
-def test_every_rocksdb_strategy_loads_exactly_the_input(root, strategy):
-    variant = "char28" if ROCKSDB.index(strategy) % 2 else "bigint"
-    name = f"{variant}-{strategy}"
-    files = write_files(root / "in" / name, variant, 4, 1000, seed=zlib.crc32(name.encode()))
-    s = run(root, name, files, variant, strategy)
-    assert s["engine"] == "rocksdb" and s["strategy"] == strategy
-    assert s["rows"] == 4000 and s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
-    # the table's bytes are MyRocks' SST files (a fresh server has none: the rows are there)
-    assert s["table_bytes"] > 0 and s["table_bytes_final"] > 0
-    assert s["lookups"] == 200 and 0 < s["lookup_p50_s"] <= s["lookup_p99_s"]
-    assert int(s["server"]["variables"]["rocksdb_block_cache_size"]) == 8 << 20
-    assert int(s["server"]["variables"]["rocksdb_max_row_locks"]) == ENGINES["rocksdb"].settings[
-        "rocksdb_max_row_locks"]
-    if strategy == "bulk":   # MyRocks' bulk path: no transactions, the SST files ingested at its end
-        assert s["transaction_rows"] is None and s["strategy_details"]["commits"] is None
-        assert s["strategy_details"]["final_commit_seconds"] >= 0
-    out = root / "results" / name
-    samples = pq.read_table(out / "samples.parquet").to_pylist()
-    assert max(r["Rocksdb_wal_bytes"] or 0 for r in samples) > 0 or strategy == "bulk"
-    assert json.loads((out / "summary.json").read_text())["engine"] == "rocksdb"
-    assert not (root / "target" / f"catbench-load_index-{variant}-rocksdb-{strategy}").exists()
-
-
-@pytest.mark.parametrize("strategy", ROCKSDB)
-@pytest.mark.parametrize("where", ["within", "across"])
-def test_duplicates_are_caught_and_named(root, strategy, where):
-    variant = "char28" if (ROCKSDB.index(strategy) + (where == "across")) % 2 else "bigint"
-    name = f"dup-{where}-{strategy}"
-    files = write_files(root / "in" / name, variant, 4, 200)
-    lines = [p.read_text().splitlines(keepends=True) for p in files]
-    if where == "within":
-        dup, src, dst, at = lines[1][4].split("\t")[0], files[1], files[1], 149
-    else:   # file 0 and file 3: different partitions for trans-partitioned (batch_files=2)
-        dup, src, dst, at = lines[0][6].split("\t")[0], files[0], files[3], 119
-    i = files.index(dst)
-    lines[i][at] = f"{dup}\t1\t1\n"
-    dst.write_text("".join(lines[i]))
-    with pytest.raises(LoadError) as err:
-        run(root, name, files, variant, strategy)
-    msg = str(err.value)
-    assert dup in msg and src.name in msg and dst.name in msg, msg
-    assert "duplicate" in msg.lower() or "repeats" in msg or "repeated" in msg, msg
-    assert not (root / "results" / name).exists()
 
 
 def _csv(path: Path) -> list[dict]:

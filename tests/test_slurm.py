@@ -24,7 +24,7 @@ from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 # Snakemake polling Slurm every second; -P: the script's folder is not put on sys.path
 SNAKEMAKE = (str(VENV_BIN / "python"), "-P", str(REPO / "tests" / "support" / "slurm_snakemake.py"))
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.longest]
 # Run names unique on this machine: the isolation checks tell this test's jobs from
 # those of another test run beside it by their results/<run>/ paths.
 LOCAL, SLURM = f"local{os.getpid()}", f"slurm{os.getpid()}"
