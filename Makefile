@@ -42,11 +42,11 @@ run: $(STAMP)
 	python workflow/scripts/one_run.py $(SNAKEMAKE_RUN) --configfile $(CONFIG)
 
 test: $(STAMP) system-all
-	pytest -n auto --dist loadfile --durations=10
+	pytest -n auto --dist loadfile --no-loadscope-reorder --durations=10
 
 # The developer's loop: no private server, no Snakemake run (tests marked server or slow skipped).
 test-fast: $(STAMP)
-	pytest -q -n auto --dist loadfile -m "not server and not slow" --durations=5
+	pytest -q -n auto --dist loadfile --no-loadscope-reorder -m "not server and not slow" --durations=5
 
 bench: $(STAMP)
 	@$(call install_system,config/bench.yaml)

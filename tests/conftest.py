@@ -52,7 +52,8 @@ def partitioned(tmp_path_factory):
 
 def pytest_collection_modifyitems(config, items):
     """The ``longest`` modules first, then those with the most end-to-end (``slow``) tests: run
-    in parallel (``make test``: one module per worker at a time), the long ones start at once
+    in parallel (``make test``: one module per worker at a time, in this order:
+    ``--no-loadscope-reorder``), the long ones start at once
     and the short ones fill in beside them, so no worker waits alone at the end."""
     weight: dict[str, list] = {}
     for item in items:
