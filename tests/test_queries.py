@@ -20,9 +20,9 @@ from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
 from catbench.query.chunk_tables import ChunkInfo
 from catbench.query.engines import DuckdbEngine
-from catbench.query.params import settings_of
 from catbench.core.infra.targets import Target
-from catbench.query.run_queries import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
+from catbench.query.run_queries import QueryPaths, run_queries, run_queries_duckdb
+from catbench.query.spec import Concurrency, QuerySpec
 from catbench.query.suite import (
     QUERY_NAMES,
     Answer,
@@ -236,11 +236,11 @@ def test_compare_tolerance_and_float32():
 
 
 def test_settings_defaults():
-    q = settings_of({"queries": section("queries", {"concurrency": {"streams": 4}})})
-    assert q["concurrency"] == {"streams": 4, "seconds": 10.0, "lv1_interval_s": 0.1}
-    assert q["repetitions"] == 3 and q["queries"] == list(QUERY_NAMES)
+    q = QuerySpec.of(validate({"queries": {"concurrency": {"streams": 4}}}, whole=False))
+    assert q.concurrency == Concurrency(4, 10.0, 0.1)
+    assert q.repetitions == 3 and q.names == tuple(QUERY_NAMES)
     with pytest.raises(QueryError, match="unknown queries"):
-        settings_of({"queries": section("queries", {"queries": ["LV9"]})})
+        QuerySpec.of(validate({}, whole=False), {"names": ["LV9"]})
 
 
 def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
@@ -261,8 +261,11 @@ def test_duckdb_reads_chunk_paths_with_a_quote(tmp_path):
 
 def test_settings_come_from_the_schema_with_overrides():
     from catbench.core.infra.config import defaults
-    q = settings_of({"queries": section("queries")}, repetitions=5, concurrency={"seconds": 2.0}, names=["LV1"])
-    assert q["repetitions"] == 5 and q["queries"] == ["LV1"]
-    assert q["concurrency"]["seconds"] == 2.0
-    assert q["concurrency"]["streams"] == defaults("queries")["concurrency"]["streams"]
-    assert settings_of({"queries": section("queries")})["index_variant"] == defaults("queries")["index_variant"]
+    cfg = validate({}, whole=False)
+    q = QuerySpec.of(cfg, {"repetitions": 5, "concurrency": {"seconds": 2.0}, "names": ["LV1"]})
+    assert q.repetitions == 5 and q.repeats.min_n == 5 and q.names == ("LV1",)
+    assert q.concurrency.seconds == 2.0
+    assert q.concurrency.streams == defaults("queries")["concurrency"]["streams"]
+    assert QuerySpec.of(cfg).index_variant == defaults("queries")["index_variant"]
+    assert QuerySpec.of(cfg).geometry.overlap_deg == defaults("partition")["overlap_deg"]
+    assert QuerySpec.of(cfg).draw.seed == cfg["seed"]

@@ -44,7 +44,8 @@ def _json_arg(text: str | None, what: str):
 def cmd_queries(args) -> int:
     """Run the query suite (cold, warm, concurrency) on one target (mysql) or over the
     Parquet chunk files (duckdb); writes <out>/{results.parquet,summary.json,answers.json}."""
-    from ..query.run_queries import QueryPaths, QuerySpec, run_queries, run_queries_duckdb
+    from ..query.run_queries import QueryPaths, run_queries, run_queries_duckdb
+    from ..query.spec import QuerySpec
     cfg = _config(args.config)
     results = Path(args.results)
     conc = {}

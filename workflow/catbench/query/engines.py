@@ -20,6 +20,7 @@ import pyarrow as pa
 from ..core.index.table import Variant
 from ..core.infra.resources import resource, split_statements
 from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
+from .spec import Geometry
 from .suite import Answer, Query, QueryError, bind
 
 log = logging.getLogger(__name__)
@@ -51,17 +52,19 @@ def box_region(params: dict):
 
 class MysqlEngine:
     """Runs the suite against one private server; ``connections`` chunk queries in flight
-    (config ``queries.connections``); ``index_variant`` is the secondary index's schema."""
+    (``QuerySpec.connections``); ``geometry`` is the chunk files' partitioning,
+    ``index_variant`` the secondary index's schema."""
 
     name = "mysql"
 
-    def __init__(self, server, chunks: list[ChunkInfo], partition: dict, connections: int, index_variant: Variant):
+    def __init__(self, server, chunks: list[ChunkInfo], geometry: Geometry, connections: int,
+                 index_variant: Variant):
         self.server = server
         self.index_variant = index_variant
         self._lookup_sql = index_variant.lookup_sql(INDEX_TABLE)
         self.chunk_ids = sorted(c.chunk_id for c in chunks)
         self._loaded = set(self.chunk_ids)
-        self.sphgeom = sphgeom_chunker(partition["num_stripes"], partition["num_sub_stripes_per_stripe"])
+        self.sphgeom = sphgeom_chunker(geometry.num_stripes, geometry.num_sub_stripes_per_stripe)
         self.connections = max(1, int(connections))
         self._pool: queue.Queue | None = None
         self._conns: list = []

@@ -1,7 +1,4 @@
-"""The query stage's settings and every query's parameters.
-
-Settings are the validated ``queries`` config section (its defaults filled in at the CLI),
-with the CLI's overrides on top.
+"""Every query's parameters.
 
 Parameters (object id, boxes, radii, cuts) come from ``queries.parameters.<Q>`` in the
 config or are drawn with the run seed from the data, checked with DuckDB so every query
@@ -13,7 +10,6 @@ knobs of their own: they are DMTR-21's values, overridable per query through
 
 from __future__ import annotations
 
-import copy
 import logging
 
 import numpy as np
@@ -21,6 +17,7 @@ import pyarrow.parquet as pq
 
 from .chunk_tables import ChunkInfo, chunk_file
 from .engines import DuckdbEngine
+from .spec import Draw, QuerySpec
 from .suite import QUERY_NAMES, QueryError, load_suite
 
 log = logging.getLogger(__name__)
@@ -38,24 +35,6 @@ BOX_KEYS = ("ra_min", "ra_max", "dec_min", "dec_max")
 _SEED_STREAM = 3_2013  # the parameter draw's own random stream of the run seed
 
 
-def settings_of(cfg: dict, *, repetitions: int | None = None, concurrency: dict | None = None,
-                names=None) -> dict:
-    """The validated config's ``queries`` section, then the given overrides (CLI flags);
-    unknown query names fail naming the config key."""
-    qs = copy.deepcopy(cfg["queries"])
-    if repetitions is not None:
-        qs["repetitions"] = int(repetitions)
-    if concurrency:
-        qs["concurrency"] = {**qs["concurrency"], **concurrency}
-    if names:
-        qs["queries"] = list(names)
-    unknown = set(qs["queries"]) - set(QUERY_NAMES)
-    if unknown:
-        raise QueryError(f"config key 'queries.queries': unknown queries {sorted(unknown)}; "
-                         f"choose from {', '.join(QUERY_NAMES)}")
-    return qs
-
-
 def clamp_box(ra: float, dec: float, size: float) -> dict:
     """A ``size`` x ``size`` deg box centred on (ra, dec), moved inside the sky if needed."""
     half = size / 2.0
@@ -67,9 +46,9 @@ def clamp_box(ra: float, dec: float, size: float) -> dict:
 class _Draw:
     """The random choices of one parameter draw (chunks weighted by their rows)."""
 
-    def __init__(self, cfg: dict, chunks_dir, chunks: list[ChunkInfo], engine: DuckdbEngine, tries: int):
-        self.rng = np.random.default_rng([int(cfg.get("seed", 0)), _SEED_STREAM])
-        self.chunks_dir, self.chunks, self.engine, self.tries = chunks_dir, chunks, engine, tries
+    def __init__(self, draw: Draw, chunks_dir, chunks: list[ChunkInfo], engine: DuckdbEngine):
+        self.rng = np.random.default_rng([draw.seed, _SEED_STREAM])
+        self.chunks_dir, self.chunks, self.engine, self.tries = chunks_dir, chunks, engine, draw.max_tries
         self.weights_src = np.array([c.source_rows for c in chunks], float)
         self.weights_obj = np.array([c.object_rows for c in chunks], float)
 
@@ -116,8 +95,8 @@ def _box_parameters(name: str, given: dict, overlap: float) -> tuple[dict, float
     return p, size
 
 
-def _draw_all(cfg: dict, qs: dict, suite: dict, draw: _Draw) -> dict[str, dict]:
-    given = {k: dict(v or {}) for k, v in qs["parameters"].items()}
+def _draw_all(spec: QuerySpec, suite: dict, draw: _Draw) -> dict[str, dict]:
+    given = spec.draw.given
     bad = set(given) - set(QUERY_NAMES)
     if bad:
         raise QueryError(f"config key 'queries.parameters': unknown queries {sorted(bad)}")
@@ -131,24 +110,23 @@ def _draw_all(cfg: dict, qs: dict, suite: dict, draw: _Draw) -> dict[str, dict]:
         out[name] = {"object_id": int(p["object_id"])}
     out["HV1"], out["HV3"] = {}, {}
     out["HV2"] = {**PARAM_DEFAULTS["HV2"], **given.get("HV2", {})}
-    overlap = float(cfg["partition"]["overlap_deg"])
+    overlap = spec.geometry.overlap_deg
     for name in ("LV3", "SHV1", "SHV2"):
         p, size = _box_parameters(name, given.get(name, {}), overlap)
         out[name] = p if all(k in p for k in BOX_KEYS) else draw.box(suite[name], p, size)
     return out
 
 
-def draw_parameters(cfg: dict, chunks_dir, chunks: list[ChunkInfo], qs: dict | None = None,
-                    suite=None, engine: DuckdbEngine | None = None) -> dict:
+def draw_parameters(spec: QuerySpec, chunks_dir, chunks: list[ChunkInfo], suite=None,
+                    engine: DuckdbEngine | None = None) -> dict:
     """Every query's parameters: the config's ``queries.parameters.<Q>`` where given, else
     drawn with the run seed from the data so that the query returns data (checked with DuckDB).
     Deterministic: same data + seed + config = same parameters."""
-    qs = qs or settings_of(cfg)
     suite = suite or load_suite()
     own = engine is None
     engine = engine or DuckdbEngine(chunks_dir, chunks)
     try:
-        out = _draw_all(cfg, qs, suite, _Draw(cfg, chunks_dir, chunks, engine, int(qs["draw"]["max_tries"])))
+        out = _draw_all(spec, suite, _Draw(spec.draw, chunks_dir, chunks, engine))
     finally:
         if own:
             engine.close()

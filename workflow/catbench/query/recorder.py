@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.infra.jobs.repeat import Repeats
+from .spec import QuerySpec
 from .suite import Answer, QueryError, compare
 
 log = logging.getLogger(__name__)
@@ -252,10 +253,9 @@ def run_concurrency(make_runner, suite: dict, params: dict, rec: Recorder, strea
     return out
 
 
-def run_concurrency_of(qs: dict, make_runner, suite: dict, params: dict, rec: Recorder) -> dict:
-    """The concurrency run as the settings ``qs`` ask (skipped unless LV1 and HV2 are run)."""
-    if not {"LV1", "HV2"} <= set(qs["queries"]):
+def run_concurrency_of(spec: QuerySpec, make_runner, suite: dict, params: dict, rec: Recorder) -> dict:
+    """The concurrency run as ``spec`` asks (skipped unless LV1 and HV2 are run)."""
+    if not {"LV1", "HV2"} <= set(spec.names):
         return {"skipped": True}
-    cc = qs["concurrency"]
-    return run_concurrency(make_runner, suite, params, rec, int(cc["streams"]), float(cc["seconds"]),
-                           float(cc["lv1_interval_s"]))
+    cc = spec.concurrency
+    return run_concurrency(make_runner, suite, params, rec, cc.streams, cc.seconds, cc.lv1_interval_s)

@@ -26,9 +26,7 @@ from pathlib import Path
 from ..core.index.input import list_input
 from ..core.index.table import get_variant
 from ..core.infra.files import staged_output
-from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.targets import Target, TargetError, check_target, describe_target
-from ..core.server.process import Launch
 from ..core.server.session import Datadir, private_server
 from ..core.server.tools import variables
 from .chunk_tables import (
@@ -38,8 +36,9 @@ from .chunk_tables import (
     read_chunk_list,
 )
 from .engines import DuckdbEngine, MysqlEngine, udf_path
-from .params import draw_parameters, settings_of
+from .params import draw_parameters
 from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
+from .spec import QuerySpec
 from .suite import QueryError, load_suite
 
 log = logging.getLogger(__name__)
@@ -62,31 +61,6 @@ class _DuckStream:
 
 
 @dataclass(frozen=True)
-class QuerySpec:
-    """A query job's knobs, read once from the validated config (sections run, seed, partition,
-    server, queries) with the command line's overrides: ``queries`` is the section with them
-    applied (params.settings_of), ``params`` the queries' parameters (None: drawn)."""
-    config: dict
-    queries: dict
-    cold: bool
-    params: dict | None
-    settings: dict            # the server's options (the cold runs' added by the stage)
-    launch: Launch
-
-    @classmethod
-    def of(cls, cfg: dict, over: dict | None = None) -> QuerySpec:
-        """From a validated config and the CLI's overrides (repetitions, concurrency, names,
-        cold, params, settings, binary, start_timeout; None or absent: the config's)."""
-        over = {k: v for k, v in (over or {}).items() if v is not None}
-        qs = settings_of(cfg, repetitions=over.get("repetitions"), concurrency=over.get("concurrency"),
-                         names=over.get("names"))
-        server = cfg["server"]
-        return cls(cfg, qs, over.get("cold", qs["cold"]), over.get("params"), over.get("settings", server["settings"]),
-                   Launch.of(server, binary=over.get("binary") or server["binary"],
-                             start_timeout_s=over.get("start_timeout") or server["start_timeout_s"]))
-
-
-@dataclass(frozen=True)
 class QueryPaths:
     """A query job's files: the chunks (chunks.tsv and the chunk files), the index input, its output."""
     chunks_dir: Path
@@ -98,14 +72,14 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, target: str = "parque
     """The suite over the Parquet chunk files with DuckDB (no server)."""
     import duckdb
 
-    cfg, qs, cold, params = spec.config, spec.queries, spec.cold, spec.params
+    cold, params = spec.cold, spec.params
     chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
     with staged_output(out_dir) as work:
         engine = DuckdbEngine(chunks_dir, chunks)
         try:
-            params = params or draw_parameters(cfg, chunks_dir, chunks, qs, suite, engine)
+            params = params or draw_parameters(spec, chunks_dir, chunks, suite, engine)
             dropped = drop_caches() if cold else False
             cold_method = "new-connection+drop_caches" if dropped else "new-connection-only"
             rec = Recorder(target, "duckdb", suite, cold_method if cold else "none")
@@ -115,12 +89,12 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, target: str = "parque
                     drop_caches()
                 engine.open()
 
-            run_suite(engine, restart, suite, qs["queries"], params, rec, Repeats.of(qs), cold)
-            conc = run_concurrency_of(qs, lambda: _DuckStream(engine), suite, params, rec)
+            run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, cold)
+            conc = run_concurrency_of(spec, lambda: _DuckStream(engine), suite, params, rec)
         finally:
             engine.close()
         summary = {"target": target, "engine": "duckdb", "cold_method": rec.cold_method, "params": params,
-                   "queries": qs["queries"], "repetitions": qs["repetitions"], "concurrency": conc,
+                   "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
                    "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": None}
         rec.write(work, summary)
     return summary
@@ -138,7 +112,15 @@ def _check_room(target_name: str, target_path, chunks_dir, index_files: list[Pat
         raise QueryError(str(exc)) from exc
 
 
-def _fill_server(srv, chunks_dir, chunks, index_files: list[Path], qs: dict) -> dict:
+@dataclass(frozen=True)
+class _Filled:
+    """A filled server: its provenance and the two loads' figures (summary.json's ``load``)."""
+    server: dict            # binary, version, settings, variables
+    chunk_tables: dict      # chunk_tables.load_chunk_tables' figures (its trace included)
+    secondary_index: dict
+
+
+def _fill_server(srv, chunks_dir, chunks, index_files: list[Path], spec: QuerySpec) -> _Filled:
     """Stored functions, secondary index and chunk tables on a started server; returns
     the server's provenance and the load times."""
     conn = srv.connect()
@@ -148,19 +130,20 @@ def _fill_server(srv, chunks_dir, chunks, index_files: list[Path], qs: dict) -> 
         install_functions(conn, udf_path("mysql"))
     finally:
         conn.close()
-    index = load_secondary_index(srv, index_files, qs["index_variant"])
-    load = load_chunk_tables(srv, chunks_dir, chunks, int(qs["load_connections"]))
+    index = load_secondary_index(srv, index_files, spec.index_variant)
+    load = load_chunk_tables(srv, chunks_dir, chunks, spec.load_connections)
     log.info("target %s: secondary index %d rows in %.2f s; chunk tables %d rows in %.2f s",
              srv.name, index["rows"], index["seconds"], load["rows"], load["seconds"])
-    return {"server": server_info, "load": {"chunk_tables": load, "secondary_index": index}}
+    return _Filled(server_info, load, index)
 
 
-def _measure_on_server(srv, cfg: dict, qs: dict, suite: dict, chunks, params: dict, cold: bool) -> dict:
+def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict) -> dict:
     """Cold runs (server restart before each query), warm runs and the concurrency run."""
-    variant = get_variant(qs["index_variant"])
+    variant = get_variant(spec.index_variant)
+    cold = spec.cold
 
     def engine_of():
-        return MysqlEngine(srv, chunks, cfg["partition"], int(qs["connections"]), index_variant=variant)
+        return MysqlEngine(srv, chunks, spec.geometry, spec.connections, index_variant=variant)
 
     engine = engine_of()
     try:
@@ -178,8 +161,8 @@ def _measure_on_server(srv, cfg: dict, qs: dict, suite: dict, chunks, params: di
             restarts.append({"stop_s": stop_s, "start_s": start_s})
             engine.open()
 
-        run_suite(engine, restart, suite, qs["queries"], params, rec, Repeats.of(qs), cold)
-        conc = run_concurrency_of(qs, engine_of, suite, params, rec)
+        run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, cold)
+        conc = run_concurrency_of(spec, engine_of, suite, params, rec)
     finally:
         engine.close()
     return {"recorder": rec, "concurrency": conc, "restarts": restarts}
@@ -187,7 +170,7 @@ def _measure_on_server(srv, cfg: dict, qs: dict, suite: dict, chunks, params: di
 
 def run_queries(spec: QuerySpec, target: Target, paths: QueryPaths, keep_data: bool = False) -> dict:
     """The suite on one storage target with the mysql engine (see the module docstring)."""
-    cfg, qs, cold, params = spec.config, spec.queries, spec.cold, spec.params
+    params = spec.params
     target_name, target_path = target.name, target.path
     chunks_dir, index_dir, out_dir = paths.chunks_dir, paths.index_dir, paths.out_dir
     suite = load_suite()
@@ -196,18 +179,19 @@ def run_queries(spec: QuerySpec, target: Target, paths: QueryPaths, keep_data: b
     _check_room(target_name, target_path, chunks_dir, index_files)
     with staged_output(out_dir) as work:
         if params is None:
-            params = draw_parameters(cfg, chunks_dir, chunks, qs, suite)
+            params = draw_parameters(spec, chunks_dir, chunks, suite)
         settings = {**COLD_SERVER_SETTINGS, **spec.settings}
         with private_server(target_name, target_path, "queries", settings, launch=spec.launch,
                             data=Datadir(keep=keep_data)) as srv:
-            filled = _fill_server(srv, chunks_dir, chunks, index_files, qs)
-            trace = filled["load"]["chunk_tables"].pop("trace")
-            runs = _measure_on_server(srv, cfg, qs, suite, chunks, params, cold)
+            filled = _fill_server(srv, chunks_dir, chunks, index_files, spec)
+            trace = filled.chunk_tables.pop("trace")
+            runs = _measure_on_server(srv, spec, suite, chunks, params)
         rec = runs["recorder"]
         summary = {"target": target_name, "engine": "mysql", "cold_method": rec.cold_method, "params": params,
-                   "queries": qs["queries"], "repetitions": qs["repetitions"], "connections": qs["connections"],
-                   "concurrency": runs["concurrency"], "chunks": len(chunks), "load": filled["load"],
-                   "restarts": runs["restarts"], "server": {**filled["server"], "timings": dict(srv.timings)},
+                   "queries": list(spec.names), "repetitions": spec.repetitions, "connections": spec.connections,
+                   "concurrency": runs["concurrency"], "chunks": len(chunks),
+                   "load": {"chunk_tables": filled.chunk_tables, "secondary_index": filled.secondary_index},
+                   "restarts": runs["restarts"], "server": {**filled.server, "timings": dict(srv.timings)},
                    "storage": describe_target(target_path)}
         rec.write(work, summary)
         write_chunk_loads(work, target_name, trace)

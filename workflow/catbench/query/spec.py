@@ -1,0 +1,84 @@
+"""A query job's knobs, read once from the validated config (its ``queries``, ``partition``,
+``server`` sections and the run ``seed``; the schema's defaults filled in at the CLI) with the
+command line's overrides on top: the suite's runs, the parameter draw, the engines and the
+private server read this, never the config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.infra.jobs.repeat import Repeats
+from ..core.server.process import Launch
+from .suite import QUERY_NAMES, QueryError
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """DMTR-21's concurrency run (queries.concurrency): HV2 streams beside one LV1 stream."""
+    streams: int
+    seconds: float
+    lv1_interval_s: float
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The chunking the chunk files were partitioned with (partition.num_stripes,
+    num_sub_stripes_per_stripe, overlap_deg): the mysql engine's dispatch and SHV1's radius."""
+    num_stripes: int
+    num_sub_stripes_per_stripe: int
+    overlap_deg: float
+
+
+@dataclass(frozen=True)
+class Draw:
+    """How the queries' parameters are drawn: the run seed, the config's per-query parameters
+    (queries.parameters.<Q>, over DMTR-21's) and the tries a box gets to return data."""
+    seed: int
+    given: dict
+    max_tries: int
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    names: tuple[str, ...]    # queries.queries (or --queries)
+    repeats: Repeats          # queries.repetitions, max_repetitions, precision, budget_s
+    concurrency: Concurrency
+    connections: int          # chunk queries in flight (mysql engine)
+    load_connections: int     # connections loading the chunk tables
+    index_variant: str        # the secondary index's schema (core.index.table)
+    cold: bool                # cold runs before the warm ones
+    params: dict | None       # every query's parameters (--params-json); None: drawn
+    draw: Draw
+    geometry: Geometry
+    settings: dict            # the server's options (the cold runs' added by the stage)
+    launch: Launch            # server.binary, server.tcp, server.start_timeout_s
+
+    @property
+    def repetitions(self) -> int:
+        return self.repeats.min_n
+
+    @classmethod
+    def of(cls, cfg: dict, over: dict | None = None) -> QuerySpec:
+        """From a validated config and the CLI's overrides (repetitions, concurrency (a partial
+        section), names, cold, params, settings, binary, start_timeout; None or absent: the
+        config's). Unknown query names fail naming the config key."""
+        over = {k: v for k, v in (over or {}).items() if v is not None}
+        qs, part, server = cfg["queries"], cfg["partition"], cfg["server"]
+        names = tuple(over.get("names") or qs["queries"])
+        unknown = set(names) - set(QUERY_NAMES)
+        if unknown:
+            raise QueryError(f"config key 'queries.queries': unknown queries {sorted(unknown)}; "
+                             f"choose from {', '.join(QUERY_NAMES)}")
+        repetitions = int(over.get("repetitions", qs["repetitions"]))
+        cc = {**qs["concurrency"], **over.get("concurrency", {})}
+        return cls(
+            names, Repeats.of({**qs, "repetitions": repetitions}),
+            Concurrency(int(cc["streams"]), float(cc["seconds"]), float(cc["lv1_interval_s"])),
+            int(qs["connections"]), int(qs["load_connections"]), qs["index_variant"],
+            over.get("cold", qs["cold"]), over.get("params"),
+            Draw(int(cfg["seed"]), {k: dict(v or {}) for k, v in qs["parameters"].items()},
+                 int(qs["draw"]["max_tries"])),
+            Geometry(part["num_stripes"], part["num_sub_stripes_per_stripe"], float(part["overlap_deg"])),
+            over.get("settings", server["settings"]),
+            Launch.of(server, binary=over.get("binary") or server["binary"],
+                      start_timeout_s=over.get("start_timeout") or server["start_timeout_s"]))
