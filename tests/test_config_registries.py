@@ -64,7 +64,7 @@ need = est.estimate(cfg, Path(sys.argv[2]))
 text = "\\n".join(est.lines(need, jobs=True))
 assert "char28/innodb/toy" in text, text
 pairs = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"])[0]
-assert plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs])["jobs"] > 0
+assert plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs], time_limit_s=None)["jobs"] > 0
 key = ("disk", "char28", "innodb", "toy", "random")
 assert form_of(key, [rung_rep(10**6, 6e6, "r", key=key, in_file_order=get_strategy("toy").in_file_order)]) == "steady"
 print("toy strategy: valid")

@@ -447,4 +447,4 @@ def test_preset_is_complete_and_plans_the_read_alone(tmp_path):
     cfg = validate(raw)
     counts = cb_plan.job_counts(cfg, loads=6)
     assert counts["index"] == {"index_read": 1} and "catalog" not in counts and "partition" not in counts
-    assert cb_plan.plan(cfg, [("innodb", True)] * 6)["index_rows"] == 7000
+    assert cb_plan.plan(cfg, [("innodb", True)] * 6, time_limit_s=None)["index_rows"] == 7000

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from catbench.core.infra.jobs import plan as cb_plan
 from catbench.core.infra.config import ConfigError, layered, typed_overrides, validate
+from catbench.load.spec import LoadSpec
 from catbench.load.strategies import get_strategy, load_pairs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,7 +29,8 @@ def as_run(raw: dict, overrides: dict | None = None) -> dict:
 def run_plan(cfg: dict) -> dict:
     pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
     per = len(cfg["targets"]) * len(cfg["load"]["variants"]) if "load_index" in cfg["stages"] else 0
-    return cb_plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs] * per)
+    return cb_plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs] * per,
+                        time_limit_s=LoadSpec.of(cfg).time_limit_s)
 
 
 @pytest.mark.parametrize("name", PRESETS)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from catbench.core.infra.config import ConfigError, validate
-from catbench.predict.ladder import rungs
 from catbench.predict.rate import RateCurve, fit_rate, load_seconds, rows_by
 from catbench.predict.scale import Target, fit, predict, validate as validate_ladder
+from catbench.predict.spec import Fitting, PredictSpec, rungs
 from support.predict import DEVICE, TRUE, curve_rates, ladder, rung_rep
 
 REPO = Path(__file__).resolve().parent.parent
-OPTS = {"min_rungs": 2, "x_margin": 1.25, "bootstrap": 30, "confidence": 0.95, "below_rate": None}
+OPTS = Fitting(min_rungs=2, x_margin=1.25, bootstrap=30, run_noise=0.0, confidence=0.95)
 def test_fit_recovers_the_cached_cost_the_collapse_and_the_miss_cost():
     x = np.linspace(0.05, 8, 300)
     c = fit_rate(x, curve_rates(x, noise=0.05), form="misses")
@@ -173,11 +173,11 @@ def test_a_one_stream_load_is_not_given_the_time_limit(tmp_path):
     from catbench.cli.predict import _target
     cfg = validate({"load": {"time_limit_s": 240, "sort_memory": "2GB",
                              "settings": {"innodb_buffer_pool_size": "512M"}}})
-    pred = {"below_rate": None, "pool_per_row_bytes": None, "target_rows": 1e8}
     stream = [rung_rep(10**6, 6e6, "r", time_limit_s=None)]
     by_file = [rung_rep(10**6, 6e6, "r", time_limit_s=2.4, stopped=True)]
-    assert _target(cfg, "innodb", 1e8, pred, stream).time_limit_s is None
-    assert _target(cfg, "innodb", 1e8, pred, by_file).time_limit_s == 240
+    spec = PredictSpec.of(cfg)
+    assert _target(spec, "innodb", 1e8, stream).time_limit_s is None
+    assert _target(spec, "innodb", 1e8, by_file).time_limit_s == 240
 
 
 def test_the_interval_holds_every_leave_one_rung_out_prediction():
@@ -189,7 +189,7 @@ def test_the_interval_holds_every_leave_one_rung_out_prediction():
     t = Target(1e8, 1.2e9)
     p = predict(reps, t, OPTS)
     for n in (1_000_000, 3_000_000, 10_000_000):
-        q = predict([r for r in reps if r.rung_rows != n], t, {**OPTS, "bootstrap": 0})
+        q = predict([r for r in reps if r.rung_rows != n], t, OPTS.replace(bootstrap=0))
         assert p["seconds_ci_low"] <= q["seconds"] <= p["seconds_ci_high"]
 
 
@@ -215,13 +215,13 @@ def test_the_same_ladder_run_twice_predicts_within_each_others_interval():
     # the rungs of each run are off by a between-run noise of 5 %; the repetitions within a
     # run agree, so only the run noise in the interval can hold the other run's prediction
     rng, t, hits, pairs = np.random.default_rng(7), Target(1e8, 1.2e9), 0, 12
-    opts = {**OPTS, "bootstrap": 60, "run_noise": 0.05}
+    opts = OPTS.replace(bootstrap=60, run_noise=0.05)
     for _ in range(pairs):
         a, b = (predict(_noisy_ladder(rng, 0.05), t, opts) for _ in range(2))
         hits += (a["seconds_ci_low"] <= b["seconds"] <= a["seconds_ci_high"]
                  and b["seconds_ci_low"] <= a["seconds"] <= b["seconds_ci_high"])
     assert hits >= pairs - 3
-    no_noise = {**opts, "run_noise": 0.0}
+    no_noise = opts.replace(run_noise=0.0)
     a = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, no_noise)
     b = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, opts)
     assert b["seconds_ci_high"] - b["seconds_ci_low"] > 2 * (a["seconds_ci_high"] - a["seconds_ci_low"])
@@ -302,7 +302,7 @@ def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
                                    seconds=r.seconds / (0.8 if n == 10_000_000 else 1.0))
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
     p = predict(reps, Target(1e8, 1.2e9), OPTS)
-    bare = predict(reps, Target(1e8, 1.2e9), {**OPTS, "own_check": False})
+    bare = predict(reps, Target(1e8, 1.2e9), OPTS.replace(own_check=False))
     own = p["fit"]["own_check"]["predicted_over_measured"]
     assert own < 0.9
     assert p["seconds_ci_low"] == pytest.approx(bare["seconds_ci_low"] * own, rel=1e-6)

@@ -21,6 +21,7 @@ from catbench.core.infra.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.core.infra.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
+from catbench.load.spec import LoadSpec  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 from catbench.prepare.own import manifest as cb_patch_manifest  # noqa: E402
@@ -278,7 +279,8 @@ def check_plan(load_pairs):
         return
     per = len(TARGETS) * len(config["load"]["variants"]) if "load_index" in STAGES else 0
     loads = [(e, cb_strategies.get_strategy(s).resumable) for e, s in load_pairs] * per
-    plan = cb_plan.plan(config, loads)
+    # the load's stop, read by its spec (core reads no stage's key); no loads, no limit to read
+    plan = cb_plan.plan(config, loads, time_limit_s=LoadSpec.of(config).time_limit_s if loads else None)
     for line in cb_plan.lines(plan):
         print(f"catbench: {line}", file=sys.stderr)
     try:

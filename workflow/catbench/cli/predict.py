@@ -11,14 +11,14 @@ from pathlib import Path
 
 import yaml
 
-from ..core.infra.config import ConfigError, load, section
+from ..core.infra.config import ConfigError, load
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
 from ..predict.curve import GRID, curve, measured_points
-from ..predict.ladder import rungs, target_level_base, target_pool
 from ..predict.runs import read_runs
 from ..predict.scale import Target, compare, predict, validate
+from ..predict.spec import Fitting, PredictSpec, Rung, rungs
 from .common import guarded, out_path
 
 log = logging.getLogger(__name__)
@@ -29,16 +29,14 @@ MAX_ROWS = 1e14                      # --rows past this is no catalog the model 
 MIN_POOL, MAX_POOL = 2 << 20, 1 << 50   # --pool: InnoDB's least; more memory than any machine
 
 
-def _target(cfg: dict, engine: str, rows: float, pred: dict, reps: list, pool: int | None = None,
+def _target(spec: PredictSpec, engine: str, rows: float, reps: list, pool: int | None = None,
             limit: bool = True) -> Target:
     """The target of one load: ``pool`` (--pool) or the config's; load.time_limit_s only
     where the rungs had one (a strategy that loads in one stream ignores it: its summary's
     time_limit_s is null) and ``limit`` (--no-time-limit: the time to load every row)."""
-    ld = cfg.get("load") or {}
     limited = limit and any(r.time_limit_s is not None for r in reps)
-    return Target(rows, pool or target_pool(cfg, engine, rows), parse_size(ld.get("sort_memory") or "1GB"),
-                  ld.get("time_limit_s") if limited else None, pred["below_rate"],
-                  section("partition", cfg.get("partition"))["index_files"], target_level_base(cfg))
+    return Target(rows, pool or spec.target_pool(engine, rows), spec.sort_memory,
+                  spec.time_limit_s if limited else None, spec.below_rate, spec.index_files, spec.level_base)
 
 
 def _fmt_s(v) -> str:
@@ -129,10 +127,9 @@ def cmd_predict(a) -> int:
     interval and its regime (or why the model refuses), then every ladder's prediction of
     its own largest rung from the smaller ones (predicted ÷ measured)."""
     out_path(a.out)
-    cfg = load(a.config)
-    pred = section("predict", cfg.get("predict"))
-    opts = {**pred, "min_rungs": a.min_rungs or pred["min_rungs"]}
-    rows = float(a.rows if a.rows is not None else pred["target_rows"])
+    spec = PredictSpec.of(load(a.config))
+    fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
+    rows = float(a.rows if a.rows is not None else spec.target_rows)
     pool = a.pool
     groups = read_runs(a.results)
     if not groups:
@@ -143,14 +140,14 @@ def cmd_predict(a) -> int:
             raise ConfigError(f"--measured {reps[0].run}: {'/'.join(key)} loaded an input of {reps[0].rung_rows:,} "
                               f"rows, not the {rows:,.0f} predicted: give --rows {reps[0].rung_rows}")
     # load.time_limit_s was written for predict.target_rows: at another N it means nothing
-    limit = not a.no_time_limit and rows == pred["target_rows"]
+    limit = not a.no_time_limit and rows == spec.target_rows
     out = {"rows": rows, "pool_bytes": pool, "predictions": [], "validation": [], "measured": []}
     print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
           + f" from {len(a.results)} run(s):")
     for key, reps in sorted(groups.items()):
         _one_ladder(key, reps)
-        t = _target(cfg, key[2], rows, pred, reps, pool, limit)
-        p = predict(reps, t, opts)
+        t = _target(spec, key[2], rows, reps, pool, limit)
+        p = predict(reps, t, fitting)
         out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
         if key in measured:
@@ -164,7 +161,7 @@ def cmd_predict(a) -> int:
             print("  " + _compare_line("/".join(m["key"].values()), m))
     print("validation (each ladder's largest rung from its smaller ones):")
     for key, reps in sorted(groups.items()):
-        v = validate(reps, opts)
+        v = validate(reps, fitting)
         if v is not None:
             out["validation"].append({"key": dict(zip(KEY_FIELDS, key)), **v})
             print("  " + _validation_line(key, v))
@@ -172,21 +169,21 @@ def cmd_predict(a) -> int:
         print("  none: every load has a single rung")
     out["validation"] += out["measured"]   # the report's validation: the rungs' own, then the target's
     if a.out:
-        out["curve"] = _curves(cfg, pred, opts, groups, measured, pool, rows)
+        out["curve"] = _curves(spec, fitting, groups, measured, pool, rows)
         with atomic_path(a.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
 
 
-def _curves(cfg: dict, pred: dict, opts: dict, groups: dict, measured: dict, pool: int | None,
+def _curves(spec: PredictSpec, fitting: Fitting, groups: dict, measured: dict, pool: int | None,
             rows: float) -> list:
     """Per load: its predicted time to every row at each N of the grid (the user's pool, or
     the config's at that N) and the points its runs measured (rungs, then --measured);
     ``rows``: the N the prediction was asked for."""
     out = []
     for key, reps in sorted(groups.items()):
-        targets = [_target(cfg, key[2], n, pred, reps, pool, limit=False) for n in GRID]
-        out.append({"key": dict(zip(KEY_FIELDS, key)), "target_rows": rows, "predicted": curve(reps, targets, opts),
+        targets = [_target(spec, key[2], n, reps, pool, limit=False) for n in GRID]
+        out.append({"key": dict(zip(KEY_FIELDS, key)), "target_rows": rows, "predicted": curve(reps, targets, fitting),
                     "measured": measured_points(reps + measured.get(key, []))})
     return out
 
@@ -195,21 +192,18 @@ def cmd_ladder(a) -> int:
     """The rungs of the config's ladder (predict.rows): one config file per rung in --out,
     named by its run (``<run>-rung<k>``); without --out, their names and scaled settings."""
     out_path(a.out, directory=True)
-    cfg = load(a.config)
-    for r in rungs(cfg):    # each rung's file must be a config the workflow takes
+    ladder = [Rung.of(r) for r in rungs(load(a.config))]
+    for r in ladder:    # each rung's file must be a config the workflow takes
         try:
-            validate_config({**r, "base": None})
+            validate_config(r.file)
         except ConfigError as e:
-            raise ConfigError(f"the rung {r['run']!r} of {a.config} would be refused by the workflow "
+            raise ConfigError(f"the rung {r.run!r} of {a.config} would be refused by the workflow "
                               f"(its run is config key 'run' + '-rung<k>'): {e}") from None
-    for r in rungs(cfg):
-        ld = r.get("load") or {}
-        print(f"{r['run']}: catalog.patch.objects {r['catalog']['patch']['objects']}, partition.index_files "
-              f"{r['partition']['index_files']}, load.settings "
-              f"{json.dumps(ld.get('settings'))}, sort_memory {ld.get('sort_memory')}, "
-              f"time_limit_s {ld.get('time_limit_s')}")
+    for r in ladder:
+        print(f"{r.run}: catalog.patch.objects {r.objects}, partition.index_files {r.index_files}, load.settings "
+              f"{json.dumps(r.settings)}, sort_memory {r.sort_memory}, time_limit_s {r.time_limit_s}")
         if a.out:
-            (Path(a.out) / f"{r['run']}.yaml").write_text(yaml.safe_dump({**r, "base": None}, sort_keys=False))
+            (Path(a.out) / f"{r.run}.yaml").write_text(yaml.safe_dump(r.file, sort_keys=False))
     return 0
 
 

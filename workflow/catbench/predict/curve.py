@@ -9,13 +9,14 @@ import numpy as np
 from .runs import Rep
 from .scale import (Refusal, Target, _leave_one_rung_out, _own_check, _resample, _widen, check, fit, form_of, interval,
                     point, regime, run_noise)
+from .spec import Fitting
 
 # 10^7 … 10^11 rows, every half decade: where users' catalogs lie (Gaia DR3 ~1.8 × 10^9,
 # Rubin's final release ~4 × 10^10)
 GRID = tuple(float(round(10 ** (7 + k / 2))) for k in range(9))
 
 
-def curve(reps: list[Rep], targets: list[Target], opts: dict) -> list[dict]:
+def curve(reps: list[Rep], targets: list[Target], fitting: Fitting) -> list[dict]:
     """Per target (its ``time_limit_s`` ignored: every row): rows, pool, the seconds to load
     them with an interval as ``scale.predict`` gives it, table bytes and regime; or
     ``refused``."""
@@ -28,23 +29,23 @@ def curve(reps: list[Rep], targets: list[Target], opts: dict) -> list[dict]:
     answered, out = [], {}
     for t in targets:
         try:
-            check(reps, t, f, opts)
+            check(reps, t, f, fitting)
             answered.append(t)
         except (Refusal, ValueError) as exc:
             out[t.rows] = {"rows": t.rows, "pool_bytes": t.pool, "refused": str(exc)}
     points = {t.rows: point(f, t) for t in answered}
     boot = {t.rows: [] for t in answered}
-    rng = np.random.default_rng(opts.get("seed", 0))
-    sigma = run_noise(reps, f, opts.get("run_noise", 0.0))
-    for _ in range(opts["bootstrap"] if answered else 0):
+    rng = np.random.default_rng(fitting.seed)
+    sigma = run_noise(reps, f, fitting.run_noise)
+    for _ in range(fitting.bootstrap if answered else 0):
         try:
             g = fit(_resample(reps, rng, sigma), form)
         except ValueError:
             continue
         for t in answered:
             boot[t.rows].append(point(g, t)["seconds"])
-    a = (1 - opts["confidence"]) / 2
-    own = _own_check(reps, opts) if answered else {}
+    a = (1 - fitting.confidence) / 2
+    own = _own_check(reps, fitting) if answered else {}
     for t in answered:
         p = points[t.rows]
         lo = hi = None

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
 from ..core.infra.targets import parse_size
-from .ladder import target_level_base as level_base
+from .ladder import level_base
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
 
@@ -164,7 +164,7 @@ def _level_base(summary: dict) -> float | None:
     rocksdb_default_cf_options, or RocksDB's default."""
     if summary.get("engine") != "rocksdb":
         return None
-    return level_base({"server": summary.get("server") or {}}) or float(LEVEL_BASE)
+    return level_base((summary.get("server") or {}).get("settings") or {}) or float(LEVEL_BASE)
 
 
 def device(results: Path, target: str) -> dict:

@@ -12,6 +12,7 @@ from scipy.optimize import least_squares
 
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .runs import Rep
+from .spec import Fitting
 
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
 DROP = 0.8            # a collapse: the fitted rate at the largest x seen at most this × the cached rate
@@ -260,13 +261,13 @@ def _rung_needed(f: Fit, reps: list[Rep], x_goal: float) -> str:
             f"with a time limit that lets it get there")
 
 
-def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
+def check(reps: list[Rep], t: Target, f: Fit, fitting: Fitting) -> None:
     """Raise Refusal when the target is beyond what the rungs support, naming the rung that
     would let the model answer."""
     rungs = sorted({r.rung_rows for r in reps})
-    if len(rungs) < opts["min_rungs"]:
+    if len(rungs) < fitting.min_rungs:
         raise Refusal(f"{len(rungs)} rung(s) ({', '.join(f'{n:,}' for n in rungs)} rows); the model needs "
-                      f"{opts['min_rungs']} to see that the rate at a given table ÷ pool holds across scales")
+                      f"{fitting.min_rungs} to see that the rate at a given table ÷ pool holds across scales")
     p = point(f, t)
     if f.pool(t.pool) <= 0:
         raise Refusal(f"the target's cache ({t.pool / 2**20:,.0f} MiB) is no larger than the "
@@ -300,7 +301,7 @@ def check(reps: list[Rep], t: Target, f: Fit, opts: dict) -> None:
                 raise Refusal(f"the insert working set would be {ws_t:.1f}× the pool; in every rung it fit "
                               f"({max(ws):.2f}×): the collapse it predicts was not measured; it needs "
                               f"{_rung_needed(f, reps, 3 * x_end / ws_t)}")
-        if not ws and x_end > opts["x_margin"] * f.x_seen:
+        if not ws and x_end > fitting.x_margin * f.x_seen:
             raise Refusal(f"table ÷ pool would reach {x_end:.1f}; no rung went past {f.x_seen:.1f} and no "
                           f"working set says whether it collapses there: it needs "
                           f"{_rung_needed(f, reps, x_end)}")
@@ -372,7 +373,7 @@ def interval(point: float, boot: list, ends: list, a: float) -> tuple[float, flo
 INTERVALS = ("seconds", "rows", "table_bytes", "all_rows_seconds", "later_half_rate")
 
 
-def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
+def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
     """The prediction for one load at ``t``: the point, its interval (where a second run of the
     ladder would put it: bootstrap over the repetitions and each rung's between-run noise, the
     fit redone each time, widened to every leave-one-rung-out point), the regime and the fit;
@@ -382,14 +383,14 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
     form = form_of(reps[0].key, reps)
     try:
         f = fit(reps, form)
-        check(reps, t, f, opts)
+        check(reps, t, f, fitting)
     except (Refusal, ValueError) as exc:
         return {**out, "refused": str(exc)}
     p = point(f, t)
-    rng = np.random.default_rng(opts.get("seed", 0))
-    sigma = run_noise(reps, f, opts.get("run_noise", 0.0))
+    rng = np.random.default_rng(fitting.seed)
+    sigma = run_noise(reps, f, fitting.run_noise)
     boot = {k: [] for k in INTERVALS}
-    for _ in range(opts["bootstrap"]):
+    for _ in range(fitting.bootstrap):
         try:
             q = point(fit(_resample(reps, rng, sigma), form), t)
         except ValueError:
@@ -397,14 +398,14 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
         for k in boot:
             if q.get(k) is not None:
                 boot[k].append(q[k])
-    a = (1 - opts["confidence"]) / 2
+    a = (1 - fitting.confidence) / 2
     loo = _leave_one_rung_out(reps, t, form)
     for k, vals in boot.items():
         if p.get(k) is None or len(vals) < 2:
             p[f"{k}_ci_low"] = p[f"{k}_ci_high"] = None
             continue
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = interval(p[k], vals, [v[k] for v in loo if v.get(k) is not None], a)
-    own = _own_check(reps, opts)
+    own = _own_check(reps, fitting)
     _widen(p, own)
     if p["rows_ci_high"] is not None:   # a load loads at most its input's rows
         p["rows_ci_high"] = min(p["rows_ci_high"], t.rows)
@@ -415,13 +416,13 @@ def predict(reps: list[Rep], t: Target, opts: dict) -> dict:
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
 
-def _own_check(reps: list[Rep], opts: dict) -> dict:
+def _own_check(reps: list[Rep], fitting: Fitting) -> dict:
     """The ladder's own miss: its largest rung predicted from the smaller ones (three rungs or
     more, so that two are behind it), predicted ÷ measured for the total and the later half's
     rate. A re-run interval does not hold the model's own error; this is a measure of it."""
-    if not opts.get("own_check", True) or len({r.rung_rows for r in reps}) < 3:
+    if not fitting.own_check or len({r.rung_rows for r in reps}) < 3:
         return {}
-    v = validate(reps, {**opts, "own_check": False})
+    v = validate(reps, fitting.replace(own_check=False))
     return {k: v.get(k) for k in ("predicted_over_measured", "later_half_rate_predicted_over_measured")
             if v and v.get(k)}
 
@@ -480,7 +481,7 @@ def compare(p: dict, measured: list[Rep]) -> dict:
     return out
 
 
-def validate(reps: list[Rep], opts: dict) -> dict | None:
+def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
     """The largest rung predicted from the smaller ones, against its measured median."""
     rungs = sorted({r.rung_rows for r in reps})
     if len(rungs) < 2:
@@ -489,5 +490,5 @@ def validate(reps: list[Rep], opts: dict) -> dict | None:
     t = Target(rungs[-1], float(np.median([r.pool for r in top])),
                float(np.median([r.sort_memory for r in top])), top[0].time_limit_s, files=top[0].files,
                level_base=top[0].level_base)
-    p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, {**opts, "min_rungs": 1})
+    p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))
     return {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], **compare(p, top)}

@@ -34,25 +34,26 @@ def collapses(cfg: dict, engine: str) -> bool:
             and estimated_objects(cfg) * _ROW_BYTES > pool)
 
 
-def one_load_seconds(cfg: dict, collapsing: bool) -> float:
+def one_load_seconds(cfg: dict, collapsing: bool, time_limit_s: float | None) -> float:
     """Expected seconds of one load job, as measured runs take them (not the time limit's
     allowance, requests.load_seconds): each repetition loads at jobs.rows_per_s (a collapsing
-    one at COLLAPSED_ROWS_PER_S, stopped at load.time_limit_s), checks the rows at 5x that,
-    OPTIMIZEs like a sorted load (at most load.optimize_limit_s), looks up ~2,000 keys a
-    second and starts and stops its server (~2 s)."""
+    one at COLLAPSED_ROWS_PER_S, stopped at ``time_limit_s``, the load's: LoadSpec's), checks
+    the rows at 5x that, OPTIMIZEs like a sorted load (at most load.optimize_limit_s), looks
+    up ~2,000 keys a second and starts and stops its server (~2 s)."""
     rows, j, load = estimated_objects(cfg), cfg["jobs"], cfg["load"]
     loading = rows / (COLLAPSED_ROWS_PER_S if collapsing else j["rows_per_s"])
-    if collapsing and load.get("time_limit_s") is not None:
-        loading = min(loading, load["time_limit_s"])
+    if collapsing and time_limit_s is not None:
+        loading = min(loading, time_limit_s)
     optimize = min(load["optimize_limit_s"], rows / j["rows_per_s"])
     one = loading + rows / (5 * j["rows_per_s"]) + optimize + load["lookup_count"] / 2000 + 2
     limit = load.get("repetition_limit_s")
     return (1 if limit is not None and one > limit else load.get("repetitions", 1)) * one
 
 
-def load_job_seconds(cfg: dict, loads) -> float:
-    """Expected seconds of the load jobs ``loads`` ((engine, resumable) per job)."""
-    return sum(one_load_seconds(cfg, resumable and collapses(cfg, engine)) for engine, resumable in loads)
+def load_job_seconds(cfg: dict, loads, time_limit_s: float | None) -> float:
+    """Expected seconds of the load jobs ``loads`` ((engine, resumable) per job), a resumable
+    one stopped at ``time_limit_s``."""
+    return sum(one_load_seconds(cfg, resumable and collapses(cfg, engine), time_limit_s) for engine, resumable in loads)
 
 
 def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
@@ -83,9 +84,10 @@ def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
     return out
 
 
-def plan(cfg: dict, loads: list) -> dict:
+def plan(cfg: dict, loads: list, *, time_limit_s: float | None) -> dict:
     """Rows, jobs and expected minutes per stage and in total. ``loads``: (engine, resumable)
-    of every load job (resumable: a file-by-file strategy)."""
+    of every load job (resumable: a file-by-file strategy); ``time_limit_s``: where such a
+    load stops (load/spec.py ``LoadSpec.of(config).time_limit_s``: core reads no stage's key)."""
     counts = job_counts(cfg, len(loads))
     seconds, req = expected_seconds(cfg), requests(cfg)
     cpus = cfg["jobs"]["cpus"]
@@ -95,7 +97,7 @@ def plan(cfg: dict, loads: list) -> dict:
         total = 0.0
         for rule, jobs in rules.items():
             side = nodes if rule in MEASURING else max(1, cpus // req[rule].threads)
-            work = jobs * START_S + (load_job_seconds(cfg, loads) if rule == "load_index_run"
+            work = jobs * START_S + (load_job_seconds(cfg, loads, time_limit_s) if rule == "load_index_run"
                                      else jobs * seconds[rule])
             total += math.ceil(jobs / side) * work / max(1, jobs)
         minutes[stage] = total / 60

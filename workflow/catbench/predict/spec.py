@@ -1,0 +1,153 @@
+"""What the scale model reads of a validated config (its ``predict`` section and the load's
+figures at the target, the schema's defaults filled in at the CLI), and the ladder's rungs'
+configs written from it: the rest of ``predict/`` reads these, never the config."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+
+from ..core.index.table import ENGINES
+from ..core.infra.config import ConfigError
+from ..core.infra.targets import parse_size
+from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, check_objects, check_rows, kib, level_base, scaled_options,
+                     scaled_size)
+
+
+@dataclass(frozen=True)
+class Fitting:
+    """How a ladder is fitted and its interval drawn (predict.min_rungs, x_margin, bootstrap,
+    run_noise, confidence)."""
+    min_rungs: int
+    x_margin: float
+    bootstrap: int
+    run_noise: float
+    confidence: float
+    own_check: bool = True     # the interval carries the ladder's own miss on its largest rung
+    seed: int = 0              # the bootstrap's random numbers
+
+    def replace(self, **kw) -> Fitting:
+        return dataclasses.replace(self, **kw)
+
+
+@dataclass(frozen=True)
+class PredictSpec:
+    """The ladder (predict.rows and what a rung scales) and the target: its rows, its cache,
+    and the load's figures there (load.sort_memory, load.time_limit_s, partition.index_files)."""
+    run: str
+    rows: tuple[int, ...]              # predict.rows: the rungs' index rows
+    target_rows: int
+    pool_per_row_bytes: float | None   # None: the settings' cache is the target's
+    below_rate: float | None
+    scale_settings: tuple[str, ...]
+    level_rows: int | None             # None: target_rows
+    scale_sort_memory: bool
+    scale_files: bool
+    scale_time_limit: bool
+    fitting: Fitting
+    settings: dict                     # load.settings over server.settings
+    sort_memory: int                   # load.sort_memory, bytes
+    time_limit_s: float | None         # load.time_limit_s, written for target_rows
+    index_files: int                   # partition.index_files
+    source: str                        # index.source
+
+    @classmethod
+    def of(cls, cfg: dict) -> PredictSpec:
+        """From a validated config's ``predict``, ``load``, ``server``, ``partition`` and
+        ``index`` sections."""
+        pred, load = cfg["predict"], cfg["load"]
+        return cls(cfg["run"], tuple(pred["rows"]), pred["target_rows"], pred["pool_per_row_bytes"],
+                   pred["below_rate"], tuple(pred["scale_settings"]), pred["level_rows"], pred["scale_sort_memory"],
+                   pred["scale_files"], pred["scale_time_limit"],
+                   Fitting(pred["min_rungs"], pred["x_margin"], pred["bootstrap"], pred["run_noise"],
+                           pred["confidence"]),
+                   {**cfg["server"]["settings"], **(load["settings"] or {})}, parse_size(load["sort_memory"]),
+                   load["time_limit_s"], cfg["partition"]["index_files"], cfg["index"]["source"])
+
+    def target_pool(self, engine: str = "innodb", rows: float | None = None) -> int:
+        """The engine's cache at the target: ``pool_per_row_bytes`` × rows when set, else the
+        settings' own."""
+        rows = rows or self.target_rows
+        if self.pool_per_row_bytes:
+            return int(self.pool_per_row_bytes * rows)
+        var = ENGINES[engine].cache_variable if engine in ENGINES else "innodb_buffer_pool_size"
+        value = self.settings.get(var)
+        if value is None:
+            raise ConfigError(f"no {var} in load.settings or server.settings, and no predict.pool_per_row_bytes: "
+                              f"the target's pool is unknown")
+        return parse_size(value)
+
+    @property
+    def level_base(self) -> float | None:
+        """An LSM's first level at the target (None: RocksDB's default)."""
+        return level_base(self.settings)
+
+    def rung_settings(self, own: dict, k: int, objects: int) -> dict:
+        """Rung ``k``'s load.settings: ``own`` (the config's) with each of scale_settings scaled
+        by the rung's rows (an LSM's sizes by level_rows)."""
+        factor = objects * ROWS_PER_OBJECT / self.target_rows
+        lsm = objects * ROWS_PER_OBJECT / (self.level_rows or self.target_rows)
+        out = dict(own)
+        for key in self.scale_settings:
+            value = self.settings.get(key)
+            if isinstance(value, str) and "=" in value:
+                out[key] = scaled_options(value, lsm)
+            elif key in self.settings or self.pool_per_row_bytes:
+                full = (self.pool_per_row_bytes * self.target_rows if self.pool_per_row_bytes
+                        else parse_size(value))
+                out[key] = scaled_size(key, full * factor, k, objects)
+        return out
+
+
+@dataclass(frozen=True)
+class Rung:
+    """A rung's config file as ``catbench ladder`` writes it (a whole config: base null) and
+    the figures it says of it."""
+    run: str
+    objects: int                # catalog.patch.objects
+    index_files: int
+    settings: dict              # its load.settings
+    sort_memory: str
+    time_limit_s: float | None
+    file: dict
+
+    @classmethod
+    def of(cls, rung: dict) -> Rung:
+        """From one of :func:`rungs`."""
+        load = rung.get("load") or {}
+        return cls(rung["run"], rung["catalog"]["patch"]["objects"], rung["partition"]["index_files"],
+                   load.get("settings"), load.get("sort_memory"), load.get("time_limit_s"), {**rung, "base": None})
+
+
+def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
+    """Rung ``k`` (1-based) of ``cfg``'s ladder at ``rows`` rows: run ``<run>-rung<k>``, a
+    copy of the validated ``cfg`` (``spec``: its own)."""
+    if spec.source == "file":   # a rung scales the generator's catalog
+        raise ConfigError("config key 'index.source': file: a ladder's rungs are smaller generated catalogs, "
+                          "not a share of your files; predict from a ladder of index.source: generate with "
+                          "the catalog.id_layout closest to your ids")
+    objects = max(1, round(rows / ROWS_PER_OBJECT))
+    factor = objects * ROWS_PER_OBJECT / spec.target_rows
+    out = copy.deepcopy(cfg)
+    out["run"] = f"{spec.run}-rung{k}"
+    out["catalog"]["patch"]["objects"] = objects
+    load = out["load"]
+    load["settings"] = spec.rung_settings(load["settings"] or {}, k, objects)
+    if spec.scale_sort_memory:
+        load["sort_memory"] = kib(max(MIN_SORT_MEMORY, spec.sort_memory * factor))
+    if spec.scale_files:
+        out["partition"]["index_files"] = max(1, round(spec.index_files * factor))
+    if spec.scale_time_limit and spec.time_limit_s:
+        load["time_limit_s"] = round(spec.time_limit_s * factor, 3)
+    out["predict"] = {**cfg["predict"], "rung": k}
+    return out
+
+
+def rungs(cfg: dict) -> list[dict]:
+    """Every rung's config of the validated ``cfg``, smallest first."""
+    spec = PredictSpec.of(cfg)
+    check_rows(spec.rows, spec.target_rows)
+    out = [_rung_config(cfg, spec, k, int(n)) for k, n in enumerate(sorted(spec.rows), start=1)]
+    check_objects(spec.rows, [r["catalog"]["patch"]["objects"] for r in out])
+    return out
