@@ -22,6 +22,7 @@ from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.core.infra.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.load.spec import LoadSpec  # noqa: E402
+from catbench.core.server.loaddata import LoadError  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 from catbench.prepare.own import manifest as cb_patch_manifest  # noqa: E402
@@ -279,8 +280,13 @@ def check_plan(load_pairs):
         return
     per = len(TARGETS) * len(config["load"]["variants"]) if "load_index" in STAGES else 0
     loads = [(e, cb_strategies.get_strategy(s).resumable) for e, s in load_pairs] * per
-    # the load's stop, read by its spec (core reads no stage's key); no loads, no limit to read
-    plan = cb_plan.plan(config, loads, time_limit_s=LoadSpec.of(config).time_limit_s if loads else None)
+    try:
+        # the load's stop, read by its spec (core reads no stage's key), whose check of the
+        # load's options (sort_memory ...) then fails here, before any job
+        spec = LoadSpec.of(config) if loads else None
+    except LoadError as e:
+        raise WorkflowError(f"catbench: nothing was started: config key 'load': {e}")
+    plan = cb_plan.plan(config, loads, time_limit_s=spec and spec.time_limit_s)
     for line in cb_plan.lines(plan):
         print(f"catbench: {line}", file=sys.stderr)
     try:
