@@ -55,12 +55,13 @@ assert catbench.__file__.startswith(sys.argv[1]), catbench.__file__
 from catbench.core.infra.config import validate
 from catbench.core.infra.jobs import plan
 from catbench.load import estimate as est
+from catbench.load.spec import EstimateSpec
 from catbench.load.strategies import get_strategy, load_pairs
 from catbench.predict.scale import form_of
 from support.predict import rung_rep
 cfg = validate({"load": {"strategies": ["toy", "one-file-at-a-time"], "variants": ["char28", "bigint"]}})
 assert est.MODEL[("char28", "toy")].peak == 90.0 and "toy" in est.STEADY
-need = est.estimate(cfg, Path(sys.argv[2]))
+need = est.estimate(EstimateSpec.of(cfg), Path(sys.argv[2]))
 text = "\\n".join(est.lines(need, jobs=True))
 assert "char28/innodb/toy" in text, text
 pairs = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"])[0]

@@ -425,8 +425,9 @@ def test_a_target_with_the_room_the_run_estimate_asks_is_accepted_by_the_load_jo
     kept data as already there."""
     from catbench.core.infra.config import validate
     from catbench.load.estimate import estimate
+    from catbench.load.spec import EstimateSpec
     cfg = validate(yaml.safe_load((baseline.wd / "config.yaml").read_text()))
-    est = estimate(cfg, baseline.wd / RES)
+    est = estimate(EstimateSpec.of(cfg), baseline.wd / RES)
     job = max((j for j in est["jobs"] if j["job"].startswith("load ")), key=lambda j: j["need_bytes"])
     _, variant, engine, strategy = job["job"].replace("/", " ").split()
     size_mib = job["need_bytes"] // 2**20 + 4

@@ -16,6 +16,7 @@ import yaml
 from catbench.core.infra.config import validate
 from catbench.core.index.input import list_input
 from catbench.load import estimate as est
+from catbench.load.spec import EstimateSpec
 from catbench.core.infra.config import load_schema
 from catbench.load.strategies import REGISTRY
 from catbench.prepare.arrival import written_in_order
@@ -99,19 +100,20 @@ def test_model_covers_every_variant_and_strategy():
 
 def test_estimate_grows_with_the_knob_and_reads_a_written_manifest(tmp_path):
     small, big = validate(_small()), validate(_small(catalog={"patch": {"objects": 5000}}))
-    a, b = est.estimate(small), est.estimate(big)
+    a, b = est.estimate(EstimateSpec.of(small)), est.estimate(EstimateSpec.of(big))
     assert b["rows"] == 100 * a["rows"]
     job = {j["job"]: j for j in a["jobs"]}
     assert set(job) >= {"fio", "load char28/innodb/one-file-at-a-time", "load bigint/innodb/deferred-pk"}
     # the largest job grows by the model's bytes per row: the peak, two input copies, the margin
     assert b["targets"]["disk"]["largest_job"] == a["targets"]["disk"]["largest_job"] == "load char28/innodb/sorted"
-    per_row = est.MARGIN * (est.MODEL[("char28", "sorted")].peak + 2 * est.input_row_bytes(small, "char28"))
+    line = est.input_row_bytes(EstimateSpec.of(small), "char28")
+    per_row = est.MARGIN * (est.MODEL[("char28", "sorted")].peak + 2 * line)
     grown = b["targets"]["disk"]["need_bytes"] - a["targets"]["disk"]["need_bytes"]
     assert grown == pytest.approx(per_row * (b["rows"] - a["rows"]), rel=0.01)
     # the input already written: its manifest's bytes, not the model's bound
     res = tmp_path / "results"
     generate_index(small, 7, res / "index" / "input", res / "index" / "input_char28")
-    c = est.estimate(small, res)
+    c = est.estimate(EstimateSpec.of(small), res)
     real = sum(p.stat().st_size for p in (res / "index" / "input_char28").glob("*.tsv"))
     assert c["input_bytes"]["char28"] == real and c["input_measured"]["char28"]
     assert real <= a["input_bytes"]["char28"]   # the model is an upper bound of a line
@@ -239,7 +241,7 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
         for v in ("char28", "bigint"):
             for s in ("one-file-at-a-time", "sorted"):
                 summary = json.loads((res / "load" / "disk" / v / "innodb" / s / "summary.json").read_text())
-                assert summary["checksum_ok"] and summary["rows"] == est.index_rows(validate(cfg))
+                assert summary["checksum_ok"] and summary["rows"] == EstimateSpec.of(validate(cfg)).rows
         stages = (res / "tables" / "stages.csv").read_text()
         assert "index_generate" in stages and "catalog" not in stages
         summary_md = (res / "tables" / "summary.md").read_text()
@@ -278,8 +280,8 @@ def test_calibration_times_the_steady_strategies_from_a_short_load(tmp_path):
         times = json.loads((tmp_path / "e.json").read_text())["time"]
         assert [t["job"] for t in times] == ["load bigint/innodb/sorted"]
         t = times[0]
-        assert t["calibration_files"] == 2 and 0 < t["calibration_rows"] < est.index_rows(validate(cfg))
-        assert t["seconds"] == pytest.approx(est.index_rows(validate(cfg)) / t["rows_per_s"])
+        assert t["calibration_files"] == 2 and 0 < t["calibration_rows"] < EstimateSpec.of(validate(cfg)).rows
+        assert t["seconds"] == pytest.approx(EstimateSpec.of(validate(cfg)).rows / t["rows_per_s"])
         assert "estimate: time on disk: load bigint/innodb/sorted" in r.stdout
         assert not server_procs(disk)
     finally:

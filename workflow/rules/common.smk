@@ -21,7 +21,7 @@ from catbench.core.infra.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.core.infra.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
-from catbench.load.spec import LoadSpec  # noqa: E402
+from catbench.load.spec import EstimateSpec, LoadSpec  # noqa: E402
 from catbench.core.server.loaddata import LoadError  # noqa: E402
 from catbench.prepare import working_set as cb_working_set  # noqa: E402
 from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
@@ -99,7 +99,7 @@ if config["catalog"]["patch"]["file"]["paths"]:
 # target only warns here: its own jobs refuse (each load checks its room at its start) or
 # fail, and the other targets finish.
 if workflow.is_main_process:
-    ESTIMATE = cb_estimate.estimate(config, Path(RES))
+    ESTIMATE = cb_estimate.estimate(EstimateSpec.of(config), Path(RES))
     for _line in cb_estimate.lines(ESTIMATE, jobs=False):  # every job's: `catbench estimate`
         print(f"catbench: {_line}", file=sys.stderr)
     if config["index"]["space_check"]:

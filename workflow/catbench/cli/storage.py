@@ -77,13 +77,15 @@ def cmd_estimate(a):
     """What the run will need on each target (input, tables, scratch), before it starts."""
     from ..load.load_index import calibrate
     from ..load.estimate import estimate, fit_tables, lines, time_lines
+    from ..load.spec import EstimateSpec
     if a.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
         print(json.dumps(fit_tables(a.fit), indent=1))
         return
     if not a.config:
         raise ValueError("give --config (the run to estimate) or --fit (loads to refit the model from)")
     cfg = read_config(a.config)
-    est = estimate(cfg, Path(a.results) if a.results else None)
+    run = EstimateSpec.of(cfg)
+    est = estimate(run, Path(a.results) if a.results else None)
     for line in lines(est):
         print(line)
     if a.calibrate:
@@ -94,7 +96,8 @@ def cmd_estimate(a):
         from ..core.server.tools import ServerError
         with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
             try:
-                est["time"] = calibrate(cfg, a.calibrate, Path(a.results), a.calibrate_files, Path(tmp))
+                est["time"] = calibrate(run, LoadSpec.of(cfg), a.calibrate, Path(a.results), a.calibrate_files,
+                                        Path(tmp))
             except (LoadError, ServerError) as exc:   # named, not a traceback
                 raise ValueError(f"calibration load on target {a.calibrate}: {exc}") from None
         for line in time_lines(est["time"]):

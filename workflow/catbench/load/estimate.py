@@ -16,10 +16,10 @@ from pathlib import Path
 
 from ..core.index.input import MANIFEST
 from ..core.index.table import VARIANTS
-from ..core.infra.config import estimated_objects, target_dir
-from ..core.infra.targets import human, parse_size, server_bytes
+from ..core.infra.targets import human, server_bytes
 from ..core.sky.copies import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
-from .strategies import REGISTRY, load_pairs
+from .spec import EstimateSpec
+from .strategies import REGISTRY
 from .strategies.base import Fit
 
 
@@ -35,21 +35,15 @@ FIXED_BYTES = 16 << 20   # a table's first extents, above the slope (the fits' i
 KEY_CHARS = {"char28": 28}   # CHAR(28) keys (core.index.table); bigint keys are decimal objectIds
 
 
-def index_rows(cfg: dict) -> int:
-    """Rows of the index input: one per Object of the catalog the config describes."""
-    return estimated_objects(cfg)
-
-
-def input_row_bytes(cfg: dict, variant: str) -> int:
+def input_row_bytes(spec: EstimateSpec, variant: str) -> int:
     """An upper bound of a TSV line: key, chunkId, subChunkId, two tabs and a newline."""
-    p = cfg["partition"]
-    ns, nsub = p["num_stripes"], p["num_sub_stripes_per_stripe"]
-    key = KEY_CHARS.get(variant) or len(str(cfg["catalog"]["patch"]["objects"] * COPY_STRIDE + COPY_STRIDE))
+    ns, nsub = spec.num_stripes, spec.num_sub_stripes
+    key = KEY_CHARS.get(variant) or len(str(spec.patch_objects * COPY_STRIDE + COPY_STRIDE))
     # chunkId < 2 ns^2; subChunkId < nsub * (sub-chunks per chunk), which stays under 8 nsub^2
     return key + len(str(2 * ns * ns)) + len(str(8 * nsub * nsub)) + 3
 
 
-def input_bytes(cfg: dict, variant: str, rows: int, results: Path | None = None) -> tuple[int, bool]:
+def input_bytes(spec: EstimateSpec, variant: str, rows: int, results: Path | None = None) -> tuple[int, bool]:
     """(bytes, measured): the manifest's bytes when the input is already in ``results``."""
     manifest = results / "index" / VARIANTS[variant].folder / MANIFEST if results else None
     if manifest and manifest.is_file():
@@ -58,7 +52,7 @@ def input_bytes(cfg: dict, variant: str, rows: int, results: Path | None = None)
             return sum(f["bytes"] for f in doc["files"].values()), True
         except (OSError, ValueError, KeyError, TypeError):
             pass   # a broken manifest: the load's own check names it; estimate from the model
-    return rows * input_row_bytes(cfg, variant), False
+    return rows * input_row_bytes(spec, variant), False
 
 
 def input_rows(files: list[Path], in_bytes: int) -> int:
@@ -85,38 +79,37 @@ def load_need(variant: str, strategy: str, rows: int, in_bytes: int, settings: d
             "scratch_bytes": scratch, "server_bytes": server, "need_bytes": need}
 
 
-def _jobs(cfg: dict, rows: int, inputs: dict) -> list[dict]:
+def _jobs(spec: EstimateSpec, inputs: dict) -> list[dict]:
     """Every job of one target whose bytes the model knows (queries and cluster jobs check
     their own room at their start, from the chunk files' real sizes)."""
-    stages, jobs = cfg["stages"], []
+    stages, rows, jobs = spec.stages, spec.rows, []
     if "fio" in stages:
-        jobs.append({"job": "fio", "need_bytes": int(parse_size(cfg["fio"]["size"]) * 1.05) + (16 << 20)})
+        jobs.append({"job": "fio", "need_bytes": int(spec.fio_bytes * 1.05) + (16 << 20)})
     if "load_index" in stages:
-        settings = {**cfg["server"]["settings"], **(cfg["load"]["settings"] or {})}
         # MyRocks (load.engines: rocksdb) has no fit of its own yet: InnoDB's figures stand in
-        pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
-        jobs += [{**load_need(v, s, rows, inputs[v], settings), "job": f"load {v}/{e}/{s}"}
-                 for v in cfg["load"]["variants"] for e, s in pairs]
+        pairs = spec.loads.pairs()
+        jobs += [{**load_need(v, s, rows, inputs[v], spec.load_settings), "job": f"load {v}/{e}/{s}"}
+                 for v in spec.loads.variants for e, s in pairs]
     if "restart" in stages:
-        v = cfg["restart"]["variant"]
-        r = load_need(v, "one-file-at-a-time", rows, inputs[v], {**cfg["server"]["settings"], **cfg["restart"]["settings"]})
+        v = spec.restart_variant
+        r = load_need(v, "one-file-at-a-time", rows, inputs[v], spec.restart_settings)
         # the table and the copy a crash diagnosis keeps beside it
         jobs.append({**r, "job": f"restart {v}", "need_bytes": r["need_bytes"] + r["table_bytes"]})
     return jobs
 
 
-def estimate(cfg: dict, results: Path | None = None) -> dict:
+def estimate(spec: EstimateSpec, results: Path | None = None) -> dict:
     """The run's estimate: rows, input bytes per variant, and per target its jobs' needs and
     the largest of them (``need_bytes``)."""
-    rows = index_rows(cfg)
-    variants = sorted({*cfg["load"]["variants"], cfg["restart"]["variant"], *VARIANTS})
-    measured = {v: input_bytes(cfg, v, rows, results) for v in variants}
+    rows = spec.rows
+    variants = sorted({*spec.loads.variants, spec.restart_variant, *VARIANTS})
+    measured = {v: input_bytes(spec, v, rows, results) for v in variants}
     inputs = {v: b for v, (b, _) in measured.items()}
-    jobs = _jobs(cfg, rows, inputs)
+    jobs = _jobs(spec, inputs)
     largest = max(jobs, key=lambda j: j["need_bytes"], default={"job": None, "need_bytes": 0})
-    targets = {t: {"path": str(target_dir(cfg, t)), "node": cfg["targets"][t].get("node"),
+    targets = {t: {"path": str(place.path), "node": place.node,
                    "need_bytes": largest["need_bytes"], "largest_job": largest["job"]}
-               for t in cfg["targets"]}
+               for t, place in spec.targets.items()}
     return {"rows": rows, "input_bytes": inputs, "input_measured": {v: m for v, (_, m) in measured.items()},
             "results_need_bytes": sum(inputs[v] for v in VARIANTS), "jobs": jobs, "targets": targets,
             "model": "workflow/catbench/load/estimate.md"}

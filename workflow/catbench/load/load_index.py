@@ -34,14 +34,13 @@ import pyarrow.parquet as pq
 
 from ..core.index.input import list_input, pick_lookup_keys
 from ..core.index.table import DATABASE, Variant, get_engine, get_variant, table_checksum
-from ..core.infra.config import target_dir
 from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.resources import read_sql
 from ..core.infra.targets import Target, check_target, describe_target, device_for
 from ..core.server.loaddata import LoadError
 from ..core.server.session import Datadir, private_server, server_dir
 from ..core.server.tools import out_of_space, variables
-from .estimate import STEADY, index_rows, input_rows, load_need
+from .estimate import STEADY, input_rows, load_need
 from .handoff import TIMINGS, LoadJob, Outcome, Repetition
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
@@ -52,8 +51,8 @@ from .measure import (
     phase_at,
 )
 from .sampler import Sampler
-from .spec import LoadCase, LoadSpec, Lookups
-from .strategies import Strategy, get_strategy, load_pairs, table_name
+from .spec import EstimateSpec, LoadCase, LoadSpec, Lookups
+from .strategies import Strategy, get_strategy, table_name
 
 log = logging.getLogger(__name__)
 
@@ -362,20 +361,20 @@ def _write_results(work: Path, summary: dict, runs: list[Repetition], interval_s
     (work / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
 
 
-def calibrate(cfg: dict, target: str, results: Path, files: int, out_dir: Path) -> list[dict]:
-    """Time of the steady strategies of the run, from a short load on ``target``: the first
-    ``files`` input files of each variant loaded once (no OPTIMIZE, few lookups), the rate
-    extrapolated to all rows. First-order: a sort's n log n and a cache that stops holding
-    the table make the real load slower."""
-    rows = index_rows(cfg)
-    spec = LoadSpec.of(cfg)
+def calibrate(run: EstimateSpec, spec: LoadSpec, target: str, results: Path, files: int,
+              out_dir: Path) -> list[dict]:
+    """Time of the steady strategies of the ``run``, from a short load with ``spec``'s knobs
+    on ``target``: the first ``files`` input files of each variant loaded once (no OPTIMIZE,
+    few lookups), the rate extrapolated to all rows. First-order: a sort's n log n and a
+    cache that stops holding the table make the real load slower."""
+    rows = run.rows
     spec = spec.replace(repetitions=1, optimize_limit_s=0, lookups=Lookups(spec.lookups.threads, 100, None))
     out = []
-    for v in cfg["load"]["variants"]:
+    for v in run.loads.variants:
         part = list_input(results / "index" / get_variant(v).folder)[:files]
-        for e, s in load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])[0]:
+        for e, s in run.loads.pairs():
             if s in STEADY:
-                done = run_load_index(spec, Target(target, target_dir(cfg, target) / "calibrate"), part,
+                done = run_load_index(spec, Target(target, run.targets[target].path / "calibrate"), part,
                                       out_dir / f"{v}-{e}-{s}", LoadCase(v, s, e))
                 rate = done["rows_per_s"] or 0
                 out.append({"job": f"load {v}/{e}/{s}", "target": target, "calibration_files": len(part),
