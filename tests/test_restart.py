@@ -234,3 +234,23 @@ def test_interrupted_run_is_not_recorded_as_a_failure(tmp_path):
     _evidence(run, RuntimeError("boom"), {"target": "t"}, {}, tmp_path)
     ev = json.loads((tmp_path / "clean.error.json").read_text())
     assert ev["error"] == "boom" and "interrupted" not in ev
+
+
+def test_summary_headlines_come_from_the_kind_modules():
+    from catbench.restart.headlines import summarize
+    from catbench.restart.kinds import MODULES
+    assert all(mod.HEADLINES for mod in MODULES.values())
+    rows = {"clean": [{"phase": "process_start_to_first_answer", "seconds": 2.0, "buffer_pool_load": False,
+                       "recovery_MBps": None, "redo_bytes": None, "rows_lost": 0}],
+            "crash-under-queries": [{"phase": "process_start_to_first_answer", "seconds": 3.0,
+                                     "buffer_pool_load": False, "recovery_MBps": None, "redo_bytes": None,
+                                     "rows_lost": 0}]}
+    out = summarize({k: {"rows": r} for k, r in rows.items()}, MODULES)
+    assert set(out) == {
+        "clean_first_answer_s", "clean_warm_s", "clean_shutdown_s", "crash_under_queries_first_answer_s",
+        "crash_under_queries_all_answers_s", "crash_during_load_first_answer_s", "crash_during_load_recovery_s",
+        "recovery_MBps_median", "redo_bytes_median", "rows_lost_total", "crash_over_clean_ratio",
+        "crash_during_load_over_clean_ratio", "goal_crash_within_2x_clean"}
+    assert out["clean_first_answer_s"]["off"] == {"median": 2.0, "max": 2.0, "n": 1}
+    assert out["crash_over_clean_ratio"] == 1.5 and out["goal_crash_within_2x_clean"] is True
+    assert out["crash_during_load_over_clean_ratio"] is None

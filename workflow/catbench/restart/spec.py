@@ -23,6 +23,8 @@ class Warm:
 
 @dataclass(frozen=True)
 class RestartSpec:
+    """A restart job: which kinds run how often on which index variant, the warm check, the
+    private server's options and start, the seed, and a fault drill or None."""
     kinds: tuple[str, ...]            # restart.kinds, in the kinds' run order (kinds/ ORDER)
     repetitions: int
     variant: str                      # the index table's variant (core.index.table)

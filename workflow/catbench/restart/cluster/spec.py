@@ -29,6 +29,8 @@ class ClusterLoad:
 
 @dataclass(frozen=True)
 class ClusterSpec:
+    """A cluster job: how many nodes, which restart kinds how often, the state transfer, the
+    nodes' options and ports, the workload during a restart and the seed."""
     nodes: int
     kinds: tuple[str, ...]          # cluster.kinds in run order (options.KINDS)
     repetitions: int
