@@ -239,7 +239,7 @@ def test_interrupted_run_is_not_recorded_as_a_failure(tmp_path):
 def test_summary_headlines_come_from_the_kind_modules():
     from catbench.restart.headlines import summarize
     from catbench.restart.kinds import MODULES
-    assert all(mod.HEADLINES for mod in MODULES.values())
+    assert all(mod.HEADLINES for mod in MODULES.values())   # each of ours declares its figures
     rows = {"clean": [{"phase": "process_start_to_first_answer", "seconds": 2.0, "buffer_pool_load": False,
                        "recovery_MBps": None, "redo_bytes": None, "rows_lost": 0}],
             "crash-under-queries": [{"phase": "process_start_to_first_answer", "seconds": 3.0,

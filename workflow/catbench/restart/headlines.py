@@ -1,6 +1,8 @@
 """The headline figures of a restart job's summary.json, from the rows of all kinds. Each
-kind module declares its own (``HEADLINES``, and optionally ``BASELINE``, ``OVER_BASELINE``,
-``REDO_MEDIAN``), so a new kind adds its figures without touching the driver."""
+kind module may declare its own: ``HEADLINES`` (a tuple of :class:`Headline`), ``BASELINE``
+(the headline the others are compared with), ``OVER_BASELINE`` (a tuple of
+:class:`OverBaseline`) and ``REDO_MEDIAN`` (its crash recoveries count in
+``redo_bytes_median``); so a new kind adds its figures without touching the driver."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def summarize(results: dict, modules: dict) -> dict:
     """Per-target headline figures; ``modules``: kind -> its module (kinds/ ``MODULES``)."""
     out: dict = {}
     for kind, mod in modules.items():
-        for h in mod.HEADLINES:
+        for h in getattr(mod, "HEADLINES", ()):
             out[h.key] = ({m: _pick(results, kind, h.phase, m == "on") for m in ("off", "on")} if h.by_mode
                           else _pick(results, kind, h.phase))
     rates = [r["recovery_MBps"] for kind in results for r in results[kind].get("rows", [])
