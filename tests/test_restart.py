@@ -125,9 +125,13 @@ def test_damaged_redo_log_fails_with_log_tail(tmp_path_factory):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def test_unknown_kind_is_rejected(tmp_path):
+def test_unknown_kind_is_rejected():
+    from catbench.core.infra.config import validate
+    cfg = validate({"restart": {}, "server": {}}, whole=False)
     with pytest.raises(RestartError, match="unknown restart kind"):
-        run_restart("t", tmp_path, [tmp_path / "x.tsv"], tmp_path / "o", RestartSpec({"kinds": ("warm",)}, {}, 0))
+        RestartSpec.of({**cfg, "restart": {**cfg["restart"], "kinds": ["warm"]}})
+    with pytest.raises(RestartError, match="unknown fault drill"):
+        RestartSpec.of(cfg, fault="no-such-drill")
 
 
 LOG = """\
@@ -200,18 +204,23 @@ def test_cli_config_with_flag_overrides(tmp_path, capsys):
 
 
 def test_settings_and_job_memory_come_from_the_schema():
-    from catbench.core.infra.config import ConfigError, defaults
     from catbench.cli.restart import restart_spec
-    from catbench.restart.options import restart_job_mb
+    from catbench.core.infra.config import ConfigError, defaults
+    from catbench.core.infra.jobs.requests import server_job_mb
+    rs, sv = defaults("restart"), defaults("server")
     spec = restart_spec(None, None)
-    assert spec.restart == defaults("restart") and spec.server == defaults("server")
-    rs = restart_spec({"repetitions": 3}, None).restart
-    assert rs["repetitions"] == 3 and rs["warm_factor"] == defaults("restart")["warm_factor"]
+    assert spec.kinds == tuple(rs["kinds"]) and spec.repetitions == rs["repetitions"]
+    assert spec.warm.factor == rs["warm_factor"] and spec.warm.timeout_s == rs["warm_timeout_s"]
+    assert spec.buffer_pool_modes == tuple(rs["buffer_pool_dump"]) and spec.lookup_count == rs["lookup_count"]
+    assert spec.launch.binary == sv["binary"] and spec.launch.start_timeout_s == rs["start_timeout_s"]
+    spec = restart_spec({"repetitions": 3}, None)
+    assert spec.repetitions == 3 and spec.warm.factor == rs["warm_factor"]
     with pytest.raises(ConfigError, match="restart"):
         restart_spec({"repetition": 3}, None)
-    cfg = {"restart": {"settings": {"innodb_buffer_pool_size": "1G"}},
-           "server": {"settings": {"innodb_buffer_pool_size": "64M", "innodb_log_buffer_size": "16M"}}}
-    assert restart_job_mb(cfg) == 1500 + 1024 + 16
+    spec = restart_spec({"settings": {"innodb_buffer_pool_size": "1G"}},
+                        {"settings": {"innodb_buffer_pool_size": "64M", "innodb_log_buffer_size": "16M"}})
+    assert spec.settings == {"innodb_buffer_pool_size": "1G", "innodb_log_buffer_size": "16M"}
+    assert server_job_mb(spec.settings) == 1500 + 1024 + 16
 
 
 def test_interrupted_run_is_not_recorded_as_a_failure(tmp_path):
@@ -225,3 +234,23 @@ def test_interrupted_run_is_not_recorded_as_a_failure(tmp_path):
     _evidence(run, RuntimeError("boom"), {"target": "t"}, {}, tmp_path)
     ev = json.loads((tmp_path / "clean.error.json").read_text())
     assert ev["error"] == "boom" and "interrupted" not in ev
+
+
+def test_summary_headlines_come_from_the_kind_modules():
+    from catbench.restart.headlines import summarize
+    from catbench.restart.kinds import MODULES
+    assert all(mod.HEADLINES for mod in MODULES.values())   # each of ours declares its figures
+    rows = {"clean": [{"phase": "process_start_to_first_answer", "seconds": 2.0, "buffer_pool_load": False,
+                       "recovery_MBps": None, "redo_bytes": None, "rows_lost": 0}],
+            "crash-under-queries": [{"phase": "process_start_to_first_answer", "seconds": 3.0,
+                                     "buffer_pool_load": False, "recovery_MBps": None, "redo_bytes": None,
+                                     "rows_lost": 0}]}
+    out = summarize({k: {"rows": r} for k, r in rows.items()}, MODULES)
+    assert set(out) == {
+        "clean_first_answer_s", "clean_warm_s", "clean_shutdown_s", "crash_under_queries_first_answer_s",
+        "crash_under_queries_all_answers_s", "crash_during_load_first_answer_s", "crash_during_load_recovery_s",
+        "recovery_MBps_median", "redo_bytes_median", "rows_lost_total", "crash_over_clean_ratio",
+        "crash_during_load_over_clean_ratio", "goal_crash_within_2x_clean"}
+    assert out["clean_first_answer_s"]["off"] == {"median": 2.0, "max": 2.0, "n": 1}
+    assert out["crash_over_clean_ratio"] == 1.5 and out["goal_crash_within_2x_clean"] is True
+    assert out["crash_during_load_over_clean_ratio"] is None

@@ -16,7 +16,8 @@ from ..core.index.table import LoadError
 from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import TargetError
 from ..core.server.process import ServerError
-from ..restart.cluster.options import ClusterError, ClusterSpec, in_run_order
+from ..restart.cluster.options import ClusterError
+from ..restart.cluster.spec import ClusterSpec
 from .common import config_arg, guarded, measured, overrides, section_flags
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,7 @@ def cluster_spec(cluster: dict | None, server: dict | None, seed: int | None = N
     one node restarted leaves nobody to rejoin), the schema's defaults filled in, once."""
     cfg = validate({"cluster": cluster or {}, "server": server or {}, **({} if seed is None else {"seed": seed})},
                    whole=False)
-    cl = {**cfg["cluster"], "kinds": in_run_order(cfg["cluster"]["kinds"])}
-    return ClusterSpec(cl, cfg["server"], cfg["seed"], keep_data)
+    return ClusterSpec.of(cfg, keep_data=keep_data)
 
 
 def cmd_cluster(args) -> int:

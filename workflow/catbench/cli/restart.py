@@ -18,7 +18,8 @@ from ..core.index.table import LoadError
 from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import TargetError
 from ..core.server.process import ServerError
-from ..restart.options import FAULTS, RestartError, RestartSpec, resolve
+from ..restart.options import FAULTS, RestartError
+from ..restart.spec import RestartSpec
 from .common import config_arg, guarded, measured, overrides, section_flags, settings_arg
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,7 @@ def restart_spec(restart: dict | None, server: dict | None, seed: int | None = N
     seed: validated, the schema's defaults filled in, here at the command line, once."""
     cfg = validate({"restart": restart or {}, "server": server or {}, **({} if seed is None else {"seed": seed})},
                    whole=False)
-    rs, sv = resolve(cfg["restart"], cfg["server"], fault)
-    return RestartSpec(rs, sv, cfg["seed"], keep_data, fault)
+    return RestartSpec.of(cfg, keep_data=keep_data, fault=fault)
 
 
 def cmd_restart(args) -> int:

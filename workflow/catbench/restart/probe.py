@@ -112,7 +112,7 @@ def observed_start(run, label: str, probe_key: tuple | None = None) -> dict:
     run.drop_conn()
     offset = srv.error_log.stat().st_size if srv.error_log.exists() else 0
     key = probe_key or run.keys[0]
-    probe = Prober(srv, run.lookup_sql, key, run.start_timeout + 60)
+    probe = Prober(srv, run.lookup_sql, key, run.spec.launch.start_timeout_s + 60)
     watcher = errorlog.LogWatcher(srv.error_log, offset)
     watcher.start()
     t_call = time.time()
@@ -120,7 +120,7 @@ def observed_start(run, label: str, probe_key: tuple | None = None) -> dict:
     try:
         srv.start()
         t_started = time.time()
-        probe.join(run.start_timeout)
+        probe.join(run.spec.launch.start_timeout_s)
     except ServerError as exc:
         watcher.stop()
         raise run.fail(f"the server did not come back after {label}", exc) from None

@@ -2,8 +2,9 @@
 
 Per target, in the restart job's own private server (``core.server.session.private_server``,
 datadir on the target), the kinds of ``kinds/`` (one module each) run in their order, each
-``repetitions`` times: ``clean``, ``crash-during-load`` and ``crash-under-queries``. Every knob comes from the config's ``restart``
-and ``server`` sections (options.py).
+``repetitions`` times (``clean``, ``crash-during-load``, ``crash-under-queries``, ...). Every
+knob comes from the job's spec (spec.py, built from the config's ``restart`` and ``server``
+sections at the command line); each kind gives its headline figures (headlines.py).
 
 Clocks: ``client`` = this process's ``time.time()`` around the server (process spawned,
 first successful connect, first correct answer); ``log-observed`` = when a marker line
@@ -33,21 +34,14 @@ from ..core.index.table import get_variant
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import describe_target
 from ..core.server.loaddata import LoadError
-from ..core.server.process import Launch
 from ..core.server.session import Datadir, private_server
 from ..core.server.tools import ServerError, variables
 from . import errorlog
+from .headlines import summarize
 from .kinds import KINDS as KIND_FUNCS
-from .options import (
-    BUFFER_POOL_MODES,
-    FAULTS,
-    KINDS,
-    RestartError,
-    RestartSpec,
-    resolve,
-    server_settings,
-)
-from .phases import p50
+from .kinds import MODULES
+from .options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
+from .spec import RestartSpec
 from .state import RestartRun
 
 __all__ = ["BUFFER_POOL_MODES", "FAULTS", "KINDS", "KIND_FUNCS", "RestartError", "RestartSpec", "run_restart"]
@@ -64,38 +58,6 @@ def write_json(path: Path, obj):
         tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
 
 
-def _summary(results: dict) -> dict:
-    """Per-target headline figures from the rows of all kinds."""
-    def pick(kind, phase, bp=None):
-        vals = [r["seconds"] for r in results.get(kind, {}).get("rows", [])
-                if r["phase"] == phase and r["seconds"] is not None and (bp is None or r["buffer_pool_load"] == bp)]
-        return {"median": p50(vals), "max": max(vals) if vals else None, "n": len(vals)}
-
-    rates = [r["recovery_MBps"] for kind in results for r in results[kind].get("rows", [])
-             if r["phase"] == "crash_recovery" and r["recovery_MBps"] is not None]
-    redo = [r["redo_bytes"] for r in results.get("crash-during-load", {}).get("rows", [])
-            if r["phase"] == "crash_recovery" and r["redo_bytes"] is not None]
-    out = {
-        "clean_first_answer_s": {m: pick("clean", "process_start_to_first_answer", m == "on") for m in ("off", "on")},
-        "clean_warm_s": {m: pick("clean", "process_start_to_warm", m == "on") for m in ("off", "on")},
-        "clean_shutdown_s": pick("clean", "shutdown"),
-        "crash_under_queries_first_answer_s": pick("crash-under-queries", "process_start_to_first_answer"),
-        "crash_under_queries_all_answers_s": pick("crash-under-queries", "process_start_to_all_answers_equal"),
-        "crash_during_load_first_answer_s": pick("crash-during-load", "process_start_to_first_answer"),
-        "crash_during_load_recovery_s": pick("crash-during-load", "crash_recovery"),
-        "recovery_MBps_median": p50(rates), "redo_bytes_median": p50(redo),
-        "rows_lost_total": sum(r["rows_lost"] or 0 for k in results for r in results[k].get("rows", [])),
-    }
-    c = out["clean_first_answer_s"]["off"]["median"]
-    q = out["crash_under_queries_first_answer_s"]["max"]
-    out["crash_over_clean_ratio"] = (q / c) if (c and q) else None
-    d = out["crash_during_load_first_answer_s"]["max"]
-    out["crash_during_load_over_clean_ratio"] = (d / c) if (c and d) else None
-    out["goal_crash_within_2x_clean"] = None if out["crash_over_clean_ratio"] is None else out[
-        "crash_over_clean_ratio"] <= 2.0
-    return out
-
-
 def _clear_results(out_dir: Path):
     """A re-run replaces results; stale evidence must not look current."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -106,12 +68,12 @@ def _clear_results(out_dir: Path):
         (out_dir / name).unlink(missing_ok=True)
 
 
-def _run_kinds(run: RestartRun, kinds: list, repetitions: int, meta: dict, out_dir: Path, results: dict):
+def _run_kinds(run: RestartRun, meta: dict, out_dir: Path, results: dict):
     """Every kind x repetition; ``<kind>.json`` per kind, RestartError after writing a failed one."""
-    for kind in (k for k in KINDS if k in kinds):
+    for kind in run.spec.kinds:
         run.kind = kind
         res = results[kind] = {**meta, "kind": kind, "rows": [], "detail": []}
-        for rep in range(repetitions):
+        for rep in range(run.spec.repetitions):
             log.info("target %s: restart kind %s, repetition %d", run.target, kind, rep)
             rows, det = KIND_FUNCS[kind](run, rep)
             res["rows"] += rows
@@ -159,29 +121,26 @@ def _keep_error_log(srv, out_dir: Path):
             log.warning("could not copy %s: %s", srv.error_log, exc)
 
 
-def _meta(target, path, v, infos, input_bytes, seed, rs, fault) -> dict:
+def _meta(target, path, v, infos, input_bytes, spec: RestartSpec) -> dict:
     return {"target": target, "variant": v.name, "files": len(infos), "rows": sum(i.rows for i in infos),
-            "input_bytes": input_bytes, "seed": seed, "repetitions": rs["repetitions"],
+            "input_bytes": input_bytes, "seed": spec.seed, "repetitions": spec.repetitions,
             "storage": describe_target(path),
-            "options": {"lookup_count": rs["lookup_count"], "warm_timeout_s": rs["warm_timeout_s"],
-                        "warm_factor": rs["warm_factor"], "warm_batch": rs["warm_batch"],
-                        "buffer_pool_modes": list(rs["buffer_pool_dump"]),
-                        "buffer_pool_dump_pct": rs["buffer_pool_dump_pct"], "query_threads": rs["query_threads"],
-                        "fault": fault}}
+            "options": {"lookup_count": spec.lookup_count, "warm_timeout_s": spec.warm.timeout_s,
+                        "warm_factor": spec.warm.factor, "warm_batch": spec.warm.batch,
+                        "buffer_pool_modes": list(spec.buffer_pool_modes),
+                        "buffer_pool_dump_pct": spec.buffer_pool_dump_pct, "query_threads": spec.query_threads,
+                        "fault": spec.fault}}
 
 
 def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> dict:
     """Run the restart kinds on one target; writes ``<out_dir>/<kind>.json`` and summary.json.
 
-    ``spec``: the validated sections, the seed, the fault drill (cli/restart.py ``restart_spec``). Returns {"summary": ...,
+    ``spec``: the job's knobs, the seed and the fault drill (spec.py). Returns {"summary": ...,
     kind: {"rows": [...], "detail": [...]}}. Raises RestartError (target named, error-log
     tail included) when the server does not come back, rows of committed files are lost
     or answers change; the evidence is written first.
     """
-    fault = spec.fault
-    rs, sv = resolve(spec.restart, spec.server, fault)
-    seed = spec.seed
-    v = get_variant(rs["variant"])
+    v = get_variant(spec.variant)
     files = [Path(f).absolute() for f in input_files]
     if not files:
         raise LoadError("no input files given")
@@ -192,18 +151,18 @@ def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> d
     infos = [scan_file(f, v) for f in files]
     log.info("target %s: scanned %d files (%d rows) in %.1f s", target, len(infos), sum(i.rows for i in infos),
              time.time() - t0)
-    with private_server(target, path, f"restart-{v.name}", server_settings(rs, sv),
-                        Launch(sv["binary"], False, rs["start_timeout_s"]), data=Datadir(keep=spec.keep_data),
-                        start=False, data_bytes=3 * input_bytes) as srv:  # the table, its redo and the diagnosis copy
-        run = RestartRun(target, srv, infos, v, rs, seed, fault)
-        meta = _meta(target, path, v, infos, input_bytes, seed, rs, fault)  # the session made ``path``
+    with private_server(target, path, f"restart-{v.name}", spec.settings, spec.launch,
+                        data=Datadir(keep=spec.keep_data), start=False,
+                        data_bytes=3 * input_bytes) as srv:  # the table, its redo and the diagnosis copy
+        run = RestartRun(target, srv, infos, v, spec)
+        meta = _meta(target, path, v, infos, input_bytes, spec)  # the session made ``path``
         results: dict = {}
         try:
             run.setup()
             meta["server"] = {"binary": srv.binary, "version": srv.version, "settings": run.base_settings,
                               "variables": variables(run.conn_(), _VARIABLES)}
-            _run_kinds(run, rs["kinds"], rs["repetitions"], meta, out_dir, results)
-            summary = {**meta, "kinds": list(results), "summary": _summary(results)}
+            _run_kinds(run, meta, out_dir, results)
+            summary = {**meta, "kinds": list(results), "summary": summarize(results, MODULES)}
             write_json(out_dir / "summary.json", summary)
             run.drop_conn()
             srv.stop()

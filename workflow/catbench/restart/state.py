@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.index.input import FileInfo, pick_lookup_keys
 from ..core.index.table import (
@@ -24,6 +25,9 @@ from ..core.server.process import Server
 from . import errorlog
 from .errors import RestartError
 
+if TYPE_CHECKING:  # the spec imports the kinds, which import this
+    from .spec import RestartSpec
+
 log = logging.getLogger(__name__)
 
 TABLE = "restart_idx"
@@ -32,14 +36,9 @@ TABLE = "restart_idx"
 class RestartRun:
     """State of one target's restart job: the server, the table, the input."""
 
-    def __init__(self, target: str, srv: Server, infos: list[FileInfo], variant: Variant, restart: dict,
-                 seed: int, fault: str | None):
+    def __init__(self, target: str, srv: Server, infos: list[FileInfo], variant: Variant, spec: RestartSpec):
         self.target, self.srv, self.infos, self.v = target, srv, infos, variant
-        self.seed, self.fault = seed, fault
-        self.warm_timeout_s, self.warm_factor = restart["warm_timeout_s"], restart["warm_factor"]
-        self.warm_batch, self.lookup_count = restart["warm_batch"], restart["lookup_count"]
-        self.bp_modes, self.bp_pct = tuple(restart["buffer_pool_dump"]), restart["buffer_pool_dump_pct"]
-        self.query_threads, self.start_timeout = restart["query_threads"], restart["start_timeout_s"]
+        self.spec, self.seed, self.fault = spec, spec.seed, spec.fault
         self.base_settings = dict(srv.settings)
         self.lookup_sql = variant.lookup_sql(TABLE)
         self.total_rows = sum(i.rows for i in infos)
@@ -61,12 +60,12 @@ class RestartRun:
         s["innodb_buffer_pool_dump_at_shutdown"] = on
         s["innodb_buffer_pool_load_at_startup"] = on
         if mode == "on":
-            s["innodb_buffer_pool_dump_pct"] = str(self.bp_pct)
+            s["innodb_buffer_pool_dump_pct"] = str(self.spec.buffer_pool_dump_pct)
         if self.srv.running:
             cur = self.conn_().cursor()
             cur.execute(f"SET GLOBAL innodb_buffer_pool_dump_at_shutdown = {'ON' if mode == 'on' else 'OFF'}")
             if mode == "on":
-                cur.execute(f"SET GLOBAL innodb_buffer_pool_dump_pct = {int(self.bp_pct)}")
+                cur.execute(f"SET GLOBAL innodb_buffer_pool_dump_pct = {int(self.spec.buffer_pool_dump_pct)}")
 
     def conn_(self):
         if self.conn is None:
@@ -128,6 +127,6 @@ class RestartRun:
         return {"initial_load_s": load_s, "initial_load_files": len(times)}
 
     def pick_keys(self):
-        self.keys = pick_lookup_keys(self.infos, self.lookup_count, self.v, seed=self.seed)
+        self.keys = pick_lookup_keys(self.infos, self.spec.lookup_count, self.v, seed=self.seed)
         if not self.keys:
             raise LoadError("no lookup keys: the input is empty")

@@ -67,7 +67,7 @@ def warm_p50(run, rng: random.Random) -> float:
             break
     lat = []
     for _ in range(5):
-        lat += lookup_batch(run, conn, rng, run.warm_batch, 5)
+        lat += lookup_batch(run, conn, rng, run.spec.warm.batch, 5)
     return p50(lat)
 
 
@@ -89,8 +89,8 @@ def wait_warm(run, rng: random.Random, warm: float, t_from: float, want_bp_load:
     """Batches of random lookups until a batch p50 <= warm_factor x warm p50 (and the
     buffer-pool load finished when it runs), within warm_timeout_s."""
     conn = run.conn_()
-    limit = run.warm_factor * warm
-    deadline = time.monotonic() + run.warm_timeout_s
+    limit = run.spec.warm.factor * warm
+    deadline = time.monotonic() + run.spec.warm.timeout_s
     batches, t_warm, t_bp = [], None, None
     bp_status = None
     while time.monotonic() < deadline and (t_warm is None or (want_bp_load and t_bp is None)):
@@ -98,7 +98,7 @@ def wait_warm(run, rng: random.Random, warm: float, t_from: float, want_bp_load:
             ev = errorlog.first(list(watcher_events), "buffer_pool_load_done")
             t_bp = ev.seen if ev else None
         if t_warm is None:
-            lat = lookup_batch(run, conn, rng, run.warm_batch, 2.0)
+            lat = lookup_batch(run, conn, rng, run.spec.warm.batch, 2.0)
             p = p50(lat)
             now = time.time()
             batches.append({"t_rel_s": round(now - t_from, 4), "lookups": len(lat), "p50_s": p})

@@ -98,10 +98,10 @@ def _take_down(run, kind: str, node, obs: dict):
     obs["t_exit"] = time.time()
     if kind == "node-restart-sst":
         obs["wipe_s"] = node.wipe()
-    time.sleep(run.cfg["load"]["down_s"])  # the write sets the node misses pile up meanwhile
+    time.sleep(run.spec.load.down_s)  # the write sets the node misses pile up meanwhile
     position = None
-    if kind == "node-crash" and run.cfg["recover_position"]:
-        rec = node.recover_position(run.cfg["start_timeout_s"])
+    if kind == "node-crash" and run.spec.recover_position:
+        rec = node.recover_position(run.spec.start_timeout_s)
         position = rec.pop("position")
         obs["recover"] = rec
         obs["recovered_position"] = position
@@ -112,7 +112,7 @@ def _bring_back(run, kind: str, node, wl: Workload, watcher, obs: dict):
     """Start the node with the LV1 probe beside it; until Synced and a correct answer."""
     last = wl.last_acked()  # written while the node was down: right only once caught up
     probe_key = last if last is not None else run.keys[0]
-    probe = Prober(node.srv, run.lookup_sql, probe_key, run.cfg["start_timeout_s"], poll_s=0.005)
+    probe = Prober(node.srv, run.lookup_sql, probe_key, run.spec.start_timeout_s, poll_s=0.005)
     obs["probe_key"] = repr(probe_key[0])
     obs["t_call"] = time.time()
     probe.start()
@@ -120,8 +120,8 @@ def _bring_back(run, kind: str, node, wl: Workload, watcher, obs: dict):
         with joining(node):
             run.cluster.start_node(node, allow_empty=(kind == "node-restart-sst"))
             obs["t_start_returned"] = time.time()
-            obs.update(_wait_synced(run, node, watcher, run.cfg["start_timeout_s"]))
-        probe.join(run.cfg["start_timeout_s"])
+            obs.update(_wait_synced(run, node, watcher, run.spec.start_timeout_s))
+        probe.join(run.spec.start_timeout_s)
     finally:
         probe.halt.set()
         probe.join(5)
@@ -135,7 +135,7 @@ def _bring_back(run, kind: str, node, wl: Workload, watcher, obs: dict):
 
 def restart_node(run, kind: str, rep: int) -> tuple[list[dict], list[dict], dict]:
     """One restart of ``kind`` under load: (phase rows, load-window rows, detail)."""
-    c, node, ld = run.cluster, run.restart_node, run.cfg["load"]
+    c, node, ld = run.cluster, run.restart_node, run.spec.load
     wl = Workload(c.nodes, run.insert_node, run.lookup_sql, run.keys, run.insert_sql, run.next_rows, ld,
                   run.seed * 1_000_003 + rep * 31 + len(kind))
     watchers = {n.name: errorlog.LogWatcher(n.srv.error_log, n.error_log_size()) for n in c.nodes}
@@ -146,14 +146,14 @@ def restart_node(run, kind: str, rep: int) -> tuple[list[dict], list[dict], dict
     sampler.start()
     wl.start()
     try:
-        time.sleep(ld["before_s"])
+        time.sleep(ld.before_s)
         log.info("target %s: %s, repetition %d: taking %s down", c.target, kind, rep, node.name)
         _take_down(run, kind, node, obs)
         log.info("target %s: %s down; starting it again", c.target, node.name)
         _bring_back(run, kind, node, wl, watchers[node.name], obs)
         t_synced = obs["t_synced_status"]
         log.info("target %s: %s Synced %.2f s after it went down", c.target, node.name, t_synced - obs["t_down"])
-        time.sleep(ld["after_s"])
+        time.sleep(ld.after_s)
         obs["t_end"] = time.time()
     finally:
         wl.stop()

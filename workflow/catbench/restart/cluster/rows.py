@@ -133,7 +133,7 @@ def windows(obs: dict, tr: dict, before_s: float) -> dict[str, tuple[float, floa
 
 def load_rows(run, obs: dict, tr: dict, wl) -> list[dict]:
     rows = []
-    for window, (a, b) in windows(obs, tr, run.cfg["load"]["before_s"]).items():
+    for window, (a, b) in windows(obs, tr, run.spec.load.before_s).items():
         for node in run.cluster.nodes:
             roles = [r for r, name in (("insert", run.insert_node.name), ("restarted", obs["node"]),
                                        ("donor", obs.get("donor"))) if name == node.name] or ["other"]

@@ -38,8 +38,9 @@ from ...core.infra.targets import describe_target
 from ...core.server.loaddata import LoadError
 from ..phases import p50
 from .kinds import restart_node
-from .options import KINDS, ClusterError, ClusterSpec
+from .options import KINDS, ClusterError
 from .session import cluster_session
+from .spec import ClusterSpec
 from .state import ClusterRun
 
 log = logging.getLogger(__name__)
@@ -99,10 +100,10 @@ def _kind_summary(res: dict) -> dict:
 
 
 def _run_kinds(run: ClusterRun, meta: dict, out_dir: Path, results: dict):
-    for kind in run.cfg["kinds"]:
+    for kind in run.spec.kinds:
         run.kind = kind
         res = results[kind] = {**meta, "kind": kind, "rows": [], "load": [], "verify": [], "detail": []}
-        for rep in range(run.cfg["repetitions"]):
+        for rep in range(run.spec.repetitions):
             rows, lrows, det = restart_node(run, kind, rep)
             ver = run.verify()
             for r in rows:
@@ -154,8 +155,7 @@ def run_cluster(target: str, path, input_files, out_dir, spec: ClusterSpec) -> d
     writes ``<out_dir>/<kind>.json`` and ``summary.json``. Raises ClusterError (node and
     evidence named) when a node does not come back, the nodes disagree or an acknowledged
     insert is lost; the evidence is written first."""
-    cl, sv, seed = spec.cluster, spec.server, spec.seed
-    v = get_variant(cl["variant"])
+    v = get_variant(spec.variant)
     files = [Path(f).absolute() for f in input_files]
     if not files:
         raise LoadError("no input files given")
@@ -163,18 +163,18 @@ def run_cluster(target: str, path, input_files, out_dir, spec: ClusterSpec) -> d
     _clear_results(out_dir)
     infos = [scan_file(f, v) for f in files]
     input_bytes = sum(i.bytes for i in infos)
-    meta = {"target": target, "variant": v.name, "nodes": cl["nodes"], "files": len(infos),
-            "rows": sum(i.rows for i in infos), "input_bytes": input_bytes, "seed": seed,
-            "sst_method": cl["sst_method"], "recover_position": cl["recover_position"],
-            "gcache_size": cl["gcache_size"], "repetitions": cl["repetitions"], "load_options": cl["load"]}
+    meta = {"target": target, "variant": v.name, "nodes": spec.nodes, "files": len(infos),
+            "rows": sum(i.rows for i in infos), "input_bytes": input_bytes, "seed": spec.seed,
+            "sst_method": spec.sst_method, "recover_position": spec.recover_position,
+            "gcache_size": spec.gcache_size, "repetitions": spec.repetitions, "load_options": spec.load.as_dict()}
     results: dict = {}
     run = None
-    with cluster_session(target, path, cl, sv, input_bytes, f"cluster-{v.name}", spec.keep_data) as c:
+    with cluster_session(target, path, spec, input_bytes, f"cluster-{v.name}") as c:
         meta["storage"] = describe_target(path)
         try:
             t0 = time.time()
             formation = c.form()
-            run = ClusterRun(c, infos, v, cl, seed)
+            run = ClusterRun(c, infos, v, spec)
             meta["server"] = {"binary": c.nodes[0].srv.binary, "version": c.nodes[0].srv.version,
                               "settings": dict(c.nodes[0].srv.settings)}
             meta["setup"] = {"formation": formation, "load": run.load(), "setup_s": time.time() - t0}

@@ -40,7 +40,8 @@ from .node import (
     port_free,
     wsrep_status,
 )
-from .options import ClusterError, node_bytes, node_settings
+from .options import ClusterError
+from .spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -229,32 +230,31 @@ class Cluster:
         reap_helpers()
 
 
-def _check_room(target: str, root, cluster: dict, server: dict, input_bytes: int) -> int:
-    per_node = node_bytes(cluster, server, input_bytes)
-    n = cluster["nodes"]
+def _check_room(target: str, root, spec: ClusterSpec, input_bytes: int) -> int:
+    per_node = spec.node_bytes(input_bytes)
+    n = spec.nodes
     try:
         check_target(target, root, n * per_node)
     except TargetError as exc:
         raise ClusterError(
             f"target {target}: {n} Galera nodes (config key 'cluster.nodes') on targets.{target}.path each "
             f"need room for a full copy of the index and its SST staging ({human(per_node)} per node: server "
-            f"files, gcache {cluster['gcache_size']} (cluster.gcache_size), {human(input_bytes)} of input); "
+            f"files, gcache {spec.gcache_size} (cluster.gcache_size), {human(input_bytes)} of input); "
             f"{exc}") from None
     return per_node
 
 
 @contextlib.contextmanager
-def cluster_session(target: str, root, cluster: dict, server: dict, input_bytes: int, name: str,
-                    keep_data: bool = False):
-    """Yield a ``Cluster`` of ``cluster['nodes']`` nodes under ``root`` (not yet formed);
-    on every exit path each node is stopped, SST helpers are killed and the nodes' data
-    removed (unless ``keep_data``)."""
+def cluster_session(target: str, root, spec: ClusterSpec, input_bytes: int, name: str):
+    """Yield a ``Cluster`` of ``spec.nodes`` nodes under ``root`` (not yet formed); on every
+    exit path each node is stopped, SST helpers are killed and the nodes' data removed
+    (unless ``spec.keep_data``)."""
     provider = find_provider()
-    binary = find_server_binary(server["binary"])
-    check_tools(binary, server_version(binary), cluster["sst_method"])  # before anything is created
-    per_node = _check_room(target, root, cluster, server, input_bytes)
-    ports = choose_ports(cluster["nodes"], cluster["base_port"])
-    settings = node_settings(cluster, server)
+    binary = find_server_binary(spec.binary)
+    check_tools(binary, server_version(binary), spec.sst_method)  # before anything is created
+    per_node = _check_room(target, root, spec, input_bytes)
+    ports = choose_ports(spec.nodes, spec.base_port)
+    settings = spec.settings
     _subreaper(True)
     cl = None
     try:
@@ -262,13 +262,13 @@ def cluster_session(target: str, root, cluster: dict, server: dict, input_bytes:
             nodes = []
             for i, p in enumerate(ports):
                 srv = stack.enter_context(private_server(
-                    target, root, f"{name}-node{i + 1}", settings, Launch(binary, False, cluster["start_timeout_s"]),
-                    data=Datadir(keep=keep_data), start=False, data_bytes=per_node - server_bytes(settings)))
-                nodes.append(Node(i, srv, p, f"catbench-{name}", cluster["sst_method"], cluster["gcache_size"],
+                    target, root, f"{name}-node{i + 1}", settings, Launch(binary, False, spec.start_timeout_s),
+                    data=Datadir(keep=spec.keep_data), start=False, data_bytes=per_node - server_bytes(settings)))
+                nodes.append(Node(i, srv, p, f"catbench-{name}", spec.sst_method, spec.gcache_size,
                                   provider))
             for node in nodes:
                 node.peers = ports
-            cl = Cluster(target, nodes, cluster["start_timeout_s"])
+            cl = Cluster(target, nodes, spec.start_timeout_s)
             try:
                 yield cl
             finally:

@@ -25,6 +25,7 @@ from ...core.index.table import (
 from ...core.infra.resources import read_sql
 from .options import ClusterError
 from .session import Cluster
+from .spec import ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +33,8 @@ TABLE = "cluster_idx"
 
 
 class ClusterRun:
-    def __init__(self, cluster: Cluster, infos: list[FileInfo], variant: Variant, cfg: dict, seed: int):
-        self.cluster, self.infos, self.v, self.cfg, self.seed = cluster, infos, variant, cfg, seed
+    def __init__(self, cluster: Cluster, infos: list[FileInfo], variant: Variant, spec: ClusterSpec):
+        self.cluster, self.infos, self.v, self.spec, self.seed = cluster, infos, variant, spec, spec.seed
         self.insert_node = cluster.nodes[0]
         self.restart_node = cluster.nodes[-1]
         self.lookup_sql = variant.lookup_sql(TABLE)
@@ -87,7 +88,7 @@ class ClusterRun:
         if clash[0]:
             raise ClusterError(f"the index input holds {clash[0]} keys of the range the cluster workload inserts "
                                f"({self.inserted}); it cannot tell them apart")
-        self.keys = pick_lookup_keys(self.infos, self.cfg["lookup_count"], self.v, seed=self.seed)
+        self.keys = pick_lookup_keys(self.infos, self.spec.lookup_count, self.v, seed=self.seed)
         self.load_info = {"load_s": load_s, "files": len(trace), "rows": self.total_rows,
                           "rows_per_s": self.total_rows / max(load_s, 1e-9), "checksum_all_nodes_s": sync_s}
         log.info("target %s: loaded %d rows through node1 in %.1f s; all %d nodes hold checksum %d",

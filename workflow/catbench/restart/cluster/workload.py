@@ -18,6 +18,7 @@ import mysql.connector
 
 from ..phases import p50
 from .node import Node
+from .spec import ClusterLoad
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class Workload:
     """Lookup threads on every node and one insert thread; ``start``/``stop``."""
 
     def __init__(self, nodes: list[Node], insert_node: Node, lookup_sql: str, keys: list[tuple],
-                 insert_sql, next_rows, load: dict, seed: int):
+                 insert_sql, next_rows, load: ClusterLoad, seed: int):
         self.nodes, self.insert_node, self.lookup_sql, self.keys = nodes, insert_node, lookup_sql, keys
         self.insert_sql, self.next_rows, self.load, self.seed = insert_sql, next_rows, load, seed
         self.lookups: dict[str, list[tuple]] = {n.name: [] for n in nodes}  # (t, ok, latency_s)
@@ -50,8 +51,8 @@ class Workload:
     def start(self):
         ld = self.load
         for i, node in enumerate(self.nodes):
-            for j in range(ld["lookup_threads"]):
-                rate = ld["lookup_rate"] / ld["lookup_threads"] if ld["lookup_rate"] else 0
+            for j in range(ld.lookup_threads):
+                rate = ld.lookup_rate / ld.lookup_threads if ld.lookup_rate else 0
                 rng = random.Random(self.seed * 7919 + i * 101 + j)
                 self._threads.append(threading.Thread(target=self._lookups, args=(node, rng, rate), daemon=True,
                                                       name=f"catbench-lookup-{node.name}-{j}"))
@@ -105,8 +106,8 @@ class Workload:
 
     def _inserts(self):
         ld = self.load
-        batch = ld["insert_batch"]
-        interval = batch / ld["insert_rate"] if ld["insert_rate"] else 0.0
+        batch = ld.insert_batch
+        interval = batch / ld.insert_rate if ld.insert_rate else 0.0
         sql = self.insert_sql(batch)
         conn, next_t = None, time.monotonic()
         while not self._halt.is_set():

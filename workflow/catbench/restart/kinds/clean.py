@@ -11,12 +11,19 @@ import functools
 import random
 
 from .. import errorlog
+from ..headlines import Headline
 from ..phases import diff, row, start_phases
 from ..probe import observed_start
 from ..warm import settle, wait_warm, warm_p50
 
 KIND = "clean"
 ORDER = 0   # its place in the run order (kinds/__init__.py)
+# summary.json: first answer and warm per buffer-pool mode; the first answer with it off is
+# the baseline the crash kinds are compared with
+HEADLINES = (Headline("clean_first_answer_s", "process_start_to_first_answer", by_mode=True),
+             Headline("clean_warm_s", "process_start_to_warm", by_mode=True),
+             Headline("clean_shutdown_s", "shutdown"))
+BASELINE = "clean_first_answer_s"
 
 
 def _shutdown(run, mode: str) -> tuple[float, list, object]:
@@ -85,7 +92,7 @@ def _restart_once(run, rep: int, mode: str) -> tuple[list[dict], dict]:
 
 def run(run, rep: int) -> tuple[list[dict], dict]:
     rows, details = [], {"repetition": rep, "modes": {}}
-    for mode in run.bp_modes:
+    for mode in run.spec.buffer_pool_modes:
         details.update(run.ensure_full())
         mode_rows, mode_detail = _restart_once(run, rep, mode)
         rows += mode_rows

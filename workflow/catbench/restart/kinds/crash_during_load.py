@@ -18,6 +18,7 @@ from ...core.index.input import FileInfo
 from ...core.index.table import DATABASE, IndexInto, create_table, load_file
 from ...core.infra.resources import read_sql
 from .. import errorlog
+from ..headlines import Headline, OverBaseline
 from ..phases import diff, p50, recovery, row, start_phases, wait_rollback
 from ..probe import innodb_status, observed_start
 from ..state import TABLE
@@ -26,6 +27,10 @@ log = logging.getLogger(__name__)
 
 KIND = "crash-during-load"
 ORDER = 1   # its place in the run order (kinds/__init__.py)
+HEADLINES = (Headline("crash_during_load_first_answer_s", "process_start_to_first_answer"),
+             Headline("crash_during_load_recovery_s", "crash_recovery"))
+OVER_BASELINE = (OverBaseline("crash_during_load_over_clean_ratio", "crash_during_load_first_answer_s"),)
+REDO_MEDIAN = True   # summary.json redo_bytes_median: the redo a crash mid-load leaves
 
 
 def _corrupt_redo(run):
@@ -182,7 +187,7 @@ def _recover(run, acked: int, probe_key, status: dict) -> tuple:
     """Restart after the kill, wait for the rollback; (obs, rollback, phases, detail...)."""
     obs = observed_start(run, f"SIGKILL during load (after {acked} committed files)", probe_key)
     try:
-        rb = wait_rollback(run, obs["t_spawn"], run.warm_timeout_s + 60)
+        rb = wait_rollback(run, obs["t_spawn"], run.spec.warm.timeout_s + 60)
         if errorlog.first(list(obs["events"]), "rollback_start") is not None:
             obs["watcher"].wait_for("rollback_done", 2)
     finally:

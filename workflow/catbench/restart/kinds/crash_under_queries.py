@@ -15,12 +15,18 @@ import mysql.connector
 
 from ...core.index.table import DATABASE
 from ...core.infra.resources import read_sql
+from ..headlines import Headline, OverBaseline
 from ..phases import diff, recovery, row, start_phases
 from ..probe import innodb_status, observed_start
 from ..state import TABLE
 
 KIND = "crash-under-queries"
 ORDER = 2   # its place in the run order (kinds/__init__.py)
+HEADLINES = (Headline("crash_under_queries_first_answer_s", "process_start_to_first_answer"),
+             Headline("crash_under_queries_all_answers_s", "process_start_to_all_answers_equal"))
+# the goal: a crash under queries answers within twice a clean restart's time
+OVER_BASELINE = (OverBaseline("crash_over_clean_ratio", "crash_under_queries_first_answer_s",
+                              goal="goal_crash_within_2x_clean"),)
 HV_NAMES = ("count", "chunk_counts", "sums")
 
 
@@ -54,7 +60,7 @@ class _QueryLoad:
         self.lock = threading.Lock()
         self.stats = {"completed": 0, "wrong": [], "errors": 0}
         self.threads = [threading.Thread(target=self._worker, args=(w,), daemon=True)
-                        for w in range(run.query_threads)]
+                        for w in range(run.spec.query_threads)]
 
     def start(self):
         for th in self.threads:
@@ -149,7 +155,7 @@ def run(run, rep: int) -> tuple[list[dict], dict]:
     details.update({**det, "recovery": rdet, "kill_after_s": kill["delay"], "killed_at": kill["t_kill"],
                     "checkpoint_age_at_kill_bytes": (lsn - ckpt) if lsn is not None and ckpt is not None else None,
                     "table_state": "freshly loaded" if fresh else "settled (restarted before)",
-                    "queries_completed_before_kill": kill["completed"], "query_threads": run.query_threads,
+                    "queries_completed_before_kill": kill["completed"], "query_threads": run.spec.query_threads,
                     "wrong_answers_during_run": kill["wrong"][:10], "answers_before": _digest(before),
                     "answers_after": _digest(after), "answers_equal": equal,
                     "crash_to_clean_first_answer_ratio": (total / clean) if clean else None})
