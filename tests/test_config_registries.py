@@ -54,6 +54,7 @@ import catbench
 assert catbench.__file__.startswith(sys.argv[1]), catbench.__file__
 from catbench.core.infra.config import validate
 from catbench.core.infra.jobs import plan
+from catbench.core.infra.jobs.sizing import RunSizes
 from catbench.load import estimate as est
 from catbench.load.spec import EstimateSpec
 from catbench.load.strategies import get_strategy, load_pairs
@@ -65,7 +66,7 @@ need = est.estimate(EstimateSpec.of(cfg), Path(sys.argv[2]))
 text = "\\n".join(est.lines(need, jobs=True))
 assert "char28/innodb/toy" in text, text
 pairs = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"])[0]
-assert plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs], time_limit_s=None)["jobs"] > 0
+assert plan.plan(RunSizes.of(cfg), [(e, get_strategy(s).resumable) for e, s in pairs], time_limit_s=None)["jobs"] > 0
 key = ("disk", "char28", "innodb", "toy", "random")
 assert form_of(key, [rung_rep(10**6, 6e6, "r", key=key, in_file_order=get_strategy("toy").in_file_order)]) == "steady"
 print("toy strategy: valid")

@@ -15,12 +15,12 @@ from catbench.core.infra.config import n_groups, validate
 from catbench.core.infra.jobs import isolation
 from catbench.core.infra.jobs.requests import (
     MEASURING,
-    _scale,
     expected_seconds,
     measure_domain,
     measure_domains,
     requests,
 )
+from catbench.core.infra.jobs.sizing import RunSizes
 from catbench.core.infra.jobs.slurm import check_jobs, minutes, nodelist, parse_partitions
 from catbench.core.sky.copies import map_batches
 
@@ -42,22 +42,22 @@ def _cfg(**over):
 
 def test_requests_come_from_the_config_not_the_host(monkeypatch):
     cfg = _cfg()
-    before = {k: v.as_dict() for k, v in requests(cfg).items()}
+    before = {k: v.as_dict() for k, v in requests(RunSizes.of(cfg)).items()}
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert {k: v.as_dict() for k, v in requests(cfg).items()} == before
+    assert {k: v.as_dict() for k, v in requests(RunSizes.of(cfg)).items()} == before
     for rule in MEASURING:
         assert before[rule]["threads"] == cfg["jobs"]["cpus"] == 2
-    assert requests(_cfg(jobs={"cpus": 6}))["load_index_run"].threads == 6
-    assert requests(_cfg())["catalog_part"].threads == 1
+    assert requests(RunSizes.of(_cfg(jobs={"cpus": 6})))["load_index_run"].threads == 6
+    assert requests(RunSizes.of(_cfg()))["catalog_part"].threads == 1
 
 
 def test_time_limits_scale_with_the_config():
     small, big = _cfg(), _cfg(catalog={**_cfg()["catalog"], "sky": {"ra_min_deg": 0, "ra_max_deg": 360,
                                                                     "dec_min_deg": -30, "dec_max_deg": 30}})
-    rs, rb = requests(small), requests(big)
+    rs, rb = requests(RunSizes.of(small)), requests(RunSizes.of(big))
     assert rb["load_index_run"].runtime > 5 * rs["load_index_run"].runtime
     assert rs["load_index_run"].keys["runtime"] == "jobs.index_rows_per_s"
-    slow = requests(_cfg(jobs={"index_rows_per_s": 200}))
+    slow = requests(RunSizes.of(_cfg(jobs={"index_rows_per_s": 200})))
     assert slow["load_index_run"].runtime > rs["load_index_run"].runtime
     # the default run fits a site's 30-minute partition
     assert max(r.runtime for r in rs.values()) <= 30, {k: r.runtime for k, r in rs.items()}
@@ -70,20 +70,20 @@ def test_a_crowded_skys_parts_are_sized_by_the_objects_they_keep():
     times the patch (which made the bench's plan say 14 min for a 25 s catalog)."""
     cfg = validate(yaml.safe_load((REPO / "config" / "bench.yaml").read_text()))
     cat = cfg["catalog"]
-    s = _scale(cfg)
-    assert s["part_rows"] <= cat["max_objects_per_part"] * (1 + cat["sources_per_object"])
-    assert s["map_rows"] <= cfg["partition"]["max_rows_per_map"] + s["part_rows"]
-    assert expected_seconds(cfg)["catalog_part"] < 30
+    s = RunSizes.of(cfg).scale
+    assert s.part_rows <= cat["max_objects_per_part"] * (1 + cat["sources_per_object"])
+    assert s.map_rows <= cfg["partition"]["max_rows_per_map"] + s.part_rows
+    assert expected_seconds(RunSizes.of(cfg))["catalog_part"] < 30
     # a Galera run at the bench's scale took 232 s a target: expected within 2x of that
-    assert 232 / 2 < expected_seconds(cfg)["cluster_restart_run"] < 2 * 232
+    assert 232 / 2 < expected_seconds(RunSizes.of(cfg))["cluster_restart_run"] < 2 * 232
 
 def test_measure_domains_per_node_or_host():
-    cfg = _cfg(targets={"a": {"path": "/tmp/cb-a", "node": "n1"}, "b": {"path": "/tmp/cb-b", "node": "n1"},
-                        "c": {"path": "/tmp/cb-c", "node": "n-2.x"}, "d": {"path": "/tmp/cb-d"}})
-    assert measure_domain(cfg, "a") == measure_domain(cfg, "b") == "measure_node_n1"
-    assert measure_domain(cfg, "c") == "measure_node_n_2_x"
-    assert measure_domain(cfg, "d") == measure_domain(cfg, None) == "measure_host"
-    assert measure_domains(cfg) == ["measure_host", "measure_node_n1", "measure_node_n_2_x"]
+    sizes = RunSizes.of(_cfg(targets={"a": {"path": "/tmp/cb-a", "node": "n1"}, "b": {"path": "/tmp/cb-b", "node": "n1"},
+                                      "c": {"path": "/tmp/cb-c", "node": "n-2.x"}, "d": {"path": "/tmp/cb-d"}}))
+    assert measure_domain(sizes, "a") == measure_domain(sizes, "b") == "measure_node_n1"
+    assert measure_domain(sizes, "c") == "measure_node_n_2_x"
+    assert measure_domain(sizes, "d") == measure_domain(sizes, None) == "measure_host"
+    assert measure_domains(sizes) == ["measure_host", "measure_node_n1", "measure_node_n_2_x"]
 
 
 def test_slurm_times_and_nodelist():
@@ -163,7 +163,7 @@ def test_other_catbench_commands_are_seen(monkeypatch):
 @pytest.mark.parametrize("rule", sorted(MEASURING))
 def test_measuring_rules_take_the_configured_cpus(rule):
     # every measuring rule is in the requests table with the config's CPUs
-    assert requests(_cfg(jobs={"cpus": 3}))[rule].threads == 3
+    assert requests(RunSizes.of(_cfg(jobs={"cpus": 3})))[rule].threads == 3
 
 
 def test_partition_jobs_use_the_cpus_side_by_side():
@@ -171,11 +171,11 @@ def test_partition_jobs_use_the_cpus_side_by_side():
     by side on one thread each; there are at least jobs.cpus one-thread reduces."""
     small = _cfg(jobs={"cpus": 4})
     maps = len(map_batches(small))
-    assert requests(small)["partition_map"].threads == max(1, 4 // maps)
+    assert requests(RunSizes.of(small))["partition_map"].threads == max(1, 4 // maps)
     one = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_map": 10**9})
-    assert len(map_batches(one)) == 1 and requests(one)["partition_map"].threads == 4
+    assert len(map_batches(one)) == 1 and requests(RunSizes.of(one))["partition_map"].threads == 4
     two = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_map": 1})
-    assert len(map_batches(two)) > 1 and requests(two)["partition_map"].threads == max(1, 4 // len(map_batches(two)))
+    assert len(map_batches(two)) > 1 and requests(RunSizes.of(two))["partition_map"].threads == max(1, 4 // len(map_batches(two)))
     big = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_group": 10**9})
-    assert n_groups(big) == 4 and requests(big)["partition_reduce"].threads == 1
+    assert n_groups(big) == 4 and requests(RunSizes.of(big))["partition_reduce"].threads == 1
     assert n_groups(_cfg(jobs={"cpus": 1}, partition={**small["partition"], "max_rows_per_group": 1000})) > 4

@@ -439,12 +439,13 @@ def test_preset_is_complete_and_plans_the_read_alone(tmp_path):
     no catalog or chunks, and counts the files' rows (from the Parquet footers)."""
     from catbench.core.infra.config import layered
     from catbench.core.infra.jobs import plan as cb_plan
+    from catbench.core.infra.jobs.sizing import RunSizes
     raw = yaml.safe_load((REPO / "config" / "own-ids.yaml").read_text())
     assert raw["base"] is None and validate(layered(raw, REPO)) == validate(raw)
     catalog(tmp_path, np.arange(1, 7001, dtype=np.int64), *sky(7000), 2, "parquet")
     raw["index"]["file"]["paths"] = [str(tmp_path / "*.parquet")]
     raw["index"]["file"]["columns"] = COLUMNS
     cfg = validate(raw)
-    counts = cb_plan.job_counts(cfg, loads=6)
+    counts = cb_plan.job_counts(RunSizes.of(cfg), loads=6)
     assert counts["index"] == {"index_read": 1} and "catalog" not in counts and "partition" not in counts
-    assert cb_plan.plan(cfg, [("innodb", True)] * 6, time_limit_s=None)["index_rows"] == 7000
+    assert cb_plan.plan(RunSizes.of(cfg), [("innodb", True)] * 6, time_limit_s=None)["index_rows"] == 7000

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from catbench.core.infra.jobs import plan as cb_plan
+from catbench.core.infra.jobs.sizing import RunSizes
 from catbench.core.infra.config import ConfigError, layered, typed_overrides, validate
 from catbench.load.spec import LoadSpec
 from catbench.load.strategies import get_strategy, load_pairs
@@ -29,7 +30,7 @@ def as_run(raw: dict, overrides: dict | None = None) -> dict:
 def run_plan(cfg: dict) -> dict:
     pairs, _ = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
     per = len(cfg["targets"]) * len(cfg["load"]["variants"]) if "load_index" in cfg["stages"] else 0
-    return cb_plan.plan(cfg, [(e, get_strategy(s).resumable) for e, s in pairs] * per,
+    return cb_plan.plan(RunSizes.of(cfg), [(e, get_strategy(s).resumable) for e, s in pairs] * per,
                         time_limit_s=LoadSpec.of(cfg).time_limit_s)
 
 

@@ -18,6 +18,7 @@ from catbench.core.infra import files as cb_files  # noqa: E402
 from catbench.core.infra.jobs import plan as cb_plan  # noqa: E402
 from catbench.core.infra.targets import TargetError  # noqa: E402
 from catbench.core.infra.jobs import requests as cb_requests  # noqa: E402
+from catbench.core.infra.jobs.sizing import RunSizes  # noqa: E402
 from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.core.infra.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
@@ -136,8 +137,9 @@ TARGETS = list(config["targets"])
 # What each job asks for (threads, memory, time limit), from the config alone: the one
 # place is workflow/catbench/core/infra/jobs/requests.py (rules call job_threads/job_resources;
 # a site may still override in its profile with set-threads / set-resources).
-JOB_REQUESTS = cb_requests.requests(config)
-for _domain in cb_requests.measure_domains(config):
+JOB_SIZES = RunSizes.of(config)   # the config as the job-sizing model reads it (core/infra/jobs/sizing.py)
+JOB_REQUESTS = cb_requests.requests(JOB_SIZES)
+for _domain in cb_requests.measure_domains(JOB_SIZES):
     workflow.register_resource(_domain, 1)  # one measuring job at a time per node (or host)
 # Optional measuring stages of this run: what `all` builds and the final tables require.
 STAGES = config["stages"]
@@ -224,9 +226,9 @@ def job_resources(rule):
         return " ".join(x for x in ("--exclusive" if req.measuring and config["jobs"]["exclusive"] else "", pin) if x)
     res["slurm_extra"] = slurm_extra
     if req.measuring:
-        for domain in cb_requests.measure_domains(config):
+        for domain in cb_requests.measure_domains(JOB_SIZES):
             res[domain] = lambda wildcards, d=domain: int(
-                cb_requests.measure_domain(config, wildcards.get("target")) == d)
+                cb_requests.measure_domain(JOB_SIZES, wildcards.get("target")) == d)
     return res
 
 
@@ -286,7 +288,7 @@ def check_plan(load_pairs):
         spec = LoadSpec.of(config) if loads else None
     except LoadError as e:
         raise WorkflowError(f"catbench: nothing was started: config key 'load': {e}")
-    plan = cb_plan.plan(config, loads, time_limit_s=spec and spec.time_limit_s)
+    plan = cb_plan.plan(JOB_SIZES, loads, time_limit_s=spec and spec.time_limit_s)
     for line in cb_plan.lines(plan):
         print(f"catbench: {line}", file=sys.stderr)
     try:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from ...sky.copies import map_batches, part_copies
-from ..config import ConfigError, estimated_objects, n_groups, stage_targets
+from ..config import ConfigError
 from ..targets import parse_size
 from .requests import MEASURING, START_S, expected_seconds, measure_domain, requests
+from .sizing import RunSizes
 
 # A collapsed B-tree load's rate, expected: the 2017 study's load fell to under 200 files of
 # ~94k rows per 30 min (~10k rows/s) once its table outgrew the pool, and random ids loaded
@@ -23,89 +23,89 @@ COLLAPSED_ROWS_PER_S = 10_000
 _ROW_BYTES = 37
 
 
-def collapses(cfg: dict, engine: str) -> bool:
+def collapses(sizes: RunSizes, engine: str) -> bool:
     """A file-by-file load expected to fall to the disk's random reads (prepare/working_set.md):
     an InnoDB table that outgrows its pool, with keys that do not arrive in key order (ids
     not spatial). The others keep a steady rate (measured: MyISAM and MyRocks at 0.1-0.6 M
     rows/s, InnoDB with spatial ids at 0.3-0.4 M rows/s, 10^6 rows on a 6 MB cache)."""
-    settings = {**cfg["server"]["settings"], **cfg["load"]["settings"]}
-    pool = parse_size(str(settings.get("innodb_buffer_pool_size", "128M")))
-    return (engine == "innodb" and cfg["catalog"]["id_layout"] != "spatial"
-            and estimated_objects(cfg) * _ROW_BYTES > pool)
+    pool = parse_size(str(sizes.load.settings.get("innodb_buffer_pool_size", "128M")))
+    return (engine == "innodb" and sizes.catalog.id_layout != "spatial"
+            and sizes.scale.objects * _ROW_BYTES > pool)
 
 
-def one_load_seconds(cfg: dict, collapsing: bool, time_limit_s: float | None) -> float:
+def one_load_seconds(sizes: RunSizes, collapsing: bool, time_limit_s: float | None) -> float:
     """Expected seconds of one load job, as measured runs take them (not the time limit's
     allowance, requests.load_seconds): each repetition loads at jobs.rows_per_s (a collapsing
     one at COLLAPSED_ROWS_PER_S, stopped at ``time_limit_s``, the load's: LoadSpec's), checks
     the rows at 5x that, OPTIMIZEs like a sorted load (at most load.optimize_limit_s), looks
     up ~2,000 keys a second and starts and stops its server (~2 s)."""
-    rows, j, load = estimated_objects(cfg), cfg["jobs"], cfg["load"]
-    loading = rows / (COLLAPSED_ROWS_PER_S if collapsing else j["rows_per_s"])
+    rows, rate, load = sizes.scale.objects, sizes.rates.rows_per_s, sizes.load
+    loading = rows / (COLLAPSED_ROWS_PER_S if collapsing else rate)
     if collapsing and time_limit_s is not None:
         loading = min(loading, time_limit_s)
-    optimize = min(load["optimize_limit_s"], rows / j["rows_per_s"])
-    one = loading + rows / (5 * j["rows_per_s"]) + optimize + load["lookup_count"] / 2000 + 2
-    limit = load.get("repetition_limit_s")
-    return (1 if limit is not None and one > limit else load.get("repetitions", 1)) * one
+    optimize = min(load.optimize_limit_s, rows / rate)
+    one = loading + rows / (5 * rate) + optimize + load.lookup_count / 2000 + 2
+    limit = load.repetition_limit_s
+    return (1 if limit is not None and one > limit else load.repetitions) * one
 
 
-def load_job_seconds(cfg: dict, loads, time_limit_s: float | None) -> float:
+def load_job_seconds(sizes: RunSizes, loads, time_limit_s: float | None) -> float:
     """Expected seconds of the load jobs ``loads`` ((engine, resumable) per job), a resumable
     one stopped at ``time_limit_s``."""
-    return sum(one_load_seconds(cfg, resumable and collapses(cfg, engine), time_limit_s) for engine, resumable in loads)
+    return sum(one_load_seconds(sizes, resumable and collapses(sizes, engine), time_limit_s)
+               for engine, resumable in loads)
 
 
-def job_counts(cfg: dict, loads: int) -> dict[str, dict[str, int]]:
-    """{stage: {rule: jobs}} of the whole run (rule ``all``) for a validated config;
+def job_counts(sizes: RunSizes, loads: int) -> dict[str, dict[str, int]]:
+    """{stage: {rule: jobs}} of the whole run (rule ``all``) for the run's sizes;
     ``loads``: its load_index_run jobs (targets x variants x the engine/strategy pairs that run)."""
-    targets, stages = list(cfg["targets"]), cfg["stages"]
+    targets, stages, s = len(sizes.nodes), sizes.stages, sizes.scale
     out: dict[str, dict[str, int]] = {}
-    if cfg["index"]["source"] == "partition":
-        out["catalog"] = {"catalog_patch": 1, "catalog_part": len(part_copies(cfg["catalog"]))}
-        out["partition"] = {"partition_map": len(map_batches(cfg)), "partition_reduce": n_groups(cfg),
+    if sizes.index.source == "partition":
+        out["catalog"] = {"catalog_patch": 1, "catalog_part": s.parts}
+        out["partition"] = {"partition_map": s.map_jobs, "partition_reduce": s.groups,
                             "index_input": 1, "chunk_list": 1}
-    elif cfg["index"]["source"] == "file":
+    elif sizes.index.source == "file":
         out["index"] = {"index_read": 1}
     else:
-        out["index"] = {"index_generate_part": cfg["index"]["jobs"], "index_generate": 1}
+        out["index"] = {"index_generate_part": sizes.index.jobs, "index_generate": 1}
     if "fio" in stages:
-        out["fio"] = {"fio_run": len(targets)}
+        out["fio"] = {"fio_run": targets}
     if "load_index" in stages:
         out["load_index"] = {"index_working_set": 1, "load_index_run": loads, "load_compare": 1}
     if "queries" in stages:
-        out["queries"] = {"queries_mysql": len(stage_targets(cfg, "queries")), "queries_duckdb": 1,
-                          "queries_check": 1}
+        out["queries"] = {"queries_mysql": sizes.queries.targets, "queries_duckdb": 1, "queries_check": 1}
     if "restart" in stages:
-        out["restart"] = {"restart_run": len(targets)}
+        out["restart"] = {"restart_run": targets}
     if "cluster" in stages:
-        out["cluster"] = {"cluster_restart_run": len(stage_targets(cfg, "cluster"))}
-    out["report"] = {"target_info": len(targets), "tables": 1, "report_html": 1}
+        out["cluster"] = {"cluster_restart_run": sizes.cluster.targets}
+    out["report"] = {"target_info": targets, "tables": 1, "report_html": 1}
     return out
 
 
-def plan(cfg: dict, loads: list, *, time_limit_s: float | None) -> dict:
-    """Rows, jobs and expected minutes per stage and in total. ``loads``: (engine, resumable)
-    of every load job (resumable: a file-by-file strategy); ``time_limit_s``: where such a
-    load stops (load/spec.py ``LoadSpec.of(config).time_limit_s``: core reads no stage's key)."""
-    counts = job_counts(cfg, len(loads))
-    seconds, req = expected_seconds(cfg), requests(cfg)
-    cpus = cfg["jobs"]["cpus"]
-    nodes = len({measure_domain(cfg, t) for t in cfg["targets"]})   # measuring side by side
+def plan(sizes: RunSizes, loads: list, *, time_limit_s: float | None) -> dict:
+    """Rows, jobs and expected minutes per stage and in total. ``sizes``: sizing.RunSizes.of(config);
+    ``loads``: (engine, resumable) of every load job (resumable: a file-by-file strategy);
+    ``time_limit_s``: where such a load stops (load/spec.py ``LoadSpec.of(config).time_limit_s``:
+    core reads no stage's key)."""
+    counts = job_counts(sizes, len(loads))
+    seconds, req = expected_seconds(sizes), requests(sizes)
+    cpus = sizes.rates.cpus
+    nodes = len({measure_domain(sizes, t) for t in sizes.nodes})   # measuring side by side
     minutes = {}
     for stage, rules in counts.items():
         total = 0.0
         for rule, jobs in rules.items():
             side = nodes if rule in MEASURING else max(1, cpus // req[rule].threads)
-            work = jobs * START_S + (load_job_seconds(cfg, loads, time_limit_s) if rule == "load_index_run"
+            work = jobs * START_S + (load_job_seconds(sizes, loads, time_limit_s) if rule == "load_index_run"
                                      else jobs * seconds[rule])
             total += math.ceil(jobs / side) * work / max(1, jobs)
         minutes[stage] = total / 60
-    objects = estimated_objects(cfg)
-    sources = objects * cfg["catalog"]["sources_per_object"] if "catalog" in counts else 0
+    objects = sizes.scale.objects
+    sources = objects * sizes.catalog.sources_per_object if "catalog" in counts else 0
     return {"objects": objects, "sources": int(sources), "index_rows": objects,
             "jobs": sum(sum(r.values()) for r in counts.values()), "counts": counts,
-            "minutes": minutes, "total_minutes": sum(minutes.values()), "limit_h": cfg["run_limit_h"]}
+            "minutes": minutes, "total_minutes": sum(minutes.values()), "limit_h": sizes.run_limit_h}
 
 
 def duration(minutes: float) -> str:

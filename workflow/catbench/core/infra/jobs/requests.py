@@ -1,6 +1,7 @@
 """Every rule's request — threads, memory (MiB), time limit (minutes) — from the config
-alone, never from the machine that parses the workflow: the ONE place the rules
-(``workflow/rules/common.smk``), the SLURM profile and the limit check read.
+alone (as ``sizing.RunSizes`` holds it), never from the machine that parses the workflow:
+the ONE place the rules (``workflow/rules/common.smk``), the SLURM profile and the limit
+check read.
 
 Time limits are the job's work at the config's scale divided by deliberately slow rates
 (``jobs.rows_per_s`` for reading, writing and scanning catalog rows, ``jobs.index_rows_per_s``
@@ -15,9 +16,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ...sky.copies import copy_layout, map_batches, part_copies
-from ..config import estimated_objects, estimated_rows, n_groups
-from ..targets import parse_size, settings_mb
+from ..targets import settings_mb
+from .sizing import QueryWork, RestartWork, RunSizes
 
 # Start-up and wind-down of any job: imports, a private server's start, checksums.
 BASE_S = 300
@@ -52,26 +52,24 @@ def _minutes(seconds: float) -> int:
     return max(1, math.ceil((BASE_S + seconds) / 60))
 
 
-def _mem(cfg: dict) -> dict:
+def _mem(sizes: RunSizes) -> dict:
     """Memory per job: a catalog part or chunk group, never the whole catalog; a server's
     buffer pool plus its client."""
-    cat, part = cfg["catalog"], cfg["partition"]
-    row_bytes = 8 * (_ROW_BYTES_BASE + cat["filler_columns"])
-    restart_settings = {**cfg["server"]["settings"], **cfg["restart"]["settings"]}
+    cat = sizes.catalog
+    row_bytes = 8 * (_ROW_BYTES_BASE + cat.filler_columns)
     return {
-        "part": 500 + 6 * row_bytes * cat["max_objects_per_part"] * (1 + cat["sources_per_object"]) // 2**20,
-        "group": 500 + 4 * row_bytes * part["max_rows_per_group"] // 2**20,
+        "part": 500 + 6 * row_bytes * cat.max_objects_per_part * (1 + cat.sources_per_object) // 2**20,
+        "group": 500 + 4 * row_bytes * cat.max_rows_per_group // 2**20,
         # index generation: the job and each worker (jobs.cpus) hold the patch (with its Sources)
         # and one copy's rows as columns and text
-        "index": (1 + cfg["jobs"]["cpus"]) * (
-            200 + 3 * row_bytes * cat["patch"]["objects"] * (1 + cat["sources_per_object"]) // 2**20),
-        "server": server_job_mb(cfg["server"]["settings"]),
-        "load": server_job_mb({**cfg["server"]["settings"], **(cfg["load"].get("settings") or {})}),
-        "restart": server_job_mb(restart_settings),
+        "index": (1 + sizes.rates.cpus) * (
+            200 + 3 * row_bytes * cat.patch_objects * (1 + cat.sources_per_object) // 2**20),
+        "server": server_job_mb(sizes.server_settings),
+        "load": server_job_mb(sizes.load.settings),
+        "restart": server_job_mb(sizes.restart.settings),
         # a Galera cluster: every node's buffers (cluster.settings over server.settings, 128M
         # pool when unset) and its gcache pages, beside one client
-        "cluster": CLIENT_MB + cfg["cluster"]["nodes"] * (64 + (settings_mb(
-            {**cfg["server"]["settings"], **cfg["cluster"]["settings"]}) or 128)),
+        "cluster": CLIENT_MB + sizes.cluster.nodes * (64 + (settings_mb(sizes.cluster.settings) or 128)),
     }
 
 
@@ -81,148 +79,130 @@ def server_job_mb(settings: dict) -> int:
     return CLIENT_MB + settings_mb(settings)
 
 
-def _scale(cfg: dict) -> dict:
-    cat = cfg["catalog"]
-    rows, objects = estimated_rows(cfg), estimated_objects(cfg)
-    keep = copy_layout(cat)["keep"]     # objects kept per copy (a crowded sky thins most)
-    kept = [int(keep[c.start:c.stop].sum()) for c in part_copies(cat)]
-    per = 1 + cat["sources_per_object"]
-    return {"rows": rows, "objects": objects,
-            "part_rows": max(kept, default=0) * per,
-            # a map job locates several parts, one after the other (map_batches)
-            "map_rows": max((sum(kept[p] for p in b) for b in map_batches(cfg)), default=0) * per,
-            "patch_rows": cat["patch"]["objects"] * (1 + cat["sources_per_object"]),
-            "group_rows": math.ceil(rows / n_groups(cfg))}
-
-
-def _query_seconds(cfg: dict, rows: int, rate: float) -> float:
-    q = cfg["queries"]
+def _query_seconds(q: QueryWork, rows: int, rate: float) -> float:
     # warm runs may adapt up to queries.max_repetitions (core/infra/jobs/repeat.py)
-    runs = max(q["repetitions"], q.get("max_repetitions") or 0) + (q["repetitions"] if q["cold"] else 0)
-    scans = sum(1 for name in q["queries"] if name in SCANNING_QUERIES)
-    others = len(q["queries"]) - scans
-    streams = 2 * q["concurrency"]["seconds"] if q["concurrency"]["streams"] else 0
+    runs = max(q.repetitions, q.max_repetitions or 0) + (q.repetitions if q.cold else 0)
+    scans = sum(1 for name in q.queries if name in SCANNING_QUERIES)
+    others = len(q.queries) - scans
+    streams = 2 * q.stream_seconds if q.streams else 0
     return runs * (scans * (rows / rate + 10) + others * 10) + streams
 
 
-def _runtimes(cfg: dict) -> dict:
+def _runtimes(sizes: RunSizes) -> dict:
     """Seconds of work per rule (before BASE_S), with the key that sizes it."""
-    s, j = _scale(cfg), cfg["jobs"]
-    rate, irate = j["rows_per_s"], j["index_rows_per_s"]
-    fio, rs, cl = cfg["fio"], cfg["restart"], cfg["cluster"]
-    fio_bytes = parse_size(fio["size"])
-    index_load = s["objects"] / irate
+    s, j = sizes.scale, sizes.rates
+    rate, irate = j.rows_per_s, j.index_rows_per_s
+    fio, rs, cl = sizes.fio, sizes.restart, sizes.cluster
+    index_load = s.objects / irate
     restart_runs, crash_loads = _restarts(rs)
     r, ir = "jobs.rows_per_s", "jobs.index_rows_per_s"
-    chunk_order = cfg["index"]["order"] == "chunk"
+    chunk_order = sizes.index.order == "chunk"
     return {
-        "catalog_patch": (s["patch_rows"] / rate, r),
-        "catalog_part": (s["part_rows"] / rate, r),
-        "partition_map": (s["map_rows"] / rate, r),
-        "partition_reduce": (2 * s["group_rows"] / rate, r),
-        "index_input": ((2 + 2 * chunk_order) * s["objects"] / rate, r),
+        "catalog_patch": (s.patch_rows / rate, r),
+        "catalog_part": (s.part_rows / rate, r),
+        "partition_map": (s.map_rows / rate, r),
+        "partition_reduce": (2 * s.group_rows / rate, r),
+        "index_input": ((2 + 2 * chunk_order) * s.objects / rate, r),
         # index.source generate: a job's share of the rows, both variants, over its workers
-        "index_generate_part": (2 * s["objects"] / cfg["index"]["jobs"] / rate, r),
-        "index_generate": (2 * chunk_order * s["objects"] / rate, r),   # index.order chunk: read, sort, write
+        "index_generate_part": (2 * s.objects / sizes.index.jobs / rate, r),
+        "index_generate": (2 * chunk_order * s.objects / rate, r),   # index.order chunk: read, sort, write
         # index.source file: read and check every row, its uniqueness and (chunk order) a sort, then write
-        "index_read": ((3 + chunk_order) * s["objects"] / rate, r),
+        "index_read": ((3 + chunk_order) * s.objects / rate, r),
         "index_working_set": (0, r),
         "chunk_list": (0, r),
         "target_info": (0, r),
         # four tests of runtime_s (each repeated), each file laid out first at (slowly) 20 MB/s
-        "fio_run": (4 * max(fio.get("repetitions", 1), fio.get("max_repetitions") or 0)
-                    * (fio["runtime_s"] + fio_bytes / 20e6), "fio.runtime_s"),
-        "load_index_run": (load_seconds(cfg), ir),
-        "queries_mysql": (index_load + s["rows"] / rate + _query_seconds(cfg, s["rows"], rate), r),
-        "queries_duckdb": (_query_seconds(cfg, s["rows"], rate), r),
+        "fio_run": (4 * max(fio.repetitions, fio.max_repetitions or 0)
+                    * (fio.runtime_s + fio.size / 20e6), "fio.runtime_s"),
+        "load_index_run": (load_seconds(sizes), ir),
+        "queries_mysql": (index_load + s.rows / rate + _query_seconds(sizes.queries, s.rows, rate), r),
+        "queries_duckdb": (_query_seconds(sizes.queries, s.rows, rate), r),
         "load_compare": (0, r),
         "queries_check": (0, r),
-        "restart_run": ((1 + crash_loads) * index_load + restart_runs * (rs["warm_timeout_s"] + 60), ir),
+        "restart_run": ((1 + crash_loads) * index_load + restart_runs * (rs.warm_timeout_s + 60), ir),
         # formation, a replicated load (twice a single server's), then per restart the load
         # windows, a node start and a full copy at (slowly) 5 MB/s
-        "cluster_restart_run": (120 + 2 * index_load + cl["repetitions"] * len(cl["kinds"]) * (
-            sum(cl["load"][k] for k in ("before_s", "down_s", "after_s")) + 120 + 250 * s["objects"] / 5e6), ir),
+        "cluster_restart_run": (120 + 2 * index_load + cl.repetitions * len(cl.kinds) * (
+            cl.load_window_s + 120 + 250 * s.objects / 5e6), ir),
         "tables": (0, r),
         "report_html": (0, r),
     }
 
 
-def _restarts(rs: dict) -> tuple[int, int]:
+def _restarts(rs: RestartWork) -> tuple[int, int]:
     """A restart job's restarts, and its index loads beyond the first: one more per
     crash-during-load (killed, then resumed)."""
-    return (rs["repetitions"] * (len(rs["kinds"]) + len(rs["buffer_pool_dump"]) - 1),
-            rs["repetitions"] * ("crash-during-load" in rs["kinds"]))
+    return (rs.repetitions * (len(rs.kinds) + len(rs.buffer_pool_dump) - 1),
+            rs.repetitions * ("crash-during-load" in rs.kinds))
 
 
-def load_seconds(cfg: dict) -> float:
+def load_seconds(sizes: RunSizes) -> float:
     """A load_index_run job's time limit allowance: its repetitions, each loading the index at
     jobs.index_rows_per_s, reading the input twice, OPTIMIZE and the lookups (what a run is
     expected to take instead: core/infra/jobs/plan.py one_load_seconds)."""
-    s, j, load = _scale(cfg), cfg["jobs"], cfg["load"]
-    one_load = s["objects"] / j["index_rows_per_s"] + 2 * s["objects"] / j["rows_per_s"] + load["optimize_limit_s"] + (
-        load["lookup_seconds"] or load["lookup_count"] / 100)
+    s, j, load = sizes.scale, sizes.rates, sizes.load
+    one_load = s.objects / j.index_rows_per_s + 2 * s.objects / j.rows_per_s + load.optimize_limit_s + (
+        load.lookup_seconds or load.lookup_count / 100)
     # a load repeats (load.repetitions) unless one repetition outlasts load.repetition_limit_s
-    limit = load.get("repetition_limit_s")
-    return (1 if limit is not None and one_load > limit else load.get("repetitions", 1)) * one_load
+    limit = load.repetition_limit_s
+    return (1 if limit is not None and one_load > limit else load.repetitions) * one_load
 
 
-def _expected_query_seconds(cfg: dict, rows: int, rate: float) -> float:
+def _expected_query_seconds(q: QueryWork, rows: int, rate: float) -> float:
     """A query suite as expected, not allowed (measured on 2 cores: ~0.1 s a query, a scan
     at ~5x jobs.rows_per_s, a cold run's server restart ~1 s), warm runs adapting up to
     queries.max_repetitions within queries.budget_s a query."""
-    q = cfg["queries"]
-    total = 2 * q["concurrency"]["seconds"] if q["concurrency"]["streams"] else 0
-    for name in q["queries"]:
+    total = 2 * q.stream_seconds if q.streams else 0
+    for name in q.queries:
         one = 0.1 + (rows / (5 * rate) if name in SCANNING_QUERIES else 0)
-        more = max(q["repetitions"], q.get("max_repetitions") or 0) * one
-        total += (q["repetitions"] * (one + 1) if q["cold"] else 0) + max(
-            q["repetitions"] * one, min(more, q.get("budget_s") or more))
+        more = max(q.repetitions, q.max_repetitions or 0) * one
+        total += (q.repetitions * (one + 1) if q.cold else 0) + max(
+            q.repetitions * one, min(more, q.budget_s or more))
     return total
 
 
-def expected_seconds(cfg: dict) -> dict[str, float]:
+def expected_seconds(sizes: RunSizes) -> dict[str, float]:
     """Seconds of work of one job of each rule at the config's scale, as expected (START_S
     more per job for its start): what core/infra/jobs/plan.py adds up before a run, from rates
     measured on 2 cores rather than the time limits' allowances. The loads are plan's own."""
-    out = {rule: seconds for rule, (seconds, _) in _runtimes(cfg).items()}
-    s, rate, fio = _scale(cfg), cfg["jobs"]["rows_per_s"], cfg["fio"]
+    out = {rule: seconds for rule, (seconds, _) in _runtimes(sizes).items()}
+    s, rate, fio, index = sizes.scale, sizes.rates.rows_per_s, sizes.fio, sizes.index
     # measured at 10^8 rows on 2 cores: generation 4 M rows/s, the chunk-order sort 1.4 M rows/s
-    out["index_generate_part"] = s["objects"] / cfg["index"]["jobs"] / (10 * rate)
-    out["index_generate"] = (cfg["index"]["order"] == "chunk") * s["objects"] / (5 * rate)
-    out["index_read"] = (2 + (cfg["index"]["order"] == "chunk")) * s["objects"] / (5 * rate)
+    out["index_generate_part"] = s.objects / index.jobs / (10 * rate)
+    out["index_generate"] = (index.order == "chunk") * s.objects / (5 * rate)
+    out["index_read"] = (2 + (index.order == "chunk")) * s.objects / (5 * rate)
     # fio lays out its files at disk speed (~200 MB/s and up), not the allowance's 20 MB/s
-    out["fio_run"] = 4 * max(fio.get("repetitions", 1), fio.get("max_repetitions") or 0) * (
-        fio["runtime_s"] + parse_size(fio["size"]) / 200e6)
+    out["fio_run"] = 4 * max(fio.repetitions, fio.max_repetitions or 0) * (fio.runtime_s + fio.size / 200e6)
     # a restart run is over in ~2 s once the server answers (measured); its allowance is the warm timeout
-    runs, crash_loads = _restarts(cfg["restart"])
-    out["restart_run"] = (1 + crash_loads) * s["objects"] / rate + runs * 2
-    suite = _expected_query_seconds(cfg, s["rows"], rate)
+    runs, crash_loads = _restarts(sizes.restart)
+    out["restart_run"] = (1 + crash_loads) * s.objects / rate + runs * 2
+    suite = _expected_query_seconds(sizes.queries, s.rows, rate)
     # the director index (a sorted load) and the chunk tables (~rate / 3 rows/s) before the suite
-    out["queries_mysql"] = s["objects"] / rate + 3 * s["rows"] / rate + suite
+    out["queries_mysql"] = s.objects / rate + 3 * s.rows / rate + suite
     out["queries_duckdb"] = suite
     # measured at the bench's 4.76 M rows: the replicated load at ~rate, a node back in 3-20 s,
     # an SST at ~25 MB/s after the donor's 10 s sleep (232 s a target against 370 s here)
-    cl = cfg["cluster"]
-    out["cluster_restart_run"] = 10 + 2 * s["objects"] / rate + cl["repetitions"] * len(cl["kinds"]) * (
-        sum(cl["load"][k] for k in ("before_s", "down_s", "after_s")) + 20 + 250 * s["objects"] / 50e6)
+    cl = sizes.cluster
+    out["cluster_restart_run"] = 10 + 2 * s.objects / rate + cl.repetitions * len(cl.kinds) * (
+        cl.load_window_s + 20 + 250 * s.objects / 50e6)
     del out["load_index_run"]   # by each load's kind: plan.load_job_seconds
     return out
 
 
-def _map_threads(cfg: dict, cpus: int) -> int:
+def _map_threads(sizes: RunSizes) -> int:
     """Threads of each map job: jobs.cpus shared among the map jobs. One map job (a
     catalog under partition.max_rows_per_map rows) maps jobs.cpus parts at once; more run
     side by side on one thread each."""
-    return max(1, cpus // len(map_batches(cfg)))
+    return max(1, sizes.rates.cpus // sizes.scale.map_jobs)
 
 
-def requests(cfg: dict) -> dict[str, Request]:
-    """{rule: Request} for every rule that runs a job, from the validated config."""
-    mem, cpus = _mem(cfg), cfg["jobs"]["cpus"]
-    map_threads = _map_threads(cfg, cpus)
+def requests(sizes: RunSizes) -> dict[str, Request]:
+    """{rule: Request} for every rule that runs a job, from the run's sizes (sizing.RunSizes)."""
+    mem, cpus = _mem(sizes), sizes.rates.cpus
+    map_threads = _map_threads(sizes)
     server_key = "server.settings.innodb_buffer_pool_size"
     # index.order chunk: DuckDB's sort of the index input beside the job's own memory
-    sort_mb = parse_size(cfg["index"]["sort_memory"]) // 2**20 if cfg["index"]["order"] == "chunk" else 0
+    sort_mb = sizes.index.sort_memory // 2**20 if sizes.index.order == "chunk" else 0
     mem_of = {
         "catalog_patch": (mem["part"], "catalog.max_objects_per_part"),
         "catalog_part": (mem["part"], "catalog.max_objects_per_part"),
@@ -232,8 +212,8 @@ def requests(cfg: dict) -> dict[str, Request]:
         "index_generate_part": (mem["index"], "catalog.patch.objects"),
         "index_generate": (500 + sort_mb, "index.sort_memory" if sort_mb else None),
         # a batch of index.file.batch_rows rows (columns, located, text: ~100 B a row) and DuckDB's memory
-        "index_read": (500 + 100 * cfg["index"]["file"]["batch_rows"] // 2**20
-                       + parse_size(cfg["index"]["sort_memory"]) // 2**20, "index.sort_memory"),
+        "index_read": (500 + 100 * sizes.index.batch_rows // 2**20
+                       + sizes.index.sort_memory // 2**20, "index.sort_memory"),
         "index_working_set": (1500, None),
         "chunk_list": (1000, None),
         "target_info": (500, None),
@@ -249,7 +229,7 @@ def requests(cfg: dict) -> dict[str, Request]:
         "report_html": (2000, None),
     }
     out = {}
-    for rule, (seconds, runtime_key) in _runtimes(cfg).items():
+    for rule, (seconds, runtime_key) in _runtimes(sizes).items():
         measuring = rule in MEASURING
         mb, mem_key = mem_of[rule]
         many = measuring or rule in PARALLEL
@@ -261,14 +241,14 @@ def requests(cfg: dict) -> dict[str, Request]:
     return out
 
 
-def measure_domain(cfg: dict, target: str | None) -> str:
+def measure_domain(sizes: RunSizes, target: str | None) -> str:
     """The resource a measuring job holds alone: its target's node when the config names
     one (targets.<t>.node), else the host that runs the unpinned jobs. Two measuring jobs
     never share a node, nor a disk of it."""
-    node = cfg["targets"][target].get("node") if target else None
+    node = sizes.nodes[target] if target else None
     return "measure_node_" + re.sub(r"\W", "_", node) if node else "measure_host"
 
 
-def measure_domains(cfg: dict) -> list[str]:
+def measure_domains(sizes: RunSizes) -> list[str]:
     """Every measure_domain() of the run (each a resource with capacity 1)."""
-    return sorted({measure_domain(cfg, None), *(measure_domain(cfg, t) for t in cfg["targets"])})
+    return sorted({measure_domain(sizes, None), *(measure_domain(sizes, t) for t in sizes.nodes)})

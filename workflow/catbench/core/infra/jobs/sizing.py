@@ -1,0 +1,184 @@
+"""The run's sizes as the job-sizing model reads them: the one module of core/infra/jobs
+that reads the config dict. ``RunSizes.of(cfg)`` takes the validated config (defaults
+filled by the schema) and keeps what requests.py (each rule's threads, memory, time limit)
+and plan.py (the run's expected time) compute from: rates, the catalog's scale, each
+stage's work and the targets' nodes. Core imports no stage, so this view is core's own,
+not the stages' specs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...sky.copies import copy_layout, map_batches, part_copies
+from ..config import estimated_objects, estimated_rows, n_groups, stage_targets
+from ..targets import parse_size
+
+
+@dataclass(frozen=True)
+class Rates:
+    """jobs: the cores a run uses and the deliberately slow rates its time limits assume."""
+    cpus: int
+    rows_per_s: float           # jobs.rows_per_s: catalog rows read, written or scanned
+    index_rows_per_s: float     # jobs.index_rows_per_s: index rows inserted into a server
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Rows at the config's scale, and the prepare stages' job counts."""
+    rows: int           # catalog rows: objects and their sources
+    objects: int        # index rows (with index.source file: the files' rows)
+    part_rows: int      # the largest catalog part's rows (the objects it keeps, with sources)
+    map_rows: int       # the largest map job's rows (map_batches: parts located one after another)
+    patch_rows: int     # the patch's rows
+    group_rows: int     # a reduce job's rows
+    parts: int          # catalog parts (part_copies)
+    map_jobs: int       # partition map jobs (map_batches)
+    groups: int         # partition reduce jobs (n_groups)
+
+
+@dataclass(frozen=True)
+class CatalogShape:
+    """catalog and partition keys that size a job's memory."""
+    filler_columns: int
+    max_objects_per_part: int
+    sources_per_object: float
+    patch_objects: int
+    id_layout: str
+    max_rows_per_group: int
+
+
+@dataclass(frozen=True)
+class IndexWork:
+    """index: where the index input comes from and how it is ordered."""
+    source: str             # partition, generate or file
+    order: str              # chunk or generation
+    jobs: int               # index.jobs: generation jobs
+    sort_memory: int        # index.sort_memory in bytes
+    batch_rows: int         # index.file.batch_rows
+
+
+@dataclass(frozen=True)
+class LoadWork:
+    """load: a load job's repetitions, limits and lookups; ``settings``: server.settings
+    with load.settings over them (a free-form map)."""
+    repetitions: int
+    repetition_limit_s: float | None
+    optimize_limit_s: float
+    lookup_seconds: float | None
+    lookup_count: int
+    settings: dict
+
+
+@dataclass(frozen=True)
+class FioWork:
+    """fio: a fio job's tests."""
+    repetitions: int
+    max_repetitions: int | None
+    runtime_s: float
+    size: int               # fio.size in bytes
+
+
+@dataclass(frozen=True)
+class RestartWork:
+    """restart: a restart job's restarts; ``settings``: server.settings with restart.settings over them."""
+    repetitions: int
+    kinds: tuple[str, ...]
+    buffer_pool_dump: tuple
+    warm_timeout_s: float
+    settings: dict
+
+
+@dataclass(frozen=True)
+class ClusterWork:
+    """cluster: a Galera job's nodes and restarts; ``settings``: server.settings with
+    cluster.settings over them."""
+    nodes: int
+    repetitions: int
+    kinds: tuple[str, ...]
+    load_window_s: float    # cluster.load before_s + down_s + after_s
+    settings: dict
+    targets: int            # targets the cluster stage runs on
+
+
+@dataclass(frozen=True)
+class QueryWork:
+    """queries: a query suite's runs and streams."""
+    repetitions: int
+    max_repetitions: int | None
+    budget_s: float | None
+    cold: bool
+    queries: tuple[str, ...]
+    streams: int
+    stream_seconds: float   # queries.concurrency.seconds
+    targets: int            # targets the queries stage runs on
+
+
+@dataclass(frozen=True)
+class RunSizes:
+    """What core/infra/jobs sizes jobs and plans the run from, read once from the validated config."""
+    rates: Rates
+    scale: Scale
+    catalog: CatalogShape
+    index: IndexWork
+    load: LoadWork
+    fio: FioWork
+    restart: RestartWork
+    cluster: ClusterWork
+    queries: QueryWork
+    server_settings: dict           # server.settings
+    nodes: dict                     # {target: targets.<t>.node or None}, in the config's order
+    stages: tuple[str, ...]
+    run_limit_h: float
+
+    @classmethod
+    def of(cls, cfg: dict) -> RunSizes:
+        cat, jobs, server = cfg["catalog"], cfg["jobs"], cfg["server"]["settings"]
+        index, load, fio = cfg["index"], cfg["load"], cfg["fio"]
+        rs, cl, q = cfg["restart"], cfg["cluster"], cfg["queries"]
+        return cls(
+            rates=Rates(cpus=jobs["cpus"], rows_per_s=jobs["rows_per_s"], index_rows_per_s=jobs["index_rows_per_s"]),
+            scale=_scale(cfg),
+            catalog=CatalogShape(
+                filler_columns=cat["filler_columns"], max_objects_per_part=cat["max_objects_per_part"],
+                sources_per_object=cat["sources_per_object"], patch_objects=cat["patch"]["objects"],
+                id_layout=cat["id_layout"], max_rows_per_group=cfg["partition"]["max_rows_per_group"]),
+            index=IndexWork(source=index["source"], order=index["order"], jobs=index["jobs"],
+                            sort_memory=parse_size(index["sort_memory"]), batch_rows=index["file"]["batch_rows"]),
+            load=LoadWork(repetitions=load["repetitions"], repetition_limit_s=load["repetition_limit_s"],
+                          optimize_limit_s=load["optimize_limit_s"], lookup_seconds=load["lookup_seconds"],
+                          lookup_count=load["lookup_count"], settings={**server, **(load["settings"] or {})}),
+            fio=FioWork(repetitions=fio["repetitions"], max_repetitions=fio["max_repetitions"],
+                        runtime_s=fio["runtime_s"], size=parse_size(fio["size"])),
+            restart=RestartWork(repetitions=rs["repetitions"], kinds=tuple(rs["kinds"]),
+                                buffer_pool_dump=tuple(rs["buffer_pool_dump"]), warm_timeout_s=rs["warm_timeout_s"],
+                                settings={**server, **rs["settings"]}),
+            cluster=ClusterWork(nodes=cl["nodes"], repetitions=cl["repetitions"], kinds=tuple(cl["kinds"]),
+                                load_window_s=sum(cl["load"][k] for k in ("before_s", "down_s", "after_s")),
+                                settings={**server, **cl["settings"]}, targets=len(stage_targets(cfg, "cluster"))),
+            queries=QueryWork(repetitions=q["repetitions"], max_repetitions=q["max_repetitions"],
+                              budget_s=q["budget_s"], cold=q["cold"], queries=tuple(q["queries"]),
+                              streams=q["concurrency"]["streams"], stream_seconds=q["concurrency"]["seconds"],
+                              targets=len(stage_targets(cfg, "queries"))),
+            server_settings=dict(server),
+            nodes={t: v.get("node") for t, v in cfg["targets"].items()},
+            stages=tuple(cfg["stages"]),
+            run_limit_h=cfg["run_limit_h"],
+        )
+
+
+def _scale(cfg: dict) -> Scale:
+    cat = cfg["catalog"]
+    rows, objects = estimated_rows(cfg), estimated_objects(cfg)
+    keep = copy_layout(cat)["keep"]     # objects kept per copy (a crowded sky thins most)
+    copies = part_copies(cat)
+    kept = [int(keep[c.start:c.stop].sum()) for c in copies]
+    per = 1 + cat["sources_per_object"]
+    batches, groups = map_batches(cfg), n_groups(cfg)
+    return Scale(rows=rows, objects=objects,
+                 part_rows=max(kept, default=0) * per,
+                 # a map job locates several parts, one after the other (map_batches)
+                 map_rows=max((sum(kept[p] for p in b) for b in batches), default=0) * per,
+                 patch_rows=cat["patch"]["objects"] * (1 + cat["sources_per_object"]),
+                 group_rows=math.ceil(rows / groups),
+                 parts=len(copies), map_jobs=len(batches), groups=groups)
