@@ -168,6 +168,60 @@ def test_stages_read_their_spec_not_the_config_defaults():
     assert not readers, f"stages filling in config defaults themselves: {sorted(readers)}"
 
 
+# A stage reads the config only in its spec module(s) (``<stage>/spec.py``: ``LoadSpec.of`` ...);
+# everything else is handed the spec. Seen from the source: a name ``cfg``/``config`` (argument,
+# variable, attribute) or a config key read by its section and name (``x["load"]["time_limit_s"]``,
+# ``x.get("load").get(...)``), the pairs taken from the schema.
+CONFIG_NAMES = {"cfg", "config"}
+
+
+def _key(node: ast.AST) -> str | None:
+    """The string key of ``x["k"]`` or ``x.get("k", ...)``, and None for anything else."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.slice.value if isinstance(node.slice.value, str) else None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.args[0].value
+    return None
+
+
+def _inner(node: ast.AST) -> ast.AST:
+    return node.value if isinstance(node, ast.Subscript) else node.func.value
+
+
+def config_reads(source: str, schema: dict) -> list[str]:
+    """Where ``source`` takes, holds or reads the config dict: ``line: what``."""
+    keys = {s: set((v or {}).get("properties") or ()) for s, v in schema.items()}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        name = (node.arg if isinstance(node, ast.arg) else node.id if isinstance(node, ast.Name)
+                else node.attr if isinstance(node, ast.Attribute) else None)
+        if name in CONFIG_NAMES:
+            found.append(f"{node.lineno}: {name}")
+        key = _key(node)
+        if key is not None:
+            section = _key(_inner(node))
+            if section in keys and key in keys[section]:
+                found.append(f"{node.lineno}: {section}.{key}")
+    return sorted(set(found), key=lambda f: int(f.split(":")[0]))
+
+
+def test_stages_read_the_config_only_in_their_spec():
+    schema = _schema()
+    reads = {f"{p.relative_to(PKG)}:{r}" for m, p in _modules().items()
+             if _layer(m) in STAGES and p.name != "spec.py" for r in config_reads(p.read_text(), schema)}
+    assert not reads, ("stage modules reading the config dict (hand them their spec: <stage>/spec.py):\n"
+                       + "\n".join(sorted(reads)))
+
+
+def test_the_config_check_sees_what_it_forbids():
+    schema = {"load": {"properties": {"time_limit_s": {}}}, "server": {"properties": {"settings": {}}}}
+    src = ("def f(cfg, spec, summary):\n    a = spec['load']['time_limit_s']\n"
+           "    b = spec.get('server', {}).get('settings')\n    c = summary['server']['timings']\n"
+           "    return run.config, spec.time_limit_s\n")
+    assert config_reads(src, schema) == ["1: cfg", "2: load.time_limit_s", "3: server.settings", "5: config"]
+
+
 # core's layers, bottom up: each imports only its own and the ones below it.
 CORE_LAYERS = ("sky", "infra", "server", "index")
 
