@@ -9,6 +9,7 @@ import pytest
 from catbench.core.infra.config import validate
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare.ids import IdLayout
+from catbench.prepare.spec import CatalogSpec, PrepareSpec
 
 BANDS = "ugrizy"
 
@@ -32,7 +33,7 @@ def cfg():
 
 @pytest.fixture(scope="module")
 def patch(cfg):
-    return cat_mod.generate_patch(cfg["catalog"], cfg["seed"])
+    return cat_mod.generate_patch(CatalogSpec.of(cfg))
 
 
 def flux_to_ab_mag(f):
@@ -47,10 +48,10 @@ def flux_to_ab_mag(f):
 # -- the base patch --------------------------------------------------------------------
 
 def test_patch_is_deterministic(cfg, patch):
-    again = cat_mod.generate_patch(cfg["catalog"], cfg["seed"])
+    again = cat_mod.generate_patch(CatalogSpec.of(cfg))
     assert again.objects.equals(patch.objects)
     assert again.sources.equals(patch.sources)
-    other = cat_mod.generate_patch(cfg["catalog"], cfg["seed"] + 1)
+    other = cat_mod.generate_patch(CatalogSpec.of({**cfg, "seed": cfg["seed"] + 1}))
     assert other.objects.num_rows == patch.objects.num_rows
     assert not np.array_equal(other.objects["ra_PS"].to_numpy(), patch.objects["ra_PS"].to_numpy())
     assert not np.array_equal(other.objects["iFlux_PS"].to_numpy(),
@@ -84,10 +85,10 @@ def test_object_columns_and_types(cfg, patch):
 
 def test_filler_column_count_follows_config():
     c = make_cfg(filler_columns=0, patch={"objects": 50})
-    p = cat_mod.generate_patch(c["catalog"], c["seed"])
+    p = cat_mod.generate_patch(CatalogSpec.of(c))
     assert not [n for n in p.objects.schema.names if n.startswith("filler_")]
     c = make_cfg(filler_columns=30, patch={"objects": 50})
-    p = cat_mod.generate_patch(c["catalog"], c["seed"])
+    p = cat_mod.generate_patch(CatalogSpec.of(c))
     fill = [n for n in p.objects.schema.names if n.startswith("filler_")]
     assert len(fill) == 30 and p.objects.schema.field(fill[0]).type == pa.float32()
 
@@ -125,10 +126,10 @@ def test_sources_per_object_mean(cfg, patch):
     mean = patch.sources.num_rows / patch.objects.num_rows
     assert abs(mean - cfg["catalog"]["sources_per_object"]) < 0.15  # Poisson: sd ~0.03
     c = make_cfg(sources_per_object=2.5, patch={"objects": 4000})
-    p = cat_mod.generate_patch(c["catalog"], c["seed"])
+    p = cat_mod.generate_patch(CatalogSpec.of(c))
     assert abs(p.sources.num_rows / 4000 - 2.5) < 0.1
     c = make_cfg(sources_per_object=0, patch={"objects": 100})
-    assert cat_mod.generate_patch(c["catalog"], c["seed"]).sources.num_rows == 0
+    assert cat_mod.generate_patch(CatalogSpec.of(c)).sources.num_rows == 0
 
 
 def cell_counts(ra, dec, width, height, bins=20):
@@ -143,7 +144,7 @@ def test_density_is_clustered(cfg, patch):
     assert h.var() > 3 * h.mean()  # Poisson would give var == mean
     # Without clusters the same test sees a Poisson field.
     c = make_cfg(patch={"objects": 6000, "cluster_count": 0})
-    q = cat_mod.generate_patch(c["catalog"], c["seed"])
+    q = cat_mod.generate_patch(CatalogSpec.of(c))
     h0 = cell_counts(q.objects["ra_PS"].to_numpy(), q.objects["decl_PS"].to_numpy(),
                      p["ra_width_deg"], p["dec_height_deg"])
     assert h0.var() < 1.5 * h0.mean()
@@ -168,7 +169,7 @@ def test_magnitudes_are_plausible(patch):
 # -- duplication -----------------------------------------------------------------------
 
 def all_copies(patch, cfg):
-    layout, ids = cat_mod.copy_layout(cfg["catalog"]), IdLayout(cfg)
+    layout, ids = cat_mod.copy_layout(cfg["catalog"]), IdLayout(PrepareSpec.of(cfg))
     objs, srcs = zip(*(cat_mod.duplicate(patch, layout, c, ids) for c in range(len(layout))))
     return layout, pa.concat_tables(objs), pa.concat_tables(srcs)
 
@@ -235,12 +236,12 @@ def test_duplication_preserves_density(patch):
 def test_write_part_round_trip(tmp_path, cfg, patch):
     layout = cat_mod.copy_layout(cfg["catalog"])
     counts = cat_mod.write_part(patch, layout, range(2, 5), tmp_path / "o.parquet",
-                                tmp_path / "s.parquet", IdLayout(cfg))
+                                tmp_path / "s.parquet", IdLayout(PrepareSpec.of(cfg)))
     assert counts == {"copies": 3, "objects": 3 * 6000, "sources": 3 * patch.sources.num_rows}
     o = pq.read_table(tmp_path / "o.parquet")
     assert o.schema.equals(patch.objects.schema)
     assert pq.ParquetFile(tmp_path / "o.parquet").num_row_groups == 3
-    expect = pa.concat_tables([cat_mod.duplicate(patch, layout, c, IdLayout(cfg))[0] for c in range(2, 5)])
+    expect = pa.concat_tables([cat_mod.duplicate(patch, layout, c, IdLayout(PrepareSpec.of(cfg)))[0] for c in range(2, 5)])
     assert o.equals(expect)
 
 

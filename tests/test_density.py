@@ -14,6 +14,7 @@ from catbench.core.infra.config import load, validate
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.ids import IdLayout
+from catbench.prepare.spec import CatalogSpec, PrepareSpec
 
 from support.catalog import build_catalog, chunk_files, read_tsv, run_partition
 
@@ -100,8 +101,8 @@ def test_layout_thins_and_thickens_and_keeps_the_mean():
 def test_thinned_and_thickened_copies_ids_unique_and_sources_follow():
     cfg = galactic_config()
     cat = cfg["catalog"]
-    patch = cat_mod.generate_patch(cat, cfg["seed"])
-    layout, ids = cat_mod.copy_layout(cat), IdLayout(cfg)
+    patch = cat_mod.generate_patch(CatalogSpec.of(cfg))
+    layout, ids = cat_mod.copy_layout(cat), IdLayout(PrepareSpec.of(cfg))
     objs, srcs = zip(*(cat_mod.duplicate(patch, layout, c, ids) for c in range(len(layout))))
     o, s = pa.concat_tables(objs), pa.concat_tables(srcs)
     assert [t.num_rows for t in objs] == layout["keep"].tolist()
@@ -120,7 +121,7 @@ def test_thinned_and_thickened_copies_ids_unique_and_sources_follow():
     expect = np.concatenate([p_counts[:k] for k in layout["keep"]])
     assert np.array_equal(per_obj, expect)
     # deterministic
-    again = cat_mod.duplicate(cat_mod.generate_patch(cat, cfg["seed"]), layout, len(layout) - 1, ids)
+    again = cat_mod.duplicate(cat_mod.generate_patch(CatalogSpec.of(cfg)), layout, len(layout) - 1, ids)
     assert again[0].equals(objs[-1]) and again[1].equals(srcs[-1])
 
 
@@ -128,12 +129,12 @@ def test_uniform_patch_unchanged_by_the_density_keys():
     cfg = galactic_config()
     cat = copy.deepcopy(cfg["catalog"])
     cat["density"]["model"] = "uniform"
-    a = cat_mod.generate_patch(cat, 3)
+    a = cat_mod.generate_patch(CatalogSpec.of({**cfg, "catalog": cat, "seed": 3}))
     cat["density"]["disc_peak"] = 1.0   # a galactic parameter: no effect on uniform
-    b = cat_mod.generate_patch(cat, 3)
+    b = cat_mod.generate_patch(CatalogSpec.of({**cfg, "catalog": cat, "seed": 3}))
     assert a.objects.equals(b.objects) and a.sources.equals(b.sources)
     cat["density"]["model"] = "galactic"   # the same objects, in another row order
-    g = cat_mod.generate_patch(cat, 3)
+    g = cat_mod.generate_patch(CatalogSpec.of({**cfg, "catalog": cat, "seed": 3}))
     assert sorted(g.objects["ra_PS"].to_numpy()) == sorted(a.objects["ra_PS"].to_numpy())
     assert g.sources.drop_columns(["ra", "decl"]).equals(a.sources.drop_columns(["ra", "decl"]))
 
@@ -203,7 +204,7 @@ def test_default_run_crosses_the_plane_with_skewed_chunks():
 def chunk_objects(cfg) -> np.ndarray:
     """Objects per chunk of a catalog, from its layout and patch positions."""
     cat, p = cfg["catalog"], cfg["partition"]
-    patch = cat_mod.generate_patch(cat, cfg["seed"]).objects
+    patch = cat_mod.generate_patch(CatalogSpec.of(cfg)).objects
     ra, dec = patch["ra_PS"].to_numpy(), patch["decl_PS"].to_numpy()
     chunker, found = Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"]), []
     for row in cat_mod.copy_layout(cat):

@@ -9,7 +9,8 @@ import pytest
 from catbench.core.index.input import list_input, scan_file
 from catbench.core.index.table import VARIANTS
 from catbench.prepare.index_only import bounds, generate_index
-from catbench.prepare.indextext import KEY_WIDTH, IndexText
+from catbench.prepare.rowtext import KEY_WIDTH, IndexText
+from catbench.prepare.spec import PrepareSpec
 
 from support.catalog import INDEX_FILES, build_catalog, small_config
 
@@ -21,7 +22,7 @@ def _files(folder: Path) -> dict:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_same_bytes_as_the_full_path(partitioned, tmp_path, workers):
     cfg = small_config()
-    r = generate_index(cfg, INDEX_FILES, tmp_path / "input", tmp_path / "input_char28", workers=workers)
+    r = generate_index(PrepareSpec.of(cfg), INDEX_FILES, tmp_path / "input", tmp_path / "input_char28", workers=workers)
     full = partitioned["root"] / "index"
     assert _files(tmp_path / "input") == _files(full / "input")            # manifest included
     assert _files(tmp_path / "input_char28") == _files(full / "input_char28")
@@ -30,13 +31,13 @@ def test_same_bytes_as_the_full_path(partitioned, tmp_path, workers):
 
 def test_rows_limit_and_checks(tmp_path):
     cfg = small_config()
-    r = generate_index(cfg, 4, tmp_path / "a", tmp_path / "b", rows=10_001)
+    r = generate_index(PrepareSpec.of(cfg), 4, tmp_path / "a", tmp_path / "b", rows=10_001)
     files = list_input(tmp_path / "a")
     assert r["rows"] == 10_001 and len(files) == 4
     assert sum(scan_file(f, VARIANTS["bigint"]).rows for f in files) == 10_001
     assert [scan_file(f, VARIANTS["char28"]).rows for f in list_input(tmp_path / "b")] == [2500, 2500, 2500, 2501]
     with pytest.raises(ValueError, match="exceed the catalog"):
-        generate_index(cfg, 4, tmp_path / "c", tmp_path / "d", rows=10**9)
+        generate_index(PrepareSpec.of(cfg), 4, tmp_path / "c", tmp_path / "d", rows=10**9)
 
 
 def test_bounds_split_evenly():
@@ -93,7 +94,7 @@ def _full_path_index(cfg, root: Path) -> Path:
     parts = build_catalog(cfg, root / "catalog")
     staging = []
     for k, (o, s) in enumerate(parts):
-        part_mod.map_part(cfg, o, s, root / f"staging/part-{k:05d}", 2)
+        part_mod.map_part(PrepareSpec.of(cfg), o, s, root / f"staging/part-{k:05d}", 2)
         staging.append(root / f"staging/part-{k:05d}")
     part_mod.write_index_input(staging, cfg["partition"]["index_files"], root / "index/input",
                                root / "index/input_char28")
@@ -109,17 +110,17 @@ def test_every_id_layout_same_bytes_unique_and_deterministic(tmp_path, id_layout
     cfg = small_config()
     cfg["catalog"]["id_layout"] = id_layout
     full = _full_path_index(cfg, tmp_path / "full")
-    generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_char28", workers=1)
+    generate_index(PrepareSpec.of(cfg), INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_char28", workers=1)
     assert _files(tmp_path / "a/input") == _files(full / "input")
     assert _files(tmp_path / "a/input_char28") == _files(full / "input_char28")
-    generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_char28", workers=2)
+    generate_index(PrepareSpec.of(cfg), INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_char28", workers=2)
     assert _files(tmp_path / "b/input") == _files(full / "input")       # deterministic
     rows = _keys(*sorted((full / "input").glob("part-*.tsv")))
     keys = rows[:, 0]
     assert keys.min() > 0 and len(np.unique(keys)) == len(keys)
     if id_layout == "spatial":   # the high bits are the row's sky cell, in order
         from catbench.prepare.ids import IdLayout
-        ids = IdLayout(cfg)
+        ids = IdLayout(PrepareSpec.of(cfg))
         assert np.array_equal(keys >> ids.low, rows[:, 1] * ids.cells + rows[:, 2])
     if id_layout == "random":    # spread over the key space: every file a sample of it
         first = _keys(full / "input" / "part-00000.tsv")[:, 0]
@@ -129,12 +130,12 @@ def test_every_id_layout_same_bytes_unique_and_deterministic(tmp_path, id_layout
 def test_random_ids_depend_on_the_seed_only():
     from catbench.prepare.ids import IdLayout
     cfg = small_config()
-    a, b = IdLayout(cfg), IdLayout(cfg)
+    a, b = IdLayout(PrepareSpec.of(cfg)), IdLayout(PrepareSpec.of(cfg))
     local = np.arange(1, 2001)
     assert np.array_equal(a.ids(local, 3), b.ids(local, 3))
     other = small_config()
     other["seed"] = 43
-    assert not np.array_equal(a.ids(local, 3), IdLayout(other).ids(local, 3))
+    assert not np.array_equal(a.ids(local, 3), IdLayout(PrepareSpec.of(other)).ids(local, 3))
     # a bijection of the k-bit space: every dense number gets its own id
     every = np.concatenate([a.ids(local, c) for c in range(a.copies)])
     assert len(np.unique(every)) == len(every) and every.max() <= 1 << a.bits
@@ -146,7 +147,7 @@ def test_spatial_ids_refuse_a_catalog_too_large_for_int64():
     cfg["catalog"]["id_layout"] = "spatial"
     cfg["catalog"]["patch"]["objects"] = 10**12
     with pytest.raises(ValueError, match="catalog.id_layout"):
-        IdLayout(cfg)
+        IdLayout(PrepareSpec.of(cfg))
 
 
 @pytest.mark.parametrize("id_layout", ["random", "spatial"])
@@ -161,7 +162,7 @@ def test_chunk_order_same_bytes_from_both_paths(tmp_path, id_layout):
     written_in_order("chunk", lambda n, c: part_mod.write_index_input(staging, INDEX_FILES, n, c),
                      full / "input", full / "input_char28", "64MB")
     only = tmp_path / "only_chunk"
-    written_in_order("chunk", lambda n, c: generate_index(cfg, INDEX_FILES, n, c, workers=2),
+    written_in_order("chunk", lambda n, c: generate_index(PrepareSpec.of(cfg), INDEX_FILES, n, c, workers=2),
                      only / "input", only / "input_char28", "64MB")
     assert _files(only / "input") == _files(full / "input")
     assert _files(only / "input_char28") == _files(full / "input_char28")
@@ -190,11 +191,11 @@ def test_galactic_density_same_bytes_as_the_full_path(tmp_path, id_layout):
     layout, n = copy_layout(cfg["catalog"]), cfg["catalog"]["patch"]["objects"]
     assert (layout["keep"] < n).any() and len(layout) > len(placements(cfg["catalog"]))
     full = _full_path_index(cfg, tmp_path / "full")
-    r = generate_index(cfg, INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_char28", workers=2)
+    r = generate_index(PrepareSpec.of(cfg), INDEX_FILES, tmp_path / "a/input", tmp_path / "a/input_char28", workers=2)
     assert _files(tmp_path / "a/input") == _files(full / "input")
     assert _files(tmp_path / "a/input_char28") == _files(full / "input_char28")
     keys = _keys(*sorted((full / "input").glob("part-*.tsv")))[:, 0]
     assert r["rows"] == len(keys) == layout["keep"].sum() and len(np.unique(keys)) == len(keys)
-    part = generate_index(cfg, INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_char28",
+    part = generate_index(PrepareSpec.of(cfg), INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_char28",
                           rows=int(layout["keep"][:3].sum()) + 7)   # a row limit inside a thinned copy
     assert part["rows"] == int(layout["keep"][:3].sum()) + 7

@@ -21,6 +21,7 @@ from catbench.core.infra.config import load_schema
 from catbench.load.strategies import REGISTRY
 from catbench.prepare.arrival import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
+from catbench.prepare.spec import PrepareSpec
 from support.paths import ENV, REPO, VENV_BIN, snakemake
 from support.servers import kill_servers, server_procs
 from support.runs import REPORT
@@ -72,11 +73,11 @@ def test_parts_split_every_file_once():
 
 def test_parts_merged_are_the_single_jobs_bytes(tmp_path):
     cfg = validate(_small())
-    whole = generate_index(cfg, 7, tmp_path / "one" / "input", tmp_path / "one" / "input_char28")
+    whole = generate_index(PrepareSpec.of(cfg), 7, tmp_path / "one" / "input", tmp_path / "one" / "input_char28")
     staging = []
     for part in range(3):
         d = tmp_path / f"part-{part}"
-        generate_index(cfg, 7, d / "input", d / "input_char28", part=part, parts=3)
+        generate_index(PrepareSpec.of(cfg), 7, d / "input", d / "input_char28", part=part, parts=3)
         staging.append(d)
     r = merge_parts(staging, tmp_path / "m" / "input", tmp_path / "m" / "input_char28")
     assert (r["files"], r["rows"]) == (7, whole["rows"])
@@ -112,7 +113,7 @@ def test_estimate_grows_with_the_knob_and_reads_a_written_manifest(tmp_path):
     assert grown == pytest.approx(per_row * (b["rows"] - a["rows"]), rel=0.01)
     # the input already written: its manifest's bytes, not the model's bound
     res = tmp_path / "results"
-    generate_index(small, 7, res / "index" / "input", res / "index" / "input_char28")
+    generate_index(PrepareSpec.of(small), 7, res / "index" / "input", res / "index" / "input_char28")
     c = est.estimate(EstimateSpec.of(small), res)
     real = sum(p.stat().st_size for p in (res / "index" / "input_char28").glob("*.tsv"))
     assert c["input_bytes"]["char28"] == real and c["input_measured"]["char28"]
@@ -233,7 +234,7 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
         res = wd / "results" / "ixs"
         assert not (res / "catalog").exists() and not (res / "chunks").exists()
         one, valid = tmp_path / "one", validate(cfg)
-        written_in_order(valid["index"]["order"], lambda num, char: generate_index(valid, 7, num, char),
+        written_in_order(valid["index"]["order"], lambda num, char: generate_index(PrepareSpec.of(valid), 7, num, char),
                          one / "input", one / "input_char28", valid["index"]["sort_memory"])
         for sub in ("input", "input_char28"):
             assert _files(res / "index" / sub) == _files(one / sub)
@@ -272,7 +273,7 @@ def test_calibration_times_the_steady_strategies_from_a_short_load(tmp_path):
         cfgfile = tmp_path / "c.yaml"
         cfgfile.write_text(yaml.safe_dump(cfg))
         res = tmp_path / "results"
-        generate_index(validate(cfg), 7, res / "index" / "input", res / "index" / "input_char28")
+        generate_index(PrepareSpec.of(validate(cfg)), 7, res / "index" / "input", res / "index" / "input_char28")
         r = subprocess.run([str(VENV_BIN / "catbench"), "estimate", "--config", str(cfgfile), "--results", str(res),
                             "--calibrate", "disk", "--calibrate-files", "2", "--out", str(tmp_path / "e.json")],
                            capture_output=True, text=True, env=ENV, timeout=300)

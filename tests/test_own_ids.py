@@ -26,6 +26,7 @@ from catbench.prepare.arrival import written_in_order
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.index_only import generate_index
 from catbench.prepare.own.index import read_index, setup_from
+from catbench.prepare.spec import PrepareSpec
 
 from support.catalog import INDEX_FILES, build_catalog, small_config
 from support.paths import REPO, snakemake
@@ -80,7 +81,7 @@ def config(paths, order="generation", files=6, batch_rows=2000, columns=COLUMNS)
 
 
 def read(cfg: dict, out: Path, threads: int = 1) -> dict:
-    return read_index(setup_from(cfg, sources(cfg["index"]["file"]), threads), out / "input",
+    return read_index(setup_from(PrepareSpec.of(cfg), sources(cfg["index"]["file"]), threads), out / "input",
                       out / "input_char28", out / "sources.json")
 
 
@@ -151,7 +152,7 @@ def test_the_generators_ids_through_parquet_give_its_bytes(tmp_path):
     columns = {"objectId": "objectId", "ra": "ra_PS", "dec": "decl_PS"}
     for order in ("generation", "chunk"):
         gen = tmp_path / f"generated-{order}"
-        written_in_order(order, lambda num, char: generate_index(cfg, INDEX_FILES, num, char),
+        written_in_order(order, lambda num, char: generate_index(PrepareSpec.of(cfg), INDEX_FILES, num, char),
                          gen / "input", gen / "input_char28", "64MB")
         own = config([tmp_path / "gen-*.parquet"], order=order, files=INDEX_FILES, batch_rows=5000, columns=columns)
         read(own, tmp_path / f"own-{order}", threads=2)   # DuckDB's threads keep the files' order
@@ -167,8 +168,8 @@ def test_the_generators_positions_files_read_back_give_its_bytes(tmp_path):
     from catbench.prepare.index_only import write_positions
     cfg = small_config()
     cfg["catalog"]["id_layout"] = "spatial"
-    r = write_positions(cfg, 4, tmp_path / "files", workers=2)
-    generate_index(cfg, INDEX_FILES, tmp_path / "gen" / "input", tmp_path / "gen" / "input_char28")
+    r = write_positions(PrepareSpec.of(cfg), 4, tmp_path / "files", workers=2)
+    generate_index(PrepareSpec.of(cfg), INDEX_FILES, tmp_path / "gen" / "input", tmp_path / "gen" / "input_char28")
     read(config([tmp_path / "files" / "*.parquet"], files=INDEX_FILES, batch_rows=3000,
                 columns={"objectId": "objectId", "ra": "ra", "dec": "dec"}), tmp_path / "own")
     for sub in ("input", "input_char28"):

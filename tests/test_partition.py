@@ -18,6 +18,7 @@ from catbench.prepare import partition as part_mod
 from catbench.prepare import staging as staging_mod
 from catbench.prepare.chunker import Chunker, CoordinateError
 from catbench.prepare.ids import IdLayout
+from catbench.prepare.spec import CatalogSpec, PrepareSpec
 from support.catalog import (
     GROUPS,
     INDEX_FILES,
@@ -179,7 +180,7 @@ def test_manifests_count_the_rows(partitioned):
         assert lines[0].split("\t") == ["chunkId", "table", "rows", "parquet_bytes", "tsv_bytes"]
         for line in lines[1:]:
             cid, table, n, pb, tb = line.split("\t")
-            assert part_mod.group_table(partitioned["cfg"], GROUPS)[int(cid)] == g
+            assert part_mod.group_table(PrepareSpec.of(partitioned["cfg"]), GROUPS)[int(cid)] == g
             rows[table] += int(n)
             assert int(pb) > 0
     assert rows["Object"] == partitioned["objects"].num_rows
@@ -192,11 +193,11 @@ def test_groups_are_balanced_ra_wedges(partitioned):
     monotonic in ra, each holding a fair share of the Objects."""
     cfg, ch = partitioned["cfg"], partitioned["chunker"]
     chunk_id, _ = ch.locate(partitioned["objects"]["ra_PS"].to_numpy(), partitioned["objects"]["decl_PS"].to_numpy())
-    groups = part_mod.group_table(cfg, GROUPS)[chunk_id]
+    groups = part_mod.group_table(PrepareSpec.of(cfg), GROUPS)[chunk_id]
     counts = np.bincount(groups, minlength=GROUPS)
     assert counts.min() > 0.5 * counts.mean(), counts
     ids = np.unique(chunk_id)
-    centre, g = ch.chunk_ra_centre(ids), part_mod.group_table(cfg, GROUPS)[ids]
+    centre, g = ch.chunk_ra_centre(ids), part_mod.group_table(PrepareSpec.of(cfg), GROUPS)[ids]
     for stripe in np.unique(ids // (2 * ch.num_stripes)):
         m = ids // (2 * ch.num_stripes) == stripe
         assert np.all(np.diff(g[m][np.argsort(centre[m])]) >= 0)
@@ -209,11 +210,11 @@ def test_groups_follow_the_expected_rows_of_a_skewed_sky():
     cfg = small_config()
     cfg["catalog"]["sky"].update(ra_min_deg=80, ra_max_deg=130)   # across the galactic plane
     cfg["catalog"]["density"]["model"] = "galactic"
-    rows = part_mod.expected_chunk_rows(cfg)
+    rows = part_mod.expected_chunk_rows(PrepareSpec.of(cfg))
     assert rows.sum() == pytest.approx(cat_mod.copy_layout(cfg["catalog"])["keep"].sum() * 4)
     ids = np.flatnonzero(rows)
     assert rows[ids].max() > 1.5 * np.median(rows[ids])               # skewed
-    per_group = np.bincount(part_mod.group_table(cfg, 4)[ids], rows[ids], minlength=4)
+    per_group = np.bincount(part_mod.group_table(PrepareSpec.of(cfg), 4)[ids], rows[ids], minlength=4)
     assert np.all(np.abs(per_group - per_group.mean()) <= rows.max()), per_group
 
 
@@ -327,8 +328,8 @@ def test_index_files_capped_by_rows_and_split_across_parts(tmp_path):
 def write_bad_part(tmp_path, bad_row: int):
     cfg = small_config()
     cat = cfg["catalog"]
-    patch = cat_mod.generate_patch(cat, cfg["seed"])
-    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cat), 0, IdLayout(cfg))
+    patch = cat_mod.generate_patch(CatalogSpec.of(cfg))
+    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cat), 0, IdLayout(PrepareSpec.of(cfg)))
     dec = o["decl_PS"].to_numpy().copy()
     dec[bad_row] = np.nan
     o = o.set_column(2, "decl_PS", pa.array(dec))
@@ -341,7 +342,7 @@ def write_bad_part(tmp_path, bad_row: int):
 def test_nan_coordinates_name_the_file_and_row(tmp_path):
     cfg, po, ps = write_bad_part(tmp_path, 1234)
     with pytest.raises(CoordinateError) as e:
-        part_mod.map_part(cfg, po, ps, tmp_path / "staging", 2)
+        part_mod.map_part(PrepareSpec.of(cfg), po, ps, tmp_path / "staging", 2)
     assert str(po) in str(e.value) and "row 1234" in str(e.value)
     assert not (tmp_path / "staging" / "Object.parquet").exists()
 
@@ -361,13 +362,13 @@ def test_nan_coordinates_cli_exit_status(tmp_path):
 
 def test_orphan_source_is_an_error(tmp_path):
     cfg = small_config()
-    patch = cat_mod.generate_patch(cfg["catalog"], cfg["seed"])
-    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cfg["catalog"]), 0, IdLayout(cfg))
+    patch = cat_mod.generate_patch(CatalogSpec.of(cfg))
+    o, s = cat_mod.duplicate(patch, cat_mod.copy_layout(cfg["catalog"]), 0, IdLayout(PrepareSpec.of(cfg)))
     po, ps = tmp_path / "o.parquet", tmp_path / "s.parquet"
     pq.write_table(o.slice(1), po)  # drop the first Object, keep its Sources
     pq.write_table(s, ps)
     with pytest.raises(ValueError, match="has no Object"):
-        part_mod.map_part(cfg, po, ps, tmp_path / "st", 2)
+        part_mod.map_part(PrepareSpec.of(cfg), po, ps, tmp_path / "st", 2)
 
 
 def test_map_jobs_take_runs_of_parts_up_to_max_rows_per_map():
@@ -391,14 +392,14 @@ def test_map_jobs_take_runs_of_parts_up_to_max_rows_per_map():
 
 
 def test_a_map_job_of_several_parts_writes_each_part_s_staging(partitioned, tmp_path):
-    r = part_mod.map_parts(partitioned["cfg"], partitioned["parts"], tmp_path, GROUPS)
+    r = part_mod.map_parts(PrepareSpec.of(partitioned["cfg"]), partitioned["parts"], tmp_path, GROUPS)
     assert r["objects"] == partitioned["objects"].num_rows and r["sources"] == partitioned["sources"].num_rows
     for k, (o, _) in enumerate(partitioned["parts"]):
         mine, ref = tmp_path / o.stem, partitioned["root"] / f"staging/part-{k:05d}"
         for name in ("Object", "ObjectOverlap", "Source", "index"):
             assert staging_mod.read_table(mine / f"{name}.parquet").equals(staging_mod.read_table(ref / f"{name}.parquet"))
     with pytest.raises(ValueError, match="same file name"):
-        part_mod.map_parts(partitioned["cfg"], [partitioned["parts"][0]] * 2, tmp_path / "twice", GROUPS)
+        part_mod.map_parts(PrepareSpec.of(partitioned["cfg"]), [partitioned["parts"][0]] * 2, tmp_path / "twice", GROUPS)
 
 
 def test_partition_map_cli_needs_a_source_file_per_object_file(partitioned, tmp_path):

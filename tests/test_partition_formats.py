@@ -12,6 +12,7 @@ import pytest
 from catbench.core.infra.config import ConfigError, validate
 from catbench.prepare import partition as part_mod
 from catbench.prepare.rowtext import TextWriter, column_text
+from catbench.prepare.spec import PrepareSpec
 from support.catalog import (
     build_catalog,
     chunk_files,
@@ -140,11 +141,12 @@ def _imports_after_partitioning(cfg, parts, tmp_path, texts) -> list[list[str]]:
     code = f"""
 import json, sys
 from catbench.prepare import partition as p
+from catbench.prepare.spec import PrepareSpec
 def loaded():
     print(sorted(m for m in ("pandas", "polars", "pyarrow.compute", "mysql.connector", "numpy.ma",
                              "psutil") if m in sys.modules))
 cfg = json.loads({repr(__import__("json").dumps(cfg))})
-p.map_part(cfg, {str(o)!r}, {str(s)!r}, {str(tmp_path / "st")!r}, 1)
+p.map_part(PrepareSpec.of(cfg), {str(o)!r}, {str(s)!r}, {str(tmp_path / "st")!r}, 1)
 p.write_index_input([{str(tmp_path / "st")!r}], 2, {str(tmp_path / "i")!r}, {str(tmp_path / "j")!r})
 p.reduce_group([{str(tmp_path / "st")!r}], [({str(o)!r}, {str(s)!r})], 0, {str(tmp_path / "ch")!r},
                {str(tmp_path / "m.tsv")!r}, prepared=p.Prepared(texts=[{[t and str(t) for t in texts]!r}],
@@ -194,7 +196,7 @@ def test_parts_mapped_on_threads_are_the_same_bytes(runs, tmp_path, monkeypatch)
     monkeypatch.setattr(part_mod, "TEXT_BATCH", 777)  # many text batches, appended in turn
     monkeypatch.setattr(part_mod, "PATCH_ROWS_PER_BATCH", 0)
     cfg, parts = runs["cfg"], runs["parts"]
-    part_mod.map_parts(cfg, parts, tmp_path / "staging", GROUPS, threads=2)
+    part_mod.map_parts(PrepareSpec.of(cfg), parts, tmp_path / "staging", GROUPS, threads=2)
     staging = [tmp_path / "staging" / Path(o).stem for o, _ in parts]
     texts = [part_texts(o, s, ("Object", "Source")) for o, s in parts]
     shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet"

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from catbench.core.infra.config import ConfigError, validate
 from catbench.prepare.own import patch as pf
+from catbench.prepare.own import spec as own_spec
 from support.patchfiles import COLUMNS, SKY, config, read, rows, write
 
 
@@ -85,22 +86,22 @@ def test_a_parse_reads_the_manifest_not_the_rows_until_a_file_changes(tmp_path, 
     path = write(rows(500), tmp_path / "p.parquet")
     raw = {"seed": 7, "catalog": {"patch": {"file": {"paths": [str(path)], "columns": COLUMNS}}, "sky": SKY,
                                   "id_layout": "source", "sources_per_object": 2}}
-    first = validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    first = validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
     manifest = tmp_path / "results" / first["run"] / "catalog" / "patch" / "manifest.json"
     assert json.loads(manifest.read_text())["objects"] == 500
     real, reads = pf.read_rows, []
     monkeypatch.setattr(pf, "read_rows", lambda *a: reads.append(a) or real(*a))
-    again = validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    again = validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
     assert reads == [] and again["catalog"]["patch"] == first["catalog"]["patch"]
     st = path.stat()                    # the same size and mtime, another content: its ctime moved
     cols = rows(500)
     cols["obj_id"][0] = cols["obj_id"].max() + 1
     write(cols, path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
     assert len(reads) == 1
     raw["catalog"]["patch"]["file"]["drop"] = ["shape_xx"]     # another section: read again
-    validate(raw, resolve=lambda c: pf.resolve(c, results=tmp_path / "results"))
+    validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
     assert len(reads) == 2
 
 

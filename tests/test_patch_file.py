@@ -27,6 +27,8 @@ from catbench.core.sky.copies import copy_layout, part_copies
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare.ids import IdLayout
 from catbench.prepare.own import patch as pf
+from catbench.prepare.spec import CatalogSpec, PrepareSpec
+from catbench.prepare.own import spec as own_spec
 from support.patchfiles import COLUMNS, config, read, rows, write
 from support.paths import REPO, snakemake
 from support.servers import kill_servers, server_procs
@@ -90,7 +92,7 @@ def test_fluxes_in_njy_are_read_in_the_suites_unit_and_nan_as_null(tmp_path):
 
 
 def build(cfg):
-    return pf.build_patch(cfg, read(cfg))
+    return pf.build_patch(CatalogSpec.of(cfg), read(cfg))
 
 
 @pytest.mark.parametrize("layout,ids", [("source", "packed"), ("source", "pipeline"), ("spatial", "packed"),
@@ -103,7 +105,7 @@ def test_duplicated_over_the_sky_with_unique_ids(tmp_path, layout, ids):
     cat = cfg["catalog"]
     assert cat["patch"]["objects"] == 1200 and cat["patch"]["ra_width_deg"] < 2.0
     patch, own = build(cfg)
-    lay, names = copy_layout(cat), IdLayout(cfg, own)
+    lay, names = copy_layout(cat), IdLayout(PrepareSpec.of(cfg), own)
     objs = [cat_mod.duplicate(patch, lay, c, names)[0] for c in range(len(lay))]
     assert len(objs) == len(lay) > 10
     oid = np.concatenate([o["objectId"].to_numpy() for o in objs])
@@ -218,10 +220,10 @@ def test_config_mistakes_refused_before_any_work(tmp_path):
         validate({"catalog": {"id_layout": "source"}})
     with pytest.raises(ConfigError, match=r"index.source.*generate makes its own patch"):
         validate({"catalog": {"patch": {"file": {"paths": [str(path)], "columns": no_flux}}},
-                  "index": {"source": "generate"}}, resolve=pf.resolve)
+                  "index": {"source": "generate"}}, resolve=own_spec.resolve)
     with pytest.raises(ConfigError, match=r"index.source: file builds no catalog"):
         validate({"catalog": {"patch": {"file": {"paths": [str(path)], "columns": no_flux}}},
-                  "index": {"source": "file", "file": {"paths": [str(path)]}}}, resolve=pf.resolve)
+                  "index": {"source": "file", "file": {"paths": [str(path)]}}}, resolve=own_spec.resolve)
     with pytest.raises(ConfigError, match=r"catalog.patch.file.paths.*names no file"):
         config([tmp_path / "none*.parquet"])
 
@@ -257,7 +259,7 @@ def test_preset_validates_on_a_users_files(tmp_path):
     cfg = yaml.safe_load((REPO / "config" / "own-patch.yaml").read_text())
     cfg["catalog"]["patch"]["file"]["paths"] = [str(tmp_path / "my-patch" / "*.parquet")]
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    got = load(tmp_path / "c.yaml", resolve=pf.resolve)
+    got = load(tmp_path / "c.yaml", resolve=own_spec.resolve)
     assert got["catalog"]["patch"]["objects"] == 2000 and "queries" in got["stages"]
     assert len(part_copies(got["catalog"])) >= 1
 

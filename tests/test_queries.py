@@ -16,6 +16,7 @@ import pytest
 from catbench.cli.main import main as cli_main
 from catbench.core.infra.config import section, validate
 from catbench.prepare import partition as part_mod
+from catbench.prepare.spec import PrepareSpec
 from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
 from catbench.query.chunk_tables import ChunkInfo
@@ -56,7 +57,7 @@ def build(cfg, root: Path):
     parts = build_catalog(cfg, root / "catalog")
     for k, (o, s) in enumerate(parts):
         d = root / f"staging/part-{k:05d}"
-        part_mod.map_part(cfg, o, s, d, 2)
+        part_mod.map_part(PrepareSpec.of(cfg), o, s, d, 2)
         staging.append(d)
     manifests = []
     for g in range(2):
@@ -141,7 +142,7 @@ def test_shv1_equals_brute_force(queried):
     assert queried["mysql"]["answers"]["SHV1"] == f"n={expected}"
     assert queried["duck"]["answers"]["SHV1"] == f"n={expected}"
     # the overlap path is exercised: some pairs straddle sub-chunks and chunks
-    ch = part_mod.chunker_from(queried["cfg"])
+    ch = PrepareSpec.of(queried["cfg"]).partition.geometry.chunker()
     c, s = ch.locate(ra, dec)
     cross_sub = ((c[i] != c[j]) | (s[i] != s[j]))[close]
     cross_chunk = (c[i] != c[j])[close]

@@ -6,9 +6,10 @@ import json
 import numpy as np
 import pytest
 from catbench.core.infra.config import validate
-from catbench.prepare.indextext import IndexText
-from catbench.prepare.working_set import estimate, open_leaves, pool, rows_per_leaf
+from catbench.prepare.rowtext import IndexText
+from catbench.prepare.working_set import estimate, open_leaves, rows_per_leaf
 from catbench.report.tables import make_tables
+from catbench.prepare.spec import PoolSetup, PrepareSpec
 from support.runs import make_run
 from support.runs import REPORT
 
@@ -56,7 +57,7 @@ def test_estimate_of_a_random_input_against_small_and_large_pools(tmp_path, pool
     _write_input(tmp_path / "input", keys)
     cfg = validate({"run": "t", "seed": 1, "catalog": {"patch": {}, "sky": {}},
                     "load": {"settings": {"innodb_buffer_pool_size": pool_size}}})
-    doc = estimate(tmp_path / "input", pool(cfg))
+    doc = estimate(tmp_path / "input", PoolSetup.of(cfg))
     assert doc["rows"] == 300_000 and doc["pool_pages"] == (6 << 20 if expect else 1 << 30) // 16384
     char28 = doc["variants"]["char28"]
     assert char28["rows_per_leaf"] == rows_per_leaf("char28", 16384, ordered=False)
@@ -67,7 +68,7 @@ def test_estimate_of_a_random_input_against_small_and_large_pools(tmp_path, pool
 
 def test_estimate_of_a_sorted_input_expects_no_collapse(tmp_path):
     _write_input(tmp_path / "input", np.arange(1, 300_001, dtype=np.int64))
-    doc = estimate(tmp_path / "input", {"pool_bytes": 6 << 20, "page_bytes": 16384})
+    doc = estimate(tmp_path / "input", PoolSetup(6 << 20, 16384))
     for v in doc["variants"].values():
         assert v["working_set_pages"] <= 2 and not v["collapse_expected"]
         assert v["table_over_pool"] > 1.5   # the table outgrows the pool all the same
@@ -108,7 +109,7 @@ def test_presets_validate_with_each_id_layout_up_to_1e10_rows(preset):
     assert validate(given)["catalog"]["id_layout"] == "random"
     for layout in ("random", "spatial", "interleaved"):
         cfg = validate({**given, "catalog": {**given["catalog"], "id_layout": layout}})
-        IdLayout(cfg)
+        IdLayout(PrepareSpec.of(cfg))
         if preset != "config.yaml":   # the preset's knob at its largest documented value
             big = {**given["catalog"], "id_layout": layout, "patch": {**given["catalog"]["patch"], "objects": 10**6}}
-            assert IdLayout(validate({**given, "catalog": big})).n > 10**10
+            assert IdLayout(PrepareSpec.of(validate({**given, "catalog": big}))).n > 10**10

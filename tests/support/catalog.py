@@ -16,6 +16,7 @@ from catbench.core.sky.copies import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
 from catbench.prepare.ids import IdLayout
+from catbench.prepare.spec import CatalogSpec, PrepareSpec
 
 INDEX_FILES = 5
 GROUPS = 3
@@ -35,7 +36,7 @@ def build_catalog(cfg, out: Path):
     """Catalog parts as the workflow writes them, with their TSV text files (the text of
     each part's varying Object columns, and of the patch's shared ones: see rowtext.py)."""
     cat = cfg["catalog"]
-    patch = cat_mod.generate_patch(cat, cfg["seed"])
+    patch = cat_mod.generate_patch(CatalogSpec.of(cfg))
     layout = cat_mod.copy_layout(cat)
     parts = []
     (out / "patch").mkdir(parents=True, exist_ok=True)
@@ -46,7 +47,7 @@ def build_catalog(cfg, out: Path):
         o, s = out / f"Object/part-{k:05d}.parquet", out / f"Source/part-{k:05d}.parquet"
         o.parent.mkdir(parents=True, exist_ok=True)
         s.parent.mkdir(parents=True, exist_ok=True)
-        cat_mod.write_part(patch, layout, copies, o, s, IdLayout(cfg),
+        cat_mod.write_part(patch, layout, copies, o, s, IdLayout(PrepareSpec.of(cfg)),
                            text_paths=dict(zip(("Object", "Source"), text_paths(o, s))))
         parts.append((o, s))
     return parts
@@ -68,7 +69,7 @@ def run_partition(cfg, parts, out: Path, groups: int, formats=part_mod.FORMATS, 
     staging = []
     for k, (o, s) in enumerate(parts):
         d = out / f"staging/part-{k:05d}"
-        part_mod.map_part(cfg, o, s, d, groups)
+        part_mod.map_part(PrepareSpec.of(cfg), o, s, d, groups)
         staging.append(d)
     texts = [part_texts(o, s, tables) for o, s in parts] if text else None
     shared = text_paths(*(p.parent.parent / "patch" / f"{t}.parquet" for p, t in zip(parts[0], ("Object", "Source")))) \
@@ -108,4 +109,4 @@ def partitioned(root: Path) -> dict:
     objects = pa.concat_tables([pq.read_table(o) for o, _ in parts])
     sources = pa.concat_tables([pq.read_table(s) for _, s in parts])
     return {"cfg": cfg, "root": root, "parts": parts, "objects": objects, "sources": sources,
-            "chunker": part_mod.chunker_from(cfg)}
+            "chunker": PrepareSpec.of(cfg).partition.geometry.chunker()}

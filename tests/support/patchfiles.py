@@ -11,6 +11,8 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 from catbench.core.infra.config import validate
 from catbench.prepare.own import patch as pf
+from catbench.prepare.own import spec as own_spec
+from catbench.prepare.spec import OwnFiles
 
 COLUMNS = {"objectId": "obj_id", "ra": "coord_ra", "dec": "coord_dec",
            **{f"{b}Flux_PS": f"{b}_psfFlux" for b in "ugrizy"}}
@@ -56,9 +58,9 @@ def config(paths, stages=(), columns=COLUMNS, id_layout="source", sky=SKY, **ext
     return validate({"seed": 7, "stages": list(stages),
                      "catalog": {"patch": {"file": {"paths": [str(p) for p in paths], "columns": columns, **extra}},
                                  "sky": sky, "id_layout": id_layout, "sources_per_object": 2},
-                     "partition": {"index_files": 4}}, resolve=pf.resolve)
+                     "partition": {"index_files": 4}}, resolve=own_spec.resolve)
 
 
 def read(cfg: dict) -> pf.FileRows:
     section = cfg["catalog"]["patch"]["file"]
-    return pf.read_rows(section, pf.sources(section, key=pf.KEY))
+    return pf.read_rows(OwnFiles.of(section), pf.sources(section, key=pf.KEY))

@@ -24,9 +24,10 @@ from catbench.core.infra.jobs import system as cb_system  # noqa: E402
 from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.load.spec import EstimateSpec, LoadSpec  # noqa: E402
 from catbench.core.server.loaddata import LoadError  # noqa: E402
-from catbench.prepare import working_set as cb_working_set  # noqa: E402
+from catbench.prepare import spec as cb_prepare_spec  # noqa: E402
 from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 from catbench.prepare.own import manifest as cb_patch_manifest  # noqa: E402
+from catbench.prepare.own import spec as cb_patch_spec  # noqa: E402
 
 def _config_warning(line):
     """An old name mapped by the validation (core/infra/config RENAMED), said once per run."""
@@ -43,7 +44,7 @@ try:
     _validated = cb_config.validate(cb_config.typed_overrides(
         cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)),
         warn=_config_warning,   # catalog.patch.file: every row checked, once (its manifest)
-        resolve=lambda c: cb_patch_file.resolve(c, results=Path("results")))
+        resolve=lambda c: cb_patch_spec.resolve(c, results=Path("results")))
 except cb_config.ConfigError as e:
     raise WorkflowError(str(e))
 config.clear()
@@ -86,7 +87,8 @@ if config["catalog"]["patch"]["file"]["paths"]:
     _patch = cb_files.sources(config["catalog"]["patch"]["file"], key=cb_patch_file.KEY)
     PATCH_FILES = [str(s.path) for s in _patch]
     _read = json.loads(Path(PATCH_RECORD).read_text())["files"] if Path(PATCH_RECORD).is_file() else []
-    _manifest = cb_patch_manifest.read(cb_patch_manifest.path_of("results", config), config, _patch)
+    _manifest = cb_patch_manifest.read(cb_patch_manifest.path_of("results", config["run"]),
+                                       cb_prepare_spec.PrepareSpec.of(config).catalog.patch_file, _patch)
     PATCH_FINGERPRINT = cb_files.fingerprint(_patch, (_manifest or {}).get("files", _read),
                                              content=workflow.is_main_process)
     if workflow.is_main_process and _read:

@@ -142,12 +142,12 @@ def out_path(path: str | None, flag: str = "--out", directory: bool = False):
 def read_config(text: str) -> dict:
     """--config of a command: a JSON object (the sections a rule gives its job) or a path to
     a YAML/JSON file (a user's config, over its ``base`` as the workflow reads it, with the
-    rows and extent of its own patch file: prepare/own/patch.py), validated with the
+    rows and extent of its own patch file: prepare/own/spec.py), validated with the
     schema's defaults filled in: the one place a job's defaults are applied."""
     from ..core.infra.config import load, validate
     if text.lstrip().startswith("{"):
         return validate(config_arg(text), whole=False)
-    from ..prepare.own.patch import resolve
+    from ..prepare.own.spec import resolve
     return load(text, resolve=resolve)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..core.infra.metrics import JobTimer, summarise
 from ..prepare import partition as partition_mod
+from ..prepare.spec import PoolSetup, PrepareSpec
 from .common import command, read_config
 
 log = logging.getLogger("catbench")
@@ -27,9 +28,9 @@ def cmd_index_input(a):
 def cmd_index_generate(a):
     """The index input straight from the catalog generator (no catalog, no chunk files)."""
     from ..prepare.index_only import generate_index
-    cfg = read_config(a.config)
+    spec = PrepareSpec.of(read_config(a.config))
     with JobTimer("index_generate", a.metrics) as t:
-        r = generate_index(cfg, a.files or cfg["partition"]["index_files"], a.out, a.out_char28,
+        r = generate_index(spec, a.files or spec.partition.index_files, a.out, a.out_char28,
                            rows=a.rows, workers=a.workers, part=a.part, parts=a.parts)
         t.extra.update(r, part=a.part, parts=a.parts)
 
@@ -49,8 +50,8 @@ def cmd_index_read(a):
     """The index input from the user's own files (index.source: file; prepare/own/index.py)."""
     from ..core.infra.files import sources
     from ..prepare.own.index import read_index, setup_from
-    cfg = read_config(a.config)
-    setup = setup_from(cfg, sources(cfg["index"]["file"]), a.threads)
+    spec = PrepareSpec.of(read_config(a.config))
+    setup = setup_from(spec, sources(spec.index.file.section), a.threads)
     with JobTimer("index_read", a.metrics) as t:
         r = read_index(setup, a.out, a.out_char28, a.sources)
         t.extra.update(r)
@@ -63,15 +64,15 @@ def cmd_index_read(a):
 def cmd_index_positions(a):
     """The generator's objectId, ra, dec as Parquet files (a catalog to read with index.source: file)."""
     from ..prepare.index_only import write_positions
-    cfg = read_config(a.config)
+    spec = PrepareSpec.of(read_config(a.config))
     with JobTimer("index_positions", a.metrics or Path(a.out) / "positions.json") as t:
-        t.extra.update(write_positions(cfg, a.files, a.out, a.workers))
+        t.extra.update(write_positions(spec, a.files, a.out, a.workers))
 
 
 def cmd_index_working_set(a):
     """The insert working set of the index input against the loads' buffer pool (JSON)."""
     from ..prepare.working_set import write
-    doc = write(a.input, json.loads(a.setup), a.out)
+    doc = write(a.input, PoolSetup(**json.loads(a.setup)), a.out)
     for v, w in doc["variants"].items():
         log.info("%s: working set %d pages, pool %d pages (x%.2f)", v, w["working_set_pages"],
                  doc["pool_pages"], w["working_set_over_pool"])
@@ -104,5 +105,5 @@ def add_subcommands(sub) -> None:
         ("--workers", {"type": int, "default": 1, "required": False}),
         ("--metrics", {"required": False, "help": "default: <out>/positions.json"}))
     add("index-working-set", cmd_index_working_set, ("--input", {"help": "index input folder (numeric keys)"}),
-        ("--setup", {"help": "JSON: pool_bytes, page_bytes, id_layout, order (prepare/working_set.py pool)"}),
+        ("--setup", {"help": "JSON: pool_bytes, page_bytes, id_layout, order (prepare/spec.py PoolSetup)"}),
         "--out")

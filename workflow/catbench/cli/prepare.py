@@ -12,7 +12,9 @@ from ..core.infra.metrics import JobTimer, Progress, summarise
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
 from ..prepare.arrays import numpy
+from ..prepare.chunker import Chunker
 from ..prepare.ids import IdLayout
+from ..prepare.spec import PrepareSpec
 from .common import command, read_config
 
 log = logging.getLogger("catbench")
@@ -29,19 +31,19 @@ def cmd_validate(a):
 
 def cmd_patch(a):
     """The base patch: generated, or read from catalog.patch.file (prepare/own/patch.py)."""
-    cfg = read_config(a.config)
-    own, spec = None, cfg["catalog"]["patch"]["file"]
-    if not spec["paths"]:
-        IdLayout(cfg)  # the id layout fits int64 (catalog.id_layout), before any work
+    spec = PrepareSpec.of(read_config(a.config))
+    own, files = None, spec.catalog.patch_file
+    if not files.paths:
+        IdLayout(spec)  # the id layout fits int64 (catalog.id_layout), before any work
     with JobTimer("patch", a.metrics) as t:
-        if spec["paths"]:
+        if files.paths:
             from ..prepare.own import patch as patch_file
-            rows = patch_file.read_rows(spec, patch_file.sources(spec, key=patch_file.KEY))
-            patch_file.check_unchanged(cfg, rows)
-            patch, own = patch_file.build_patch(cfg, rows)
-            IdLayout(cfg, own)
+            rows = patch_file.read_rows(files, patch_file.sources(files.section, key=patch_file.KEY))
+            patch_file.check_unchanged(spec.catalog, rows)
+            patch, own = patch_file.build_patch(spec.catalog, rows)
+            IdLayout(spec, own)
         else:
-            patch = catalog_mod.generate_patch(cfg["catalog"], cfg["seed"])
+            patch = catalog_mod.generate_patch(spec.catalog)
         for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write_parquet(table, path)
@@ -53,34 +55,34 @@ def cmd_patch(a):
                                  "each file's path, bytes and checksum go)")
             import pyarrow as pa
             write_parquet(pa.table({"objectId": own}), a.own_ids)
-            patch_file.write_record(rows, spec, a.files)
+            patch_file.write_record(rows, files, a.files)
         t.extra.update(rows=patch.objects.num_rows + patch.sources.num_rows,
                        objects=patch.objects.num_rows, sources=patch.sources.num_rows)
 
 
 def cmd_catalog_part(a):
-    cfg = read_config(a.config)
+    spec = PrepareSpec.of(read_config(a.config))
     patch = catalog_mod.Patch(read_parquet(a.patch_objects), read_parquet(a.patch_sources))
     own = numpy(read_parquet(a.own_ids).column("objectId")) if a.own_ids else None
-    copies = catalog_mod.part_copies(cfg["catalog"])[a.part]
-    layout = catalog_mod.copy_layout(cfg["catalog"])
+    copies = catalog_mod.part_copies(spec.catalog.section)[a.part]
+    layout = catalog_mod.copy_layout(spec.catalog.section)
     for p in (a.objects, a.sources):
         Path(p).parent.mkdir(parents=True, exist_ok=True)
     with JobTimer("catalog", a.metrics) as t:
         prog = Progress(f"catalog part {a.part} (copies)", len(copies))
         texts = {t: p for t, p in (("Object", a.text_objects), ("Source", a.text_sources)) if p}
-        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(cfg, own),
+        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(spec, own),
                                         prog, texts)
         t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
 
 
 def cmd_partition_map(a):
-    cfg = read_config(a.config)
+    spec = PrepareSpec.of(read_config(a.config))
     with JobTimer("partition_map", a.metrics) as t:
         if len(a.objects) != len(a.sources):
             raise ValueError(f"{len(a.objects)} --objects but {len(a.sources)} --sources: give "
                              f"each catalog part's pair, in the same order")
-        r = partition_mod.map_parts(cfg, list(zip(a.objects, a.sources)), a.out, a.groups,
+        r = partition_mod.map_parts(spec, list(zip(a.objects, a.sources)), a.out, a.groups,
                                      a.threads)
         t.extra.update(rows=r["objects"] + r["sources"], **r)
 
@@ -99,13 +101,12 @@ def cmd_chunk_list(a):
     centre on the sky (for the report's map of chunk rows)."""
     import duckdb
     import pyarrow as pa
-    from ..prepare.chunker import Chunker
-    part = read_config(a.config)["partition"]
+    geometry = PrepareSpec.of(read_config(a.config)).partition.geometry
     con = duckdb.connect()
     # The relation API reads and writes the files: no path is pasted into SQL text.
     con.read_csv([str(m) for m in a.manifests], delimiter="\t", header=True).create_view("manifests")
     ids = con.sql("SELECT DISTINCT chunkId::BIGINT AS chunkId FROM manifests ORDER BY 1").fetchnumpy()["chunkId"]
-    ch = Chunker(part["num_stripes"], part["num_sub_stripes_per_stripe"])
+    ch = Chunker(geometry.stripes, geometry.sub_stripes)
     centres = pa.table({"chunkId": ids, "ra_centre": ch.chunk_ra_centre(ids).round(4),
                         "dec_centre": ch.chunk_dec_centre(ids).round(4)})
     con.register("centres", centres)

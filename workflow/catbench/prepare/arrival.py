@@ -28,7 +28,7 @@ from ..core.index.input import MANIFEST, list_input, write_manifest
 from ..core.infra.files import atomic_path, write_all
 from .arrays import arrow, numpy
 from .index_only import WRITE_ROWS, bounds
-from .indextext import IndexText
+from .rowtext import IndexText
 
 ORDERS = ("generation", "chunk")
 _COLUMNS = {"k": pa.int64(), "c": pa.int32(), "s": pa.int32()}

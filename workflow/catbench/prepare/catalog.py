@@ -28,6 +28,7 @@ from ..core.sky.copies import (  # noqa: F401
 from .arrays import arrow, numpy
 from .ids import IdLayout
 from .rowtext import COPY_ROWS, TextWriter, text_of
+from .spec import CatalogSpec
 
 BANDS = "ugrizy"
 # Single-visit 5-sigma depths (AB mag), LSST-like; flux sigma = depth flux / 5.
@@ -70,28 +71,28 @@ class Patch:
     sources: pa.Table   # sourceId permuted local id; objectId as in objects
 
 
-def generate_patch(cat: dict, seed: int) -> Patch:
-    """The seeded base patch described by the ``catalog`` config section."""
-    p = cat["patch"]
+def generate_patch(cat: CatalogSpec) -> Patch:
+    """The seeded base patch the catalog spec describes."""
+    p, seed = cat.patch, cat.seed
     rng = np.random.default_rng([seed, 1])
-    n = int(p["objects"])
-    width, height = float(p["ra_width_deg"]), float(p["dec_height_deg"])
+    n = p.objects
+    width, height = p.ra_width_deg, p.dec_height_deg
 
     # Positions: a uniform background plus Gaussian clusters (chunk sizes then vary).
-    n_cl = int(round(n * p["cluster_fraction"])) if p["cluster_count"] > 0 else 0
+    n_cl = int(round(n * p.cluster_fraction)) if p.cluster_count > 0 else 0
     s_lo, s_hi = math.sin(math.radians(-height / 2)), math.sin(math.radians(height / 2))
     ra = rng.uniform(0.0, width, n)
     dec = np.degrees(np.arcsin(rng.uniform(s_lo, s_hi, n)))
     if n_cl:
-        centres = rng.integers(0, p["cluster_count"], n_cl)
-        c_ra = rng.uniform(0.0, width, p["cluster_count"])
-        c_dec = rng.uniform(-height / 2, height / 2, p["cluster_count"])
-        sig = p["cluster_sigma_deg"] * rng.uniform(0.3, 1.7, p["cluster_count"])
+        centres = rng.integers(0, p.cluster_count, n_cl)
+        c_ra = rng.uniform(0.0, width, p.cluster_count)
+        c_dec = rng.uniform(-height / 2, height / 2, p.cluster_count)
+        sig = p.cluster_sigma_deg * rng.uniform(0.3, 1.7, p.cluster_count)
         ra[:n_cl] = c_ra[centres] + rng.normal(0.0, 1.0, n_cl) * sig[centres]
         dec[:n_cl] = c_dec[centres] + rng.normal(0.0, 1.0, n_cl) * sig[centres]
     ra = np.mod(ra, width)                                   # periodic patch
     dec = np.mod(dec + height / 2, height) - height / 2
-    if cat["density"]["model"] != "uniform":
+    if cat.density_model != "uniform":
         # Rows in random sky order, so a copy thinned to its first ``keep`` rows keeps a
         # random sample of the patch (copy_layout); uniform keeps its rows (and bytes).
         order = np.random.default_rng([seed, 31]).permutation(n)
@@ -104,22 +105,22 @@ def generate_patch(cat: dict, seed: int) -> Patch:
     for k, b in enumerate(BANDS):
         cols[f"{b}Flux_PS"] = (flux_true[:, k] + rng.normal(0.0, sigma[k], n)).astype(np.float32)
         cols[f"{b}Flux_PS_Sigma"] = (np.full(n, sigma[k]) * rng.uniform(0.9, 1.1, n)).astype(np.float32)
-    for k in range(int(cat["filler_columns"])):
+    for k in range(cat.filler_columns):
         cols[f"filler_{k:02d}"] = rng.normal(0.0, 1.0, n).astype(np.float32)
-    objects = pa.table(cols, schema=object_schema(int(cat["filler_columns"])))
+    objects = pa.table(cols, schema=object_schema(cat.filler_columns))
 
     return Patch(objects, make_sources(rng, cat, cols["objectId"], ra, dec, flux_true))
 
 
-def make_sources(rng, cat: dict, object_ids, ra, dec, flux_true) -> pa.Table:
+def make_sources(rng, cat: CatalogSpec, object_ids, ra, dec, flux_true) -> pa.Table:
     """Sources of the patch's Objects (ids, positions, (n, 6) true fluxes): a Poisson count
     per object, scattered around it, random epoch and filter, sorted by object."""
     n = len(object_ids)
     sigma = mag_to_flux(_DEPTH) / 5.0
-    counts = rng.poisson(cat["sources_per_object"], n)
+    counts = rng.poisson(cat.sources_per_object, n)
     owner = np.repeat(np.arange(n), counts)
     m = len(owner)
-    scatter = cat["source_scatter_arcsec"] / 3600.0
+    scatter = cat.source_scatter_arcsec / 3600.0
     s_dec = dec[owner] + rng.normal(0.0, scatter, m)
     s_ra = ra[owner] + rng.normal(0.0, scatter, m) / np.cos(np.radians(dec[owner]))
     filt = rng.integers(0, 6, m).astype(np.int8)

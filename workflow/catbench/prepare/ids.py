@@ -28,33 +28,34 @@ import numpy as np
 
 from ..core.sky.copies import COPY_STRIDE, MAX_COPIES, n_copies
 from .chunker import Chunker
+from .spec import Geometry, PrepareSpec
 
 INT63 = 63
 _ROUNDS = 3
 
 
 class IdLayout:
-    """objectIds of ``catalog.id_layout`` for the catalog ``cfg`` describes (``seed``,
-    ``catalog``; spatial also the chunker's ``partition.num_stripes`` and sub-stripes)."""
+    """objectIds of ``catalog.id_layout`` for the catalog the spec describes (its seed and
+    copies; spatial also the chunker's ``partition.num_stripes`` and sub-stripes)."""
 
-    def __init__(self, cfg: dict, own: np.ndarray | None = None):
+    def __init__(self, spec: PrepareSpec, own: np.ndarray | None = None):
         """``own``: the patch file's ids by local id - 1 (``source`` only)."""
-        cat = cfg["catalog"]
-        self.kind = cat["id_layout"]
+        cat = spec.catalog
+        self.kind = cat.id_layout
         if self.kind not in LAYOUTS:
             raise ValueError(f"config key 'catalog.id_layout': {self.kind!r} is not one of {sorted(LAYOUTS)}")
-        self.copies = n_copies(cat)
+        self.copies = n_copies(cat.section)
         if self.copies > MAX_COPIES:
             raise ValueError(f"{self.copies} copies exceed the ids' {MAX_COPIES}; make the patch larger")
-        self.n = int(cat["patch"]["objects"]) * self.copies   # the dense numbers 0..n-1
+        self.n = cat.patch.objects * self.copies   # the dense numbers 0..n-1
         self.needs_location = self.kind == "spatial"
         self.bits = max(16, (self.n - 1).bit_length())
         self.mask = np.uint64((1 << self.bits) - 1)
-        rng = np.random.default_rng([int(cfg["seed"]), 27])
+        rng = np.random.default_rng([cat.seed, 27])
         self.mult = [np.uint64(int(m) | 1) for m in rng.integers(1 << 32, 1 << 62, _ROUNDS)]
         self.shift = np.uint64(max(1, self.bits // 2))
         if self.needs_location:
-            self._spatial_budget(cfg["partition"])
+            self._spatial_budget(spec.partition.geometry)
         if self.kind == "source":
             if own is None or not len(own):
                 raise ValueError("config key 'catalog.id_layout': source keeps the ids of catalog.patch.file, "
@@ -64,17 +65,17 @@ class IdLayout:
             if problem:
                 raise ValueError(problem)
 
-    def _spatial_budget(self, part: dict):
-        ch = self.chunker = Chunker(part["num_stripes"], part["num_sub_stripes_per_stripe"])
+    def _spatial_budget(self, geo: Geometry):
+        ch = self.chunker = Chunker(geo.stripes, geo.sub_stripes)
         self.cells = int(ch.max_sub_chunks)
-        max_chunk = (part["num_stripes"] - 1) * 2 * part["num_stripes"] + int(ch.chunks_per_stripe.max())
+        max_chunk = (geo.stripes - 1) * 2 * geo.stripes + int(ch.chunks_per_stripe.max())
         self.low = self.n.bit_length()                       # dense + 1 <= n
         need = (max_chunk * self.cells + self.cells).bit_length() + self.low
         if need > INT63:
             raise ValueError(
                 f"config key 'catalog.id_layout': spatial ids need {need} bits ({self.low} for "
                 f"{self.n} objects, the rest for chunk and sub-chunk at partition.num_stripes "
-                f"{part['num_stripes']}), over int64's 63; use fewer stripes or objects")
+                f"{geo.stripes}), over int64's 63; use fewer stripes or objects")
 
     def locate(self, ra, dec, where: str):
         """(chunkId, subChunkId) of moved positions, as the partition stage finds them;

@@ -6,7 +6,7 @@ files and no staging. Only the base patch's positions are kept; each copy is mov
 located and written, so memory is one copy's rows (bounded by ``catalog.patch.objects``),
 whatever the catalog's size. Files are independent: worker processes write them in
 parallel, and ``parts`` jobs (on several nodes) each write their share of the files, which
-``merge_parts`` then links into one folder per variant. The lines' text: indextext.py.
+``merge_parts`` then links into one folder per variant. The lines' text: rowtext.py (IndexText).
 Speed at 10^8 rows (5.06 M rows/s, 0.35 CPU-us a row on 2 cores), what it costs and what
 did not help: index_only.md.
 """
@@ -26,22 +26,22 @@ from ..core.index.input import MANIFEST, write_manifest
 from ..core.infra.files import atomic_path, write_all
 from ..core.sky.copies import copy_layout
 from .catalog import _band, generate_patch, layer
-from .chunker import Chunker, check_coordinates
+from .chunker import check_coordinates
 from .ids import IdLayout
-from .indextext import IndexText
+from .rowtext import IndexText
+from .spec import PrepareSpec
 
 log = logging.getLogger(__name__)
 WRITE_ROWS = 1 << 16
 _STATE: dict = {}  # the patch positions and layout, set in each worker process
 
 
-def _setup(cfg: dict):
+def _setup(spec: PrepareSpec):
     """The base patch's positions (the generator is seeded: every process gets the same)
     and the formatter of its lines."""
-    patch = generate_patch(cfg["catalog"], cfg["seed"]).objects
-    p = cfg["partition"]
-    chunker = Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
-    layout = copy_layout(cfg["catalog"])
+    patch = generate_patch(spec.catalog).objects
+    chunker = spec.partition.geometry.chunker()
+    layout = copy_layout(spec.catalog.section)
     # Per copy as lists (a copy of a 100-object patch is located in ~1 us: numpy scalars
     # cost 10 % of it); whole copies (uniform) are found by a division.
     _STATE.update(oid=patch["objectId"].to_numpy(), ra=patch["ra_PS"].to_numpy(),
@@ -49,7 +49,7 @@ def _setup(cfg: dict):
                   copies={k: layout[k].tolist() for k in layout.dtype.names},
                   starts=np.r_[0, np.cumsum(layout["keep"])],   # each copy's first row
                   whole=bool((layout["keep"] == patch.num_rows).all()),
-                  chunker=chunker, text=IndexText(WRITE_ROWS), band=None, ids=IdLayout(cfg))
+                  chunker=chunker, text=IndexText(WRITE_ROWS), band=None, ids=IdLayout(spec))
 
 
 def bounds(total: int, n_files: int) -> list[int]:
@@ -129,16 +129,16 @@ def _write_positions(args) -> tuple[str, int]:
     return name, end - first
 
 
-def write_positions(cfg: dict, n_files: int, out, workers: int = 1) -> dict:
+def write_positions(spec: PrepareSpec, n_files: int, out, workers: int = 1) -> dict:
     """The whole catalog's objectId, ra, dec in generation order, split evenly into ``n_files``
     Parquet files in ``out``."""
     t0 = time.monotonic()
-    _setup(cfg)
+    _setup(spec)
     total = int(_STATE["starts"][-1])
     b = bounds(total, n_files)
     Path(out).mkdir(parents=True, exist_ok=True)
     tasks = [(k, b[k], b[k + 1], str(out)) for k in range(len(b) - 1)]
-    with mp.get_context("forkserver").Pool(max(1, workers), initializer=_setup, initargs=(cfg,)) as pool:
+    with mp.get_context("forkserver").Pool(max(1, workers), initializer=_setup, initargs=(spec,)) as pool:
         written = sum(n for _, n in pool.imap(_write_positions, tasks))
     seconds = time.monotonic() - t0
     log.info("positions: %d files, %d rows in %.1f s", len(tasks), written, seconds)
@@ -152,13 +152,13 @@ def part_files(n_files: int, part: int, parts: int) -> range:
     return range(n_files * part // parts, n_files * (part + 1) // parts)
 
 
-def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | None = None,
+def generate_index(spec: PrepareSpec, n_files: int, out_numeric, out_char, rows: int | None = None,
                    workers: int = 1, part: int = 0, parts: int = 1) -> dict:
-    """Write the index input of the catalog ``cfg`` describes (its first ``rows`` rows when
+    """Write the index input of the catalog ``spec`` describes (its first ``rows`` rows when
     given) into ``out_numeric`` (objectId keys) and ``out_char`` (CHAR(28) keys); with
     ``parts`` > 1 only the files of ``part`` (each folder's manifest then lists just them)."""
     t0 = time.monotonic()
-    _setup(cfg)
+    _setup(spec)
     whole = int(_STATE["starts"][-1])
     total = whole if rows is None else min(int(rows), whole)
     if total <= 0:
@@ -175,7 +175,7 @@ def generate_index(cfg: dict, n_files: int, out_numeric, out_char, rows: int | N
     done, written = [], 0
     # not fork: Arrow's thread pools do not survive a fork of a process that used them
     ctx = mp.get_context("forkserver")
-    with ctx.Pool(max(1, workers), initializer=_setup, initargs=(cfg,)) as pool:
+    with ctx.Pool(max(1, workers), initializer=_setup, initargs=(spec,)) as pool:
         for name, n, num_bytes, chr_bytes in pool.imap(_write_file, tasks):
             done.append((name, n, num_bytes, chr_bytes))
             written += n

@@ -41,6 +41,7 @@ from . import staging
 from .chunker import Chunker
 from .chunkfiles import ROW_GROUP, ChunkFiles, in_range, passes, slices
 from .rowtext import PartText, column_text, copy_rows, formatted, join, patch_rows, repeat
+from .spec import PrepareSpec
 
 log = logging.getLogger(__name__)
 
@@ -50,23 +51,17 @@ LOCATION = ("chunkId", "subChunkId")
 FORMATS = ("tsv", "parquet")  # of the chunk files; config partition.formats
 
 
-def chunker_from(cfg: dict) -> Chunker:
-    p = cfg["partition"]
-    return Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
-
-
-def group_table(cfg: dict, groups: int) -> np.ndarray:
+def group_table(spec: PrepareSpec, groups: int) -> np.ndarray:
     """The reduce group of every chunk id (a lookup table: 15k entries at 85 stripes):
     ``groups`` ra wedges of the sky region, by chunk centre, cut so that each holds about
     the same expected rows (``expected_chunk_rows``: the density model's crowded chunks
     make narrower wedges). Wedges (not ``chunkId % groups``) keep a group's rows in few
     catalog row groups, since a part's copies are runs in ra."""
-    chunker = chunker_from(cfg)
-    sky = cfg["catalog"]["sky"]
-    lo, hi = float(sky["ra_min_deg"]), float(sky["ra_max_deg"])
+    chunker = spec.partition.geometry.chunker()
+    lo, hi = spec.catalog.ra_min_deg, spec.catalog.ra_max_deg
     ids = chunker.all_chunks()
     centre = chunker.chunk_ra_centre(ids)
-    weight = expected_chunk_rows(cfg, chunker)[ids]
+    weight = expected_chunk_rows(spec, chunker)[ids]
     if weight.sum() > 0:
         order = np.lexsort((ids, centre))
         before = np.cumsum(weight[order]) - weight[order] / 2    # each chunk's middle row
@@ -82,14 +77,14 @@ def group_table(cfg: dict, groups: int) -> np.ndarray:
 FOOTPRINT_SAMPLES = 4  # per side of a copy: a copy's rows spread over 4 x 4 points
 
 
-def expected_chunk_rows(cfg: dict, chunker: Chunker | None = None) -> np.ndarray:
+def expected_chunk_rows(spec: PrepareSpec, chunker: Chunker | None = None) -> np.ndarray:
     """Expected rows (Objects and their Sources) of every chunk id, from the copy layout
     (core/sky/copies.py, with the density model): each copy's kept objects spread evenly over
     its footprint (dec centre +- height/2, ra start + width / cos dec). An estimate known
     before any row is generated, the same in every map job."""
-    cat = cfg["catalog"]
-    chunker = chunker or chunker_from(cfg)
-    layout = copy_layout(cat)
+    cat = spec.catalog
+    chunker = chunker or spec.partition.geometry.chunker()
+    layout = copy_layout(cat.section)
     out = np.zeros(int(chunker.all_chunks().max()) + 1)
     if not len(layout):
         return out
@@ -98,7 +93,7 @@ def expected_chunk_rows(cfg: dict, chunker: Chunker | None = None) -> np.ndarray
     dec = np.clip(layout["dec_centre"][:, None] + fd * layout["height"][:, None], -90.0, 90.0)
     span = layout["width"] / np.maximum(np.cos(np.radians(layout["dec_centre"])), 1e-9)
     ra = np.mod(layout["ra_start"][:, None] + fr * span[:, None], 360.0)
-    rows = layout["keep"] * (1.0 + float(cat["sources_per_object"])) / len(fd)
+    rows = layout["keep"] * (1.0 + float(cat.sources_per_object)) / len(fd)
     chunk_id, _ = chunker.locate(ra.ravel(), dec.ravel(), where="copy layout")
     np.add.at(out, chunk_id, np.repeat(rows, len(fd)))
     return out
@@ -113,15 +108,15 @@ def _chunk_rank(group_of: np.ndarray) -> np.ndarray:
     return rank
 
 
-def map_parts(cfg: dict, parts, out_dir, groups: int, threads: int = 1) -> dict:
+def map_parts(spec: PrepareSpec, parts, out_dir, groups: int, threads: int = 1) -> dict:
     """Locate catalog parts, (Object, Source) file pairs, ``threads`` at a time (a map
     job holds that many parts at once; numpy and pyarrow release the GIL) and write each
     one's staging files into ``out_dir/<Object file's stem>``; return the summed counts."""
     names = [Path(o).stem for o, _ in parts]
     if len(set(names)) != len(names):
         raise ValueError(f"catalog parts with the same file name {names}: staging dirs would collide")
-    chunker, group_of = chunker_from(cfg), group_table(cfg, groups)
-    rank, bound = _chunk_rank(group_of), cfg["partition"]["max_rows_per_group"]
+    chunker, group_of = spec.partition.geometry.chunker(), group_table(spec, groups)
+    rank, bound = _chunk_rank(group_of), spec.partition.max_rows_per_group
 
     def one(k):
         (o, s), name = parts[k], names[k]
@@ -135,11 +130,11 @@ def map_parts(cfg: dict, parts, out_dir, groups: int, threads: int = 1) -> dict:
     return total
 
 
-def map_part(cfg: dict, object_path, source_path, out_dir, groups: int) -> dict:
+def map_part(spec: PrepareSpec, object_path, source_path, out_dir, groups: int) -> dict:
     """Locate one catalog part and write its staging files into ``out_dir``."""
-    group_of = group_table(cfg, groups)
-    return _map_one(chunker_from(cfg), group_of, _chunk_rank(group_of), object_path,
-                    source_path, Path(out_dir), cfg["partition"]["max_rows_per_group"])
+    group_of = group_table(spec, groups)
+    return _map_one(spec.partition.geometry.chunker(), group_of, _chunk_rank(group_of), object_path,
+                    source_path, Path(out_dir), spec.partition.max_rows_per_group)
 
 
 def _map_one(chunker: Chunker, group_of, rank, object_path, source_path, out: Path,

@@ -14,10 +14,9 @@ import pyarrow.csv as pcsv
 
 from ..core.index.input import list_input
 from ..core.infra.files import atomic_path
-from ..core.infra.targets import parse_size
 from .arrays import numpy
+from .spec import PoolSetup
 
-PAGE_DEFAULT = "16K"
 ORDERED_FILL, RANDOM_FILL = 15 / 16, 0.69
 # Bytes a row takes in a leaf page: load/estimate.md's measured table bytes per row of the
 # sorted loads (pages ~15/16 full), times 15/16. Both variants' keys sort alike (CHAR(28)
@@ -27,17 +26,6 @@ DONE = 0.9              # a leaf that gets this share of its rows within the win
 MAX_WINDOW = 2_000_000  # rows, unless 4 pools' pages are more
 REFERENCE_ROWS = 4_000_000
 _BLOCK = 1 << 16
-
-
-def pool(cfg: dict) -> dict:
-    """The loads' buffer pool and page (bytes): load.settings over server.settings; and
-    what the report shows beside it (the id layout, the arrival order)."""
-    settings = {**cfg["server"]["settings"], **cfg["load"]["settings"]}
-    return {"pool_bytes": parse_size(str(settings.get("innodb_buffer_pool_size", "128M"))),
-            "page_bytes": parse_size(str(settings.get("innodb_page_size", PAGE_DEFAULT))),
-            # the user's own ids (index.source: file) have no synthetic layout: the sample is theirs
-            "id_layout": "own" if cfg["index"]["source"] == "file" else cfg["catalog"]["id_layout"],
-            "order": cfg["index"]["order"]}
 
 
 def rows_per_leaf(variant: str, page: int, ordered: bool) -> int:
@@ -96,14 +84,14 @@ def open_leaves(keys: np.ndarray, ref: np.ndarray, total: int, per_leaf: int) ->
     return int((count < DONE * per_leaf).sum())
 
 
-def estimate(input_dir, setup: dict, variants=tuple(ROW_BYTES)) -> dict:
+def estimate(input_dir, setup: PoolSetup, variants=tuple(ROW_BYTES)) -> dict:
     """The working set of each variant's load of ``input_dir`` (numeric keys) with the
-    pool ``setup`` describes (``pool``)."""
+    pool ``setup`` describes (``spec.PoolSetup``)."""
     files = list_input(input_dir)
     manifest = json.loads((Path(input_dir) / "manifest.json").read_text())
     file_rows = [manifest["files"][f.name]["rows"] for f in files]
     total = sum(file_rows)
-    pool_bytes, page = int(setup["pool_bytes"]), int(setup["page_bytes"])
+    pool_bytes, page = int(setup.pool_bytes), int(setup.page_bytes)
     pages = max(1, pool_bytes // page)
     ref = reference(files, total)
     ends = {"middle": total // 2, "end": total}
@@ -111,7 +99,7 @@ def estimate(input_dir, setup: dict, variants=tuple(ROW_BYTES)) -> dict:
     windows = {k: stretch(files, file_rows, max(0, e - window), window) for k, e in ends.items()}
     ascending = float(np.mean(np.diff(windows["end"]) > 0)) if window > 1 else 1.0
     out = {"rows": total, "files": len(files), "pool_bytes": pool_bytes, "page_bytes": page,
-           "pool_pages": pages, "id_layout": setup.get("id_layout"), "order": setup.get("order"),
+           "pool_pages": pages, "id_layout": setup.id_layout, "order": setup.order,
            "reference_rows": len(ref), "rank_step_rows": round(total / len(ref), 2),
            "ascending_share": round(ascending, 4), "variants": {}}
     for v in variants:
@@ -128,7 +116,7 @@ def estimate(input_dir, setup: dict, variants=tuple(ROW_BYTES)) -> dict:
     return out
 
 
-def write(input_dir, setup: dict, out) -> dict:
+def write(input_dir, setup: PoolSetup, out) -> dict:
     doc = estimate(input_dir, setup)
     with atomic_path(out) as tmp:
         Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")

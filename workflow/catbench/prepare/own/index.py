@@ -1,6 +1,6 @@
 """The index input from the user's own catalog (``index.source: file``): objectId, ra and
 dec read from their Parquet/CSV files (``index.file``), chunkId and subChunkId from the
-same chunker as the generator, written as the same files and bytes (indextext.py,
+same chunker as the generator, written as the same files and bytes (rowtext.py IndexText,
 arrival.write_split) in the files' order (``index.order: generation``) or chunk order.
 
 One pass over the files, in batches of ``index.file.batch_rows`` rows (Arrow's Parquet
@@ -36,6 +36,7 @@ from ..arrays import numpy
 from ..arrival import ORDERS, write_split
 from ..chunker import Chunker
 from ..index_only import WRITE_ROWS, bounds
+from ..spec import PrepareSpec
 
 log = logging.getLogger(__name__)
 INT64_MAX = 2**63 - 1
@@ -57,11 +58,10 @@ class ReadSetup:
     threads: int = 1
 
 
-def setup_from(cfg: dict, srcs: list[Source], threads: int = 1) -> ReadSetup:
-    p, ix = cfg["partition"], cfg["index"]
-    return ReadSetup(srcs, {r: ix["file"]["columns"][r] for r in ("objectId", "ra", "dec")},
-                     Chunker(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"]),
-                     ix["file"]["batch_rows"], p["index_files"], ix["order"], str(ix["sort_memory"]), threads)
+def setup_from(spec: PrepareSpec, srcs: list[Source], threads: int = 1) -> ReadSetup:
+    ix = spec.index
+    return ReadSetup(srcs, ix.file.roles(), spec.partition.geometry.chunker(), ix.file.batch_rows,
+                     spec.partition.index_files, ix.order, ix.sort_memory, threads)
 
 
 # ---- reading and checking ----------------------------------------------------------------

@@ -12,43 +12,44 @@ import json
 from pathlib import Path
 
 from ...core.infra.files import Source, atomic_path
+from ..spec import OwnFiles
 
 VERSION = 1
 NAME = "manifest.json"
 
 
-def path_of(root: Path, cfg: dict) -> Path:
-    """The manifest of ``cfg``'s run under the results folder ``root``."""
-    return Path(root) / cfg["run"] / "catalog" / "patch" / NAME
+def path_of(root: Path, run: str) -> Path:
+    """The manifest of the run ``run`` under the results folder ``root``."""
+    return Path(root) / run / "catalog" / "patch" / NAME
 
 
-def _section(cfg: dict) -> dict:
+def _section(files: OwnFiles) -> dict:
     """What the rows' reading depends on: the file section, as JSON holds it."""
-    return json.loads(json.dumps(cfg["catalog"]["patch"]["file"], sort_keys=True, default=str))
+    return json.loads(json.dumps(files.section, sort_keys=True, default=str))
 
 
-def read(path: Path, cfg: dict, srcs: list[Source]) -> dict | None:
+def read(path: Path, files: OwnFiles, srcs: list[Source]) -> dict | None:
     """The manifest at ``path`` when it describes ``srcs`` as they are now (same paths, sizes,
     mtimes and ctimes) under the same section; None when absent, unreadable or stale."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-    files = doc.get("files") if isinstance(doc, dict) else None
-    if doc.get("version") != VERSION or doc.get("section") != _section(cfg) or not isinstance(files, list) \
-            or [f.get("path") for f in files] != [str(s.path) for s in srcs]:
+    listed = doc.get("files") if isinstance(doc, dict) else None
+    if doc.get("version") != VERSION or doc.get("section") != _section(files) or not isinstance(listed, list) \
+            or [f.get("path") for f in listed] != [str(s.path) for s in srcs]:
         return None
-    for s, f in zip(srcs, files):
+    for s, f in zip(srcs, listed):
         st = s.path.stat()
         if (st.st_size, st.st_mtime_ns, st.st_ctime_ns) != (f.get("bytes"), f.get("mtime_ns"), f.get("ctime_ns")):
             return None
     return doc
 
 
-def write(path: Path, cfg: dict, rows) -> dict:
+def write(path: Path, files: OwnFiles, rows) -> dict:
     """The manifest of ``rows`` (patch.FileRows, every row checked), written whole."""
     fp = rows.footprint
-    doc = {"version": VERSION, "section": _section(cfg), "files": rows.files, "objects": len(rows.ids),
+    doc = {"version": VERSION, "section": _section(files), "files": rows.files, "objects": len(rows.ids),
            "ra_width_deg": fp.width, "dec_height_deg": fp.height, "max_id": int(rows.ids.max()),
            "non_finite_as_null": rows.non_finite}
     Path(path).parent.mkdir(parents=True, exist_ok=True)

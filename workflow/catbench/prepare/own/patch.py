@@ -16,7 +16,6 @@ suite reads, cast to their types); every other column is carried as it is, unles
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -28,15 +27,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ...core.infra.config import ConfigError
 from ...core.infra.files import (ROLES, TEXT_WIDTH, Source, SourceError, atomic_path, check_columns,
                                  comment_lines, sources)
-from ...core.sky.copies import MAX_COPIES, n_copies, n_places
 from ...core.infra.resources import resource
 from ..arrays import numpy
 from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
-from ..ids import source_bits
-from . import manifest
+from ..spec import CatalogSpec, OwnFiles
 from .index import Place, checked, duplicate_message, file_record
 
 KEY = "catalog.patch.file"
@@ -123,16 +119,16 @@ def _read_table(src: Source, role_names: list[str]) -> pa.Table:
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
 
 
-def _others(table: pa.Table, src: Source, section: dict, counts: dict) -> pa.Table:
+def _others(table: pa.Table, src: Source, section: OwnFiles, counts: dict) -> pa.Table:
     """The mapped optional columns (renamed, cast) and the carried ones of one file; its floats'
     NaN and ±inf as NULL, counted into ``counts`` (column -> values)."""
-    cols, optional = section["columns"], optional_columns()
+    cols, optional = section.columns, optional_columns()
     unknown = [k for k in cols if k not in ROLES and k not in optional]
     if unknown:
         raise SourceError(f"config key '{KEY}.columns.{unknown[0]}': not a column catbench reads; it maps "
                           f"{', '.join([*ROLES, *optional])}")
     names = set(table.column_names)
-    for name in section["drop"]:
+    for name in section.drop:
         if name not in names:
             raise SourceError(f"config key '{KEY}.drop': {src.path} has no column {name!r}")
     out, fields = [], []
@@ -146,10 +142,10 @@ def _others(table: pa.Table, src: Source, section: dict, counts: dict) -> pa.Tab
             raise SourceError(f"{src.path}: column {cols[name]!r} ({KEY}.columns.{name}) is {arr.type}, "
                               "expected a numeric type")
         if "Flux" in name:
-            arr = _in_erg(arr, name, table, cols, section["flux_unit"], src)
+            arr = _in_erg(arr, name, table, cols, section.flux_unit, src)
         out.append(_finite_or_null(pc.cast(arr, to, safe=False), name, counts))
         fields.append(pa.field(name, to))
-    taken = set(cols.values()) | set(section["drop"])
+    taken = set(cols.values()) | set(section.drop)
     seen = {n.lower(): (n, "catbench's own column") for n in (*NAMES.values(), *optional, *RESERVED)}
     for f in table.schema:
         if f.name in taken:
@@ -230,10 +226,10 @@ def _check_name(name: str, src: Source, seen: dict):
     seen[name.lower()] = (name, "another column of the file")
 
 
-def read_rows(section: dict, srcs: list[Source]) -> FileRows:
+def read_rows(section: OwnFiles, srcs: list[Source]) -> FileRows:
     """Read and check every row of the patch files: refused naming the file, the column and
     the row (a CSV's line too) on the index input's rules, duplicates across files included."""
-    roles = {r: section["columns"][r] for r in ROLES}
+    roles = {r: section.columns[r] for r in ROLES}
     for src in srcs:   # every file's columns before any row is read
         check_columns(src, roles, KEY)
     parts, others, files, first, non_finite = [], [], [], 0, {}
@@ -294,13 +290,13 @@ def _no_duplicates(ids: np.ndarray, files: list[dict], column: str):
         raise SourceError(duplicate_message(key, where[:2], len(np.unique(ids[order][same])), files, column, KEY))
 
 
-def build_patch(cfg: dict, rows: FileRows) -> tuple[Patch, np.ndarray]:
+def build_patch(cat: CatalogSpec, rows: FileRows) -> tuple[Patch, np.ndarray]:
     """The base patch of the file's rows (local ids, equator positions, Sources) and the
     file's ids by local id - 1."""
-    cat, n = cfg["catalog"], len(rows.ids)
-    rng = np.random.default_rng([int(cfg["seed"]), 2])
-    order = (np.arange(n) if cat["density"]["model"] == "uniform"   # thinned copies: a random sample
-             else np.random.default_rng([int(cfg["seed"]), 31]).permutation(n))
+    n = len(rows.ids)
+    rng = np.random.default_rng([cat.seed, 2])
+    order = (np.arange(n) if cat.density_model == "uniform"   # thinned copies: a random sample
+             else np.random.default_rng([cat.seed, 31]).permutation(n))
     ra, dec = rows.footprint.local(rows.ra[order], rows.dec[order])
     own, other = rows.ids[order], rows.other.take(pa.array(order))
     local = rng.permutation(n).astype(np.int64) + 1
@@ -318,63 +314,20 @@ def build_patch(cfg: dict, rows: FileRows) -> tuple[Patch, np.ndarray]:
     return Patch(objects, make_sources(rng, cat, local, ra, dec, flux)), by_local
 
 
-def write_record(rows: FileRows, section: dict, path):
+def write_record(rows: FileRows, section: OwnFiles, path):
     """files.json: each file's path, format, bytes, mtime, CRC-32 and rows, the column map,
     the footprint and the NaN/±inf values held as NULL per column (the provenance reads it)."""
-    doc = {"rows": len(rows.ids), "columns": section["columns"], "drop": section["drop"],
+    doc = {"rows": len(rows.ids), "columns": section.columns, "drop": list(section.drop),
            "footprint": vars(rows.footprint), "files": rows.files, "non_finite_as_null": rows.non_finite}
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def check_unchanged(cfg: dict, rows: FileRows):
+def check_unchanged(cat: CatalogSpec, rows: FileRows):
     """The job's rows are those the workflow laid the catalog out from (a file changed
     between the two would give copies that overlap or leave gaps)."""
-    p, fp = cfg["catalog"]["patch"], rows.footprint
-    if (p["objects"], p["ra_width_deg"], p["dec_height_deg"]) != (len(rows.ids), fp.width, fp.height):
+    p, fp = cat.patch, rows.footprint
+    if (p.objects, p.ra_width_deg, p.dec_height_deg) != (len(rows.ids), fp.width, fp.height):
         raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them "
-                          f"({len(rows.ids)} rows, {fp.width:g} x {fp.height:g} deg now; {p['objects']} rows, "
-                          f"{p['ra_width_deg']:g} x {p['dec_height_deg']:g} deg then); run the workflow again")
-
-
-def resolve(cfg: dict, results: Path | None = None) -> dict:
-    """``cfg`` with the patch file's rows and extent in catalog.patch (objects,
-    ra_width_deg, dec_height_deg), every row checked; the config unchanged without a file.
-    Refused (ConfigError) before any work: a bad file, a query of the run reading a column
-    the file does not map, ids of ``id_layout: source`` over BIGINT. ``results`` (the
-    workflow's results folder): the rows are read only when the run's manifest there does not
-    describe the files as they are (manifest.py), and it is written then."""
-    section = cfg["catalog"]["patch"]["file"]
-    if not section["paths"]:
-        return cfg
-    if cfg["index"]["source"] == "file":
-        raise ConfigError(f"config key '{KEY}.paths': index.source: file builds no catalog, so the patch would "
-                          "not be read; remove the paths or set index.source: partition")
-    if cfg["index"]["source"] == "generate":
-        raise ConfigError(f"config key 'index.source': generate makes its own patch; with {KEY} use partition "
-                          "(or index.source: file for the index study on the ids alone)")
-    if "queries" in cfg["stages"]:
-        for q, needs in query_columns(cfg["queries"]["queries"]).items():
-            missing = [c for c in needs if c not in section["columns"]]
-            if missing:
-                raise ConfigError(f"config key '{KEY}.columns': query {q} reads column {missing[0]}, which is not "
-                                  f"mapped; map it to your file's column ({KEY}.columns.{missing[0]}: <name>) or "
-                                  f"leave {q} out of queries.queries")
-    try:
-        srcs = sources(section, key=KEY)
-        where = manifest.path_of(results, cfg) if results is not None else None
-        doc = manifest.read(where, cfg, srcs) if where is not None else None
-        if doc is None:
-            rows = read_rows(section, srcs)
-            doc = manifest.write(where, cfg, rows) if where is not None else \
-                {"objects": len(rows.ids), "ra_width_deg": rows.footprint.width,
-                 "dec_height_deg": rows.footprint.height, "max_id": int(rows.ids.max())}
-    except SourceError as exc:
-        raise ConfigError(str(exc)) from None
-    out = copy.deepcopy(cfg)
-    out["catalog"]["patch"].update({k: doc[k] for k in ("objects", "ra_width_deg", "dec_height_deg")})
-    if out["catalog"]["id_layout"] == "source" and n_places(out["catalog"]) <= MAX_COPIES:  # else refused anyway
-        problem = source_bits(int(doc["max_id"]), n_copies(out["catalog"]))[1]
-        if problem:
-            raise ConfigError(problem)
-    return out
+                          f"({len(rows.ids)} rows, {fp.width:g} x {fp.height:g} deg now; {p.objects} rows, "
+                          f"{p.ra_width_deg:g} x {p.dec_height_deg:g} deg then); run the workflow again")
