@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 
 def interval(values, confidence: float = 0.95) -> tuple[float, float] | None:
@@ -29,9 +28,15 @@ def interval(values, confidence: float = 0.95) -> tuple[float, float] | None:
         return float(xs[0]), float(xs[0])
     logs = bool(np.all(xs > 0))
     ys = np.log(xs) if logs else xs
-    half = sps.t.ppf((1 + confidence) / 2, len(ys) - 1) * ys.std(ddof=1) / math.sqrt(len(ys))
+    half = _t_ppf((1 + confidence) / 2, len(ys) - 1) * ys.std(ddof=1) / math.sqrt(len(ys))
     lo, hi = ys.mean() - half, ys.mean() + half
     return (math.exp(lo), math.exp(hi)) if logs else (float(lo), float(hi))
+
+
+def _t_ppf(q: float, df: int) -> float:
+    # scipy.stats takes ~1.4 s to import: every job's command imports this module, few call it
+    from scipy import stats
+    return float(stats.t.ppf(q, df))
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ class Repeats:
         room = self.max_n - self.min_n
         if len(xs) < 2 or np.any(xs <= 0):
             return room
-        half = sps.t.ppf(0.975, len(xs) - 1) * np.log(xs).std(ddof=1)   # of one run, log scale
+        half = _t_ppf(0.975, len(xs) - 1) * np.log(xs).std(ddof=1)   # of one run, log scale
         need = math.ceil((half / math.asinh(self.precision)) ** 2) if self.precision > 0 else room
         return int(min(room, max(self.min_n, need)))
 
