@@ -45,10 +45,16 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
 
 from ..core.infra.jobs.repeat import interval
 
+
+
+def _t():
+    """Student's t. scipy.stats takes ~1.4 s to import, and the workflow's parse (report.smk's
+    list of tables) imports this module: it is imported when a figure is judged."""
+    from scipy import stats
+    return stats.t
 
 @dataclass(frozen=True)
 class ReportSpec:
@@ -126,7 +132,7 @@ def t_test(d, w, df_w, between: Between = WITHIN):
     v, df = spread(w, df_w, between)
     se = np.sqrt(v)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return 2 * sps.t.sf(np.abs(d - between.offset) / se, df), df, se
+        return 2 * _t().sf(np.abs(d - between.offset) / se, df), df, se
 
 
 def kind_of(p, x, threshold: float, alpha: float):
@@ -161,7 +167,7 @@ def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between: Between = WI
     if pooled == 0:
         return Test(math.exp(x), None, None, None)
     p, df, se = (float(v) for v in t_test(d, w, df_w, between))
-    half = float(sps.t.ppf((1 + confidence) / 2, df)) * se
+    half = float(_t().ppf((1 + confidence) / 2, df)) * se
     return Test(math.exp(x), p, math.exp(x - half), math.exp(x + half), pooled, df, se)
 
 
@@ -176,7 +182,7 @@ def detectable(pooled, n, between: Between = WITHIN, alpha: float = DEFAULT_ALPH
     within-run variance ``pooled`` (log scale) and ``between``. Works on arrays of n."""
     n = np.asarray(n, dtype=float)
     v, df = spread(pooled * 2 / n, 2 * n - 2, between)
-    return np.exp((sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(POWER, df)) * np.sqrt(v))
+    return np.exp((_t().ppf(1 - alpha / 2, df) + _t().ppf(POWER, df)) * np.sqrt(v))
 
 
 def ratio_interval(num, den, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None, float | None]:
@@ -358,7 +364,7 @@ def _verdict(a: Figure, b: Figure, higher_is_better: bool, rule: Rule, between: 
         return Verdict("flat", t.ratio if higher_is_better else 1 / t.ratio, **base)
     ratio, lo, hi = (t.ratio, t.lo, t.hi) if higher_is_better else (1 / t.ratio, 1 / t.hi, 1 / t.lo)
     kind = str(kind_of(t.p, math.log(ratio), rule.threshold, rule.alpha))
-    mdr = float(np.exp((sps.t.ppf(1 - rule.alpha / 2, t.df) + sps.t.ppf(POWER, t.df)) * t.se))
+    mdr = float(np.exp((_t().ppf(1 - rule.alpha / 2, t.df) + _t().ppf(POWER, t.df)) * t.se))
     return Verdict(kind, ratio, p=t.p, lo=lo, hi=hi, mdr=max(mdr, 1 + rule.threshold), pooled=t.pooled,
                    **base)
 
