@@ -15,9 +15,7 @@ from ..core.infra.config import ConfigError, load
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
-from ..predict.curve import GRID, curve, measured_points
 from ..predict.runs import read_runs
-from ..predict.scale import Target, compare, predict, validate
 from ..predict.spec import Fitting, PredictSpec, Rung, rungs
 from .common import guarded, out_path
 
@@ -34,6 +32,7 @@ def _target(spec: PredictSpec, engine: str, rows: float, reps: list, pool: int |
     """The target of one load: ``pool`` (--pool) or the config's; load.time_limit_s only
     where the rungs had one (a strategy that loads in one stream ignores it: its summary's
     time_limit_s is null) and ``limit`` (--no-time-limit: the time to load every row)."""
+    from ..predict.scale import Target
     limited = limit and any(r.time_limit_s is not None for r in reps)
     return Target(rows, pool or spec.target_pool(engine, rows), spec.sort_memory,
                   spec.time_limit_s if limited else None, spec.below_rate, spec.index_files, spec.level_base)
@@ -126,6 +125,7 @@ def cmd_predict(a) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
     its own largest rung from the smaller ones (predicted ÷ measured)."""
+    from ..predict.scale import compare, predict, validate   # scipy: not for a refused argument
     out_path(a.out)
     spec = PredictSpec.of(load(a.config))
     fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
@@ -180,6 +180,7 @@ def _curves(spec: PredictSpec, fitting: Fitting, groups: dict, measured: dict, p
     """Per load: its predicted time to every row at each N of the grid (the user's pool, or
     the config's at that N) and the points its runs measured (rungs, then --measured);
     ``rows``: the N the prediction was asked for."""
+    from ..predict.curve import GRID, curve, measured_points
     out = []
     for key, reps in sorted(groups.items()):
         targets = [_target(spec, key[2], n, reps, pool, limit=False) for n in GRID]
