@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 from catbench.core.infra.config import validate
+from catbench.prepare.chunker import Chunker
 from catbench.prepare.spec import PoolSetup, PrepareSpec
 
 
@@ -13,8 +14,8 @@ def test_the_spec_holds_the_configs_values():
                     "index": {"order": "chunk", "sort_memory": "2GB", "file": {"batch_rows": 1000}}})
     spec = PrepareSpec.of(cfg)
     assert (spec.run, spec.catalog.seed, spec.catalog.id_layout, spec.catalog.patch.objects) == ("r1", 5, "spatial", 900)
-    assert spec.partition.geometry.stripes == 40 and spec.partition.index_files == 3
-    assert spec.partition.geometry.chunker().num_chunks > 0
+    assert spec.partition.geometry.num_stripes == 40 and spec.partition.index_files == 3
+    assert Chunker.of(spec.partition.geometry).num_chunks > 0
     assert (spec.index.order, spec.index.sort_memory, spec.index.file.batch_rows) == ("chunk", "2GB", 1000)
     assert spec.index.file.roles() == {"objectId": "objectId", "ra": "ra", "dec": "dec"}
     assert spec.catalog.patch_file.flux_unit == "erg" and spec.catalog.patch_file.paths == ()

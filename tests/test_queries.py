@@ -16,6 +16,7 @@ import pytest
 from catbench.cli.main import main as cli_main
 from catbench.core.infra.config import section, validate
 from catbench.prepare import partition as part_mod
+from catbench.prepare.chunker import Chunker
 from catbench.prepare.spec import PrepareSpec
 from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
@@ -142,7 +143,7 @@ def test_shv1_equals_brute_force(queried):
     assert queried["mysql"]["answers"]["SHV1"] == f"n={expected}"
     assert queried["duck"]["answers"]["SHV1"] == f"n={expected}"
     # the overlap path is exercised: some pairs straddle sub-chunks and chunks
-    ch = PrepareSpec.of(queried["cfg"]).partition.geometry.chunker()
+    ch = Chunker.of(PrepareSpec.of(queried["cfg"]).partition.geometry)
     c, s = ch.locate(ra, dec)
     cross_sub = ((c[i] != c[j]) | (s[i] != s[j]))[close]
     cross_chunk = (c[i] != c[j])[close]

@@ -15,6 +15,7 @@ from catbench.core.infra.files import write_parquet
 from catbench.core.sky.copies import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
+from catbench.prepare.chunker import Chunker
 from catbench.prepare.ids import IdLayout
 from catbench.prepare.spec import CatalogSpec, PrepareSpec
 
@@ -109,4 +110,4 @@ def partitioned(root: Path) -> dict:
     objects = pa.concat_tables([pq.read_table(o) for o, _ in parts])
     sources = pa.concat_tables([pq.read_table(s) for _, s in parts])
     return {"cfg": cfg, "root": root, "parts": parts, "objects": objects, "sources": sources,
-            "chunker": PrepareSpec.of(cfg).partition.geometry.chunker()}
+            "chunker": Chunker.of(PrepareSpec.of(cfg).partition.geometry)}

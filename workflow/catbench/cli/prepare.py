@@ -106,7 +106,7 @@ def cmd_chunk_list(a):
     # The relation API reads and writes the files: no path is pasted into SQL text.
     con.read_csv([str(m) for m in a.manifests], delimiter="\t", header=True).create_view("manifests")
     ids = con.sql("SELECT DISTINCT chunkId::BIGINT AS chunkId FROM manifests ORDER BY 1").fetchnumpy()["chunkId"]
-    ch = Chunker(geometry.stripes, geometry.sub_stripes)
+    ch = Chunker(geometry.num_stripes, geometry.num_sub_stripes_per_stripe)
     centres = pa.table({"chunkId": ids, "ra_centre": ch.chunk_ra_centre(ids).round(4),
                         "dec_centre": ch.chunk_dec_centre(ids).round(4)})
     con.register("centres", centres)

@@ -58,6 +58,11 @@ class Chunker:
     columns: np.ndarray = field(init=False, repr=False)
     max_sub_chunks: int = field(init=False)
 
+    @classmethod
+    def of(cls, geometry) -> Chunker:
+        """The chunker of a partition's ``core.sky.geometry.Geometry``."""
+        return cls(geometry.num_stripes, geometry.num_sub_stripes_per_stripe, geometry.overlap_deg)
+
     def __post_init__(self):
         if self.num_stripes < 1 or self.num_sub_stripes < 1:
             raise ValueError("num_stripes and num_sub_stripes must be >= 1")

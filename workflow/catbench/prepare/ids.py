@@ -66,16 +66,16 @@ class IdLayout:
                 raise ValueError(problem)
 
     def _spatial_budget(self, geo: Geometry):
-        ch = self.chunker = Chunker(geo.stripes, geo.sub_stripes)
+        ch = self.chunker = Chunker(geo.num_stripes, geo.num_sub_stripes_per_stripe)
         self.cells = int(ch.max_sub_chunks)
-        max_chunk = (geo.stripes - 1) * 2 * geo.stripes + int(ch.chunks_per_stripe.max())
+        max_chunk = (geo.num_stripes - 1) * 2 * geo.num_stripes + int(ch.chunks_per_stripe.max())
         self.low = self.n.bit_length()                       # dense + 1 <= n
         need = (max_chunk * self.cells + self.cells).bit_length() + self.low
         if need > INT63:
             raise ValueError(
                 f"config key 'catalog.id_layout': spatial ids need {need} bits ({self.low} for "
                 f"{self.n} objects, the rest for chunk and sub-chunk at partition.num_stripes "
-                f"{geo.stripes}), over int64's 63; use fewer stripes or objects")
+                f"{geo.num_stripes}), over int64's 63; use fewer stripes or objects")
 
     def locate(self, ra, dec, where: str):
         """(chunkId, subChunkId) of moved positions, as the partition stage finds them;

@@ -26,7 +26,7 @@ from ..core.index.input import MANIFEST, write_manifest
 from ..core.infra.files import atomic_path, write_all
 from ..core.sky.copies import copy_layout
 from .catalog import _band, generate_patch, layer
-from .chunker import check_coordinates
+from .chunker import Chunker, check_coordinates
 from .ids import IdLayout
 from .rowtext import IndexText
 from .spec import PrepareSpec
@@ -40,7 +40,7 @@ def _setup(spec: PrepareSpec):
     """The base patch's positions (the generator is seeded: every process gets the same)
     and the formatter of its lines."""
     patch = generate_patch(spec.catalog).objects
-    chunker = spec.partition.geometry.chunker()
+    chunker = Chunker.of(spec.partition.geometry)
     layout = copy_layout(spec.catalog.section)
     # Per copy as lists (a copy of a 100-object patch is located in ~1 us: numpy scalars
     # cost 10 % of it); whole copies (uniform) are found by a division.

@@ -57,7 +57,7 @@ def group_table(spec: PrepareSpec, groups: int) -> np.ndarray:
     the same expected rows (``expected_chunk_rows``: the density model's crowded chunks
     make narrower wedges). Wedges (not ``chunkId % groups``) keep a group's rows in few
     catalog row groups, since a part's copies are runs in ra."""
-    chunker = spec.partition.geometry.chunker()
+    chunker = Chunker.of(spec.partition.geometry)
     lo, hi = spec.catalog.ra_min_deg, spec.catalog.ra_max_deg
     ids = chunker.all_chunks()
     centre = chunker.chunk_ra_centre(ids)
@@ -83,7 +83,7 @@ def expected_chunk_rows(spec: PrepareSpec, chunker: Chunker | None = None) -> np
     its footprint (dec centre +- height/2, ra start + width / cos dec). An estimate known
     before any row is generated, the same in every map job."""
     cat = spec.catalog
-    chunker = chunker or spec.partition.geometry.chunker()
+    chunker = chunker or Chunker.of(spec.partition.geometry)
     layout = copy_layout(cat.section)
     out = np.zeros(int(chunker.all_chunks().max()) + 1)
     if not len(layout):
@@ -115,7 +115,7 @@ def map_parts(spec: PrepareSpec, parts, out_dir, groups: int, threads: int = 1) 
     names = [Path(o).stem for o, _ in parts]
     if len(set(names)) != len(names):
         raise ValueError(f"catalog parts with the same file name {names}: staging dirs would collide")
-    chunker, group_of = spec.partition.geometry.chunker(), group_table(spec, groups)
+    chunker, group_of = Chunker.of(spec.partition.geometry), group_table(spec, groups)
     rank, bound = _chunk_rank(group_of), spec.partition.max_rows_per_group
 
     def one(k):
@@ -133,7 +133,7 @@ def map_parts(spec: PrepareSpec, parts, out_dir, groups: int, threads: int = 1) 
 def map_part(spec: PrepareSpec, object_path, source_path, out_dir, groups: int) -> dict:
     """Locate one catalog part and write its staging files into ``out_dir``."""
     group_of = group_table(spec, groups)
-    return _map_one(spec.partition.geometry.chunker(), group_of, _chunk_rank(group_of), object_path,
+    return _map_one(Chunker.of(spec.partition.geometry), group_of, _chunk_rank(group_of), object_path,
                     source_path, Path(out_dir), spec.partition.max_rows_per_group)
 
 

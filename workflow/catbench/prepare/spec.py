@@ -7,20 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .chunker import Chunker
+from ..core.sky.geometry import Geometry
 
 PAGE_DEFAULT = "16K"   # InnoDB's page when the settings name none
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """The sky's chunking (partition.num_stripes, num_sub_stripes_per_stripe, overlap_deg)."""
-    stripes: int
-    sub_stripes: int
-    overlap_deg: float
-
-    def chunker(self) -> Chunker:
-        return Chunker(self.stripes, self.sub_stripes, self.overlap_deg)
 
 
 @dataclass(frozen=True)

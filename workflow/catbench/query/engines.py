@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..core.index.table import Variant
 from ..core.infra.resources import resource, split_statements
 from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
-from .spec import Geometry
+from ..core.sky.geometry import Geometry
 from .suite import Answer, Query, QueryError, bind
 
 log = logging.getLogger(__name__)

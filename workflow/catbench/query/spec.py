@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.infra.jobs.repeat import Repeats
+from ..core.sky.geometry import Geometry
 from ..core.server.process import Launch
 from .suite import QUERY_NAMES, QueryError
 
@@ -18,15 +19,6 @@ class Concurrency:
     streams: int
     seconds: float
     lv1_interval_s: float
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """The chunking the chunk files were partitioned with (partition.num_stripes,
-    num_sub_stripes_per_stripe, overlap_deg): the mysql engine's dispatch and SHV1's radius."""
-    num_stripes: int
-    num_sub_stripes_per_stripe: int
-    overlap_deg: float
 
 
 @dataclass(frozen=True)

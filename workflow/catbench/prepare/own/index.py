@@ -60,7 +60,7 @@ class ReadSetup:
 
 def setup_from(spec: PrepareSpec, srcs: list[Source], threads: int = 1) -> ReadSetup:
     ix = spec.index
-    return ReadSetup(srcs, ix.file.roles(), spec.partition.geometry.chunker(), ix.file.batch_rows,
+    return ReadSetup(srcs, ix.file.roles(), Chunker.of(spec.partition.geometry), ix.file.batch_rows,
                      spec.partition.index_files, ix.order, ix.sort_memory, threads)
 
 
