@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.sky.copies import COPY_STRIDE, MAX_COPIES, n_copies
+from ..core.sky.geometry import Geometry
 from .chunker import Chunker
-from .spec import Geometry, PrepareSpec
+from .spec import PrepareSpec
 
 INT63 = 63
 _ROUNDS = 3
