@@ -105,7 +105,7 @@ def test_snakemake_plans_the_default_run_on_the_users_one_target(tmp_path):
     assert counts["load_index_run"] == len(cfg["load"]["variants"]) * len(cfg["load"]["strategies"]) == 4
     assert counts["catalog_part"] == run_plan(cfg)["counts"]["catalog"]["catalog_part"]
     assert "queries_mysql" in counts and "restart_run" in counts   # the default run's stages
-    assert re.search(r"catbench: plan: 296,000 objects, 592,000 sources, 296,000 index rows", out), out[-3000:]
+    assert re.search(r"catbench: plan: 148,000 objects, 296,000 sources, 148,000 index rows", out), out[-3000:]
     assert re.search(r"catbench: plan: expected ~\d+ min \(catalog .*load_index .*\)", out)
     assert not (tmp_path / "x").exists()
 

@@ -137,7 +137,7 @@ def run_fio(target_name: str, directory, spec: FioSpec, out_dir, fio_binary: str
             json_path = out_dir / (f"{test}.json" if rep == 0 else f"{test}.rep{rep}.json")
             while True:
                 env = dict(os.environ, DIRECTORY=str(directory), SIZE=str(size_b),
-                           RUNTIME=str(max(1, int(round(runtime_s)))), NUMJOBS=str(int(numjobs)),
+                           RUNTIME=f"{max(1, round(runtime_s * 1000))}ms", NUMJOBS=str(int(numjobs)),
                            DIRECT="1" if direct else "0")
                 proc = subprocess.run([fio, "--output-format=json", f"--output={json_path}", str(job_file)],
                                       env=env, capture_output=True, text=True)
