@@ -221,7 +221,7 @@ def test_preset_runs_end_to_end_at_a_tiny_scale(tmp_path):
     disk = Path(tempfile.mkdtemp(prefix="cbix-", dir="/tmp"))   # short: socket paths
     try:
         cfg = _small(run="ixs", targets={"disk": {"path": str(disk)}}, index={"jobs": 2},
-                     fio={"size": "4M", "runtime_s": 0.5, "numjobs": 1, "repetitions": 1},
+                     fio={"size": "4M", "runtime_s": 0.2, "numjobs": 1, "repetitions": 1},
                      load={"strategies": ["one-file-at-a-time", "sorted"], "engines": ["innodb"], "repetitions": 1, "lookup_count": 200,
                            "optimize_limit_s": 1, "sample_interval_s": 0.2, "chunk_rows": 2000})
         cfgfile = tmp_path / "c.yaml"

@@ -30,7 +30,7 @@ def _cfg(tmp_path: Path, **extra) -> Path:
            "partition": {"index_files": 4, "max_rows_per_group": 20000},
            "targets": {"disk": {"path": str(tmp_path / "disk")},
                        "tmpfs": {"path": f"/dev/shm/cbrerun-{tmp_path.name}"}},
-           "fio": {"size": "4M", "runtime_s": 1, "numjobs": 1, "repetitions": 1},
+           "fio": {"size": "4M", "runtime_s": 0.2, "numjobs": 1, "repetitions": 1},
            "load": {"lookup_count": 100, "optimize_limit_s": 5, "repetitions": 1}, **extra}
     p = tmp_path / "config.yaml"
     p.write_text(yaml.safe_dump(cfg))
