@@ -89,6 +89,18 @@ STAGES = [
 ]
 
 
+def _signal_masks(pid: int) -> dict:
+    """Each thread's blocked, ignored and caught signals (/proc), for a signal that went unseen."""
+    out = {}
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            out[status.parent.name] = [line for line in status.read_text().splitlines()
+                                       if line.startswith(("Name", "Sig", "ShdPnd"))]
+        except OSError:
+            pass
+    return out
+
+
 @pytest.mark.parametrize("sig,group", [
     (signal.SIGINT, True),    # Ctrl-C in the terminal: the whole foreground process group
     (signal.SIGTERM, True),   # kill -TERM -<pgid>, timeout(1), systemd, a batch system
@@ -107,6 +119,7 @@ def test_interrupt_during_load_index_and_queries_then_resume(baseline, tmp_path,
             try:
                 wait_server_up(disk / RUN / server_dir, wd / job_log, proc=proc)
                 time.sleep(0.3)  # mid-job: loading / lookups / queries
+                masks = _signal_masks(proc.pid)
                 if group:
                     os.killpg(proc.pid, sig)
                 else:
@@ -122,7 +135,7 @@ def test_interrupt_during_load_index_and_queries_then_resume(baseline, tmp_path,
                 stop_run(proc)
             out = wd / out_rel
             # snakemake exits non-zero: the run was cut short
-            assert proc.returncode != 0, (wd / f"{target}.out").read_text()[-3000:]
+            assert proc.returncode != 0, (masks, (wd / f"{target}.out").read_text()[-3000:])
             if out.exists() and not incomplete_marked(wd, out_rel):
                 # only a signal to snakemake alone lets the running job finish (SIGTERM:
                 # "graceful"); then the output must be the real, complete one

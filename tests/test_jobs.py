@@ -174,7 +174,9 @@ def test_partition_jobs_use_the_cpus_side_by_side():
     assert requests(RunSizes.of(small))["partition_map"].threads == max(1, 4 // maps)
     one = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_map": 10**9})
     assert len(map_batches(one)) == 1 and requests(RunSizes.of(one))["partition_map"].threads == 4
-    two = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_map": 1})
+    # several catalog parts (the default run's 148k objects are one), each its own map job
+    two = _cfg(jobs={"cpus": 4}, catalog={**small["catalog"], "max_objects_per_part": 50_000},
+               partition={**small["partition"], "max_rows_per_map": 1})
     assert len(map_batches(two)) > 1 and requests(RunSizes.of(two))["partition_map"].threads == max(1, 4 // len(map_batches(two)))
     big = _cfg(jobs={"cpus": 4}, partition={**small["partition"], "max_rows_per_group": 10**9})
     assert n_groups(big) == 4 and requests(RunSizes.of(big))["partition_reduce"].threads == 1
