@@ -56,12 +56,20 @@ def snakemake(workdir: Path, *args, check: bool = True, timeout: float = 300):
     return r
 
 
+def _foreground_signals():
+    # A shell without job control starts a background command with SIGINT and SIGQUIT ignored,
+    # and a child inherits that: the tests run so (`make test &`) would see Ctrl-C ignored.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def start_snakemake(workdir: Path, *args, log_name: str = "snakemake.out") -> subprocess.Popen:
     """snakemake in its own session (process group), as a shell runs a foreground job."""
     out = open(workdir / log_name, "wb")
     try:
         return subprocess.Popen(snakemake_cmd(workdir, *args), env=ENV, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_foreground_signals)
     finally:
         out.close()
 
