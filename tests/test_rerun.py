@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.faultkit import foreground_signals
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
@@ -100,7 +101,8 @@ def test_interrupted_run_resumes_without_redoing_finished_jobs(tmp_path):
     _cfg(tmp_path)
     cmd = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "1",
            "partition", "--configfile", str(tmp_path / "config.yaml")]
-    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         preexec_fn=foreground_signals)
     parts = tmp_path / "results/rerun/catalog/Object"
     t0 = time.monotonic()
     while not list(parts.glob("part-*.parquet")) and time.monotonic() - t0 < 120:

@@ -56,9 +56,10 @@ def snakemake(workdir: Path, *args, check: bool = True, timeout: float = 300):
     return r
 
 
-def _foreground_signals():
-    # A shell without job control starts a background command with SIGINT and SIGQUIT ignored,
-    # and a child inherits that: the tests run so (`make test &`) would see Ctrl-C ignored.
+def foreground_signals():
+    """preexec_fn of a command a test interrupts: SIGINT and SIGQUIT at their defaults, as in a
+    foreground job. A shell without job control starts a background command with both ignored,
+    and a child inherits that: run so (`make test &`), Snakemake would ignore the test's SIGINT."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
@@ -69,7 +70,7 @@ def start_snakemake(workdir: Path, *args, log_name: str = "snakemake.out") -> su
     try:
         return subprocess.Popen(snakemake_cmd(workdir, *args), env=ENV, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_foreground_signals)
+                                preexec_fn=foreground_signals)
     finally:
         out.close()
 

@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from ..core.index.table import Variant
 from ..core.infra.resources import resource, split_statements
-from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
 from ..core.sky.geometry import Geometry
+from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
 from .suite import Answer, Query, QueryError, bind
 
 log = logging.getLogger(__name__)
