@@ -54,7 +54,7 @@ bench: $(STAMP)
 	@$(call install_system,config/bench.yaml)
 	$(SNAKEMAKE_RUN) --configfile config/bench.yaml
 
-# The secondary-index study with random ids (the 2017 study's) and with spatial ids (Gaia's,
+# The secondary-index study with random (hashed) ids and with spatial ids (Gaia's,
 # LSST's), and each figure of the one against the other under the comparison rule.
 index-study: $(STAMP)
 	@$(call install_system,config/index-study.yaml)

@@ -9,7 +9,7 @@ positive int64, unique by construction:
   copies' rows of the same patch object (a copy inserts at ``patch.objects`` places).
 - ``random``: a seeded bijection of the dense number ``(local - 1) * copies + copy`` on
   k bits (``2^k`` >= the catalog's objects): ids spread uniformly over [1, 2^k], every
-  file a random sample of the key space (hashed ids; the 2017 storage study's case).
+  file a random sample of the key space (hashed ids).
 - ``spatial``: ``(chunkId * M + subChunkId) << b | (dense + 1)``: ids increase with the
   sky cell (M: the chunker's largest sub-chunks per chunk), so a chunk's keys are one
   range of the key space, as with Gaia's HEALPix-prefixed or LSST's tract/patch ids.

@@ -13,9 +13,8 @@ from ..targets import parse_size
 from .requests import MEASURING, START_S, expected_seconds, measure_domain, requests
 from .sizing import RunSizes
 
-# A collapsed B-tree load's rate, expected: the 2017 study's load fell to under 200 files of
-# ~94k rows per 30 min (~10k rows/s) once its table outgrew the pool, and random ids loaded
-# file by file into InnoDB here ran at 8.6-10.5k rows/s (10^6 rows, 6 MB pool, ext4 disk).
+# A collapsed B-tree load's rate, expected: random ids loaded file by file into InnoDB here
+# ran at 8.6-10.5k rows/s once the table outgrew the pool (10^6 rows, 6 MB pool, ext4 disk).
 # (jobs.index_rows_per_s is the time limits' slower, safe figure.)
 COLLAPSED_ROWS_PER_S = 10_000
 # Bytes a row takes in the smaller variant's B-tree (load/estimate.md: 37 B for BIGINT keys
