@@ -105,3 +105,21 @@ def test_a_stopped_load_is_noted_with_its_table_over_the_engines_cache():
            "stopped": True, "time_limit_s": 24.0, "rows": 2118085, "table_over_pool": 0.46}
     (note,) = [n for n in _notes(Tables(loads=[row])) if "STOPPED" in n]
     assert "0.46x rocksdb_block_cache_size" in note and "–" not in note
+
+
+def test_the_lead_quotes_the_protocol_on_innodb_with_its_engine_and_ids():
+    from catbench.report.answer import _lead
+
+    def load(engine, strategy, seconds, layout="random"):
+        return {"target": "disk", "variant": "char28", "engine": engine, "strategy": strategy,
+                "id_layout": layout, "seconds": seconds, "seconds_ci_low": seconds * 0.9,
+                "seconds_ci_high": seconds * 1.1, "regime": "cached"}
+    rows = [load("innodb", "sorted", 3600.0), load("rocksdb", "one-file-at-a-time", 7200.0),
+            load("innodb", "one-file-at-a-time", 36000.0)]      # sorted by time, as answer() does
+    lead = _lead(rows, 1e10, 128 * 2**30)
+    assert "the one-file-at-a-time protocol on InnoDB with random ids **10.0 h**, 10× as long" in lead, lead
+    assert "MyRocks" not in lead
+    # without an InnoDB one, the fastest of the others, named by its engine and its ids
+    lead = _lead([load("innodb", "sorted", 3600.0), load("rocksdb", "one-file-at-a-time", 7200.0, "spatial")],
+                 1e10, None)
+    assert "the one-file-at-a-time protocol on MyRocks with spatial ids **2.0 h**, 2× as long" in lead, lead
