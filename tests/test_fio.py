@@ -17,7 +17,8 @@ COLUMNS = {"target", "test", "MBps", "iops", "clat_p50_us", "clat_p99_us", "dire
 @pytest.mark.slow
 def test_fio_on_disk(tmp):
     rows = run_fio("disk", tmp / "target", FioSpec("8M", 0.25, 2), tmp / "out")
-    assert [r["test"] for r in rows] == ["seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write"]
+    assert [r["test"] for r in rows] == ["seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write",
+                                         "cache-read"]
     for r in rows:
         assert COLUMNS <= set(r) and r["target"] == "disk"
         assert r["MBps"] > 0 and r["iops"] > 0 and r["clat_p99_us"] >= r["clat_p50_us"] > 0
@@ -28,6 +29,10 @@ def test_fio_on_disk(tmp):
     page = {r["test"]: r for r in rows if r["test"].startswith("page")}
     assert {r["numjobs"] for r in page.values()} == {1} and all(r["clat_mean_us"] > 0 for r in page.values())
     assert json.loads(Path(page["page-read"]["json"]).read_text())["jobs"][0]["job options"]["bs"] == "16k"
+    # a page read back from RAM: buffered whatever the target, one job of 16 KiB, the file read in first
+    cache = next(r for r in rows if r["test"] == "cache-read")
+    opts = json.loads(Path(cache["json"]).read_text())["jobs"][0]["job options"]
+    assert cache["direct"] is False and opts["bs"] == "16k" and opts.get("pre_read") == "1"
     assert not list((tmp / "target").iterdir()), "fio test files left behind"
 
 

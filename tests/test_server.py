@@ -251,3 +251,35 @@ def test_killed_job_leaves_no_server(tmp, sig):
         child.kill()
         child.wait()
     assert not [p for p in server_procs(tmp) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _cgroup_paths(name: str) -> list[Path]:
+    return [p for p in Path("/sys/fs/cgroup").rglob(f"catbench-{name}-*") if p.is_dir()]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a memory cgroup is set as root")
+def test_ram_puts_the_server_and_its_page_cache_in_a_memory_cgroup(tmp):
+    ram = 300 << 20
+    with Server("ramcage", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(ram=ram)) as s:
+        cage = s.cage
+        assert cage.holds(s.pid), "the server runs outside its cgroup"
+        limit = (cage.path / ("memory.max" if cage.version == 2 else "memory.limit_in_bytes")).read_text()
+        assert int(limit) == ram
+        conn = s.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT @@innodb_buffer_pool_size")
+        assert cur.fetchall()[0][0] == 16 << 20
+        conn.close()
+    assert s.cage is None and not cage.path.exists() and not _cgroup_paths("ramcage"), "cgroup left behind"
+    assert 0 < s.ram_peak <= ram
+
+
+def test_ram_is_refused_naming_the_key_where_no_cgroup_can_be_set(tmp, monkeypatch):
+    from catbench.core.server import memory
+    monkeypatch.setattr(memory, "ROOT", tmp / "no-cgroups")
+    (tmp / "no-cgroups").mkdir()
+    s = Server("nocage", tmp / "srv", {}, Launch(ram=1 << 30))
+    s.initialize()
+    with pytest.raises(memory.MemoryLimitError, match="config key 'server.ram'"):
+        s.start()
+    assert not s.running and not server_procs(s.datadir)

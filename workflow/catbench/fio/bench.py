@@ -19,7 +19,8 @@ from ..core.infra.targets import check_target, parse_size
 log = logging.getLogger(__name__)
 
 # Order matters: seq-write lays out the file the other tests reuse.
-TESTS = ("seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write")
+TESTS = ("seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write", "cache-read")
+BUFFERED = ("cache-read",)   # always through the page cache, whatever the target accepts
 DATA_FILE = "catbench-fio.dat"
 
 
@@ -79,7 +80,7 @@ def _row(target: str, test: str, doc: dict, direct: bool, numjobs: int, size: in
         "clat_p50_us": p50 / 1e3 if p50 is not None else None,
         "clat_p99_us": p99 / 1e3 if p99 is not None else None,
         "clat_mean_us": (side.get("clat_ns") or {}).get("mean", 0) / 1e3 or None,
-        "direct": direct,
+        "direct": direct and test not in BUFFERED,
         "numjobs": numjobs if test.startswith("rand") else 1,
         "size_bytes": size, "runtime_s": runtime_s,
         "json": str(json_path),

@@ -169,7 +169,8 @@ def _level_base(summary: dict) -> float | None:
 
 def device(results: Path, target: str) -> dict:
     """The target's fio figures a prediction uses (medians over repetitions): ``page_read_s``
-    and ``page_write_s`` (a random 16 KiB read or write at queue depth 1, mean latency) and
+    and ``page_write_s`` (a random 16 KiB read or write at queue depth 1, mean latency),
+    ``cache_read_s`` (the same read from the page cache: a buffered pool miss RAM still holds) and
     ``seq_s_per_byte`` (one byte written then read back sequentially: a spill pass); {}
     without the fio stage."""
     p = results / "fio" / target / "fio.csv"
@@ -181,7 +182,8 @@ def device(results: Path, target: str) -> dict:
         v = [r[col] for r in rows if r.get("test") == test and r.get(col) not in (None, 0)]
         return float(np.median(v)) if v else None
 
-    out = {"page_read_s": med("page-read", "clat_mean_us"), "page_write_s": med("page-write", "clat_mean_us")}
+    out = {"page_read_s": med("page-read", "clat_mean_us"), "page_write_s": med("page-write", "clat_mean_us"),
+           "cache_read_s": med("cache-read", "clat_mean_us")}
     out = {k: v / 1e6 for k, v in out.items() if v}
     w, r = med("seq-write", "MBps"), med("seq-read", "MBps")
     if w and r:

@@ -51,6 +51,8 @@ class PredictSpec:
     time_limit_s: float | None         # load.time_limit_s, written for target_rows
     index_files: int                   # partition.index_files
     source: str                        # index.source
+    ram: int | None = None             # server.ram: the target's RAM for the server and its page cache
+    ram_own: int = 0                   # predict.ram_own: added to every rung's scaled RAM
 
     @classmethod
     def of(cls, cfg: dict) -> PredictSpec:
@@ -63,7 +65,9 @@ class PredictSpec:
                    Fitting(pred["min_rungs"], pred["x_margin"], pred["bootstrap"], pred["run_noise"],
                            pred["confidence"]),
                    {**cfg["server"]["settings"], **(load["settings"] or {})}, parse_size(load["sort_memory"]),
-                   load["time_limit_s"], cfg["partition"]["index_files"], cfg["index"]["source"])
+                   load["time_limit_s"], cfg["partition"]["index_files"], cfg["index"]["source"],
+                   parse_size(cfg["server"]["ram"]) if cfg["server"].get("ram") else None,
+                   parse_size(pred["ram_own"]))
 
     def target_pool(self, engine: str = "innodb", rows: float | None = None) -> int:
         """The engine's cache at the target: ``pool_per_row_bytes`` × rows when set, else the
@@ -136,6 +140,8 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
     load["settings"] = spec.rung_settings(load["settings"] or {}, k, objects)
     if spec.scale_sort_memory:
         load["sort_memory"] = kib(max(MIN_SORT_MEMORY, spec.sort_memory * factor))
+    if spec.ram:     # the page cache scales with the pool; the server's own memory does not
+        out["server"]["ram"] = kib(spec.ram * factor + spec.ram_own)
     if spec.scale_files:
         out["partition"]["index_files"] = max(1, round(spec.index_files * factor))
     if spec.scale_time_limit and spec.time_limit_s:

@@ -28,6 +28,9 @@ import mysql.connector
 import psutil
 
 from ..infra.resources import resources_dir
+from ..infra.targets import parse_size
+from . import stale
+from .memory import MemoryCage
 from .tools import (
     SOCKET_PATH_MAX,
     ServerError,
@@ -104,17 +107,20 @@ atexit.register(_stop_all_now)
 class Launch:
     """How a private server starts: its binary (None: found on PATH, /usr/sbin, /usr/libexec),
     TCP on 127.0.0.1 beside the socket, the longest start in seconds, and the storage
-    engines' plugins it loads (``tools.PLUGINS``)."""
+    engines' plugins it loads (``tools.PLUGINS``), and the RAM of the server and its page cache
+    in bytes (None: the machine's; ``memory.MemoryCage``)."""
     binary: str | None = None
     tcp: bool = False
     start_timeout_s: float = 120
     plugins: tuple = ()
+    ram: int | None = None
 
     @classmethod
     def of(cls, server: dict, **over) -> Launch:
-        """From a validated ``server`` config section (binary, tcp, start_timeout_s)."""
-        return cls(**{"binary": server["binary"], "tcp": server["tcp"],
-                      "start_timeout_s": server["start_timeout_s"], **over})
+        """From a validated ``server`` config section (binary, tcp, start_timeout_s, ram)."""
+        ram = server.get("ram")
+        return cls(**{"binary": server["binary"], "tcp": server["tcp"], "start_timeout_s": server["start_timeout_s"],
+                      "ram": parse_size(ram) if ram else None, **over})
 
 
 class Server:
@@ -138,6 +144,7 @@ class Server:
         self.plugins = tuple(plugins)
         self.internal.update(plugin_options(self.binary, self.plugins))
         self.tcp = tcp
+        self.ram, self.cage, self.ram_peak = launch.ram, None, None
         self.port: int | None = None
         self.start_timeout = start_timeout
         self.datadir = self.basedir / "data"
@@ -275,11 +282,15 @@ class Server:
         self._write_config()
         cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(), *self._own_paths()]
         main = threading.current_thread() is threading.main_thread()
+        self.cage = MemoryCage(self.name, self.ram) if self.ram else None
+        child = (lambda: (_set_pdeathsig(), self.cage.enter())) if self.cage else _set_pdeathsig
         t0 = time.monotonic()
         with open(self.basedir / "mysqld.out", "ab") as out:
             self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          preexec_fn=_set_pdeathsig if main else None)
+                                          preexec_fn=child if main else None)
         self._pid = self._proc.pid
+        if self.cage and not main:
+            self.cage.enter(self._pid)
         with _lock:
             _running.add(self)
             _install_handlers()
@@ -366,6 +377,10 @@ class Server:
     def _forget(self):
         self._proc = None
         self._pid = None
+        if self.cage:
+            self.ram_peak = self.cage.peak()
+            self.cage.remove()
+            self.cage = None
         with _lock:
             _running.discard(self)
             if not _running:
@@ -382,56 +397,7 @@ class Server:
 
     def cleanup_stale(self) -> list[str]:
         """Stop a leftover server of this datadir; remove dead pid/socket files."""
-        actions = []
-        ours = f"--defaults-file={self.config_file}"
-        for proc in psutil.process_iter(["pid", "name", "cmdline"]):
-            if proc.info["pid"] == self._pid:
-                continue
-            cmdline = proc.info["cmdline"] or []
-            if ours in cmdline and Path(cmdline[0]).name in ("mariadbd", "mysqld"):
-                actions.append(f"stopped leftover server pid {proc.pid} of {self.datadir}")
-                proc.terminate()
-                try:
-                    proc.wait(60)
-                except psutil.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(30)
-        if self.pid_file.exists():
-            try:
-                pid = int(self.pid_file.read_text().split()[0])
-            except (ValueError, IndexError):
-                pid = None
-            alive = pid is not None and psutil.pid_exists(pid) and pid != self._pid
-            if alive:
-                try:
-                    proc = psutil.Process(pid)
-                    mine = proc.name() in ("mariadbd", "mysqld") and str(self.datadir) in " ".join(
-                        proc.cmdline() + [proc.cwd()])
-                except psutil.AccessDenied:
-                    mine = None  # cannot tell: do not guess
-                except psutil.Error:
-                    mine = False
-                if mine:
-                    proc.terminate()
-                    try:
-                        proc.wait(60)
-                    except psutil.TimeoutExpired:
-                        proc.kill()
-                    actions.append(f"stopped leftover server pid {pid}")
-                elif mine is None:
-                    raise ServerError(f"target {self.name}: {self.pid_file} names live process {pid} "
-                                      f"that cannot be inspected; stop it or remove the file")
-                else:
-                    # The pid was reused (after a crash or reboot) by a process that does not
-                    # serve this datadir: the file is stale, the process is left alone.
-                    actions.append(f"pid file {self.pid_file} named pid {pid}, now an unrelated "
-                                   f"process (left running)")
-            if self.pid_file.exists():
-                self.pid_file.unlink()
-                actions.append(f"removed stale pid file {self.pid_file}")
-        if self.socket.exists() or self.socket.is_symlink():
-            self.socket.unlink()
-            actions.append(f"removed stale socket {self.socket}")
+        actions = stale.cleanup(self)
         for a in actions:
             log.warning("target %s: %s", self.name, a)
         return actions

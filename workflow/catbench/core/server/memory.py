@@ -1,0 +1,110 @@
+"""A private server's RAM (``server.ram``): a memory cgroup that holds the server process and
+the page cache of the files it reads and writes, so a small run sees the pool : RAM : table
+ratios of a large machine. The kernel charges a page-cache page to the cgroup of the process
+that brought it in, and reclaims within the cgroup when it reaches its limit: a page the pool
+evicts stays readable from the page cache only while the cgroup holds it.
+
+cgroup v2 (``memory.max``) where the unified hierarchy has the memory controller, else v1's
+memory controller (``memory.limit_in_bytes``); as root. The cgroup is made beside this
+process's own (a child of it), named after the server, and removed when the server stops."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .tools import ServerError
+
+ROOT = Path("/sys/fs/cgroup")
+KEY = "server.ram"
+
+
+class MemoryLimitError(ServerError):
+    """The RAM a config gives cannot be enforced on this machine."""
+
+
+def _own(line_of: str) -> str:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == line_of or line_of in controllers.split(","):
+            return path.lstrip("/")
+    raise MemoryLimitError(f"config key '{KEY}': this process has no {line_of or 'unified'} cgroup "
+                           f"(/proc/self/cgroup)")
+
+
+def _hierarchy() -> tuple[int, Path]:
+    """(version, the folder a child cgroup is made in)."""
+    v2 = ROOT / "cgroup.controllers"
+    if v2.exists() and "memory" in v2.read_text().split():
+        return 2, ROOT / _own("")
+    if (ROOT / "memory" / "memory.limit_in_bytes").exists():
+        return 1, ROOT / "memory" / _own("memory")
+    raise MemoryLimitError(f"config key '{KEY}': no memory cgroup controller here (neither cgroup v2's "
+                           f"{ROOT}/cgroup.controllers nor v1's {ROOT}/memory); leave it null on this machine")
+
+
+class MemoryCage:
+    """One server's memory cgroup: made with its limit before the server starts, the server's
+    process put in it before it runs anything (``enter`` in the child), removed after it stops."""
+
+    def __init__(self, name: str, limit: int):
+        if os.geteuid() != 0:
+            raise MemoryLimitError(f"config key '{KEY}': a memory cgroup is set as root; run as root or "
+                                   f"leave it null")
+        self.version, parent = _hierarchy()
+        self.limit = int(limit)
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+        self.path = parent / f"catbench-{safe}-{os.getpid()}"
+        limit_file = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        try:
+            if self.version == 2:
+                self._delegate(parent)
+            self.path.mkdir(exist_ok=True)
+            (self.path / limit_file).write_text(str(self.limit))
+            if (self.path / "memory.swap.max").exists():    # the limit is RAM, not RAM and swap
+                (self.path / "memory.swap.max").write_text("0")
+        except OSError as exc:
+            self.remove()
+            raise MemoryLimitError(f"config key '{KEY}': the memory cgroup {self.path} could not be set to "
+                                   f"{self.limit:,} bytes ({exc.strerror or exc}); leave it null on this "
+                                   f"machine") from exc
+        self._procs = os.fsencode(str(self.path / "cgroup.procs"))
+
+    @staticmethod
+    def _delegate(parent: Path) -> None:
+        control = parent / "cgroup.subtree_control"
+        if "memory" not in control.read_text().split():
+            control.write_text("+memory")
+
+    def enter(self, pid: int | None = None) -> None:
+        """``pid`` (default: this process, the child side of fork before exec, so every page
+        the server touches is charged here) into the cgroup: one open and one write."""
+        fd = os.open(self._procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(pid or os.getpid()).encode())
+        finally:
+            os.close(fd)
+
+    def holds(self, pid: int) -> bool:
+        try:
+            return str(pid) in (self.path / "cgroup.procs").read_text().split()
+        except OSError:
+            return False
+
+    def peak(self) -> int | None:
+        """The most the cgroup held (server and page cache), bytes; None where not kept."""
+        for name in ("memory.peak", "memory.max_usage_in_bytes"):
+            try:
+                return int((self.path / name).read_text())
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def remove(self) -> None:
+        """The cgroup's folder, once no process is in it (its page cache goes to the parent)."""
+        try:
+            self.path.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:   # a process still in it (a server that would not stop): left, it is named
+            pass
