@@ -199,3 +199,28 @@ def test_galactic_density_same_bytes_as_the_full_path(tmp_path, id_layout):
     part = generate_index(PrepareSpec.of(cfg), INDEX_FILES, tmp_path / "b/input", tmp_path / "b/input_char28",
                           rows=int(layout["keep"][:3].sum()) + 7)   # a row limit inside a thinned copy
     assert part["rows"] == int(layout["keep"][:3].sum()) + 7
+
+
+def _chunk_sorted(tmp_path, id_layout: str) -> None:
+    """The chunk-sorted input of small_config's ``id_layout``: the generation order's rows,
+    chunks in chunkId order, each chunk's keys ascending."""
+    from catbench.prepare.arrival import written_in_order
+    cfg = small_config()
+    cfg["catalog"]["id_layout"] = id_layout
+    gen, out = tmp_path / id_layout / "gen", tmp_path / id_layout / "sorted"
+    generate_index(PrepareSpec.of(cfg), INDEX_FILES, gen / "input", gen / "input_char28")
+    written_in_order("chunk-sorted", lambda n, c: generate_index(PrepareSpec.of(cfg), INDEX_FILES, n, c),
+                     out / "input", out / "input_char28", "64MB")
+    before = _keys(*sorted((gen / "input").glob("part-*.tsv")))
+    after = _keys(*sorted((out / "input").glob("part-*.tsv")))
+    # chunks in chunkId order, each chunk's rows by key: the same rows
+    assert np.array_equal(after, before[np.lexsort((before[:, 0], before[:, 1]))])
+    sizes = [scan_file(f, VARIANTS["char28"]).rows for f in list_input(out / "input_char28")]
+    assert len(sizes) == INDEX_FILES and max(sizes) - min(sizes) <= 1
+    same = np.diff(after[:, 1]) == 0
+    assert np.all(np.diff(after[:, 0])[same] > 0) and np.any(same)
+
+
+@pytest.mark.parametrize("id_layout", ["random", "spatial"])
+def test_chunk_sorted_order_sorts_each_chunk_by_its_keys(tmp_path, id_layout):
+    _chunk_sorted(tmp_path, id_layout)

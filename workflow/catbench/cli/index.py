@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..core.infra.metrics import JobTimer, summarise
 from ..prepare import partition as partition_mod
+from ..prepare.arrival import ORDERS
 from ..prepare.spec import PoolSetup, PrepareSpec
 from .common import command, read_config
 
@@ -82,7 +83,7 @@ def add_subcommands(sub) -> None:
     def add(name, fn, *flags):
         command(sub, name, fn, *flags, config=name not in ("index-input", "index-merge", "index-working-set"))
 
-    arrival = (("--order", {"choices": ("generation", "chunk"), "default": "generation", "required": False,
+    arrival = (("--order", {"choices": ORDERS, "default": "generation", "required": False,
                             "help": "the rows' order in the files (index.order)"}),
                ("--sort-memory", {"default": "1GB", "required": False,
                                   "help": "chunk order: DuckDB's memory limit (index.sort_memory)"}))

@@ -28,14 +28,16 @@ MIN_POOL, MAX_POOL = 2 << 20, 1 << 50   # --pool: InnoDB's least; more memory th
 
 
 def _target(spec: PredictSpec, engine: str, rows: float, reps: list, pool: int | None = None,
-            limit: bool = True) -> Target:
-    """The target of one load: ``pool`` (--pool) or the config's; load.time_limit_s only
-    where the rungs had one (a strategy that loads in one stream ignores it: its summary's
-    time_limit_s is null) and ``limit`` (--no-time-limit: the time to load every row)."""
+            limit: bool = True, ram: int | None = None) -> Target:
+    """The target of one load: ``pool`` (--pool) or the config's, and the page cache beside it
+    that ``ram`` (--ram, or server.ram) leaves; load.time_limit_s only where the rungs had one
+    (a strategy that loads in one stream ignores it: its summary's time_limit_s is null) and
+    ``limit`` (--no-time-limit: the time to load every row)."""
     from ..predict.scale import Target
     limited = limit and any(r.time_limit_s is not None for r in reps)
-    return Target(rows, pool or spec.target_pool(engine, rows), spec.sort_memory,
-                  spec.time_limit_s if limited else None, spec.below_rate, spec.index_files, spec.level_base)
+    pool = pool or spec.target_pool(engine, rows)
+    return Target(rows, pool, spec.sort_memory, spec.time_limit_s if limited else None, spec.below_rate,
+                  spec.index_files, spec.level_base, spec.page_cache(engine, pool, ram))
 
 
 def _fmt_s(v) -> str:
@@ -59,7 +61,10 @@ def _line(key: tuple, p: dict) -> str:
              f"{_fmt_n(p['later_half_rate_ci_high'])}] at table ÷ pool {p['later_half_x'][0]:.2f}–"
              f"{p['later_half_x'][1]:.2f}" if p.get("later_half_rate") and p["fit"]["form"] != "steady" else "")
     k = p["fit"].get("calibration_k")
-    return (f"{name}: {what}, table {human(p['table_bytes'])}{later}, {p['regime']}"
+    io = (f", {p['pool_misses_per_row']:.3f} pool misses and {p['device_reads_per_row']:.3f} device reads a row"
+          if p["fit"]["form"] == "misses" else "")
+    cpu = f", server CPU {p['server_cpu_us_per_row']:.1f} µs a row" if p.get("server_cpu_us_per_row") else ""
+    return (f"{name}: {what}, table {human(p['table_bytes'])}{later}{io}{cpu}, {p['regime']}"
             + (f" (a miss costs {k:.2f}× fio's page read + write)" if k else ""))
 
 
@@ -130,7 +135,7 @@ def cmd_predict(a) -> int:
     spec = PredictSpec.of(load(a.config))
     fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
     rows = float(a.rows if a.rows is not None else spec.target_rows)
-    pool = a.pool
+    pool, ram = a.pool, a.ram or spec.ram
     groups = read_runs(a.results)
     if not groups:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
@@ -141,12 +146,13 @@ def cmd_predict(a) -> int:
                               f"rows, not the {rows:,.0f} predicted: give --rows {reps[0].rung_rows}")
     # load.time_limit_s was written for predict.target_rows: at another N it means nothing
     limit = not a.no_time_limit and rows == spec.target_rows
-    out = {"rows": rows, "pool_bytes": pool, "predictions": [], "validation": [], "measured": []}
+    out = {"rows": rows, "pool_bytes": pool, "ram_bytes": ram, "predictions": [], "validation": [], "measured": []}
     print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
+          + (f" and {human(ram)} of RAM" if ram else "")
           + f" from {len(a.results)} run(s):")
     for key, reps in sorted(groups.items()):
         _one_ladder(key, reps)
-        t = _target(spec, key[2], rows, reps, pool, limit)
+        t = _target(spec, key[2], rows, reps, pool, limit, ram)
         p = predict(reps, t, fitting)
         out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
@@ -169,21 +175,21 @@ def cmd_predict(a) -> int:
         print("  none: every load has a single rung")
     out["validation"] += out["measured"]   # the report's validation: the rungs' own, then the target's
     if a.out:
-        out["curve"] = _curves(spec, fitting, groups, measured, pool, rows)
+        out["curve"] = _curves(spec, fitting, groups, measured, pool, rows, ram)
         with atomic_path(a.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
 
 
 def _curves(spec: PredictSpec, fitting: Fitting, groups: dict, measured: dict, pool: int | None,
-            rows: float) -> list:
+            rows: float, ram: int | None = None) -> list:
     """Per load: its predicted time to every row at each N of the grid (the user's pool, or
     the config's at that N) and the points its runs measured (rungs, then --measured);
     ``rows``: the N the prediction was asked for."""
     from ..predict.curve import GRID, curve, measured_points
     out = []
     for key, reps in sorted(groups.items()):
-        targets = [_target(spec, key[2], n, reps, pool, limit=False) for n in GRID]
+        targets = [_target(spec, key[2], n, reps, pool, limit=False, ram=ram) for n in GRID]
         out.append({"key": dict(zip(KEY_FIELDS, key)), "target_rows": rows, "predicted": curve(reps, targets, fitting),
                     "measured": measured_points(reps + measured.get(key, []))})
     return out
@@ -256,6 +262,11 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--rows", type=_rows, help="index rows to predict (default predict.target_rows)")
     p.add_argument("--pool", type=_pool, help="the target's cache (e.g. 128G; default the config's, or "
                    "predict.pool_per_row_bytes × rows)")
+    p.add_argument("--ram", type=_pool, help="the target's RAM for the server and its page cache (e.g. 512G; "
+                   "default server.ram). Where the engine reads through the page cache (innodb_flush_method "
+                   "fsync, MyISAM, MyRocks), a page the pool misses is read from RAM while the table's pages fit "
+                   "in what is left of it beside the pool and predict.ram_own, from the device after: each "
+                   "at its cost on the target (fio's cache-read and page-read)")
     p.add_argument("--no-time-limit", action="store_true",
                    help="predict the time to load every row, ignoring load.time_limit_s (ignored too "
                         "when --rows is not predict.target_rows, which the limit was written for)")

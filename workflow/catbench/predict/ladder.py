@@ -80,3 +80,13 @@ def check_objects(rows: tuple, objects: list[int]) -> None:
             raise ConfigError(f"predict.rows: {sorted(rows)} make two rungs of the same {a:,} objects "
                               f"({a * ROWS_PER_OBJECT:,} rows; a rung is a whole number of objects of "
                               f"{ROWS_PER_OBJECT:,} rows): give rungs that differ by more")
+
+
+DIRECT = ("O_DIRECT", "O_DIRECT_NO_FSYNC")   # innodb_flush_method values that bypass the page cache
+
+
+def buffered(engine: str, flush_method) -> bool:
+    """Whether the engine reads its table through the page cache: InnoDB unless its
+    innodb_flush_method bypasses it (None: MariaDB >= 10.6's default, O_DIRECT); MyISAM and
+    MyRocks here always."""
+    return engine != "innodb" or str(flush_method or "O_DIRECT").upper() not in DIRECT

@@ -4,15 +4,18 @@
 Seconds per row = a (the cached cost: CPU, log) + what the regime adds:
 
     steady   nothing                                  (key-ordered, sorted, build-bound loads)
-    misses   miss_s × m(x),  m(x) = max(0, 1 − (x_c/x)^p)  (a B-tree past its pool: m is the
-             share of inserts whose leaf is not in it, x = table ÷ pool; p = 1 for a cache that
-             holds a random x_c/x of the leaves; miss_s = K × one page miss's cost)
+    misses   cache_s × (m(x) − m(ρx)) + miss_s × m(ρx),  m(x) = max(0, 1 − (x_c/x)^p)  (a B-tree
+             past its pool: m is the share of inserts whose leaf is not in it, x = table ÷ pool;
+             p = 1 for a cache that holds a random x_c/x of the leaves; ρ = pool ÷ (pool + the
+             page cache the table can use), 1 without one: a pool miss the page cache holds
+             costs cache_s = K × a page read from RAM, one it does not miss_s = K × the device's)
     levels   level_s × log10(1 + x / x_b)              (an LSM: each level a row passes through
              is written again; x_b = the first level's bytes ÷ the cache)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -38,6 +41,8 @@ class RateCurve:
     x_c: float = math.inf         # table ÷ pool where leaves start to miss (misses)
     p: float = 1.0                # how fast the hit ratio falls past x_c (misses)
     level_s: float = 0.0          # seconds per row per level (levels)
+    cache_s: float = 0.0          # seconds per row per unit of pool misses the page cache holds (misses)
+    rho: float = 1.0              # pool ÷ (pool + page cache): x of the device's misses is ρx
     x_b: float = math.inf         # the first level's bytes ÷ the cache (levels)
     n: int = 0
     rss: float = 0.0              # residual sum of squares of log(rate)
@@ -51,6 +56,10 @@ class RateCurve:
             return np.zeros_like(np.asarray(x, float))
         return miss_ratio(x, self.x_c, self.p)
 
+    def device_ratio(self, x):
+        """The share of inserts whose leaf is in neither the pool nor the page cache."""
+        return self.miss_ratio(np.asarray(x, float) * self.rho)
+
     def levels(self, x):
         x = np.asarray(x, float)
         if self.form != "levels" or not math.isfinite(self.x_b):
@@ -58,7 +67,15 @@ class RateCurve:
         return np.log10(1.0 + np.maximum(x, 0.0) / self.x_b)
 
     def seconds_per_row(self, x):
-        return self.a + self.miss_s * self.miss_ratio(x) + self.level_s * self.levels(x)
+        m, d = self.miss_ratio(x), self.device_ratio(x)
+        return self.a + self.cache_s * (m - d) + self.miss_s * d + self.level_s * self.levels(x)
+
+    def with_page_cache(self, rho: float, cache_share: float | None) -> "RateCurve":
+        """The curve under a page cache: ρ = pool ÷ (pool + page cache), a pool miss the page
+        cache holds costing ``cache_share`` × the device's (fio's cache-read over page-read)."""
+        if self.form != "misses" or rho >= 1 or cache_share is None:
+            return self
+        return dataclasses.replace(self, rho=float(rho), cache_s=self.miss_s * cache_share)
 
     def rate(self, x):
         return 1.0 / self.seconds_per_row(x)
@@ -68,14 +85,13 @@ class RateCurve:
         level's bytes over that cache: the user's own settings at the target)."""
         if self.form != "levels" or not level_base:
             return self
-        return RateCurve(self.form, self.a, self.miss_s, self.x_c, self.p, self.level_s, level_base / pool,
-                         self.n, self.rss)
+        return dataclasses.replace(self, x_b=level_base / pool)
 
     def as_dict(self) -> dict:
         fin = (lambda v: v if math.isfinite(v) else None)
         return {"form": self.form, "r0_rows_per_s": self.r0, "a_s_per_row": self.a,
                 "miss_s_per_row": self.miss_s, "x_c": fin(self.x_c), "p": self.p, "level_s_per_row": self.level_s,
-                "x_b": fin(self.x_b), "points": self.n}
+                "x_b": fin(self.x_b), "points": self.n, "cache_s_per_row": self.cache_s, "rho": self.rho}
 
 
 def _log_rss(curve: RateCurve, x, y, w, x_b=None) -> float:
@@ -95,18 +111,25 @@ def _linear(cols, inv, w, r):
     return coef
 
 
-def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=None) -> RateCurve:
+def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=None, device=None,
+             cache_share: float | None = None) -> RateCurve:
     """The curve of ``form`` through the windows (x, rate), weighted by their rows, in
     log(rate). misses: with the windows' measured ``misses`` per row, m(x)'s x_c and p by
     least squares on them, then a and miss_s on the rates over the measured misses; without
     them p = 1 and x_c on every midpoint between distinct x (``_fit_misses``). levels:
-    ``x_b`` given per point (each rung's first level ÷ its cache), a and level_s least squares."""
+    ``x_b`` given per point (each rung's first level ÷ its cache), a and level_s least squares.
+    ``device``: per window the misses the device served (the rest the page cache did, each at
+    ``cache_share`` × a device miss's cost); None: the device served every miss."""
     x, r = np.asarray(x, float), np.asarray(rate, float)
     ok = (x > 0) & (r > 0) & np.isfinite(x) & np.isfinite(r)
     if misses is not None:
         misses = np.asarray(misses, float)
         ok &= np.isfinite(misses)
-        misses = misses[ok]
+        if device is not None and cache_share is not None:
+            device = np.clip(np.nan_to_num(np.asarray(device, float)), 0.0, misses)
+            misses, device = misses[ok], device[ok]
+        else:
+            misses, device = misses[ok], None
     x, r = x[ok], r[ok]
     x_b = np.broadcast_to(np.asarray(x_b, float), ok.shape)[ok]
     w = np.ones_like(x) if weight is None else np.asarray(weight, float)[ok]
@@ -123,7 +146,7 @@ def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=No
         a, b = _linear([one, lv], inv, w, r)
         c = RateCurve("levels", float(a), level_s=float(b), x_b=float(np.median(x_b)), n=len(x))
     elif misses is not None and np.count_nonzero(misses > 0.05) >= 3:
-        c = _fit_measured_misses(x, misses, inv, w, r)
+        c = _fit_measured_misses(x, misses, inv, w, r, device, cache_share)
     else:
         c = _fit_misses(x, y, inv, w, r)
     if c is None or c.a <= 0:
@@ -133,18 +156,22 @@ def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=No
     return c
 
 
-def _fit_measured_misses(x, m_obs, inv, w, r) -> RateCurve | None:
+def _fit_measured_misses(x, m_obs, inv, w, r, d_obs=None, share=None) -> RateCurve | None:
     """m(x) through the measured misses per row (x_c, p: weighted least squares), then the
     cached cost a and the cost of a miss by least squares of each window's seconds per row on
-    its measured misses: the miss's cost is read from the misses the server counted."""
+    its measured misses: the miss's cost is read from the misses the server counted. With
+    ``d_obs`` (the device's share of them) a miss the page cache served counts ``share`` of one
+    the device served."""
     def resid(v):
         return np.sqrt(w) * (m_obs - miss_ratio(x, v[0], v[1]))
     start = float(np.min(x[m_obs > 0.05]))
     sol = least_squares(resid, x0=[start, 1.0], bounds=([1e-3, 0.25], [float(np.max(x)), 8.0]))
-    a, b = _linear([np.ones_like(x), m_obs], inv, w, r)
+    cost = m_obs if d_obs is None else (m_obs - d_obs) * share + d_obs
+    a, b = _linear([np.ones_like(x), cost], inv, w, r)
     if a <= 0 or b <= 0:
         return None
-    return RateCurve("misses", float(a), miss_s=float(b), x_c=float(sol.x[0]), p=float(sol.x[1]), n=len(x))
+    return RateCurve("misses", float(a), miss_s=float(b), x_c=float(sol.x[0]), p=float(sol.x[1]), n=len(x),
+                     cache_s=0.0 if share is None else float(b * share))
 
 
 def _misses_at(xc, x, y, inv, w, r) -> tuple[float, RateCurve | None]:
@@ -189,9 +216,9 @@ def cumulative_seconds(curve: RateCurve, rows: float, bytes_per_row: float, pool
         return n, n * curve.a
     n = np.geomspace(rows * 1e-9, rows, points)
     if curve.form == "misses":
-        n_c = curve.x_c * pool / bytes_per_row
-        if 0 < n_c < rows:
-            n = np.union1d(n, [n_c])
+        for n_c in (curve.x_c * pool / bytes_per_row, curve.x_c / curve.rho * pool / bytes_per_row):
+            if 0 < n_c < rows:
+                n = np.union1d(n, [n_c])
     n = np.concatenate([[0.0], n])
     return n, cumulative_trapezoid(curve.seconds_per_row(n * bytes_per_row / pool), n, initial=0.0)
 
@@ -212,6 +239,10 @@ def rows_until_rate(curve: RateCurve, rate: float, bytes_per_row: float, pool: f
     extra = 1.0 / rate - curve.a
     if extra <= 0:
         return 0.0
+    if curve.form == "misses" and curve.rho < 1:     # two cache levels: on a grid of table ÷ pool
+        x = np.geomspace(curve.x_c, curve.x_c / curve.rho * 1e6, 20000)
+        past = np.nonzero(curve.seconds_per_row(x) > 1.0 / rate)[0]
+        return float(x[past[0]] * pool / bytes_per_row) if past.size else None
     if curve.form == "misses" and curve.miss_s > extra:
         return curve.x_c / (1.0 - extra / curve.miss_s) ** (1.0 / curve.p) * pool / bytes_per_row
     if curve.form == "levels" and curve.level_s > 0:

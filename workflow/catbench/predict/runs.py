@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
 from ..core.infra.targets import parse_size
-from .ladder import level_base
+from .ladder import buffered, level_base
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
+PAGE = 16384   # InnoDB's page: a device read of a missed leaf
 
 
 @dataclass
@@ -52,6 +53,9 @@ class Rep:
     device: dict = field(default_factory=dict)   # the target's fio figures (_device)
     level_base: float | None = None      # an LSM's first level's bytes (max_bytes_for_level_base)
     misses: np.ndarray | None = field(repr=False, default=None)   # per window: cache reads from disk per row
+    device_reads: np.ndarray | None = field(repr=False, default=None)   # per window: device page reads per row
+    buffered: bool = False               # the engine reads through the page cache (_buffered)
+    ram: int | None = None               # the server's memory cgroup limit (server.ram), bytes
 
     @property
     def bytes_per_row(self) -> float:
@@ -109,12 +113,27 @@ def _windows_misses(trace, t0: float, bpr: float, pool: int, samples=None, count
     mid_rows = (n2 + n1) / 2
     size = _table_size(samples, np.interp(mid_rows, np.append(0.0, cum), np.append(t0, end)))
     mid = (mid_rows * bpr if size is None else size) / pool
-    misses = None
-    reads = None if samples is None or not counter else samples.get(counter)
-    if reads is not None and len(reads) >= 2 and not any(v is None for v in reads):
-        t, reads = np.asarray(samples["time"], float), np.asarray(reads, float)
-        misses = ((np.interp(t2, t, reads) - np.interp(t1, t, reads)) / np.where(rows > 0, rows, 1))[ok]
+    misses = _per_row(samples, counter, (t1, t2), rows, ok)
     return mid[ok], (rows / np.where(dt > 0, dt, 1))[ok], rows[ok], misses
+
+
+def _per_row(samples, column: str, times: tuple, rows, ok, unit: float = 1.0):
+    """The sampler's ``column`` between each window's ends (``times``) per row, in ``unit``s;
+    None without it."""
+    values = None if samples is None or not column else samples.get(column)
+    if values is None or len(values) < 2 or any(v is None for v in values):
+        return None
+    t, values = np.asarray(samples["time"], float), np.asarray(values, float)
+    t1, t2 = times
+    return ((np.interp(t2, t, values) - np.interp(t1, t, values)) / unit / np.where(rows > 0, rows, 1))[ok]
+
+
+def _device_reads(trace, t0: float, samples) -> np.ndarray | None:
+    """Each window's pages read from the target's device per row (``dev_read_bytes`` ÷ 16 KiB):
+    the pool misses the page cache did not serve."""
+    t1, t2, n1, n2, _, _ = _bounds(trace, t0, samples)
+    rows, dt = n2 - n1, t2 - t1
+    return _per_row(samples, "dev_read_bytes", (t1, t2), rows, (rows > 0) & (dt > 0), PAGE)
 
 
 def _table_size(samples, times) -> np.ndarray | None:
@@ -225,12 +244,20 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
     limit = summary.get("time_limit_s")
     by_limit = _rows_by_limit(trace, samples, first, begin + limit) if r.get("stopped") and limit else None
     later = _later_half(trace, samples, first, rows if by_limit is None else by_limit, tb / rows, pool)
-    return Rep(key, run, rows, seconds, bool(r.get("stopped")), limit, tb, pool,
+    buffered = _buffered(summary, key[2])
+    rep = Rep(key, run, rows, seconds, bool(r.get("stopped")), limit, tb, pool,
                int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
                r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, bool(summary["in_file_order"]), x, rate, wt,
                v.get("working_set_over_pool"), v.get("collapse_expected"),
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
                int(summary.get("files") or 0), by_limit, later, dev, _level_base(summary), misses)
+    rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
+    rep.device_reads = _device_reads(trace, first, samples) if buffered else misses
+    return rep
+
+
+def _buffered(summary: dict, engine: str) -> bool:
+    return buffered(engine, ((summary.get("server") or {}).get("variables") or {}).get("innodb_flush_method"))
 
 
 def _columns(path: Path, cols) -> dict | None:
@@ -268,7 +295,7 @@ def read_run(results) -> list[Rep]:
         if pool is None or tr is None:
             continue
         # what the windows read of the sampler (_progress, _table_size)
-        sm = _columns(path.parent / "samples.parquet", ("time", "Handler_write", "table_bytes",
+        sm = _columns(path.parent / "samples.parquet", ("time", "Handler_write", "table_bytes", "dev_read_bytes",
                                                         *{e.miss_counter for e in ENGINES.values() if e.miss_counter}))
         reps = summary.get("repetitions") or [summary]
         key = (target, variant, engine, strategy, layout)

@@ -8,11 +8,15 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.integrate import trapezoid
 from scipy.optimize import least_squares
 
+from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .runs import Rep
 from .spec import Fitting
+
+__all__ = ["Fit", "Target", "Refusal", "fit", "predict", "validate", "compare", "form_of", "check", "interval"]
 
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
 DROP = 0.8            # a collapse: the fitted rate at the largest x seen at most this × the cached rate
@@ -23,78 +27,6 @@ MORE_LEVELS = 1.0     # an LSM's cost per level is carried at most this many lev
 
 class Refusal(ValueError):
     """The model does not support this prediction; the message says why."""
-
-
-@dataclass
-class Target:
-    rows: float
-    pool: float                    # the engine's cache, bytes
-    sort_memory: float | None = None
-    time_limit_s: float | None = None
-    below_rate: float | None = None
-    files: int = 0                 # input files (partition.index_files)
-    level_base: float | None = None   # an LSM's first level at the target (its settings)
-
-
-@dataclass
-class Fit:
-    curve: RateCurve
-    bpr_slope: float               # table bytes per row (over the rungs' sizes)
-    bpr_intercept: float
-    pre_coef: float                # seconds ÷ (N log2 N) before the first row (the sort's compares)
-    post: tuple[float, float]      # seconds per row after the last row (an index build): (c, α) of c + α log2 N
-    cpu_share: float | None        # server CPU-s per second of load (cores busy)
-    device: dict                   # the target's fio figures (runs.device), the rungs' median
-    spilled: bool                  # a rung's sort ran past its memory (its pre_s holds a spill pass)
-    input_per_row: float           # input bytes per row
-    x_seen: float                  # the largest table ÷ pool any rung's window reached
-    overhead: float = 0.0          # bytes of the cache the table cannot use (pool_overhead)
-
-    def pool(self, pool: float) -> float:
-        """The cache's bytes the table can use: x of the curve is table ÷ this."""
-        return pool - self.overhead
-
-    @property
-    def calibration(self) -> float | None:
-        """K: a miss's cost in the fit ÷ fio's page read (+ write) on the target."""
-        miss = self.device.get("page_read_s")
-        if self.curve.form != "misses" or not miss:
-            return None
-        return self.curve.miss_s / (miss + self.device.get("page_write_s", 0.0))
-
-    def table_bytes(self, rows: float) -> float:
-        return self.bpr_intercept + self.bpr_slope * rows
-
-    def phase_s(self, t: Target) -> tuple[float, float]:
-        """Seconds before the first row and after the last at ``t``: the rungs' N log2 N
-        coefficient before (plus one pass of the input written and read back where ``t``'s sort
-        spills and no rung's did, at fio's sequential rates on the target), and the build's
-        per-row cost c + α log2 N after (``build_per_row``)."""
-        nl = _nlogn(t.rows)
-        pre = self.pre_coef * nl
-        if (self.pre_coef > 0 and t.sort_memory and not self.spilled
-                and t.rows * self.input_per_row > t.sort_memory and self.device.get("seq_s_per_byte")):
-            pre += t.rows * self.input_per_row * self.device["seq_s_per_byte"]
-        c, alpha = self.post
-        return pre, max(0.0, t.rows * (c + alpha * math.log2(max(t.rows, 2))))
-
-
-def _nlogn(rows: float) -> float:
-    return rows * math.log2(max(rows, 2))
-
-
-def build_per_row(reps: list[Rep]) -> tuple[float, float]:
-    """(c, α) of a key build's seconds per row, c + α log2 N, through the rungs' builds: a merge
-    sort's depth in log2 N, with the intercept for the depth a CPU cache sorts almost free. One
-    rung size, or a slope ≤ 0 the rungs' noise made: the rungs' median per N log2 N, through the
-    origin."""
-    rows = np.array([r.rows for r in reps], float)
-    per = np.array([r.post_s for r in reps], float) / rows
-    if len(np.unique(rows)) >= 2 and per.max() > 0:
-        alpha, c = np.polyfit(np.log2(rows), per, 1)
-        if alpha > 0:
-            return float(c), float(alpha)
-    return 0.0, float(np.median(per / np.log2(np.maximum(rows, 2))))
 
 
 def form_of(key: tuple, reps: list[Rep]) -> str:
@@ -173,7 +105,11 @@ def fit(reps: list[Rep], form: str) -> Fit:
     x_b = np.concatenate([np.full(len(r.x), (r.level_base or math.inf) / r.pool) for r in reps])
     misses = (np.concatenate([r.misses for r in reps])
               if form == "misses" and all(r.misses is not None for r in reps) else None)
-    curve = fit_rate(x, rate, w, form, x_b, misses)
+    dev = (np.concatenate([r.device_reads for r in reps])
+           if misses is not None and all(r.device_reads is not None and len(r.device_reads) == len(r.x)
+                                         for r in reps) else None)
+    share = cache_share(_device(reps))
+    curve = fit_rate(x, rate, w, form, x_b, misses, dev, share)
     x_seen = float(np.max(x[np.isfinite(x)])) if len(x) else 0.0
     if curve.form == "misses" and curve.seconds_per_row(x_seen) * DROP < curve.a:
         curve = fit_rate(x, rate, w, "steady")
@@ -185,16 +121,33 @@ def fit(reps: list[Rep], form: str) -> Fit:
         if s > 0:
             slope, icpt = float(s), float(i)
     cpu = [r.server_cpu_s / r.seconds for r in reps if r.server_cpu_s and r.seconds > 0]
+    per_row = [r.server_cpu_s / r.rows for r in reps if r.server_cpu_s and r.rows > 0]
     return Fit(curve, slope, icpt,
-               float(np.median([r.pre_s / _nlogn(r.rung_rows) for r in reps])),
+               float(np.median([r.pre_s / nlogn(r.rung_rows) for r in reps])),
                build_per_row(reps),
                _median(cpu), _device(reps),
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
-               float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u)
+               float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u, _median(per_row))
 
 
 def _curve(f: Fit, t: Target) -> RateCurve:
-    return f.curve.at_pool(t.level_base, t.pool)
+    """The fitted curve at the target's cache: an LSM's first level over it, and the page cache
+    beside a B-tree's pool (ρ = the pool the table can use ÷ that and the page cache)."""
+    c = f.curve.at_pool(t.level_base, t.pool)
+    if t.page_cache > 0:
+        c = c.with_page_cache(f.pool(t.pool) / (f.pool(t.pool) + t.page_cache), f.cache_share)
+    return c
+
+
+def _per_row_average(curve: RateCurve, rows: float, bpr: float, pool: float) -> tuple[float, float]:
+    """(pool misses, device reads) per row over the whole load: m and its device share averaged
+    over the rows (a geometric grid's trapezoids)."""
+    if curve.form != "misses" or rows <= 0:
+        return 0.0, 0.0
+    n = np.concatenate([[0.0], np.geomspace(rows * 1e-6, rows, 2000)])
+    x = n * bpr / pool
+    m, d = curve.miss_ratio(x), curve.device_ratio(x)
+    return float(trapezoid(m, n) / rows), float(trapezoid(d, n) / rows)
 
 
 def _rows_at_limit(f: Fit, t: Target, bpr: float) -> float | None:
@@ -230,6 +183,9 @@ def point(f: Fit, t: Target) -> dict:
         out.update(rows=limited, seconds=t.time_limit_s, stopped=True, table_bytes=limited * bpr,
                    load_s=t.time_limit_s - pre, post_s=0.0)
     out.update(_later_half(curve, out["rows"], bpr, f.pool(t.pool), t.pool))
+    out["pool_misses_per_row"], out["device_reads_per_row"] = _per_row_average(curve, out["rows"], bpr,
+                                                                               f.pool(t.pool))
+    out["server_cpu_us_per_row"] = None if f.cpu_per_row is None else f.cpu_per_row * 1e6
     if t.below_rate:
         n = rows_until_rate(curve, t.below_rate, bpr, f.pool(t.pool))
         out["rows_until_below_rate"] = n
@@ -244,8 +200,10 @@ def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
         return "sort bound" if any(r.sorts for r in reps) else "index-build bound"
     c = _curve(f, t)
     x_end = t.rows * p["bytes_per_row"] / f.pool(t.pool)
-    if c.form == "misses" and x_end > c.x_c:
+    if c.form == "misses" and x_end * c.rho > c.x_c:
         return "I/O bound (random page reads)"
+    if c.form == "misses" and x_end > c.x_c:
+        return "page-cache bound (pool misses read back from RAM)"
     if c.form == "levels" and c.level_s * c.levels(x_end) >= c.a:
         return "I/O bound (LSM compaction)"
     return "server-CPU bound" if (f.cpu_share or 0) >= 0.5 else "steady (client or input bound)"
@@ -487,8 +445,10 @@ def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
     if len(rungs) < 2:
         return None
     top = [r for r in reps if r.rung_rows == rungs[-1]]
-    t = Target(rungs[-1], float(np.median([r.pool for r in top])),
-               float(np.median([r.sort_memory for r in top])), top[0].time_limit_s, files=top[0].files,
-               level_base=top[0].level_base)
+    pool = float(np.median([r.pool for r in top]))
+    ram = top[0].ram if top[0].buffered else None
+    t = Target(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
+               files=top[0].files, level_base=top[0].level_base,
+               page_cache=max(0.0, ram - pool - fitting.ram_own) if ram else 0.0)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))
     return {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], **compare(p, top)}

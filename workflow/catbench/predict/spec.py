@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
-from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, check_objects, check_rows, kib, level_base, scaled_options,
+from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, level_base,
+                     scaled_options,
                      scaled_size)
 
 
@@ -26,6 +27,7 @@ class Fitting:
     confidence: float
     own_check: bool = True     # the interval carries the ladder's own miss on its largest rung
     seed: int = 0              # the bootstrap's random numbers
+    ram_own: int = 0           # predict.ram_own: a rung's RAM that is neither its pool nor page cache
 
     def replace(self, **kw) -> Fitting:
         return dataclasses.replace(self, **kw)
@@ -63,7 +65,7 @@ class PredictSpec:
                    pred["below_rate"], tuple(pred["scale_settings"]), pred["level_rows"], pred["scale_sort_memory"],
                    pred["scale_files"], pred["scale_time_limit"],
                    Fitting(pred["min_rungs"], pred["x_margin"], pred["bootstrap"], pred["run_noise"],
-                           pred["confidence"]),
+                           pred["confidence"], ram_own=parse_size(pred["ram_own"])),
                    {**cfg["server"]["settings"], **(load["settings"] or {})}, parse_size(load["sort_memory"]),
                    load["time_limit_s"], cfg["partition"]["index_files"], cfg["index"]["source"],
                    parse_size(cfg["server"]["ram"]) if cfg["server"].get("ram") else None,
@@ -81,6 +83,14 @@ class PredictSpec:
             raise ConfigError(f"no {var} in load.settings or server.settings, and no predict.pool_per_row_bytes: "
                               f"the target's pool is unknown")
         return parse_size(value)
+
+    def page_cache(self, engine: str, pool: float, ram: float | None) -> float:
+        """Bytes of ``ram`` (--ram, or server.ram) left for the table's pages beside the
+        pool and the server's own memory, where the engine reads through the page cache."""
+        ram = ram or self.ram
+        if not ram or not buffered(engine, self.settings.get("innodb_flush_method")):
+            return 0.0
+        return max(0.0, ram - pool - self.ram_own)
 
     @property
     def level_base(self) -> float | None:

@@ -3,8 +3,11 @@
 ``generation``: as the generator makes them, copy after copy (what the files hold first).
 ``chunk``: as Qserv's ingest presents them: its director index is filled one contribution
 (one chunk's rows) after another, chunks in chunkId order; within a chunk the rows keep
-their generation order, as in the chunk files the partition stage writes. The rows are
-then split into the same number of files, evenly, as before.
+their generation order, as in the chunk files the partition stage writes.
+``chunk-sorted``: chunks in chunkId order, each chunk's rows in key order (a chunk table
+dumped in its primary key's order): with spatial ids every file ascends and each starts
+where the last ended; with random ids each file ascends across the whole key space.
+The rows are then split into the same number of files, evenly, as before.
 
 The chunk order is made from the generation-order files, whichever path wrote them (so
 both paths give the same bytes): each file is read once (Arrow's CSV reader), numbered,
@@ -30,7 +33,9 @@ from .arrays import arrow, numpy
 from .index_only import WRITE_ROWS, bounds
 from .rowtext import IndexText
 
-ORDERS = ("generation", "chunk")
+# each order but generation: the rows' sort (c: chunkId, o: generation number, k: key)
+ORDER_BY = {"chunk": "c, o", "chunk-sorted": "c, k"}
+ORDERS = ("generation", *ORDER_BY)
 _COLUMNS = {"k": pa.int64(), "c": pa.int32(), "s": pa.int32()}
 
 
@@ -46,7 +51,7 @@ def written_in_order(order: str, write, out_numeric, out_char, memory: str) -> d
     work = out_numeric.parent / f".arrival-{out_numeric.name}"
     shutil.rmtree(work, ignore_errors=True)
     try:
-        return _arranged(write, out_numeric, out_char, memory, work)
+        return _arranged(write, out_numeric, out_char, memory, work, order)
     except BaseException:     # part of the files, no manifest: nothing that could pass for the input
         for d in (out_numeric, out_char):
             shutil.rmtree(d, ignore_errors=True)
@@ -55,7 +60,7 @@ def written_in_order(order: str, write, out_numeric, out_char, memory: str) -> d
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _arranged(write, out_numeric, out_char, memory: str, work) -> dict:
+def _arranged(write, out_numeric, out_char, memory: str, work, order: str) -> dict:
     """The input written into ``work`` and arranged from there, the failures said as what to
     change: the memory key, or the full disk."""
     import duckdb
@@ -63,7 +68,7 @@ def _arranged(write, out_numeric, out_char, memory: str, work) -> dict:
            "free space there (the sort needs about three times the input) or set index.order: generation"
     try:
         summary = write(work / out_numeric.name, work / Path(out_char).name)
-        summary.update(arrange(work / out_numeric.name, out_numeric, out_char, memory, work))
+        summary.update(arrange(work / out_numeric.name, out_numeric, out_char, memory, work, order))
         return summary
     except duckdb.OutOfMemoryException:
         raise ValueError(f"config key 'index.sort_memory': {memory} is too little for DuckDB's sort of the "
@@ -94,9 +99,9 @@ def _table(files: list[Path], con):
     return first
 
 
-def arrange(src_numeric, out_numeric, out_char, memory: str, work) -> dict:
-    """The rows of ``src_numeric`` (generation order) in chunk order, split evenly into as
-    many files as it has, in both key forms; the manifests last."""
+def arrange(src_numeric, out_numeric, out_char, memory: str, work, order: str = "chunk") -> dict:
+    """The rows of ``src_numeric`` (generation order) in ``order``, split evenly into as many
+    files as it has, in both key forms; the manifests last."""
     import duckdb
     files = list_input(src_numeric)
     work = Path(work)
@@ -106,13 +111,13 @@ def arrange(src_numeric, out_numeric, out_char, memory: str, work) -> dict:
         "preserve_insertion_order": True})
     try:
         total = _table(files, con)
-        reader = con.sql("SELECT k, c, s FROM rows ORDER BY c, o").to_arrow_reader(WRITE_ROWS)
+        reader = con.sql(f"SELECT k, c, s FROM rows ORDER BY {ORDER_BY[order]}").to_arrow_reader(WRITE_ROWS)
         done = write_split(reader, bounds(total, len(files)), Path(out_numeric), Path(out_char))
     finally:
         con.close()
     write_manifest(out_numeric, {n: {"rows": r, "bytes": b} for n, r, b, _ in done}, total)
     write_manifest(out_char, {n: {"rows": r, "bytes": b} for n, r, _, b in done}, total)
-    return {"order": "chunk", "arranged_rows": total}
+    return {"order": order, "arranged_rows": total}
 
 
 def write_split(reader, b: list[int], out_numeric: Path, out_char: Path) -> list[tuple]:

@@ -33,7 +33,7 @@ from ...core.index.input import write_manifest
 from ...core.infra.files import atomic_path
 from ...core.infra.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines
 from ..arrays import numpy
-from ..arrival import ORDERS, write_split
+from ..arrival import ORDER_BY, ORDERS, write_split
 from ..chunker import Chunker
 from ..index_only import WRITE_ROWS, bounds
 from ..spec import PrepareSpec
@@ -276,7 +276,7 @@ def read_index(setup: ReadSetup, out_numeric, out_char, sources_out) -> dict:
         dup = _duplicate(con, files, setup.columns["objectId"])
         if dup:
             raise SourceError(dup)
-        order = " ORDER BY c, o" if setup.order == "chunk" else ""
+        order = f" ORDER BY {ORDER_BY[setup.order]}" if setup.order in ORDER_BY else ""
         reader = con.sql(f"SELECT k, c, s FROM rows{order}").to_arrow_reader(WRITE_ROWS)
         done = write_split(reader, bounds(total, setup.n_files), out_numeric, out_char)
     except duckdb.OutOfMemoryException as exc:

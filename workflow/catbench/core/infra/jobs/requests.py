@@ -96,7 +96,7 @@ def _runtimes(sizes: RunSizes) -> dict:
     index_load = s.objects / irate
     restart_runs, crash_loads = _restarts(rs)
     r, ir = "jobs.rows_per_s", "jobs.index_rows_per_s"
-    chunk_order = sizes.index.order == "chunk"
+    chunk_order = sizes.index.order != "generation"
     return {
         "catalog_patch": (s.patch_rows / rate, r),
         "catalog_part": (s.part_rows / rate, r),
@@ -169,8 +169,8 @@ def expected_seconds(sizes: RunSizes) -> dict[str, float]:
     s, rate, fio, index = sizes.scale, sizes.rates.rows_per_s, sizes.fio, sizes.index
     # measured at 10^8 rows on 2 cores: generation 4 M rows/s, the chunk-order sort 1.4 M rows/s
     out["index_generate_part"] = s.objects / index.jobs / (10 * rate)
-    out["index_generate"] = (index.order == "chunk") * s.objects / (5 * rate)
-    out["index_read"] = (2 + (index.order == "chunk")) * s.objects / (5 * rate)
+    out["index_generate"] = (index.order != "generation") * s.objects / (5 * rate)
+    out["index_read"] = (2 + (index.order != "generation")) * s.objects / (5 * rate)
     # fio lays out its files at disk speed (~200 MB/s and up), not the allowance's 20 MB/s
     out["fio_run"] = 4 * max(fio.repetitions, fio.max_repetitions or 0) * (fio.runtime_s + fio.size / 200e6)
     # a restart run is over in ~2 s once the server answers (measured); its allowance is the warm timeout

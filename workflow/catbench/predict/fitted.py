@@ -1,0 +1,100 @@
+"""What one fit of a load holds (``Fit``: its rate curve, bytes per row, phases, the target's
+device figures) and the target it is asked about (``Target``: rows, cache, page cache)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .rate import RateCurve
+from .runs import Rep
+
+
+@dataclass
+class Target:
+    rows: float
+    pool: float                    # the engine's cache, bytes
+    sort_memory: float | None = None
+    time_limit_s: float | None = None
+    below_rate: float | None = None
+    files: int = 0                 # input files (partition.index_files)
+    level_base: float | None = None   # an LSM's first level at the target (its settings)
+    page_cache: float = 0.0        # bytes of RAM for the table's pages beside the pool (buffered IO; --ram)
+
+
+@dataclass
+class Fit:
+    curve: RateCurve
+    bpr_slope: float               # table bytes per row (over the rungs' sizes)
+    bpr_intercept: float
+    pre_coef: float                # seconds ÷ (N log2 N) before the first row (the sort's compares)
+    post: tuple[float, float]      # seconds per row after the last row (an index build): (c, α) of c + α log2 N
+    cpu_share: float | None        # server CPU-s per second of load (cores busy)
+    device: dict                   # the target's fio figures (runs.device), the rungs' median
+    spilled: bool                  # a rung's sort ran past its memory (its pre_s holds a spill pass)
+    input_per_row: float           # input bytes per row
+    x_seen: float                  # the largest table ÷ pool any rung's window reached
+    overhead: float = 0.0          # bytes of the cache the table cannot use (pool_overhead)
+    cpu_per_row: float | None = None   # server CPU-s per row, the rungs' median
+
+    @property
+    def cache_share(self) -> float | None:
+        return cache_share(self.device)
+
+    def pool(self, pool: float) -> float:
+        """The cache's bytes the table can use: x of the curve is table ÷ this."""
+        return pool - self.overhead
+
+    @property
+    def calibration(self) -> float | None:
+        """K: a miss's cost in the fit ÷ fio's page read (+ write) on the target."""
+        miss = self.device.get("page_read_s")
+        if self.curve.form != "misses" or not miss:
+            return None
+        return self.curve.miss_s / (miss + self.device.get("page_write_s", 0.0))
+
+    def table_bytes(self, rows: float) -> float:
+        return self.bpr_intercept + self.bpr_slope * rows
+
+    def phase_s(self, t: Target) -> tuple[float, float]:
+        """Seconds before the first row and after the last at ``t``: the rungs' N log2 N
+        coefficient before (plus one pass of the input written and read back where ``t``'s sort
+        spills and no rung's did, at fio's sequential rates on the target), and the build's
+        per-row cost c + α log2 N after (``build_per_row``)."""
+        nl = nlogn(t.rows)
+        pre = self.pre_coef * nl
+        if (self.pre_coef > 0 and t.sort_memory and not self.spilled
+                and t.rows * self.input_per_row > t.sort_memory and self.device.get("seq_s_per_byte")):
+            pre += t.rows * self.input_per_row * self.device["seq_s_per_byte"]
+        c, alpha = self.post
+        return pre, max(0.0, t.rows * (c + alpha * math.log2(max(t.rows, 2))))
+
+
+def nlogn(rows: float) -> float:
+    return rows * math.log2(max(rows, 2))
+
+
+def build_per_row(reps: list[Rep]) -> tuple[float, float]:
+    """(c, α) of a key build's seconds per row, c + α log2 N, through the rungs' builds: a merge
+    sort's depth in log2 N, with the intercept for the depth a CPU cache sorts almost free. One
+    rung size, or a slope ≤ 0 the rungs' noise made: the rungs' median per N log2 N, through the
+    origin."""
+    rows = np.array([r.rows for r in reps], float)
+    per = np.array([r.post_s for r in reps], float) / rows
+    if len(np.unique(rows)) >= 2 and per.max() > 0:
+        alpha, c = np.polyfit(np.log2(rows), per, 1)
+        if alpha > 0:
+            return float(c), float(alpha)
+    return 0.0, float(np.median(per / np.log2(np.maximum(rows, 2))))
+
+
+def cache_share(device: dict) -> float | None:
+    """A pool miss the page cache serves ÷ one the device serves, at fio's costs on the target:
+    (cache-read + page-write) ÷ (page-read + page-write): the evicted page is written back
+    either way. None without fio's cache-read."""
+    if not device.get("cache_read_s") or not device.get("page_read_s"):
+        return None
+    w = device.get("page_write_s", 0.0)
+    return (device["cache_read_s"] + w) / (device["page_read_s"] + w)
