@@ -336,3 +336,38 @@ def test_the_curve_at_n_is_the_prediction_of_every_row_at_n():
         assert (c["seconds_ci_low"], c["seconds_ci_high"]) == pytest.approx((p["seconds_ci_low"], p["seconds_ci_high"]))
     one = curve([r for r in reps if r.rung_rows == 1_000_000], targets[:2], OPTS)
     assert all("needs 2" in c["refused"] for c in one)     # each N refused on its own, with the reason
+
+
+def test_a_page_cache_beside_the_pool_serves_misses_at_its_own_cost_until_the_table_outgrows_both():
+    c = RateCurve("misses", 4e-6, miss_s=150e-6, x_c=1.0, p=1.0)
+    assert c.with_page_cache(1.0, 0.5) is c and c.with_page_cache(0.25, None) is c   # no page cache, or no cost
+    ram = c.with_page_cache(0.25, 0.1)      # pool ÷ (pool + page cache) = 1/4: a pool miss at 0.1 × the device's
+    x = np.array([0.5, 2.0, 4.0, 16.0, 1e6])
+    assert np.all(ram.device_ratio(x) <= ram.miss_ratio(x))
+    assert ram.device_ratio(3.9) == 0 and ram.miss_ratio(3.9) > 0.7   # misses read back from RAM only
+    assert np.all(ram.seconds_per_row(x) <= c.seconds_per_row(x) + 1e-15)
+    assert ram.seconds_per_row(3.9) == pytest.approx(4e-6 + 15e-6 * (1 - 1 / 3.9))
+    assert ram.rate(1e9) == pytest.approx(c.rate(1e9), rel=1e-6)   # past both, every insert reads the device
+
+
+def test_the_miss_cost_is_fitted_on_the_misses_each_level_served():
+    x = np.linspace(0.05, 10, 400)
+    truth = RateCurve("misses", 4e-6, miss_s=150e-6, x_c=1.0, p=1.0).with_page_cache(0.3, 0.05)
+    m, d = truth.miss_ratio(x), truth.device_ratio(x)
+    rng = np.random.default_rng(3)
+    rate = 1 / truth.seconds_per_row(x) * np.exp(rng.normal(0, 0.03, x.size))
+    c = fit_rate(x, rate, form="misses", misses=m, device=d, cache_share=0.05)
+    assert c.miss_s == pytest.approx(150e-6, rel=0.1) and c.cache_s == pytest.approx(7.5e-6, rel=0.1)
+    # read as if the device had served every miss, the cost of one is far lower
+    assert fit_rate(x, rate, form="misses", misses=m).miss_s < 0.5 * c.miss_s
+
+
+@pytest.mark.parametrize("method, page_cache", [(None, 0), ("O_DIRECT", 0), ("fsync", (10 - 2 - 0.125) * 2**30)])
+def test_the_page_cache_at_the_target_is_the_ram_left_beside_the_pool_where_reads_are_buffered(method, page_cache):
+    cfg = validate({"predict": {"target_rows": 10**9}, "server": {"ram": "10G", "settings": (
+        {"innodb_flush_method": method} if method else {})}})
+    spec = PredictSpec.of(cfg)
+    assert spec.page_cache("innodb", 2 * 2**30, None) == page_cache
+    assert spec.page_cache("myisam", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.125 * 2**30   # --ram over server.ram
+    assert {r["server"]["ram"] for r in rungs({**cfg, "predict": {**cfg["predict"], "rows": [10088000]}})} == \
+        {f"{round((10 * 2**30 * 10088000 / 10**9 + 128 * 2**20) / 1024)}KiB"}

@@ -283,6 +283,8 @@ def read_run(results) -> list[Rep]:
         raise FileNotFoundError(f"{results}: no such results directory")
     ws = working_set(results)
     layout = ws.get("id_layout") or "unknown"
+    if ws.get("order") not in (None, "generation"):   # the key order is the ids' layout and their arrival
+        layout = f"{layout} ({ws['order']} order)"
     devices: dict = {}
     out: list[Rep] = []
     for path in sorted(results.glob("load/*/*/*/*/summary.json")):

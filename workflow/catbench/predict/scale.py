@@ -277,12 +277,24 @@ def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
         x_b = np.concatenate([np.full(len(r.x), (r.level_base or math.inf) / r.pool) for r in same])
         ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
         if ok.any():
-            model = f.curve.a + f.curve.miss_s * f.curve.miss_ratio(x[ok]) + (
+            model = f.curve.a + f.curve.miss_s * _miss_cost(f, same, x)[ok] + (
                 f.curve.level_s * np.log10(1 + x[ok] / x_b[ok]) if f.curve.form == "levels" else 0.0)
             res.append(float(np.average(np.log(rate[ok]) + np.log(model), weights=w[ok])))
     if len(res) < 2:
         return floor
     return max(floor, math.sqrt(sum(v * v for v in res) / (len(res) - 1)))
+
+
+def _miss_cost(f: Fit, reps: list[Rep], x) -> np.ndarray:
+    """Per window, the misses a row paid in units of a device miss: the counted ones, those the
+    page cache served at its share of the cost, where the rungs counted both; else m(x)."""
+    share = f.cache_share
+    if (f.curve.form != "misses" or share is None
+            or any(r.misses is None or r.device_reads is None for r in reps)):
+        return f.curve.miss_ratio(x)
+    m = np.concatenate([r.misses for r in reps])
+    d = np.clip(np.nan_to_num(np.concatenate([r.device_reads for r in reps])), 0.0, m)
+    return (m - d) * share + d
 
 
 def _resample(reps: list[Rep], rng, sigma: float = 0.0) -> list[Rep]:

@@ -68,7 +68,9 @@ def _protocol(r: dict) -> str:
     """'on InnoDB with random ids': the engine and the key order of a one-file-at-a-time load."""
     engine = r.get("engine") or "innodb"
     layout = r.get("id_layout")
-    ids = "" if not layout else " with your own ids" if layout == "source" else f" with {layout} ids"
+    name, _, order = (layout or "").partition(" (")    # "spatial (chunk order)": ids, then their order
+    ids = "" if not layout else " with your own ids" if name == "source" else f" with {name} ids"
+    ids += f" ({order}" if order else ""
     return f"on {ENGINE_NAMES.get(engine, engine)}{ids}"
 
 
