@@ -219,6 +219,10 @@ def _chunk_sorted(tmp_path, id_layout: str) -> None:
     assert len(sizes) == INDEX_FILES and max(sizes) - min(sizes) <= 1
     same = np.diff(after[:, 1]) == 0
     assert np.all(np.diff(after[:, 0])[same] > 0) and np.any(same)
+    if id_layout == "spatial":    # a chunk's ids all lie below the next chunk's: the input ascends
+        assert np.all(np.diff(after[:, 0]) > 0)
+    else:
+        assert not np.all(np.diff(after[:, 0]) > 0)
 
 
 @pytest.mark.parametrize("id_layout", ["random", "spatial"])

@@ -68,7 +68,8 @@ class IdLayout:
 
     def _spatial_budget(self, geo: Geometry):
         ch = self.chunker = Chunker(geo.num_stripes, geo.num_sub_stripes_per_stripe)
-        self.cells = int(ch.max_sub_chunks)
+        # a chunk's subChunkIds: its sub-stripes × the most sub-chunks of one (chunker.py)
+        self.cells = int(ch.max_sub_chunks) * geo.num_sub_stripes_per_stripe
         max_chunk = (geo.num_stripes - 1) * 2 * geo.num_stripes + int(ch.chunks_per_stripe.max())
         self.low = self.n.bit_length()                       # dense + 1 <= n
         need = (max_chunk * self.cells + self.cells).bit_length() + self.low
