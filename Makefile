@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check aa lint clean-results
+.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check seed-2017 seed-2017-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.infra.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -130,6 +130,30 @@ far-check: $(STAMP)
 	catbench predict --config $(FAR) $(FAR_RUNGS) --measured results/$(FAR_RUN) \
 	  --out results/$(FAR_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(FAR) --forcerun report_html
+
+# The 2017 storage study (seed 000) predicted (config/seed-2017.yaml): the ladders of its key
+# orders (each a config), the prediction at its 1.06 x 10^10 rows, 128 GiB pool and 500 GiB of
+# RAM, the orders its evidence allows chosen from their reads, table and regime alone and sealed
+# (results/sealed/seed-2017*.json and their hashes), then its hours and its curve against the seed's.
+SEED_2017 := config/seed-2017.yaml config/seed-2017-chunk-sorted.yaml config/seed-2017-random.yaml \
+	config/seed-2017-spatial-generation.yaml
+SEED_2017_RUNGS = $$(for c in $(SEED_2017); do r=$$(basename $$c .yaml); \
+	for f in results/$$r-rungs/*.yaml; do echo --results results/$$(basename $$f .yaml); done; done)
+seed-2017: $(STAMP)
+	@$(call install_system,config/seed-2017.yaml)
+	for c in $(SEED_2017); do r=$$(basename $$c .yaml); catbench ladder --config $$c --out results/$$r-rungs || exit 1; \
+	  for rung in results/$$r-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done; done
+	mkdir -p results/sealed
+	catbench predict --config config/seed-2017.yaml $(SEED_2017_RUNGS) --rows 1.06e10 --pool 128G --ram 500G \
+	  --no-time-limit --out results/sealed/seed-2017.json
+	python workflow/scripts/seed_2017.py choose results/sealed/seed-2017.json results/sealed/seed-2017-choice.json
+	cd results/sealed && sha256sum seed-2017.json seed-2017-choice.json | tee seed-2017.sha256
+
+seed-2017-compare: $(STAMP)
+	cd results/sealed && sha256sum --check seed-2017.sha256
+	python workflow/scripts/seed_2017.py compare results/sealed/seed-2017.json results/sealed/seed-2017-choice.json
+	python workflow/scripts/seed_2017.py plot results/sealed/seed-2017.json \
+	  docs/results/2026-11-28-seed-000-files-per-30-min.csv results/sealed/seed-2017-curve.png
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
 # other: the first two measure the between-run noise floor with its degrees of freedom

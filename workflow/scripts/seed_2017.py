@@ -1,0 +1,153 @@
+"""The 2017 study (seed 000) against catbench's prediction of it (`make seed-2017`), in three steps:
+
+    choose PREDICTION.json OUT.json   the key orders its evidence allows, from each prediction's
+                                      device reads, table and regime alone (no hours): sealed first
+    compare PREDICTION.json CHOICE.json   then the hours, predicted ÷ measured on each disk
+    plot PREDICTION.json SEED.csv OUT.png   the files loaded per 30 minutes on each of its three
+                                      disks (the seed's tables, transcribed in the CSV) beside each
+                                      prediction's, from its fitted rate curve; then the seed's input
+                                      MB/s, each disk's over its median: the row rate's shape,
+                                      whatever the files' sizes
+"""
+
+import argparse
+import csv
+import json
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from catbench.predict.rate import RateCurve, cumulative_seconds  # noqa: E402
+
+HALF_HOUR = 1800.0
+TABLE = 674 * 2**30          # `ls -alh`: 674G at the end of every run
+HOURS = {"nvme": 17 + 59.05 / 60, "ssd": 20 + 38.45 / 60, "raid6": 23 + 7.30 / 60}   # h:mm.ss of the runs
+TABLE_WITHIN = 0.15          # the table within 15 % of the seed's
+NO_READS = 0.01              # device reads a row: iostat read 0.00 MB/s at every sample
+CPU_BOUND = "server-CPU bound"
+COLOURS = {"nvme": "#0072B2", "ssd": "#E69F00", "raid6": "#009E73"}
+
+
+def _curve(p: dict) -> RateCurve:
+    f = p["fit"]
+    inf = float("inf")
+    return RateCurve(f["form"], f["a_s_per_row"], f.get("miss_s_per_row") or 0.0, f.get("x_c") or inf,
+                     f.get("p") or 1.0, f.get("level_s_per_row") or 0.0, f.get("x_b") or inf,
+                     cache_s=f.get("cache_s_per_row") or 0.0, rho=f.get("rho") or 1.0)
+
+
+def predicted_files(p: dict, files: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hours at each interval's end, files per 30 minutes) of one prediction: its rows at each
+    half hour from the integral of its fitted seconds per row, over the rows per file."""
+    rows = p["target_rows"]
+    pool = p["pool_bytes"] - (p["fit"].get("pool_overhead_bytes") or 0.0)
+    n, t = cumulative_seconds(_curve(p), rows, p["bytes_per_row"], pool)
+    t = t + (p.get("pre_s") or 0.0)
+    ends = np.arange(HALF_HOUR, t[-1] + HALF_HOUR, HALF_HOUR)
+    done = np.interp(ends, t, n, right=rows)
+    return ends / 3600, np.diff(np.concatenate([[0.0], done])) / (rows / files)
+
+
+def seed(path) -> dict:
+    out = defaultdict(list)
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            out[r["disk"]].append((int(r["files"]), float(r["input_MBps"])))
+    return out
+
+
+def evidence(p: dict) -> dict:
+    """What the seed can hold a prediction to besides its hours."""
+    return {"order": p["key"]["id_layout"], "table_GiB": p["table_bytes"] / 2**30,
+            "table_over_seed": p["table_bytes"] / TABLE, "device_reads_per_row": p["device_reads_per_row"],
+            "pool_misses_per_row": p["pool_misses_per_row"], "server_cpu_us_per_row": p["server_cpu_us_per_row"],
+            "regime": p["regime"]}
+
+
+def choose(a) -> None:
+    rows = [evidence(p) for p in json.loads(open(a.prediction).read())["predictions"] if not p.get("refused")]
+    for r in rows:
+        r["consistent"] = (abs(r["table_over_seed"] - 1) <= TABLE_WITHIN and r["device_reads_per_row"] < NO_READS
+                           and r["regime"] == CPU_BOUND)
+    print("| key order | table (GiB) | ÷ 674 GiB | pool misses a row | device reads a row | server CPU µs a row "
+          "| regime | consistent |\n|---|---:|---:|---:|---:|---:|---|---|")
+    for r in rows:
+        print(f"| {r['order']} | {r['table_GiB']:,.0f} | {r['table_over_seed']:.2f} | {r['pool_misses_per_row']:.3f} "
+              f"| {r['device_reads_per_row']:.3f} | {r['server_cpu_us_per_row']:.2f} | {r['regime']} "
+              f"| {'yes' if r['consistent'] else 'no'} |")
+    with open(a.out, "w") as f:
+        json.dump({"criteria": {"table_within": TABLE_WITHIN, "device_reads_below": NO_READS, "regime": CPU_BOUND},
+                   "orders": rows, "chosen": [r["order"] for r in rows if r["consistent"]]}, f, indent=1)
+
+
+def compare(a) -> None:
+    chosen = set(json.loads(open(a.choice).read())["chosen"])
+    print("| key order | chosen | predicted (h) | interval (h) | ÷ NVMe 17.98 h | ÷ SSD 20.64 h | ÷ RAID6 23.12 h |\n"
+          "|---|---|---:|---|---:|---:|---:|")
+    for p in json.loads(open(a.prediction).read())["predictions"]:
+        if p.get("refused"):
+            print(f"| {p['key']['id_layout']} | | refused: {p['refused']} | | | | |")
+            continue
+        s, lo, hi = (p.get(k) for k in ("all_rows_seconds", "all_rows_seconds_ci_low", "all_rows_seconds_ci_high"))
+        ratios = " | ".join(f"{s / 3600 / h:.2f}" for h in HOURS.values())
+        print(f"| {p['key']['id_layout']} | {'yes' if p['key']['id_layout'] in chosen else 'no'} | {s / 3600:,.1f} "
+              f"| {lo / 3600:,.1f} – {hi / 3600:,.1f} | {ratios} |")
+
+
+def plot(a) -> None:
+    doc = json.loads(open(a.prediction).read())
+    measured = seed(a.seed_csv)
+    fig, (top, low) = plt.subplots(2, 1, figsize=(9, 7), sharex=True, height_ratios=(3, 2))
+    for disk, vals in measured.items():
+        h = (np.arange(len(vals)) + 1) * 0.5
+        top.plot(h, [v[0] for v in vals], "-", color=COLOURS.get(disk), lw=2, label=f"2017, {disk}")
+        mb = np.array([v[1] for v in vals])
+        low.plot(h, mb / np.median(mb), "-", color=COLOURS.get(disk), lw=2, label=f"2017, {disk}")
+    styles = iter(["--", ":", "-.", (0, (5, 1)), (0, (1, 3))])
+    for p in doc["predictions"]:
+        if p.get("refused"):
+            continue
+        name = p["key"]["id_layout"]
+        hours, per = predicted_files(p, a.files)
+        style = next(styles, "--")
+        top.plot(hours, per, linestyle=style, color="black", lw=1.5, label=f"catbench: {name} ids")
+        low.plot(hours, per / np.median(per), linestyle=style, color="black", lw=1.5)
+    top.set_ylabel("files loaded per 30 min")
+    top.set_title("The 2017 load (seed 000) and catbench's prediction of it, 1.06 × 10^10 rows, 128 GiB pool")
+    top.legend(fontsize=8, ncol=2)
+    low.set_ylabel("row rate ÷ its median\n(2017: input MB/s)")
+    low.set_xlabel("hours since the load began")
+    low.axhline(1.0, color="grey", lw=0.5)
+    for ax in (top, low):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(required=True)
+    c = sub.add_parser("choose")
+    c.add_argument("prediction")
+    c.add_argument("out")
+    c.set_defaults(func=choose)
+    c = sub.add_parser("compare")
+    c.add_argument("prediction")
+    c.add_argument("choice")
+    c.set_defaults(func=compare)
+    c = sub.add_parser("plot")
+    c.add_argument("prediction")
+    c.add_argument("seed_csv")
+    c.add_argument("out")
+    c.add_argument("--files", type=int, default=106000, help="the target's input files")
+    c.set_defaults(func=plot)
+    a = ap.parse_args()
+    a.func(a)
+
+
+if __name__ == "__main__":
+    main()
