@@ -17,6 +17,7 @@ from catbench.core.index import table as cb_index_table  # noqa: E402
 from catbench.core.infra import files as cb_files  # noqa: E402
 from catbench.core.infra.jobs import plan as cb_plan  # noqa: E402
 from catbench.core.infra.targets import TargetError  # noqa: E402
+from catbench.core.server import memory as cb_memory  # noqa: E402
 from catbench.core.infra.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.infra.jobs.sizing import RunSizes  # noqa: E402
 from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
@@ -61,6 +62,12 @@ try:
     )
 except TargetError as e:
     raise WorkflowError(str(e))
+# server.ram: a memory cgroup must be settable here (as root), or nothing starts
+if config["server"]["ram"] and workflow.is_main_process:
+    try:
+        cb_memory.check()
+    except cb_memory.MemoryLimitError as e:
+        raise WorkflowError(f"catbench: nothing was started: {e}")
 
 RES = f"results/{config['run']}"
 # index.source: file: the user's files, their columns checked now (a footer or a header

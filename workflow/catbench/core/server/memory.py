@@ -43,6 +43,12 @@ def _hierarchy() -> tuple[int, Path]:
                            f"{ROOT}/cgroup.controllers nor v1's {ROOT}/memory); leave it null on this machine")
 
 
+def check() -> None:
+    """MemoryLimitError, naming the key, where no server's memory cgroup could be made here: a
+    probe cgroup made and removed."""
+    MemoryCage("probe", 1 << 30).remove()
+
+
 class MemoryCage:
     """One server's memory cgroup: made with its limit before the server starts, the server's
     process put in it before it runs anything (``enter`` in the child), removed after it stops."""
