@@ -153,7 +153,8 @@ seed-2017-compare: $(STAMP)
 	cd results/sealed && sha256sum --check seed-2017.sha256
 	python workflow/scripts/seed_2017.py compare results/sealed/seed-2017.json results/sealed/seed-2017-choice.json
 	python workflow/scripts/seed_2017.py plot results/sealed/seed-2017.json \
-	  docs/results/2026-11-28-seed-000-files-per-30-min.csv results/sealed/seed-2017-curve.png
+	  docs/results/2026-11-28-seed-000-files-per-30-min.csv results/sealed/seed-2017-curve.png \
+	  --choice results/sealed/seed-2017-choice.json
 
 # Is this machine steady enough to compare runs? Three runs of one config, one after the
 # other: the first two measure the between-run noise floor with its degrees of freedom

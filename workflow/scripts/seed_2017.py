@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from catbench.predict.fitted import cache_share  # noqa: E402
 from catbench.predict.rate import RateCurve, cumulative_seconds  # noqa: E402
 
 HALF_HOUR = 1800.0
@@ -32,20 +33,23 @@ CPU_BOUND = "server-CPU bound"
 COLOURS = {"nvme": "#0072B2", "ssd": "#E69F00", "raid6": "#009E73"}
 
 
-def _curve(p: dict) -> RateCurve:
+def _curve(p: dict, page_cache: float) -> RateCurve:
+    """The prediction's fitted curve at the target: its page cache beside the pool (``page_cache``
+    bytes, at fio's cost share), as `catbench predict` integrated it."""
     f = p["fit"]
     inf = float("inf")
-    return RateCurve(f["form"], f["a_s_per_row"], f.get("miss_s_per_row") or 0.0, f.get("x_c") or inf,
-                     f.get("p") or 1.0, f.get("level_s_per_row") or 0.0, f.get("x_b") or inf,
-                     cache_s=f.get("cache_s_per_row") or 0.0, rho=f.get("rho") or 1.0)
+    c = RateCurve(f["form"], f["a_s_per_row"], miss_s=f.get("miss_s_per_row") or 0.0, x_c=f.get("x_c") or inf,
+                  p=f.get("p") or 1.0, level_s=f.get("level_s_per_row") or 0.0, x_b=f.get("x_b") or inf)
+    pool = p["pool_bytes"] - (f.get("pool_overhead_bytes") or 0.0)
+    return c.with_page_cache(pool / (pool + page_cache), cache_share(f.get("device") or {})) if page_cache else c
 
 
-def predicted_files(p: dict, files: int) -> tuple[np.ndarray, np.ndarray]:
+def predicted_files(p: dict, files: int, page_cache: float) -> tuple[np.ndarray, np.ndarray]:
     """(hours at each interval's end, files per 30 minutes) of one prediction: its rows at each
     half hour from the integral of its fitted seconds per row, over the rows per file."""
     rows = p["target_rows"]
     pool = p["pool_bytes"] - (p["fit"].get("pool_overhead_bytes") or 0.0)
-    n, t = cumulative_seconds(_curve(p), rows, p["bytes_per_row"], pool)
+    n, t = cumulative_seconds(_curve(p, page_cache), rows, p["bytes_per_row"], pool)
     t = t + (p.get("pre_s") or 0.0)
     ends = np.arange(HALF_HOUR, t[-1] + HALF_HOUR, HALF_HOUR)
     done = np.interp(ends, t, n, right=rows)
@@ -100,28 +104,35 @@ def compare(a) -> None:
 
 def plot(a) -> None:
     doc = json.loads(open(a.prediction).read())
-    measured = seed(a.seed_csv)
+    page_cache = max(0.0, (doc.get("ram_bytes") or 0) - (doc.get("pool_bytes") or 0) - a.ram_own)
+    chosen = set(json.loads(open(a.choice).read())["chosen"]) if a.choice else set()
     fig, (top, low) = plt.subplots(2, 1, figsize=(9, 7), sharex=True, height_ratios=(3, 2))
-    for disk, vals in measured.items():
+    for disk, vals in seed(a.seed_csv).items():
         h = (np.arange(len(vals)) + 1) * 0.5
         top.plot(h, [v[0] for v in vals], "-", color=COLOURS.get(disk), lw=2, label=f"2017, {disk}")
         mb = np.array([v[1] for v in vals])
-        low.plot(h, mb / np.median(mb), "-", color=COLOURS.get(disk), lw=2, label=f"2017, {disk}")
-    styles = iter(["--", ":", "-.", (0, (5, 1)), (0, (1, 3))])
+        low.plot(h, mb / np.median(mb), "-", color=COLOURS.get(disk), lw=2, label=f"2017, {disk} (input MB/s)")
+    styles = iter([":", "-.", (0, (5, 1)), (0, (1, 3))])
     for p in doc["predictions"]:
         if p.get("refused"):
             continue
         name = p["key"]["id_layout"]
-        hours, per = predicted_files(p, a.files)
-        style = next(styles, "--")
-        top.plot(hours, per, linestyle=style, color="black", lw=1.5, label=f"catbench: {name} ids")
-        low.plot(hours, per / np.median(per), linestyle=style, color="black", lw=1.5)
+        hours, per = predicted_files(p, a.files, page_cache)
+        mine = name in chosen
+        label = f"catbench, {name} ids: {hours[-1]:,.0f} h" + (" (chosen)" if mine else "")
+        style = "--" if mine else next(styles, ":")
+        top.plot(hours, per, linestyle=style, color="black", lw=2.2 if mine else 1.0, label=label)
+        if mine:
+            low.plot(hours, per / np.median(per), linestyle=style, color="black", lw=2.2, label=label)
     top.set_ylabel("files loaded per 30 min")
-    top.set_title("The 2017 load (seed 000) and catbench's prediction of it, 1.06 × 10^10 rows, 128 GiB pool")
-    top.legend(fontsize=8, ncol=2)
-    low.set_ylabel("row rate ÷ its median\n(2017: input MB/s)")
+    top.set_title("The 2017 load (seed 000) and catbench's prediction of it\n"
+                  "1.06 × 10^10 CHAR(28) rows, 128 GiB pool, 500 GiB RAM, one file at a time")
+    top.legend(fontsize=8, ncol=2, loc="upper right")
+    low.set_ylabel("row rate ÷ its median")
     low.set_xlabel("hours since the load began")
     low.axhline(1.0, color="grey", lw=0.5)
+    low.legend(fontsize=8, ncol=2, loc="lower left")
+    low.set_xlim(0, a.hours)
     for ax in (top, low):
         ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -144,6 +155,9 @@ def main() -> None:
     c.add_argument("seed_csv")
     c.add_argument("out")
     c.add_argument("--files", type=int, default=106000, help="the target's input files")
+    c.add_argument("--choice", help="the sealed choice: its orders drawn bold, and their row rate below")
+    c.add_argument("--ram-own", type=float, default=128 * 2**20, help="predict.ram_own of the config, bytes")
+    c.add_argument("--hours", type=float, default=26, help="the hours shown")
     c.set_defaults(func=plot)
     a = ap.parse_args()
     a.func(a)
