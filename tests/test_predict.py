@@ -362,12 +362,12 @@ def test_the_miss_cost_is_fitted_on_the_misses_each_level_served():
     assert fit_rate(x, rate, form="misses", misses=m).miss_s < 0.5 * c.miss_s
 
 
-@pytest.mark.parametrize("method, page_cache", [(None, 0), ("O_DIRECT", 0), ("fsync", (10 - 2 - 0.125) * 2**30)])
+@pytest.mark.parametrize("method, page_cache", [(None, 0), ("O_DIRECT", 0), ("fsync", (10 - 2 - 0.25) * 2**30)])
 def test_the_page_cache_at_the_target_is_the_ram_left_beside_the_pool_where_reads_are_buffered(method, page_cache):
     cfg = validate({"predict": {"target_rows": 10**9}, "server": {"ram": "10G", "settings": (
         {"innodb_flush_method": method} if method else {})}})
     spec = PredictSpec.of(cfg)
     assert spec.page_cache("innodb", 2 * 2**30, None) == page_cache
-    assert spec.page_cache("myisam", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.125 * 2**30   # --ram over server.ram
+    assert spec.page_cache("myisam", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.25 * 2**30   # --ram over server.ram
     assert {r["server"]["ram"] for r in rungs({**cfg, "predict": {**cfg["predict"], "rows": [10088000]}})} == \
-        {f"{round((10 * 2**30 * 10088000 / 10**9 + 128 * 2**20) / 1024)}KiB"}
+        {f"{round((10 * 2**30 * 10088000 / 10**9 + 256 * 2**20) / 1024)}KiB"}

@@ -97,6 +97,18 @@ class MemoryCage:
         except OSError:
             return False
 
+    def oom_kills(self) -> int:
+        """Processes the kernel's OOM killer ended in this cgroup (its memory was the server's own
+        and the dirty pages it could not write back in time)."""
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                for line in (self.path / name).read_text().splitlines():
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1])
+            except (OSError, ValueError):
+                continue
+        return 0
+
     def peak(self) -> int | None:
         """The most the cgroup held (server and page cache), bytes; None where not kept."""
         for name in ("memory.peak", "memory.max_usage_in_bytes"):

@@ -451,6 +451,7 @@ class Server:
         pid, proc = self._pid, self._proc
         rc = proc.poll() if proc is not None else None
         died = pid is not None and (rc is not None or not psutil.pid_exists(pid))
+        oom = self.cage.oom_kills() if died and self.cage else 0
         try:
             self.stop()
         except Exception:  # noqa: BLE001 - never leave a server behind
@@ -459,6 +460,8 @@ class Server:
         if died and isinstance(exc, Exception) and not isinstance(exc, ServerError):
             how = (f"killed by signal {-rc}" if rc is not None and rc < 0
                    else f"exit code {rc}" if rc is not None else "gone")
+            how += (f", by the kernel's OOM killer within its config key 'server.ram' of {self.ram:,} bytes: the "
+                    f"server and its unwritten pages need more (for a ladder's rungs, predict.ram_own)" if oom else "")
             raise ServerError(f"target {self.name}: the server (pid {pid}) died during the stage "
                               f"({how}); the stage failed with: {exc}; last lines of "
                               f"{self.error_log}:\n{_tail(self.error_log)}") from exc
