@@ -238,3 +238,17 @@ def test_paths_with_a_single_quote(tmp_path, capsys):
     assert cli("compare", a, b) == 0
     rows = {(r["table"], r["key"], r["column"]): r for r in _rows(b / "tables" / "compare_run'A.csv")}
     assert float(rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "seconds")]["ratio"]) == 0.5
+
+
+def test_a_report_made_again_over_its_own_copies_and_refused_over_other_files(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    index = make_report(run, report=REPORT)
+    # Snakemake's --forcerun removes the outputs it declares (index.html, the plots), not the copies
+    for p in index.parent.iterdir():
+        if p.name == "index.html" or p.suffix == ".png":
+            p.unlink()
+    assert make_report(run, report=REPORT).is_file()
+    (index.parent / "notes.txt").write_text("mine")
+    with pytest.raises(MetricsError, match="holds other files than a report"):
+        make_report(run, report=REPORT)
+    assert (index.parent / "notes.txt").read_text() == "mine"

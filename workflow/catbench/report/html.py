@@ -227,13 +227,18 @@ def _twin_html(run: Path) -> str:
             f"on this machine uses these with their degrees of freedom; docs/noise.md.</p>")
 
 
+# what a report folder holds (_copies, _build): a report made again over them (Snakemake's
+# --forcerun removes only the outputs it declares) is still a report's folder
+OWN_FILES = ("index.html", "summary.md", "provenance.json", "columns.md", "tables")
+
+
 def make_report(run_dir, out_dir=None, tables_dir=None, *, report: ReportSpec) -> Path:
     """Build ``index.html``, the plots and their copies in a staged folder that becomes
     ``out_dir`` only when all of it is written: a report is whole or absent (a full disk or a
     read-only folder is one MetricsError naming it). Returns the path of index.html."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir else run / "report"
-    if out.is_dir() and any(out.iterdir()) and not (out / "index.html").exists():
+    if out.is_dir() and not all(p.name in OWN_FILES or p.suffix == ".png" for p in out.iterdir()):
         raise MetricsError(f"{out} holds other files than a report; give the report a folder of its own (--out)")
     try:
         with staged_output(out) as work:
