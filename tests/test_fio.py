@@ -31,8 +31,9 @@ def test_fio_on_disk(tmp):
     assert json.loads(Path(page["page-read"]["json"]).read_text())["jobs"][0]["job options"]["bs"] == "16k"
     # a page read back from RAM: buffered whatever the target, one job of 16 KiB, the file read in first
     cache = next(r for r in rows if r["test"] == "cache-read")
-    opts = json.loads(Path(cache["json"]).read_text())["jobs"][0]["job options"]
-    assert cache["direct"] is False and opts["bs"] == "16k" and opts.get("pre_read") == "1"
+    doc = json.loads(Path(cache["json"]).read_text())
+    assert cache["direct"] is False and doc["jobs"][0]["job options"]["bs"] == "16k"
+    assert doc["global options"]["pre_read"] == "1" and doc["global options"]["direct"] == "0"
     assert not list((tmp / "target").iterdir()), "fio test files left behind"
 
 
