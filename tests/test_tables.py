@@ -230,3 +230,13 @@ def test_a_bad_report_value_fails_at_the_command_line_naming_its_key():
     with pytest.raises(ConfigError, match=r"config key 'report\.confidense': unknown key"):
         cli_report.report_spec({"confidense": 0.9})
     assert cli_report.report_spec({"practical_threshold": 0.2}).practical_threshold == 0.2
+
+
+def test_provenance_records_the_ram_each_loads_server_had():
+    from catbench.report.provenance import server_settings
+    p = Path("load/a/char28/innodb/one-file-at-a-time/summary.json")
+    caged = {"target": "a", "variant": "char28", "engine": "innodb", "strategy": "one-file-at-a-time",
+             "server": {"variables": {}, "ram": 805306368, "ram_peak": 805302272}}
+    free = {**caged, "strategy": "sorted", "server": {"variables": {}}}
+    assert server_settings([(p, caged), (p, free)])["ram_by_load"] == {
+        "a/char28/innodb/one-file-at-a-time": {"limit_bytes": 805306368, "peak_bytes": 805302272}}

@@ -120,14 +120,17 @@ def memory() -> dict:
 
 def server_settings(summaries) -> dict:
     """The variables the server reported (SHOW VARIABLES) during each load: those equal in every
-    load as ``variables``, the rest per load; plus the settings requested in the config."""
-    per = {}
+    load as ``variables``, the rest per load; plus the settings requested in the config, and the
+    RAM each load's server and its page cache had (``server.ram``: its cgroup's limit and peak)."""
+    per, ram = {}, {}
     requested = {}
     for path, s in summaries:
         server = s.get("server") or {}
         name = f"{s.get('target', path.parts[-5])}/{s.get('variant', path.parts[-4])}/" \
                f"{s.get('engine') or 'innodb'}/{s.get('strategy', path.parts[-2])}"
         per[name] = dict(server.get("variables") or {})
+        if server.get("ram"):
+            ram[name] = {"limit_bytes": server["ram"], "peak_bytes": server.get("ram_peak")}
         for k, v in (server.get("settings") or {}).items():
             requested.setdefault(k, set()).add(str(v))
     common = {}
@@ -141,6 +144,7 @@ def server_settings(summaries) -> dict:
         "variables_by_load": {n: d for n, d in by_load.items() if d},
         "requested_settings": {k: sorted(v)[0] if len(v) == 1 else sorted(v) for k, v in requested.items()},
         "binaries": sorted({(s.get("server") or {}).get("binary") for _, s in summaries} - {None}),
+        "ram_by_load": ram,
     }
 
 
