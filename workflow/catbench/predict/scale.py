@@ -16,8 +16,6 @@ from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ra
 from .runs import Rep
 from .spec import Fitting
 
-__all__ = ["Fit", "Target", "Refusal", "fit", "predict", "validate", "compare", "form_of", "check", "interval"]
-
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
 DROP = 0.8            # a collapse: the fitted rate at the largest x seen at most this × the cached rate
 WELL_PAST = 2.0       # the miss cost is fitted only where the rungs' windows reach this × x_c (m ≥ 0.5)
@@ -45,7 +43,7 @@ def _median(values, default=None):
 
 
 def _device(reps: list[Rep]) -> dict:
-    keys = {k for r in reps for k in r.device}
+    keys = sorted({k for r in reps for k in r.device})   # in order: the JSON's bytes whatever the hash seed
     return {k: _median(r.device.get(k) for r in reps) for k in keys}
 
 
@@ -108,8 +106,8 @@ def fit(reps: list[Rep], form: str) -> Fit:
     dev = (np.concatenate([r.device_reads for r in reps])
            if misses is not None and all(r.device_reads is not None and len(r.device_reads) == len(r.x)
                                          for r in reps) else None)
-    share = cache_share(_device(reps))
-    curve = fit_rate(x, rate, w, form, x_b, misses, dev, share)
+    device = _device(reps)
+    curve = fit_rate(x, rate, w, form, x_b, misses, dev, cache_share(device))
     x_seen = float(np.max(x[np.isfinite(x)])) if len(x) else 0.0
     if curve.form == "misses" and curve.seconds_per_row(x_seen) * DROP < curve.a:
         curve = fit_rate(x, rate, w, "steady")
@@ -125,7 +123,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
     return Fit(curve, slope, icpt,
                float(np.median([r.pre_s / nlogn(r.rung_rows) for r in reps])),
                build_per_row(reps),
-               _median(cpu), _device(reps),
+               _median(cpu), device,
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
                float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u, _median(per_row))
 

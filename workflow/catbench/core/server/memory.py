@@ -122,7 +122,5 @@ class MemoryCage:
         """The cgroup's folder, once no process is in it (its page cache goes to the parent)."""
         try:
             self.path.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:   # a process still in it (a server that would not stop): left, it is named
+        except OSError:   # gone already, or a server that would not stop still in it: left, it is named
             pass
