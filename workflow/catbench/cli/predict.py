@@ -64,6 +64,13 @@ def _line(key: tuple, p: dict) -> str:
     io = (f", {p['pool_misses_per_row']:.3f} pool misses and {p['device_reads_per_row']:.3f} device reads a row"
           if p["fit"]["form"] == "misses" else "")
     cpu = f", server CPU {p['server_cpu_us_per_row']:.1f} µs a row" if p.get("server_cpu_us_per_row") else ""
+    d = p["fit"].get("depth_s_per_row_per_doubling")
+    cpu += f", +{d * 1e6:.2f} µs a row per doubling of the table's rows" if d else ""
+    w = p.get("writes") or {}
+    cpu += (f", writes {w['device_write_bytes_per_row']:,.0f} B a row ({w['device_write_MBps']:,.0f} MB/s; redo "
+            f"{w['redo_bytes_per_row']:,.0f} B, {w['pages_flushed_per_row']:.4f} pages flushed)"
+            if w.get("device_write_MBps") and w.get("redo_bytes_per_row") is not None
+            and w.get("pages_flushed_per_row") is not None else "")
     return (f"{name}: {what}, table {human(p['table_bytes'])}{later}{io}{cpu}, {p['regime']}"
             + (f" (a miss costs {k:.2f}× fio's page read + write)" if k else ""))
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from .rate import RateCurve
 from .runs import Rep
+from .writes import Writes
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Fit:
     x_seen: float                  # the largest table ÷ pool any rung's window reached
     overhead: float = 0.0          # bytes of the cache the table cannot use (pool_overhead)
     cpu_per_row: float | None = None   # server CPU-s per row, the rungs' median
+    writes: Writes | None = None       # what a row makes the server write (writes.py)
 
     @property
     def cache_share(self) -> float | None:

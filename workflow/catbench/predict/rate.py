@@ -11,6 +11,10 @@ Seconds per row = a (the cached cost: CPU, log) + what the regime adds:
              costs cache_s = K × a page read from RAM, one it does not miss_s = K × the device's)
     levels   level_s × log10(1 + x / x_b)              (an LSM: each level a row passes through
              is written again; x_b = the first level's bytes ÷ the cache)
+
+plus, in every form, depth_s × (log2 n − depth_ref) where the rungs' windows show it (a row's
+compares grow with the tree's depth, n the rows in the table), and at least floor_s a row (the
+writes a row forces: predict/writes.py).
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ class RateCurve:
     cache_s: float = 0.0          # seconds per row per unit of pool misses the page cache holds (misses)
     rho: float = 1.0              # pool ÷ (pool + page cache): x of the device's misses is ρx
     x_b: float = math.inf         # the first level's bytes ÷ the cache (levels)
+    depth_s: float = 0.0          # seconds per row per doubling of the table's rows (the tree's depth)
+    depth_ref: float = 0.0        # log2 rows at which a holds (the windows' mean); no less is extrapolated
+    floor_s: float = 0.0          # the least a row can take: what it makes the device write (writes.py)
     n: int = 0
     rss: float = 0.0              # residual sum of squares of log(rate)
 
@@ -66,9 +73,15 @@ class RateCurve:
             return np.zeros_like(x)
         return np.log10(1.0 + np.maximum(x, 0.0) / self.x_b)
 
-    def seconds_per_row(self, x):
+    def seconds_per_row(self, x, n=None):
+        """At table ÷ pool ``x``; with ``n`` (the rows in the table), the depth term and the floor."""
         m, d = self.miss_ratio(x), self.device_ratio(x)
-        return self.a + self.cache_s * (m - d) + self.miss_s * d + self.level_s * self.levels(x)
+        s = self.a + self.cache_s * (m - d) + self.miss_s * d + self.level_s * self.levels(x)
+        if n is None:
+            return s
+        if self.depth_s:
+            s = s + self.depth_s * (np.log2(np.maximum(n, 2.0 ** self.depth_ref)) - self.depth_ref)
+        return np.maximum(s, self.floor_s)
 
     def with_page_cache(self, rho: float, cache_share: float | None) -> "RateCurve":
         """The curve under a page cache: ρ = pool ÷ (pool + page cache), a pool miss the page
@@ -91,7 +104,9 @@ class RateCurve:
         fin = (lambda v: v if math.isfinite(v) else None)
         return {"form": self.form, "r0_rows_per_s": self.r0, "a_s_per_row": self.a,
                 "miss_s_per_row": self.miss_s, "x_c": fin(self.x_c), "p": self.p, "level_s_per_row": self.level_s,
-                "x_b": fin(self.x_b), "points": self.n, "cache_s_per_row": self.cache_s, "rho": self.rho}
+                "x_b": fin(self.x_b), "points": self.n, "cache_s_per_row": self.cache_s, "rho": self.rho,
+                "depth_s_per_row_per_doubling": self.depth_s, "depth_ref_log2_rows": self.depth_ref,
+                "write_floor_s_per_row": self.floor_s}
 
 
 def _log_rss(curve: RateCurve, x, y, w, x_b=None) -> float:
@@ -112,16 +127,21 @@ def _linear(cols, inv, w, r):
 
 
 def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=None, device=None,
-             cache_share: float | None = None) -> RateCurve:
+             cache_share: float | None = None, depth=None) -> RateCurve:
     """The curve of ``form`` through the windows (x, rate), weighted by their rows, in
     log(rate). misses: with the windows' measured ``misses`` per row, m(x)'s x_c and p by
     least squares on them, then a and miss_s on the rates over the measured misses; without
     them p = 1 and x_c on every midpoint between distinct x (``_fit_misses``). levels:
     ``x_b`` given per point (each rung's first level ÷ its cache), a and level_s least squares.
     ``device``: per window the misses the device served (the rest the page cache did, each at
-    ``cache_share`` × a device miss's cost); None: the device served every miss."""
+    ``cache_share`` × a device miss's cost); None: the device served every miss. ``depth``: per
+    window log2 of the rows in the table; the depth term is added where the BIC over the windows
+    pays for it (``_with_depth``)."""
     x, r = np.asarray(x, float), np.asarray(rate, float)
     ok = (x > 0) & (r > 0) & np.isfinite(x) & np.isfinite(r)
+    if depth is not None:
+        depth = np.asarray(depth, float)
+        ok &= np.isfinite(depth)
     if misses is not None:
         misses = np.asarray(misses, float)
         ok &= np.isfinite(misses)
@@ -131,6 +151,7 @@ def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=No
         else:
             misses, device = misses[ok], None
     x, r = x[ok], r[ok]
+    depth = None if depth is None else depth[ok]
     x_b = np.broadcast_to(np.asarray(x_b, float), ok.shape)[ok]
     w = np.ones_like(x) if weight is None else np.asarray(weight, float)[ok]
     w = w / w.mean() if len(w) else w
@@ -138,22 +159,47 @@ def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=No
         raise ValueError(f"{len(x)} rate points: a rate curve needs at least 2")
     y, inv, one = np.log(r), 1.0 / r, np.ones_like(x)
     steady = RateCurve("steady", float(np.exp(-np.average(y, weights=w))), n=len(x))
-    if form == "steady":
-        steady.rss = _log_rss(steady, x, y, w)
-        return steady
+    term = None                  # per window, what the regime adds per unit of its coefficient
     if form == "levels":
-        lv = np.log10(1.0 + x / x_b)
-        a, b = _linear([one, lv], inv, w, r)
+        term = np.log10(1.0 + x / x_b)
+        a, b = _linear([one, term], inv, w, r)
         c = RateCurve("levels", float(a), level_s=float(b), x_b=float(np.median(x_b)), n=len(x))
-    elif misses is not None and np.count_nonzero(misses > 0.05) >= 3:
+    elif form == "misses" and misses is not None and np.count_nonzero(misses > 0.05) >= 3:
         c = _fit_measured_misses(x, misses, inv, w, r, device, cache_share)
-    else:
+        term = misses if device is None else (misses - device) * cache_share + device
+    elif form == "misses":
         c = _fit_misses(x, y, inv, w, r)
+        term = None if c is None else miss_ratio(x, c.x_c, c.p)
+    else:
+        c = steady
     if c is None or c.a <= 0:
-        steady.rss = _log_rss(steady, x, y, w)
-        return steady
+        c, term = steady, None
+    if c.form != "steady" and (c.miss_s if c.form == "misses" else c.level_s) <= 0:
+        term = None
     c.rss = _log_rss(c, x, y, w, x_b)
-    return c
+    return c if depth is None else _with_depth(c, term, depth, (x, y, inv, w, r, x_b))
+
+
+def _with_depth(c: RateCurve, term, depth, pts) -> RateCurve:
+    """``c`` refitted with depth_s × (log2 n − the shallowest window's): a, the regime's
+    coefficient (its shape kept) and depth_s by least squares together, kept where the BIC over
+    the windows pays for the parameter and every coefficient is positive; else ``c``."""
+    x, y, inv, w, r, x_b = pts
+    ref = float(np.min(depth))
+    cols = [np.ones_like(x)] + ([] if term is None else [term]) + [depth - ref]
+    sw = np.sqrt(w) * r
+    coef, *_ = np.linalg.lstsq(np.column_stack(cols) * sw[:, None], inv * sw, rcond=None)
+    if np.any(coef <= 0):
+        return c
+    k = 1.0 if term is None else float(coef[1]) / (c.miss_s if c.form == "misses" else c.level_s)
+    d = dataclasses.replace(c, a=float(coef[0]), miss_s=c.miss_s * k, cache_s=c.cache_s * k, level_s=c.level_s * k,
+                            depth_s=float(coef[-1]), depth_ref=ref)
+    base = c.seconds_per_row(x) if c.form != "levels" else c.a + c.level_s * np.log10(1.0 + x / x_b)
+    spr = (base - c.a) * k + d.a + d.depth_s * (depth - ref)
+    d.rss = float(np.sum(w * (y + np.log(spr)) ** 2))
+    n = len(x)
+    bic = [n * math.log(max(v, 1e-300) / n) + p * math.log(n) for v, p in ((c.rss, len(cols) - 1), (d.rss, len(cols)))]
+    return d if bic[1] < bic[0] else c
 
 
 def _fit_measured_misses(x, m_obs, inv, w, r, d_obs=None, share=None) -> RateCurve | None:
@@ -211,7 +257,7 @@ def cumulative_seconds(curve: RateCurve, rows: float, bytes_per_row: float, pool
     rows = float(rows)
     if rows <= 0:
         return np.array([0.0]), np.array([0.0])
-    if curve.form == "steady":
+    if curve.form == "steady" and not curve.depth_s and curve.floor_s <= curve.a:
         n = np.linspace(0.0, rows, 2)
         return n, n * curve.a
     n = np.geomspace(rows * 1e-9, rows, points)
@@ -220,7 +266,7 @@ def cumulative_seconds(curve: RateCurve, rows: float, bytes_per_row: float, pool
             if 0 < n_c < rows:
                 n = np.union1d(n, [n_c])
     n = np.concatenate([[0.0], n])
-    return n, cumulative_trapezoid(curve.seconds_per_row(n * bytes_per_row / pool), n, initial=0.0)
+    return n, cumulative_trapezoid(curve.seconds_per_row(n * bytes_per_row / pool, n), n, initial=0.0)
 
 
 def load_seconds(curve: RateCurve, rows: float, bytes_per_row: float, pool: float) -> float:

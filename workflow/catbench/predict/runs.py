@@ -21,6 +21,10 @@ from .ladder import buffered, level_base
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
 PAGE = 16384   # InnoDB's page: a device read of a missed leaf
+# What a row makes the server write, per window (the sampler's counters; predict/writes.py):
+# its redo, the pages its page cleaners flush, and all the device took.
+WRITE_COUNTERS = {"redo_bytes": "Innodb_os_log_written", "pages_flushed": "Innodb_buffer_pool_pages_flushed",
+                  "device_write_bytes": "dev_write_bytes"}
 
 
 @dataclass
@@ -56,6 +60,9 @@ class Rep:
     device_reads: np.ndarray | None = field(repr=False, default=None)   # per window: device page reads per row
     buffered: bool = False               # the engine reads through the page cache (_buffered)
     ram: int | None = None               # the server's memory cgroup limit (server.ram), bytes
+    n_mid: np.ndarray | None = field(repr=False, default=None)   # per window: rows in the table at its middle
+    writes: dict = field(default_factory=dict)   # per window and row: what the server wrote (WRITE_COUNTERS)
+    log_bytes: int | None = None         # the redo log's capacity (innodb_log_file_size × files)
 
     @property
     def bytes_per_row(self) -> float:
@@ -115,6 +122,23 @@ def _windows_misses(trace, t0: float, bpr: float, pool: int, samples=None, count
     mid = (mid_rows * bpr if size is None else size) / pool
     misses = _per_row(samples, counter, (t1, t2), rows, ok)
     return mid[ok], (rows / np.where(dt > 0, dt, 1))[ok], rows[ok], misses
+
+
+def _window_writes(trace, t0: float, samples) -> tuple[np.ndarray, dict]:
+    """Each window's rows in the table at its middle (how deep the tree is), and what a row made
+    the server write there (``WRITE_COUNTERS`` the sampler has, per row; the checkpoint age's
+    largest value in the window, bytes)."""
+    t1, t2, n1, n2, _, _ = _bounds(trace, t0, samples)
+    rows, dt = n2 - n1, t2 - t1
+    ok = (rows > 0) & (dt > 0)
+    out = {k: v for k, c in WRITE_COUNTERS.items()
+           if (v := _per_row(samples, c, (t1, t2), rows, ok)) is not None}
+    age = None if samples is None else samples.get("Innodb_checkpoint_age")
+    if age is not None and len(age) and not any(v is None for v in age):
+        t, age = np.asarray(samples["time"], float), np.asarray(age, float)
+        out["checkpoint_age_bytes"] = np.array([age[(t >= a) & (t <= b)].max(initial=0.0)
+                                                for a, b in zip(t1[ok], t2[ok])])
+    return ((n1 + n2) / 2)[ok], out
 
 
 def _per_row(samples, column: str, times: tuple, rows, ok, unit: float = 1.0):
@@ -190,7 +214,8 @@ def device(results: Path, target: str) -> dict:
     """The target's fio figures a prediction uses (medians over repetitions): ``page_read_s``
     and ``page_write_s`` (a random 16 KiB read or write at queue depth 1, mean latency),
     ``cache_read_s`` (the same read from the page cache: a buffered pool miss RAM still holds) and
-    ``seq_s_per_byte`` (one byte written then read back sequentially: a spill pass); {}
+    ``seq_s_per_byte`` (one byte written then read back sequentially: a spill pass),
+    ``seq_write_s_per_byte`` (the redo log's writes); {}
     without the fio stage."""
     p = results / "fio" / target / "fio.csv"
     if not p.exists():
@@ -207,6 +232,8 @@ def device(results: Path, target: str) -> dict:
     w, r = med("seq-write", "MBps"), med("seq-read", "MBps")
     if w and r:
         out["seq_s_per_byte"] = 1 / (w * 1e6) + 1 / (r * 1e6)
+    if w:
+        out["seq_write_s_per_byte"] = 1 / (w * 1e6)
     return out
 
 
@@ -253,7 +280,17 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
                int(summary.get("files") or 0), by_limit, later, dev, _level_base(summary), misses)
     rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
     rep.device_reads = _device_reads(trace, first, samples) if buffered else misses
+    rep.n_mid, rep.writes = _window_writes(trace, first, samples)
+    rep.log_bytes = _log_bytes(summary)
     return rep
+
+
+def _log_bytes(summary: dict) -> int | None:
+    """The redo log's bytes: innodb_log_file_size × innodb_log_files_in_group (1 where the server
+    has one file)."""
+    v = (summary.get("server") or {}).get("variables") or {}
+    size = v.get("innodb_log_file_size")
+    return int(size) * int(v.get("innodb_log_files_in_group") or 1) if size not in (None, "") else None
 
 
 def _buffered(summary: dict, engine: str) -> bool:
@@ -298,7 +335,9 @@ def read_run(results) -> list[Rep]:
             continue
         # what the windows read of the sampler (_progress, _table_size)
         sm = _columns(path.parent / "samples.parquet", ("time", "Handler_write", "table_bytes", "dev_read_bytes",
-                                                        *{e.miss_counter for e in ENGINES.values() if e.miss_counter}))
+                                                        "Innodb_checkpoint_age", *WRITE_COUNTERS.values(),
+                                                        *sorted({e.miss_counter for e in ENGINES.values()
+                                                                 if e.miss_counter})))
         reps = summary.get("repetitions") or [summary]
         key = (target, variant, engine, strategy, layout)
         if target not in devices:    # one fio.csv per target, read once

@@ -15,6 +15,7 @@ from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .runs import Rep
 from .spec import Fitting
+from .writes import fit_writes
 
 SORT_BOUND = 0.5      # the phases before/after the rows at least this share of the time
 DROP = 0.8            # a collapse: the fitted rate at the largest x seen at most this × the cached rate
@@ -107,10 +108,12 @@ def fit(reps: list[Rep], form: str) -> Fit:
            if misses is not None and all(r.device_reads is not None and len(r.device_reads) == len(r.x)
                                          for r in reps) else None)
     device = _device(reps)
-    curve = fit_rate(x, rate, w, form, x_b, misses, dev, cache_share(device))
+    depth = (np.log2(np.maximum(np.concatenate([r.n_mid for r in reps]), 1.0))
+             if all(r.n_mid is not None and len(r.n_mid) == len(r.x) for r in reps) else None)
+    curve = fit_rate(x, rate, w, form, x_b, misses, dev, cache_share(device), depth)
     x_seen = float(np.max(x[np.isfinite(x)])) if len(x) else 0.0
     if curve.form == "misses" and curve.seconds_per_row(x_seen) * DROP < curve.a:
-        curve = fit_rate(x, rate, w, "steady")
+        curve = fit_rate(x, rate, w, "steady", depth=depth)
     rows = np.array([r.rows for r in reps], float)
     tb = np.array([r.table_bytes for r in reps], float)
     slope, icpt = float(np.median(tb / rows)), 0.0
@@ -125,7 +128,8 @@ def fit(reps: list[Rep], form: str) -> Fit:
                build_per_row(reps),
                _median(cpu), device,
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
-               float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u, _median(per_row))
+               float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u, _median(per_row),
+               fit_writes(reps))
 
 
 def _curve(f: Fit, t: Target) -> RateCurve:
@@ -134,7 +138,7 @@ def _curve(f: Fit, t: Target) -> RateCurve:
     c = f.curve.at_pool(t.level_base, t.pool)
     if t.page_cache > 0:
         c = c.with_page_cache(f.pool(t.pool) / (f.pool(t.pool) + t.page_cache), f.cache_share)
-    return c
+    return c if f.writes is None else dataclasses.replace(c, floor_s=f.writes.floor_s(f.device))
 
 
 def _per_row_average(curve: RateCurve, rows: float, bpr: float, pool: float) -> tuple[float, float]:
@@ -184,6 +188,8 @@ def point(f: Fit, t: Target) -> dict:
     out["pool_misses_per_row"], out["device_reads_per_row"] = _per_row_average(curve, out["rows"], bpr,
                                                                                f.pool(t.pool))
     out["server_cpu_us_per_row"] = None if f.cpu_per_row is None else f.cpu_per_row * 1e6
+    if f.writes is not None:
+        out["writes"] = f.writes.at(out["pool_misses_per_row"], out["load_s"], out["rows"])
     if t.below_rate:
         n = rows_until_rate(curve, t.below_rate, bpr, f.pool(t.pool))
         out["rows_until_below_rate"] = n
@@ -204,6 +210,8 @@ def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
         return "page-cache bound (pool misses read back from RAM)"
     if c.form == "levels" and c.level_s * c.levels(x_end) >= c.a:
         return "I/O bound (LSM compaction)"
+    if c.floor_s and c.floor_s >= float(dataclasses.replace(c, floor_s=0.0).seconds_per_row(x_end, t.rows)):
+        return "write bound (redo log and page cleaners)"
     return "server-CPU bound" if (f.cpu_share or 0) >= 0.5 else "steady (client or input bound)"
 
 
@@ -277,6 +285,9 @@ def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
         if ok.any():
             model = f.curve.a + f.curve.miss_s * _miss_cost(f, same, x)[ok] + (
                 f.curve.level_s * np.log10(1 + x[ok] / x_b[ok]) if f.curve.form == "levels" else 0.0)
+            if f.curve.depth_s:
+                n = np.concatenate([r.n_mid for r in same])[ok]
+                model = model + f.curve.depth_s * np.maximum(np.log2(np.maximum(n, 1)) - f.curve.depth_ref, 0)
             res.append(float(np.average(np.log(rate[ok]) + np.log(model), weights=w[ok])))
     if len(res) < 2:
         return floor
@@ -379,7 +390,8 @@ def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
         p["rows_ci_high"] = min(p["rows_ci_high"], t.rows)
     fitted = {**f.curve.as_dict(), "calibration_k": f.calibration, "device": f.device, "run_noise": sigma,
               "x_seen": f.x_seen, "parameters": _parameters(f), "own_check": own,
-              "pool_overhead_bytes": f.overhead}
+              "pool_overhead_bytes": f.overhead,
+              "write_floor_s_per_row": 0.0 if f.writes is None else f.writes.floor_s(f.device)}
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
@@ -415,7 +427,7 @@ def _parameters(f: Fit) -> int:
     build's two (its intercept where fitted), the table's bytes per row (slope and intercept)
     and the pool overhead where kept."""
     return (1 + {"steady": 0, "misses": 3, "levels": 1}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2
-            + (f.overhead > 0))
+            + (f.overhead > 0) + (f.curve.depth_s > 0))
 
 
 def _measured_later(reps: list[Rep]) -> float | None:
