@@ -8,6 +8,11 @@
                                       prediction's, from its fitted rate curve; then the seed's input
                                       MB/s, each disk's over its median: the row rate's shape,
                                       whatever the files' sizes
+    shape PREDICTION.json CHOICE.json TABLE.csv IOSTAT.csv   the chosen order's table growth (GiB/h)
+                                      between the seed's `ls` stamps, each over the first's, the
+                                      server's CPU-s per GiB of table, and the device bytes written per
+                                      byte of table, predicted beside measured: what the row count
+                                      the seed does not give cannot move
 """
 
 import argparse
@@ -22,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from catbench.predict.fitted import cache_share  # noqa: E402
-from catbench.predict.rate import RateCurve, cumulative_seconds  # noqa: E402
+from catbench.predict.rate import RateCurve, cumulative_seconds, curve_of  # noqa: E402
 
 HALF_HOUR = 1800.0
 TABLE = 674 * 2**30          # `ls -alh`: 674G at the end of every run
@@ -35,12 +40,10 @@ COLOURS = {"nvme": "#0072B2", "ssd": "#E69F00", "raid6": "#009E73"}
 
 def _curve(p: dict, page_cache: float) -> RateCurve:
     """The prediction's fitted curve at the target: its page cache beside the pool (``page_cache``
-    bytes, at fio's cost share), as `catbench predict` integrated it."""
+    bytes, at fio's cost share) and its write floor, as `catbench predict` integrated it."""
     f = p["fit"]
-    inf = float("inf")
-    c = RateCurve(f["form"], f["a_s_per_row"], miss_s=f.get("miss_s_per_row") or 0.0, x_c=f.get("x_c") or inf,
-                  p=f.get("p") or 1.0, level_s=f.get("level_s_per_row") or 0.0, x_b=f.get("x_b") or inf)
     pool = p["pool_bytes"] - (f.get("pool_overhead_bytes") or 0.0)
+    c = curve_of(f)
     return c.with_page_cache(pool / (pool + page_cache), cache_share(f.get("device") or {})) if page_cache else c
 
 
@@ -139,6 +142,70 @@ def plot(a) -> None:
     fig.savefig(a.out, dpi=110)
 
 
+def _seed_intervals(path) -> list[dict]:
+    """The seed's intervals between its `ls` stamps, per disk: table GiB from and to, GiB/h and
+    the server's CPU-s per GiB of table."""
+    rows = defaultdict(list)
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            rows[r["disk"]].append(r)
+    out = []
+    for disk, rs in rows.items():
+        for a, b in zip(rs, rs[1:]):
+            dt, dg = float(b["hours"]) - float(a["hours"]), float(b["table_GiB"]) - float(a["table_GiB"])
+            cpu = (float(b["mysqld_cpu_min"]) - float(a["mysqld_cpu_min"])) * 60 if b["mysqld_cpu_min"] else None
+            out.append({"disk": disk, "from": float(a["table_GiB"]), "to": float(b["table_GiB"]), "GiB_h": dg / dt,
+                        "cpu_s_per_GiB": cpu / dg if cpu is not None else None})
+    return out
+
+
+def _predicted_hours(p: dict, page_cache: float, gib: float) -> float:
+    """Hours from the load's start until the predicted table holds ``gib`` GiB."""
+    pool = p["pool_bytes"] - (p["fit"].get("pool_overhead_bytes") or 0.0)
+    n, t = cumulative_seconds(_curve(p, page_cache), p["target_rows"], p["bytes_per_row"], pool)
+    return (float(np.interp(gib * 2**30 / p["bytes_per_row"], n, t)) + (p.get("pre_s") or 0.0)) / 3600
+
+
+def shape(a) -> None:
+    doc = json.loads(open(a.prediction).read())
+    chosen = set(json.loads(open(a.choice).read())["chosen"])
+    page_cache = max(0.0, (doc.get("ram_bytes") or 0) - (doc.get("pool_bytes") or 0) - a.ram_own)
+    seed_iv = _seed_intervals(a.table_csv)
+    with open(a.iostat_csv) as f:
+        io = [r for r in csv.DictReader(f)]
+    for p in doc["predictions"]:
+        if p.get("refused") or p["key"]["id_layout"] not in chosen:
+            continue
+        cpu_row = (p.get("server_cpu_us_per_row") or 0) * 1e-6
+        depth = p["fit"].get("depth_s_per_row_per_doubling") or 0.0
+        print(f"{p['key']['id_layout']}: depth {depth * 1e6:.3f} µs a row per doubling, write floor "
+              f"{(p['fit'].get('write_floor_s_per_row') or 0) * 1e6:.2f} µs a row")
+        print("| disk | table GiB | seed GiB/h | ÷ its first | predicted GiB/h | ÷ its first | seed CPU-s per GiB "
+              "| predicted CPU-s per GiB |\n|---|---|---:|---:|---:|---:|---:|---:|")
+        first = {}
+        for iv in seed_iv:
+            h = _predicted_hours(p, page_cache, iv["to"]) - _predicted_hours(p, page_cache, iv["from"])
+            pred = (iv["to"] - iv["from"]) / h
+            scale = (h * 3600 / ((iv["to"] - iv["from"]) * 2**30 / p["bytes_per_row"])) / p["fit"]["a_s_per_row"]
+            cpu = cpu_row * scale * 2**30 / p["bytes_per_row"]
+            f0 = first.setdefault(iv["disk"], (iv["GiB_h"], pred))
+            seed_cpu = f"{iv['cpu_s_per_GiB']:.0f}" if iv["cpu_s_per_GiB"] else "–"
+            print(f"| {iv['disk']} | {iv['from']:.0f}–{iv['to']:.0f} | {iv['GiB_h']:.1f} | {iv['GiB_h'] / f0[0]:.2f} "
+                  f"| {pred:.1f} | {pred / f0[1]:.2f} | {seed_cpu} | {cpu:.0f} |")
+        w = p.get("writes") or {}
+        per_byte = (w.get("device_write_bytes_per_row") or 0) / p["bytes_per_row"]
+        print(f"\npredicted: {w.get('device_write_bytes_per_row') or 0:.0f} B written a row "
+              f"({w.get('redo_bytes_per_row') or 0:.0f} B redo, {w.get('pages_flushed_per_row') or 0:.4f} pages flushed), "
+              f"{per_byte:.2f} bytes written per byte of table, {w.get('device_write_MBps') or 0:.0f} MB/s at its rate")
+        print("| disk | iostat samples | write MB/s median (min–max) | table MB/s (its interval) | bytes written per byte "
+              "of table |\n|---|---:|---|---:|---:|")
+        for disk in sorted({r["disk"] for r in io}):
+            mb = np.array([float(r["write_MBps"]) for r in io if r["disk"] == disk])
+            grow = np.median([iv["GiB_h"] for iv in seed_iv if iv["disk"] == disk]) * 2**30 / 1e6 / 3600
+            print(f"| {disk} | {len(mb)} | {np.median(mb):.0f} ({mb.min():.0f}–{mb.max():.0f}) | {grow:.1f} "
+                  f"| {np.median(mb) / grow:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(required=True)
@@ -159,6 +226,13 @@ def main() -> None:
     c.add_argument("--ram-own", type=float, default=128 * 2**20, help="predict.ram_own of the config, bytes")
     c.add_argument("--hours", type=float, default=26, help="the hours shown")
     c.set_defaults(func=plot)
+    c = sub.add_parser("shape")
+    c.add_argument("prediction")
+    c.add_argument("choice")
+    c.add_argument("table_csv")
+    c.add_argument("iostat_csv")
+    c.add_argument("--ram-own", type=float, default=128 * 2**20, help="predict.ram_own of the config, bytes")
+    c.set_defaults(func=shape)
     a = ap.parse_args()
     a.func(a)
 

@@ -109,6 +109,16 @@ class RateCurve:
                 "write_floor_s_per_row": self.floor_s}
 
 
+def curve_of(fit: dict) -> RateCurve:
+    """The curve a prediction's ``fit`` (``RateCurve.as_dict``, in its JSON) describes, at the
+    rungs' pool (``with_page_cache``, ``at_pool`` and the write floor give the target's)."""
+    inf = float("inf")
+    return RateCurve(fit["form"], fit["a_s_per_row"], miss_s=fit.get("miss_s_per_row") or 0.0,
+                     x_c=fit.get("x_c") or inf, p=fit.get("p") or 1.0, level_s=fit.get("level_s_per_row") or 0.0,
+                     x_b=fit.get("x_b") or inf, depth_s=fit.get("depth_s_per_row_per_doubling") or 0.0,
+                     depth_ref=fit.get("depth_ref_log2_rows") or 0.0, floor_s=fit.get("write_floor_s_per_row") or 0.0)
+
+
 def _log_rss(curve: RateCurve, x, y, w, x_b=None) -> float:
     c = curve if x_b is None or curve.form != "levels" else None
     spr = c.seconds_per_row(x) if c else curve.a + curve.level_s * np.log10(1.0 + x / x_b)
