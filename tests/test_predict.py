@@ -356,7 +356,7 @@ def test_the_miss_cost_is_fitted_on_the_misses_each_level_served():
     m, d = truth.miss_ratio(x), truth.device_ratio(x)
     rng = np.random.default_rng(3)
     rate = 1 / truth.seconds_per_row(x) * np.exp(rng.normal(0, 0.03, x.size))
-    c = fit_rate(x, rate, form="misses", misses=m, device=d, cache_share=0.05)
+    c = fit_rate(x, rate, form="misses", misses=m, served=(d, 0.05))
     assert c.miss_s == pytest.approx(150e-6, rel=0.1) and c.cache_s == pytest.approx(7.5e-6, rel=0.1)
     # read as if the device had served every miss, the cost of one is far lower
     assert fit_rate(x, rate, form="misses", misses=m).miss_s < 0.5 * c.miss_s

@@ -136,18 +136,19 @@ def _linear(cols, inv, w, r):
     return coef
 
 
-def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=None, device=None,
-             cache_share: float | None = None, depth=None) -> RateCurve:
+def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=None, served: tuple | None = None,
+             depth=None) -> RateCurve:
     """The curve of ``form`` through the windows (x, rate), weighted by their rows, in
     log(rate). misses: with the windows' measured ``misses`` per row, m(x)'s x_c and p by
     least squares on them, then a and miss_s on the rates over the measured misses; without
     them p = 1 and x_c on every midpoint between distinct x (``_fit_misses``). levels:
     ``x_b`` given per point (each rung's first level ÷ its cache), a and level_s least squares.
-    ``device``: per window the misses the device served (the rest the page cache did, each at
-    ``cache_share`` × a device miss's cost); None: the device served every miss. ``depth``: per
+    ``served``: (device, cache_share), per window the misses the device served (the rest the page
+    cache did, each at ``cache_share`` × a device miss's cost); None: the device served every miss. ``depth``: per
     window log2 of the rows in the table; the depth term is added where the BIC over the windows
     pays for it (``_with_depth``)."""
     x, r = np.asarray(x, float), np.asarray(rate, float)
+    device, cache_share = served or (None, None)
     ok = (x > 0) & (r > 0) & np.isfinite(x) & np.isfinite(r)
     if depth is not None:
         depth = np.asarray(depth, float)

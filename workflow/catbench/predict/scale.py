@@ -110,7 +110,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
     device = _device(reps)
     depth = (np.log2(np.maximum(np.concatenate([r.n_mid for r in reps]), 1.0))
              if all(r.n_mid is not None and len(r.n_mid) == len(r.x) for r in reps) else None)
-    curve = fit_rate(x, rate, w, form, x_b, misses, dev, cache_share(device), depth)
+    curve = fit_rate(x, rate, w, form, x_b, misses, (dev, cache_share(device)), depth)
     x_seen = float(np.max(x[np.isfinite(x)])) if len(x) else 0.0
     if curve.form == "misses" and curve.seconds_per_row(x_seen) * DROP < curve.a:
         curve = fit_rate(x, rate, w, "steady", depth=depth)
