@@ -70,11 +70,11 @@ def test_what_a_row_writes_is_read_from_the_rungs_counters_and_given_at_the_targ
 
 
 def test_a_device_too_slow_for_what_a_row_writes_bounds_the_load():
-    slow = {**DEVICE, "page_write_s": 2e-3, "seq_write_s_per_byte": 1 / 20e6}   # a disk's page write, 20 MB/s
+    slow = {**DEVICE, "seq_write_s_per_byte": 1 / 20e6}      # 20 MB/s: 200 B a row take 10 µs
     reps = [dataclasses.replace(_in_order(n, rep, writes=_writes(n), device=slow), log_bytes=10 * 2**20)
             for n in (4_000_000, 8_000_000, 16_000_000) for rep in range(2)]
     p = predict(reps, Target(1e10, 2**50), OPTS)
-    floor = 0.006 * 2e-3 + (90.0 + 200.0 - 90.0 - 0.006 * 16384) / 20e6
+    floor = 200.0 / 20e6
     assert p["fit"]["write_floor_s_per_row"] == pytest.approx(floor)
     assert p["regime"] == "write bound (redo log and page cleaners)"
     assert p["seconds"] == pytest.approx(floor * 1e10, rel=0.02)
@@ -93,3 +93,19 @@ def test_each_window_gives_its_rows_in_the_table_and_what_a_row_wrote():
     assert w["pages_flushed"] == pytest.approx([0.005, 0.005])
     assert w["device_write_bytes"] == pytest.approx([200.0, 200.0])
     assert list(w["checkpoint_age_bytes"]) == [3e6, 3e6]
+
+
+def test_a_devices_published_figures_replace_the_rungs_fio_and_a_bad_file_is_named():
+    import yaml
+    from catbench.core.infra.resources import resource
+    from catbench.predict.runs import device_figures
+    for f in sorted(resource("devices").glob("*.yaml")):
+        d = device_figures(yaml.safe_load(f.read_text()), f)
+        assert d["page_read_s"] > d["page_write_s"] / 10 and d["seq_write_s_per_byte"] > 0
+    hdd = device_figures(yaml.safe_load(resource("devices/raid6-hdd-7200rpm.yaml").read_text()), "x")
+    assert hdd["page_read_s"] == pytest.approx(7.4e-3 + 4.16e-3)
+    with pytest.raises(ValueError, match=r"bad.yaml: 'seq_write_MBps' must be a positive number"):
+        device_figures({"page_read_us": 80, "page_write_us": 20, "seq_read_MBps": 100}, "bad.yaml")
+    with pytest.raises(ValueError, match=r"unknown key\(s\) page_read_ms"):
+        device_figures({"page_read_us": 80, "page_write_us": 20, "seq_read_MBps": 1, "seq_write_MBps": 1,
+                        "page_read_ms": 1}, "bad.yaml")

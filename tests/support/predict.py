@@ -75,7 +75,7 @@ def write_prediction(run: Path) -> Path:
                                                "bootstrap": 20}}))
     out = run / "predict" / "prediction.json"
     args = argparse.Namespace(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None, pool=None,
-                              ram=None, no_time_limit=False, measured=None,
+                              ram=None, no_time_limit=False, measured=None, device=None,
                               min_rungs=None, out=str(out))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("catbench.cli.predict.read_runs", lambda paths: groups())

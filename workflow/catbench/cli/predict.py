@@ -15,7 +15,7 @@ from ..core.infra.config import ConfigError, load
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
-from ..predict.runs import read_runs
+from ..predict.runs import device_figures, read_runs
 from ..predict.spec import Fitting, PredictSpec, Rung, rungs
 from .common import guarded, out_path
 
@@ -133,6 +133,20 @@ def _same_pool(key: tuple, measured: list, pool: float):
                           f"prediction is for {human(pool)}: give --pool {had // 2**20}M (or the config it ran)")
 
 
+def _on_device(groups: dict, path: str) -> dict:
+    """Every rung's device figures replaced by a device's published ones (--device FILE): the
+    answer for a disk this machine does not have. The page cache's read stays the rungs' (it is
+    RAM) unless the file gives one."""
+    import dataclasses
+    try:
+        figures = device_figures(yaml.safe_load(Path(path).read_text()), path)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"--device {path}: {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"--device {exc}") from None
+    return {k: [dataclasses.replace(r, device={**r.device, **figures}) for r in reps] for k, reps in groups.items()}
+
+
 def cmd_predict(a) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
@@ -146,6 +160,8 @@ def cmd_predict(a) -> int:
     groups = read_runs(a.results)
     if not groups:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
+    if a.device:
+        groups = _on_device(groups, a.device)
     measured = read_runs(a.measured) if a.measured else {}
     for key, reps in measured.items():
         if abs(reps[0].rung_rows - rows) > 0.01 * rows:
@@ -153,7 +169,8 @@ def cmd_predict(a) -> int:
                               f"rows, not the {rows:,.0f} predicted: give --rows {reps[0].rung_rows}")
     # load.time_limit_s was written for predict.target_rows: at another N it means nothing
     limit = not a.no_time_limit and rows == spec.target_rows
-    out = {"rows": rows, "pool_bytes": pool, "ram_bytes": ram, "predictions": [], "validation": [], "measured": []}
+    out = {"rows": rows, "pool_bytes": pool, "ram_bytes": ram, "device": a.device, "predictions": [], "validation": [],
+           "measured": []}
     print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
           + (f" and {human(ram)} of RAM" if ram else "")
           + f" from {len(a.results)} run(s):")
@@ -280,6 +297,9 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--measured", action="append", help="results/<run> of a target run to hold the "
                    "predictions against (not fitted on; repeat)")
     p.add_argument("--min-rungs", type=_at_least_one, help="rungs needed (default predict.min_rungs)")
+    p.add_argument("--device", help="a device's published figures (YAML: page_read_us, page_write_us, "
+                   "seq_read_MBps, seq_write_MBps; resources/devices/ has an NVMe, a SATA SSD and a RAID6 of "
+                   "disks) in place of the rungs' fio: the answer for a disk this machine does not have")
     p.add_argument("--out", help="write the predictions and the validation as JSON here")
     p.set_defaults(func=guarded(cmd_predict, (ConfigError, FileNotFoundError, ValueError), "predict"))
 

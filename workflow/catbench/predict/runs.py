@@ -237,6 +237,30 @@ def device(results: Path, target: str) -> dict:
     return out
 
 
+FIGURES = {"page_read_us": "page_read_s", "page_write_us": "page_write_s", "cache_read_us": "cache_read_s"}
+
+
+def device_figures(doc, path) -> dict:
+    """A device's published figures (``catbench predict --device``, resources/devices/*.yaml:
+    ``page_read_us``, ``page_write_us``, ``seq_read_MBps``, ``seq_write_MBps``, optionally
+    ``cache_read_us``) as ``device()`` gives a target's fio figures; a ValueError naming the file
+    and the key otherwise."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: not a mapping of a device's figures (page_read_us, page_write_us, "
+                         f"seq_read_MBps, seq_write_MBps)")
+    def num(key):
+        v = doc.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise ValueError(f"{path}: '{key}' must be a positive number (got {v!r})")
+        return float(v)
+    out = {FIGURES[k]: num(k) / 1e6 for k in FIGURES if k != "cache_read_us" or k in doc}
+    w, r = num("seq_write_MBps"), num("seq_read_MBps")
+    unknown = sorted(set(doc) - set(FIGURES) - {"name", "seq_read_MBps", "seq_write_MBps"})
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}")
+    return {**out, "seq_s_per_byte": 1 / (w * 1e6) + 1 / (r * 1e6), "seq_write_s_per_byte": 1 / (w * 1e6)}
+
+
 def _pool(summary: dict, engine: str) -> int | None:
     var = ENGINES[engine].cache_variable if engine in ENGINES else "innodb_buffer_pool_size"
     v = ((summary.get("server") or {}).get("variables") or {}).get(var)

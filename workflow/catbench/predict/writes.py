@@ -25,15 +25,16 @@ class Writes:
     checkpoint_share: float | None  # the largest checkpoint age seen ÷ the redo log's capacity
 
     def floor_s(self, dev: dict) -> float:
-        """The least seconds a cached row can take to be written, where nothing overlaps: its
-        flushed pages as random 16 KiB writes at queue depth 1 (one page cleaner), its redo and the
-        rest the device took (the doublewrite buffer's batches) at fio's sequential write. Misses'
-        own writes are in the miss cost (model.md); 0 without the figures."""
-        seq, page = dev.get("seq_write_s_per_byte"), dev.get("page_write_s")
-        if not seq or not page or self.redo is None or self.pages is None:
+        """The least seconds a cached row can take: the bytes it makes the device write (its redo,
+        its flushed pages and their doublewrite copies; 2 × the pages + the redo where the target
+        has no device counters) at fio's sequential write rate, the most any device takes. The page
+        cleaners write in batches, in the order of the pages, which an in-order load fills in file
+        order. A miss's own write-back is in its cost (model.md); 0 without the figures."""
+        seq = dev.get("seq_write_s_per_byte")
+        if not seq or self.redo is None:
             return 0.0
-        rest = self.pages * PAGE if self.device is None else max(0.0, self.device - self.redo - self.pages * PAGE)
-        return self.pages * page + (self.redo + rest) * seq
+        written = self.device if self.device is not None else self.redo + 2 * (self.pages or 0.0) * PAGE
+        return written * seq
 
     def at(self, misses: float, seconds: float, rows: float) -> dict:
         """The figures at the target: per row over its load (``misses`` its pool misses a row)
