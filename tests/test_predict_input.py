@@ -120,7 +120,7 @@ def test_a_load_that_did_not_run_alone_is_neither_fitted_nor_scored_and_is_named
     assert p.returncode == 1 and "that ran alone: r1 disk/char28/innodb/one-file-at-a-time did not" in p.stderr
 
 
-def _far(tmp_path):
+def _far():
     """A target run's loads at the sealed rows (10^8) and cache (6 bytes a row), on the rungs' curve."""
     from support.predict import FINISHES, rung_rep
     return {FINISHES: [rung_rep(100_000_000, 600_000_000, "far", rep) for rep in range(2)]}
@@ -138,7 +138,7 @@ def test_a_sealed_prediction_is_scored_and_refused_once_its_rungs_changed(tmp_pa
     write_prediction(run, out=sealed)                      # make far-seal
     sealed_doc = json.loads(sealed.read_text())
     capsys.readouterr()
-    out = write_prediction(run, read=_reads(groups(), _far(tmp_path)), sealed=str(sealed), measured=[str(run)])
+    out = write_prediction(run, read=_reads(groups(), _far()), sealed=str(sealed), measured=[str(run)])
     assert "its figures are scored" in capsys.readouterr().out
     [scored] = json.loads(out.read_text())["measured"]
     [was] = [p for p in sealed_doc["predictions"] if tuple(p["key"].values()) == FINISHES]
@@ -149,7 +149,7 @@ def test_a_sealed_prediction_is_scored_and_refused_once_its_rungs_changed(tmp_pa
                         else r for r in faster[FINISHES]]
     with pytest.raises(ConfigError, match=r"differs from the sealed one \(disk/char28/innodb/one-file-at-a-time/"
                                           r"random [^)]*: sealed [\d.e+]+, now [\d.e+]+"):
-        write_prediction(run, read=_reads(faster, _far(tmp_path)), sealed=str(sealed), measured=[str(run)])
+        write_prediction(run, read=_reads(faster, _far()), sealed=str(sealed), measured=[str(run)])
     # a rung's load left out (or another config's target) is named as well
     fewer = {k: v for k, v in groups().items() if k != FINISHES}
     with pytest.raises(ConfigError, match="disk/char28/innodb/one-file-at-a-time/random: sealed, not predicted now"):
