@@ -108,8 +108,9 @@ ladder: $(STAMP)
 # prediction's hash is committed before the target run exists:
 #   make far-seal   the rungs (2 repetitions each), the prediction written and hashed
 #                   (results/sealed/<run>.json and .sha256); commit the hash
-#   make far-check  refuses a changed seal, runs the target, scores it (--measured) into
-#                   results/<run>/predict/prediction.json and makes its report again
+#   make far-check  refuses a changed seal, or rungs or a config that no longer give the sealed
+#                   prediction (--sealed), runs the target, scores the sealed figures against it
+#                   (--measured) into results/<run>/predict/prediction.json, makes its report again
 FAR ?= config/far-bigint-300m.yaml
 FAR_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.infra.config import load; print(load('$(FAR)')['run'])" 2>/dev/null)
 FAR_RUNGS = $$(for r in results/$(FAR_RUN)-rungs/*.yaml; do echo --results results/$$(basename $$r .yaml); done)
@@ -126,9 +127,10 @@ far-seal: $(STAMP)
 far-check: $(STAMP)
 	@$(call install_system,$(FAR))
 	cd results/sealed && sha256sum --check $(FAR_RUN).json.sha256
+	catbench predict --config $(FAR) $(FAR_RUNGS) --sealed results/sealed/$(FAR_RUN).json
 	$(SNAKEMAKE_RUN) --configfile $(FAR)
-	catbench predict --config $(FAR) $(FAR_RUNGS) --measured results/$(FAR_RUN) \
-	  --out results/$(FAR_RUN)/predict/prediction.json
+	catbench predict --config $(FAR) $(FAR_RUNGS) --sealed results/sealed/$(FAR_RUN).json \
+	  --measured results/$(FAR_RUN) --out results/$(FAR_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(FAR) --forcerun report_html
 
 # The 2017 storage study (seed 000) predicted (config/seed-2017.yaml): the ladders of its key

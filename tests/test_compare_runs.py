@@ -70,3 +70,39 @@ def test_a_figure_whose_job_met_other_work_is_not_compared(tmp_path):
     write(rows, tmp_path / "c.csv")
     with open(tmp_path / "c.csv", newline="") as fh:
         assert "mdr" in next(csv.reader(fh))
+
+
+def _cli(*argv) -> int:
+    import argparse
+
+    from catbench.cli import report as cli_report
+    parser = argparse.ArgumentParser()
+    cli_report.add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args([str(a) for a in argv])
+    return args.func(args)
+
+
+def test_a_twin_of_one_run_under_two_spellings_is_refused(tmp_path, capsys):
+    a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00, 1.01, 0.99]})
+    (tmp_path / "link").symlink_to(a)
+    floor = tmp_path / "floor.json"
+    for b in (a, a / "tables", tmp_path / "link", tmp_path / "A" / ".." / "A"):
+        assert _cli("noise-floor", a, b, "--out", floor) == 1
+        assert "are one run: a twin is two runs of one config" in capsys.readouterr().err
+        assert not floor.exists()
+        assert _cli("compare", a, b) == 1
+        assert "compared with itself" in capsys.readouterr().err
+
+
+def test_a_twin_with_no_repeated_figure_writes_no_floor_and_an_empty_one_is_the_named_guess(tmp_path, capsys):
+    from catbench.report import noise
+    a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00]})
+    b = run_with_loads(tmp_path, "B", {("disk", "one-file-at-a-time"): [1.10]})
+    floor = tmp_path / "floor.json"
+    assert _cli("noise-floor", a, b, "--out", floor) == 1
+    assert "no between-run noise can be measured" in capsys.readouterr().err and not floor.exists()
+    floor.write_text(json.dumps({"machine": noise.machine(), "runs": ["A", "B"], "families": {}, "offset": None}))
+    assert noise.load(floor) == (None, f"the noise floor {floor} measured no figure")
+    assert _cli("compare", a, b, "--noise-floor", floor, "--out", tmp_path / "c.csv") == 0
+    out = capsys.readouterr().out
+    assert "measured no figure" in out and "between-run spread assumed 10%" in out

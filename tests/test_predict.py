@@ -371,3 +371,31 @@ def test_the_page_cache_at_the_target_is_the_ram_left_beside_the_pool_where_read
     assert spec.page_cache("myisam", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.25 * 2**30   # --ram over server.ram
     assert {r["server"]["ram"] for r in rungs({**cfg, "predict": {**cfg["predict"], "rows": [10088000]}})} == \
         {f"{round((10 * 2**30 * 10088000 / 10**9 + 256 * 2**20) / 1024)}KiB"}
+
+
+def test_a_ladder_written_over_an_earlier_one_leaves_only_its_own_rungs(tmp_path, capsys):
+    import argparse
+
+    import yaml
+    from catbench.cli.predict import cmd_ladder
+    out = tmp_path / "rungs"
+
+    def ladder_of(rows, run="study"):
+        cfg = tmp_path / f"{run}-{len(rows)}.yaml"
+        cfg.write_text(yaml.safe_dump({"run": run, "base": str(REPO / "config/index-study.yaml"),
+                                       "predict": {"rows": rows, "target_rows": 100_880_000},
+                                       "load": {"settings": {"innodb_buffer_pool_size": "512M",
+                                                             "innodb_log_file_size": "1G"}}}))
+        return cmd_ladder(argparse.Namespace(config=str(cfg), out=str(out)))
+
+    assert ladder_of([2_017_600, 5_044_000, 10_088_000]) == 0
+    assert ladder_of([2_017_600, 5_044_000, 10_088_000], run="other") == 0
+    assert ladder_of([2_017_600, 5_044_000]) == 0          # fewer rungs: the earlier ladders' are gone
+    assert sorted(p.name for p in out.iterdir()) == ["study-rung1.yaml", "study-rung2.yaml"]
+    assert "removed " in capsys.readouterr().out
+    (out / "mine.yaml").write_text("run: mine\n")             # not a rung catbench wrote: never removed
+    (out / "x-rung1.yaml").write_text("run: y\n")
+    with pytest.raises(ConfigError, match=r"--out .* holds mine.yaml, x-rung1.yaml, not a rung config of this"):
+        ladder_of([2_017_600])
+    assert sorted(p.name for p in out.iterdir()) == ["mine.yaml", "study-rung1.yaml", "study-rung2.yaml",
+                                                     "x-rung1.yaml"]

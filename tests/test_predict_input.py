@@ -3,6 +3,7 @@ unfinished output, a broken summary, rows that are not a number of rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -95,3 +96,68 @@ def test_a_measured_run_with_another_cache_is_not_scored(tmp_path):
     p = _predict(tmp_path, "--results", tmp_path / "r1", "--measured", tmp_path / "m", "--rows", "200",
                  "--pool", "100M")
     assert p.returncode == 1 and "ran with a 1.0 GiB cache, the prediction is for 100.0 MiB" in p.stderr, p.stderr
+
+
+def test_a_load_that_did_not_run_alone_is_neither_fitted_nor_scored_and_is_named(tmp_path):
+    met = {"host": "h", "alone": False, "shared_locks": [], "other_catbench_jobs": ["123 catbench load-index"]}
+    (_load(tmp_path / "r1", pool=10_000, rows=200) / "isolation.json").write_text(json.dumps(met))
+    (_load(tmp_path / "r2", pool=20_000, rows=400) / "isolation.json").write_text(json.dumps({"alone": True}))
+    skipped: list = []
+    groups = read_runs([tmp_path / "r1", tmp_path / "r2"], skipped)
+    assert [r.run for reps in groups.values() for r in reps] == ["r2"]
+    assert skipped == [{"run": "r1", "load": "disk/char28/innodb/one-file-at-a-time",
+                        "met": "catbench command(s) 123 catbench load-index"}]
+    out = tmp_path / "p.json"
+    p = _predict(tmp_path, "--results", tmp_path / "r1", "--results", tmp_path / "r2", "--measured", tmp_path / "r1",
+                 "--rows", "200", "--out", out)
+    assert p.returncode == 0, p.stderr
+    assert "not fitted: r1 disk/char28/innodb/one-file-at-a-time did not run alone (met catbench command(s) 123" \
+        in p.stdout and "not scored: r1 disk/char28/innodb/one-file-at-a-time did not run alone" in p.stdout
+    doc = json.loads(out.read_text())
+    assert [(s["run"], s["role"]) for s in doc["not_alone"]] == [("r1", "rung"), ("r1", "measured")]
+    assert doc["measured"] == []
+    p = _predict(tmp_path, "--results", tmp_path / "r1")
+    assert p.returncode == 1 and "that ran alone: r1 disk/char28/innodb/one-file-at-a-time did not" in p.stderr
+
+
+def _far():
+    """A target run's loads at the sealed rows (10^8) and cache (6 bytes a row), on the rungs' curve."""
+    from support.predict import FINISHES, rung_rep
+    return {FINISHES: [rung_rep(100_000_000, 600_000_000, "far", rep) for rep in range(2)]}
+
+
+def _reads(rungs: dict, target: dict):
+    return lambda paths: target if any(str(p).endswith("far") for p in paths) and len(paths) == 1 else rungs
+
+
+def test_a_sealed_prediction_is_scored_and_refused_once_its_rungs_changed(tmp_path, capsys):
+    from catbench.core.infra.config import ConfigError
+    from support.predict import FINISHES, groups, write_prediction
+    run, sealed = tmp_path / "far", tmp_path / "sealed.json"
+    run.mkdir()
+    write_prediction(run, out=sealed)                      # make far-seal
+    sealed_doc = json.loads(sealed.read_text())
+    capsys.readouterr()
+    out = write_prediction(run, read=_reads(groups(), _far()), sealed=str(sealed), measured=[str(run)])
+    assert "its figures are scored" in capsys.readouterr().out
+    [scored] = json.loads(out.read_text())["measured"]
+    [was] = [p for p in sealed_doc["predictions"] if tuple(p["key"].values()) == FINISHES]
+    assert scored["predicted"] == was["seconds"] and scored["measured_runs"] == ["far"]
+    # the first rung's durations halved after the seal: the check refuses, naming what changed
+    faster = groups()
+    faster[FINISHES] = [dataclasses.replace(r, seconds=r.seconds / 2, rate=r.rate * 2) if r.rung_rows == 1_000_000
+                        else r for r in faster[FINISHES]]
+    with pytest.raises(ConfigError, match=r"differs from the sealed one \(disk/char28/innodb/one-file-at-a-time/"
+                                          r"random [^)]*: sealed [\d.e+]+, now [\d.e+]+"):
+        write_prediction(run, read=_reads(faster, _far()), sealed=str(sealed), measured=[str(run)])
+    # a rung's load left out (or another config's target) is named as well
+    fewer = {k: v for k, v in groups().items() if k != FINISHES}
+    with pytest.raises(ConfigError, match="disk/char28/innodb/one-file-at-a-time/random: sealed, not predicted now"):
+        write_prediction(run, read=_reads(fewer, {}), sealed=str(sealed))
+
+
+def test_far_check_scores_the_sealed_prediction_before_and_after_its_target_runs():
+    make = (Path(__file__).parents[1] / "Makefile").read_text()
+    check = make[make.index("\nfar-check:"):make.index("\n\n", make.index("\nfar-check:"))]
+    assert check.count("--sealed results/sealed/$(FAR_RUN).json") == 2
+    assert check.index("--sealed") < check.index("$(SNAKEMAKE_RUN) --configfile $(FAR)\n")

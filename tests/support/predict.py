@@ -66,18 +66,20 @@ def groups() -> dict:
             ONE_RUNG: [dataclasses.replace(r, key=ONE_RUNG) for r in rungs if r.rung_rows == 1_000_000]}
 
 
-def write_prediction(run: Path) -> Path:
+def write_prediction(run: Path, out: Path | None = None, read=None, **flags) -> Path:
     """results/<run>/predict/prediction.json as `make ladder` writes it (catbench predict --out),
-    from the synthetic rungs; the target's pool is 6 bytes per row, as the rungs'."""
+    from the synthetic rungs; the target's pool is 6 bytes per row, as the rungs'. ``read``:
+    what each run reads as (paths -> groups; default ``groups()``); ``flags``: more of the
+    command's flags (measured, sealed)."""
     cfg = run.parent / f"{run.name}-predict.yaml"
     cfg.write_text(yaml.safe_dump({"run": run.name, "load": {"time_limit_s": LIMIT_S},
                                    "predict": {"target_rows": 100_000_000, "pool_per_row_bytes": 6,
                                                "bootstrap": 20}}))
-    out = run / "predict" / "prediction.json"
-    args = argparse.Namespace(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None, pool=None,
-                              ram=None, no_time_limit=False, measured=None, device=None,
-                              min_rungs=None, out=str(out))
+    out = out or run / "predict" / "prediction.json"
+    args = argparse.Namespace(**{**dict(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None,
+                                        pool=None, ram=None, no_time_limit=False, measured=None, sealed=None, device=None,
+                                        min_rungs=None, out=str(out)), **flags})
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("catbench.cli.predict.read_runs", lambda paths: groups())
+        mp.setattr("catbench.cli.predict.read_runs", lambda paths, skipped=None: (read or (lambda _p: groups()))(paths))
         assert cmd_predict(args) == 0
     return out

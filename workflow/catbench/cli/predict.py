@@ -7,6 +7,7 @@ import argparse
 import json
 import logging
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -15,6 +16,7 @@ from ..core.infra.config import ConfigError, load
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
+from ..predict import sealed as sealed_doc
 from ..predict.runs import device_figures, read_runs
 from ..predict.spec import Fitting, PredictSpec, Rung, rungs
 from .common import guarded, out_path
@@ -150,45 +152,51 @@ def _on_device(groups: dict, path: str) -> dict:
 def cmd_predict(a) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
-    its own largest rung from the smaller ones (predicted ÷ measured)."""
-    from ..predict.scale import compare, predict, validate   # scipy: not for a refused argument
+    its own largest rung from the smaller ones (predicted ÷ measured). A load whose job did
+    not run alone (its isolation.json) is neither fitted nor scored, and named."""
+    from ..predict.scale import predict, validate   # scipy: not for a refused argument
     out_path(a.out)
     spec = PredictSpec.of(load(a.config))
     fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
     rows = float(a.rows if a.rows is not None else spec.target_rows)
     pool, ram = a.pool, a.ram or spec.ram
-    groups = read_runs(a.results)
+    skipped: list = []
+    groups = read_runs(a.results, skipped)
     if not groups:
-        raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)")
+        raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)"
+                          + (f" that ran alone: {_not_alone_text(skipped)}" if skipped else ""))
+    skipped = [dict(s, role="rung") for s in skipped]
     if a.device:
         groups = _on_device(groups, a.device)
-    measured = read_runs(a.measured) if a.measured else {}
+    more: list = []
+    measured = read_runs(a.measured, more) if a.measured else {}
+    skipped += [dict(s, role="measured") for s in more]
+    sealed = sealed_doc.read(a.sealed) if a.sealed else None
     for key, reps in measured.items():
         if abs(reps[0].rung_rows - rows) > 0.01 * rows:
             raise ConfigError(f"--measured {reps[0].run}: {'/'.join(key)} loaded an input of {reps[0].rung_rows:,} "
                               f"rows, not the {rows:,.0f} predicted: give --rows {reps[0].rung_rows}")
     # load.time_limit_s was written for predict.target_rows: at another N it means nothing
     limit = not a.no_time_limit and rows == spec.target_rows
-    out = {"rows": rows, "pool_bytes": pool, "ram_bytes": ram, "device": a.device, "predictions": [], "validation": [],
-           "measured": []}
+    out = {"rows": rows, "pool_bytes": pool, "ram_bytes": ram, "device": a.device, "predictions": [], "validation": [], "measured": [],
+           "not_alone": skipped}
     print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
           + (f" and {human(ram)} of RAM" if ram else "")
           + f" from {len(a.results)} run(s):")
+    for s in skipped:
+        print(f"  {'not fitted' if s['role'] == 'rung' else 'not scored'}: {s['run']} {s['load']} did not run "
+              f"alone (met {s['met']}): run it again alone")
+    pools = {}
     for key, reps in sorted(groups.items()):
         _one_ladder(key, reps)
         t = _target(spec, key[2], rows, reps, pool, limit, ram)
+        pools[key] = t.pool
         p = predict(reps, t, fitting)
         out["predictions"].append({"key": dict(zip(KEY_FIELDS, key)), **p})
         print("  " + _line(key, p))
-        if key in measured:
-            _same_pool(key, measured[key], t.pool)
-            out["measured"].append({"key": dict(zip(KEY_FIELDS, key)), "rung_rows": measured[key][0].rung_rows,
-                                    "from_rungs": p["rungs"], "measured_runs": sorted({r.run for r in measured[key]}),
-                                    **compare(p, measured[key])})
-    if a.measured:
-        print(f"against the measured run(s) {', '.join(a.measured)}:")
-        for m in out["measured"]:
-            print("  " + _compare_line("/".join(m["key"].values()), m))
+    if sealed is not None:
+        _check_seal(a.sealed, sealed, out)
+    _score(a, out, measured, pools, sealed)
     print("validation (each ladder's largest rung from its smaller ones):")
     for key, reps in sorted(groups.items()):
         v = validate(reps, fitting)
@@ -203,6 +211,37 @@ def cmd_predict(a) -> int:
         with atomic_path(a.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
+
+
+def _not_alone_text(skipped: list) -> str:
+    return "; ".join(f"{s['run']} {s['load']} did not (met {s['met']})" for s in skipped) + "; run them again alone"
+
+
+def _check_seal(path, sealed: dict, out: dict) -> None:
+    """Refuse, naming what changed, when the prediction made now is not the sealed one."""
+    now = json.loads(json.dumps(_finite({k: out[k] for k in ("rows", "pool_bytes", "ram_bytes", "predictions")}),
+                                default=str))
+    found = sealed_doc.differences(sealed, now)
+    if found:
+        raise ConfigError(sealed_doc.refusal(path, found))
+    print(f"the sealed prediction {path}: the rungs and the config give it still; its figures are scored")
+
+
+def _score(a, out: dict, measured: dict, pools: dict, sealed: dict | None) -> None:
+    """Each measured load against its prediction: the sealed one's figures with --sealed."""
+    from ..predict.scale import compare
+    made = sealed_doc.by_load(sealed if sealed is not None else out)
+    for key in sorted(k for k in measured if k in pools):
+        _same_pool(key, measured[key], pools[key])
+        p = made["/".join(key)]
+        out["measured"].append({"key": dict(zip(KEY_FIELDS, key)), "rung_rows": measured[key][0].rung_rows,
+                                "from_rungs": p["rungs"], "measured_runs": sorted({r.run for r in measured[key]}),
+                                **compare(p, measured[key])})
+    if a.measured:
+        print(f"against the measured run(s) {', '.join(a.measured)}" + (" (the sealed figures)" if sealed else "")
+              + ":")
+        for m in out["measured"]:
+            print("  " + _compare_line("/".join(m["key"].values()), m))
 
 
 def _curves(spec: PredictSpec, fitting: Fitting, groups: dict, measured: dict, pool: int | None,
@@ -230,12 +269,39 @@ def cmd_ladder(a) -> int:
         except ConfigError as e:
             raise ConfigError(f"the rung {r.run!r} of {a.config} would be refused by the workflow "
                               f"(its run is config key 'run' + '-rung<k>'): {e}") from None
+    if a.out:
+        _only_this_ladder(Path(a.out), {f"{r.run}.yaml" for r in ladder})
     for r in ladder:
         print(f"{r.run}: catalog.patch.objects {r.objects}, partition.index_files {r.index_files}, load.settings "
               f"{json.dumps(r.settings)}, sort_memory {r.sort_memory}, time_limit_s {r.time_limit_s}")
         if a.out:
             (Path(a.out) / f"{r.run}.yaml").write_text(yaml.safe_dump(r.file, sort_keys=False))
     return 0
+
+
+RUNG_FILE = re.compile(r".+-rung[0-9]+\.ya?ml")
+
+
+def _only_this_ladder(out: Path, names: set) -> None:
+    """--out holds this ladder's rungs only: the workflow runs (and predict fits) every config
+    in it. A rung config an earlier ladder wrote there (``<run>-rung<k>.yaml``, its ``run``
+    its name) is removed; any other config there is refused, never removed."""
+    stale, other = [], []
+    for f in sorted(out.iterdir()):
+        if f.name in names or f.suffix not in (".yaml", ".yml"):
+            continue
+        try:
+            doc = yaml.safe_load(f.read_text()) if f.is_file() and not f.is_symlink() else None
+        except (OSError, yaml.YAMLError):
+            doc = None
+        ours = RUNG_FILE.fullmatch(f.name) and isinstance(doc, dict) and doc.get("run") == f.name.rsplit(".", 1)[0]
+        (stale if ours else other).append(f)
+    if other:
+        raise ConfigError(f"--out {out} holds {', '.join(f.name for f in other)}, not a rung config of this ladder: "
+                          f"every config there is run and fitted; move it away or give another --out")
+    for f in stale:
+        f.unlink()
+        print(f"removed {f}: a rung of an earlier ladder, not of this one")
 
 
 def _positive(text: str) -> float:
@@ -296,6 +362,9 @@ def add_subcommands(subparsers) -> None:
                         "when --rows is not predict.target_rows, which the limit was written for)")
     p.add_argument("--measured", action="append", help="results/<run> of a target run to hold the "
                    "predictions against (not fitted on; repeat)")
+    p.add_argument("--sealed", help="a prediction sealed before the target ran (make far-seal): the --measured "
+                   "runs are scored against its figures, and the command refuses when the rungs and the config "
+                   "no longer give it")
     p.add_argument("--min-rungs", type=_at_least_one, help="rungs needed (default predict.min_rungs)")
     p.add_argument("--device", help="a device's published figures (YAML: page_read_us, page_write_us, "
                    "seq_read_MBps, seq_write_MBps; resources/devices/ has an NVMe, a SATA SSD and a RAID6 of "

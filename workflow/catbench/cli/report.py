@@ -69,9 +69,8 @@ def cmd_compare(args) -> int:
                  f"(report.between_run_cv, a guess: measure it with make aa)")
     out = out_path(args.out) or \
         cmp.tables_dir(args.results_b) / f"compare_{cmp.run_name(args.results_a)}.csv"
-    if cmp.tables_dir(args.results_a).resolve() == cmp.tables_dir(args.results_b).resolve():
-        raise MetricsError(f"{args.results_a} is compared with itself: every figure would agree, which is no "
-                           f"A/A check (that needs two runs of one config: make aa)")
+    cmp.distinct(args.results_a, args.results_b, "compared with itself, every figure would agree, which is no "
+                 "A/A check (that needs two runs of one config: make aa)")
     rows = cmp.compare(args.results_a, args.results_b, report=report, floor=floor)
     cmp.write(rows, out)
     print(f"A = {args.results_a}\nB = {args.results_b}\nbetween runs: {note}")
@@ -86,8 +85,14 @@ def cmd_noise_floor(args) -> int:
     the other (make aa). compare then uses it for every comparison of runs on this machine."""
     from ..report import compare as cmp
     from ..report import noise
-    floor = noise.estimate(cmp.diffs(cmp.figure_pairs(args.results_a, args.results_b)),
-                           (cmp.run_name(args.results_a), cmp.run_name(args.results_b)))
+    cmp.distinct(args.results_a, args.results_b, "a twin is two runs of one config, one after the other "
+                 "(make aa); one run against itself measures no noise")
+    diffs = cmp.diffs(cmp.figure_pairs(args.results_a, args.results_b))
+    if not diffs:   # an empty floor would read as measured while compare fell back to the guess
+        raise MetricsError(f"{args.results_a} and {args.results_b}: no measured figure has 2 or more repetitions "
+                           f"in both runs from jobs that ran alone, so no between-run noise can be measured; run "
+                           f"the twin with repetitions of 2 or more (make aa); no floor written")
+    floor = noise.estimate(diffs, (cmp.run_name(args.results_a), cmp.run_name(args.results_b)))
     out = Path(args.out) if args.out else Path(args.results_a).resolve().parent / noise.FLOOR_FILE
     noise.save(floor, out)
     for fam, f in floor["families"].items():

@@ -16,6 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
+from ..core.infra.jobs.isolation import ran_alone, read_record, what_it_met
 from ..core.infra.targets import parse_size
 from .ladder import buffered, level_base
 
@@ -337,8 +338,10 @@ def _of_rep(table: dict | None, rep_no: int) -> dict | None:
     return {c: np.asarray(v)[sel] for c, v in table.items() if c != "repetition"} if sel else None
 
 
-def read_run(results) -> list[Rep]:
-    """Every load repetition of one run's results directory (``results/<run>``)."""
+def read_run(results, skipped: list | None = None) -> list[Rep]:
+    """Every load repetition of one run's results directory (``results/<run>``) whose job ran
+    alone (its isolation.json, judged as compare judges it); each load that did not is left
+    out and named in ``skipped`` ({run, load, met})."""
     results = Path(results)
     if not results.is_dir():
         raise FileNotFoundError(f"{results}: no such results directory")
@@ -352,6 +355,12 @@ def read_run(results) -> list[Rep]:
         target, variant, engine, strategy = path.parent.parts[-4:]
         if any(part.startswith(".") for part in (target, variant, engine, strategy)):
             continue    # a job's unfinished output (core/infra/files.py staged_output), not a load
+        rec = read_record(path.parent)
+        if rec is not None and not ran_alone(rec):   # its rates carry another job's load
+            if skipped is not None:
+                skipped.append({"run": results.name, "load": "/".join((target, variant, engine, strategy)),
+                                "met": what_it_met(rec)})
+            continue
         summary = _summary(path)
         pool = _pool(summary, engine)
         tr = _columns(path.parent / "trace.parquet", ("start", "end", "cumulative_rows"))
@@ -389,9 +398,10 @@ def _summary(path: Path) -> dict:
     return doc
 
 
-def read_runs(paths) -> dict[tuple, list[Rep]]:
+def read_runs(paths, skipped: list | None = None) -> dict[tuple, list[Rep]]:
     """The repetitions of several runs, grouped by (target, variant, engine, strategy, id_layout).
-    A run named twice is read once: its repetitions are not more evidence the second time."""
+    A run named twice is read once: its repetitions are not more evidence the second time.
+    ``skipped``: the loads that did not run alone (``read_run``)."""
     groups: dict[tuple, list[Rep]] = {}
     seen: set = set()
     for p in paths:
@@ -399,6 +409,6 @@ def read_runs(paths) -> dict[tuple, list[Rep]]:
         if real in seen:
             continue
         seen.add(real)
-        for rep in read_run(p):
+        for rep in read_run(p, skipped):
             groups.setdefault(rep.key, []).append(rep)
     return groups

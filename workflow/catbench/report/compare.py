@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..core.infra.config import RENAMED
+from ..core.infra.jobs.isolation import ran_alone
 from . import noise
 from .inputs import MetricsError
 from .stats import Between, Figure, ReportSpec, fmt, holm, holm_cutoff, short, verdict
@@ -67,6 +68,13 @@ def tables_dir(path) -> Path:
     if p.is_dir() and any((p / f"{n}.csv").is_file() for n in KEYS):
         return p
     raise MetricsError(f"{p}: no tables here (run `catbench tables --results {p}` first)")
+
+
+def distinct(results_a, results_b, why: str) -> None:
+    """Refuse one run given as both A and B, whatever the spelling of its path (tables/ or
+    not, ``..``, a symlink): ``why`` says what that would not be."""
+    if tables_dir(results_a).resolve() == tables_dir(results_b).resolve():
+        raise MetricsError(f"{results_a} and {results_b} are one run: {why}")
 
 
 def run_name(path) -> str:
@@ -164,7 +172,7 @@ def met_other_work(results) -> list | None:
         rows = list(csv.DictReader(fh))
     out = []
     for r in rows:
-        if str(r.get("alone", "")).lower() != "true":
+        if not ran_alone(r):
             stage, *segs = r["job"].split("/")
             out.append((stage, tuple(str(RENAMED.get(x, x)) for x in segs)))
     return out

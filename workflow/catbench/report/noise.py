@@ -165,6 +165,8 @@ def load(path, this_machine: dict | None = None) -> tuple[dict | None, str]:
         raise ValueError(f"{p}: not a noise floor written by `catbench noise-floor` ({exc})") from exc
     if None in dfs:
         raise ValueError(f"{p}: its families have no degrees of freedom; measure the floor again (make aa)")
+    if not fams:
+        return None, f"the noise floor {p} measured no figure"
     here = this_machine or machine()
     if doc.get("machine") != here:
         return None, f"the noise floor {p} was measured on {doc.get('machine')}, not on this machine ({here})"

@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from ..core.index.table import ENGINES
+from ..core.infra.jobs.isolation import ran_alone, what_it_met
 from .answer import answer, dur, method
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
@@ -137,17 +138,10 @@ def _failed_cluster(t: Tables) -> list:
     return failed
 
 
-def _shared(r: dict) -> str:
-    met = [f"{what} {r[k]}" for k, what in (("shared_locks", "a lock held by"),
-                                            ("other_catbench_jobs", "catbench command(s)"),
-                                            ("other_slurm_jobs", "Slurm job(s)")) if r.get(k)]
-    return "; ".join(met) or "no record of what"
-
-
 def _not_alone(t: Tables) -> list:
     """Every measuring job that did not run alone: its figures are not to be trusted."""
-    return [f"Measuring job {r['job']} did NOT run alone (met {_shared(r)}): do not trust its figures."
-            for r in t.isolation if r.get("alone") is not True]
+    return [f"Measuring job {r['job']} did NOT run alone (met {what_it_met(r)}): do not trust its figures."
+            for r in t.isolation if not ran_alone(r)]
 
 
 def _isolation_text(t: Tables) -> tuple | None:

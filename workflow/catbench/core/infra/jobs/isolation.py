@@ -22,6 +22,7 @@ from pathlib import Path
 
 NODE_LOCK = Path(f"/tmp/catbench-measure-{os.getuid()}.lock")
 LOCK_NAME = ".catbench-measure.lock"
+RECORD = "isolation.json"
 WATCH_PERIOD_S = 2.0
 
 
@@ -140,7 +141,41 @@ def measuring(target: str | None, path=None):
 
 def write_record(rec: dict, out_dir) -> Path:
     """``<out_dir>/isolation.json``."""
-    path = Path(out_dir) / "isolation.json"
+    path = Path(out_dir) / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rec, indent=2) + "\n")
     return path
+
+
+def read_record(job_dir) -> dict | None:
+    """The isolation record beside a measuring job's results, None without one (a run
+    from before the records: whether it ran alone is unknown); ValueError naming the file
+    when it is not a record."""
+    path = Path(job_dir) / RECORD
+    try:
+        rec = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not an isolation record ({exc}); run that job again") from None
+    if not isinstance(rec, dict):
+        raise ValueError(f"{path}: not an isolation record (a JSON object); run that job again")
+    return rec
+
+
+def ran_alone(rec: dict) -> bool:
+    """The one judgement of a record (isolation.json, or its row of isolation.csv): the job
+    ran alone only where it says so; false, empty or missing is not alone."""
+    v = rec.get("alone")
+    return v is True or str(v).strip().lower() == "true"
+
+
+def what_it_met(rec: dict) -> str:
+    """What a job that did not run alone met, from its record: 'a lock held by …; catbench
+    command(s) …; Slurm job(s) …'."""
+    def text(v):
+        return "; ".join(map(str, v)) if isinstance(v, list) else str(v)
+    met = [f"{what} {text(rec[k])}" for k, what in (("shared_locks", "a lock held by"),
+                                                   ("other_catbench_jobs", "catbench command(s)"),
+                                                   ("other_slurm_jobs", "Slurm job(s)")) if rec.get(k)]
+    return "; ".join(met) or "no record of what"
