@@ -154,6 +154,10 @@ def _bad(tmp_path, case):
         fmt = "csv"
         cols["obj_id"] = cols["obj_id"].astype(str).astype(object)
         cols["obj_id"][41] = str(2**63)
+    elif case == "hex id":
+        fmt = "csv"
+        cols["obj_id"] = cols["obj_id"].astype(str).astype(object)
+        cols["obj_id"][41] = "0x10"
     elif case == "list column":
         cols["name"] = pa.array([[i] for i in range(600)])
     elif case == "own name":
@@ -172,6 +176,8 @@ CASES = {  # case: what the message says (besides the file)
     "infinite dec": "row 42, column 'coord_dec' (catalog.patch.file.columns.dec): value inf is not finite",
     "repeated id": "row 8 and",
     "id over BIGINT": "row 42 (line 43), column 'obj_id' (catalog.patch.file.columns.objectId): value 9223372036854775808",
+    "hex id": "row 42 (line 43), column 'obj_id' (catalog.patch.file.columns.objectId): value '0x10' is not a "
+              "decimal integer",
     "list column": "column 'name' is list<",
     "own name": "column 'ra_PS' has the name of catbench's own column",
     "SQL in a name": "column 'x` DOUBLE, `pwn' is not a name the chunk tables can take",

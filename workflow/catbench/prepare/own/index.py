@@ -116,7 +116,7 @@ def _text_problem(values: list, parse) -> tuple[int, str] | None:
 
 def _int_problem(s: str) -> str:
     if not re.fullmatch(r"-?[0-9]+", s):
-        return f"value {s[:40]!r} is not an integer"
+        return f"value {s[:40]!r} is not a decimal integer"
     return f"value {s} is over BIGINT's maximum 2^63-1" if int(s) > INT64_MAX else (
         f"value {s} is under BIGINT's minimum" if int(s) < -INT64_MAX - 1 else "")
 
@@ -139,6 +139,11 @@ def _as(arr, to, place: Place, role: str, problem):
     if over is not None and pc.any(over).as_py():
         i = _first(over)
         raise SourceError(f"{place.at(i, role)}: value {arr[i].as_py()} is over BIGINT's maximum 2^63-1")
+    if pa.types.is_string(arr.type) and pa.types.is_integer(to):   # Arrow's cast also takes 0x10 as 16
+        bad = pc.invert(pc.match_substring_regex(arr, r"^-?[0-9]+$"))
+        if pc.any(bad).as_py():
+            i = _first(bad)
+            raise SourceError(f"{place.at(i, role)}: {problem(arr[i].as_py())}")
     try:
         return numpy(pc.cast(arr, to))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
