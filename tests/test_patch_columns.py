@@ -157,8 +157,8 @@ def test_an_ecsvs_declared_types_and_space_delimiter_are_kept(tmp_path):
             "# meta: !!omap\n# - {unit: !astropy.units.Unit {unit: mag}}\n# schema: astropy-2.0\n"
             "obj_id coord_ra coord_dec code band n\n")
     band = ["NA", '"r i"', "null", '""']     # astropy quotes a value with a space, and an empty one
-    body = "".join(f"{cols['obj_id'][i]} {float(cols['coord_ra'][i])!r} {float(cols['coord_dec'][i])!r} 0000{i} {band[i]} 00{i}\n"
-                   for i in range(4))
+    body = "".join(f"{cols['obj_id'][i]} {float(cols['coord_ra'][i])!r} {float(cols['coord_dec'][i])!r} "
+                   f"0000{i} {band[i]} 00{i}\n" for i in range(4))
     path = tmp_path / "p.ecsv"
     path.write_text(head + body)
     o = read(config([path], columns=ROLES, id_layout="random")).other

@@ -132,9 +132,10 @@ def _float_problem(s: str) -> str:
 def _as(arr, to, place: Place, role: str, problem):
     """``arr`` cast to ``to``; NULLs and text that is no such number refused naming the row."""
     if arr.null_count:
-        text = place.src.format != "parquet"   # Arrow's CSV reader reads "", NA, NULL, NaN... as NULL
+        text = place.src.format != "parquet"   # batches(): Arrow reads "", NA, NULL, NaN... as NULL; patch.py: ""
+        markers = " or a marker such as NA, NULL or NaN" if place.key == "index.file" else ""
         raise SourceError(f"{place.at(_first(arr.is_null()), role)}: NULL"
-                          + (" (an empty value or a marker such as NA, NULL or NaN)" if text else ""))
+                          + (f" (an empty value{markers})" if text else ""))
     over = pc.greater(arr, pa.scalar(INT64_MAX, pa.uint64())) if pa.types.is_uint64(arr.type) else None
     if over is not None and pc.any(over).as_py():
         i = _first(over)

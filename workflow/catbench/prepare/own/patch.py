@@ -9,9 +9,10 @@ per unit area, as the duplication's own stretch does; ``catalog.patch.objects``,
 ``ra_width_deg`` and ``dec_height_deg`` are replaced by the file's rows and extent.
 Mapped columns take catbench's names (objectId, ra_PS, decl_PS, the band fluxes the query
 suite reads, cast to their types); every other column is carried as it is, unless
-``drop`` names it. Sources are made around the file's Objects as for the synthetic patch
-(a mapped band flux is their flux in that band). The file's ids are kept for
-``catalog.id_layout: source`` (ids.py); the patch itself holds local ids 1..n.
+``drop`` names it: a CSV's values as written (csv_types.py), text checked to be UTF-8.
+Sources are made around the file's Objects as for the synthetic patch (a mapped band flux
+is their flux in that band). The file's ids are kept for ``catalog.id_layout: source``
+(ids.py); the patch itself holds local ids 1..n.
 """
 
 from __future__ import annotations
