@@ -220,6 +220,8 @@ BAD = {   # name: (format, table maker, what the message says)
                 "column 'id'", "row 1", "NULL"),
     "csv id over BIGINT": ("csv", lambda c: _text_table(c, "id", 99, str(2**63)), "column 'id'", "row 100 (line 101)",
                            "over BIGINT"),
+    "csv hex id": ("csv", lambda c: _text_table(c, "id", 99, "0x10"), "column 'id'", "row 100 (line 101)",
+                   "value '0x10' is not a decimal integer"),
     "csv text in ra": ("csv", lambda c: _text_table(c, "coord_ra", 10, "12h30m"), "column 'coord_ra'",
                        "row 11 (line 12)", "not a number"),
     "csv empty dec": ("csv", lambda c: _text_table(c, "coord_dec", 2500, ""), "column 'coord_dec'",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -114,3 +116,102 @@ def test_one_catalog_in_two_formats_is_one_schema_and_a_real_difference_refused(
     b["nChild"] = np.arange(300) + 0.5                   # a float where the other file has an integer
     with pytest.raises(ConfigError, match=r"b.csv: its other columns .* differ from .*a.parquet's"):
         config([tmp_path / "a.parquet", write(b, tmp_path / "b.csv", "csv")])
+
+
+# ---- a CSV's values as the file writes them ------------------------------------------------------
+
+def _csv(tmp_path, extra: dict, name="p.csv", n=6) -> Path:
+    """A CSV patch of ``n`` rows with the columns ``extra`` written unquoted, as a survey's tools do."""
+    made = rows(n)
+    cols = {k: made[k] for k in ("obj_id", "coord_ra", "coord_dec")}
+    lines = [",".join([*cols, *extra])]
+    lines += [",".join([*(repr(float(v)) if isinstance(v, float) else str(v) for v in (c[i] for c in cols.values())),
+                        *(str(v[i]) for v in extra.values())]) for i in range(n)]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+ROLES = {"objectId": "obj_id", "ra": "coord_ra", "dec": "coord_dec"}
+NOTES = ["NA", "null", "NaN", "N/A", "#N/A", "nan", "-nan", "galaxy"]   # text: a text column keeps them
+
+
+def test_a_csvs_text_codes_nan_and_ids_are_kept_as_written(tmp_path):
+    ids = [str(2**62 + k) for k in range(8)]
+    codes = ["00000", "00007", "00012", "", "00001", "00002", "10000", "00003"]
+    path = _csv(tmp_path, {"note": NOTES, "code": codes, "flux": ["NaN", "nan", "-nan", "NA", "", "1.5", "2", "3"],
+                           "big": ids, "flag": ["true", "false", "NA", "", "True", "FALSE", "true", "true"]}, n=8)
+    got = read(config([path], columns=ROLES))
+    o = got.other
+    assert o["note"].to_pylist() == NOTES and o["code"].to_pylist() == [c or None for c in codes]
+    assert o["big"].type == pa.int64() and [str(v) for v in o["big"].to_pylist()] == ids
+    assert o["flux"].to_pylist() == [None] * 5 + [1.5, 2, 3] and got.non_finite == {"flux": 3}  # NaN counted, NA not
+    assert o["flag"].to_pylist() == [True, False, None, None, True, False, True, True]
+
+
+def test_an_ecsvs_declared_types_and_space_delimiter_are_kept(tmp_path):
+    cols = rows(4)
+    head = ("# %ECSV 1.0\n# ---\n# datatype:\n# - {name: obj_id, datatype: int64}\n# - {name: coord_ra, datatype: "
+            "float64}\n# - {name: coord_dec, datatype: float64}\n# - {name: code, datatype: string}\n"
+            "# - {name: band, datatype: string}\n# - {name: n, datatype: int32}\n"
+            "# meta: !!omap\n# - {unit: !astropy.units.Unit {unit: mag}}\n# schema: astropy-2.0\n"
+            "obj_id coord_ra coord_dec code band n\n")
+    band = ["NA", '"r i"', "null", '""']     # astropy quotes a value with a space, and an empty one
+    body = "".join(f"{cols['obj_id'][i]} {float(cols['coord_ra'][i])!r} {float(cols['coord_dec'][i])!r} "
+                   f"0000{i} {band[i]} 00{i}\n" for i in range(4))
+    path = tmp_path / "p.ecsv"
+    path.write_text(head + body)
+    o = read(config([path], columns=ROLES, id_layout="random")).other
+    assert o["code"].to_pylist() == ["00000", "00001", "00002", "00003"] and o["n"].type == pa.int32()
+    assert o["band"].to_pylist() == ["NA", "r i", "null", None] and o["n"].to_pylist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("value,says", [
+    (str(2**63), f"column 'big' row 4 (line 5): value {2**63} is outside int64's range"),
+    ("1.5", f"column 'big' row 2 (line 3): integer {2**62 + 1} would be rounded to {2**62}"),
+])
+def test_an_integer_column_that_cannot_be_kept_is_refused_naming_the_row(tmp_path, value, says):
+    big = [str(2**62 + k) for k in range(6)]
+    big[3] = value
+    path = _csv(tmp_path, {"big": big})
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: {says}")):
+        config([path], columns=ROLES)
+
+
+def test_magnitude_sentinels_are_held_as_null_and_counted(tmp_path):
+    cols = rows(6)
+    cols.update(r_mag=np.array([20.0, -99.0, 99.0, 99.99, -999.0, 21.0]), r_magErr=np.array([0.1, 0.1, 0.1, 99.0,
+                                                                                            0.1, 0.1]))
+    got = read(config([write(cols, tmp_path / "m.parquet")], flux_unit="mag",
+                      columns={**ROLES, "rFlux_PS": "r_mag", "rFlux_PS_Sigma": "r_magErr"}))
+    assert got.other["rFlux_PS"].null_count == 4 and got.other["rFlux_PS_Sigma"].null_count == 4
+    assert got.non_finite == {"rFlux_PS": 4, "rFlux_PS_Sigma": 4}
+
+
+def test_invalid_utf8_is_refused_naming_file_column_and_row(tmp_path):
+    cols = rows(5)
+    cols["name"] = pa.array([b"a", b"b", b"\xff\xfe", b"c", b"d"], pa.binary()).view(pa.string())
+    path = write(cols, tmp_path / "p.parquet")
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: column 'name' row 3 is not valid UTF-8 text; re-encode")):
+        config([path])
+    csv = _csv(tmp_path, {"name": ["a", "b", "c", "d", "e", "f"]})
+    csv.write_bytes(csv.read_bytes().replace(b",d\n", b",\xe9\n"))
+    with pytest.raises(ConfigError, match=re.escape(f"{csv}: column 'name' row 4 (line 5) is not valid UTF-8 text")):
+        config([csv], columns=ROLES)
+
+
+def test_a_bom_and_a_column_empty_in_one_file_are_read(tmp_path):
+    a = _csv(tmp_path, {"size": ["", "", "", "", "", ""]}, "a.csv")
+    a.write_bytes(b"\xef\xbb\xbf" + a.read_bytes())
+    b = _csv(tmp_path, {"size": ["1.5", "2", "", "3", "4", "5"]}, "b.csv")
+    _shift_ids(b)
+    got = read(config([a, b], columns=ROLES))
+    assert got.other["size"].type == pa.float64() and got.other["size"].to_pylist()[6:] == [1.5, 2, None, 3, 4, 5]
+    with pytest.raises(ConfigError, match=re.escape(f"{a}: column 'size' has no value in any of the 1 file(s)")):
+        config([a], columns=ROLES)
+
+
+def _shift_ids(path: Path):
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0]] + [str(int(ln.split(",")[0]) + 2**40) + ln[ln.index(","):]
+                                            for ln in lines[1:]]) + "\n")

@@ -22,6 +22,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import ecsv
+from .ecsv import Ecsv
+
 # Random doubles do not dictionary-encode; trying costs 10x the write time.
 log = logging.getLogger(__name__)
 
@@ -226,7 +229,9 @@ class Source:
 
     @property
     def delimiter(self) -> str:
-        return "\t" if self.format == "tsv" else ","
+        """A TSV's tab, a CSV's comma; an ECSV's own (its header says: a space unless a comma)."""
+        meta = ecsv_header(self)
+        return meta.delimiter if meta else "\t" if self.format == "tsv" else ","
 
 
 def file_format(path: Path, key: str = "index.file") -> str:
@@ -295,12 +300,13 @@ def column_map(section: dict) -> dict[str, str]:
 def csv_header(src: Source) -> list[str]:
     """A CSV/TSV file's column names: its first line that is not a ``#`` comment (ECSV, as Gaia
     distributes its tables, and commented CSV put their metadata there; ``comment_lines``)."""
-    return _header(*_header_key(src))[1]
+    line = _header(*_header_key(src))[1]
+    return next(csv.reader(io.StringIO(line), delimiter=src.delimiter))
 
 
 def _header_key(src: Source) -> tuple:
     st = src.path.stat()   # a file changed in place is read again
-    return str(src.path), src.delimiter, st.st_size, st.st_mtime_ns
+    return str(src.path), st.st_size, st.st_mtime_ns
 
 
 def comment_lines(src: Source) -> int:
@@ -308,24 +314,43 @@ def comment_lines(src: Source) -> int:
     return _header(*_header_key(src))[0] if src.format != "parquet" else 0
 
 
+def ecsv_header(src: Source) -> Ecsv | None:
+    """An ECSV file's header (delimiter, declared types); None for other files."""
+    if src.format == "parquet":
+        return None
+    lines = _header(*_header_key(src))[2]
+    if not lines:
+        return None
+    try:
+        return ecsv.parse(list(lines), src.path)
+    except ValueError as exc:
+        raise SourceError(str(exc)) from None
+
+
 HEADER_LIMIT = 64 << 20   # an ECSV header of every Gaia column is ~0.1 MB; past this, not a CSV
+BOM = b"\xef\xbb\xbf"    # a UTF-8 byte-order mark (Excel's CSV), not part of the first name
 
 
 @functools.lru_cache(maxsize=64)
-def _header(path: str, delimiter: str, _size: int, _mtime: int) -> tuple[int, list[str]]:
-    skipped, seen, rest = 0, 0, b""
+def _header(path: str, _size: int, _mtime: int) -> tuple[int, str, tuple]:
+    """(the ``#`` lines, the header line, the ``#`` lines' text when the file is an ECSV)."""
+    skipped, seen, rest, kept = 0, 0, b"", []
     try:
         with pa.input_stream(path, compression="detect") as f:
             while seen < HEADER_LIMIT:
                 block = f.read(1 << 16)
+                if not seen and block.startswith(BOM):
+                    block = block[len(BOM):]
                 seen += len(block)
                 lines = (rest + block).split(b"\n")
                 rest = lines.pop() if block else b""
                 for line in lines + ([rest] if not block and rest else []):
+                    text = line.decode("utf-8", "replace").rstrip("\r")
                     if not line.lstrip().startswith(b"#"):
-                        text = line.decode("utf-8", "replace").rstrip("\r")
-                        return skipped, next(csv.reader(io.StringIO(text), delimiter=delimiter))
+                        return skipped, text, tuple(kept if kept[:1] and kept[0].startswith(ecsv.MAGIC) else ())
                     skipped += 1
+                    if kept or (skipped == 1 and text.startswith(ecsv.MAGIC)):
+                        kept.append(text)
                 if not block:
                     break
     except (OSError, pa.ArrowException) as exc:   # a .gz that is plain text, or cut short

@@ -116,7 +116,7 @@ def _text_problem(values: list, parse) -> tuple[int, str] | None:
 
 def _int_problem(s: str) -> str:
     if not re.fullmatch(r"-?[0-9]+", s):
-        return f"value {s[:40]!r} is not an integer"
+        return f"value {s[:40]!r} is not a decimal integer"
     return f"value {s} is over BIGINT's maximum 2^63-1" if int(s) > INT64_MAX else (
         f"value {s} is under BIGINT's minimum" if int(s) < -INT64_MAX - 1 else "")
 
@@ -132,13 +132,19 @@ def _float_problem(s: str) -> str:
 def _as(arr, to, place: Place, role: str, problem):
     """``arr`` cast to ``to``; NULLs and text that is no such number refused naming the row."""
     if arr.null_count:
-        text = place.src.format != "parquet"   # Arrow's CSV reader reads "", NA, NULL, NaN... as NULL
+        text = place.src.format != "parquet"   # batches(): Arrow reads "", NA, NULL, NaN... as NULL; patch.py: ""
+        markers = " or a marker such as NA, NULL or NaN" if place.key == "index.file" else ""
         raise SourceError(f"{place.at(_first(arr.is_null()), role)}: NULL"
-                          + (" (an empty value or a marker such as NA, NULL or NaN)" if text else ""))
+                          + (f" (an empty value{markers})" if text else ""))
     over = pc.greater(arr, pa.scalar(INT64_MAX, pa.uint64())) if pa.types.is_uint64(arr.type) else None
     if over is not None and pc.any(over).as_py():
         i = _first(over)
         raise SourceError(f"{place.at(i, role)}: value {arr[i].as_py()} is over BIGINT's maximum 2^63-1")
+    if pa.types.is_string(arr.type) and pa.types.is_integer(to):   # Arrow's cast also takes 0x10 as 16
+        bad = pc.invert(pc.match_substring_regex(arr, r"^-?[0-9]+$"))
+        if pc.any(bad).as_py():
+            i = _first(bad)
+            raise SourceError(f"{place.at(i, role)}: {problem(arr[i].as_py())}")
     try:
         return numpy(pc.cast(arr, to))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

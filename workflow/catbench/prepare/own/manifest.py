@@ -14,7 +14,7 @@ from pathlib import Path
 from ...core.infra.files import Source, atomic_path
 from ..spec import OwnFiles
 
-VERSION = 1
+VERSION = 2
 NAME = "manifest.json"
 
 

@@ -9,9 +9,10 @@ per unit area, as the duplication's own stretch does; ``catalog.patch.objects``,
 ``ra_width_deg`` and ``dec_height_deg`` are replaced by the file's rows and extent.
 Mapped columns take catbench's names (objectId, ra_PS, decl_PS, the band fluxes the query
 suite reads, cast to their types); every other column is carried as it is, unless
-``drop`` names it. Sources are made around the file's Objects as for the synthetic patch
-(a mapped band flux is their flux in that band). The file's ids are kept for
-``catalog.id_layout: source`` (ids.py); the patch itself holds local ids 1..n.
+``drop`` names it: a CSV's values as written (csv_types.py), text checked to be UTF-8.
+Sources are made around the file's Objects as for the synthetic patch (a mapped band flux
+is their flux in that band). The file's ids are kept for ``catalog.id_layout: source``
+(ids.py); the patch itself holds local ids 1..n.
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ...core.infra.files import (ROLES, TEXT_WIDTH, Source, SourceError, atomic_path, check_columns,
-                                 comment_lines, sources)
+                                 comment_lines, csv_header, ecsv_header, sources)
 from ...core.infra.resources import resource
 from ..arrays import numpy
 from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
 from ..spec import CatalogSpec, OwnFiles
+from . import csv_types
 from .index import Place, checked, duplicate_message, file_record
 
 KEY = "catalog.patch.file"
@@ -44,6 +46,7 @@ RESERVED = ("chunkId", "subChunkId")   # written by the partition stage
 # catalog.patch.file.flux_unit -> erg/s/cm^2/Hz, the unit of the suite's fluxToAbMag cuts; "mag": AB
 # magnitudes (and their errors), f = 10^(-(m + 48.6) / 2.5), σ_f = f σ_m ln(10) / 2.5
 FLUX_UNITS = {"erg": 1.0, "Jy": 1e-23, "nJy": 1e-32, "mag": None}
+MAG_SENTINEL = 99.0   # |m| at or past it: no AB magnitude a survey measures (-99 would be 10^20 erg/s/cm^2/Hz)
 
 
 def optional_columns() -> dict[str, pa.DataType]:
@@ -106,17 +109,55 @@ class FileRows:
 
 
 def _read_table(src: Source, role_names: list[str]) -> pa.Table:
+    """A file's rows, every text value valid UTF-8; a CSV's roles as text (checked() names a bad
+    value's row), its other columns typed as csv_types.py says."""
     if src.format == "parquet":
         try:
-            return pq.ParquetFile(src.path).read()
+            table = pq.ParquetFile(src.path).read()
         except (OSError, pa.ArrowException) as exc:
             raise SourceError(f"{src.path}: not a readable Parquet file ({exc})") from None
-    conv = pcsv.ConvertOptions(column_types={n: pa.string() for n in role_names}, strings_can_be_null=True)
-    try:   # the roles as text: checked() names a bad value's row
-        return pcsv.read_csv(src.path, read_options=pcsv.ReadOptions(skip_rows=comment_lines(src)),
-                             parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
+        _utf8(table, src)
+        return table
+    meta, names = ecsv_header(src), csv_header(src)
+    conv = pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=True,
+                               null_values=[""], quoted_strings_can_be_null=meta is not None, check_utf8=False)
+    try:
+        table = pcsv.read_csv(src.path, read_options=pcsv.ReadOptions(skip_rows=comment_lines(src)),
+                              parse_options=pcsv.ParseOptions(delimiter=src.delimiter), convert_options=conv)
     except (OSError, pa.ArrowException) as exc:
         raise SourceError(f"{src.path}: not readable as {src.format.upper()} ({exc})") from None
+    _utf8(table, src)
+    declared = meta.datatypes if meta else {}
+    return pa.Table.from_arrays([c if n in role_names else csv_types.typed(c, n, src, declared.get(n))
+                                 for n, c in zip(table.column_names, table.columns)], names=table.column_names)
+
+
+def _utf8(table: pa.Table, src: Source):
+    """Every text value valid UTF-8 (Parquet's readers and a CSV's read as text do not check;
+    the chunk tables' utf8mb4 and DuckDB refuse it much later): refused naming the row."""
+    for name, col in zip(table.column_names, table.columns):
+        if not _is_text(col.type):
+            continue
+        first = 0
+        for chunk in col.chunks:
+            try:
+                chunk.validate(full=True)
+            except pa.ArrowInvalid:
+                i = next(k for k, v in enumerate(chunk.cast(pa.binary()).to_pylist()) if v is not None
+                         and not _decodes(v))
+                row = first + i
+                line = f" (line {row + 2 + comment_lines(src)})" if src.format != "parquet" else ""
+                raise SourceError(f"{src.path}: column {name!r} row {row + 1}{line} is not valid UTF-8 text; "
+                                  f"re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+            first += len(chunk)
+
+
+def _decodes(v: bytes) -> bool:
+    try:
+        v.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _others(table: pa.Table, src: Source, section: OwnFiles, counts: dict) -> pa.Table:
@@ -138,7 +179,7 @@ def _others(table: pa.Table, src: Source, section: OwnFiles, counts: dict) -> pa
         if cols[name] not in names:
             raise SourceError(f"{src.path}: no column {cols[name]!r} ({KEY}.columns.{name})")
         arr = table.column(cols[name])
-        if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
+        if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
             raise SourceError(f"{src.path}: column {cols[name]!r} ({KEY}.columns.{name}) is {arr.type}, "
                               "expected a numeric type")
         if "Flux" in name:
@@ -152,7 +193,7 @@ def _others(table: pa.Table, src: Source, section: OwnFiles, counts: dict) -> pa
             continue
         _check_name(f.name, src, seen)
         to = pa.string() if _is_text(f.type) else WIDER.get(f.type, f.type)
-        if to not in CARRIED:
+        if to not in CARRIED and not pa.types.is_null(to):   # no value here: another file's type (_one_schema)
             raise SourceError(f"{src.path}: column {f.name!r} is {f.type}; the chunk tables carry integers, floats, "
                               f"booleans and text: leave it out ({KEY}.drop) or map it ({KEY}.columns)")
         col = pc.cast(table.column(f.name), to) if to != f.type else table.column(f.name)
@@ -169,15 +210,23 @@ def _in_erg(arr, name: str, table: pa.Table, cols: dict, unit: str, src: Source)
     arr = pc.cast(arr, pa.float64())
     if FLUX_UNITS[unit] is not None:
         return arr if FLUX_UNITS[unit] == 1.0 else pc.multiply(arr, FLUX_UNITS[unit])
+    arr = _no_sentinel(arr)
     mag = arr
     if name.endswith("_Sigma"):
         band = name.removesuffix("_Sigma")
         if band not in cols:
             raise SourceError(f"{src.path}: {KEY}.columns.{name} is a magnitude error (flux_unit: mag); its "
                               f"magnitude must be mapped too ({KEY}.columns.{band})")
-        mag = pc.cast(table.column(cols[band]), pa.float64())
+        mag = _no_sentinel(pc.cast(table.column(cols[band]), pa.float64()))
     flux = pc.power(10.0, pc.divide(pc.add(mag, 48.6), -2.5))
     return pc.multiply(pc.multiply(flux, arr), np.log(10) / 2.5) if name.endswith("_Sigma") else flux
+
+
+def _no_sentinel(mag):
+    """Magnitudes (or their errors) at or past ±MAG_SENTINEL as NaN: the "no measurement" values
+    surveys write (99, -99, 99.99, -999, -9999); as fluxes they would be up to 10^20 erg/s/cm^2/Hz
+    and pass every cut. NaN is then held as NULL and counted as any other (_finite_or_null)."""
+    return pc.if_else(pc.greater_equal(pc.abs(mag), MAG_SENTINEL), np.nan, mag)
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -252,9 +301,12 @@ def read_rows(section: OwnFiles, srcs: list[Source]) -> FileRows:
 
 
 def _wider(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
-    """The type holding both without loss: the wider of two integers or of two floats."""
-    if a == b:
+    """The type holding both without loss: the wider of two integers or of two floats; a column
+    with no value in one file (null) takes the other's type."""
+    if a == b or pa.types.is_null(b):
         return a
+    if pa.types.is_null(a):
+        return b
     for kind in (pa.types.is_integer, pa.types.is_floating):
         if kind(a) and kind(b):
             return a if a.bit_width >= b.bit_width else b
@@ -274,6 +326,10 @@ def _one_schema(others: list[pa.Table], srcs: list[Source]) -> list[pa.Table]:
                               f"{[str(x) for x in t.schema.types]}) differ from {srcs[0].path}'s "
                               f"{first.names} ({[str(x) for x in first.types]})")
         types = wider
+    if any(pa.types.is_null(t) for t in types):
+        name = first.names[[pa.types.is_null(t) for t in types].index(True)]
+        raise SourceError(f"{srcs[0].path}: column {name!r} has no value in any of the {len(srcs)} file(s) (every "
+                          f"field empty or NA/null), so no type; give it values, or leave it out ({KEY}.drop)")
     schema = pa.schema([pa.field(n, ty) for n, ty in zip(first.names, types)])
     return [t if t.schema == schema else t.cast(schema) for t in others]
 
