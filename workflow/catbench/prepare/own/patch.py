@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from ...core.infra.files import (ROLES, TEXT_WIDTH, Source, SourceError, atomic_path, check_columns,
                                  comment_lines, sources)
 from ...core.infra.resources import resource
+from ...core.server.rowsize import too_wide
 from ..arrays import numpy
 from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
 from ..spec import CatalogSpec, OwnFiles
@@ -247,8 +248,19 @@ def read_rows(section: OwnFiles, srcs: list[Source]) -> FileRows:
         raise SourceError(f"config key '{KEY}.paths': its {len(srcs)} file(s) hold no rows (the first: {srcs[0].path})")
     ids, ra, dec = (np.concatenate([p[k] for p in parts]) for k in range(3))
     _no_duplicates(ids, files, roles["objectId"])
-    return FileRows(ids, ra, dec, pa.concat_tables(_one_schema(others, srcs)), files,
-                    footprint(ra, dec, srcs[0].path), non_finite)
+    other = pa.concat_tables(_one_schema(others, srcs))
+    _fits_a_chunk_table(other.schema)
+    return FileRows(ids, ra, dec, other, files, footprint(ra, dec, srcs[0].path), non_finite)
+
+
+def _fits_a_chunk_table(other: pa.Schema):
+    """The patch's Object chunk tables (the roles, ``other``, the partition's location) within
+    InnoDB's limits: refused here, before any job, rather than by the query job's CREATE TABLE."""
+    head = [pa.field("objectId", pa.int64()), pa.field("ra_PS", pa.float64()), pa.field("decl_PS", pa.float64())]
+    why = too_wide(pa.schema([*head, *other, *(pa.field(c, pa.int32()) for c in RESERVED)]))
+    if why:
+        raise SourceError(f"config key '{KEY}': the chunk tables of the patch's {len(other)} other columns would "
+                          f"take {why}; leave columns out ({KEY}.drop)")
 
 
 def _wider(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
