@@ -252,6 +252,34 @@ def test_a_file_changed_after_the_plan_fails_the_job_with_nothing_written(tmp_pa
     assert catbench_main(args) != 0 and not (out / "Object.parquet").exists()
 
 
+def test_a_manifest_that_disagrees_with_the_files_is_rewritten_by_the_job(tmp_path, capsys):
+    """A manifest whose rows are not the unchanged files' (hand-edited, or written by another
+    reader) fails the patch job naming it, once: the job rewrites it, the next parse lays the
+    catalog out from the files and the job passes."""
+    path = write(rows(500), tmp_path / "p.parquet")
+    raw = {"seed": 7, "catalog": {"patch": {"file": {"paths": [str(path)], "columns": COLUMNS}},
+                                  "sky": {"ra_min_deg": 0, "ra_max_deg": 12, "dec_min_deg": -3, "dec_max_deg": 3},
+                                  "id_layout": "source", "sources_per_object": 2}}
+
+    def parse():
+        return validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
+    first = parse()
+    manifest = tmp_path / "results" / first["run"] / "catalog" / "patch" / "manifest.json"
+    doc = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**doc, "objects": 499}))
+    out = tmp_path / "out"
+
+    def job(cfg):
+        return catbench_main(["patch", "--config", json.dumps({k: cfg[k] for k in ("seed", "catalog", "partition")}),
+                              "--objects", str(out / "Object.parquet"), "--sources", str(out / "Source.parquet"),
+                              "--metrics", str(out / "m.json"), "--own-ids", str(out / "own_ids.parquet"),
+                              "--files", str(out / "f.json"), "--manifest", str(manifest)])
+    assert parse()["catalog"]["patch"]["objects"] == 499 and job(parse()) != 0
+    assert f"the files differ from {manifest}, which the workflow laid the catalog out from (500 rows" \
+        in capsys.readouterr().err
+    assert parse()["catalog"]["patch"]["objects"] == 500 and job(parse()) == 0
+
+
 def test_preset_validates_on_a_users_files(tmp_path):
     cols = {k.replace("_psfFlux", "_flux").replace("coord_", "").replace("obj_id", "objectId"): v
             for k, v in rows(2000).items()}

@@ -34,6 +34,7 @@ from ...core.server.rowsize import too_wide
 from ..arrays import numpy
 from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
 from ..spec import CatalogSpec, OwnFiles
+from . import manifest
 from .index import Place, checked, duplicate_message, file_record
 
 KEY = "catalog.patch.file"
@@ -335,11 +336,19 @@ def write_record(rows: FileRows, section: OwnFiles, path):
         Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def check_unchanged(cat: CatalogSpec, rows: FileRows):
+def check_unchanged(cat: CatalogSpec, rows: FileRows, manifest_path: Path | None = None):
     """The job's rows are those the workflow laid the catalog out from (a file changed
-    between the two would give copies that overlap or leave gaps)."""
+    between the two would give copies that overlap or leave gaps). When they differ, the
+    workflow's manifest (``manifest_path``) is rewritten from these rows, so the next parse
+    lays the catalog out from them whether the files changed or the manifest was wrong."""
     p, fp = cat.patch, rows.footprint
-    if (p.objects, p.ra_width_deg, p.dec_height_deg) != (len(rows.ids), fp.width, fp.height):
-        raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them "
-                          f"({len(rows.ids)} rows, {fp.width:g} x {fp.height:g} deg now; {p.objects} rows, "
-                          f"{p.ra_width_deg:g} x {p.dec_height_deg:g} deg then); run the workflow again")
+    if (p.objects, p.ra_width_deg, p.dec_height_deg) == (len(rows.ids), fp.width, fp.height):
+        return
+    now = (f"{len(rows.ids)} rows, {fp.width:g} x {fp.height:g} deg now; {p.objects} rows, "
+           f"{p.ra_width_deg:g} x {p.dec_height_deg:g} deg then")
+    if manifest_path is None:
+        raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them ({now}); "
+                          "run the workflow again")
+    manifest.write(manifest_path, cat.patch_file, rows)
+    raise SourceError(f"config key '{KEY}.paths': the files differ from {manifest_path}, which the workflow "
+                      f"laid the catalog out from ({now}); it is rewritten from the files: run the workflow again")
