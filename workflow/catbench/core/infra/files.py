@@ -22,6 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .addrspace import polars
+
 # Random doubles do not dictionary-encode; trying costs 10x the write time.
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,7 @@ def write_tsv(table: pa.Table, path):
     """Tab-separated, no header, ``\\N`` for NULL: what ``LOAD DATA INFILE`` reads.
     Floats are written in their shortest exact form (polars' writer, 1.5-3x faster
     than Arrow's at formatting floats, which dominates partitioning time)."""
-    import polars as pl  # here: only TSV writers pay its 0.25 s import
+    pl = polars()  # here: only TSV writers pay its 0.25 s import
 
     with atomic_path(path) as tmp:
         pl.from_arrow(table).write_csv(tmp, separator="\t", include_header=False,
