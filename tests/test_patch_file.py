@@ -204,6 +204,31 @@ def test_repeated_id_across_files_names_both(tmp_path):
     assert f"{pa_} row 4 and {pb} row 10 (line 11)" in str(e.value)
 
 
+def test_a_csv_line_counts_the_newlines_inside_quoted_values(tmp_path):
+    """A bad value, a repeated id and a too long text after a note with a newline in quotes (and
+    a '#' comment line) are named at the line an editor shows them on."""
+    cols = rows(20)
+    cols["note"] = ["ok"] * 20
+    cols["note"][2] = "two\nlines"                      # row 3: lines 5 and 6 (after the comment and header)
+    dec = cols["coord_dec"]
+    cols["coord_dec"] = [repr(float(v)) for v in dec[:4]] + ["north"] + [repr(float(v)) for v in dec[5:]]  # row 5: line 8
+    path = write(cols, tmp_path / "bad.csv", "csv")
+    path.write_text("# a comment line\n" + path.read_text())
+    assert '"two\nlines"' in path.read_text()
+    with pytest.raises(ConfigError, match=r"row 5 \(line 8\), column 'coord_dec'"):
+        config([path])
+    cols["coord_dec"] = dec
+    cols["obj_id"][6] = cols["obj_id"][5]             # rows 6 and 7: lines 9 and 10
+    path.write_text("# a comment line\n" + write(cols, tmp_path / "b.csv", "csv").read_text())
+    with pytest.raises(ConfigError, match=r"bad.csv row 6 \(line 9\) and .*bad.csv row 7 \(line 10\)"):
+        config([path])
+    cols["obj_id"][6] += 1 << 30
+    cols["note"][7] = "x" * 300                        # row 8: line 11
+    path.write_text("# a comment line\n" + write(cols, tmp_path / "b.csv", "csv").read_text())
+    with pytest.raises(ConfigError, match=r"column 'note' row 8 \(line 11\) holds 300 characters"):
+        config([path])
+
+
 def test_config_mistakes_refused_before_any_work(tmp_path):
     path = write(rows(500), tmp_path / "p.parquet")
     no_flux = {k: v for k, v in COLUMNS.items() if k in ("objectId", "ra", "dec")}

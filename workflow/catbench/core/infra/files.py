@@ -310,6 +310,30 @@ def comment_lines(src: Source) -> int:
     return _header(*_header_key(src))[0] if src.format != "parquet" else 0
 
 
+def csv_line(src: Source, row: int) -> int:
+    """The line of a CSV/TSV file on which its data row ``row`` (1-based) starts, as an editor
+    numbers them: its ``#`` comment lines, its header, and the newlines inside quoted values
+    (a row may take several lines) all counted. Read up to that row: for error messages only."""
+    line, ended, skip, quoted = 1, 0, comment_lines(src), False
+    with pa.input_stream(str(src.path), compression="detect") as f:
+        while block := f.read(1 << 20):
+            while skip and block:              # comment lines: no quoting in them
+                cut = block.find(b"\n")
+                if cut < 0:
+                    block = b""
+                    break
+                block, skip, line = block[cut + 1:], skip - 1, line + 1
+            for k, part in enumerate(block.split(b'"')):
+                if k:
+                    quoted = not quoted
+                n = part.count(b"\n")
+                if not quoted and ended + n >= row:   # a newline outside quotes ends a row (the header first)
+                    return line + row - ended
+                line += n
+                ended += 0 if quoted else n
+    return line
+
+
 HEADER_LIMIT = 64 << 20   # an ECSV header of every Gaia column is ~0.1 MB; past this, not a CSV
 
 

@@ -28,7 +28,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ...core.infra.files import (ROLES, TEXT_WIDTH, Source, SourceError, atomic_path, check_columns,
-                                 comment_lines, sources)
+                                 comment_lines, csv_line, sources)
 from ...core.infra.resources import resource
 from ...core.server.rowsize import too_wide
 from ..arrays import numpy
@@ -192,7 +192,7 @@ def _short_text(col, name: str, src: Source):
     long = pc.greater(pc.utf8_length(col), TEXT_WIDTH)
     if pc.any(long).as_py():
         row = pc.index(long, True).as_py()
-        line = f" (line {row + 2 + comment_lines(src)})" if src.format != "parquet" else ""
+        line = f" (line {csv_line(src, row + 1)})" if src.format != "parquet" else ""
         raise SourceError(f"{src.path}: column {name!r} row {row + 1}{line} holds "
                           f"{pc.utf8_length(col)[row].as_py()} characters; the chunk tables carry text of at most "
                           f"{TEXT_WIDTH}: shorten it or leave the column out ({KEY}.drop)")
