@@ -439,3 +439,29 @@ def test_a_target_with_the_room_the_run_estimate_asks_is_accepted_by_the_load_jo
         assert "free but this step needs" not in r.stderr, (job, r.stderr[-2000:])
         assert r.returncode == 0, r.stderr[-3000:]
         assert not server_procs(small)
+
+
+ADDRESS_LIMITED = """
+import re, resource, sys
+from catbench.cli.main import main
+import catbench.cli.prepare  # noqa: its libraries (pyarrow, numpy) mapped before the limit
+vm = int(re.search(r"VmSize:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) << 10
+resource.setrlimit(resource.RLIMIT_AS, (vm + (96 << 20), resource.getrlimit(resource.RLIMIT_AS)[1]))
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_address_space_limit_is_named_not_a_traceback(tmp_path):
+    """Under ulimit -v with too little room for polars' library (177 MB), the patch job that
+    formats the rows' text fails in one line naming the limit and what to do, rather than
+    polars' "binary is missing" warning and a NameError traceback."""
+    import sys
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-c", ADDRESS_LIMITED, "patch", "--config",
+                        json.dumps({"run": "x", "seed": 7, "catalog": {"patch": {"objects": 200}}}),
+                        "--objects", str(out / "o.parquet"), "--sources", str(out / "s.parquet"),
+                        "--metrics", str(out / "m.json"), "--text", str(out / "a"), str(out / "b")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "catbench patch: error: " in r.stderr and "(ulimit -v, RLIMIT_AS)" in r.stderr, r.stderr[-2000:]
+    assert "ulimit -v unlimited" in r.stderr.splitlines()[-1]

@@ -215,3 +215,55 @@ def _shift_ids(path: Path):
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0]] + [str(int(ln.split(",")[0]) + 2**40) + ln[ln.index(","):]
                                             for ln in lines[1:]]) + "\n")
+
+
+# ---- a patch wider than an InnoDB table takes ------------------------------------------------------
+
+def test_a_patch_wider_than_an_innodb_table_is_refused_before_any_job(tmp_path):
+    """1,100 carried columns, or 70 text columns (over 65,535 bytes a row), or 1,000 floats (over
+    the 8,126 bytes a row may take on its page) pass no config check: each names the limit and drop."""
+    def refused(cols, name, fmt, match):
+        path = write({**rows(20), **cols}, tmp_path / f"{name}.{fmt}", fmt)
+        with pytest.raises(ConfigError, match=rf"catalog.patch.file': the chunk tables .*{match}.*"
+                                              rf"leave columns out \(catalog.patch.file.drop\)"):
+            config([path])
+        config([path], drop=list(cols))       # what drop leaves is taken
+    refused({f"c{k}": np.zeros(20) for k in range(1100)}, "many", "parquet", "an InnoDB table holds at most 1017")
+    refused({f"t{k}": ["x"] * 20 for k in range(70)}, "text", "csv", "MariaDB's rows hold at most 65,535 bytes")
+    refused({f"c{k}": np.zeros(20) for k in range(1000)}, "wide", "parquet", "under 8,126 bytes")
+
+
+@pytest.mark.server
+def test_the_row_limits_are_the_servers(srv):
+    """rowsize.py's model of InnoDB's three limits gives the columns MariaDB's CREATE TABLE takes,
+    to the column, for a chunk table's DDL (Object's keys)."""
+    from catbench.core.server.rowsize import too_wide
+    from catbench.query.chunk_tables import KINDS, columns_ddl
+    head = [pa.field("objectId", pa.int64()), pa.field("ra_PS", pa.float64()), pa.field("decl_PS", pa.float64())]
+    loc = [pa.field("chunkId", pa.int32()), pa.field("subChunkId", pa.int32())]
+
+    def schema(fixed, n):
+        return pa.schema([*head, *fixed, *n, *loc])
+
+    families = {   # the columns at the start, and the one type added until a limit is met
+        "columns": ([], pa.int32()), "row": ([pa.field(f"t{k}", pa.string()) for k in range(60)], pa.float64()),
+        "page": ([], pa.float64()), "page with text": ([pa.field(f"t{k}", pa.string()) for k in range(30)],
+                                                       pa.float64())}
+    conn = srv.connect()
+    cur = conn.cursor()
+    cur.execute("CREATE DATABASE IF NOT EXISTS rowsize")
+    try:
+        for name, (fixed, typ) in families.items():
+            n = next(n for n in range(2000) if too_wide(schema(fixed, [pa.field(f"c{k}", typ) for k in range(n + 1)])))
+            for k, fits in ((n, True), (n + 1, False)):
+                cur.execute("DROP TABLE IF EXISTS rowsize.t")
+                ddl = columns_ddl(schema(fixed, [pa.field(f"c{j}", typ) for j in range(k)]))
+                try:
+                    cur.execute(f"CREATE TABLE rowsize.t ({ddl}, {KINDS['Object'][2]}) ENGINE=InnoDB")
+                    created = True
+                except Exception:
+                    created = False
+                assert created == fits, (name, k)
+    finally:
+        cur.execute("DROP DATABASE IF EXISTS rowsize")
+        conn.close()

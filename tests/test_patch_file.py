@@ -210,6 +210,31 @@ def test_repeated_id_across_files_names_both(tmp_path):
     assert f"{pa_} row 4 and {pb} row 10 (line 11)" in str(e.value)
 
 
+def test_a_csv_line_counts_the_newlines_inside_quoted_values(tmp_path):
+    """A bad value, a repeated id and a too long text after a note with a newline in quotes (and
+    a '#' comment line) are named at the line an editor shows them on."""
+    cols = rows(20)
+    cols["note"] = ["ok"] * 20
+    cols["note"][2] = "two\nlines"                      # row 3: lines 5 and 6 (after the comment and header)
+    dec = cols["coord_dec"]
+    cols["coord_dec"] = [repr(float(v)) for v in dec[:4]] + ["north"] + [repr(float(v)) for v in dec[5:]]  # row 5: line 8
+    path = write(cols, tmp_path / "bad.csv", "csv")
+    path.write_text("# a comment line\n" + path.read_text())
+    assert '"two\nlines"' in path.read_text()
+    with pytest.raises(ConfigError, match=r"row 5 \(line 8\), column 'coord_dec'"):
+        config([path])
+    cols["coord_dec"] = dec
+    cols["obj_id"][6] = cols["obj_id"][5]             # rows 6 and 7: lines 9 and 10
+    path.write_text("# a comment line\n" + write(cols, tmp_path / "b.csv", "csv").read_text())
+    with pytest.raises(ConfigError, match=r"bad.csv row 6 \(line 9\) and .*bad.csv row 7 \(line 10\)"):
+        config([path])
+    cols["obj_id"][6] += 1 << 30
+    cols["note"][7] = "x" * 300                        # row 8: line 11
+    path.write_text("# a comment line\n" + write(cols, tmp_path / "b.csv", "csv").read_text())
+    with pytest.raises(ConfigError, match=r"column 'note' row 8 \(line 11\) holds 300 characters"):
+        config([path])
+
+
 def test_config_mistakes_refused_before_any_work(tmp_path):
     path = write(rows(500), tmp_path / "p.parquet")
     no_flux = {k: v for k, v in COLUMNS.items() if k in ("objectId", "ra", "dec")}
@@ -256,6 +281,34 @@ def test_a_file_changed_after_the_plan_fails_the_job_with_nothing_written(tmp_pa
     assert not any(p.suffix in (".parquet", ".json") and not p.name.startswith("m.") for p in out.rglob("*"))
     write(rows(650), path)       # good rows, but not those the catalog was laid out from
     assert catbench_main(args) != 0 and not (out / "Object.parquet").exists()
+
+
+def test_a_manifest_that_disagrees_with_the_files_is_rewritten_by_the_job(tmp_path, capsys):
+    """A manifest whose rows are not the unchanged files' (hand-edited, or written by another
+    reader) fails the patch job naming it, once: the job rewrites it, the next parse lays the
+    catalog out from the files and the job passes."""
+    path = write(rows(500), tmp_path / "p.parquet")
+    raw = {"seed": 7, "catalog": {"patch": {"file": {"paths": [str(path)], "columns": COLUMNS}},
+                                  "sky": {"ra_min_deg": 0, "ra_max_deg": 12, "dec_min_deg": -3, "dec_max_deg": 3},
+                                  "id_layout": "source", "sources_per_object": 2}}
+
+    def parse():
+        return validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
+    first = parse()
+    manifest = tmp_path / "results" / first["run"] / "catalog" / "patch" / "manifest.json"
+    doc = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**doc, "objects": 499}))
+    out = tmp_path / "out"
+
+    def job(cfg):
+        return catbench_main(["patch", "--config", json.dumps({k: cfg[k] for k in ("seed", "catalog", "partition")}),
+                              "--objects", str(out / "Object.parquet"), "--sources", str(out / "Source.parquet"),
+                              "--metrics", str(out / "m.json"), "--own-ids", str(out / "own_ids.parquet"),
+                              "--files", str(out / "f.json"), "--manifest", str(manifest)])
+    assert parse()["catalog"]["patch"]["objects"] == 499 and job(parse()) != 0
+    assert f"the files differ from {manifest}, which the workflow laid the catalog out from (500 rows" \
+        in capsys.readouterr().err
+    assert parse()["catalog"]["patch"]["objects"] == 500 and job(parse()) == 0
 
 
 def test_preset_validates_on_a_users_files(tmp_path):

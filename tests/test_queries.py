@@ -271,3 +271,22 @@ def test_settings_come_from_the_schema_with_overrides():
     assert QuerySpec.of(cfg).index_variant == defaults("queries")["index_variant"]
     assert QuerySpec.of(cfg).geometry.overlap_deg == defaults("partition")["overlap_deg"]
     assert QuerySpec.of(cfg).draw.seed == cfg["seed"]
+
+
+def test_parameters_are_drawn_only_for_the_queries_asked_for(tmp_path):
+    """A patch without fluxes asked for LV1 and HV1 only: LV3's box (which needs zFlux_PS) is
+    not drawn, and LV1's object is the one a run of LV1 and LV2 draws."""
+    from catbench.query.params import draw_parameters
+    n = 50
+    (tmp_path / "Object").mkdir()
+    (tmp_path / "Source").mkdir()
+    pq.write_table(pa.table({"objectId": np.arange(n), "ra_PS": np.linspace(1, 2, n),
+                             "decl_PS": np.linspace(-1, 1, n)}), tmp_path / "Object/chunk_7.parquet")
+    pq.write_table(pa.table({"sourceId": np.arange(2 * n), "objectId": np.arange(2 * n) // 2}),
+                   tmp_path / "Source/chunk_7.parquet")
+    chunks = [ChunkInfo(7, n, 2 * n, 0)]
+    cfg = validate({"seed": 11, "queries": {"queries": ["LV1", "HV1"]}}, whole=False)
+    got = draw_parameters(QuerySpec.of(cfg), tmp_path, chunks)
+    assert sorted(got) == ["HV1", "LV1"] and 0 <= got["LV1"]["object_id"] < n
+    both = draw_parameters(QuerySpec.of(cfg, {"names": ["LV1", "LV2"]}), tmp_path, chunks)
+    assert both == {"LV1": got["LV1"], "LV2": got["LV1"]}

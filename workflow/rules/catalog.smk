@@ -35,7 +35,8 @@ rule catalog_patch:
         text_args=lambda wildcards, output: (
             f"--text {shlex.join([output.objects_text, output.sources_text])}" if TEXT else ""),
         file_args=lambda wildcards, output: (
-            f"--own-ids {shlex.quote(output.own_ids)} --files {shlex.quote(output.files)}" if PATCH_OUT else ""),
+            f"--own-ids {shlex.quote(output.own_ids)} --files {shlex.quote(output.files)} "
+            f"--manifest {shlex.quote(str(cb_patch_manifest.path_of('results', config['run'])))}" if PATCH_OUT else ""),
     log:
         f"{RES}/logs/catalog/patch.log",
     benchmark:

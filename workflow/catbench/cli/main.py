@@ -18,6 +18,7 @@ import threading
 from functools import cache
 from pathlib import Path
 
+from ..core.infra.addrspace import limit_note
 from ..core.infra.metrics import setup_logging
 from .common import interrupted, on_signal
 
@@ -54,9 +55,22 @@ def main(argv=None):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, on_signal)
     setup_logging()
+    argv = argv if argv is not None else sys.argv[1:]
+    try:
+        return _main(argv)
+    except (MemoryError, ImportError) as exc:
+        note = limit_note()     # under ulimit -v: the limit, not a traceback far from it
+        if not note:
+            raise
+        command = next((w for w in argv if not w.startswith("-")), "")
+        print(f"catbench {command}: error: {type(exc).__name__}: {exc}{note}", file=sys.stderr)
+        return 1
+
+
+def _main(argv) -> int:
     ap = argparse.ArgumentParser(prog="catbench", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for module in _families(argv if argv is not None else sys.argv[1:]):
+    for module in _families(argv):
         importlib.import_module(f".{module}", __package__).add_subcommands(sub)
     logging.getLogger("mysql.connector").setLevel(logging.WARNING)
     a = ap.parse_args(argv)

@@ -39,7 +39,7 @@ def cmd_patch(a):
         if files.paths:
             from ..prepare.own import patch as patch_file
             rows = patch_file.read_rows(files, patch_file.sources(files.section, key=patch_file.KEY))
-            patch_file.check_unchanged(spec.catalog, rows)
+            patch_file.check_unchanged(spec.catalog, rows, a.manifest and Path(a.manifest))
             patch, own = patch_file.build_patch(spec.catalog, rows)
             IdLayout(spec, own)
         else:
@@ -131,7 +131,9 @@ def add_subcommands(sub) -> None:
                        "help": "also write the rows' TSV text (Arrow IPC), for the partition stage"})
     own_ids = ("--own-ids", {"required": False, "help": "catalog.patch.file: the file's ids by local id (Parquet)"})
     add("patch", cmd_patch, "--objects", "--sources", "--metrics", text, own_ids,
-        ("--files", {"required": False, "help": "catalog.patch.file: each file's path, bytes, CRC-32 (JSON)"}))
+        ("--files", {"required": False, "help": "catalog.patch.file: each file's path, bytes, CRC-32 (JSON)"}),
+        ("--manifest", {"required": False, "help": "catalog.patch.file: the workflow's manifest of the files "
+                                                   "(prepare/own/manifest.py), rewritten when they differ from it"}))
     add("catalog-part", cmd_catalog_part, ("--part", {"type": int}), "--patch-objects",
         "--patch-sources", "--objects", "--sources", "--metrics", own_ids,
         *((f"--text-{t}", {"required": False, "help": f"also write the {t} rows' varying TSV text "

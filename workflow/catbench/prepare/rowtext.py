@@ -32,6 +32,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from ..core.infra.addrspace import polars
 from ..core.infra.files import atomic_path
 from .arrays import arrow, call, cast, distinct, take
 
@@ -93,7 +94,7 @@ def column_texts(table: pa.Table, columns: range) -> list[pa.Array]:
     CSV writer), imported here: a job that only glues text never pays its 0.23 s. Column
     by column: polars' ``concat_str`` costs as much again as the formatting (Arrow joins,
     or the reduce's gather places the tabs)."""
-    import polars as pl
+    pl = polars()
 
     df = pl.from_arrow(table.select([table.column_names[k] for k in columns]), rechunk=False)
     texts = []

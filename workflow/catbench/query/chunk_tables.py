@@ -21,17 +21,14 @@ import pyarrow.parquet as pq
 from ..core.index.table import DATABASE as INDEX_DATABASE
 from ..core.index.table import create_table as create_index_table
 from ..core.index.table import get_variant, load_files
-from ..core.infra.files import TEXT_WIDTH
 from ..core.infra.resources import split_statements
 from ..core.server.loaddata import Into, LoadError, line_count, load_data
+from ..core.server.rowsize import NOT_NULL, SQL_TYPES
 
 log = logging.getLogger(__name__)
 
 DATABASE = "LSST"
 INDEX_TABLE = "objectId_index"  # this stage's index table, in core.index.table.DATABASE
-_TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.int16(): "SMALLINT", pa.int8(): "TINYINT",
-          pa.float64(): "DOUBLE", pa.float32(): "FLOAT", pa.bool_(): "BOOLEAN",
-          pa.string(): f"VARCHAR({TEXT_WIDTH}) CHARACTER SET utf8mb4"}
 # table kind -> (file folder, file suffix, keys)
 KINDS = {
     "Object": ("Object", "", "PRIMARY KEY (`objectId`), KEY `subChunkId` (`subChunkId`)"),
@@ -88,12 +85,11 @@ def table_name(kind: str, chunk_id: int) -> str:
 def columns_ddl(schema: pa.Schema) -> str:
     cols = []
     for f in schema:
-        t = _TYPES.get(f.type)
+        t = SQL_TYPES.get(f.type)
         if t is None:
             raise ChunkLoadError(f"column {f.name}: no SQL type for Arrow type {f.type}")
         name = f.name.replace("`", "``")   # names are checked before any job; quoted all the same
-        cols.append(f"`{name}` {t} NOT NULL" if f.name in ("objectId", "sourceId", "chunkId", "subChunkId")
-                    else f"`{name}` {t}")
+        cols.append(f"`{name}` {t} NOT NULL" if f.name in NOT_NULL else f"`{name}` {t}")
     return ", ".join(cols)
 
 

@@ -96,22 +96,33 @@ def _box_parameters(name: str, given: dict, overlap: float) -> tuple[dict, float
 
 
 def _draw_all(spec: QuerySpec, suite: dict, draw: _Draw) -> dict[str, dict]:
+    """The parameters of the queries ``spec`` runs, and no others: a query not asked for may
+    need columns the patch lacks (LV3's fluxes). The draws keep one stream in one order (LV1
+    and LV2's object, then LV3, SHV1, SHV2), so the whole suite draws what it always drew."""
     given = spec.draw.given
     bad = set(given) - set(QUERY_NAMES)
     if bad:
         raise QueryError(f"config key 'queries.parameters': unknown queries {sorted(bad)}")
+    asked = set(spec.names)
     out: dict[str, dict] = {}
     shared_id = None  # one object with Sources for LV1 and LV2 (unless given)
     for name in ("LV1", "LV2"):
+        if name not in asked:
+            continue
         p = given.get(name, {})
         if "object_id" not in p:
             shared_id = draw.object_with_sources() if shared_id is None else shared_id
             p = {**p, "object_id": shared_id}
         out[name] = {"object_id": int(p["object_id"])}
-    out["HV1"], out["HV3"] = {}, {}
-    out["HV2"] = {**PARAM_DEFAULTS["HV2"], **given.get("HV2", {})}
+    for name in ("HV1", "HV3"):
+        if name in asked:
+            out[name] = {}
+    if "HV2" in asked:
+        out["HV2"] = {**PARAM_DEFAULTS["HV2"], **given.get("HV2", {})}
     overlap = spec.geometry.overlap_deg
     for name in ("LV3", "SHV1", "SHV2"):
+        if name not in asked:
+            continue
         p, size = _box_parameters(name, given.get(name, {}), overlap)
         out[name] = p if all(k in p for k in BOX_KEYS) else draw.box(suite[name], p, size)
     return out
@@ -119,8 +130,8 @@ def _draw_all(spec: QuerySpec, suite: dict, draw: _Draw) -> dict[str, dict]:
 
 def draw_parameters(spec: QuerySpec, chunks_dir, chunks: list[ChunkInfo], suite=None,
                     engine: DuckdbEngine | None = None) -> dict:
-    """Every query's parameters: the config's ``queries.parameters.<Q>`` where given, else
-    drawn with the run seed from the data so that the query returns data (checked with DuckDB).
+    """The parameters of every query ``spec`` runs: the config's ``queries.parameters.<Q>``
+    where given, else drawn with the run seed from the data so that the query returns data (checked with DuckDB).
     Deterministic: same data + seed + config = same parameters."""
     suite = suite or load_suite()
     own = engine is None

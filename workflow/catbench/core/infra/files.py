@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from . import ecsv
 from .ecsv import Ecsv
+from .addrspace import polars
 
 # Random doubles do not dictionary-encode; trying costs 10x the write time.
 log = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ def write_tsv(table: pa.Table, path):
     """Tab-separated, no header, ``\\N`` for NULL: what ``LOAD DATA INFILE`` reads.
     Floats are written in their shortest exact form (polars' writer, 1.5-3x faster
     than Arrow's at formatting floats, which dominates partitioning time)."""
-    import polars as pl  # here: only TSV writers pay its 0.25 s import
+    pl = polars()  # here: only TSV writers pay its 0.25 s import
 
     with atomic_path(path) as tmp:
         pl.from_arrow(table).write_csv(tmp, separator="\t", include_header=False,
@@ -325,6 +326,30 @@ def ecsv_header(src: Source) -> Ecsv | None:
         return ecsv.parse(list(lines), src.path)
     except ValueError as exc:
         raise SourceError(str(exc)) from None
+
+
+def csv_line(src: Source, row: int) -> int:
+    """The line of a CSV/TSV file on which its data row ``row`` (1-based) starts, as an editor
+    numbers them: its ``#`` comment lines, its header, and the newlines inside quoted values
+    (a row may take several lines) all counted. Read up to that row: for error messages only."""
+    line, ended, skip, quoted = 1, 0, comment_lines(src), False
+    with pa.input_stream(str(src.path), compression="detect") as f:
+        while block := f.read(1 << 20):
+            while skip and block:              # comment lines: no quoting in them
+                cut = block.find(b"\n")
+                if cut < 0:
+                    block = b""
+                    break
+                block, skip, line = block[cut + 1:], skip - 1, line + 1
+            for k, part in enumerate(block.split(b'"')):
+                if k:
+                    quoted = not quoted
+                n = part.count(b"\n")
+                if not quoted and ended + n >= row:   # a newline outside quotes ends a row (the header first)
+                    return line + row - ended
+                line += n
+                ended += 0 if quoted else n
+    return line
 
 
 HEADER_LIMIT = 64 << 20   # an ECSV header of every Gaia column is ~0.1 MB; past this, not a CSV

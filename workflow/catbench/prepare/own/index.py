@@ -31,7 +31,8 @@ import pyarrow.parquet as pq
 
 from ...core.index.input import write_manifest
 from ...core.infra.files import atomic_path
-from ...core.infra.files import CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines
+from ...core.infra.files import (CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines,
+                                 csv_line)
 from ..arrays import numpy
 from ..arrival import ORDER_BY, ORDERS, write_split
 from ..chunker import Chunker
@@ -97,7 +98,7 @@ class Place:
 
     def at(self, i: int, role: str) -> str:
         row = self.first + int(i)
-        line = f" (line {row + 1 + comment_lines(self.src)})" if self.src.format != "parquet" else ""
+        line = f" (line {csv_line(self.src, row)})" if self.src.format != "parquet" else ""
         return f"{self.src.path}: row {row}{line}, column {self.columns[role]!r} ({self.key}.columns.{role})"
 
 
@@ -244,7 +245,8 @@ def duplicate_message(key: int, rows: list[int], n: int, files: list[dict], colu
     def where(o: int) -> str:
         i = int(np.searchsorted(starts, o, side="right")) - 1
         row = o - int(starts[i]) + 1
-        line = f" (line {row + 1})" if files[i]["format"] != "parquet" else ""
+        line = f" (line {csv_line(Source(Path(files[i]['path']), files[i]['format']), row)})" \
+            if files[i]["format"] != "parquet" else ""
         return f"{files[i]['path']} row {row}{line}"
     return (f"duplicate objectId {key} in column {column!r} ({section}.columns.objectId): {where(rows[0])} and "
             f"{where(rows[1])}; {n} id(s) repeated in all (ids must be unique over every file of {section}.paths)")

@@ -29,12 +29,13 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ...core.infra.files import (ROLES, TEXT_WIDTH, Source, SourceError, atomic_path, check_columns,
-                                 comment_lines, csv_header, ecsv_header, sources)
+                                 comment_lines, csv_header, csv_line, ecsv_header, sources)
 from ...core.infra.resources import resource
+from ...core.server.rowsize import too_wide
 from ..arrays import numpy
 from ..catalog import BANDS, Patch, make_sources, object_schema, true_fluxes
 from ..spec import CatalogSpec, OwnFiles
-from . import csv_types
+from . import csv_types, manifest
 from .index import Place, checked, duplicate_message, file_record
 
 KEY = "catalog.patch.file"
@@ -239,7 +240,7 @@ def _short_text(col, name: str, src: Source):
     long = pc.greater(pc.utf8_length(col), TEXT_WIDTH)
     if pc.any(long).as_py():
         row = pc.index(long, True).as_py()
-        line = f" (line {row + 2 + comment_lines(src)})" if src.format != "parquet" else ""
+        line = f" (line {csv_line(src, row + 1)})" if src.format != "parquet" else ""
         raise SourceError(f"{src.path}: column {name!r} row {row + 1}{line} holds "
                           f"{pc.utf8_length(col)[row].as_py()} characters; the chunk tables carry text of at most "
                           f"{TEXT_WIDTH}: shorten it or leave the column out ({KEY}.drop)")
@@ -296,8 +297,19 @@ def read_rows(section: OwnFiles, srcs: list[Source]) -> FileRows:
         raise SourceError(f"config key '{KEY}.paths': its {len(srcs)} file(s) hold no rows (the first: {srcs[0].path})")
     ids, ra, dec = (np.concatenate([p[k] for p in parts]) for k in range(3))
     _no_duplicates(ids, files, roles["objectId"])
-    return FileRows(ids, ra, dec, pa.concat_tables(_one_schema(others, srcs)), files,
-                    footprint(ra, dec, srcs[0].path), non_finite)
+    other = pa.concat_tables(_one_schema(others, srcs))
+    _fits_a_chunk_table(other.schema)
+    return FileRows(ids, ra, dec, other, files, footprint(ra, dec, srcs[0].path), non_finite)
+
+
+def _fits_a_chunk_table(other: pa.Schema):
+    """The patch's Object chunk tables (the roles, ``other``, the partition's location) within
+    InnoDB's limits: refused here, before any job, rather than by the query job's CREATE TABLE."""
+    head = [pa.field("objectId", pa.int64()), pa.field("ra_PS", pa.float64()), pa.field("decl_PS", pa.float64())]
+    why = too_wide(pa.schema([*head, *other, *(pa.field(c, pa.int32()) for c in RESERVED)]))
+    if why:
+        raise SourceError(f"config key '{KEY}': the chunk tables of the patch's {len(other)} other columns would "
+                          f"take {why}; leave columns out ({KEY}.drop)")
 
 
 def _wider(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
@@ -379,11 +391,19 @@ def write_record(rows: FileRows, section: OwnFiles, path):
         Path(tmp).write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def check_unchanged(cat: CatalogSpec, rows: FileRows):
+def check_unchanged(cat: CatalogSpec, rows: FileRows, manifest_path: Path | None = None):
     """The job's rows are those the workflow laid the catalog out from (a file changed
-    between the two would give copies that overlap or leave gaps)."""
+    between the two would give copies that overlap or leave gaps). When they differ, the
+    workflow's manifest (``manifest_path``) is rewritten from these rows, so the next parse
+    lays the catalog out from them whether the files changed or the manifest was wrong."""
     p, fp = cat.patch, rows.footprint
-    if (p.objects, p.ra_width_deg, p.dec_height_deg) != (len(rows.ids), fp.width, fp.height):
-        raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them "
-                          f"({len(rows.ids)} rows, {fp.width:g} x {fp.height:g} deg now; {p.objects} rows, "
-                          f"{p.ra_width_deg:g} x {p.dec_height_deg:g} deg then); run the workflow again")
+    if (p.objects, p.ra_width_deg, p.dec_height_deg) == (len(rows.ids), fp.width, fp.height):
+        return
+    now = (f"{len(rows.ids)} rows, {fp.width:g} x {fp.height:g} deg now; {p.objects} rows, "
+           f"{p.ra_width_deg:g} x {p.dec_height_deg:g} deg then")
+    if manifest_path is None:
+        raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them ({now}); "
+                          "run the workflow again")
+    manifest.write(manifest_path, cat.patch_file, rows)
+    raise SourceError(f"config key '{KEY}.paths': the files differ from {manifest_path}, which the workflow "
+                      f"laid the catalog out from ({now}); it is rewritten from the files: run the workflow again")
