@@ -162,3 +162,134 @@ def test_create_table_on_a_full_disk_is_named_and_its_data_not_kept(tmp):
                     cur.execute("INSERT INTO catbench.t SELECT seq, seq FROM seq_1_to_200000")
             conn.close()
             filler.unlink()
+
+
+# ---- catbench's own folders in a shared targets.<t>.tmpdir ----
+
+def _keys(n0: int, n: int, tmp: Path) -> Path:
+    f = tmp / f"in-{n0}.tsv"
+    f.write_text("".join(f"{k}\t{k % 7}\t1\n" for k in range(n0 + n - 1, n0 - 1, -1)))
+    return f
+
+
+def _sort(files, tmpdir):
+    from catbench.core.index.table import get_variant
+    from catbench.load.handoff import LoadOptions
+    from catbench.load.sorted_stream import SortedStream
+    opts = LoadOptions(connections=1, transaction_rows=0, batch_files=1, consolidate=False,
+                       sort_memory="64MB", sort_threads=1, chunk_rows=2)
+    return SortedStream(files, get_variant("bigint"), tmpdir, opts).start()
+
+
+def _chunk_keys(path: Path) -> list[int]:
+    return [int(line.split("\t")[0]) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def shared_tmpdir(tmp, monkeypatch):
+    """A scratch folder anyone may write to (0777, no sticky bit) as the targets' tmpdir, and
+    root's own 0700 folder holding files in ``sorted/`` and ``duckdb/`` (as a sort's)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the planted-link attack is on a root job")
+    tmp.chmod(0o755)
+    shared = tmp / "scratch"
+    shared.mkdir()
+    shared.chmod(0o777)
+    victim = tmp / "victim"
+    for sub in ("sorted", "duckdb"):
+        (victim / sub).mkdir(parents=True)
+        (victim / sub / "keep.tsv").write_text("root's own\n")
+    victim.chmod(0o700)
+    monkeypatch.setenv("CATBENCH_TMPDIR", str(shared))
+    return shared, victim
+
+
+@pytest.mark.server
+def test_a_link_planted_in_a_shared_tmpdir_is_never_followed(shared_tmpdir, tmp):
+    """``nobody`` links the name a server's temporary folder would have had to root's folder: the
+    server's config and a sort go to a fresh folder of their own, the victim keeps its mode and
+    files, and only catbench's own folder is removed afterwards."""
+    from catbench.core.server.session import private_server
+    shared, victim = shared_tmpdir
+    _as_nobody("ln", "-s", str(victim), str(shared / "catbench-x"))
+    with private_server("disk", tmp / "disk", "x", start=False) as srv:
+        srv._write_config()
+        assert not srv.tmpdir.is_symlink() and srv.tmpdir.parent == shared
+        assert stat.S_IMODE(srv.tmpdir.stat().st_mode) == 0o700
+        stream = _sort([_keys(1, 5, tmp)], srv.tmpdir)
+        assert [k for path, _, _ in stream.chunks() for k in _chunk_keys(path)] == [1, 2, 3, 4, 5]
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o700
+    assert [(victim / s / "keep.tsv").read_text() for s in ("sorted", "duckdb")] == ["root's own\n"] * 2
+    assert sorted(os.listdir(victim)) == ["duckdb", "sorted"]
+    assert os.listdir(shared) == ["catbench-x"] and os.readlink(shared / "catbench-x") == str(victim)
+
+
+@pytest.mark.server
+def test_two_jobs_sharing_a_tmpdir_keep_to_their_own_folders(tmp, monkeypatch):
+    """Two servers of one name (two runs, two targets) sharing a tmpdir: two folders, and each
+    server's end removes its own only."""
+    from catbench.core.server.session import private_server
+    shared = tmp / "scratch"
+    monkeypatch.setenv("CATBENCH_TMPDIR", str(shared))
+    with private_server("a", tmp / "a", "x", start=False) as a:
+        a._write_config()
+        (a.tmpdir / "mine").write_text("a")
+        with private_server("b", tmp / "b", "x", start=False) as b:
+            b._write_config()
+            (b.tmpdir / "mine").write_text("b")
+            b_tmp = b.tmpdir
+            assert a.tmpdir != b_tmp and f"tmpdir={b_tmp}\n" in b.config_file.read_text()
+        assert (a.tmpdir / "mine").read_text() == "a" and not b_tmp.exists()
+    assert os.listdir(shared) == []
+
+
+def test_two_sorts_in_one_tmpdir_keep_to_their_own_chunks(tmp):
+    """A sort started while another one's chunks wait to be loaded, in the same tmpdir: each
+    stream's chunks hold its own keys, and each stream removes only its own files."""
+    first = _sort([_keys(1, 6, tmp)], tmp)
+    chunks = first.chunks()
+    got = _chunk_keys(next(chunks)[0])
+    second = _sort([_keys(101, 6, tmp)], tmp)
+    assert [k for path, _, _ in second.chunks() for k in _chunk_keys(path)] == list(range(101, 107))
+    got += [k for path, _, _ in chunks for k in _chunk_keys(path)]
+    assert got == list(range(1, 7))
+    kept = sorted(p for p in tmp.rglob("*.tsv") if p.parent.name == "sorted")
+    first.close()
+    left = sorted(p for p in tmp.rglob("*.tsv") if p.parent.name == "sorted")
+    assert len(kept) == 6 and len(left) == 3 and all(p.exists() for p in left)
+    second.close()
+    assert not [p for p in tmp.iterdir() if p.is_dir()]
+
+
+def test_a_temporary_folder_replaced_since_is_neither_used_nor_removed(tmp):
+    """Where others may rename catbench's folder away (a 0777 folder without the sticky bit) and
+    put a link in its place: the next use fails naming the key, and the link's target stays."""
+    from catbench.core.server.scratch import ScratchDir
+    from catbench.core.server.tools import ServerError
+    victim = tmp / "victim"
+    victim.mkdir()
+    (victim / "f").write_text("x")
+    d = ScratchDir(tmp / "shared", "catbench-x-")
+    p = d.path
+    p.rename(tmp / "moved")
+    p.symlink_to(victim)
+    with pytest.raises(ServerError, match=r"was replaced by a symbolic link since; .*'targets.<target>.tmpdir'"):
+        d.path
+    d.remove()
+    assert (victim / "f").read_text() == "x" and p.is_symlink() and (tmp / "moved").is_dir()
+
+
+@pytest.mark.server
+def test_a_killed_servers_temporary_folder_goes_with_the_next_server_of_its_directory(tmp, monkeypatch):
+    from catbench.core.server.session import Datadir, private_server
+    shared = tmp / "scratch"
+    monkeypatch.setenv("CATBENCH_TMPDIR", str(shared))
+    with private_server("disk", tmp / "disk", "x", start=False, data=Datadir(keep=True)) as srv:
+        srv._write_config()
+        first = srv.tmpdir
+    (shared / "catbench-x-other").mkdir()   # not named by this directory's my.cnf: not ours to remove
+    with private_server("disk", tmp / "disk", "x", start=False) as srv:
+        assert not first.exists()
+        srv._write_config()
+        assert srv.tmpdir != first
+    assert os.listdir(shared) == ["catbench-x-other"]

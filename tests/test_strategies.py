@@ -92,6 +92,22 @@ def test_every_strategy_loads_exactly_the_input(root, strategy, variant):
     assert not list((root / "results").glob(f".{name}.partial-*"))
 
 
+@pytest.mark.parametrize("strategy", ["sorted", "bulk"])
+def test_a_sorted_load_in_a_shared_tmpdir_uses_and_removes_only_its_own_folder(root, monkeypatch, strategy):
+    """targets.<t>.tmpdir (CATBENCH_TMPDIR) holding another job's file: the server and the sort
+    use a fresh folder of their own there (0700), and only that folder goes afterwards."""
+    shared = root / f"shared-{strategy}"
+    shared.mkdir()
+    (shared / "catbench-load_index-bigint-innodb-sorted").write_text("another job's")
+    monkeypatch.setenv("CATBENCH_TMPDIR", str(shared))
+    files = write_files(root / "in" / f"shared-{strategy}", "bigint", 2, 1000, seed=5)
+    s = run(root, f"shared-{strategy}", files, "bigint", strategy)
+    assert s["rows"] == 2000 and s["checksum_ok"] and s["strategy_details"]["chunks"] == 3
+    used = Path(s["server"]["variables"]["tmpdir"])
+    assert used.parent == shared and used.name.startswith(f"catbench-load_index-bigint-innodb-{strategy}-")
+    assert os.listdir(shared) == ["catbench-load_index-bigint-innodb-sorted"]
+
+
 def test_trans_partitioned_without_consolidation(root):
     files = write_files(root / "in" / "tp-nocons", "bigint", 5, 300)
     s = run(root, "tp-nocons", files, "bigint", "trans-partitioned", consolidate=False)

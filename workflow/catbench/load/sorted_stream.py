@@ -19,7 +19,6 @@ import concurrent.futures as cf
 import logging
 import os
 import queue
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from ..core.index.input import duplicate_message, scan_files
 from ..core.index.table import IndexInto, load_file
 from ..core.infra.resources import read_sql
 from ..core.server.loaddata import LoadError
+from ..core.server.scratch import ScratchDir
 from .handoff import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
 
 log = logging.getLogger(__name__)
@@ -132,9 +132,19 @@ class SortedStream:
         self._thread = threading.Thread(target=self._run, name="catbench-sort", daemon=True)
 
     def start(self):
+        # the chunks and DuckDB's spill in a fresh folder of this stream's own: the tmpdir may be
+        # shared with other jobs (and other users), and a fixed name there would be theirs too
+        self.work = ScratchDir(self.tmpdir, "sort-")
+        for sub in ("sorted", "duckdb"):
+            os.mkdir(self.work.path / sub, 0o700)
         self.start_time = time.time()
         self._thread.start()
         return self
+
+    def close(self):
+        """Stop the sort if it still runs, then remove its files (its own folder only)."""
+        self.cancel()
+        self.work.remove()
 
     def cancel(self):
         self._cancel.set()
@@ -181,8 +191,7 @@ class SortedStream:
                     continue
 
     def _connect(self):
-        spill = self.tmpdir / "duckdb"
-        spill.mkdir(parents=True, exist_ok=True)
+        spill = self.work.path / "duckdb"
         threads = self.opts.sort_threads or os.cpu_count() or 1
         return duckdb.connect(config={"memory_limit": self.opts.sort_memory, "temp_directory": str(spill),
                                       "threads": threads, "preserve_insertion_order": True})
@@ -203,9 +212,7 @@ class SortedStream:
         return self.variant.sort_expr(f"substr(k, {n + 1})") if n else order
 
     def _sort(self):
-        out = self.tmpdir / "sorted"
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
+        out = self.work.path / "sorted"
         con = self._connect()
         sql = _READ_INPUT.format(key_type=self.variant.duckdb_type, order=self._order(con))
         rel = con.sql(sql, params={"files": [str(f) for f in self.files]})
@@ -365,10 +372,18 @@ def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False, connections:
     """Scan (validate + checksum) the input while DuckDB sorts it, then load the sorted
     chunks; ``bulk`` in the engine's bulk session (``Engine.bulk_sql``); with more than one
     connection, chunks side by side (not with ``bulk``: one session, one transaction)."""
-    conn, t0 = job.conn, time.time()
+    t0 = time.time()
     if job.watch is not None:
         job.watch.by_files = False   # LoadProgress below counts the sorted stream's rows
     stream = SortedStream(job.files, job.variant, job.tmpdir, job.opts).start()
+    try:
+        _load_stream(job, outcome, stream, t0, bulk, connections)
+    finally:
+        stream.close()
+
+
+def _load_stream(job: LoadJob, outcome: Outcome, stream: SortedStream, t0: float, bulk: bool, connections: int):
+    conn = job.conn
     outcome.infos = _scan_while_sorting(job, stream)
     outcome.phase("scan", t0, time.time())
     rows = sum(i.rows for i in outcome.infos)
@@ -397,5 +412,3 @@ def load_sorted(job: LoadJob, outcome: Outcome, bulk: bool = False, connections:
     outcome.extra.update({"sorted_rows": stream.rows, "commits": commits if txn else None,
                           "shared_key_prefix": stream.shared_prefix,
                           "chunks": len(trace)})
-    shutil.rmtree(Path(job.tmpdir) / "sorted", ignore_errors=True)
-    shutil.rmtree(Path(job.tmpdir) / "duckdb", ignore_errors=True)

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import signal
 import string
 import subprocess
@@ -31,6 +32,7 @@ from ..infra.resources import resources_dir
 from ..infra.targets import parse_size
 from . import stale
 from .memory import MemoryCage
+from .scratch import ScratchDir, remove_left
 from .tools import (
     SOCKET_PATH_MAX,
     ServerError,
@@ -149,9 +151,11 @@ class Server:
         self.start_timeout = start_timeout
         self.datadir = self.basedir / "data"
         # CATBENCH_TMPDIR (set by the rules from targets.<t>.tmpdir) moves the server's
-        # temporary files off the target, one sub-directory per server.
+        # temporary files off the target: a folder others may write to, so each server gets a
+        # fresh one there on first use (scratch.ScratchDir), never one found by its name.
         tmpdir = os.environ.get("CATBENCH_TMPDIR")
-        self.tmpdir = (Path(tmpdir) / self.basedir.name).absolute() if tmpdir else self.basedir / "tmp"
+        self.shared_tmp = Path(tmpdir).absolute() if tmpdir else None
+        self._scratch: ScratchDir | None = None
         self.socket = Path(socket_path).absolute() if socket_path else self.basedir / "mysqld.sock"
         self.pid_file = self.basedir / "mysqld.pid"
         self.error_log = self.basedir / "error.log"
@@ -176,6 +180,28 @@ class Server:
                 f"(e.g. under /tmp)")
 
     # ---- files ----
+    @property
+    def tmpdir(self) -> Path:
+        """The server's temporary folder (also the sorted stream's): ``tmp`` in its own directory,
+        or its fresh folder in CATBENCH_TMPDIR, made on first use and checked at every use."""
+        if self.shared_tmp is None:
+            return self.basedir / "tmp"
+        if self._scratch is None:
+            self._scratch = ScratchDir(self.shared_tmp, f"{self.basedir.name}-", f"targets.{self.name}.tmpdir")
+        return self._scratch.path
+
+    def remove_tmpdir(self, left: bool = False) -> None:
+        """Remove the temporary folder; in CATBENCH_TMPDIR only the one made for this server, or
+        with ``left`` the one a killed earlier server of this directory left (its my.cnf names it)."""
+        if self.shared_tmp is None:
+            shutil.rmtree(self.basedir / "tmp", ignore_errors=True)
+        elif left:
+            said = remove_left(self.config_file, self.shared_tmp, f"{self.basedir.name}-")
+            if said:
+                log.info("target %s: %s", self.name, said)
+        elif self._scratch is not None:
+            self._scratch.remove()
+
     def render_config(self) -> str:
         tmpl = string.Template((resources_dir() / "server" / "my.cnf.in").read_text())
         if self.tcp:
@@ -199,7 +225,8 @@ class Server:
     def _write_config(self):
         """my.cnf 0644 whatever the umask (MariaDB ignores a world-writable one and would start
         on the system datadir), never through a symlink."""
-        for d in (self.basedir, self.tmpdir):
+        local = [] if self.shared_tmp else [self.basedir / "tmp"]  # a shared one is made 0700 by us
+        for d in (self.basedir, *local):
             d.mkdir(parents=True, exist_ok=True)
             d.chmod(0o755)
         fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)

@@ -106,6 +106,7 @@ def private_server(target: str, root, name: str, settings: dict | None = None, l
         try:
             srv = Server(target, basedir, settings, launch, socket_path=sock)
             srv.cleanup_stale()
+            srv.remove_tmpdir(left=True)
             if reuse and srv.initialized:
                 log.info("target %s: resuming with the interrupted run's data in %s", target, basedir)
             elif basedir.exists():
@@ -132,7 +133,7 @@ def private_server(target: str, root, name: str, settings: dict | None = None, l
             if sock_dir:
                 shutil.rmtree(sock_dir, ignore_errors=True)
             if srv is not None and not keep_data:
-                shutil.rmtree(srv.tmpdir, ignore_errors=True)
+                srv.remove_tmpdir()
                 if ok:
                     shutil.rmtree(basedir, ignore_errors=True)
                 elif keep_on_failure:
