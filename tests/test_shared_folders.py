@@ -293,3 +293,32 @@ def test_a_killed_servers_temporary_folder_goes_with_the_next_server_of_its_dire
         srv._write_config()
         assert srv.tmpdir != first
     assert os.listdir(shared) == ["catbench-x-other"]
+
+
+@pytest.mark.parametrize("plant", ["link", "folder"])
+def test_a_server_folder_planted_in_a_target_others_write_to_is_left_alone(tmp, plant):
+    """A target in a folder others may write to (``/tmp``): ``nobody`` links (or makes) the name of
+    a server's folder, ``<target>/catbench-<name>``, before root's job: the job fails naming the
+    target's key; root's folder keeps its mode and files, the planted name stays."""
+    from catbench.core.server.session import private_server
+    from catbench.core.server.tools import ServerError
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the planted-link attack is on a root job")
+    tmp.chmod(0o755)
+    target = tmp / "public"
+    target.mkdir()
+    target.chmod(0o1777)
+    victim = tmp / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("root's own\n")
+    victim.chmod(0o700)
+    planted = target / "catbench-x"
+    if plant == "link":
+        _as_nobody("ln", "-s", str(victim), str(planted))
+    else:
+        _as_nobody("mkdir", str(planted))
+    with pytest.raises(ServerError, match=rf"{planted} is (a symbolic link|another user's folder).*'targets.disk.path'"):
+        with private_server("disk", target, "x", start=False) as srv:
+            srv._write_config()
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o700 and os.listdir(victim) == ["keep.txt"]
+    assert planted.is_symlink() if plant == "link" else os.listdir(planted) == []

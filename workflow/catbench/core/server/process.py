@@ -32,7 +32,7 @@ from ..infra.resources import resources_dir
 from ..infra.targets import parse_size
 from . import stale
 from .memory import MemoryCage
-from .scratch import ScratchDir, remove_left
+from .scratch import ScratchDir, own_folder, remove_left
 from .tools import (
     SOCKET_PATH_MAX,
     ServerError,
@@ -227,7 +227,7 @@ class Server:
         on the system datadir), never through a symlink."""
         local = [] if self.shared_tmp else [self.basedir / "tmp"]  # a shared one is made 0700 by us
         for d in (self.basedir, *local):
-            d.mkdir(parents=True, exist_ok=True)
+            own_folder(d, f"targets.{self.name}.path")
             d.chmod(0o755)
         fd = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         os.fchmod(fd, 0o644)

@@ -60,6 +60,24 @@ class ScratchDir:
             log.warning("%s %s: it was left as it is", self._path, why)
 
 
+def own_folder(path: Path, key: str, make: bool = True) -> None:
+    """``path`` (made first where ``make``) must be a real folder of this user: a name in a folder
+    others can write to (a target at ``/tmp``) may be another user's link or folder, which
+    catbench neither enters, changes nor removes. ServerError naming ``key`` otherwise."""
+    if make:
+        path.mkdir(parents=True, exist_ok=True)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder" if not stat.S_ISDIR(st.st_mode)
+            else "another user's folder" if st.st_uid != os.geteuid() else None)
+    if what:
+        raise ServerError(f"{path} is {what}, not the folder catbench makes there; it was left as it is "
+                          f"(another user can write to {path.parent}?): give config key '{key}' a folder only you "
+                          f"can write to, or remove {path}")
+
+
 def remove_left(config_file: Path, parent, prefix: str) -> str | None:
     """The temporary folder a killed earlier server of this directory left in ``parent``: the
     ``tmpdir=`` its ``my.cnf`` names, removed when it is ours (a real folder of this user whose

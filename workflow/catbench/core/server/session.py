@@ -30,6 +30,7 @@ from ..infra.files import dir_bytes
 from ..infra.targets import check_target, open_lock, server_bytes
 from .loaddata import LoadError
 from .process import Launch, Server
+from .scratch import own_folder
 from .tools import SOCKET_PATH_MAX, ServerError
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,7 @@ def private_server(target: str, root, name: str, settings: dict | None = None, l
     checked before anything is created. ``data``: what becomes of its data."""
     keep_data, reuse, keep_on_failure = data.keep, data.reuse, data.keep_on_failure
     basedir = server_dir(root, name)
+    own_folder(basedir, f"targets.{target}.path", make=False)   # before it is removed or entered
     with owned_dir(basedir, target):
         sock, sock_dir = _socket_path(basedir)
         srv, ok = None, False
