@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check seed-2017 seed-2017-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.infra.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -150,6 +150,33 @@ seed-2017: $(STAMP)
 	  --no-time-limit --out results/sealed/seed-2017.json
 	python workflow/scripts/seed_2017.py choose results/sealed/seed-2017.json results/sealed/seed-2017-choice.json
 	cd results/sealed && sha256sum seed-2017.json seed-2017-choice.json | tee seed-2017.sha256
+
+# The chosen key order's ladder alone (config/seed-2017-chunk-sorted.yaml), predicted on this
+# VM's fio and on each device class's published figures (resources/devices/), sealed; then the
+# shape of its load (table growth, CPU a GiB, bytes written a byte) against the seed's stamps.
+SEED_2017_CHOSEN := seed-2017-chunk-sorted
+SEED_2017_DEVICES := nvme-intel-p4500-2tb sata-ssd-intel-s4500 raid6-hdd-7200rpm
+SEED_2017_CHOSEN_RUNGS = $$(for f in results/$(SEED_2017_CHOSEN)-rungs/*.yaml; do echo --results results/$$(basename $$f .yaml); done)
+SEED_2017_PREDICT = catbench predict --config config/$(SEED_2017_CHOSEN).yaml $(SEED_2017_CHOSEN_RUNGS) --rows 1.06e10 \
+	--pool 128G --ram 500G --no-time-limit
+seed-2017-shape: $(STAMP)
+	@$(call install_system,config/seed-2017.yaml)
+	catbench ladder --config config/$(SEED_2017_CHOSEN).yaml --out results/$(SEED_2017_CHOSEN)-rungs
+	for rung in results/$(SEED_2017_CHOSEN)-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
+	mkdir -p results/sealed
+	$(SEED_2017_PREDICT) --out results/sealed/seed-2017-shape.json
+	for d in $(SEED_2017_DEVICES); do $(SEED_2017_PREDICT) --device resources/devices/$$d.yaml \
+	  --out results/sealed/seed-2017-shape-$$d.json || exit 1; done
+	python workflow/scripts/seed_2017.py choose results/sealed/seed-2017-shape.json results/sealed/seed-2017-shape-choice.json
+	cd results/sealed && sha256sum seed-2017-shape*.json | tee seed-2017-shape.sha256
+
+seed-2017-shape-compare: $(STAMP)
+	cd results/sealed && sha256sum --check seed-2017-shape.sha256
+	python workflow/scripts/seed_2017.py shape results/sealed/seed-2017-shape.json \
+	  results/sealed/seed-2017-shape-choice.json docs/results/2026-11-28-seed-000-table-and-cpu.csv \
+	  docs/results/2026-11-28-seed-000-iostat.csv
+	for d in $(SEED_2017_DEVICES); do python workflow/scripts/seed_2017.py compare \
+	  results/sealed/seed-2017-shape-$$d.json results/sealed/seed-2017-shape-choice.json || exit 1; done
 
 seed-2017-compare: $(STAMP)
 	cd results/sealed && sha256sum --check seed-2017.sha256
