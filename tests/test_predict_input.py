@@ -95,3 +95,13 @@ def test_a_measured_run_with_another_cache_is_not_scored(tmp_path):
     p = _predict(tmp_path, "--results", tmp_path / "r1", "--measured", tmp_path / "m", "--rows", "200",
                  "--pool", "100M")
     assert p.returncode == 1 and "ran with a 1.0 GiB cache, the prediction is for 100.0 MiB" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("key, value", [("rows", "many"), ("seconds", "2 s"), ("table_bytes", True)])
+def test_text_in_a_summary_figure_names_the_file_the_repetition_and_the_key(tmp_path, key, value):
+    d = _load(tmp_path / "r1")
+    s = json.loads((d / "summary.json").read_text())
+    s["repetitions"][0][key] = value
+    (d / "summary.json").write_text(json.dumps(s))
+    with pytest.raises(ValueError, match=rf"{d / 'summary.json'}: repetition 0: {key} is .*, not a number"):
+        read_runs([tmp_path / "r1"])
