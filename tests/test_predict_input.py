@@ -161,3 +161,13 @@ def test_far_check_scores_the_sealed_prediction_before_and_after_its_target_runs
     check = make[make.index("\nfar-check:"):make.index("\n\n", make.index("\nfar-check:"))]
     assert check.count("--sealed results/sealed/$(FAR_RUN).json") == 2
     assert check.index("--sealed") < check.index("$(SNAKEMAKE_RUN) --configfile $(FAR)\n")
+
+
+@pytest.mark.parametrize("key, value", [("rows", "many"), ("seconds", "2 s"), ("table_bytes", True)])
+def test_text_in_a_summary_figure_names_the_file_the_repetition_and_the_key(tmp_path, key, value):
+    d = _load(tmp_path / "r1")
+    s = json.loads((d / "summary.json").read_text())
+    s["repetitions"][0][key] = value
+    (d / "summary.json").write_text(json.dumps(s))
+    with pytest.raises(ValueError, match=rf"{d / 'summary.json'}: repetition 0: {key} is .*, not a number"):
+        read_runs([tmp_path / "r1"])

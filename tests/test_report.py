@@ -252,3 +252,71 @@ def test_a_report_made_again_over_its_own_copies_and_refused_over_other_files(tm
     with pytest.raises(MetricsError, match="holds other files than a report"):
         make_report(run, report=REPORT)
     assert (index.parent / "notes.txt").read_text() == "mine"
+
+
+def test_a_report_made_again_after_snakemake_removed_its_declared_outputs(tmp_path):
+    run = make_run(tmp_path, with_optional=False)
+    write_prediction(run)                    # its plots are not declared: Snakemake leaves them
+    index = make_report(run, report=REPORT)
+    # what `snakemake report_html --forcerun report_html` removes first: index.html and the ALWAYS plots
+    for p in [index, *(index.parent / f"{n}.png" for n in ALWAYS)]:
+        p.unlink()
+    assert (index.parent / "at_scale.png").is_file() and (index.parent / "tables").is_dir()
+    assert make_report(run, report=REPORT).is_file()
+    assert all((index.parent / f"{n}.png").is_file() for n in ALWAYS)
+
+
+@pytest.mark.parametrize("mine", ["pictures", "tables"])
+def test_a_folder_of_other_files_is_never_taken_for_a_report(tmp_path, mine):
+    run = make_run(tmp_path, with_optional=False)
+    out = tmp_path / "mine"
+    if mine == "pictures":     # PNGs alone: someone's pictures, not a report's plots
+        (out / "holiday.png").parent.mkdir()
+        (out / "holiday.png").write_bytes(PNG)
+    else:                      # a report's names, but tables/ holds other files than its CSVs
+        make_report(run, out, report=REPORT)
+        (out / "tables" / "notes.txt").write_text("mine")
+    with pytest.raises(MetricsError, match="holds other files than a report"):
+        make_report(run, out, report=REPORT)
+    assert (out / ("holiday.png" if mine == "pictures" else "tables/notes.txt")).is_file()
+
+
+def test_tables_and_report_read_only_this_configs_results_and_name_the_others(tmp_path, caplog):
+    run = make_run(tmp_path, with_optional=False)
+    # this config: target a only, and only its parallel load; b and a's one-file load are an earlier config's
+    inputs = [run / "fio" / "a" / "fio.csv", run / "load" / "a" / "char28" / "innodb" / "parallel",
+              run / "targets" / "a.json", run / "chunks" / "chunks.tsv", run / "metrics" / "partition.json"]
+    assert cli("tables", "--results", run, "--inputs", *inputs) == 0
+    assert [(r["target"], r["strategy"]) for r in _rows(run / "tables" / "load_time.csv")] == [("a", "parallel")]
+    assert {r["target"] for r in _rows(run / "tables" / "storage.csv")} == {"a"}
+    stale = "fio/b, load/a/char28/innodb/one-file-at-a-time, load/b, targets/b.json"
+    assert f"not results of this config (an earlier config's, still in {run}): {stale}" in caplog.text
+    md = (run / "tables" / "summary.md").read_text()
+    assert stale in md and "- b (" not in md
+    prov = json.loads((run / "tables" / "provenance.json").read_text())
+    assert list(prov["targets"]) == ["a"] and len(prov["left_out"]) == 4
+    assert cli("report", "--results", run, "--inputs", *inputs) == 0
+    assert stale in (run / "report" / "index.html").read_text()
+    assert cli("tables", "--results", run) == 0      # by hand, without --inputs: every folder of the run
+    assert {r["target"] for r in _rows(run / "tables" / "load_time.csv")} == {"a", "b"}
+
+
+@pytest.mark.parametrize("column, value", [("seconds_min", "quick"), ("seconds_values", "4.0;oops"),
+                                           ("n", "three")])
+def test_text_in_a_numeric_cell_of_a_table_is_one_line_naming_file_column_and_row(tmp_path, capsys,
+                                                                                   column, value):
+    a, b = make_run(tmp_path, "A"), make_run(tmp_path, "B")
+    make_tables(a, report=REPORT)
+    make_tables(b, report=REPORT)
+    path = b / "tables" / "load_time.csv"
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows[2][rows[0].index(column)] = value
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    capsys.readouterr()
+    assert cli("compare", a, b) == 1
+    assert cli("report", "--results", b) == 1
+    err = capsys.readouterr().err.splitlines()
+    line = f"{path}: column {column}, row 2 (line 3): {value!r} is not a number"
+    assert len(err) == 2 and all(line in e for e in err), err

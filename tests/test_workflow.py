@@ -193,3 +193,30 @@ def test_user_config_replaces_the_default_targets_and_a_dry_run_creates_nothing(
     assert "load_index_run" in jobs_table  # the job-count table was read
     assert "queries_mysql" not in jobs_table and "restart_run" not in jobs_table  # stages are the user's too
     assert not target.exists() and not any(d.exists() for d in defaults)
+
+
+@pytest.mark.slow
+def test_the_report_made_again_and_another_configs_results_left_out(tmp_path):
+    # the README's next step after a prediction, `snakemake report_html --forcerun report_html`: Snakemake
+    # removes the rule's outputs first, and the report's copies it leaves are the report's own
+    cfg = {**yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text()), "stages": [],
+           "targets": {"disk": {"path": str(tmp_path / "t")}}}
+    cfgfile = tmp_path / "c.yaml"
+    cfgfile.write_text(yaml.safe_dump(cfg))
+    wd, report = tmp_path / "wd", tmp_path / "wd" / "results" / "tiny" / "report"
+    for args in (["report_html"], ["report_html", "--forcerun", "report_html"]):
+        r = snakemake(wd, cfgfile, *args, "--cores", "2")
+        assert r.returncode == 0, r.stderr[-3000:]
+    assert (report / "index.html").is_file() and (report / "summary.md").is_file()
+    (report / "notes.txt").write_text("mine")    # someone else's file there: refused, and kept
+    r = snakemake(wd, cfgfile, "report_html", "--forcerun", "report_html", "--cores", "2")
+    assert r.returncode != 0 and "holds other files than a report" in (report.parent / "logs" / "report.log").read_text()
+    assert (report / "notes.txt").read_text() == "mine"
+    (report / "notes.txt").unlink()
+    # the target renamed: its results under the old name stay on disk, left out and named
+    cfgfile.write_text(yaml.safe_dump({**cfg, "targets": {"ssd": {"path": str(tmp_path / "t")}}}))
+    r = snakemake(wd, cfgfile, "report_html", "--cores", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    md = (report.parent / "tables" / "summary.md").read_text()
+    assert "not results of this config" in md and "targets/disk.json" in md
+    assert list(json.loads((report / "provenance.json").read_text())["targets"]) == ["ssd"]

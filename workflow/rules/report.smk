@@ -1,20 +1,28 @@
-# Stages `tables` and `report`: every metrics file of the run aggregated with DuckDB
+# Stages `tables` and `report`: the metrics files of this config's jobs aggregated with DuckDB
 # (SQL in resources/sql/), then plots and a single self-contained HTML page.
 
 from catbench.report.tables import TABLES as TABLE_NAMES  # noqa: E402  (one list: the tables module)
 from catbench.report.plots import ALWAYS as PLOT_NAMES  # noqa: E402  (one list: the plots module)
 
 
+# What the tables read: the results this config's jobs write. Another config's results (a
+# renamed target, a strategy no longer run) stay on disk; the tables and the report leave them
+# out and name them (catbench tables/report --inputs).
+TABLE_INPUTS = [
+    # an index-only run's stage summary, by name: index_generate or index_read writes it
+    rules.chunk_list.output if INDEX_SOURCE == "partition" else f"{RES}/metrics/index.json",
+    expand(rules.target_info.output, target=TARGETS),
+    [rules.fio.input] if "fio" in STAGES else [],
+    [rules.load_index.input] if "load_index" in STAGES else [],
+    [rules.queries.input] if "queries" in STAGES else [],
+    [rules.restart.input] if "restart" in STAGES else [],
+    [rules.cluster.input] if "cluster" in STAGES else [],
+]
+
+
 rule tables:
     input:
-        # an index-only run's stage summary, by name: index_generate or index_read writes it
-        rules.chunk_list.output if INDEX_SOURCE == "partition" else f"{RES}/metrics/index.json",
-        expand(rules.target_info.output, target=TARGETS),
-        [rules.fio.input] if "fio" in STAGES else [],
-        [rules.load_index.input] if "load_index" in STAGES else [],
-        [rules.queries.input] if "queries" in STAGES else [],
-        [rules.restart.input] if "restart" in STAGES else [],
-        [rules.cluster.input] if "cluster" in STAGES else [],
+        TABLE_INPUTS,
     output:
         **{
             t: report(
@@ -40,12 +48,13 @@ rule tables:
         **job_resources("tables"),
     shell:
         "catbench tables --results {params.results:q} --require {params.require:q} "
-        "--config {params.cfg:q} > {log:q} 2>&1"
+        "--config {params.cfg:q} --inputs {input:q} > {log:q} 2>&1"
 
 
 rule report_html:
     input:
-        rules.tables.output,
+        tables=rules.tables.output,
+        results=TABLE_INPUTS,
     output:
         index=report(
             f"{RES}/report/index.html",
@@ -72,7 +81,8 @@ rule report_html:
     resources:
         **job_resources("report_html"),
     shell:
-        "catbench report --results {params.results:q} --config {params.cfg:q} > {log:q} 2>&1"
+        "catbench report --results {params.results:q} --config {params.cfg:q} "
+        "--inputs {input.results:q} > {log:q} 2>&1"
 
 
 rule report:

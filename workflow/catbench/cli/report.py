@@ -38,7 +38,7 @@ def cmd_tables(args) -> int:
     resources/report/columns.md), summary.md, provenance.json."""
     from ..report.tables import make_tables
     written = make_tables(args.results, args.out, require=args.require or (),
-                          report=_report_spec(args.config))
+                          report=_report_spec(args.config), only=args.inputs)
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0
@@ -47,7 +47,7 @@ def cmd_tables(args) -> int:
 def cmd_report(args) -> int:
     """Plots (PNG) and a self-contained index.html for a run."""
     from ..report.html import make_report
-    index = make_report(args.results, args.out, args.tables, report=_report_spec(args.config))
+    index = make_report(args.results, args.out, args.tables, report=_report_spec(args.config), only=args.inputs)
     print(index)
     return 0
 
@@ -120,6 +120,13 @@ def _config_arg(p) -> None:
                                     "alpha, practical_threshold, between_run_cv; default: the schema's)")
 
 
+def _inputs_arg(p) -> None:
+    p.add_argument("--inputs", nargs="*", metavar="PATH",
+                   help="the files and folders this config's jobs wrote (the workflow gives its rule's inputs): "
+                        "other result folders under RESULTS, an earlier config's, are left out and named; "
+                        "default: every folder there")
+
+
 def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("tables", help="final CSV tables, summary.md and provenance.json of a run",
                               description=cmd_tables.__doc__)
@@ -128,6 +135,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--require", nargs="*", choices=STAGES, metavar="STAGE",
                    help=f"stages that must have metrics ({', '.join(STAGES)}); default none")
     _config_arg(p)
+    _inputs_arg(p)
     p.set_defaults(func=guarded(cmd_tables, (MetricsError, ConfigError), "tables"))
 
     p = subparsers.add_parser("report", help="plots and index.html of a run",
@@ -136,6 +144,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--tables", help="tables directory (default RESULTS/tables; built if absent)")
     p.add_argument("--out", help="output directory (default RESULTS/report)")
     _config_arg(p)
+    _inputs_arg(p)
     p.set_defaults(func=guarded(cmd_report, (MetricsError, ConfigError, TargetError), "report"))
 
     p = subparsers.add_parser("compare", help="compare two runs' tables (ratios B/A)",

@@ -377,11 +377,24 @@ def read_run(results, skipped: list | None = None) -> list[Rep]:
             devices[target] = device(results, target)
         for i, r in enumerate(reps):
             rep_no = r.get("repetition", i)
+            _numbers(path, f"repetition {rep_no}", {**summary, **r})
             rep = _rep(summary, r, (_of_rep(tr, rep_no), _of_rep(sm, rep_no)), key, results.name, pool, ws,
                        devices[target])
             if rep is not None:
                 out.append(rep)
     return out
+
+
+# what _rep reads as numbers of a summary, or of its repetitions over it
+NUMBERS = ("rows", "seconds", "table_bytes", "sort_seconds", "server_cpu_s", "input_bytes", "files", "time_limit_s")
+
+
+def _numbers(path: Path, where: str, doc: dict) -> None:
+    """A ValueError naming the file, the repetition and the key of a figure that is no number."""
+    for k in NUMBERS:
+        v = doc.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ValueError(f"{path}: {where}: {k} is {v!r}, not a number; run the load again")
 
 
 def _summary(path: Path) -> dict:

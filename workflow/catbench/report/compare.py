@@ -25,7 +25,7 @@ from ..core.infra.jobs.isolation import ran_alone
 from . import noise
 from .inputs import MetricsError
 from .stats import Between, Figure, ReportSpec, fmt, holm, holm_cutoff, short, verdict
-from .tables import write_csv
+from .tables import check_numbers, write_csv
 
 KEYS = {
     "storage": ("target", "test"),
@@ -99,7 +99,9 @@ def _read(con, path: Path, name: str):
     except (duckdb.Error, OSError, UnicodeDecodeError, csv.Error) as exc:
         raise MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
     numeric = {c for c, t in zip(cols, types) if t.split("(")[0] in NUMERIC}
-    return cols, numeric, [dict(zip(cols, r)) for r in rows]
+    rows = [dict(zip(cols, r)) for r in rows]
+    check_numbers(path, name, rows)
+    return cols, numeric, rows
 
 
 def _ratio(a, b):

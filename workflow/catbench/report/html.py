@@ -38,7 +38,7 @@ from ..core.infra.files import staged_output
 from ..core.infra.resources import resources_dir
 from . import noise, provenance
 from . import tables as T
-from .inputs import MetricsError, collect
+from .inputs import MetricsError, collect, stale_note
 from .plots import ALWAYS, PLOTS, draw_all
 from .stats import ReportSpec
 from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
@@ -227,33 +227,46 @@ def _twin_html(run: Path) -> str:
             f"on this machine uses these with their degrees of freedom; docs/noise.md.</p>")
 
 
-# what a report folder holds (_copies, _build): a report made again over them (Snakemake's
-# --forcerun removes only the outputs it declares) is still a report's folder
+# what a report folder holds (_copy_texts, _build), besides its plots
 OWN_FILES = ("index.html", "summary.md", "provenance.json", "columns.md", "tables")
 
 
-def make_report(run_dir, out_dir=None, tables_dir=None, *, report: ReportSpec) -> Path:
+def _a_report(out: Path) -> bool:
+    """Whether ``out`` holds only what a report writes, with or without index.html and the plots:
+    Snakemake's --forcerun removes the outputs it declares and leaves the copies, which a report
+    made again replaces. A folder of PNGs alone, or a tables/ with other than CSVs, is not one."""
+    names = {p.name: p for p in out.iterdir()}
+    tables = names.get("tables")
+    if tables is not None and not (tables.is_dir() and all(q.suffix == ".csv" for q in tables.iterdir())):
+        return False
+    return all(n in OWN_FILES or n.endswith(".png") for n in names) and \
+        (not names or bool(names.keys() & {"index.html", "summary.md"}))
+
+
+def make_report(run_dir, out_dir=None, tables_dir=None, *, report: ReportSpec, only=None) -> Path:
     """Build ``index.html``, the plots and their copies in a staged folder that becomes
     ``out_dir`` only when all of it is written: a report is whole or absent (a full disk or a
-    read-only folder is one MetricsError naming it). Returns the path of index.html."""
+    read-only folder is one MetricsError naming it); ``only``: this config's results
+    (inputs.collect). Returns the path of index.html."""
     run = Path(run_dir)
     out = Path(out_dir) if out_dir else run / "report"
-    if out.is_dir() and not all(p.name in OWN_FILES or p.suffix == ".png" for p in out.iterdir()):
+    if out.is_dir() and not _a_report(out):
         raise MetricsError(f"{out} holds other files than a report; give the report a folder of its own (--out)")
     try:
         with staged_output(out) as work:
-            _build(run, work, Path(tables_dir) if tables_dir else run / "tables", report)
+            _build(run, work, Path(tables_dir) if tables_dir else run / "tables", report, only)
     except OSError as exc:
         raise MetricsError(f"the report could not be written to {out} ({exc.strerror or exc}: "
                            f"{exc.filename or out}); nothing of it was left there") from None
     return out / "index.html"
 
 
-def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec):
-    inp = collect(run)
+def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec, only=None):
+    inp = collect(run, only=only)
     tabs, tdir = _tables(run, tables_dir, out, inp, report)
     tabs = {**tabs, **inp.prediction}   # predict/prediction.json, when this run was predicted
-    sections = summary_sections(tabs, inp.targets, report, own=inp.own)
+    note = [("p", stale_note(inp))] if inp.stale else []
+    sections = note + summary_sections(tabs, inp.targets, report, own=inp.own)
     prov_text = _copy_texts(run, tdir, out, sections, inp)
     drawn = draw_all(tabs, out)
     first = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[:1])
@@ -261,7 +274,7 @@ def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec):
     rest = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[HEADLINE_SECTIONS:])
     body = _answer_html(first, drawn, out)
     body += ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run),
-             sections_html(head[1:]), "</section>"]
+             sections_html(note + head[1:]), "</section>"]
     body += _plots_html(drawn, out)
     body += ['<section id="details"><h2>Tables as in the 2017 study</h2><details><summary>Storage | load time, '
              'load rate per interval, query latency, restart phases, chunks, stages</summary>',

@@ -61,6 +61,7 @@ default to the directory/file names; phases keep their order in the file)::
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +72,7 @@ import pyarrow.parquet as pq
 from ..core.index.table import ENGINES
 from .views import I, REQUIRED, S, VIEWS
 
+log = logging.getLogger(__name__)
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")
 # the stages whose jobs measure (an isolation.json beside their results)
 MEASURING = ("fio", "load", "queries", "restart", "cluster")
@@ -91,6 +93,7 @@ class RunInputs:
     present: set = field(default_factory=set)       # stages found
     prediction: dict = field(default_factory=dict)  # {"prediction", "prediction_validation", "prediction_curve": rows}
     own: dict = field(default_factory=dict)         # the user's files read: {"index": sources.json, "patch": files.json}
+    stale: list = field(default_factory=list)       # result folders of another config, left out (collect's only=)
 
     def rows(self, view: str) -> list:
         return self.views[view].to_pylist()
@@ -216,14 +219,25 @@ def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
     return s, _rows_table([row], "load_summaries", path), _rows_table(runs, "load_runs", path)
 
 
-
 class _Reader:
     """One pass over a run directory: every file read is recorded, tables go to their view."""
 
-    def __init__(self, run: Path):
+    def __init__(self, run: Path, only=None):
         self.run = run
         self.inp = RunInputs(run)
         self.parts = {v: [] for v in VIEWS}
+        self.keep = None if only is None else {Path(p).resolve() for p in only}   # the tables rule's inputs
+        self.above = None if only is None else self.keep | {a for p in self.keep for a in p.parents}
+
+    def ours(self, p: Path) -> bool:   # one of this config's results, in one or above one
+        return self.keep is None or p.resolve() in self.above or any(a in self.keep for a in p.resolve().parents)
+
+    def dirs(self, d: Path) -> list:
+        """The subfolders of ``d`` this config wrote; the others (a renamed target, a strategy no
+        longer run: an earlier config's results) go to RunInputs.stale, unread."""
+        subs = _subdirs(d)
+        self.inp.stale += [p for p in subs if not self.ours(p)]
+        return [p for p in subs if self.ours(p)]
 
     def used(self, p: Path) -> Path:
         self.inp.files.append(p)
@@ -233,20 +247,20 @@ class _Reader:
         self.parts[view].append(table)
 
     def fio(self) -> None:
-        for tdir in _subdirs(self.run / "fio"):
+        for tdir in self.dirs(self.run / "fio"):
             self.inp.present.add("fio")
             self.add("fio_runs", _csv(self.used(tdir / "fio.csv"), "fio_runs", {"target": tdir.name}))
 
     def loads(self) -> None:
-        for tdir in _subdirs(self.run / "load"):
-            for vdir in _subdirs(tdir):
-                for edir in _subdirs(vdir):
+        for tdir in self.dirs(self.run / "load"):
+            for vdir in self.dirs(tdir):
+                for edir in self.dirs(vdir):
                     if edir.name not in ENGINES:   # results from before storage engines: InnoDB
                         self.inp.present.add("load")
                         self._load(edir, {"target": tdir.name, "variant": vdir.name, "engine": "innodb",
                                           "strategy": edir.name})
                         continue
-                    for sdir in _subdirs(edir):
+                    for sdir in self.dirs(edir):
                         self.inp.present.add("load")
                         self._load(sdir, {"target": tdir.name, "variant": vdir.name, "engine": edir.name,
                                           "strategy": sdir.name})
@@ -295,7 +309,9 @@ class _Reader:
                 raise MetricsError(f"{jp}: expected a JSON object (job metrics)")
 
     def targets(self) -> None:
-        for tp in sorted((self.run / "targets").glob("*.json")):
+        tps = sorted((self.run / "targets").glob("*.json"))
+        self.inp.stale += [tp for tp in tps if not self.ours(tp)]
+        for tp in (tp for tp in tps if self.ours(tp)):
             doc = _json(self.used(tp))
             if not isinstance(doc, dict):
                 raise MetricsError(f"{tp}: expected a JSON object (target description)")
@@ -313,8 +329,8 @@ class _Reader:
                 self.inp.own[kind] = doc
 
     def queries(self) -> None:
-        for tdir in _subdirs(self.run / "queries"):
-            for edir in _subdirs(tdir):
+        for tdir in self.dirs(self.run / "queries"):
+            for edir in self.dirs(tdir):
                 self.inp.present.add("queries")
                 const = {"target": tdir.name, "engine": edir.name}
                 pp, jp = edir / "results.parquet", edir / "results.json"
@@ -338,7 +354,7 @@ class _Reader:
             self.add("chunk_loads", _rows_table([row], "chunk_loads", sp))
 
     def restarts(self) -> None:
-        for tdir in _subdirs(self.run / "restart"):
+        for tdir in self.dirs(self.run / "restart"):
             # <kind>.json only: summary.json, isolation.json and <kind>.error.json sit beside them.
             for kp in sorted(p for p in tdir.glob("*.json")
                              if p.stem not in ("summary", "isolation") and not p.name.endswith(".error.json")):
@@ -348,7 +364,7 @@ class _Reader:
                          _rows_table(rows, "restart_phases", kp, {"target": tdir.name, "kind": kp.stem}))
 
     def clusters(self) -> None:
-        for tdir in _subdirs(self.run / "cluster"):
+        for tdir in self.dirs(self.run / "cluster"):
             # <kind>.json only: summary.json, isolation.json, <kind>.error.json and node logs sit beside them.
             for kp in sorted(p for p in tdir.glob("*.json")
                              if p.stem not in ("summary", "isolation") and not p.name.endswith(".error.json")):
@@ -367,7 +383,7 @@ class _Reader:
 
     def isolation(self) -> None:
         for stage in MEASURING:
-            for ip in sorted((self.run / stage).rglob("isolation.json")):
+            for ip in sorted(p for p in (self.run / stage).rglob("isolation.json") if self.ours(p.parent)):
                 rec = _json(self.used(ip))
                 if not isinstance(rec, dict):
                     raise MetricsError(f"{ip}: expected a JSON object (an isolation record)")
@@ -375,7 +391,6 @@ class _Reader:
                        for k, v in rec.items() if not isinstance(v, dict)}
                 row.update(stage=stage, job=ip.parent.relative_to(self.run).as_posix())
                 self.add("isolation", _rows_table([row], "isolation", ip))
-
 
     def prediction(self) -> None:
         pp = self.run / "predict" / "prediction.json"
@@ -455,12 +470,13 @@ def _stage_rows(pj: Path, doc) -> list:
     return rows
 
 
-def collect(run_dir, require=()) -> RunInputs:
-    """Read and validate every metrics file of ``run_dir`` (= results/<run>)."""
+def collect(run_dir, require=(), only=None) -> RunInputs:
+    """Read and validate every metrics file of ``run_dir`` (= results/<run>); with ``only`` (the
+    files and folders this config's jobs wrote), only those: another config's are left out, logged."""
     run = Path(run_dir)
     if not run.is_dir():
         raise MetricsError(f"{run}: results directory does not exist")
-    reader = _Reader(run)
+    reader = _Reader(run, only)
     for step in (reader.fio, reader.loads, reader.chunks, reader.metrics, reader.targets, reader.own_files,
                  reader.queries, reader.restarts, reader.clusters, reader.isolation, reader.prediction):
         step()
@@ -471,4 +487,13 @@ def collect(run_dir, require=()) -> RunInputs:
                      "chunks": "chunks/chunks.tsv"}.get(stage, f"{stage}/")
             raise MetricsError(f"{run / where}: required stage '{stage}' has no metrics in this run")
     inp.views = {v: _concat(v, reader.parts[v]) for v in VIEWS}
+    if inp.stale:
+        log.warning(stale_note(inp))
     return inp
+
+
+def stale_note(inp: RunInputs) -> str | None:
+    """One line naming the result folders of another config that were left out (None: none)."""
+    names = ", ".join(sorted(p.relative_to(inp.run_dir).as_posix() for p in inp.stale))
+    return (f"Left out, not results of this config (an earlier config's, still in {inp.run_dir}): {names}. "
+            "Remove them, or give a changed config another run name to keep both.") if names else None

@@ -167,6 +167,7 @@ def collect(run_dir, inputs=None) -> dict:
                          s.get("storage")
                          for _, s in inp.summaries if isinstance(s.get("storage"), dict)},
         "stages_present": sorted(inp.present),
+        "left_out": [p.relative_to(inp.run_dir).as_posix() for p in inp.stale],   # another config's results
         "metrics_files": len(inp.files),
     }
     if "index" in inp.own:   # index.source: file: each of the user's files (path, bytes, mtime, CRC-32, rows)

@@ -10,6 +10,7 @@ table it names as the view ``table_<name>`` (:data:`TABLES` builds those first).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -19,9 +20,10 @@ import pyarrow.csv as pacsv
 
 from ..core.infra.resources import resources_dir
 from . import provenance, stats
-from .inputs import MetricsError, RunInputs, collect
+from .inputs import MetricsError, RunInputs, collect, stale_note
 from .stats import ReportSpec
 from .summary import summary_sections, to_markdown
+from .views import VIEWS
 
 
 def _build_order() -> tuple[str, ...]:
@@ -125,10 +127,10 @@ def write_csv(table: pa.Table, path: Path) -> None:
             Path(path).write_text(",".join(table.column_names) + "\n")
 
 
-def make_tables(run_dir, out_dir=None, require=(), *, report: ReportSpec) -> dict:
+def make_tables(run_dir, out_dir=None, require=(), *, report: ReportSpec, only=None) -> dict:
     """``catbench tables``: every final table + summary.md + provenance.json into ``out_dir``
-    (default results/<run>/tables). Returns {name: path}."""
-    inp = collect(run_dir, require)
+    (default results/<run>/tables); ``only``: this config's results (inputs.collect). Returns {name: path}."""
+    inp = collect(run_dir, require, only)
     out = Path(out_dir) if out_dir else Path(run_dir) / "tables"
     out.mkdir(parents=True, exist_ok=True)
     tables = build(inp, report)
@@ -137,7 +139,8 @@ def make_tables(run_dir, out_dir=None, require=(), *, report: ReportSpec) -> dic
         write_csv(table, out / f"{name}.csv")
         written[name] = out / f"{name}.csv"
     rows = {**{n: t.to_pylist() for n, t in tables.items()}, **inp.prediction}
-    (out / "summary.md").write_text(to_markdown(summary_sections(rows, inp.targets, report, own=inp.own),
+    note = [("p", stale_note(inp))] if inp.stale else []
+    (out / "summary.md").write_text(to_markdown(note + summary_sections(rows, inp.targets, report, own=inp.own),
                                                 f"catbench summary: {Path(run_dir).resolve().name}"))
     written["summary"] = out / "summary.md"
     prov = provenance.collect(run_dir, inp)
@@ -158,4 +161,41 @@ def read_tables(tables_dir) -> dict:
             out[name] = pacsv.read_csv(p).to_pylist()
         except pa.ArrowException as exc:
             raise MetricsError(f"{p}: not a readable CSV file ({exc})") from exc
+        check_numbers(p, name, out[name])
     return out
+
+
+@functools.cache
+def schemas() -> dict:
+    """Each final table's columns and their types: the tables of a run without metrics."""
+    empty = RunInputs(Path("."), views={v: VIEWS[v].empty_table() for v in VIEWS})
+    spec = ReportSpec(stats.DEFAULT_CONFIDENCE, stats.DEFAULT_ALPHA, stats.DEFAULT_THRESHOLD, 0.0)
+    return {n: t.schema for n, t in build(empty, spec).items()}
+
+
+def check_numbers(path: Path, name: str, rows: list) -> None:
+    """A MetricsError naming the file, column and row of the first cell of final table ``name``
+    (read from ``path``) that should hold a number, or ``;``-separated numbers (the raw
+    repetitions), and holds text: a hand-edited table, which the figures cannot read."""
+    schema = schemas().get(name)
+    number = {f.name for f in schema or () if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+              or pa.types.is_decimal(f.type)}
+    raw = {f.name for f in schema or () if f.name.endswith("_values") or f.name.startswith("values_")}
+    for i, r in enumerate(rows, start=1):
+        for c in sorted(r.keys() & (number | raw)):
+            if not _a_number(r[c], c in raw):
+                raise MetricsError(f"{path}: column {c}, row {i} (line {i + 1}): {r[c]!r} is not a number; make "
+                                   f"the tables again (catbench tables, or snakemake --forcerun tables)")
+
+
+def _a_number(v, raw: bool) -> bool:
+    """A cell that holds a number, or nothing (``raw``: numbers separated by ``;``)."""
+    if v is None or v == "" or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+        return True
+    if isinstance(v, bool):
+        return False
+    try:
+        stats.parse_values(v) if raw else float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
