@@ -40,6 +40,7 @@ class Fit:
     overhead: float = 0.0          # bytes of the cache the table cannot use (pool_overhead)
     cpu_per_row: float | None = None   # server CPU-s per row, the rungs' median
     writes: Writes | None = None       # what a row makes the server write (writes.py)
+    sorts: bool = True                 # the strategy sorts its input first (a spill pass is possible)
 
     @property
     def cache_share(self) -> float | None:
@@ -62,12 +63,12 @@ class Fit:
 
     def phase_s(self, t: Target) -> tuple[float, float]:
         """Seconds before the first row and after the last at ``t``: the rungs' N log2 N
-        coefficient before (plus one pass of the input written and read back where ``t``'s sort
-        spills and no rung's did, at fio's sequential rates on the target), and the build's
-        per-row cost c + α log2 N after (``build_per_row``)."""
+        coefficient before (plus, for a load that sorts, one pass of the input written and read
+        back where ``t``'s sort spills and no rung's did, at fio's sequential rates on the
+        target), and the build's per-row cost c + α log2 N after (``build_per_row``)."""
         nl = nlogn(t.rows)
         pre = self.pre_coef * nl
-        if (self.pre_coef > 0 and t.sort_memory and not self.spilled
+        if (self.sorts and self.pre_coef > 0 and t.sort_memory and not self.spilled
                 and t.rows * self.input_per_row > t.sort_memory and self.device.get("seq_s_per_byte")):
             pre += t.rows * self.input_per_row * self.device["seq_s_per_byte"]
         c, alpha = self.post

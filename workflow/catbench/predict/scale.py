@@ -129,7 +129,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
                _median(cpu), device,
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
                float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u, _median(per_row),
-               fit_writes(reps))
+               fit_writes(reps), any(r.sorts for r in reps))
 
 
 def _curve(f: Fit, t: Target) -> RateCurve:
