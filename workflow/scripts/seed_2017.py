@@ -9,10 +9,14 @@
                                       MB/s, each disk's over its median: the row rate's shape,
                                       whatever the files' sizes
     shape PREDICTION.json CHOICE.json TABLE.csv IOSTAT.csv   the chosen order's table growth (GiB/h)
-                                      between the seed's `ls` stamps, each over the first's, the
+                                      between the seed's `ls` stamps (the same share of the final
+                                      table in the prediction), each over the first's, the
                                       server's CPU-s per GiB of table, and the device bytes written per
                                       byte of table, predicted beside measured: what the row count
                                       the seed does not give cannot move
+    rungs RESULTS...                  each rung's rows/s, server CPU, redo, pages flushed, device bytes
+                                      and checkpoint age a row, and a row's seconds against log2 of
+                                      the rows in the table over every window (the depth's slope)
 """
 
 import argparse
@@ -159,11 +163,13 @@ def _seed_intervals(path) -> list[dict]:
     return out
 
 
-def _predicted_hours(p: dict, page_cache: float, gib: float) -> float:
-    """Hours from the load's start until the predicted table holds ``gib`` GiB."""
+def _predicted_hours(p: dict, page_cache: float, share: float) -> float:
+    """Hours from the load's start until the predicted load has ``share`` of its rows in (the
+    seed's table at a stamp over its final 674 GiB: the same point of the load, whatever the
+    two tables' bytes a row)."""
     pool = p["pool_bytes"] - (p["fit"].get("pool_overhead_bytes") or 0.0)
     n, t = cumulative_seconds(_curve(p, page_cache), p["target_rows"], p["bytes_per_row"], pool)
-    return (float(np.interp(gib * 2**30 / p["bytes_per_row"], n, t)) + (p.get("pre_s") or 0.0)) / 3600
+    return (float(np.interp(share * p["target_rows"], n, t)) + (p.get("pre_s") or 0.0)) / 3600
 
 
 def shape(a) -> None:
@@ -183,11 +189,14 @@ def shape(a) -> None:
         print("| disk | table GiB | seed GiB/h | ÷ its first | predicted GiB/h | ÷ its first | seed CPU-s per GiB "
               "| predicted CPU-s per GiB |\n|---|---|---:|---:|---:|---:|---:|---:|")
         first = {}
+        final = TABLE / 2**30
         for iv in seed_iv:
-            h = _predicted_hours(p, page_cache, iv["to"]) - _predicted_hours(p, page_cache, iv["from"])
-            pred = (iv["to"] - iv["from"]) / h
-            scale = (h * 3600 / ((iv["to"] - iv["from"]) * 2**30 / p["bytes_per_row"])) / p["fit"]["a_s_per_row"]
-            cpu = cpu_row * scale * 2**30 / p["bytes_per_row"]
+            share = (iv["to"] - iv["from"]) / final
+            h = (_predicted_hours(p, page_cache, iv["to"] / final)
+                 - _predicted_hours(p, page_cache, iv["from"] / final))
+            pred = share * p["table_bytes"] / 2**30 / h
+            per_row = h * 3600 / (share * p["target_rows"])
+            cpu = cpu_row * per_row / p["fit"]["a_s_per_row"] * 2**30 / p["bytes_per_row"]
             f0 = first.setdefault(iv["disk"], (iv["GiB_h"], pred))
             seed_cpu = f"{iv['cpu_s_per_GiB']:.0f}" if iv["cpu_s_per_GiB"] else "–"
             print(f"| {iv['disk']} | {iv['from']:.0f}–{iv['to']:.0f} | {iv['GiB_h']:.1f} | {iv['GiB_h'] / f0[0]:.2f} "
@@ -204,6 +213,31 @@ def shape(a) -> None:
             grow = np.median([iv["GiB_h"] for iv in seed_iv if iv["disk"] == disk]) * 2**30 / 1e6 / 3600
             print(f"| {disk} | {len(mb)} | {np.median(mb):.0f} ({mb.min():.0f}–{mb.max():.0f}) | {grow:.1f} "
                   f"| {np.median(mb) / grow:.2f} |")
+
+
+def rungs(a) -> None:
+    from catbench.predict.runs import read_runs
+    for key, reps in read_runs(a.results).items():
+        x = np.log2(np.concatenate([r.n_mid for r in reps]))
+        y = 1 / np.concatenate([r.rate for r in reps])
+        w = np.concatenate([r.weight for r in reps])
+        w = w / w.mean()
+        A = np.column_stack([np.ones_like(x), x - x.min()])
+        coef = np.linalg.lstsq(A * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)[0]
+        res = y - A @ coef
+        se = np.sqrt(np.linalg.inv((A * w[:, None]).T @ A)[1, 1] * np.sum(w * res * res) / (len(y) - 2))
+        print(f"{key[-1]}: {len(y)} windows, log2 rows {x.min():.1f}-{x.max():.1f}: {coef[0] * 1e6:.3f} µs a row "
+              f"{coef[1] * 1e6:+.3f} ± {se * 1e6:.3f} µs (1 s.e.) per doubling")
+        for n in sorted({r.rung_rows for r in reps}):
+            same = [r for r in reps if r.rung_rows == n]
+            per = {k: [float(np.average(r.writes[k], weights=r.weight)) for r in same]
+                   for k in ("redo_bytes", "pages_flushed", "device_write_bytes")}
+            print(f"  {n:,} rows: rows/s {[round(r.rows / r.seconds) for r in same]}, server CPU µs a row "
+                  f"{[round(r.server_cpu_s / r.rows * 1e6, 2) for r in same]}, redo B {[round(v, 1) for v in per['redo_bytes']]}"
+                  f", pages flushed {[round(v, 4) for v in per['pages_flushed']]}, device B "
+                  f"{[round(v) for v in per['device_write_bytes']]}, checkpoint age MiB "
+                  f"{[round(float(np.max(r.writes['checkpoint_age_bytes'])) / 2**20, 2) for r in same]} of "
+                  f"{same[0].log_bytes / 2**20:.0f}")
 
 
 def main() -> None:
@@ -226,6 +260,9 @@ def main() -> None:
     c.add_argument("--ram-own", type=float, default=128 * 2**20, help="predict.ram_own of the config, bytes")
     c.add_argument("--hours", type=float, default=26, help="the hours shown")
     c.set_defaults(func=plot)
+    c = sub.add_parser("rungs")
+    c.add_argument("results", nargs="+")
+    c.set_defaults(func=rungs)
     c = sub.add_parser("shape")
     c.add_argument("prediction")
     c.add_argument("choice")
