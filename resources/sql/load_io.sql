@@ -8,7 +8,9 @@
 -- its first in each repetition; the device is the whole disk, so other work on it counts too
 -- (isolation.csv says whether the job ran alone); on tmpfs there is no device (empty).
 -- write_amp = device bytes written / (rows x row_bytes); space_amp = table bytes / (rows x
--- row_bytes). stmt_*: one statement's seconds. longest_stall_s: the longest run of samples in
+-- row_bytes). rocksdb_stalls: MyRocks' write stops and slowdowns; stall_us_per_row and stall_share:
+-- the time its write controller held the writers, a row and a share of the load's seconds.
+-- stmt_*: one statement's seconds. longest_stall_s: the longest run of samples in
 -- which no row was written (Handler_write still), a phase after the rows (a key build) included.
 WITH d AS (
     SELECT target, variant, engine, strategy, repetition,
@@ -27,6 +29,9 @@ WITH d AS (
            max(Rocksdb_flush_write_bytes) - min(Rocksdb_flush_write_bytes) AS flush_bytes,
            max(Rocksdb_compact_read_bytes) - min(Rocksdb_compact_read_bytes) AS compact_read_bytes,
            max(Rocksdb_compact_write_bytes) - min(Rocksdb_compact_write_bytes) AS compact_write_bytes,
+           max(Rocksdb_stall_micros) - min(Rocksdb_stall_micros)           AS stall_micros,
+           max(Rocksdb_stall_total_stops) - min(Rocksdb_stall_total_stops)
+             + max(Rocksdb_stall_total_slowdowns) - min(Rocksdb_stall_total_slowdowns) AS stalls,
            max(Key_reads) - min(Key_reads)                                 AS key_reads,
            max(Key_writes) - min(Key_writes)                               AS key_writes
     FROM load_samples
@@ -63,7 +68,7 @@ stall AS (
 ),
 r AS (
     SELECT d.*, st.stmt_p50_s, st.stmt_p99_s, st.stmt_max_s, stall.longest_stall_s,
-           l.rows, l.job_cpu_s, l.table_bytes, s.row_bytes
+           l.rows, l.seconds, l.job_cpu_s, l.table_bytes, s.row_bytes
     FROM d
     JOIN load_runs AS l USING (target, variant, engine, strategy, repetition)
     LEFT JOIN st USING (target, variant, engine, strategy, repetition)
@@ -102,6 +107,9 @@ SELECT
     round(median(flush_bytes / rows), 1)                               AS flush_bytes_per_row,
     round(median(compact_read_bytes / rows), 1)                        AS compact_read_bytes_per_row,
     round(median(compact_write_bytes / rows), 1)                       AS compact_write_bytes_per_row,
+    round(median(stalls), 0)                                           AS rocksdb_stalls,
+    round(median(stall_micros / rows), 3)                              AS stall_us_per_row,
+    round(median(stall_micros / 1e6 / seconds), 4)                     AS stall_share,
     round(median(key_reads / rows), 5)                                 AS key_reads_per_row,
     round(median(key_writes / rows), 5)                                AS key_writes_per_row,
     round(median(stmt_p50_s), 4)                                       AS stmt_p50_s,

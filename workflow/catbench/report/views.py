@@ -11,11 +11,12 @@ KEY = [("target", S), ("variant", S), ("engine", S), ("strategy", S)]
 
 REP = [("repetition", I)]
 # The engines' own counters a load's samples keep (core/server/tools.py STATUS_COUNTERS), per row
-# in load_io.csv: InnoDB's reads, writes, misses, flushes and redo; MyRocks' WAL, flushes and
-# compactions; MyISAM's key blocks read and written.
+# in load_io.csv: InnoDB's reads, writes, misses, flushes and redo; MyRocks' WAL, flushes,
+# compactions and write stalls; MyISAM's key blocks read and written.
 ENGINE_COUNTERS = ("Innodb_data_read", "Innodb_data_written", "Innodb_buffer_pool_reads",
                    "Innodb_buffer_pool_pages_flushed", "Innodb_os_log_written", "Rocksdb_wal_bytes",
                    "Rocksdb_flush_write_bytes", "Rocksdb_compact_read_bytes", "Rocksdb_compact_write_bytes",
+                   "Rocksdb_stall_micros", "Rocksdb_stall_total_stops", "Rocksdb_stall_total_slowdowns",
                    "Key_reads", "Key_writes")
 FIO_RUNS = pa.schema([("target", S), ("test", S), ("MBps", F), ("iops", F), ("clat_p50_us", F),
                       ("clat_p99_us", F), ("direct", B), ("numjobs", I), ("size_bytes", I),

@@ -35,6 +35,8 @@ def _line(r: dict, x: dict, read_us: float | None) -> str:
     if x.get("server_cpu_us_per_row") is not None:
         parts.append(f"its server spent {fmt(x['server_cpu_us_per_row'])} µs of CPU a row, the client "
                      f"{fmt(x.get('client_cpu_us_per_row'))}")
+    if _key(r)[2] == "rocksdb":
+        parts.append(_lsm(x))
     misses = x.get("innodb_misses_per_row")
     if misses and misses >= MISSES_WORTH_SAYING and read_us and r.get("rows") and r.get("seconds"):
         per_row = r["seconds"] / r["rows"] * 1e6
@@ -43,6 +45,22 @@ def _line(r: dict, x: dict, read_us: float | None) -> str:
     if not parts:
         return ""
     return f"{r['target']} ({r['variant']} table): {label} " + "; ".join(parts) + "."
+
+
+def _lsm(x: dict) -> str:
+    """MyRocks' own bytes a row (WAL, memtable flushes, compaction written and read) and its write
+    stalls: what its LSM cost beside the device's figures."""
+    kb = {k: x.get(f"{k}_bytes_per_row") for k in ("wal", "flush", "compact_write", "compact_read")}
+    said = ", ".join(f"{fmt(v)} B {what}" for v, what in ((kb["wal"], "of WAL"), (kb["flush"], "of memtable flushes"),
+                                                          (kb["compact_write"], "written by compaction"),
+                                                          (kb["compact_read"], "read by compaction"))
+                     if v is not None)
+    stalls = x.get("rocksdb_stalls")
+    held = ("no write stall" if stalls == 0 else
+            f"{int(stalls):,} write stalls (stops and slowdowns) that held it {x['stall_share']:.0%} of its time "
+            f"({fmt(x.get('stall_us_per_row'))} µs a row)" if stalls is not None and x.get("stall_share") is not None
+            else "")
+    return "its LSM " + "; ".join(p for p in (f"took {said} a row" if said else "", held) if p)
 
 
 def _page_write_MBps(storage: list, target: str) -> float | None:

@@ -167,6 +167,9 @@ STATUS_COUNTERS = (
     # (WAL, memtable flushes, compactions) and how its block cache serves reads.
     "Rocksdb_wal_bytes", "Rocksdb_flush_write_bytes", "Rocksdb_compact_write_bytes",
     "Rocksdb_compact_read_bytes", "Rocksdb_block_cache_hit", "Rocksdb_block_cache_miss",
+    # and when its write controller held the writers back (L0 files, pending compaction bytes,
+    # memtables): stops, slowdowns and the microseconds they took
+    "Rocksdb_stall_micros", "Rocksdb_stall_total_stops", "Rocksdb_stall_total_slowdowns",
     # MyISAM's key cache (load.engines myisam): index block reads and writes, requested and
     # done on disk (its data blocks go through the OS, which the device counters see).
     "Key_reads", "Key_read_requests", "Key_writes", "Key_write_requests",
