@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition bench-lsm index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench.core.infra.jobs.system, which needs the venv),
 # installed by install-system.sh when missing.
@@ -132,6 +132,14 @@ far-check: $(STAMP)
 	catbench predict --config $(FAR) $(FAR_RUNGS) --sealed results/sealed/$(FAR_RUN).json \
 	  --measured results/$(FAR_RUN) --out results/$(FAR_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(FAR) --forcerun report_html
+
+# What bounds MyRocks' one-file-at-a-time load: two LSM shapes at the same rows, one at twice the
+# rows (config/lsm-shapes*.yaml); then what a row cost each in the server's own counters.
+LSM_SHAPES := config/lsm-shapes.yaml config/lsm-shapes-small.yaml config/lsm-shapes-6m.yaml
+bench-lsm: $(STAMP)
+	@$(call install_system,config/lsm-shapes.yaml)
+	for c in $(LSM_SHAPES); do $(SNAKEMAKE_RUN) --configfile $$c || exit 1; done
+	python workflow/scripts/lsm_shapes.py $(foreach c,$(LSM_SHAPES),results/$(basename $(notdir $(c))))
 
 # The 2017 storage study (seed 000) predicted (config/seed-2017.yaml): the ladders of its key
 # orders (each a config), the prediction at its 1.06 x 10^10 rows, 128 GiB pool and 500 GiB of
