@@ -16,7 +16,7 @@ from catbench.report.html import PLOTS, make_report, referenced_files
 from catbench.report.plots import ALWAYS
 from catbench.report.tables import MetricsError, make_tables
 from support.predict import write_prediction
-from support.runs import make_run
+from support.runs import make_run, myrocks_load
 from support.runs import REPORT
 from support.servers import mounted, tmpfs
 
@@ -130,6 +130,7 @@ def test_a_report_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path
 
 @pytest.mark.slow
 def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_say_why(tmp_path):
+    # InnoDB's misses and stalls, and MyRocks' own bytes and write stalls (support.runs.myrocks_load)
     run = make_run(tmp_path, "io")
     d = run / "load" / "a" / "char28" / "innodb" / "one-file-at-a-time"
     s = json.loads((d / "summary.json").read_text())
@@ -147,9 +148,14 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
     pq.write_table(pa.table({"file": [f"f{i}" for i in range(4)], "rows": [250] * 4, "bytes": [7500] * 4,
                              "start": [1000.0] + ends[:3], "end": ends,
                              "cumulative_rows": [250, 500, 750, 1000]}), d / "trace.parquet")
+    myrocks_load(run)
     make_tables(run, report=REPORT)
-    rows = {(r["target"], r["strategy"]): r for r in _rows(run / "tables" / "load_io.csv")}
-    r = rows[("a", "one-file-at-a-time")]
+    rows = {(r["target"], r["engine"], r["strategy"]): r for r in _rows(run / "tables" / "load_io.csv")}
+    lsm = rows[("a", "rocksdb", "one-file-at-a-time")]     # MyRocks' own bytes and its write stalls
+    assert float(lsm["compact_write_bytes_per_row"]) == 120 and float(lsm["compact_read_bytes_per_row"]) == 80
+    assert float(lsm["rocksdb_stalls"]) == 3 and float(lsm["stall_share"]) == pytest.approx(0.25)
+    assert float(lsm["stall_us_per_row"]) == pytest.approx(1000.0)
+    r = rows[("a", "innodb", "one-file-at-a-time")]
     assert float(r["write_kb_per_row"]) == pytest.approx(360 / 1024, rel=1e-3)
     assert float(r["read_kb_per_row"]) == pytest.approx(163_840 / 1000 / 1024, rel=1e-3)
     assert float(r["write_amp"]) == pytest.approx(10.0) and r["n"] == "1"
@@ -158,7 +164,7 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
     assert float(r["longest_stall_s"]) == pytest.approx(3.0)               # s 5, 6 and 7 wrote nothing
     assert float(r["stmt_p50_s"]) == pytest.approx(2.5)                    # 4 files in 10 s
     curve = [c for c in _rows(run / "tables" / "load_curve.csv")
-             if (c["target"], c["strategy"], c["repetition"]) == ("a", "one-file-at-a-time", "0")]
+             if (c["target"], c["engine"], c["strategy"], c["repetition"]) == ("a", "innodb", "one-file-at-a-time", "0")]
     assert len(curve) == 4                                 # per window (one file): the samples inside it
     for c in curve:
         per_s = float(c["rows_per_s"])
@@ -171,6 +177,8 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
     assert "`one-file-at-a-time` wrote 0.352 KiB and read 0.16 KiB a row on the device (write amplification 10.0x" in md
     assert ("past its collapse (table ÷ pool ≥ 0.029; medians of 2 windows in 1 repetition) a row cost 0.8 page misses, 0.16 "
             "device reads and 0.562 KiB written, at 62.5 rows/s; the device read 10.0 requests/s") in md, md
+    assert ("its LSM took 50.0 B of WAL, 40.0 B of memtable flushes, 120 B written by compaction, 80.0 B read by "
+            "compaction a row; 3 write stalls (stops and slowdowns) that held it 25% of its time") in md, md
 
 
 @pytest.mark.slow

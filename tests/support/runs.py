@@ -224,3 +224,27 @@ def run_with_loads(tmp_path: Path, name: str, loads: dict) -> Path:
         write_repeated_load(run, target, strategy, secs)
     make_tables(run, report=REPORT)
     return run
+
+
+def myrocks_load(run: Path) -> Path:
+    """Target a's `parallel` load of ``make_run`` made MyRocks' one-file-at-a-time load, its samples
+    with the LSM's counters: 1,000 rows in 4 s, 50 B of WAL, 40 B of memtable flushes, 120 B written
+    and 80 B read by compaction a row, and 3 write stalls that held it 1 s."""
+    import shutil
+    src, d = (run / "load" / "a" / "char28" / e / s for e, s in (("innodb", "parallel"),
+                                                                   ("rocksdb", "one-file-at-a-time")))
+    shutil.move(src, d)
+    s = json.loads((d / "summary.json").read_text())
+    write_json(d / "summary.json", {**s, "strategy": "one-file-at-a-time", "optimize_stopped": False})
+    pq.write_table(pa.table({
+        "time": [1000.0 + i for i in range(5)], "table_bytes": [i * 2**16 for i in range(5)],
+        "Handler_write": [0, 250, 500, 750, 1000], "dev_read_bytes": [0] * 5,
+        "dev_write_bytes": [i * 100_000 for i in range(5)], "server_user_s": [i * 0.5 for i in range(5)],
+        "server_sys_s": [0.0] * 5, "Rocksdb_wal_bytes": [i * 12_500 for i in range(5)],
+        "Rocksdb_flush_write_bytes": [i * 10_000 for i in range(5)],
+        "Rocksdb_compact_write_bytes": [i * 30_000 for i in range(5)],
+        "Rocksdb_compact_read_bytes": [i * 20_000 for i in range(5)],
+        "Rocksdb_stall_micros": [0, 0, 500_000, 1_000_000, 1_000_000],
+        "Rocksdb_stall_total_stops": [0, 0, 1, 2, 2], "Rocksdb_stall_total_slowdowns": [0, 1, 1, 1, 1]}),
+        d / "samples.parquet")
+    return d
