@@ -107,6 +107,41 @@ def test_a_parse_reads_the_manifest_not_the_rows_until_a_file_changes(tmp_path, 
     assert len(reads) == 2
 
 
+def test_a_parse_that_reads_the_rows_again_names_the_file_and_why(tmp_path, monkeypatch, caplog):
+    """Touched (its bytes the same): its CRC-32 says so and no row is read; rewritten or grown:
+    the console line names the file and what of it changed before every row is read again."""
+    a, b = write(rows(300, seed=1), tmp_path / "a.parquet"), write(rows(300, seed=2), tmp_path / "b.parquet")
+    cols = rows(300, seed=2)
+    cols["obj_id"] = cols["obj_id"] + (1 << 56)
+    write(cols, b)
+    raw = {"seed": 7, "catalog": {"patch": {"file": {"paths": [str(tmp_path / "*.parquet")], "columns": COLUMNS}},
+                                  "sky": SKY, "id_layout": "random", "sources_per_object": 2}}
+
+    def parse():
+        caplog.clear()
+        return validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
+    with caplog.at_level("WARNING"):
+        first = parse()
+        assert "no manifest of them yet" in caplog.text and "every row of 2 file(s)" in caplog.text
+        real, reads = pf.read_rows, []
+        monkeypatch.setattr(pf, "read_rows", lambda *a: reads.append(a) or real(*a))
+        os.utime(b, ns=(b.stat().st_atime_ns, b.stat().st_mtime_ns + 10**9))   # touch: the same bytes
+        assert parse()["catalog"]["patch"] == first["catalog"]["patch"] and reads == [] and not caplog.text
+        parse()
+        assert reads == []                                                     # its new times kept
+        st = b.stat()
+        cols["shape_xx"][0] += 1.0                       # another value, the same size and mtime
+        write(cols, b)
+        os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+        parse()
+        assert len(reads) == 1 and f"{b} changed (rewritten with its size and mtime kept (its ctime moved))" \
+            in caplog.text and str(a) not in caplog.text
+        write({k: v[:200] for k, v in cols.items()}, b)
+        parse()
+        assert len(reads) == 2 and re.search(rf"{re.escape(str(b))} changed \(\d+ bytes then, \d+ now; modified since",
+                                             caplog.text), caplog.text
+
+
 def test_one_catalog_in_two_formats_is_one_schema_and_a_real_difference_refused(tmp_path):
     a, b = rows(300, seed=1), rows(300, seed=2)
     b["obj_id"] = b["obj_id"] + (1 << 56)

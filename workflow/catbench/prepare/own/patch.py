@@ -404,6 +404,12 @@ def check_unchanged(cat: CatalogSpec, rows: FileRows, manifest_path: Path | None
     if manifest_path is None:
         raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them ({now}); "
                           "run the workflow again")
+    try:
+        then = json.loads(Path(manifest_path).read_text()).get("files") or []
+    except (OSError, ValueError, AttributeError):
+        then = []
+    which = "; ".join(manifest.differences(then, rows.files)) or f"no file changed since {manifest_path} was written"
     manifest.write(manifest_path, cat.patch_file, rows)
     raise SourceError(f"config key '{KEY}.paths': the files differ from {manifest_path}, which the workflow "
-                      f"laid the catalog out from ({now}); it is rewritten from the files: run the workflow again")
+                      f"laid the catalog out from ({now}; {which}); it is rewritten from the files: run the "
+                      "workflow again")
