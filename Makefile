@@ -11,9 +11,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition bench-lsm index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
-# The system tools of a config's stages (catbench.core.infra.jobs.system, which needs the venv),
-# installed by install-system.sh when missing.
-install_system = tools=$$(python -m catbench.core.infra.jobs.system $(1)) \
+# The system tools of a config's stages (catbench system-tools, which needs the venv; the config
+# read as the workflow reads it), installed by install-system.sh when missing.
+install_system = tools=$$(python -m catbench system-tools --config $(1)) \
 	&& { [ -z "$$tools" ] || bash workflow/scripts/install-system.sh $$tools; }
 
 env: $(STAMP) system
@@ -92,7 +92,7 @@ bench-partition: $(STAMP)
 # results/<run>/predict/prediction.json, then that
 # run's report made again to show it). LADDER=config/ladder-spatial.yaml: spatial ids.
 LADDER ?= config/ladder.yaml
-LADDER_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.infra.config import load; print(load('$(LADDER)')['run'])" 2>/dev/null)
+LADDER_RUN = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(LADDER)')['run'])" 2>/dev/null)
 ladder: $(STAMP)
 	@$(call install_system,$(LADDER))
 	catbench ladder --config $(LADDER) --out results/$(LADDER_RUN)-rungs
@@ -112,7 +112,7 @@ ladder: $(STAMP)
 #                   prediction (--sealed), runs the target, scores the sealed figures against it
 #                   (--measured) into results/<run>/predict/prediction.json, makes its report again
 FAR ?= config/far-bigint-300m.yaml
-FAR_RUN = $(shell $(VENV)/bin/python -c "from catbench.core.infra.config import load; print(load('$(FAR)')['run'])" 2>/dev/null)
+FAR_RUN = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(FAR)')['run'])" 2>/dev/null)
 FAR_RUNGS = $$(for r in results/$(FAR_RUN)-rungs/*.yaml; do echo --results results/$$(basename $$r .yaml); done)
 far-seal: $(STAMP)
 	@$(call install_system,$(FAR))

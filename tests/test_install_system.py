@@ -1,10 +1,12 @@
 """Set-up installs what the configured stages need: the tools a config asks for
-(catbench.core.infra.jobs.system) and install-system.sh's choice of packages from them, checked
+(catbench system-tools) and install-system.sh's choice of packages from them, checked
 without installing anything (CATBENCH_DRY_RUN, a fake apt-get, a PATH without the tools)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 from catbench.core.infra.config import validate
-from catbench.core.infra.jobs.system import TOOLS, main, missing_packages, needed_tools
+from catbench.cli.main import main as catbench_main
+from catbench.core.infra.jobs.system import TOOLS, missing_packages, needed_tools
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "workflow" / "scripts" / "install-system.sh"
@@ -72,16 +75,16 @@ def test_stages_decide_server_and_plugin():
 
 
 def test_all_lists_every_tool_the_script_knows(capsys):
-    assert main(["all"]) == 0
+    assert catbench_main(["system-tools", "--config", "all"]) == 0
     assert capsys.readouterr().out.split() == list(TOOLS)
     line = next(x for x in SCRIPT.read_text().splitlines() if x.startswith("all="))
     assert line.split("=", 1)[1].strip('"').split() == list(TOOLS)
 
 
 def test_cli_prints_a_config_s_tools(capsys):
-    assert main([str(REPO / "config" / "index-bench.yaml")]) == 0
+    assert catbench_main(["system-tools", "--config", str(REPO / "config" / "index-bench.yaml")]) == 0
     assert capsys.readouterr().out.split() == ["server", "rocksdb", "fio"]
-    assert main([str(REPO / "no-such.yaml")]) == 1
+    assert catbench_main(["system-tools", "--config", str(REPO / "no-such.yaml")]) == 1
 
 
 def test_present_tools_install_nothing(tmp_path):
@@ -130,8 +133,37 @@ def test_make_targets_pass_their_config():
                            ("bench-index", "config/index-bench.yaml"), ("aa", "config/config.yaml"),
                            ("ladder", "config/ladder.yaml")]:
         out = dry(target)
-        assert f"catbench.core.infra.jobs.system {config}" in out and " all" not in out.split("snakemake")[0]
-    assert "catbench.core.infra.jobs.system config/index-study.yaml" in dry("run", "CONFIG=config/index-study.yaml")
+        assert f"catbench system-tools --config {config}" in out and " all" not in out.split("snakemake")[0]
+    assert "catbench system-tools --config config/index-study.yaml" in dry("run", "CONFIG=config/index-study.yaml")
+
+
+def _makes_tools_command(config: Path) -> str:
+    """The command ``make run CONFIG=config`` (and ``make env``) runs first for the tools, as make prints it."""
+    out = subprocess.run(["make", "-n", "-o", ".venv/.installed", "run", f"CONFIG={config}"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60).stdout
+    found = re.search(r"tools=\$\((.+?)\)\s*&&", out)
+    assert found, out
+    return found.group(1)
+
+
+def test_make_run_accepts_a_patch_file_the_workflow_accepts(tmp_path):
+    """A patch file of 1 x 1 deg on a sky 1.2 deg high (lower than the synthetic patch's default
+    2 deg): the set-up's check before ``make run`` lays the catalog out from the file, as the
+    workflow and ``catbench validate`` do, and writes the manifest their parse then reads."""
+    if not shutil.which("make"):
+        pytest.skip("no make")
+    from support.patchfiles import COLUMNS, rows, write
+    path = write(rows(800, ra_lo=10.0, ra_hi=11.0, dec_lo=-0.5, dec_hi=0.5), tmp_path / "patch" / "a.parquet")
+    cfgfile = tmp_path / "my-rubin.yaml"
+    cfgfile.write_text(yaml.safe_dump({
+        "base": None, "run": "my-rubin", "stages": ["load_index"],
+        "catalog": {"patch": {"file": {"paths": [str(path)], "columns": COLUMNS}},
+                    "sky": {"ra_min_deg": 0, "ra_max_deg": 12, "dec_min_deg": -0.6, "dec_max_deg": 0.6}}}))
+    got = subprocess.run(["bash", "-c", _makes_tools_command(cfgfile)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert got.returncode == 0 and got.stdout.split() == ["server"], got.stderr[-2000:]
+    manifest = json.loads((tmp_path / "results" / "my-rubin" / "catalog" / "patch" / "manifest.json").read_text())
+    assert manifest["objects"] == 800 and manifest["dec_height_deg"] < 1.01
 
 
 @pytest.mark.slow

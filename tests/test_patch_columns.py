@@ -75,6 +75,68 @@ def test_every_column_type_a_survey_table_has_comes_back_from_a_chunk_table(tmp)
     assert [r[3] for r in back] == [None] * 4 + [0.5] * (n - 4)
 
 
+NATIVE = {"f32": (np.float32, "FLOAT", "FLOAT"), "i16": (np.int16, "SMALLINT", "SMALLINT"),
+          "i8": (np.int8, "TINYINT", "TINYINT"), "u8": (np.uint8, "SMALLINT", "SMALLINT"),
+          "u16": (np.uint16, "INT", "INTEGER"), "i32": (np.int32, "INT", "INTEGER")}
+
+
+def _types(cfg) -> tuple[dict, dict]:
+    """Each Object column's SQL type in a chunk table's DDL (MySQL) and DuckDB's over its Parquet."""
+    import duckdb
+    import pyarrow.parquet as pq
+    from catbench.prepare.spec import CatalogSpec
+    from catbench.query.chunk_tables import columns_ddl
+    objects = pf.build_patch(CatalogSpec.of(cfg), read(cfg))[0].objects
+    ddl = dict(re.findall(r"`(\w+)` (\w+)", columns_ddl(objects.schema)))
+    path = Path(cfg["catalog"]["patch"]["file"]["paths"][0]).with_suffix(".chunk.parquet")
+    pq.write_table(objects, path)
+    duck = dict(duckdb.sql("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))",
+                           params=[str(path)]).fetchall())
+    return ddl, duck
+
+
+def test_carried_columns_keep_the_types_the_file_wrote(tmp_path):
+    """Parquet's float32, int16, int8, int32 as FLOAT, SMALLINT, TINYINT, INT (unsigned: the next
+    signed type), a dictionary (pandas category) column as text, the magnitudes mapped as fluxes
+    kept under their own names, in MySQL's DDL and DuckDB's view alike: a row's fixed bytes those
+    of the file's schema."""
+    cols = rows(300)
+    cols.update({k: np.arange(300).astype(t) % 100 for k, (t, _, _) in NATIVE.items()})
+    cols["kind"] = pa.array(["star", "galaxy", "unknown"] * 100).dictionary_encode()
+    cols["g_mag"] = (-2.5 * np.log10(cols.pop("g_psfFlux")) - 48.6).astype(np.float32)
+    mapped = {**COLUMNS, "gFlux_PS": "g_mag"}
+    path = write(cols, tmp_path / "p.parquet")
+    ddl, duck = _types(config([path], columns=mapped, flux_unit="mag"))
+    assert {k: ddl[k] for k in NATIVE} == {k: sql for k, (_, sql, _) in NATIVE.items()}
+    assert {k: duck[k] for k in NATIVE} == {k: d for k, (_, _, d) in NATIVE.items()}
+    assert ddl["kind"] == "VARCHAR" and duck["kind"] == "VARCHAR"
+    assert ddl["g_mag"] == "FLOAT" and ddl["gFlux_PS"] == "FLOAT" and duck["g_mag"] == "FLOAT"
+    written = sum(np.dtype(t).itemsize for t, _, _ in NATIVE.values())
+    from catbench.core.server.rowsize import _SIZES
+    assert abs(sum(_SIZES[ddl[k]] for k in NATIVE) - written) <= 0.34 * written   # the unsigned: one size up
+    assert sum(_SIZES[ddl[k]] for k in NATIVE if not k.startswith("u")) == \
+        sum(np.dtype(t).itemsize for k, (t, _, _) in NATIVE.items() if not k.startswith("u"))
+
+
+def test_an_ecsvs_declared_types_reach_the_chunk_tables(tmp_path):
+    made = rows(4)
+    decl = {"f32": "float32", "i16": "int16", "i8": "int8", "u8": "uint8", "u16": "uint16", "i32": "int32",
+            "flag": "bool", "band": "string"}
+    head = ("# %ECSV 1.0\n# ---\n# delimiter: ','\n# datatype:\n# - {name: obj_id, datatype: int64}\n"
+            "# - {name: coord_ra, unit: deg, datatype: float64}\n# - {name: coord_dec, unit: deg, datatype: float64}\n"
+            + "".join(f"# - {{name: {n}, datatype: {t}, description: 'a: column'}}\n" for n, t in decl.items())
+            + "# meta: !!omap\n# - {source: Gaia}\n# schema: astropy-2.0\n"
+            + ",".join(["obj_id", "coord_ra", "coord_dec", *decl]) + "\n")
+    body = "".join(f"{made['obj_id'][i]},{float(made['coord_ra'][i])!r},{float(made['coord_dec'][i])!r},"
+                   f"{i}.5,{i},{-i},{200 + i},{60000 + i},{i},{'True' if i % 2 else 'null'},null\n" for i in range(4))
+    path = tmp_path / "g.ecsv"
+    path.write_text(head + body)
+    ddl, duck = _types(config([path], columns=ROLES, id_layout="random"))
+    assert {k: ddl[k] for k in NATIVE} == {k: sql for k, (_, sql, _) in NATIVE.items()}
+    assert {k: duck[k] for k in NATIVE} == {k: d for k, (_, _, d) in NATIVE.items()}
+    assert (ddl["flag"], ddl["band"]) == ("BOOLEAN", "VARCHAR")
+
+
 def test_text_past_its_width_is_refused_naming_the_row(tmp_path):
     cols = rows(30)
     cols["refBand"] = ["r"] * 29 + ["y" * (pf.TEXT_WIDTH + 1)]
@@ -105,6 +167,41 @@ def test_a_parse_reads_the_manifest_not_the_rows_until_a_file_changes(tmp_path, 
     raw["catalog"]["patch"]["file"]["drop"] = ["shape_xx"]     # another section: read again
     validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
     assert len(reads) == 2
+
+
+def test_a_parse_that_reads_the_rows_again_names_the_file_and_why(tmp_path, monkeypatch, caplog):
+    """Touched (its bytes the same): its CRC-32 says so and no row is read; rewritten or grown:
+    the console line names the file and what of it changed before every row is read again."""
+    a, b = write(rows(300, seed=1), tmp_path / "a.parquet"), write(rows(300, seed=2), tmp_path / "b.parquet")
+    cols = rows(300, seed=2)
+    cols["obj_id"] = cols["obj_id"] + (1 << 56)
+    write(cols, b)
+    raw = {"seed": 7, "catalog": {"patch": {"file": {"paths": [str(tmp_path / "*.parquet")], "columns": COLUMNS}},
+                                  "sky": SKY, "id_layout": "random", "sources_per_object": 2}}
+
+    def parse():
+        caplog.clear()
+        return validate(raw, resolve=lambda c: own_spec.resolve(c, results=tmp_path / "results"))
+    with caplog.at_level("WARNING"):
+        first = parse()
+        assert "no manifest of them yet" in caplog.text and "every row of 2 file(s)" in caplog.text
+        real, reads = pf.read_rows, []
+        monkeypatch.setattr(pf, "read_rows", lambda *a: reads.append(a) or real(*a))
+        os.utime(b, ns=(b.stat().st_atime_ns, b.stat().st_mtime_ns + 10**9))   # touch: the same bytes
+        assert parse()["catalog"]["patch"] == first["catalog"]["patch"] and reads == [] and not caplog.text
+        parse()
+        assert reads == []                                                     # its new times kept
+        st = b.stat()
+        cols["shape_xx"][0] += 1.0                       # another value, the same size and mtime
+        write(cols, b)
+        os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+        parse()
+        assert len(reads) == 1 and f"{b} changed (rewritten with its size and mtime kept (its ctime moved))" \
+            in caplog.text and str(a) not in caplog.text
+        write({k: v[:200] for k, v in cols.items()}, b)
+        parse()
+        assert len(reads) == 2 and re.search(rf"{re.escape(str(b))} changed \(\d+ bytes then, \d+ now; modified since",
+                                             caplog.text), caplog.text
 
 
 def test_one_catalog_in_two_formats_is_one_schema_and_a_real_difference_refused(tmp_path):

@@ -344,6 +344,9 @@ def test_every_stage_from_a_patch_file(tmp_path):
         cols["u_psfFlux"][5] = np.nan
         cols["refBand"] = np.array(["g", "r\tz", "i\\N", "é☃", "y"] * 80)   # text, LOAD DATA's escapes in it
         cols["nChild"] = np.arange(400, dtype=np.uint16)                     # an unsigned count
+        cols["psfNdata"], cols["sizeFlag"] = np.arange(400, dtype=np.int16), (np.arange(400) % 3).astype(np.int8)
+        cols["refSizeExtendedness"] = np.linspace(0, 1, 400, dtype=np.float32)
+        cols["morphology"] = pa.array(["point", "extended"] * 200).dictionary_encode()   # a pandas category
         cols["refExtendedness"] = pa.array([None if k % 9 == 0 else 0.5 for k in range(400)], pa.float64())
         cols.update({f"{b}_psfFlux": cols[f"{b}_psfFlux"] * 1e32 for b in "ugrizy"})   # nJy, as Rubin's
         first = {k: v[:200] for k, v in cols.items()}

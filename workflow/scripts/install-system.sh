@@ -4,7 +4,7 @@
 #   fio      fio                                  cluster  Galera, mariadb-backup, rsync, socat
 #   slurm    Slurm and munge (the test that runs the workflow through a real Slurm)
 #   browser  chromium (the test that opens the report in a real browser)
-# A config's tools: `python -m catbench.core.infra.jobs.system CONFIG` (what `make run` passes).
+# A config's tools: `python -m catbench system-tools --config CONFIG` (what `make run` passes).
 # Installs the missing ones with apt-get when we are root on Debian/Ubuntu; otherwise
 # prints the exact command (or the conda env) and fails, so nothing half-works later.
 # CATBENCH_DRY_RUN=1: print the missing packages instead of installing them.

@@ -139,16 +139,17 @@ def out_path(path: str | None, flag: str = "--out", directory: bool = False):
     return p
 
 
-def read_config(text: str) -> dict:
+def read_config(text: str, results=None) -> dict:
     """--config of a command: a JSON object (the sections a rule gives its job) or a path to
     a YAML/JSON file (a user's config, over its ``base`` as the workflow reads it, with the
     rows and extent of its own patch file: prepare/own/spec.py), validated with the
-    schema's defaults filled in: the one place a job's defaults are applied."""
+    schema's defaults filled in: the one place a job's defaults are applied. ``results``: the
+    workflow's results folder, whose patch manifest is read (and written) as the workflow does."""
     from ..core.infra.config import load, validate
     if text.lstrip().startswith("{"):
         return validate(config_arg(text), whole=False)
     from ..prepare.own.spec import resolve
-    return load(text, resolve=resolve)
+    return load(text, resolve=lambda cfg: resolve(cfg, results=results))
 
 
 def _plain_errors() -> tuple:

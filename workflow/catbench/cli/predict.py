@@ -12,14 +12,14 @@ from pathlib import Path
 
 import yaml
 
-from ..core.infra.config import ConfigError, load
+from ..core.infra.config import ConfigError
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
 from ..predict import sealed as sealed_doc
 from ..predict.runs import device_figures, read_runs
 from ..predict.spec import Fitting, PredictSpec, Rung, rungs
-from .common import guarded, out_path
+from .common import guarded, out_path, read_config
 
 log = logging.getLogger(__name__)
 COMMANDS = ("predict", "ladder")
@@ -156,7 +156,7 @@ def cmd_predict(a) -> int:
     not run alone (its isolation.json) is neither fitted nor scored, and named."""
     from ..predict.scale import predict, validate   # scipy: not for a refused argument
     out_path(a.out)
-    spec = PredictSpec.of(load(a.config))
+    spec = PredictSpec.of(read_config(a.config))
     fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
     rows = float(a.rows if a.rows is not None else spec.target_rows)
     pool, ram = a.pool, a.ram or spec.ram
@@ -262,7 +262,7 @@ def cmd_ladder(a) -> int:
     """The rungs of the config's ladder (predict.rows): one config file per rung in --out,
     named by its run (``<run>-rung<k>``); without --out, their names and scaled settings."""
     out_path(a.out, directory=True)
-    ladder = [Rung.of(r) for r in rungs(load(a.config))]
+    ladder = [Rung.of(r) for r in rungs(read_config(a.config))]
     for r in ladder:    # each rung's file must be a config the workflow takes
         try:
             validate_config(r.file)

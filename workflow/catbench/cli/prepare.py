@@ -18,7 +18,7 @@ from ..prepare.spec import PrepareSpec
 from .common import command, read_config
 
 log = logging.getLogger("catbench")
-COMMANDS = ("validate", "patch", "catalog-part", "partition-map", "partition-reduce", "chunk-list")
+COMMANDS = ("validate", "system-tools", "patch", "catalog-part", "partition-map", "partition-reduce", "chunk-list")
 
 
 def cmd_validate(a):
@@ -27,6 +27,15 @@ def cmd_validate(a):
     print(json.dumps({"run": cfg["run"], "copies": catalog_mod.n_copies(cfg["catalog"]),
                       "parts": len(catalog_mod.part_copies(cfg["catalog"])),
                       "groups": n_groups(cfg), "estimated_rows": estimated_rows(cfg)}))
+
+
+def cmd_system_tools(a):
+    """The system tools the config's stages need (``make run`` and ``make env`` install them):
+    the config read as the workflow reads it, its patch file's footprint and manifest
+    (results/) included; ``--config all``: every tool."""
+    from ..core.infra.jobs.system import TOOLS, needed_tools
+    tools = TOOLS if a.config == "all" else needed_tools(read_config(a.config, results=Path("results")))
+    print(" ".join(tools))
 
 
 def cmd_patch(a):
@@ -127,6 +136,7 @@ def add_subcommands(sub) -> None:
         command(sub, name, fn, *flags, config=name != "partition-reduce")
 
     add("validate", cmd_validate)
+    add("system-tools", cmd_system_tools)
     text = ("--text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
                        "help": "also write the rows' TSV text (Arrow IPC), for the partition stage"})
     own_ids = ("--own-ids", {"required": False, "help": "catalog.patch.file: the file's ids by local id (Parquet)"})

@@ -11,13 +11,12 @@ import logging
 from pathlib import Path
 
 from ..core.infra.config import ConfigError
-from ..core.infra.config import load as load_config
 from ..core.infra.targets import Target, TargetError
 from ..core.server.loaddata import LoadError
 from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
 from ..query.suite import QUERY_NAMES, QueryError
-from .common import guarded, measured
+from .common import guarded, measured, read_config
 
 log = logging.getLogger(__name__)
 COMMANDS = ("queries", "queries-check")
@@ -28,7 +27,7 @@ def _config(text: str) -> dict:
     if text.lstrip().startswith("{"):
         from ..core.infra.config import validate
         return validate(json.loads(text), whole=False)
-    return load_config(text)
+    return read_config(text)
 
 
 def _json_arg(text: str | None, what: str):

@@ -8,8 +8,11 @@ The footprint comes from the rows: ra starts after the widest empty stretch of t
 per unit area, as the duplication's own stretch does; ``catalog.patch.objects``,
 ``ra_width_deg`` and ``dec_height_deg`` are replaced by the file's rows and extent.
 Mapped columns take catbench's names (objectId, ra_PS, decl_PS, the band fluxes the query
-suite reads, cast to their types); every other column is carried as it is, unless
-``drop`` names it: a CSV's values as written (csv_types.py), text checked to be UTF-8.
+suite reads, cast to their types); every other column is carried in the type the file wrote
+(uint8/uint16/uint32 as the next signed type), unless ``drop`` names it: a CSV's values as
+written (csv_types.py), a Parquet dictionary (pandas category) column as its values, text
+checked to be UTF-8. Magnitudes mapped as fluxes (``flux_unit: mag``) are carried under their
+own names too.
 Sources are made around the file's Objects as for the synthetic patch (a mapped band flux
 is their flux in that band). The file's ids are kept for ``catalog.id_layout: source``
 (ids.py); the patch itself holds local ids 1..n.
@@ -117,6 +120,7 @@ def _read_table(src: Source, role_names: list[str]) -> pa.Table:
             table = pq.ParquetFile(src.path).read()
         except (OSError, pa.ArrowException) as exc:
             raise SourceError(f"{src.path}: not a readable Parquet file ({exc})") from None
+        table = _decoded(table)
         _utf8(table, src)
         return table
     meta, names = ecsv_header(src), csv_header(src)
@@ -131,6 +135,15 @@ def _read_table(src: Source, role_names: list[str]) -> pa.Table:
     declared = meta.datatypes if meta else {}
     return pa.Table.from_arrays([c if n in role_names else csv_types.typed(c, n, src, declared.get(n))
                                  for n, c in zip(table.column_names, table.columns)], names=table.column_names)
+
+
+def _decoded(table: pa.Table) -> pa.Table:
+    """Dictionary-encoded columns (a pandas category, Parquet's dictionary pages) as their
+    values: category text is text, as the chunk tables and DuckDB's view hold it."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, pa.field(f.name, f.type.value_type), pc.cast(table.column(i), f.type.value_type))
+    return table
 
 
 def _utf8(table: pa.Table, src: Source):
@@ -187,10 +200,13 @@ def _others(table: pa.Table, src: Source, section: OwnFiles, counts: dict) -> pa
             arr = _in_erg(arr, name, table, cols, section.flux_unit, src)
         out.append(_finite_or_null(pc.cast(arr, to, safe=False), name, counts))
         fields.append(pa.field(name, to))
-    taken = set(cols.values()) | set(section.drop)
+    # magnitudes become fluxes under catbench's names; the file's magnitudes are carried too
+    converted = {v for k, v in cols.items() if "Flux" in k and section.flux_unit == "mag"}
+    taken = (set(cols.values()) - converted) | set(section.drop)
     seen = {n.lower(): (n, "catbench's own column") for n in (*NAMES.values(), *optional, *RESERVED)}
+    own = set(seen)
     for f in table.schema:
-        if f.name in taken:
+        if f.name in taken or (f.name in converted and f.name.lower() in own):   # already a flux of that name
             continue
         _check_name(f.name, src, seen)
         to = pa.string() if _is_text(f.type) else WIDER.get(f.type, f.type)
@@ -404,6 +420,12 @@ def check_unchanged(cat: CatalogSpec, rows: FileRows, manifest_path: Path | None
     if manifest_path is None:
         raise SourceError(f"config key '{KEY}.paths': the files changed since the workflow read them ({now}); "
                           "run the workflow again")
+    try:
+        then = json.loads(Path(manifest_path).read_text()).get("files") or []
+    except (OSError, ValueError, AttributeError):
+        then = []
+    which = "; ".join(manifest.differences(then, rows.files)) or f"no file changed since {manifest_path} was written"
     manifest.write(manifest_path, cat.patch_file, rows)
     raise SourceError(f"config key '{KEY}.paths': the files differ from {manifest_path}, which the workflow "
-                      f"laid the catalog out from ({now}); it is rewritten from the files: run the workflow again")
+                      f"laid the catalog out from ({now}; {which}); it is rewritten from the files: run the "
+                      "workflow again")

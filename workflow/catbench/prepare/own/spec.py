@@ -6,6 +6,7 @@ workflow's sizes see the catalog the files make."""
 from __future__ import annotations
 
 import copy
+import logging
 from pathlib import Path
 
 from ...core.infra.config import ConfigError
@@ -15,6 +16,8 @@ from ..ids import source_bits
 from ..spec import OwnFiles
 from . import manifest, patch
 from .patch import KEY, query_columns
+
+log = logging.getLogger(__name__)
 
 
 def resolve(cfg: dict, results: Path | None = None) -> dict:
@@ -44,8 +47,11 @@ def resolve(cfg: dict, results: Path | None = None) -> dict:
     try:
         srcs = sources(section, key=KEY)
         where = manifest.path_of(results, cfg["run"]) if results is not None else None
-        doc = manifest.read(where, files, srcs) if where is not None else None
+        doc, why = manifest.check(where, files, srcs) if where is not None else (None, "")
         if doc is None:
+            # minutes for millions of rows: the console says which file and why before it
+            log.warning("%s: reading and checking every row of %d file(s) (%s bytes)%s", KEY, len(srcs),
+                        f"{sum(s.path.stat().st_size for s in srcs):,}", f": {why}" if why else "")
             rows = patch.read_rows(files, srcs)   # looked up here: a test counts the reads
             doc = manifest.write(where, files, rows) if where is not None else \
                 {"objects": len(rows.ids), "ra_width_deg": rows.footprint.width,

@@ -1,18 +1,19 @@
 """The system tools a config's jobs need, the ONE place set-up reads them from: the names
 ``workflow/scripts/install-system.sh`` takes as arguments (it maps each to its packages
 and installs the missing ones). ``make run`` installs only its config's; ``make test`` all.
+The command reads the config as the workflow does (its patch file's footprint too), so it
+lives in the CLI:
 
-    python -m catbench.core.infra.jobs.system config/config.yaml   # e.g. "server fio"
+    python -m catbench system-tools --config config/config.yaml   # e.g. "server fio"
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from ..config import ConfigError, load
+from ..config import ConfigError
 
 INSTALL = Path(__file__).resolve().parents[4] / "scripts" / "install-system.sh"
 
@@ -48,22 +49,3 @@ def missing_packages(cfg: dict, env: dict | None = None) -> list[str]:
     if out.returncode != 0:
         raise ConfigError(f"{INSTALL}: {out.stderr.strip() or out.returncode}")
     return out.stdout.split()
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m catbench.core.infra.jobs.system CONFIG.yaml|all", file=sys.stderr)
-        return 2
-    if argv[0] == "all":
-        print(" ".join(TOOLS))
-        return 0
-    try:
-        print(" ".join(needed_tools(load(argv[0]))))
-    except (OSError, ConfigError) as exc:
-        print(f"{argv[0]}: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
