@@ -66,3 +66,16 @@ def resolve_auto(cfg: dict) -> None:
     if part["num_sub_stripes_per_stripe"] == AUTO:
         part["num_sub_stripes_per_stripe"] = auto_sub_stripes(
             density, part["num_stripes"], part["auto_sub_chunk_rows"], float(part["overlap_deg"]))
+
+
+def facts(cfg: dict) -> dict:
+    """The catalog as the partition laid it out, for the report's first screen: the patch's
+    rows and footprint, its density and the densest place's, copies, objects, stripes."""
+    cat, part = cfg["catalog"], cfg["partition"]
+    p, layout = cat["patch"], copy_layout(cat)
+    area = float(p["ra_width_deg"]) * float(p["dec_height_deg"])
+    return {"patch_objects": int(p["objects"]), "ra_width_deg": float(p["ra_width_deg"]),
+            "dec_height_deg": float(p["dec_height_deg"]), "density": int(p["objects"]) / area,
+            "densest": densest(cat), "copies": len(layout), "objects": int(layout["keep"].sum()),
+            "sources_per_object": cat["sources_per_object"], "num_stripes": part["num_stripes"],
+            "num_sub_stripes_per_stripe": part["num_sub_stripes_per_stripe"]}
