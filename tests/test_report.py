@@ -334,9 +334,9 @@ def test_the_report_opens_with_the_users_catalog(tmp_path):
     md = (index.parent / "summary.md").read_text()
     first = md.split("\n## ")[1]
     assert first.startswith("Your catalog"), md[:400]
-    for said in ("| patch rows | 150,000 |", "| footprint | 1.000 x 1.000 deg |", "150,000 objects/deg²",
-                 "| copies over catalog.sky | 2 |", "| chunks | 3 at 85 x 12 stripes, the largest 4 objects |",
-                 "| bytes a row |", "`catbench predict --config C"):
+    for said in ("**patch rows** 150,000;", "**footprint** 1.000 x 1.000 deg;", "150,000 objects/deg²",
+                 "**copies** 2;", "**chunks** 3 at 85 x 12 stripes, largest 4 objects;",
+                 "**bytes a row** ", "`catbench predict --config C"):
         assert said in first, (said, first)
     page = index.read_text()
     assert page.index('id="catalog"') < page.index('id="answer"') < page.index('id="findings"')

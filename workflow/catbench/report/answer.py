@@ -153,10 +153,10 @@ def facts(t) -> list[list[str]]:
         ["patch rows", _n((t.own.get("patch") or {}).get("rows") or cat.get("patch_objects"))],
         ["footprint", f"{_n(width, 3)} x {_n(height, 3)} deg" if width and height else "–"],
         ["density", f"{_n(cat.get('density'))} objects/deg²{densest}" if cat.get("density") else "–"],
-        ["copies over catalog.sky", _n(cat.get("copies"))],
-        ["catalog rows", f"{_n(objects)} objects, {_n(sources)} sources" if objects else "–"],
-        ["chunks", f"{len(t.chunks):,}{grid}, the largest {_n(max(per))} objects" if per else "–"],
-        ["bytes a row", f"{_n(text / rows)} (chunk TSV)" if rows and text else "–"],
+        ["copies", _n(cat.get("copies"))],
+        ["catalog", f"{_n(objects)} objects + {_n(sources)} sources" if objects else "–"],
+        ["chunks", f"{len(t.chunks):,}{grid}, largest {_n(max(per))} objects" if per else "–"],
+        ["bytes a row", f"{_n(text / rows)} (TSV)" if rows and text else "–"],
     ]
 
 
@@ -165,9 +165,9 @@ def your_catalog(t, report) -> list:
     the one command that makes it."""
     if not t.chunks and not t.own.get("patch") and not t.own.get("stages_partition"):
         return []       # an index study alone: no catalog
-    nxt = ("Its load time at your scale is below." if t.prediction else
-           f"The one command that predicts its load time at your scale: {PREDICT}.")
-    return [("h2", "Your catalog"),
-            ("table", "The catalog this run loaded and queried.", ["", "this run"], facts(t)),
-            ("p", nxt)]
+    # one paragraph, not a table: the answer's plot stays on the first screen below it
+    said = "**Your catalog:** " + "; ".join(f"**{k}** {v}" for k, v in facts(t) if v != "–") + "."
+    if not t.prediction:    # else the prediction follows
+        said += f" The one command that predicts its load time at your scale: {PREDICT}."
+    return [("h2", "Your catalog"), ("p", said)]
 

@@ -274,7 +274,8 @@ def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec, only=None
     head = summary_sections(tabs, inp.targets, report, own=inp.own,
                             sections=SECTIONS[FIRST_SCREEN:HEADLINE_SECTIONS])
     rest = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[HEADLINE_SECTIONS:])
-    body = ['<section id="catalog">', sections_html(mine), "</section>"] if mine else []
+    # the catalog in one paragraph above the answer (its heading left out: the plot stays on the first screen)
+    body = ['<section id="catalog">', sections_html(mine[1:]), "</section>"] if mine else []
     body += _answer_html(first, drawn, out)
     body += ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run),
              sections_html(note + head[1:]), "</section>"]
