@@ -1,6 +1,6 @@
 """The report as a person sees it: opened in a real headless browser (Debian's chromium,
 installed by workflow/scripts/install-system.sh), every image decodes, nothing overflows at
-1280 px, the answer at the user's scale comes first (with its plot on the first screen), then
+1280 px, the user's catalog comes first, then the answer at its scale (with its plot on the first screen), then
 the findings; report/screenshot.png is saved for a look."""
 
 import pytest
@@ -27,8 +27,9 @@ def test_report_in_a_real_browser(tmp_path):
     r = check_page(index, shot)
     assert r["images"] == len(PLOTS) and r["broken"] == []
     assert r["scrollWidth"] <= r["clientWidth"] <= WIDTH, r["wide"]
-    assert 0 <= r["answerTop"] < 300 < r["findingsTop"]    # the answer at the user's scale opens the page
-    assert 0 < r["answerPlotBottom"] < 1200                 # its plot on the first screen
+    # the user's catalog opens the page, the answer at its scale next, its plot on the first screen
+    assert 0 <= r["catalogTop"] < 300 and r["catalogTop"] < r["answerTop"] < r["findingsTop"], r
+    assert 0 < r["answerPlotBottom"] < 1300, r     # below the catalog's paragraph
     page = index.read_text()
     assert page.index('id="answer"') < page.index('data-name="at_scale"') < page.index('id="findings"')
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
@@ -40,5 +41,5 @@ def test_a_report_without_a_prediction_says_how_to_get_one(tmp_path):
     index = make_report(run, report=REPORT)
     r = check_page(index)
     assert r["broken"] == [] and r["answerPlotBottom"] == -1
-    assert 0 <= r["answerTop"] < r["findingsTop"] < 600     # one sentence, then the findings
+    assert 0 <= r["catalogTop"] < r["answerTop"] < r["findingsTop"] < 900, r   # the catalog, a sentence, the findings
     assert "No prediction at your scale in this run." in index.read_text()

@@ -233,3 +233,30 @@ def test_map_batches_balanced_by_rows_on_a_crowded_sky(limit):
     uniform["catalog"]["density"]["model"] = "uniform"
     if limit == 3e7:  # the bench's setting: as many jobs as the uniform sky of the same rows
         assert len(batches) == len(lay.map_batches(uniform)) == 2
+
+
+def _survey_patch(partition: dict, objects: int = 150_000) -> dict:
+    """A survey-like patch (150k objects on 1 deg², Rubin DP1's density) copied twice."""
+    return validate({"run": "t", "seed": 1, "partition": partition, "catalog": {
+        "patch": {"objects": objects, "ra_width_deg": 1.0, "dec_height_deg": 1.0},
+        "sky": {"ra_min_deg": 0.0, "ra_max_deg": 2.2, "dec_min_deg": -0.6, "dec_max_deg": 0.6}}})
+
+
+def test_auto_stripes_bound_the_objects_a_chunk_and_a_sub_chunk_hold():
+    auto = {"num_stripes": "auto", "num_sub_stripes_per_stripe": "auto", "auto_chunk_rows": 10_000,
+            "auto_sub_chunk_rows": 1_000}
+    dense, sparse = _survey_patch(auto)["partition"], _survey_patch(auto, objects=1_500)["partition"]
+    # the denser the catalog, the more stripes; numbers from then on (every job reads them)
+    assert dense["num_stripes"] > 5 * sparse["num_stripes"] > 0   # 100x the density: ~10x the stripes
+    assert isinstance(dense["num_sub_stripes_per_stripe"], int)
+    # the real chunker, over the densest place: no chunk or sub-chunk over the bounds
+    rng = np.random.default_rng(3)
+    ra, dec = rng.uniform(0.0, 1.0, 150_000), rng.uniform(-0.5, 0.5, 150_000)
+    chunk, sub = Chunker(dense["num_stripes"], dense["num_sub_stripes_per_stripe"]).locate(ra, dec)[:2]
+    assert np.unique(chunk, return_counts=True)[1].max() <= 10_000 * 1.1    # the sample's noise
+    cells = np.unique(np.stack([chunk, sub]), axis=1, return_counts=True)[1]
+    assert cells.max() <= 1_000 * 1.2
+    # numbers given stay as given; the overlap still fits in a sub-stripe
+    assert _survey_patch({})["partition"]["num_stripes"] == 85
+    tight = _survey_patch({**auto, "overlap_deg": 0.05, "auto_sub_chunk_rows": 10})["partition"]
+    assert 180 / (tight["num_stripes"] * tight["num_sub_stripes_per_stripe"]) >= 0.05

@@ -84,6 +84,32 @@ def test_a_run_over_its_limit_names_the_key_and_a_stage_target_only_its_stages()
         cb_plan.check_limit(p, ["load_index"])
 
 
+def _at_density(side_deg: float, partition: dict | None = None) -> dict:
+    """The user's run over a patch of 150,000 objects on ``side_deg`` x ``side_deg``, copied
+    twice: the same rows at any side, at a survey's density on 1 deg²."""
+    return run_plan(as_run({**MINE, "partition": partition or {}, "catalog": {
+        "patch": {"objects": 150_000, "ra_width_deg": side_deg, "dec_height_deg": side_deg},
+        "density": {"model": "uniform"},
+        "sky": {"ra_min_deg": 0.0, "ra_max_deg": 2.2 * side_deg, "dec_min_deg": -0.6 * side_deg,
+                "dec_max_deg": 0.6 * side_deg}}}))
+
+
+def test_the_queries_estimate_grows_with_the_density_and_the_plan_suggests_stripes():
+    sparse, dense = _at_density(10.0), _at_density(1.0)
+    assert sparse["objects"] == dense["objects"] == 300_000
+    # the same rows 100x as crowded: a box or a near-neighbour query reads its chunk's rows
+    assert dense["minutes"]["queries"] > 1.5 * sparse["minutes"]["queries"], (sparse["minutes"], dense["minutes"])
+    assert dense["chunks"].chunk_rows > 10 * sparse["chunks"].chunk_rows
+    said = "\n".join(cb_plan.lines(dense))
+    assert "the densest holds ~300,000 objects" in said and "150,000 objects/deg²" in said
+    assert re.search(r"suggestion: .*partition.auto_chunk_rows = 10,000 .*num_stripes: auto .* pick \d+ x \d+",
+                     said), said
+    assert "suggestion" not in "\n".join(cb_plan.lines(sparse))
+    # auto takes the suggestion: chunks under the bound, the estimate back down
+    auto = _at_density(1.0, {"num_stripes": "auto", "num_sub_stripes_per_stripe": "auto"})
+    assert auto["chunks"].chunk_rows <= 10_000 and "suggestion" not in "\n".join(cb_plan.lines(auto))
+    assert auto["minutes"]["queries"] < dense["minutes"]["queries"]
+
 def dry_run(tmp_path, cfg: dict, *extra):
     cfgfile = tmp_path / "my.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))

@@ -328,3 +328,49 @@ def test_text_in_a_numeric_cell_of_a_table_is_one_line_naming_file_column_and_ro
     err = capsys.readouterr().err.splitlines()
     line = f"{path}: column {column}, row 2 (line 3): {value!r} is not a number"
     assert len(err) == 2 and all(line in e for e in err), err
+
+
+def test_the_report_opens_with_the_users_catalog(tmp_path):
+    run = make_run(tmp_path)
+    pj = run / "metrics" / "partition.json"
+    doc = json.loads(pj.read_text())
+    doc["catalog"] = {"patch_objects": 150000, "ra_width_deg": 1.0, "dec_height_deg": 1.0, "density": 150000.0,
+                      "densest": 150000.0, "copies": 2, "objects": 300000, "sources_per_object": 2.0,
+                      "num_stripes": 85, "num_sub_stripes_per_stripe": 12}
+    pj.write_text(json.dumps(doc))
+    index = make_report(run, report=REPORT)
+    md = (index.parent / "summary.md").read_text()
+    first = md.split("\n## ")[1]
+    assert first.startswith("Your catalog"), md[:400]
+    for said in ("**patch rows** 150,000;", "**footprint** 1.000 x 1.000 deg;", "150,000 objects/deg²",
+                 "**copies** 2;", "**chunks** 3 at 85 x 12 stripes, largest 4 objects;",
+                 "**bytes a row** ", "`catbench predict --config C"):
+        assert said in first, (said, first)
+    page = index.read_text()
+    assert page.index('id="catalog"') < page.index('id="answer"') < page.index('id="findings"')
+
+
+def test_a_short_load_that_came_back_is_not_called_a_collapse():
+    from catbench.report.findings import collapse
+    row = {"target": "a", "variant": "char28", "strategy": "one-file-at-a-time", "engine": "innodb", "n": 3,
+           "n_halved": 1, "initial_rows_per_s": 1000.0, "final_rows_per_s": 1060.0, "final_over_initial": 1.06,
+           "half_table_over_pool": 2.72, "half_table_over_pool_ci_low": None, "half_table_over_pool_ci_high": None}
+    text = collapse([row], [])[0]
+    assert "did not collapse" in text and "fell below half" not in text, text
+    low = collapse([{**row, "final_over_initial": 0.2, "final_rows_per_s": 200.0}], [])[0]
+    assert "fell below half" in low and "did not collapse" not in low
+
+
+def test_an_empty_answer_is_counted_and_its_agreement_said_as_such():
+    from catbench.report.findings import queries as query_findings
+    from catbench.report.summary import Tables, queries as query_table
+    runs = [{"target": "a", "engine": e, "query": q, "cache": "warm", "run": i, "seconds": 0.1 + i,
+             "result_rows": rows} for e in ("mariadb", "duckdb") for i in range(3)
+            for q, rows in (("HV1", 1), ("HV2", 0))]
+    said = " ".join(query_findings(runs, {"threshold": REPORT.practical_threshold, "alpha": REPORT.alpha}))
+    assert "HV answers: HV1 1 row(s); HV2 **empty**" in said, said
+    rows = [{"target": "a", "engine": e, "query": q, "cache": "warm", "p50_s": 0.1, "result_rows": n,
+             "agrees": True} for e in ("mariadb", "duckdb") for q, n in (("HV1", 1), ("HV2", 0))]
+    table = query_table(Tables(queries=rows), REPORT)[1]
+    assert table[2][-2:] == ["answer rows", "agrees"]
+    assert table[3][1][-2:] == ["0", "yes (both empty)"] and table[3][0][-2:] == ["1", "yes"]

@@ -32,6 +32,7 @@ window.addEventListener('load', () => {
                scrollWidth: de.scrollWidth, clientWidth: de.clientWidth, wide: wide,
                findingsTop: (document.getElementById('findings') || {offsetTop: -1}).offsetTop,
                answerTop: (document.getElementById('answer') || {offsetTop: -1}).offsetTop,
+               catalogTop: (document.getElementById('catalog') || {offsetTop: -1}).offsetTop,
                answerPlotBottom: (() => { const f = document.getElementById('plot-at_scale');
                                           return f ? f.querySelector('img').getBoundingClientRect().bottom : -1; })()};
   const pre = document.createElement('pre');

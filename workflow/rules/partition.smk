@@ -128,7 +128,7 @@ rule chunk_list:
         chunks=f"{RES}/chunks/chunks.tsv",
         summary=f"{RES}/metrics/partition.json",
     params:
-        cfg=cfg_json("partition"),
+        cfg=cfg_json("catalog", "partition"),
     log:
         f"{RES}/logs/partition/chunk_list.log",
     conda:

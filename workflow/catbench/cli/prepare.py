@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from ..core.infra.files import read_parquet, write_parquet
+from ..core.sky import chunking
 from ..core.infra.metrics import JobTimer, Progress, summarise
 from ..prepare import catalog as catalog_mod
 from ..prepare import partition as partition_mod
@@ -110,7 +111,8 @@ def cmd_chunk_list(a):
     centre on the sky (for the report's map of chunk rows)."""
     import duckdb
     import pyarrow as pa
-    geometry = PrepareSpec.of(read_config(a.config)).partition.geometry
+    cfg = read_config(a.config)
+    geometry = PrepareSpec.of(cfg).partition.geometry
     con = duckdb.connect()
     # The relation API reads and writes the files: no path is pasted into SQL text.
     con.read_csv([str(m) for m in a.manifests], delimiter="\t", header=True).create_view("manifests")
@@ -128,7 +130,8 @@ def cmd_chunk_list(a):
                any_value(c.ra_centre) AS ra_centre, any_value(c.dec_centre) AS dec_centre
         FROM manifests AS m JOIN centres AS c ON m.chunkId = c.chunkId
         GROUP BY m.chunkId ORDER BY m.chunkId""").write_csv(str(a.out), sep="\t", header=True)
-    summarise(a.job_metrics, a.summary)
+    # the catalog's shape beside the stages' figures: the report's first screen reads it
+    summarise(a.job_metrics, a.summary, extra={"catalog": chunking.facts(cfg)})
 
 
 def add_subcommands(sub) -> None:

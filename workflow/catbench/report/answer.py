@@ -1,6 +1,11 @@
 """The report's first section: how long the user's catalog takes to load by each method, at
 the rows a ladder's prediction was made for (``predict/prediction.json``); without one, how
-to get it. Its plot (time against rows) is ``plots/at_scale.py``."""
+to get it. Its plot (time against rows) is ``plots/at_scale.py``.
+
+Before it, ``your_catalog``: the user's catalog as this run made it — its files, rows,
+footprint, density, copies, chunks and bytes a row — from what the stages wrote: the patch
+files read (catalog/patch/files.json), the catalog's shape beside the partition's figures
+(metrics/partition.json "catalog", core/sky/chunking.py ``facts``) and chunks/chunks.tsv."""
 
 from __future__ import annotations
 
@@ -110,3 +115,59 @@ def answer(t, report: ReportSpec) -> list:
                              "(workflow/catbench/predict/model.md).",
                     ["method", "all rows in", "interval", "regime", "table", "note"], [_row(r) for r in mine]))
     return out
+
+
+PREDICT = ("`catbench predict --config C --results <rung> … --rows N --pool SIZE "
+           "--out results/<run>/predict/prediction.json` (or `make ladder`)")
+
+
+def _n(v, digits: int = 0) -> str:
+    return "–" if not isinstance(v, (int, float)) else f"{v:,.{digits}f}"
+
+
+def _files(t) -> str:
+    doc = t.own.get("patch")
+    if not doc:
+        return "the synthetic patch (catalog.patch)"
+    paths = [f["path"] for f in doc.get("files", [])]
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return f"{len(paths)} file(s): {', '.join(paths[:3])}{more} ({_n(doc.get('rows'))} rows)"
+
+
+def facts(t) -> list[list[str]]:
+    """[what, figure] rows of the user's catalog; a figure no file gives is '–'."""
+    cat = (t.own.get("stages_partition") or {}).get("catalog") or {}
+    fp = (t.own.get("patch") or {}).get("footprint") or {}
+    width, height = fp.get("width", cat.get("ra_width_deg")), fp.get("height", cat.get("dec_height_deg"))
+    objects = sum(r.get("object_rows") or 0 for r in t.chunks) or cat.get("objects")
+    sources = sum(r.get("source_rows") or 0 for r in t.chunks)
+    rows = sum((r.get("object_rows") or 0) + (r.get("source_rows") or 0) + (r.get("overlap_rows") or 0)
+               for r in t.chunks)
+    text = sum(r.get("tsv_bytes") or 0 for r in t.chunks)
+    per = [r.get("object_rows") or 0 for r in t.chunks]
+    densest = f", densest place {_n(cat['densest'])}" if cat.get("densest", 0) > cat.get("density", 0) * 1.01 else ""
+    grid = (f" at {cat['num_stripes']} x {cat['num_sub_stripes_per_stripe']} stripes"
+            if cat.get("num_stripes") else "")
+    return [
+        ["files", _files(t)],
+        ["patch rows", _n((t.own.get("patch") or {}).get("rows") or cat.get("patch_objects"))],
+        ["footprint", f"{_n(width, 3)} x {_n(height, 3)} deg" if width and height else "–"],
+        ["density", f"{_n(cat.get('density'))} objects/deg²{densest}" if cat.get("density") else "–"],
+        ["copies", _n(cat.get("copies"))],
+        ["catalog", f"{_n(objects)} objects + {_n(sources)} sources" if objects else "–"],
+        ["chunks", f"{len(t.chunks):,}{grid}, largest {_n(max(per))} objects" if per else "–"],
+        ["bytes a row", f"{_n(text / rows)} (TSV)" if rows and text else "–"],
+    ]
+
+
+def your_catalog(t, report) -> list:
+    """The first section: the catalog, then where its prediction is (the next section) or
+    the one command that makes it."""
+    if not t.chunks and not t.own.get("patch") and not t.own.get("stages_partition"):
+        return []       # an index study alone: no catalog
+    # one paragraph, not a table: the answer's plot stays on the first screen below it
+    said = "**Your catalog:** " + "; ".join(f"**{k}** {v}" for k, v in facts(t) if v != "–") + "."
+    if not t.prediction:    # else the prediction follows
+        said += f" The one command that predicts its load time at your scale: {PREDICT}."
+    return [("h2", "Your catalog"), ("p", said)]
+

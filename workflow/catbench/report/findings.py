@@ -16,7 +16,7 @@ import re
 
 from .stats import (Figure, ReportSpec, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
                     verdict, versus)
-from .why import why
+from .why import answers, why
 
 # the 2017 storage study's protocol, every other strategy's yardstick
 ONE_FILE_AT_A_TIME = "one-file-at-a-time"
@@ -164,7 +164,13 @@ def collapse(rows: list, loads: list) -> list:
         head = f"{r['target']} ({r['variant']} table): " + (
             f"the `{ONE_FILE_AT_A_TIME}` protocol" if _engine(r) == "innodb"
             else f"`{ONE_FILE_AT_A_TIME}` on {_engine(r)}")
-        if r.get("n_halved"):
+        final = r.get("final_over_initial")
+        if r.get("n_halved") and final is not None and final >= 0.5:
+            # a dip on a load too short or small to collapse: its rate came back
+            text = (f"{head} did not collapse: its rate dipped below half its initial "
+                    f"{fmt(r.get('initial_rows_per_s'), 'rows/s')} for a while ({r['n_halved']} of {r['n']} "
+                    f"repetitions, the table at {interval_text(half, 'x')} the {_mb(pool)} {cache}) and came back")
+        elif r.get("n_halved"):
             text = (f"{head} fell below half its initial {fmt(r.get('initial_rows_per_s'), 'rows/s')} once the "
                     f"table reached {interval_text(half, 'x', bold=True)} the {_mb(pool)} {cache} "
                     f"({_mb(r.get('half_table_bytes'))}; {r['n_halved']} of {r['n']} repetitions)")
@@ -284,7 +290,11 @@ def queries(runs: list, thr: dict) -> list:
             if v is not None:
                 text += " — " + versus(ranked[1], v, unit="s")
             out.append(text + ".")
+        said = answers(runs, cls, query_class)
+        if said:
+            out.append(said)
     return out
+
 
 
 # ---------------------------------------------------------------- restarts and fio

@@ -41,7 +41,7 @@ from . import tables as T
 from .inputs import MetricsError, collect, stale_note
 from .plots import ALWAYS, PLOTS, draw_all
 from .stats import ReportSpec
-from .summary import HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
+from .summary import FIRST_SCREEN, HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
 
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
                 "load_time": "Load time", "load_runs": "Load time, every repetition",
@@ -269,10 +269,14 @@ def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec, only=None
     sections = note + summary_sections(tabs, inp.targets, report, own=inp.own)
     prov_text = _copy_texts(run, tdir, out, sections, inp)
     drawn = draw_all(tabs, out)
-    first = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[:1])
-    head = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[1:HEADLINE_SECTIONS])
+    mine = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[:FIRST_SCREEN - 1])
+    first = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[FIRST_SCREEN - 1:FIRST_SCREEN])
+    head = summary_sections(tabs, inp.targets, report, own=inp.own,
+                            sections=SECTIONS[FIRST_SCREEN:HEADLINE_SECTIONS])
     rest = summary_sections(tabs, inp.targets, report, own=inp.own, sections=SECTIONS[HEADLINE_SECTIONS:])
-    body = _answer_html(first, drawn, out)
+    # the catalog in one paragraph above the answer (its heading left out: the plot stays on the first screen)
+    body = ['<section id="catalog">', sections_html(mine[1:]), "</section>"] if mine else []
+    body += _answer_html(first, drawn, out)
     body += ['<section id="findings"><h2>Findings</h2>', _header_html(report), _twin_html(run),
              sections_html(note + head[1:]), "</section>"]
     body += _plots_html(drawn, out)

@@ -92,7 +92,7 @@ class RunInputs:
     files: list = field(default_factory=list)       # every file read
     present: set = field(default_factory=set)       # stages found
     prediction: dict = field(default_factory=dict)  # {"prediction", "prediction_validation", "prediction_curve": rows}
-    own: dict = field(default_factory=dict)         # the user's files read: {"index": sources.json, "patch": files.json}
+    own: dict = field(default_factory=dict)         # {"index": sources.json, "patch": files.json, "stages_<x>": <x>.json}
     stale: list = field(default_factory=list)       # result folders of another config, left out (collect's only=)
 
     def rows(self, view: str) -> list:
@@ -294,16 +294,15 @@ class _Reader:
     def chunks(self) -> None:
         if (self.run / "chunks").is_dir():
             self.inp.present.add("chunks")
-            self.add("chunk_stats", _csv(self.used(self.run / "chunks" / "chunks.tsv"), "chunk_stats",
-                                         delimiter="\t"))
+            self.add("chunk_stats", _csv(self.used(self.run / "chunks" / "chunks.tsv"), "chunk_stats", delimiter="\t"))
 
     def metrics(self) -> None:
-        # partition.json: catalog + partition; index.json: the index study's own input
-        # (index.source: generate, no catalog or chunks)
+        # partition.json: catalog + partition (its "catalog": answer.py your_catalog); index.json: an index study's
         for pj in (self.run / "metrics" / "partition.json", self.run / "metrics" / "index.json"):
             if pj.is_file():
                 self.inp.present.add("metrics")
-                self.add("stage_metrics", _rows_table(_stage_rows(pj, _json(self.used(pj))), "stage_metrics", pj))
+                doc = self.inp.own["stages_" + pj.stem] = _json(self.used(pj))
+                self.add("stage_metrics", _rows_table(_stage_rows(pj, doc), "stage_metrics", pj))
         for jp in sorted((self.run / "metrics" / "jobs").glob("*.json")):
             if not isinstance(_json(self.used(jp)), dict):
                 raise MetricsError(f"{jp}: expected a JSON object (job metrics)")

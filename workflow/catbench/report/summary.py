@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.isolation import ran_alone, what_it_met
-from .answer import answer, dur, method
+from .answer import answer, dur, method, your_catalog
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
 from .stats import ReportSpec
@@ -362,12 +362,15 @@ def queries(t: Tables, report: ReportSpec) -> list:
     qs = t.queries
     cols = _order((r["target"], r["engine"]) for r in qs)
     by = {(r["query"], r["cache"], r["target"], r["engine"]): r for r in qs}
-    header = ["query", "cache"] + [f"{tg}/{e} p50 s" for tg, e in cols] + ["agrees"]
+    header = ["query", "cache"] + [f"{tg}/{e} p50 s" for tg, e in cols] + ["answer rows", "agrees"]
     rows = []
     for q, cache in _order((r["query"], r["cache"]) for r in qs):
         ag = all(r.get("agrees") is not False for r in qs if r["query"] == q)
+        counts = sorted({r.get("result_rows") for r in qs if r["query"] == q} - {None})
+        empty = ag and counts == [0]     # agreeing on no rows checks nothing: said so
         rows.append([q, cache] + [_num(by.get((q, cache, tg, e), {}).get("p50_s")) for tg, e in cols]
-                    + ["yes" if ag else "NO"])
+                    + [" / ".join(_num(c) for c in counts) or "–",
+                       f"yes ({'both' if len(cols) == 2 else 'all'} empty)" if empty else "yes" if ag else "NO"])
     return [("h2", "Query latency"),
             ("table", "Median seconds per query, target and engine.", header, rows)]
 
@@ -445,9 +448,12 @@ def stages(t: Tables, report: ReportSpec) -> list:
 
 
 # The sections of summary.md, in order: the answers first.
-SECTIONS = (answer, findings, prediction, checks, storage_load, load_rate, queries, restart, cluster, chunks, stages)
-# How many leading sections the report shows open (the rest go under <details>).
-HEADLINE_SECTIONS = 4
+SECTIONS = (your_catalog, answer, findings, prediction, checks, storage_load, load_rate, queries, restart, cluster,
+            chunks, stages)
+# How many leading sections the report shows open (the rest go under <details>); the first
+# screen (report/html.py) is the first two: the catalog, then the answer at its scale.
+FIRST_SCREEN = 2
+HEADLINE_SECTIONS = 5
 
 
 def summary_sections(t: dict, targets: dict | None, report: ReportSpec, sections=SECTIONS, own=None) -> list:

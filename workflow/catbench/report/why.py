@@ -112,3 +112,18 @@ def why(t, one_file: str) -> list:
                     if r["strategy"] == one_file else ""
                 out.append(line[:-1] + "; " + past + "." if line and past else line)
     return [s for s in out if s]
+
+
+def answers(runs: list, cls: str, query_class) -> str:
+    """The rows each query of class ``cls`` answered, an empty answer said as such: every
+    target and engine agreeing on nothing checks nothing."""
+    parts = []
+    for q in dict.fromkeys(r["query"] for r in runs if query_class(r["query"]) == cls):
+        counts = {r.get("result_rows") for r in runs if r["query"] == q} - {None}
+        if not counts:
+            continue
+        if counts == {0}:
+            parts.append(f"{q} **empty** (0 rows on every target and engine: they agree only that it is empty)")
+        else:
+            parts.append(f"{q} {', '.join(f'{c:,}' for c in sorted(counts))} row(s)")
+    return f"{cls} answers: " + "; ".join(parts) + "." if parts else ""

@@ -65,9 +65,10 @@ class JobTimer:
         return False
 
 
-def summarise(job_files, out_path, rows_stage: str = "catalog") -> dict:
+def summarise(job_files, out_path, rows_stage: str = "catalog", extra: dict | None = None) -> dict:
     """Stage summary from job metrics: wall time (first start to last end), rows/s,
-    peak RSS; end to end = catalog rows over the wall time of all stages together."""
+    peak RSS; end to end = catalog rows over the wall time of all stages together; ``extra``
+    (more top-level keys) written with it."""
     jobs = []
     for p in job_files:
         try:
@@ -91,7 +92,7 @@ def summarise(job_files, out_path, rows_stage: str = "catalog") -> dict:
     wall = max(j["end"] for j in jobs) - min(j["start"] for j in jobs)
     out = {"stages": stages, "end_to_end": {
         "rows": rows, "wall_seconds": wall, "rows_per_s": rows / wall if wall > 0 else None,
-        "peak_rss_mb": max(j["peak_rss_mb"] for j in jobs)}}
+        "peak_rss_mb": max(j["peak_rss_mb"] for j in jobs)}, **(extra or {})}
     with atomic_path(out_path) as tmp:
         Path(tmp).write_text(json.dumps(out, indent=1) + "\n")
     return out

@@ -15,6 +15,7 @@ import jsonschema
 import yaml
 
 from ...sky.copies import COPY_STRIDE, MAX_COPIES, catalog_objects, copy_layout, n_places
+from ...sky.chunking import resolve_auto
 from ..resources import SCHEMA_PATH, repo_dir
 from ..settings import ServerError, validate_settings
 from . import registries, yamlfile
@@ -260,11 +261,6 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
         raise ConfigError(f"config key 'catalog.sky': the dec range {sky['dec_min_deg']}.."
                           f"{sky['dec_max_deg']} is lower than one patch "
                           f"(catalog.patch.dec_height_deg = {height}): no copy fits")
-    sub_height = 180.0 / (part["num_stripes"] * part["num_sub_stripes_per_stripe"])
-    if part["overlap_deg"] > sub_height:
-        raise ConfigError(f"config key 'partition.overlap_deg': {part['overlap_deg']} is larger "
-                          f"than a sub-stripe ({sub_height:.6f} deg for "
-                          f"{part['num_stripes']} x {part['num_sub_stripes_per_stripe']})")
     # The queries stage loads the chunk tables into MySQL from TSV and runs DuckDB over
     # Parquet (whose schema also gives the tables' DDL and the drawn parameters).
     missing = [f for f in ("tsv", "parquet") if f not in part["formats"]]
@@ -295,6 +291,12 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
         raise ConfigError(f"config key 'catalog.patch.objects': {n} copies exceed the id scheme's "
                           f"{MAX_COPIES}; make the patch larger")
     objects = int(copies["keep"].sum())     # keep < 2^43 in each of < 2^20 copies: no wrap
+    resolve_auto(cfg)      # partition.num_stripes auto: from the density of the copies just checked
+    sub_height = 180.0 / (part["num_stripes"] * part["num_sub_stripes_per_stripe"])
+    if part["overlap_deg"] > sub_height:
+        raise ConfigError(f"config key 'partition.overlap_deg': {part['overlap_deg']} is larger "
+                          f"than a sub-stripe ({sub_height:.6f} deg for "
+                          f"{part['num_stripes']} x {part['num_sub_stripes_per_stripe']})")
     if objects * (1 + math.ceil(cat["sources_per_object"])) > INT63_MAX:
         raise ConfigError(f"config key 'catalog.patch.objects': the catalog's {objects:,} objects "
                           f"with {cat['sources_per_object']} sources each are over int64's {INT63_MAX:,} rows")

@@ -104,7 +104,8 @@ def plan(sizes: RunSizes, loads: list, *, time_limit_s: float | None) -> dict:
     sources = objects * sizes.catalog.sources_per_object if "catalog" in counts else 0
     return {"objects": objects, "sources": int(sources), "index_rows": objects,
             "jobs": sum(sum(r.values()) for r in counts.values()), "counts": counts,
-            "minutes": minutes, "total_minutes": sum(minutes.values()), "limit_h": sizes.run_limit_h}
+            "minutes": minutes, "total_minutes": sum(minutes.values()), "limit_h": sizes.run_limit_h,
+            "chunks": sizes.chunks if "partition" in counts else None}
 
 
 def duration(minutes: float) -> str:
@@ -112,13 +113,29 @@ def duration(minutes: float) -> str:
 
 
 def lines(p: dict) -> list[str]:
-    """The plan for a person, two lines."""
+    """The plan for a person: two lines, a third on the chunks' crowding when the catalog is
+    partitioned, and a fourth suggesting stripes when a chunk holds more than the bound."""
     stages = ", ".join(f"{s} {duration(m)}" for s, m in p["minutes"].items())
-    return [f"plan: {p['objects']:,} objects, {p['sources']:,} sources, {p['index_rows']:,} index rows; "
-            f"{p['jobs']} jobs",
-            f"plan: expected ~{duration(p['total_minutes'])} ({stages}; at jobs.rows_per_s, collapsing "
-            f"loads at ~{COLLAPSED_ROWS_PER_S:,} rows/s, measuring jobs one at a time); "
-            f"limit run_limit_h = {p['limit_h']:g} h"]
+    out = [f"plan: {p['objects']:,} objects, {p['sources']:,} sources, {p['index_rows']:,} index rows; "
+           f"{p['jobs']} jobs",
+           f"plan: expected ~{duration(p['total_minutes'])} ({stages}; at jobs.rows_per_s, collapsing "
+           f"loads at ~{COLLAPSED_ROWS_PER_S:,} rows/s, measuring jobs one at a time); "
+           f"limit run_limit_h = {p['limit_h']:g} h"]
+    return out + chunk_lines(p.get("chunks"))
+
+
+def chunk_lines(c) -> list[str]:
+    """The densest chunk's Objects, and stripes suggested when they are over partition.auto_chunk_rows."""
+    if c is None:
+        return []
+    out = [f"plan: chunks at {c.stripes} x {c.sub_stripes} stripes: the densest holds ~{c.chunk_rows:,} "
+           f"objects (~{c.sub_chunk_rows:,} a sub-chunk) at {c.density:,.0f} objects/deg\u00b2"]
+    if c.chunk_rows > c.bound:
+        out.append(f"plan: suggestion: a chunk would hold more than partition.auto_chunk_rows = {c.bound:,} "
+                   f"objects, so per-chunk queries scan more and the chunks say little about skew; "
+                   f"partition.num_stripes: auto and num_sub_stripes_per_stripe: auto pick "
+                   f"{c.auto[0]} x {c.auto[1]} for this density")
+    return out
 
 
 # The stages a stage's target rule builds (the index input comes with the loads, queries and

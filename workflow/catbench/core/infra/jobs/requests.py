@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..targets import settings_mb
-from .sizing import QueryWork, RestartWork, RunSizes
+from .sizing import Chunks, QueryWork, RestartWork, RunSizes
 
 # Start-up and wind-down of any job: imports, a private server's start, checksums.
 BASE_S = 300
@@ -79,13 +79,28 @@ def server_job_mb(settings: dict) -> int:
     return CLIENT_MB + settings_mb(settings)
 
 
-def _query_seconds(q: QueryWork, rows: int, rate: float) -> float:
+# Near-neighbour pairs a second (SHV1 on MySQL, 2 cores: ~1.4e9 pairs of a 300k-object,
+# 150k objects/deg² sky at 85 x 12 stripes in 40-58 s a run).
+NEAR_PAIRS_PER_S = 25e6
+
+
+def _crowding_seconds(name: str, chunks: Chunks, rate: float) -> float:
+    """What a query costs more on a crowded sky: a query of a box reads the densest chunk's
+    rows (per-chunk dispatch), SHV1 compares each of them with its sub-chunk's."""
+    if name in ("HV1", "HV2", "HV3", "LV1", "LV2"):
+        return 0.0
+    pairs = chunks.chunk_rows * chunks.sub_chunk_rows if name == "SHV1" else 0
+    return chunks.chunk_rows / (5 * rate) + pairs / NEAR_PAIRS_PER_S
+
+
+def _query_seconds(q: QueryWork, rows: int, rate: float, chunks: Chunks) -> float:
     # warm runs may adapt up to queries.max_repetitions (core/infra/jobs/repeat.py)
     runs = max(q.repetitions, q.max_repetitions or 0) + (q.repetitions if q.cold else 0)
     scans = sum(1 for name in q.queries if name in SCANNING_QUERIES)
     others = len(q.queries) - scans
     streams = 2 * q.stream_seconds if q.streams else 0
-    return runs * (scans * (rows / rate + 10) + others * 10) + streams
+    crowding = sum(5 * _crowding_seconds(name, chunks, rate) for name in q.queries)
+    return runs * (scans * (rows / rate + 10) + others * 10 + crowding) + streams
 
 
 def _runtimes(sizes: RunSizes) -> dict:
@@ -97,6 +112,7 @@ def _runtimes(sizes: RunSizes) -> dict:
     restart_runs, crash_loads = _restarts(rs)
     r, ir = "jobs.rows_per_s", "jobs.index_rows_per_s"
     chunk_order = sizes.index.order != "generation"
+    suite = _query_seconds(sizes.queries, s.rows, rate, sizes.chunks)
     return {
         "catalog_patch": (s.patch_rows / rate, r),
         "catalog_part": (s.part_rows / rate, r),
@@ -115,8 +131,8 @@ def _runtimes(sizes: RunSizes) -> dict:
         "fio_run": (4 * max(fio.repetitions, fio.max_repetitions or 0)
                     * (fio.runtime_s + fio.size / 20e6), "fio.runtime_s"),
         "load_index_run": (load_seconds(sizes), ir),
-        "queries_mysql": (index_load + s.rows / rate + _query_seconds(sizes.queries, s.rows, rate), r),
-        "queries_duckdb": (_query_seconds(sizes.queries, s.rows, rate), r),
+        "queries_mysql": (index_load + s.rows / rate + suite, r),
+        "queries_duckdb": (suite, r),
         "load_compare": (0, r),
         "queries_check": (0, r),
         "restart_run": ((1 + crash_loads) * index_load + restart_runs * (rs.warm_timeout_s + 60), ir),
@@ -148,13 +164,14 @@ def load_seconds(sizes: RunSizes) -> float:
     return (1 if limit is not None and one_load > limit else load.repetitions) * one_load
 
 
-def _expected_query_seconds(q: QueryWork, rows: int, rate: float) -> float:
+def _expected_query_seconds(q: QueryWork, rows: int, rate: float, chunks: Chunks) -> float:
     """A query suite as expected, not allowed (measured on 2 cores: ~0.1 s a query, a scan
-    at ~5x jobs.rows_per_s, a cold run's server restart ~1 s), warm runs adapting up to
-    queries.max_repetitions within queries.budget_s a query."""
+    at ~5x jobs.rows_per_s, a cold run's server restart ~1 s, more on a crowded sky:
+    _crowding_seconds), warm runs adapting up to queries.max_repetitions within
+    queries.budget_s a query."""
     total = 2 * q.stream_seconds if q.streams else 0
     for name in q.queries:
-        one = 0.1 + (rows / (5 * rate) if name in SCANNING_QUERIES else 0)
+        one = 0.1 + (rows / (5 * rate) if name in SCANNING_QUERIES else 0) + _crowding_seconds(name, chunks, rate)
         more = max(q.repetitions, q.max_repetitions or 0) * one
         total += (q.repetitions * (one + 1) if q.cold else 0) + max(
             q.repetitions * one, min(more, q.budget_s or more))
@@ -176,7 +193,7 @@ def expected_seconds(sizes: RunSizes) -> dict[str, float]:
     # a restart run is over in ~2 s once the server answers (measured); its allowance is the warm timeout
     runs, crash_loads = _restarts(sizes.restart)
     out["restart_run"] = (1 + crash_loads) * s.objects / rate + runs * 2
-    suite = _expected_query_seconds(sizes.queries, s.rows, rate)
+    suite = _expected_query_seconds(sizes.queries, s.rows, rate, sizes.chunks)
     # the director index (a sorted load) and the chunk tables (~rate / 3 rows/s) before the suite
     out["queries_mysql"] = s.objects / rate + 3 * s.rows / rate + suite
     out["queries_duckdb"] = suite

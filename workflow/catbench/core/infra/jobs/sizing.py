@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...sky.chunking import auto_stripes, auto_sub_stripes, densest, rows_in
 from ...sky.copies import copy_layout, map_batches, part_copies
 from ..config import estimated_objects, estimated_rows, n_groups, stage_targets
 from ..targets import parse_size
@@ -35,6 +36,30 @@ class Scale:
     parts: int          # catalog parts (part_copies)
     map_jobs: int       # partition map jobs (map_batches)
     groups: int         # partition reduce jobs (n_groups)
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """How crowded the partition's chunks are (core/sky/chunking.py): the Objects of the
+    densest chunk and sub-chunk, and the stripes ``auto`` would pick for partition.auto_*_rows."""
+    density: float          # objects per deg² at the densest place
+    stripes: int            # partition.num_stripes (auto already resolved by the config check)
+    sub_stripes: int        # partition.num_sub_stripes_per_stripe
+    chunk_rows: int         # Objects in the densest chunk
+    sub_chunk_rows: int     # Objects in the densest sub-chunk
+    bound: int              # partition.auto_chunk_rows
+    auto: tuple[int, int]   # (stripes, sub-stripes) auto picks
+
+    @classmethod
+    def of(cls, cfg: dict, objects: int) -> Chunks:
+        part = cfg["partition"]
+        density, ns, nss = densest(cfg["catalog"]), part["num_stripes"], part["num_sub_stripes_per_stripe"]
+        auto_ns = auto_stripes(density, part["auto_chunk_rows"])
+        auto_nss = auto_sub_stripes(density, auto_ns, part["auto_sub_chunk_rows"], float(part["overlap_deg"]))
+        return cls(density=density, stripes=ns, sub_stripes=nss,
+                   chunk_rows=rows_in(density, 180.0 / ns, objects),
+                   sub_chunk_rows=rows_in(density, 180.0 / (ns * nss), objects),
+                   bound=part["auto_chunk_rows"], auto=(auto_ns, auto_nss))
 
 
 @dataclass(frozen=True)
@@ -126,6 +151,7 @@ class RunSizes:
     restart: RestartWork
     cluster: ClusterWork
     queries: QueryWork
+    chunks: Chunks
     server_settings: dict           # server.settings
     nodes: dict                     # {target: targets.<t>.node or None}, in the config's order
     stages: tuple[str, ...]
@@ -160,6 +186,7 @@ class RunSizes:
                               budget_s=q["budget_s"], cold=q["cold"], queries=tuple(q["queries"]),
                               streams=q["concurrency"]["streams"], stream_seconds=q["concurrency"]["seconds"],
                               targets=len(stage_targets(cfg, "queries"))),
+            chunks=Chunks.of(cfg, estimated_objects(cfg)),
             server_settings=dict(server),
             nodes={t: v.get("node") for t, v in cfg["targets"].items()},
             stages=tuple(cfg["stages"]),
