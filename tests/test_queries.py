@@ -5,8 +5,13 @@ cross-check names a query whose answer was altered."""
 
 import contextlib
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -290,3 +295,105 @@ def test_parameters_are_drawn_only_for_the_queries_asked_for(tmp_path):
     assert sorted(got) == ["HV1", "LV1"] and 0 <= got["LV1"]["object_id"] < n
     both = draw_parameters(QuerySpec.of(cfg, {"names": ["LV1", "LV2"]}), tmp_path, chunks)
     assert both == {"LV1": got["LV1"], "LV2": got["LV1"]}
+
+
+# ---- a patch at survey density: the draw sized to it, bounded, and stopped by a signal --------
+
+def dense_patch(root: Path, n: int, width_deg: float = 0.1, fluxes: bool = False) -> list[ChunkInfo]:
+    """``n`` Objects spread over a ``width_deg`` square (20,000 in 0.1 deg: 2 M/deg², where a
+    2 deg box at the overlap radius holds ~15 M pairs), in one chunk, with chunks.tsv."""
+    rng = np.random.default_rng(1)
+    cols = {"objectId": np.arange(n), "ra_PS": 10 + rng.random(n) * width_deg, "decl_PS": rng.random(n) * width_deg}
+    if fluxes:
+        cols.update({f"{b}Flux_PS": np.full(n, 1e-29) for b in "griz"})
+    for kind in ("Object", "Source"):
+        (root / kind).mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(cols), root / "Object/chunk_7.parquet")
+    pq.write_table(pa.table({"sourceId": np.arange(n), "objectId": np.arange(n)}), root / "Source/chunk_7.parquet")
+    (root / "chunks.tsv").write_text(f"chunkId\tobject_rows\tsource_rows\toverlap_rows\n7\t{n}\t{n}\t0\n")
+    return [ChunkInfo(7, n, n, 0)]
+
+
+def _in_box(root: Path, p: dict) -> int:
+    t = pq.read_table(root / "Object/chunk_7.parquet")
+    ra, dec = t["ra_PS"].to_numpy(), t["decl_PS"].to_numpy()
+    return int(((ra >= p["ra_min"]) & (ra <= p["ra_max"]) & (dec >= p["dec_min"]) & (dec <= p["dec_max"])).sum())
+
+
+def test_a_dense_patchs_boxes_and_radius_are_sized_to_its_density(tmp_path):
+    """20,000 Objects in 0.1 deg (2 M/deg²): DMTR-21's 2 deg box and 1 arcmin radius count
+    ~15 M pairs (7 s to draw alone); the drawn LV3 and SHV1 boxes hold about
+    queries.draw.target_rows Objects and SHV1 counts about queries.draw.target_pairs pairs,
+    drawn in well under a second without the full self-join, the same on every draw."""
+    from catbench.query.params import draw_parameters
+    chunks = dense_patch(tmp_path, 20_000, fluxes=True)
+    engine = DuckdbEngine(tmp_path, chunks)
+    try:    # the defaults: the whole patch in the box, SHV1 about 100,000 pairs
+        t0 = time.monotonic()
+        shv1 = draw_parameters(QuerySpec.of(validate({"queries": {"queries": ["SHV1"]}}, whole=False)),
+                               tmp_path, chunks)["SHV1"]
+        assert time.monotonic() - t0 < 3
+        assert 100_000 / 3 <= engine.run(load_suite()["SHV1"], shv1).rows[0][0] <= 3 * 100_000
+    finally:
+        engine.close()
+    cuts = {"z_min": 20, "z_max": 30, "gr_min": -1, "gr_max": 1, "iz_min": -1, "iz_max": 1}
+    cfg = validate({"seed": 11, "queries": {"queries": ["LV3", "SHV1"], "parameters": {"LV3": cuts},
+                                            "draw": {"target_rows": 5000, "target_pairs": 2000}}}, whole=False)
+    spec = QuerySpec.of(cfg)
+    t0 = time.monotonic()
+    got = draw_parameters(spec, tmp_path, chunks)
+    assert time.monotonic() - t0 < 3
+    for name in ("LV3", "SHV1"):
+        assert 2500 <= _in_box(tmp_path, got[name]) <= 2 * 5000, (name, got[name])
+    assert got["SHV1"]["radius_deg"] < spec.geometry.overlap_deg
+    engine = DuckdbEngine(tmp_path, chunks)
+    try:
+        pairs = engine.run(load_suite()["SHV1"], got["SHV1"]).rows[0][0]
+    finally:
+        engine.close()
+    assert 2000 / 3 <= pairs <= 3 * 2000
+    assert draw_parameters(spec, tmp_path, chunks) == got
+    # a size given in queries.parameters is kept
+    cfg["queries"]["parameters"]["SHV1"] = {"radius_deg": 0.001, "box_deg": 0.05}
+    mine = draw_parameters(QuerySpec.of(cfg, {"names": ["SHV1"]}), tmp_path, chunks)["SHV1"]
+    assert mine["radius_deg"] == 0.001 and mine["ra_max"] - mine["ra_min"] == pytest.approx(0.05)
+
+
+def test_the_draw_stops_at_its_time_budget_naming_the_key(tmp_path):
+    from catbench.query.params import draw_parameters
+    chunks = dense_patch(tmp_path, 2000)
+    cfg = validate({"queries": {"queries": ["SHV1"], "draw": {"budget_s": 1e-6}}}, whole=False)
+    with pytest.raises(QueryError, match=r"config key 'queries.draw.budget_s'.*queries.parameters.SHV1"):
+        draw_parameters(QuerySpec.of(cfg), tmp_path, chunks)
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_a_long_duckdb_query_within_seconds(tmp_path, sig, code):
+    """SHV1 at the overlap radius over 60,000 Objects in 0.1 deg runs for a minute, in joins
+    that do not look for Python's signals: Ctrl-C (SIGINT to the process group) or SIGTERM
+    still ends the job within seconds, with its exit code and no output."""
+    dense_patch(tmp_path / "results/chunks", 60_000)
+    shv1 = {"SHV1": {"ra_min": 9, "ra_max": 11, "dec_min": -1, "dec_max": 1, "radius_deg": 0.01667}}
+    log = tmp_path / "job.log"
+    with open(log, "w") as f:
+        p = subprocess.Popen([sys.executable, "-m", "catbench", "queries", "--engine", "duckdb", "--results",
+                              str(tmp_path / "results"), "--config", "{}", "--out", str(tmp_path / "out"),
+                              "--queries", "SHV1", "--no-cold", "--repetitions", "1", "--streams", "0",
+                              "--params-json", json.dumps(shv1)],
+                             cwd=Path(__file__).resolve().parent.parent, stdout=f, stderr=f,
+                             start_new_session=True)
+        try:
+            time.sleep(3)       # the CLI started, the query runs
+            assert p.poll() is None, log.read_text()
+            os.killpg(p.pid, sig)
+            t0 = time.monotonic()
+            rc = p.wait(10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    text = log.read_text()
+    assert rc == code and time.monotonic() - t0 < 5, text
+    assert "Traceback" not in text and not (tmp_path / "out").exists()

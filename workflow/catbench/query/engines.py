@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import queue
+import threading
 import time
 from pathlib import Path
 
@@ -175,7 +176,11 @@ class MysqlEngine:
 
 
 class DuckdbEngine:
-    """The logical queries over the Parquet chunk files (embedded, no server)."""
+    """The logical queries over the Parquet chunk files (embedded, no server).
+
+    A query runs in a helper thread while the main thread waits: DuckDB's joins do not
+    look for Python's signals for minutes, so SIGINT/SIGTERM reach the waiting main thread
+    (``cli.common.on_signal`` raises there), which interrupts the query before unwinding."""
 
     name = "duckdb"
 
@@ -184,6 +189,8 @@ class DuckdbEngine:
         self.chunks = chunks
         self.threads = threads
         self.con = None
+        self._cursors: list = []
+        self._runner: cf.ThreadPoolExecutor | None = None
         self.open()
 
     def _files(self, kind: str, attr: str) -> list[str]:
@@ -210,16 +217,66 @@ class DuckdbEngine:
             self.con.read_parquet(self._files(kind, attr)).create_view(view, replace=True)
 
     def cursor(self):
-        return self.con.cursor()
+        cur = self.con.cursor()
+        self._cursors.append(cur)
+        return cur
 
     def close(self):
+        for cur in self._cursors:   # a concurrency stream's query still running
+            try:
+                cur.interrupt()
+            except duckdb.Error:    # closed by its stream already
+                pass
+        self._cursors = []
+        if self._runner is not None:
+            self._runner.shutdown(wait=True)
+            self._runner = None
         if self.con is not None:
             self.con.close()
             self.con = None
 
-    def run(self, q: Query, params: dict, con=None) -> Answer:
+    def execute(self, sql: str, args, con=None, timeout_s: float | None = None):
+        """(description, rows) of ``sql``; after ``timeout_s`` (None: none) the query is
+        interrupted and :class:`QueryTimeout` raised. From the main thread the query runs
+        in the helper thread, so a signal interrupts it (the class docstring)."""
+        return self._timed(sql, args, con, timeout_s)[:2]
+
+    def _timed(self, sql: str, args, con=None, timeout_s: float | None = None):
+        """``execute`` and the query's own seconds, timed where it ran (not the ~0.1 ms hand-off)."""
+        con = con or self.con
+
+        def fetch():
+            t0 = time.perf_counter()
+            cur = con.execute(sql, args)
+            return cur.description, cur.fetchall(), time.perf_counter() - t0
+        if threading.current_thread() is not threading.main_thread() and timeout_s is None:
+            return fetch()
+        self._runner = self._runner or cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-duckdb")
+        fut = self._runner.submit(fetch)
+        try:
+            return fut.result(timeout=timeout_s)
+        except cf.TimeoutError:
+            con.interrupt()
+            _settle(fut)
+            raise QueryTimeout(f"stopped after {timeout_s:.0f} s") from None
+        except BaseException:       # a signal (KeyboardInterrupt, SystemExit) while waiting
+            con.interrupt()
+            _settle(fut)
+            raise
+
+    def run(self, q: Query, params: dict, con=None, timeout_s: float | None = None) -> Answer:
         sql, args = bind(q, q.sql, params, "dollar")
-        cur = (con or self.con).execute(sql, args)
-        rows = cur.fetchall()
-        desc = cur.description
-        return Answer([d[0] for d in desc], rows, {d[0] for d in desc if str(d[1]) == "FLOAT"})
+        desc, rows, seconds = self._timed(sql, args, con, timeout_s)
+        return Answer([d[0] for d in desc], rows, {d[0] for d in desc if str(d[1]) == "FLOAT"}, seconds)
+
+
+class QueryTimeout(QueryError):
+    """A DuckDB query stopped at its time limit."""
+
+
+def _settle(fut: cf.Future, wait_s: float = 10.0) -> None:
+    """Wait (briefly) for an interrupted query's thread to give up; its error is the interruption's."""
+    try:
+        fut.result(timeout=wait_s)
+    except BaseException:  # noqa: BLE001 - the interrupted query's own error
+        pass

@@ -5,18 +5,21 @@ config or are drawn with the run seed from the data, checked with DuckDB so ever
 returns data; the same data, seed and config give the same parameters on every target
 and engine. The query-parameter defaults below (box sizes and cuts) are not config
 knobs of their own: they are DMTR-21's values, overridable per query through
-``queries.parameters``.
+``queries.parameters``; a drawn box and SHV1's radius shrink from them to the patch's
+density (``sizing.py``), within the draw's time budget.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pyarrow.parquet as pq
 
 from .chunk_tables import ChunkInfo, chunk_file
 from .engines import DuckdbEngine
+from .sizing import Sizer
 from .spec import Draw, QuerySpec
 from .suite import QUERY_NAMES, QueryError, load_suite
 
@@ -51,6 +54,7 @@ class _Draw:
         self.chunks_dir, self.chunks, self.engine, self.tries = chunks_dir, chunks, engine, draw.max_tries
         self.weights_src = np.array([c.source_rows for c in chunks], float)
         self.weights_obj = np.array([c.object_rows for c in chunks], float)
+        self.sizer = Sizer(engine, draw)
 
     def _chunk(self, weights: np.ndarray) -> ChunkInfo:
         return self.chunks[self.rng.choice(len(self.chunks), p=weights / weights.sum())]
@@ -61,26 +65,57 @@ class _Draw:
                             columns=["objectId"])["objectId"].to_numpy()
         return int(ids[self.rng.integers(len(ids))])
 
-    def box(self, query, p: dict, size: float) -> dict:
-        """``p`` with a box of ``size`` deg around a random Object where ``query`` returns data."""
+    def box(self, query, p: dict, size: float, sized: tuple[bool, bool]) -> dict:
+        """``p`` with a box of ``size`` deg around a random Object where ``query`` returns data;
+        ``sized``: (the box, SHV1's radius) shrink to the density around that Object."""
         for attempt in range(self.tries):
             c = self._chunk(self.weights_obj)
             t = pq.read_table(chunk_file(self.chunks_dir, "Object", c.chunk_id, "parquet"),
                               columns=["ra_PS", "decl_PS"])
             k = int(self.rng.integers(t.num_rows))
-            cand = {**p, **clamp_box(float(t["ra_PS"][k].as_py()), float(t["decl_PS"][k].as_py()), size)}
-            ans = self.engine.run(query, cand)
-            n = ans.rows[0][0] if ans.columns == ["n"] else len(ans.rows)
-            if n and n > 0:
-                log.info("%s: drew box ra %.4f..%.4f dec %.4f..%.4f (%d tries, %s)", query.name, cand["ra_min"],
-                         cand["ra_max"], cand["dec_min"], cand["dec_max"], attempt + 1, ans.summary())
+            ra, dec = float(t["ra_PS"][k].as_py()), float(t["decl_PS"][k].as_py())
+            cand, found = self._sized(query.name, p, (ra, dec, size), sized)
+            if found is None:   # no pair in the sample: the query itself says whether it returns data
+                ans = self.sizer.run(query, cand)
+                found = ans.rows[0][0] if ans.columns == ["n"] else len(ans.rows)
+            if found and found > 0:
+                log.info("%s: drew box ra %.4f..%.4f dec %.4f..%.4f (%d tries)", query.name, cand["ra_min"],
+                         cand["ra_max"], cand["dec_min"], cand["dec_max"], attempt + 1)
                 return cand
         raise QueryError(f"query {query.name}: no box of {size} deg in {self.tries} draws returns data; set "
                          f"queries.parameters.{query.name} (a box, or looser cuts) in the config")
 
+    def _sized(self, name: str, p: dict, at: tuple[float, float, float], sized: tuple[bool, bool]):
+        """The candidate parameters around ``at`` (ra, dec, box size), and what says it returns
+        data without running the query: SHV1's sampled pairs when any (None: run the query)."""
+        ra, dec, size = at
+
+        def box_of(s):
+            return clamp_box(ra, dec, s)
+        if sized[0]:
+            box, rows, size = self.sizer.box(name, box_of, size)
+        else:
+            box, rows = box_of(size), None
+        cand = {**p, **box}
+        if name != "SHV1":
+            return cand, None
+        if rows is None:
+            rows = self.sizer.count(name, box)
+        radius = float(cand["radius_deg"])
+        if sized[1]:
+            radius, sampled, est = self.sizer.radius(box, rows, radius)
+        else:
+            sampled, est = self.sizer.pairs(box, rows, radius)
+        cand["radius_deg"] = radius
+        density = rows / max(size * size * math.cos(math.radians(dec)), 1e-12)
+        log.info("SHV1: %d Objects in a %.4g deg box (~%.0f /deg²), radius %.4g deg: ~%.0f pairs "
+                 "(from %d sampled)", rows, size, density, radius, est, sampled)
+        return cand, (1 if est > 0 else None)
+
 
 def _box_parameters(name: str, given: dict, overlap: float) -> tuple[dict, float]:
-    """A box query's parameters over its defaults, and the box size to draw."""
+    """A box query's parameters over its defaults, and the box size to draw (the most it may
+    have: a size not given shrinks to the density, sizing.py)."""
     p = {**PARAM_DEFAULTS[name], **given}
     if name == "SHV1":
         p.setdefault("radius_deg", overlap)
@@ -124,7 +159,10 @@ def _draw_all(spec: QuerySpec, suite: dict, draw: _Draw) -> dict[str, dict]:
         if name not in asked:
             continue
         p, size = _box_parameters(name, given.get(name, {}), overlap)
-        out[name] = p if all(k in p for k in BOX_KEYS) else draw.box(suite[name], p, size)
+        mine = given.get(name, {})
+        # SHV2's box and radius stay DMTR-21's: only LV3's and SHV1's are sized (sizing.py)
+        sized = (name != "SHV2" and "box_deg" not in mine, name == "SHV1" and "radius_deg" not in mine)
+        out[name] = p if all(k in p for k in BOX_KEYS) else draw.box(suite[name], p, size, sized)
     return out
 
 

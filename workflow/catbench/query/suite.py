@@ -139,6 +139,7 @@ class Answer:
     columns: list[str]
     rows: list[tuple]
     float32: set[str] = field(default_factory=set)
+    seconds: float | None = None     # the query's own time where the engine ran it on a helper thread
 
     def canonical(self, order=()) -> "Answer":
         """Plain Python values, FLOAT columns at 6 digits, rows sorted by ``order``."""

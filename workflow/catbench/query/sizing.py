@@ -1,0 +1,112 @@
+"""Boxes and SHV1's radius sized to the patch's density, measured on the data.
+
+DMTR-21's sizes (a 2 deg box, a 1 arcmin radius) were chosen for a patch of a few thousand
+objects per deg²; at a survey's ~150,000 a 2 deg box holds 600,000 objects and SHV1 counts
+~40 M pairs. So a drawn box shrinks until it holds about ``queries.draw.target_rows``
+Objects (counted in the box: one filtered scan), and SHV1's radius until the pairs it
+counts are about ``queries.draw.target_pairs``. The pairs are estimated from a sample:
+the neighbours within the radius of a fixed sample of the box's objects (chosen by a
+hash of their ids with the run seed: same data and seed, same sample), times the box's
+objects / 2 — a bounded join, never the full self-join. Neighbours grow as the radius
+squared, so the radius is scaled by the square root of target / estimate, a few times.
+Every query of the draw shares one deadline (``queries.draw.budget_s``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from .engines import DuckdbEngine, QueryTimeout
+from .spec import Draw
+from .suite import QueryError
+
+SAMPLE = 256        # objects whose neighbours estimate the box's pairs
+_STEPS = 6          # resizing steps at most (each a bounded query)
+_SLACK = 1.25       # within this factor of a target a size is kept
+
+_COUNT = ("SELECT COUNT(*) FROM Object WHERE ra_PS BETWEEN $ra_min AND $ra_max "
+          "AND decl_PS BETWEEN $dec_min AND $dec_max")
+_NEIGHBOURS = """
+WITH b AS (SELECT objectId, ra_PS, decl_PS FROM Object
+           WHERE ra_PS BETWEEN $ra_min AND $ra_max AND decl_PS BETWEEN $dec_min AND $dec_max),
+     s AS (SELECT * FROM b ORDER BY hash(objectId, $salt), objectId LIMIT $sample)
+SELECT (SELECT COUNT(*) FROM s), COUNT(b.objectId)
+FROM s JOIN b ON b.decl_PS BETWEEN s.decl_PS - $radius AND s.decl_PS + $radius
+ AND b.objectId <> s.objectId
+WHERE angSep(s.ra_PS, s.decl_PS, b.ra_PS, b.decl_PS) < $radius"""
+
+
+def significant(x: float, digits: int = 4) -> float:
+    """``x`` at ``digits`` significant digits: a sized parameter reads as a plain number."""
+    return float(f"{x:.{digits}g}")
+
+
+class Sizer:
+    """The draw's density-sized boxes and radii, every query before ``deadline`` (monotonic s)."""
+
+    def __init__(self, engine: DuckdbEngine, draw: Draw):
+        self.engine, self.draw = engine, draw
+        self.deadline = time.monotonic() + draw.budget_s
+
+    def left(self, what: str) -> float:
+        """Seconds left of the draw's budget; none left fails naming the key."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self.over(what)
+        return left
+
+    def over(self, what: str) -> QueryError:
+        return QueryError(f"config key 'queries.draw.budget_s': drawing the query parameters took over "
+                          f"{self.draw.budget_s:g} s ({what}); lower queries.draw.target_rows or "
+                          f"queries.draw.target_pairs, raise the budget, or give queries.parameters.{what.split()[0]}")
+
+    def sql(self, what: str, sql: str, args: dict) -> list[tuple]:
+        try:
+            return self.engine.execute(sql, args, timeout_s=self.left(what))[1]
+        except QueryTimeout:
+            raise self.over(what) from None
+
+    def run(self, query, params: dict):
+        """``query`` run once with ``params``, within the budget."""
+        try:
+            return self.engine.run(query, params, timeout_s=self.left(query.name))
+        except QueryTimeout:
+            raise self.over(f"{query.name} checked") from None
+
+    def count(self, name: str, box: dict) -> int:
+        """The Objects in ``box``."""
+        return self.sql(f"{name} box", _COUNT, box)[0][0]
+
+    def box(self, name: str, box_of, size: float) -> tuple[dict, int, float]:
+        """The box ``box_of(size)`` shrunk until it holds about ``target_rows`` Objects: the
+        box, its Objects and its size."""
+        box = box_of(size)
+        rows = self.count(name, box)
+        for _ in range(_STEPS):
+            if rows <= _SLACK * self.draw.target_rows:
+                break
+            size = significant(size * math.sqrt(self.draw.target_rows / rows))
+            box = box_of(size)
+            rows = self.count(name, box)
+        return box, rows, size
+
+    def pairs(self, box: dict, rows: int, radius: float) -> tuple[int, float]:
+        """(objects sampled, SHV1's estimated pairs in ``box`` at ``radius``); exact when the
+        sample is the whole box."""
+        sampled, found = self.sql("SHV1 radius", _NEIGHBOURS,
+                                  {**box, "radius": radius, "salt": self.draw.seed, "sample": SAMPLE})[0]
+        if not sampled:
+            return 0, 0.0
+        return sampled, found / 2.0 * (rows / sampled)
+
+    def radius(self, box: dict, rows: int, radius: float) -> tuple[float, int, float]:
+        """SHV1's radius (at most ``radius``) for about ``target_pairs`` pairs: the radius,
+        the objects sampled and the estimated pairs."""
+        sampled, est = self.pairs(box, rows, radius)
+        for _ in range(_STEPS):
+            if est <= _SLACK * self.draw.target_pairs or not est:
+                break
+            radius = significant(radius * math.sqrt(self.draw.target_pairs / est))
+            sampled, est = self.pairs(box, rows, radius)
+        return radius, sampled, est
