@@ -189,19 +189,25 @@ def _chunk_keys(path: Path) -> list[int]:
 def shared_tmpdir(tmp, monkeypatch):
     """A scratch folder anyone may write to (0777, no sticky bit) as the targets' tmpdir, and
     root's own 0700 folder holding files in ``sorted/`` and ``duckdb/`` (as a sort's)."""
+    shared, victim = _open_folder_and_victim(tmp, "scratch", 0o777, ("sorted/keep.tsv", "duckdb/keep.tsv"))
+    monkeypatch.setenv("CATBENCH_TMPDIR", str(shared))
+    return shared, victim
+
+
+def _open_folder_and_victim(tmp, name: str, mode: int, files) -> tuple:
+    """``tmp/name`` anyone may write to (``mode``), and root's own 0700 folder holding ``files``;
+    skipped unless root: the planted-link attack is on a root job."""
     if os.geteuid() != 0:
         pytest.skip("needs root: the planted-link attack is on a root job")
     tmp.chmod(0o755)
-    shared = tmp / "scratch"
-    shared.mkdir()
-    shared.chmod(0o777)
-    victim = tmp / "victim"
-    for sub in ("sorted", "duckdb"):
-        (victim / sub).mkdir(parents=True)
-        (victim / sub / "keep.tsv").write_text("root's own\n")
+    public, victim = tmp / name, tmp / "victim"
+    public.mkdir()
+    public.chmod(mode)
+    for f in files:
+        (victim / f).parent.mkdir(parents=True, exist_ok=True)
+        (victim / f).write_text("root's own\n")
     victim.chmod(0o700)
-    monkeypatch.setenv("CATBENCH_TMPDIR", str(shared))
-    return shared, victim
+    return public, victim
 
 
 @pytest.mark.server
@@ -302,16 +308,7 @@ def test_a_server_folder_planted_in_a_target_others_write_to_is_left_alone(tmp, 
     target's key; root's folder keeps its mode and files, the planted name stays."""
     from catbench.core.server.session import private_server
     from catbench.core.server.tools import ServerError
-    if os.geteuid() != 0:
-        pytest.skip("needs root: the planted-link attack is on a root job")
-    tmp.chmod(0o755)
-    target = tmp / "public"
-    target.mkdir()
-    target.chmod(0o1777)
-    victim = tmp / "victim"
-    victim.mkdir()
-    (victim / "keep.txt").write_text("root's own\n")
-    victim.chmod(0o700)
+    target, victim = _open_folder_and_victim(tmp, "public", 0o1777, ("keep.txt",))
     planted = target / "catbench-x"
     if plant == "link":
         _as_nobody("ln", "-s", str(victim), str(planted))
