@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,7 +160,8 @@ def test_make_run_accepts_a_patch_file_the_workflow_accepts(tmp_path):
         "base": None, "run": "my-rubin", "stages": ["load_index"],
         "catalog": {"patch": {"file": {"paths": [str(path)], "columns": COLUMNS}},
                     "sky": {"ra_min_deg": 0, "ra_max_deg": 12, "dec_min_deg": -0.6, "dec_max_deg": 0.6}}}))
-    got = subprocess.run(["bash", "-c", _makes_tools_command(cfgfile)], cwd=tmp_path, capture_output=True,
+    venv = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}  # as make's PATH
+    got = subprocess.run(["bash", "-c", _makes_tools_command(cfgfile)], cwd=tmp_path, capture_output=True, env=venv,
                          text=True, timeout=120)
     assert got.returncode == 0 and got.stdout.split() == ["server"], got.stderr[-2000:]
     manifest = json.loads((tmp_path / "results" / "my-rubin" / "catalog" / "patch" / "manifest.json").read_text())
