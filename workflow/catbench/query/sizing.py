@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 
+from ..core.infra.resources import read_sql
 from .engines import DuckdbEngine, QueryTimeout
 from .spec import Draw
 from .suite import QueryError
@@ -25,16 +26,8 @@ SAMPLE = 256        # objects whose neighbours estimate the box's pairs
 _STEPS = 6          # resizing steps at most (each a bounded query)
 _SLACK = 1.25       # within this factor of a target a size is kept
 
-_COUNT = ("SELECT COUNT(*) FROM Object WHERE ra_PS BETWEEN $ra_min AND $ra_max "
-          "AND decl_PS BETWEEN $dec_min AND $dec_max")
-_NEIGHBOURS = """
-WITH b AS (SELECT objectId, ra_PS, decl_PS FROM Object
-           WHERE ra_PS BETWEEN $ra_min AND $ra_max AND decl_PS BETWEEN $dec_min AND $dec_max),
-     s AS (SELECT * FROM b ORDER BY hash(objectId, $salt), objectId LIMIT $sample)
-SELECT (SELECT COUNT(*) FROM s), COUNT(b.objectId)
-FROM s JOIN b ON b.decl_PS BETWEEN s.decl_PS - $radius AND s.decl_PS + $radius
- AND b.objectId <> s.objectId
-WHERE angSep(s.ra_PS, s.decl_PS, b.ra_PS, b.decl_PS) < $radius"""
+_COUNT = read_sql("draw", "box_objects.sql")
+_NEIGHBOURS = read_sql("draw", "shv1_neighbours.sql")
 
 
 def significant(x: float, digits: int = 4) -> float:
