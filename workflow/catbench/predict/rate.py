@@ -49,7 +49,7 @@ class RateCurve:
     rho: float = 1.0              # pool ÷ (pool + page cache): x of the device's misses is ρx
     x_b: float = math.inf         # the first level's bytes ÷ the cache (levels)
     depth_s: float = 0.0          # seconds per row per doubling of the table's rows (the tree's depth)
-    depth_ref: float = 0.0        # log2 rows at which a holds (the windows' mean); no less is extrapolated
+    depth_ref: float = 0.0        # log2 rows at which a holds (the shallowest window); no less is extrapolated
     floor_s: float = 0.0          # the least a row can take: what it makes the device write (writes.py)
     n: int = 0
     rss: float = 0.0              # residual sum of squares of log(rate)
