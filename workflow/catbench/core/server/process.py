@@ -10,6 +10,7 @@ stopped before a new one starts.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import getpass
 import logging
@@ -477,6 +478,10 @@ class Server:
         # "Lost connection" from the client library.
         pid, proc = self._pid, self._proc
         rc = proc.poll() if proc is not None else None
+        if rc is None and proc is not None and isinstance(exc, Exception):
+            # a killed server closes its sockets before it exits: the client's error can come first
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                rc = proc.wait(timeout=1.0)
         died = pid is not None and (rc is not None or not psutil.pid_exists(pid))
         oom = self.cage.oom_kills() if died and self.cage else 0
         try:
