@@ -63,9 +63,10 @@ def other_catbench_jobs(me: int | None = None) -> list[str]:
     mine = {me.pid, *(p.pid for p in me.parents()), *(p.pid for p in me.children(recursive=True))}
     user = me.username()
     out = []
-    for proc in psutil.process_iter(["pid", "cmdline", "username"]):
+    for proc in psutil.process_iter(["pid", "ppid", "cmdline", "username"]):
         cmd = proc.info["cmdline"] or []
-        if proc.info["pid"] not in mine and is_catbench(cmd):
+        # a child forked since ``mine`` was listed shows this job's command until it execs
+        if proc.info["pid"] not in mine and proc.info["ppid"] not in mine and is_catbench(cmd):
             shown = " ".join(cmd)[:300] if proc.info["username"] == user else f"(user {proc.info['username']})"
             out.append(f"{proc.info['pid']} {shown}")
     return out
