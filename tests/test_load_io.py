@@ -53,6 +53,8 @@ def test_myrocks_counters_come_from_a_real_myrocks(tmp):
     files = write_files(tmp / "in", "bigint", 4, 20_000)
     r = _load(tmp, "rocksdb", "one-file-at-a-time", files)
     assert float(r["wal_bytes_per_row"]) > 0 and float(r["flush_bytes_per_row"]) >= 0
+    # the block cache's misses and its SST index blocks read again are MyRocks' own counters
+    assert float(r["block_misses_per_row"]) >= 0 and float(r["index_kb_per_row"]) >= 0
     # the server's own InnoDB tables may page a few times; nothing a row (InnoDB's own load: ~0.8)
     assert float(r["innodb_misses_per_row"] or 0) < 1e-3
 

@@ -155,6 +155,8 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
     assert float(lsm["compact_write_bytes_per_row"]) == 120 and float(lsm["compact_read_bytes_per_row"]) == 80
     assert float(lsm["rocksdb_stalls"]) == 3 and float(lsm["stall_share"]) == pytest.approx(0.25)
     assert float(lsm["stall_us_per_row"]) == pytest.approx(1000.0)
+    assert float(lsm["block_misses_per_row"]) == pytest.approx(0.9) and float(lsm["index_misses_per_row"]) == 0.5
+    assert float(lsm["index_kb_per_row"]) == pytest.approx(1000.0)
     r = rows[("a", "innodb", "one-file-at-a-time")]
     assert float(r["write_kb_per_row"]) == pytest.approx(360 / 1024, rel=1e-3)
     assert float(r["read_kb_per_row"]) == pytest.approx(163_840 / 1000 / 1024, rel=1e-3)
@@ -179,6 +181,7 @@ def test_load_io_gives_each_rows_device_bytes_cpu_and_stalls_and_the_findings_sa
             "device reads and 0.562 KiB written, at 62.5 rows/s; the device read 10.0 requests/s") in md, md
     assert ("its LSM took 50.0 B of WAL, 40.0 B of memtable flushes, 120 B written by compaction, 80.0 B read by "
             "compaction a row; 3 write stalls (stops and slowdowns) that held it 25% of its time") in md, md
+    assert "it read 1,000 KiB of SST index blocks a row again (0.5 index blocks the block cache lost a row" in md, md
 
 
 @pytest.mark.slow

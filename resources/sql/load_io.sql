@@ -10,6 +10,9 @@
 -- write_amp = device bytes written / (rows x row_bytes); space_amp = table bytes / (rows x
 -- row_bytes). rocksdb_stalls: MyRocks' write stops and slowdowns; stall_us_per_row and stall_share:
 -- the time its write controller held the writers, a row and a share of the load's seconds.
+-- block_misses_per_row: MyRocks' block-cache misses (data and index); index_misses_per_row and
+-- index_kb_per_row: SST index blocks it lost and read again whole (an index block larger than a
+-- cache shard is read on every key check: docs/results/2026-11-28-myrocks-index-blocks.md).
 -- stmt_*: one statement's seconds. longest_stall_s: the longest run of samples in
 -- which no row was written (Handler_write still), a phase after the rows (a key build) included.
 WITH d AS (
@@ -32,6 +35,10 @@ WITH d AS (
            max(Rocksdb_stall_micros) - min(Rocksdb_stall_micros)           AS stall_micros,
            max(Rocksdb_stall_total_stops) - min(Rocksdb_stall_total_stops)
              + max(Rocksdb_stall_total_slowdowns) - min(Rocksdb_stall_total_slowdowns) AS stalls,
+           max(Rocksdb_block_cache_miss) - min(Rocksdb_block_cache_miss)   AS block_misses,
+           max(Rocksdb_block_cache_index_miss) - min(Rocksdb_block_cache_index_miss) AS index_misses,
+           max(Rocksdb_block_cache_index_bytes_insert)
+             - min(Rocksdb_block_cache_index_bytes_insert)                 AS index_bytes,
            max(Key_reads) - min(Key_reads)                                 AS key_reads,
            max(Key_writes) - min(Key_writes)                               AS key_writes
     FROM load_samples
@@ -110,6 +117,9 @@ SELECT
     round(median(stalls), 0)                                           AS rocksdb_stalls,
     round(median(stall_micros / rows), 3)                              AS stall_us_per_row,
     round(median(stall_micros / 1e6 / seconds), 4)                     AS stall_share,
+    round(median(block_misses / rows), 4)                              AS block_misses_per_row,
+    round(median(index_misses / rows), 4)                              AS index_misses_per_row,
+    round(median(index_bytes / rows) / 1024, 3)                        AS index_kb_per_row,
     round(median(key_reads / rows), 5)                                 AS key_reads_per_row,
     round(median(key_writes / rows), 5)                                AS key_writes_per_row,
     round(median(stmt_p50_s), 4)                                       AS stmt_p50_s,

@@ -17,7 +17,8 @@ ENGINE_COUNTERS = ("Innodb_data_read", "Innodb_data_written", "Innodb_buffer_poo
                    "Innodb_buffer_pool_pages_flushed", "Innodb_os_log_written", "Rocksdb_wal_bytes",
                    "Rocksdb_flush_write_bytes", "Rocksdb_compact_read_bytes", "Rocksdb_compact_write_bytes",
                    "Rocksdb_stall_micros", "Rocksdb_stall_total_stops", "Rocksdb_stall_total_slowdowns",
-                   "Key_reads", "Key_writes")
+                   "Rocksdb_block_cache_miss", "Rocksdb_block_cache_index_miss",
+                   "Rocksdb_block_cache_index_bytes_insert", "Key_reads", "Key_writes")
 FIO_RUNS = pa.schema([("target", S), ("test", S), ("MBps", F), ("iops", F), ("clat_p50_us", F),
                       ("clat_p99_us", F), ("direct", B), ("numjobs", I), ("size_bytes", I),
                       ("runtime_s", F)] + REP)

@@ -12,6 +12,7 @@ from statistics import median
 from .stats import fmt
 
 MISSES_WORTH_SAYING = 0.05     # page misses a row below which a load is not called I/O bound
+INDEX_KB_WORTH_SAYING = 1.0    # KiB of SST index blocks read a row below which MyRocks' are not named
 
 
 def _key(r: dict) -> tuple:
@@ -60,7 +61,11 @@ def _lsm(x: dict) -> str:
             f"{int(stalls):,} write stalls (stops and slowdowns) that held it {x['stall_share']:.0%} of its time "
             f"({fmt(x.get('stall_us_per_row'))} µs a row)" if stalls is not None and x.get("stall_share") is not None
             else "")
-    return "its LSM " + "; ".join(p for p in (f"took {said} a row" if said else "", held) if p)
+    idx = x.get("index_kb_per_row")
+    reread = (f"it read {fmt(idx)} KiB of SST index blocks a row again ({fmt(x.get('index_misses_per_row'))} "
+              f"index blocks the block cache lost a row: one larger than a cache shard, the cache ÷ 64, is read "
+              f"whole at every key check)" if idx is not None and idx >= INDEX_KB_WORTH_SAYING else "")
+    return "its LSM " + "; ".join(p for p in (f"took {said} a row" if said else "", held, reread) if p)
 
 
 def _page_write_MBps(storage: list, target: str) -> float | None:

@@ -170,6 +170,10 @@ STATUS_COUNTERS = (
     # and when its write controller held the writers back (L0 files, pending compaction bytes,
     # memtables): stops, slowdowns and the microseconds they took
     "Rocksdb_stall_micros", "Rocksdb_stall_total_stops", "Rocksdb_stall_total_slowdowns",
+    # an SST's index block the block cache lost (each miss reads and decompresses the whole
+    # block: one larger than a cache shard, capacity / 64, is lost again at once, so every key
+    # check re-reads it)
+    "Rocksdb_block_cache_index_miss", "Rocksdb_block_cache_index_bytes_insert",
     # MyISAM's key cache (load.engines myisam): index block reads and writes, requested and
     # done on disk (its data blocks go through the OS, which the device counters see).
     "Key_reads", "Key_read_requests", "Key_writes", "Key_write_requests",
