@@ -399,3 +399,25 @@ def test_a_ladder_written_over_an_earlier_one_leaves_only_its_own_rungs(tmp_path
         ladder_of([2_017_600])
     assert sorted(p.name for p in out.iterdir()) == ["mine.yaml", "study-rung1.yaml", "study-rung2.yaml",
                                                      "x-rung1.yaml"]
+
+
+def test_a_myrocks_target_whose_sst_index_block_outgrows_a_cache_shard_is_refused_with_the_cache_it_needs():
+    # measured: 1.39 MB of index for 46 MB of SST data (CHAR(28) keys, 4 KiB blocks)
+    from catbench.predict.lsm import shard_bytes
+    assert [shard_bytes(c) / 2**10 for c in (600 * 2**10, 2**20, 32 * 2**20)] == [600, 512, 512]
+    assert shard_bytes(128 * 2**30) == 2 * 2**30                        # at most 64 shards
+    lsm = RateCurve("levels", 4e-6, level_s=6e-6, x_b=0.5)
+    reps = [rung_rep(n, n * 12, f"r{n}", rep, x_final=1.0, curve=lsm, level_base=n * 6.0,
+                     key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
+            for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    for r in reps:
+        r.table_files = {"data_bytes": 45_966_803, "index_bytes": 1_391_129}
+    fits = predict(reps, Target(1e8, 1.2e9, level_base=6e8), OPTS)     # 64 MiB files: 1.9 MiB < 18.75 MiB
+    assert "refused" not in fits
+    lost = predict(reps, Target(1e8, 32 * 2**20, level_base=6e8), OPTS)
+    assert "1.94 MiB index block" in lost["refused"] and "512 KiB shard of the 32 MiB block cache" in lost["refused"]
+    assert "at least 124 MiB, or SST files of at most 16 MiB" in lost["refused"]
+    small = predict(reps, Target(1e8, 32 * 2**20, level_base=6e8, sst_file=8 * 2**20), OPTS)
+    assert "index block" not in small.get("refused", "")
+    bulk = [dataclasses.replace(r, key=r.key[:3] + ("bulk",) + r.key[4:], sorts=True) for r in reps]
+    assert "index block" not in predict(bulk, Target(1e8, 32 * 2**20), OPTS).get("refused", "")

@@ -33,7 +33,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.input import list_input, pick_lookup_keys
-from ..core.index.table import DATABASE, Variant, get_engine, get_variant, table_checksum
+from ..core.index.table import DATABASE, Variant, files_figures, get_engine, get_variant, table_checksum
 from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.resources import read_sql
 from ..core.infra.targets import Target, check_target, describe_target, device_for
@@ -216,6 +216,7 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
             t1 = time.time()
         verified = _verify(conn, v, table, outcome, summary["target"])
         table_bytes = sampler.settled_table_bytes(conn)
+        table_files = files_figures(conn, eng)
         after = _optimize_and_lookups(job, conn, outcome.infos)
         table_bytes_final = sampler.settled_table_bytes(conn)
     finally:
@@ -232,7 +233,7 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
         "strategy_details": {k: val for k, val in outcome.extra.items()
                              if k not in ("connections", "transaction_rows")},
         "server_cpu_s": sampler.server_cpu_s, "job_cpu_s": sampler.job_cpu_s, "host_cpus": len(os.sched_getaffinity(0)),
-        "table_bytes": table_bytes, "table_bytes_final": table_bytes_final,
+        "table_bytes": table_bytes, "table_bytes_final": table_bytes_final, "table_files": table_files,
         **{k: verified[k] for k in ("checksum_input", "checksum_table", "checksum_ok")}, **after,
     })
     return outcome, sampler, t0, t1

@@ -25,14 +25,24 @@ LEAST = {"innodb_buffer_pool_size": (MIN_POOL, "buffer pool", "beside which Inno
 MIN_SORT_MEMORY = 128 * 2 ** 20
 
 
-def level_base(settings: dict) -> float | None:
-    """An LSM's first level in server options ``settings``: max_bytes_for_level_base of their
-    rocksdb_default_cf_options (None: RocksDB's default, runs.LEVEL_BASE)."""
+def cf_size(settings: dict, option: str) -> float | None:
+    """A size in the rocksdb_default_cf_options of server options ``settings`` (None: not set,
+    RocksDB's default)."""
     for item in str(settings.get("rocksdb_default_cf_options") or "").split(";"):
         name, _, val = item.strip().partition("=")
-        if name.strip() == "max_bytes_for_level_base" and val.strip():
+        if name.strip() == option and val.strip():
             return float(parse_size(val.strip().upper()))
     return None
+
+
+def level_base(settings: dict) -> float | None:
+    """An LSM's first level (max_bytes_for_level_base; None: RocksDB's default, runs.LEVEL_BASE)."""
+    return cf_size(settings, "max_bytes_for_level_base")
+
+
+def sst_file(settings: dict) -> float | None:
+    """An LSM's SST file size (target_file_size_base; None: RocksDB's default, lsm.SST_FILE)."""
+    return cf_size(settings, "target_file_size_base")
 
 
 def kib(n: float, unit: str = "KiB") -> str:

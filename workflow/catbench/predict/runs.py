@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.isolation import ran_alone, read_record, what_it_met
 from ..core.infra.targets import parse_size
-from .ladder import buffered, level_base
+from .ladder import buffered, level_base, sst_file
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
 PAGE = 16384   # InnoDB's page: a device read of a missed leaf
@@ -64,6 +64,8 @@ class Rep:
     n_mid: np.ndarray | None = field(repr=False, default=None)   # per window: rows in the table at its middle
     writes: dict = field(default_factory=dict)   # per window and row: what the server wrote (WRITE_COUNTERS)
     log_bytes: int | None = None         # the redo log's capacity (innodb_log_file_size × files)
+    sst_file: float | None = None        # an LSM's SST file size (target_file_size_base; None: RocksDB's)
+    table_files: dict | None = None      # the engine's figures of the table's files (MyRocks' SST bytes)
 
     @property
     def bytes_per_row(self) -> float:
@@ -307,6 +309,8 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
     rep.device_reads = _device_reads(trace, first, samples) if buffered else misses
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)
     rep.log_bytes = _log_bytes(summary)
+    rep.sst_file = sst_file((summary.get("server") or {}).get("settings") or {})
+    rep.table_files = r.get("table_files") or summary.get("table_files")
     return rep
 
 

@@ -13,6 +13,7 @@ from scipy.optimize import least_squares
 
 from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
+from .lsm import index_block_refusal, index_ratio
 from .runs import Rep
 from .spec import Fitting
 from .writes import fit_writes
@@ -238,6 +239,10 @@ def check(reps: list[Rep], t: Target, f: Fit, fitting: Fitting) -> None:
                       f"{f.overhead / 2**20:,.1f} MiB of it the rungs' tables could not use")
     x_end = p["rows"] * p["bytes_per_row"] / f.pool(t.pool)
     c = f.curve
+    if reps[0].key[2] == "rocksdb" and form_of(reps[0].key, reps) != "steady":   # each insert checks its key
+        why = index_block_refusal(index_ratio([r.table_files for r in reps]), t.sst_file, t.pool)
+        if why:
+            raise Refusal(why)
     if c.form == "misses" and x_end > c.x_c:
         if not f.device.get("page_read_s"):
             raise Refusal(f"no fio page-read figure for target {reps[0].key[0]} in the rungs' results: the "
@@ -470,7 +475,7 @@ def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
     pool = float(np.median([r.pool for r in top]))
     ram = top[0].ram if top[0].buffered else None
     t = Target(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
-               files=top[0].files, level_base=top[0].level_base,
+               files=top[0].files, level_base=top[0].level_base, sst_file=top[0].sst_file,
                page_cache=max(0.0, ram - pool - fitting.ram_own) if ram else 0.0)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))
     return {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], **compare(p, top)}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
-from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, level_base,
+from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, level_base, sst_file,
                      scaled_options,
                      scaled_size)
 
@@ -96,6 +96,11 @@ class PredictSpec:
     def level_base(self) -> float | None:
         """An LSM's first level at the target (None: RocksDB's default)."""
         return level_base(self.settings)
+
+    @property
+    def sst_file(self) -> float | None:
+        """An LSM's SST file size at the target (None: RocksDB's default)."""
+        return sst_file(self.settings)
 
     def rung_settings(self, own: dict, k: int, objects: int) -> dict:
         """Rung ``k``'s load.settings: ``own`` (the config's) with each of scale_settings scaled

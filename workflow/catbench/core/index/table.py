@@ -124,6 +124,7 @@ class Engine:
     # A file's rows and its ledger row commit together (load/ledger.py); without transactions
     # a resumed load first checks that the table holds exactly the ledger's files
     transactional: bool = True
+    files_sql: str | None = None  # resource: one row of figures of the table's files (after flush_sql)
 
 
 ENGINES = {
@@ -138,7 +139,7 @@ ENGINES = {
     # key-ordered rows and ingests them when the session leaves bulk mode (no transactions).
     "rocksdb": Engine("rocksdb", "ROCKSDB", "rocksdb", {"rocksdb_max_row_locks": 1073741824}, "#rocksdb/*.sst",
                       "rocksdb_flush.sql", ("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"), False,
-                      "rocksdb_block_cache_size"),
+                      "rocksdb_block_cache_size", files_sql="rocksdb_sst.sql"),
     # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
     # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
     # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
@@ -146,6 +147,17 @@ ENGINES = {
     "myisam": Engine("myisam", "MyISAM", None, {}, "{database}/{table}*.MY[DI]", "myisam_flush.sql",
                      (), True, "key_buffer_size", "Key_reads", transactional=False),
 }
+
+
+def files_figures(conn, engine: Engine) -> dict | None:
+    """The engine's figures of the table's files (``files_sql``: MyRocks' SST data and index
+    bytes), numbers as ints; None for an engine without them."""
+    if not engine.files_sql:
+        return None
+    cur = conn.cursor()
+    cur.execute(read_sql("index", engine.files_sql))
+    row = cur.fetchone()
+    return {c[0]: (int(v) if v is not None else None) for c, v in zip(cur.description, row)}
 
 
 def get_engine(name: str) -> Engine:
