@@ -26,15 +26,6 @@ def test_fit_recovers_the_cached_cost_the_collapse_and_the_miss_cost():
     assert c.rate(1e6) == pytest.approx(1 / (TRUE.a + TRUE.miss_s), rel=0.05)
 
 
-def test_an_lsm_rate_falls_by_a_cost_per_level():
-    x = np.linspace(0.05, 3, 200)
-    truth = RateCurve("levels", 4e-6, level_s=6e-6, x_b=0.5)
-    c = fit_rate(x, curve_rates(x, truth, noise=0.03), form="levels", x_b=0.5)
-    assert c.level_s == pytest.approx(6e-6, rel=0.1) and c.a == pytest.approx(4e-6, rel=0.05)
-    # the user's own first level against their cache: more levels, a slower rate
-    assert c.at_pool(256 * 2**20, 128 * 2**30).rate(7.0) < 0.6 * c.rate(7.0)
-
-
 def test_integral_of_a_constant_rate():
     c = RateCurve("steady", 1e-5)
     assert load_seconds(c, 1e7, 50, 1e8) == pytest.approx(100.0, rel=1e-9)
@@ -283,15 +274,11 @@ def test_the_rows_by_a_limit_never_reach_past_the_inputs_rows():
     assert p["rows_ci_low"] < p["rows"] <= p["rows_ci_high"] <= 1e8
 
 
-def test_an_lsm_target_many_levels_past_the_rungs_is_refused_with_the_first_level_it_needs():
-    lsm = RateCurve("levels", 4e-6, level_s=6e-6, x_b=0.5)
-    reps = [rung_rep(n, n * 12, f"r{n}", rep, x_final=1.0, curve=lsm, level_base=n * 6.0,
-                 key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
-            for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
-    near = predict(reps, Target(1e8, 1.2e9, level_base=6e8), OPTS)     # the rungs' own levels
-    assert "refused" not in near and near["fit"]["form"] == "levels"
-    far = predict(reps, Target(1e10, 128 * 2**30, level_base=256 * 2**20), OPTS)
-    assert "levels of the LSM" in far["refused"] and "max_bytes_for_level_base) is at most" in far["refused"]
+def test_myrocks_filled_in_input_order_is_a_misses_load_over_its_block_cache():
+    # its rate follows the block cache's misses, not the LSM's levels (docs/results: two shapes
+    # 256x apart alike at the same misses)
+    reps = ladder(key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
+    assert predict(reps, Target(1e8, 1.2e9), OPTS)["fit"]["form"] == "misses"
 
 
 def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
@@ -406,18 +393,15 @@ def test_a_myrocks_target_whose_sst_index_block_outgrows_a_cache_shard_is_refuse
     from catbench.predict.lsm import shard_bytes
     assert [shard_bytes(c) / 2**10 for c in (600 * 2**10, 2**20, 32 * 2**20)] == [600, 512, 512]
     assert shard_bytes(128 * 2**30) == 2 * 2**30                        # at most 64 shards
-    lsm = RateCurve("levels", 4e-6, level_s=6e-6, x_b=0.5)
-    reps = [rung_rep(n, n * 12, f"r{n}", rep, x_final=1.0, curve=lsm, level_base=n * 6.0,
-                     key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
-            for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
+    reps = ladder(key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
     for r in reps:
         r.table_files = {"data_bytes": 45_966_803, "index_bytes": 1_391_129}
-    fits = predict(reps, Target(1e8, 1.2e9, level_base=6e8), OPTS)     # 64 MiB files: 1.9 MiB < 18.75 MiB
+    fits = predict(reps, Target(1e8, 1.2e9), OPTS)     # 64 MiB files: a 1.9 MiB index, shards of 18.75 MiB
     assert "refused" not in fits
-    lost = predict(reps, Target(1e8, 32 * 2**20, level_base=6e8), OPTS)
+    lost = predict(reps, Target(1e8, 32 * 2**20), OPTS)
     assert "1.94 MiB index block" in lost["refused"] and "512 KiB shard of the 32 MiB block cache" in lost["refused"]
     assert "at least 124 MiB, or SST files of at most 16 MiB" in lost["refused"]
-    small = predict(reps, Target(1e8, 32 * 2**20, level_base=6e8, sst_file=8 * 2**20), OPTS)
+    small = predict(reps, Target(1e8, 32 * 2**20, sst_file=8 * 2**20), OPTS)
     assert "index block" not in small.get("refused", "")
     bulk = [dataclasses.replace(r, key=r.key[:3] + ("bulk",) + r.key[4:], sorts=True) for r in reps]
     assert "index block" not in predict(bulk, Target(1e8, 32 * 2**20), OPTS).get("refused", "")

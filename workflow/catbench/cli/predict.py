@@ -39,7 +39,7 @@ def _target(spec: PredictSpec, engine: str, rows: float, reps: list, pool: int |
     limited = limit and any(r.time_limit_s is not None for r in reps)
     pool = pool or spec.target_pool(engine, rows)
     return Target(rows, pool, spec.sort_memory, spec.time_limit_s if limited else None, spec.below_rate,
-                  spec.index_files, spec.level_base, spec.page_cache(engine, pool, ram), spec.sst_file)
+                  spec.index_files, spec.page_cache(engine, pool, ram), spec.sst_file)
 
 
 def _fmt_s(v) -> str:

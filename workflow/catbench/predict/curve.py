@@ -20,7 +20,7 @@ def curve(reps: list[Rep], targets: list[Target], fitting: Fitting) -> list[dict
     """Per target (its ``time_limit_s`` ignored: every row): rows, pool, the seconds to load
     them with an interval as ``scale.predict`` gives it, table bytes and regime; or
     ``refused``."""
-    targets = [Target(t.rows, t.pool, t.sort_memory, None, None, t.files, t.level_base, sst_file=t.sst_file)
+    targets = [Target(t.rows, t.pool, t.sort_memory, None, None, t.files, sst_file=t.sst_file)
                for t in targets]
     form = form_of(reps[0].key, reps)
     try:

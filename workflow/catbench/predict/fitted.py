@@ -21,7 +21,6 @@ class Target:
     time_limit_s: float | None = None
     below_rate: float | None = None
     files: int = 0                 # input files (partition.index_files)
-    level_base: float | None = None   # an LSM's first level at the target (its settings)
     page_cache: float = 0.0        # bytes of RAM for the table's pages beside the pool (buffered IO; --ram)
     sst_file: float | None = None  # an LSM's SST file size at the target (its settings; lsm.py)
 

@@ -35,11 +35,6 @@ def cf_size(settings: dict, option: str) -> float | None:
     return None
 
 
-def level_base(settings: dict) -> float | None:
-    """An LSM's first level (max_bytes_for_level_base; None: RocksDB's default, runs.LEVEL_BASE)."""
-    return cf_size(settings, "max_bytes_for_level_base")
-
-
 def sst_file(settings: dict) -> float | None:
     """An LSM's SST file size (target_file_size_base; None: RocksDB's default, lsm.SST_FILE)."""
     return cf_size(settings, "target_file_size_base")

@@ -8,9 +8,8 @@ Seconds per row = a (the cached cost: CPU, log) + what the regime adds:
              past its pool: m is the share of inserts whose leaf is not in it, x = table ÷ pool;
              p = 1 for a cache that holds a random x_c/x of the leaves; ρ = pool ÷ (pool + the
              page cache the table can use), 1 without one: a pool miss the page cache holds
-             costs cache_s = K × a page read from RAM, one it does not miss_s = K × the device's)
-    levels   level_s × log10(1 + x / x_b)              (an LSM: each level a row passes through
-             is written again; x_b = the first level's bytes ÷ the cache)
+             costs cache_s = K × a page read from RAM, one it does not miss_s = K × the device's;
+             an LSM's key checks miss its block cache the same way, x = SST bytes ÷ block cache)
 
 plus, in every form, depth_s × (log2 n − depth_ref) where the rungs' windows show it (a row's
 compares grow with the tree's depth, n the rows in the table), and at least floor_s a row (the
@@ -27,7 +26,7 @@ import numpy as np
 from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares, minimize_scalar
 
-FORMS = ("steady", "misses", "levels")
+FORMS = ("steady", "misses")
 
 
 def miss_ratio(x, x_c: float, p: float):
@@ -44,10 +43,8 @@ class RateCurve:
     miss_s: float = 0.0           # seconds per row per unit of miss ratio (misses)
     x_c: float = math.inf         # table ÷ pool where leaves start to miss (misses)
     p: float = 1.0                # how fast the hit ratio falls past x_c (misses)
-    level_s: float = 0.0          # seconds per row per level (levels)
     cache_s: float = 0.0          # seconds per row per unit of pool misses the page cache holds (misses)
     rho: float = 1.0              # pool ÷ (pool + page cache): x of the device's misses is ρx
-    x_b: float = math.inf         # the first level's bytes ÷ the cache (levels)
     depth_s: float = 0.0          # seconds per row per doubling of the table's rows (the tree's depth)
     depth_ref: float = 0.0        # log2 rows at which a holds (the shallowest window); no less is extrapolated
     floor_s: float = 0.0          # the least a row can take: what it makes the device write (writes.py)
@@ -67,16 +64,10 @@ class RateCurve:
         """The share of inserts whose leaf is in neither the pool nor the page cache."""
         return self.miss_ratio(np.asarray(x, float) * self.rho)
 
-    def levels(self, x):
-        x = np.asarray(x, float)
-        if self.form != "levels" or not math.isfinite(self.x_b):
-            return np.zeros_like(x)
-        return np.log10(1.0 + np.maximum(x, 0.0) / self.x_b)
-
     def seconds_per_row(self, x, n=None):
         """At table ÷ pool ``x``; with ``n`` (the rows in the table), the depth term and the floor."""
         m, d = self.miss_ratio(x), self.device_ratio(x)
-        s = self.a + self.cache_s * (m - d) + self.miss_s * d + self.level_s * self.levels(x)
+        s = self.a + self.cache_s * (m - d) + self.miss_s * d
         if n is None:
             return s
         if self.depth_s:
@@ -93,35 +84,25 @@ class RateCurve:
     def rate(self, x):
         return 1.0 / self.seconds_per_row(x)
 
-    def at_pool(self, level_base: float | None, pool: float) -> "RateCurve":
-        """The curve of a load whose cache is ``pool`` bytes (an LSM's x_b is its first
-        level's bytes over that cache: the user's own settings at the target)."""
-        if self.form != "levels" or not level_base:
-            return self
-        return dataclasses.replace(self, x_b=level_base / pool)
-
     def as_dict(self) -> dict:
         fin = (lambda v: v if math.isfinite(v) else None)
         return {"form": self.form, "r0_rows_per_s": self.r0, "a_s_per_row": self.a,
-                "miss_s_per_row": self.miss_s, "x_c": fin(self.x_c), "p": self.p, "level_s_per_row": self.level_s,
-                "x_b": fin(self.x_b), "points": self.n, "cache_s_per_row": self.cache_s, "rho": self.rho,
+                "miss_s_per_row": self.miss_s, "x_c": fin(self.x_c), "p": self.p, "points": self.n, "cache_s_per_row": self.cache_s, "rho": self.rho,
                 "depth_s_per_row_per_doubling": self.depth_s, "depth_ref_log2_rows": self.depth_ref,
                 "write_floor_s_per_row": self.floor_s}
 
 
 def curve_of(fit: dict) -> RateCurve:
     """The curve a prediction's ``fit`` (``RateCurve.as_dict``, in its JSON) describes, at the
-    rungs' pool (``with_page_cache``, ``at_pool`` and the write floor give the target's)."""
+    rungs' pool (``with_page_cache`` and the write floor give the target's)."""
     inf = float("inf")
     return RateCurve(fit["form"], fit["a_s_per_row"], miss_s=fit.get("miss_s_per_row") or 0.0,
-                     x_c=fit.get("x_c") or inf, p=fit.get("p") or 1.0, level_s=fit.get("level_s_per_row") or 0.0,
-                     x_b=fit.get("x_b") or inf, depth_s=fit.get("depth_s_per_row_per_doubling") or 0.0,
+                     x_c=fit.get("x_c") or inf, p=fit.get("p") or 1.0, depth_s=fit.get("depth_s_per_row_per_doubling") or 0.0,
                      depth_ref=fit.get("depth_ref_log2_rows") or 0.0, floor_s=fit.get("write_floor_s_per_row") or 0.0)
 
 
-def _log_rss(curve: RateCurve, x, y, w, x_b=None) -> float:
-    c = curve if x_b is None or curve.form != "levels" else None
-    spr = c.seconds_per_row(x) if c else curve.a + curve.level_s * np.log10(1.0 + x / x_b)
+def _log_rss(curve: RateCurve, x, y, w) -> float:
+    spr = curve.seconds_per_row(x)
     return float(np.sum(w * (y + np.log(spr)) ** 2))
 
 
@@ -136,13 +117,12 @@ def _linear(cols, inv, w, r):
     return coef
 
 
-def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=None, served: tuple | None = None,
+def fit_rate(x, rate, weight=None, form: str = "steady", misses=None, served: tuple | None = None,
              depth=None) -> RateCurve:
     """The curve of ``form`` through the windows (x, rate), weighted by their rows, in
     log(rate). misses: with the windows' measured ``misses`` per row, m(x)'s x_c and p by
     least squares on them, then a and miss_s on the rates over the measured misses; without
-    them p = 1 and x_c on every midpoint between distinct x (``_fit_misses``). levels:
-    ``x_b`` given per point (each rung's first level ÷ its cache), a and level_s least squares.
+    them p = 1 and x_c on every midpoint between distinct x (``_fit_misses``).
     ``served``: (device, cache_share), per window the misses the device served (the rest the page
     cache did, each at ``cache_share`` × a device miss's cost); None: the device served every miss. ``depth``: per
     window log2 of the rows in the table; the depth term is added where the BIC over the windows
@@ -163,7 +143,6 @@ def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=No
             misses, device = misses[ok], None
     x, r = x[ok], r[ok]
     depth = None if depth is None else depth[ok]
-    x_b = np.broadcast_to(np.asarray(x_b, float), ok.shape)[ok]
     w = np.ones_like(x) if weight is None else np.asarray(weight, float)[ok]
     w = w / w.mean() if len(w) else w
     if len(x) < 2:
@@ -171,11 +150,7 @@ def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=No
     y, inv, one = np.log(r), 1.0 / r, np.ones_like(x)
     steady = RateCurve("steady", float(np.exp(-np.average(y, weights=w))), n=len(x))
     term = None                  # per window, what the regime adds per unit of its coefficient
-    if form == "levels":
-        term = np.log10(1.0 + x / x_b)
-        a, b = _linear([one, term], inv, w, r)
-        c = RateCurve("levels", float(a), level_s=float(b), x_b=float(np.median(x_b)), n=len(x))
-    elif form == "misses" and misses is not None and np.count_nonzero(misses > 0.05) >= 3:
+    if form == "misses" and misses is not None and np.count_nonzero(misses > 0.05) >= 3:
         c = _fit_measured_misses(x, misses, inv, w, r, device, cache_share)
         term = misses if device is None else (misses - device) * cache_share + device
     elif form == "misses":
@@ -185,28 +160,27 @@ def fit_rate(x, rate, weight=None, form: str = "steady", x_b=math.inf, misses=No
         c = steady
     if c is None or c.a <= 0:
         c, term = steady, None
-    if c.form != "steady" and (c.miss_s if c.form == "misses" else c.level_s) <= 0:
+    if c.form != "steady" and c.miss_s <= 0:
         term = None
-    c.rss = _log_rss(c, x, y, w, x_b)
-    return c if depth is None else _with_depth(c, term, depth, (x, y, inv, w, r, x_b))
+    c.rss = _log_rss(c, x, y, w)
+    return c if depth is None else _with_depth(c, term, depth, (x, y, inv, w, r))
 
 
 def _with_depth(c: RateCurve, term, depth, pts) -> RateCurve:
     """``c`` refitted with depth_s × (log2 n − the shallowest window's): a, the regime's
     coefficient (its shape kept) and depth_s by least squares together, kept where the BIC over
     the windows pays for the parameter and every coefficient is positive; else ``c``."""
-    x, y, inv, w, r, x_b = pts
+    x, y, inv, w, r = pts
     ref = float(np.min(depth))
     cols = [np.ones_like(x)] + ([] if term is None else [term]) + [depth - ref]
     sw = np.sqrt(w) * r
     coef, *_ = np.linalg.lstsq(np.column_stack(cols) * sw[:, None], inv * sw, rcond=None)
     if np.any(coef <= 0):
         return c
-    k = 1.0 if term is None else float(coef[1]) / (c.miss_s if c.form == "misses" else c.level_s)
-    d = dataclasses.replace(c, a=float(coef[0]), miss_s=c.miss_s * k, cache_s=c.cache_s * k, level_s=c.level_s * k,
+    k = 1.0 if term is None else float(coef[1]) / c.miss_s
+    d = dataclasses.replace(c, a=float(coef[0]), miss_s=c.miss_s * k, cache_s=c.cache_s * k,
                             depth_s=float(coef[-1]), depth_ref=ref)
-    base = c.seconds_per_row(x) if c.form != "levels" else c.a + c.level_s * np.log10(1.0 + x / x_b)
-    spr = (base - c.a) * k + d.a + d.depth_s * (depth - ref)
+    spr = (c.seconds_per_row(x) - c.a) * k + d.a + d.depth_s * (depth - ref)
     d.rss = float(np.sum(w * (y + np.log(spr)) ** 2))
     n = len(x)
     bic = [n * math.log(max(v, 1e-300) / n) + p * math.log(n) for v, p in ((c.rss, len(cols) - 1), (d.rss, len(cols)))]
@@ -302,6 +276,4 @@ def rows_until_rate(curve: RateCurve, rate: float, bytes_per_row: float, pool: f
         return float(x[past[0]] * pool / bytes_per_row) if past.size else None
     if curve.form == "misses" and curve.miss_s > extra:
         return curve.x_c / (1.0 - extra / curve.miss_s) ** (1.0 / curve.p) * pool / bytes_per_row
-    if curve.form == "levels" and curve.level_s > 0:
-        return curve.x_b * (10 ** (extra / curve.level_s) - 1.0) * pool / bytes_per_row
     return None

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.isolation import ran_alone, read_record, what_it_met
 from ..core.infra.targets import parse_size
-from .ladder import buffered, level_base, sst_file
+from .ladder import buffered, sst_file
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
 PAGE = 16384   # InnoDB's page: a device read of a missed leaf
@@ -56,7 +56,6 @@ class Rep:
     rows_by_limit: float | None = None   # a stopped load's rows at its time limit (_rows_by_limit)
     later: tuple | None = None           # (rows/s, x from, x to) over the later half of its rows
     device: dict = field(default_factory=dict)   # the target's fio figures (_device)
-    level_base: float | None = None      # an LSM's first level's bytes (max_bytes_for_level_base)
     misses: np.ndarray | None = field(repr=False, default=None)   # per window: cache reads from disk per row
     device_reads: np.ndarray | None = field(repr=False, default=None)   # per window: device page reads per row
     buffered: bool = False               # the engine reads through the page cache (_buffered)
@@ -201,18 +200,6 @@ def _later_half(trace, samples, t0: float, end_rows: float, bpr: float, pool: in
     return float(end_rows / 2 / (t2 - t1)), float(x[0]), float(x[1])
 
 
-# RocksDB's first level when the config does not set it (max_bytes_for_level_base: 256 MiB)
-LEVEL_BASE = 256 * 2 ** 20
-
-
-def _level_base(summary: dict) -> float | None:
-    """An LSM's first level's bytes: max_bytes_for_level_base of the load's
-    rocksdb_default_cf_options, or RocksDB's default."""
-    if summary.get("engine") != "rocksdb":
-        return None
-    return level_base((summary.get("server") or {}).get("settings") or {}) or float(LEVEL_BASE)
-
-
 def device(results: Path, target: str) -> dict:
     """The target's fio figures a prediction uses (medians over repetitions): ``page_read_s``
     and ``page_write_s`` (a random 16 KiB read or write at queue depth 1, mean latency),
@@ -304,7 +291,7 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
                r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, bool(summary["in_file_order"]), x, rate, wt,
                v.get("working_set_over_pool"), v.get("collapse_expected"),
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
-               int(summary.get("files") or 0), by_limit, later, dev, _level_base(summary), misses)
+               int(summary.get("files") or 0), by_limit, later, dev, misses)
     rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
     rep.device_reads = _device_reads(trace, first, samples) if buffered else misses
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)

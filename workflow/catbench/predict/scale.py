@@ -22,7 +22,6 @@ SORT_BOUND = 0.5      # the phases before/after the rows at least this share of 
 DROP = 0.8            # a collapse: the fitted rate at the largest x seen at most this × the cached rate
 WELL_PAST = 2.0       # the miss cost is fitted only where the rungs' windows reach this × x_c (m ≥ 0.5)
 MAX_OVERHEAD = 0.6    # the pool overhead at most this share of the smallest rung's pool
-MORE_LEVELS = 1.0     # an LSM's cost per level is carried at most this many levels past the rungs'
 
 
 class Refusal(ValueError):
@@ -30,13 +29,12 @@ class Refusal(ValueError):
 
 
 def form_of(key: tuple, reps: list[Rep]) -> str:
-    """The regime a load can have: ``misses`` (a B-tree filled in input order), ``levels``
-    (an LSM filled in input order), ``steady`` (a load that sorts first or builds its key
-    after the rows: each row appended)."""
-    engine = key[2]
+    """The regime a load can have: ``misses`` (filled in input order: a B-tree's inserts miss
+    its pool, an LSM's key checks its block cache), ``steady`` (a load that sorts first or
+    builds its key after the rows: each row appended)."""
     if not all(r.in_file_order for r in reps) or any(r.sorts for r in reps):
         return "steady"
-    return "levels" if engine == "rocksdb" else "misses"
+    return "misses"
 
 
 def _median(values, default=None):
@@ -102,7 +100,6 @@ def fit(reps: list[Rep], form: str) -> Fit:
         reps = [dataclasses.replace(r, x=r.x * r.pool / (r.pool - u)) for r in reps]
     x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
     rate = np.concatenate([r.rate for r in reps])
-    x_b = np.concatenate([np.full(len(r.x), (r.level_base or math.inf) / r.pool) for r in reps])
     misses = (np.concatenate([r.misses for r in reps])
               if form == "misses" and all(r.misses is not None for r in reps) else None)
     dev = (np.concatenate([r.device_reads for r in reps])
@@ -111,7 +108,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
     device = _device(reps)
     depth = (np.log2(np.maximum(np.concatenate([r.n_mid for r in reps]), 1.0))
              if all(r.n_mid is not None and len(r.n_mid) == len(r.x) for r in reps) else None)
-    curve = fit_rate(x, rate, w, form, x_b, misses, (dev, cache_share(device)), depth)
+    curve = fit_rate(x, rate, w, form, misses, (dev, cache_share(device)), depth)
     x_seen = float(np.max(x[np.isfinite(x)])) if len(x) else 0.0
     if curve.form == "misses" and curve.seconds_per_row(x_seen) * DROP < curve.a:
         curve = fit_rate(x, rate, w, "steady", depth=depth)
@@ -134,9 +131,9 @@ def fit(reps: list[Rep], form: str) -> Fit:
 
 
 def _curve(f: Fit, t: Target) -> RateCurve:
-    """The fitted curve at the target's cache: an LSM's first level over it, and the page cache
-    beside a B-tree's pool (ρ = the pool the table can use ÷ that and the page cache)."""
-    c = f.curve.at_pool(t.level_base, t.pool)
+    """The fitted curve at the target's cache: the page cache beside the pool (ρ = the pool the
+    table can use ÷ that and the page cache)."""
+    c = f.curve
     if t.page_cache > 0:
         c = c.with_page_cache(f.pool(t.pool) / (f.pool(t.pool) + t.page_cache), f.cache_share)
     return c if f.writes is None else dataclasses.replace(c, floor_s=f.writes.floor_s(f.device))
@@ -209,8 +206,6 @@ def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
         return "I/O bound (random page reads)"
     if c.form == "misses" and x_end > c.x_c:
         return "page-cache bound (pool misses read back from RAM)"
-    if c.form == "levels" and c.level_s * c.levels(x_end) >= c.a:
-        return "I/O bound (LSM compaction)"
     if c.floor_s and c.floor_s >= float(dataclasses.replace(c, floor_s=0.0).seconds_per_row(x_end, t.rows)):
         return "write bound (redo log and page cleaners)"
     return "server-CPU bound" if (f.cpu_share or 0) >= 0.5 else "steady (client or input bound)"
@@ -251,17 +246,6 @@ def check(reps: list[Rep], t: Target, f: Fit, fitting: Fitting) -> None:
             raise Refusal(f"the rungs' tables reached {f.x_seen:.2f}× their pool, past the collapse at "
                           f"{c.x_c:.2f} but not {WELL_PAST:g}× it, where half the inserts miss; the miss cost "
                           f"needs {_rung_needed(f, reps, 3 * c.x_c)}")
-    if c.form == "levels":
-        seen = max(float(np.max(np.log10(1 + r.x * r.pool / (r.level_base or math.inf)))) for r in reps if len(r.x))
-        at = float(_curve(f, t).levels(x_end))
-        if at > seen + MORE_LEVELS:
-            top = max(reps, key=lambda r: r.rung_rows)
-            base = top.table_bytes / (10 ** (at - MORE_LEVELS) - 1)
-            raise Refusal(f"the table would pass through {at:.1f} levels of the LSM at the target; the rungs "
-                          f"reached {seen:.1f}, and the cost per level is extrapolated at most {MORE_LEVELS:g} "
-                          f"level further: it needs a rung of {top.rung_rows:,} rows whose first level "
-                          f"(max_bytes_for_level_base) is at most {base / 2**20:,.1f} MiB (a ladder with "
-                          f"predict.level_rows {t.rows:,.0f} scales its LSM sizes for these rows)")
     if c.form == "steady" and form_of(reps[0].key, reps) == "misses":
         ws = [r.ws_over_pool for r in reps if r.ws_over_pool is not None]
         if ws and not any(r.collapse_expected for r in reps):
@@ -285,11 +269,9 @@ def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
         same = [r for r in reps if r.rung_rows == n]
         x = np.concatenate([r.x * r.pool / (r.pool - f.overhead) for r in same])
         rate, w = np.concatenate([r.rate for r in same]), np.concatenate([r.weight for r in same])
-        x_b = np.concatenate([np.full(len(r.x), (r.level_base or math.inf) / r.pool) for r in same])
         ok = (x > 0) & (rate > 0) & np.isfinite(x) & np.isfinite(rate)
         if ok.any():
-            model = f.curve.a + f.curve.miss_s * _miss_cost(f, same, x)[ok] + (
-                f.curve.level_s * np.log10(1 + x[ok] / x_b[ok]) if f.curve.form == "levels" else 0.0)
+            model = f.curve.a + f.curve.miss_s * _miss_cost(f, same, x)[ok]
             if f.curve.depth_s:
                 n = np.concatenate([r.n_mid for r in same])[ok]
                 model = model + f.curve.depth_s * np.maximum(np.log2(np.maximum(n, 1)) - f.curve.depth_ref, 0)
@@ -428,10 +410,10 @@ def _widen(p: dict, own: dict) -> None:
 
 def _parameters(f: Fit) -> int:
     """Continuous parameters fitted for this load (model.md's table): the cached cost, the
-    regime's (misses: x_c, p and K; levels: its cost per level), the sort's coefficient, the
+    regime's (misses: x_c, p and K), the sort's coefficient, the
     build's two (its intercept where fitted), the table's bytes per row (slope and intercept)
     and the pool overhead where kept."""
-    return (1 + {"steady": 0, "misses": 3, "levels": 1}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2
+    return (1 + {"steady": 0, "misses": 3}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2
             + (f.overhead > 0) + (f.curve.depth_s > 0))
 
 
@@ -475,7 +457,7 @@ def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
     pool = float(np.median([r.pool for r in top]))
     ram = top[0].ram if top[0].buffered else None
     t = Target(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
-               files=top[0].files, level_base=top[0].level_base, sst_file=top[0].sst_file,
+               files=top[0].files, sst_file=top[0].sst_file,
                page_cache=max(0.0, ram - pool - fitting.ram_own) if ram else 0.0)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))
     return {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], **compare(p, top)}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
-from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, level_base, sst_file,
+from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, sst_file,
                      scaled_options,
                      scaled_size)
 
@@ -91,11 +91,6 @@ class PredictSpec:
         if not ram or not buffered(engine, self.settings.get("innodb_flush_method")):
             return 0.0
         return max(0.0, ram - pool - self.ram_own)
-
-    @property
-    def level_base(self) -> float | None:
-        """An LSM's first level at the target (None: RocksDB's default)."""
-        return level_base(self.settings)
 
     @property
     def sst_file(self) -> float | None:

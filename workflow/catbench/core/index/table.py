@@ -139,7 +139,7 @@ ENGINES = {
     # key-ordered rows and ingests them when the session leaves bulk mode (no transactions).
     "rocksdb": Engine("rocksdb", "ROCKSDB", "rocksdb", {"rocksdb_max_row_locks": 1073741824}, "#rocksdb/*.sst",
                       "rocksdb_flush.sql", ("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"), False,
-                      "rocksdb_block_cache_size", files_sql="rocksdb_sst.sql"),
+                      "rocksdb_block_cache_size", "Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql"),
     # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
     # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
     # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
