@@ -309,6 +309,18 @@ def test_level_rows_scale_an_lsms_sizes_for_more_rows_than_the_target():
     # the LSM's sizes for 10^10 rows (1/991 of them), the pool still for the target's (1/10)
     assert deep["rocksdb_default_cf_options"] == "write_buffer_size=66k;max_bytes_for_level_base=264k"
     assert deep["innodb_buffer_pool_size"] == same["innodb_buffer_pool_size"] == f"{round(512 * 1024 / 10)}K"
+    # MyRocks' bulk never meets the memtables: its rung keeps the config's LSM, in a config of its own
+    bulk = {**cfg, "load": {**cfg["load"], "strategies": [*cfg["load"]["strategies"], "bulk"]}}
+    two = rungs(bulk)
+    assert [r["run"] for r in two][:2] == ["study-rung1", "study-rung1-config-lsm"] and len(two) == 4
+    scaled, kept = two[2]["load"], two[3]["load"]
+    assert "rocksdb/bulk" in scaled["skip"] and scaled["settings"]["rocksdb_default_cf_options"] == \
+        same["rocksdb_default_cf_options"]
+    assert kept["engines"] == ["rocksdb"] and kept["strategies"] == ["bulk"] and kept["skip"] == []
+    assert kept["settings"]["rocksdb_default_cf_options"] == "write_buffer_size=64m;max_bytes_for_level_base=256m"
+    assert kept["settings"]["rocksdb_block_cache_size"] == scaled["settings"]["rocksdb_block_cache_size"]
+    only = {**cfg, "load": {**cfg["load"], "engines": ["rocksdb"], "strategies": ["bulk"], "skip": []}}
+    assert [r["run"] for r in rungs(only)] == ["study-rung1-config-lsm", "study-rung2-config-lsm"]
 
 
 @pytest.mark.slow

@@ -279,7 +279,7 @@ def cmd_ladder(a) -> int:
     return 0
 
 
-RUNG_FILE = re.compile(r".+-rung[0-9]+\.ya?ml")
+RUNG_FILE = re.compile(r".+-rung[0-9]+(-config-lsm)?\.ya?ml")
 
 
 def _only_this_ladder(out: Path, names: set) -> None:

@@ -160,10 +160,38 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
     return out
 
 
+# MyRocks loads that never meet its LSM's memtables and levels: bulk writes SST files itself and
+# checks no key, so its rungs keep the config's LSM sizes (a memtable shrunk for 10^10 rows made
+# every bulk rung slower than the target).
+LSM_FREE = ("bulk",)
+LSM_OPTIONS = "rocksdb_default_cf_options"
+
+
+def _split_lsm(rung: dict, cfg: dict) -> list[dict]:
+    """``rung`` as one config, or two where its LSM sizes are scaled and MyRocks also runs an
+    LSM-free strategy: that one in ``<run>-config-lsm`` with the config's own sizes, skipped in
+    ``rung``, which is left out if nothing else runs in it."""
+    load = rung["load"]
+    own = (cfg["load"].get("settings") or {}).get(LSM_OPTIONS)
+    free = [s for s in load["strategies"] if s in LSM_FREE and f"rocksdb/{s}" not in load["skip"]]
+    if "rocksdb" not in load["engines"] or not free or load["settings"].get(LSM_OPTIONS) == own:
+        return [rung]
+    kept = copy.deepcopy(rung)
+    kept["run"] = f"{rung['run']}-config-lsm"
+    kept["load"].update(engines=["rocksdb"], strategies=free, skip=[])
+    kept["load"]["settings"] = {k: v for k, v in load["settings"].items() if k != LSM_OPTIONS}
+    if own is not None:
+        kept["load"]["settings"][LSM_OPTIONS] = own
+    load["skip"] = sorted({*load["skip"], *(f"rocksdb/{s}" for s in free)})
+    left = {f"{e}/{s}" for e in load["engines"] for s in load["strategies"]} - set(load["skip"])
+    return [rung, kept] if left else [kept]
+
+
 def rungs(cfg: dict) -> list[dict]:
-    """Every rung's config of the validated ``cfg``, smallest first."""
+    """Every rung's config of the validated ``cfg``, smallest first (a rung's LSM-free loads in
+    a config of their own: ``_split_lsm``)."""
     spec = PredictSpec.of(cfg)
     check_rows(spec.rows, spec.target_rows)
     out = [_rung_config(cfg, spec, k, int(n)) for k, n in enumerate(sorted(spec.rows), start=1)]
     check_objects(spec.rows, [r["catalog"]["patch"]["objects"] for r in out])
-    return out
+    return [part for r in out for part in _split_lsm(r, cfg)]
