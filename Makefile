@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition bench-lsm index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench system-tools, which needs the venv; the config
 # read as the workflow reads it), installed by install-system.sh when missing.
@@ -140,6 +140,15 @@ bench-lsm: $(STAMP)
 	@$(call install_system,config/lsm-shapes.yaml)
 	for c in $(LSM_SHAPES); do $(SNAKEMAKE_RUN) --configfile $$c || exit 1; done
 	python workflow/scripts/lsm_shapes.py $(foreach c,$(LSM_SHAPES),results/$(basename $(notdir $(c))))
+
+# An SST index block larger than a block-cache shard: MyRocks' one-file-at-a-time load with a 32 MiB
+# and a 256 MiB block cache, alternately (A B A B), then what a row cost each.
+INDEX_BLOCKS := config/myrocks-index-blocks.yaml config/myrocks-index-blocks-256m.yaml
+bench-index-blocks: $(STAMP)
+	@$(call install_system,config/myrocks-index-blocks.yaml)
+	for i in 1 2; do for c in $(INDEX_BLOCKS); do \
+	  $(SNAKEMAKE_RUN) --configfile $$c --config run=$$(basename $$c .yaml)-$$i || exit 1; done; done
+	python workflow/scripts/lsm_shapes.py $(foreach i,1 2,$(foreach c,$(INDEX_BLOCKS),results/$(basename $(notdir $(c)))-$(i)))
 
 # The 2017 storage study (seed 000) predicted (config/seed-2017.yaml): the ladders of its key
 # orders (each a config), the prediction at its 1.06 x 10^10 rows, 128 GiB pool and 500 GiB of

@@ -1,7 +1,7 @@
 """What a row cost each MyRocks load of `make bench-lsm`, from the server's own counters
 (the sampler's samples.parquet): per load and repetition its rows/s, and over quarters of its
-rows the rows/s, server CPU, WAL, memtable-flush and compaction bytes, block-cache misses,
-device bytes and write stalls a row.
+rows the rows/s, server CPU, WAL, memtable-flush and compaction bytes, block-cache misses, SST
+index blocks read again (and their bytes), device bytes and write stalls a row.
 
     python workflow/scripts/lsm_shapes.py results/<run> ...
 """
@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 
 PER_ROW = {"wal B": "Rocksdb_wal_bytes", "flush B": "Rocksdb_flush_write_bytes",
            "compact W B": "Rocksdb_compact_write_bytes", "compact R B": "Rocksdb_compact_read_bytes",
-           "bc miss": "Rocksdb_block_cache_miss", "dev W B": "dev_write_bytes", "dev R B": "dev_read_bytes"}
+           "bc miss": "Rocksdb_block_cache_miss", "index miss": "Rocksdb_block_cache_index_miss",
+           "index B": "Rocksdb_block_cache_index_bytes_insert", "dev W B": "dev_write_bytes", "dev R B": "dev_read_bytes"}
 QUARTERS = 4
 
 
