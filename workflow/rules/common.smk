@@ -168,7 +168,7 @@ QUERY_TARGETS = cb_config.stage_targets(config, "queries")
 # and bytes, whichever INDEX_SOURCE writes them).
 INDEX_INPUT = {v.name: f"{RES}/index/{v.folder}" for v in cb_index_table.VARIANTS.values()}
 WORKING_SET = f"{RES}/index/working_set.json"
-# The order of the index input's rows (index.order, prepare/arrival.py), for whichever rule writes it.
+# The order of the index input's rows (index.order, prepare/index_order.py), for whichever rule writes it.
 INDEX_ORDER = (f"--order {shlex.quote(config['index']['order'])} "
                f"--sort-memory {shlex.quote(str(config['index']['sort_memory']))}")
 PARTS = [f"{p:05d}" for p in range(len(cb_copies.part_copies(config["catalog"])))]
