@@ -174,7 +174,7 @@ def _keys(n0: int, n: int, tmp: Path) -> Path:
 
 def _sort(files, tmpdir):
     from catbench.core.index.table import get_variant
-    from catbench.load.handoff import LoadOptions
+    from catbench.load.job import LoadOptions
     from catbench.load.sorted_stream import SortedStream
     opts = LoadOptions(connections=1, transaction_rows=0, batch_files=1, consolidate=False,
                        sort_memory="64MB", sort_threads=1, chunk_rows=2)

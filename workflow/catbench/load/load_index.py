@@ -41,7 +41,7 @@ from ..core.server.loaddata import LoadError
 from ..core.server.session import Datadir, private_server, server_dir
 from ..core.server.tools import out_of_space, variables
 from .estimate import STEADY, input_rows, load_need
-from .handoff import TIMINGS, LoadJob, Outcome, Repetition
+from .job import TIMINGS, LoadJob, Outcome, Repetition
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,

@@ -9,7 +9,7 @@ from ...core.index.input import duplicate_message
 from ...core.index.table import Engine
 from ...core.infra.resources import read_sql
 from ...core.server.loaddata import LoadError
-from ..handoff import LoadJob, LoadProgress, Outcome
+from ..job import LoadJob, LoadProgress, Outcome
 from .base import INNODB, Fit, Strategy, parallel_files, sql
 
 NAME = "trans-partitioned"   # the config's load.strategies value
