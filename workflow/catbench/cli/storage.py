@@ -93,7 +93,7 @@ def cmd_estimate(a):
         if not a.results:
             raise ValueError("--calibrate loads the run's index input: give --results results/<run>")
         from ..core.server.loaddata import LoadError
-        from ..core.server.tools import ServerError
+        from ..core.infra.settings import ServerError
         with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
             try:
                 est["time"] = calibrate(run, LoadSpec.of(cfg), a.calibrate, Path(a.results), a.calibrate_files,

@@ -38,8 +38,9 @@ from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.resources import read_sql
 from ..core.infra.targets import Target, check_target, describe_target, device_for
 from ..core.server.loaddata import LoadError
+from ..core.server.logs import out_of_space
 from ..core.server.session import Datadir, private_server, server_dir
-from ..core.server.tools import out_of_space, variables
+from ..core.server.status import variables
 from .estimate import STEADY, input_rows, load_need
 from .job import TIMINGS, LoadJob, Outcome, Repetition
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
