@@ -255,12 +255,12 @@ def check_slurm_requests():
         req, res = JOB_REQUESTS.get(job.rule.name), job.resources
         asked = {"threads": job.threads, "mem_mb": res.get("mem_mb"), "runtime": res.get("runtime") or 0}
         target = job.wildcards_dict.get("target")
-        jobs.append({"rule": job.rule.name, "partition": res.get("slurm_partition"), **asked,
+        jobs.append({"rule": job.rule.name, "slurm_partition": res.get("slurm_partition"), **asked,
                      "node": cb_slurm.nodelist(res.get("slurm_extra")),
                      "keys": {**(req.keys if req else {}), "node": f"targets.{target}.node"},
                      "overridden": {k: req is not None and v != getattr(req, k) for k, v in asked.items()}})
     try:
-        problems, warnings = cb_slurm.check_jobs(jobs, cb_slurm.read_partitions())
+        problems, warnings = cb_slurm.check_jobs(jobs, cb_slurm.read_slurm_partitions())
     except cb_slurm.SlurmError as e:
         raise WorkflowError(str(e))
     for w in warnings:
