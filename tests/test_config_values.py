@@ -92,7 +92,7 @@ def test_every_rule_quotes_every_value_it_puts_on_a_command_line():
                                          ("innodb_buffer_pool_size", "1G\n")])
 def test_a_server_option_checked_on_its_own_matches_whole_names_and_values(name, value):
     """--settings-json reaches the option check without the config's validation."""
-    from catbench.core.server.tools import ServerError, validate_settings
+    from catbench.core.infra.settings import ServerError, validate_settings
     with pytest.raises(ServerError, match="load.settings"):
         validate_settings({name: value}, "load.settings")
 

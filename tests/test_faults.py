@@ -175,9 +175,9 @@ def test_server_killed_during_load_index(baseline, tmp_path):
         # What a plain re-run plans: the failed job's output is gone while
         # load/comparison.csv of the earlier complete run (the workdir copy) still exists;
         # the stage target lists every load, so the load is redone.
-        plan = snakemake(wd, "-n", "load_index", "--rerun-incomplete")
-        assert "Nothing to be done" not in plan.stdout + plan.stderr
-        assert "load_index_run" in plan.stdout + plan.stderr
+        dry_run = snakemake(wd, "-n", "load_index", "--rerun-incomplete")
+        assert "Nothing to be done" not in dry_run.stdout + dry_run.stderr
+        assert "load_index_run" in dry_run.stdout + dry_run.stderr
         snakemake(wd, "load_index", "--rerun-incomplete")
         if resumable:  # InnoDB's crash recovery kept the ledger's files
             assert "resuming after" in (wd / LOAD_LOG).read_text()

@@ -153,7 +153,7 @@ def test_spatial_ids_refuse_a_catalog_too_large_for_int64():
 @pytest.mark.parametrize("id_layout", ["random", "spatial"])
 def test_chunk_order_same_bytes_from_both_paths(tmp_path, id_layout):
     from catbench.prepare import partition as part_mod
-    from catbench.prepare.arrival import written_in_order
+    from catbench.prepare.index_order import written_in_order
     cfg = small_config()
     cfg["catalog"]["id_layout"] = id_layout
     gen = _full_path_index(cfg, tmp_path / "full")
@@ -204,7 +204,7 @@ def test_galactic_density_same_bytes_as_the_full_path(tmp_path, id_layout):
 def _chunk_sorted(tmp_path, id_layout: str) -> None:
     """The chunk-sorted input of small_config's ``id_layout``: the generation order's rows,
     chunks in chunkId order, each chunk's keys ascending."""
-    from catbench.prepare.arrival import written_in_order
+    from catbench.prepare.index_order import written_in_order
     cfg = small_config()
     cfg["catalog"]["id_layout"] = id_layout
     gen, out = tmp_path / id_layout / "gen", tmp_path / id_layout / "sorted"

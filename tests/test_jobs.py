@@ -21,7 +21,7 @@ from catbench.core.infra.jobs.requests import (
     requests,
 )
 from catbench.core.infra.jobs.sizing import RunSizes
-from catbench.core.infra.jobs.slurm import check_jobs, minutes, nodelist, parse_partitions
+from catbench.core.infra.jobs.slurm import check_jobs, minutes, nodelist, parse_slurm_partitions
 from catbench.core.sky.copies import map_batches
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ def test_slurm_times_and_nodelist():
 
 
 def _job(**kw):
-    job = {"rule": "load_index_run", "partition": None, "threads": 2, "mem_mb": 2000, "runtime": 20,
+    job = {"rule": "load_index_run", "slurm_partition": None, "threads": 2, "mem_mb": 2000, "runtime": 20,
            "node": None, "keys": {"threads": "jobs.cpus", "runtime": "jobs.index_rows_per_s",
                                   "mem_mb": "server.settings.innodb_buffer_pool_size",
                                   "node": "targets.disk.node"}, "overridden": {}}
@@ -104,7 +104,7 @@ def _job(**kw):
 
 
 def test_partition_check_names_rule_request_limit_and_key():
-    parts = parse_partitions(SCONTROL, SINFO)
+    parts = parse_slurm_partitions(SCONTROL, SINFO)
     assert parts["batch"].default and parts["batch"].max_time == 30 and set(parts["batch"].nodes) == {"n1", "n2"}
     assert parts["long"].max_cpus_per_node == 4 and parts["long"].max_mem_per_node == 8000
     assert check_jobs([_job()], parts) == ([], [])
@@ -117,18 +117,18 @@ def test_partition_check_names_rule_request_limit_and_key():
     problems, _ = check_jobs([_job(node="n1", threads=4, mem_mb=5000)], parts)
     assert "node n1 of partition 'batch' has at most 2 CPUs" in problems[0]
     assert "asks 5000 MB of memory" in problems[1] and "server.settings.innodb_buffer_pool_size" in problems[1]
-    problems, _ = check_jobs([_job(partition="long", threads=6, runtime=3000, mem_mb=9000)], parts)
+    problems, _ = check_jobs([_job(slurm_partition="long", threads=6, runtime=3000, mem_mb=9000)], parts)
     assert len(problems) == 3 and "at most 4 CPUs" in problems[1] and "at most 8000 MB" in problems[2]
     problems, _ = check_jobs([_job(node="n9")], parts)
     assert "node n9 (config key 'targets.disk.node') is not in partition 'batch'" in problems[0]
-    problems, _ = check_jobs([_job(partition="gpu")], parts)
+    problems, _ = check_jobs([_job(slurm_partition="gpu")], parts)
     assert "partition 'gpu' (resource slurm_partition) does not exist" in problems[0]
     problems, _ = check_jobs([_job(runtime=45, overridden={"runtime": True})], parts)
     assert "the workflow profile's set-threads/set-resources" in problems[0]
 
 
 def test_partition_check_warns_when_every_node_is_down():
-    parts = parse_partitions(SCONTROL, "n1|batch|2|4000|drained\nn2|batch|8|16000|down*\n")
+    parts = parse_slurm_partitions(SCONTROL, "n1|batch|2|4000|drained\nn2|batch|8|16000|down*\n")
     problems, warnings = check_jobs([_job()], parts)
     assert problems == [] and "every node it may use is unavailable" in warnings[0]
 

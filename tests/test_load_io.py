@@ -60,6 +60,6 @@ def test_myrocks_counters_come_from_a_real_myrocks(tmp):
 
 
 def test_the_counters_load_io_reads_are_those_the_sampler_takes():
-    from catbench.core.server.tools import STATUS_COUNTERS
+    from catbench.core.server.status import STATUS_COUNTERS
     from catbench.report.views import ENGINE_COUNTERS
     assert set(ENGINE_COUNTERS) <= set(STATUS_COUNTERS)

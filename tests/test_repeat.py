@@ -10,35 +10,35 @@ from catbench.report.stats import Figure, verdict
 
 
 def test_fixed_repetitions_without_a_maximum():
-    plan = Repeats.of({"repetitions": 3})
-    assert plan.more([], 0) and plan.more([1.0, 2.0], 0) and not plan.more([1.0, 1.0, 5.0], 0)
-    assert plan.kept([1.0, 1.0, 5.0]) == [1.0, 1.0, 5.0]
+    repeats = Repeats.of({"repetitions": 3})
+    assert repeats.more([], 0) and repeats.more([1.0, 2.0], 0) and not repeats.more([1.0, 1.0, 5.0], 0)
+    assert repeats.kept([1.0, 1.0, 5.0]) == [1.0, 1.0, 5.0]
 
 
 def test_a_noisy_pilot_asks_for_more_runs_than_a_steady_one():
-    plan = Repeats.of({"repetitions": 2, "max_repetitions": 10, "precision": 0.05, "budget_s": None})
+    repeats = Repeats.of({"repetitions": 2, "max_repetitions": 10, "precision": 0.05, "budget_s": None})
     steady, noisy = [1.000, 1.001], [1.0, 1.5]
-    assert plan.after(steady) == 2 and plan.after(noisy) == 8
-    assert plan.more(steady + [1.0], 0.1) and not plan.more(steady + [1.0, 1.0], 0.1)
+    assert repeats.after(steady) == 2 and repeats.after(noisy) == 8
+    assert repeats.more(steady + [1.0], 0.1) and not repeats.more(steady + [1.0, 1.0], 0.1)
     # the runs after the pilot do not change how many there are: only the pilot's spread does
-    assert plan.more(noisy + [1.0, 1.0, 1.0], 0.1) and plan.more(noisy + [1.0, 9.0, 1.0], 0.1)
-    assert not plan.more(noisy + [1.0] * 8, 0.1)                               # the maximum
-    assert plan.kept(noisy + [1.1, 1.2]) == [1.1, 1.2]                          # the pilot is not kept
+    assert repeats.more(noisy + [1.0, 1.0, 1.0], 0.1) and repeats.more(noisy + [1.0, 9.0, 1.0], 0.1)
+    assert not repeats.more(noisy + [1.0] * 8, 0.1)                               # the maximum
+    assert repeats.kept(noisy + [1.1, 1.2]) == [1.1, 1.2]                          # the pilot is not kept
 
 
 def test_the_budget_stops_a_noisy_figure_but_never_inside_its_pilot_and_minimum():
-    plan = Repeats.of({"repetitions": 3, "max_repetitions": 50, "precision": 0.01, "budget_s": 2.0})
-    assert plan.more([1.0, 3.0], 100.0)                    # inside the pilot: the budget does not count
-    assert plan.more([1.0, 3.0, 2.0, 2.0], 100.0)          # the pilot and fewer than the minimum after it
-    assert not plan.more([1.0, 3.0, 2.0, 2.0, 2.0, 2.0], 2.5)
-    assert plan.more([1.0, 3.0, 2.0, 2.0, 2.0, 2.0], 1.0)
+    repeats = Repeats.of({"repetitions": 3, "max_repetitions": 50, "precision": 0.01, "budget_s": 2.0})
+    assert repeats.more([1.0, 3.0], 100.0)                    # inside the pilot: the budget does not count
+    assert repeats.more([1.0, 3.0, 2.0, 2.0], 100.0)          # the pilot and fewer than the minimum after it
+    assert not repeats.more([1.0, 3.0, 2.0, 2.0, 2.0, 2.0], 2.5)
+    assert repeats.more([1.0, 3.0, 2.0, 2.0, 2.0, 2.0], 1.0)
 
 
-def _adaptive_figure(rng, plan: Repeats, sd: float) -> Figure:
+def _adaptive_figure(rng, repeats: Repeats, sd: float) -> Figure:
     xs: list = []
-    while plan.more(xs, 0.0):
+    while repeats.more(xs, 0.0):
         xs.append(float(rng.lognormal(0.0, sd)))
-    return Figure.of(plan.kept(xs))
+    return Figure.of(repeats.kept(xs))
 
 
 @pytest.mark.slow
@@ -48,9 +48,9 @@ def test_adaptive_repetitions_keep_the_rules_false_alarm_rate_at_a_zero_threshol
     spreads where the pilot stops early, late or in between."""
     rng = np.random.default_rng(21)
     trials = 600
-    for cv, plan in ((0.03, Repeats(3, 10, 0.05, None)), (0.05, Repeats(2, 10, 0.05, None)),
+    for cv, repeats in ((0.03, Repeats(3, 10, 0.05, None)), (0.05, Repeats(2, 10, 0.05, None)),
                      (0.10, Repeats(3, 10, 0.10, None)), (0.02, Repeats(3, 20, 0.02, None))):
         sd = float(np.sqrt(np.log1p(cv * cv)))
-        called = sum(verdict(_adaptive_figure(rng, plan, sd), _adaptive_figure(rng, plan, sd), threshold=0.0).real
+        called = sum(verdict(_adaptive_figure(rng, repeats, sd), _adaptive_figure(rng, repeats, sd), threshold=0.0).real
                      for _ in range(trials))
-        assert called / trials <= 0.06, (cv, plan, called / trials)
+        assert called / trials <= 0.06, (cv, repeats, called / trials)

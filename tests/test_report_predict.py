@@ -108,7 +108,7 @@ def test_a_stopped_load_is_noted_with_its_table_over_the_engines_cache():
 
 
 def test_the_lead_quotes_the_protocol_on_innodb_with_its_engine_and_ids():
-    from catbench.report.answer import _lead
+    from catbench.report.at_scale import _lead
 
     def load(engine, strategy, seconds, layout="random"):
         return {"target": "disk", "variant": "char28", "engine": engine, "strategy": strategy,

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from catbench.core.index.table import LoadError
 from catbench.core.server.process import Launch, Server
-from catbench.core.server.tools import ServerError, plugin_options
+from catbench.core.infra.settings import ServerError
+from catbench.core.server.binaries import plugin_options
 from catbench.load.comparison import write_not_run
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target

@@ -198,7 +198,7 @@ def _server_options() -> dict:
     """{option: default} of the installed server (MyRocks loaded when it is installed)."""
     import subprocess
     from catbench.core.infra.settings import option_name
-    from catbench.core.server.tools import find_server_binary, plugin_dir
+    from catbench.core.server.binaries import find_server_binary, plugin_dir
     binary = find_server_binary()
     args = [binary, "--no-defaults", "--verbose", "--help"]
     pdir = plugin_dir(binary)
@@ -260,7 +260,7 @@ def test_an_option_that_would_write_outside_the_target_is_refused_naming_the_key
 
 
 def test_the_same_options_are_refused_from_the_command_line_before_a_server_starts(tmp_path):
-    from catbench.core.server.tools import ServerError
+    from catbench.core.infra.settings import ServerError
     for option, value in (("log_slow_query_file", "/tmp/x.log"), ("rocksdb_wal_dir", "/tmp/wal"),
                           ("innodb_temp_data_file_path", "../../x:12M:autoextend")):
         with pytest.raises(ServerError, match=option):

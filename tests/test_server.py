@@ -8,14 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 from catbench.core.server.process import Launch, Server
-from catbench.core.server.tools import (
-    ServerError,
-    find_server_binary,
-    server_version,
-    status_counters,
-    validate_settings,
-    variables,
-)
+from catbench.core.infra.settings import ServerError, validate_settings
+from catbench.core.server.binaries import find_server_binary, server_version
+from catbench.core.server.status import status_counters, variables
 from support.servers import server_procs
 
 pytestmark = pytest.mark.server

@@ -7,7 +7,7 @@ import os
 import psutil
 import pytest
 from catbench.core.server.process import Server
-from catbench.core.server.tools import ServerError
+from catbench.core.infra.settings import ServerError
 from catbench.core.server.session import private_server
 from catbench.core.infra.targets import TargetError
 

@@ -130,7 +130,7 @@ def test_a_whole_run_passes_whatever_the_umask(tmp_path, umask):
     "3 (HY000): Error writing file './ddl_recovery.log' (Errcode: 28 \"No space left on device\")"])
 def test_a_statement_that_failed_on_a_full_disk_is_named_so(tmp, said):
     """What MariaDB says when CREATE TABLE meets a full disk: the first line says out of space."""
-    from catbench.core.server.tools import out_of_space
+    from catbench.core.server.logs import out_of_space
     line = out_of_space("disk", tmp, tmp / "no-error.log", said=said)
     assert line and line.startswith(f"target disk: out of space on {tmp}")
     assert out_of_space("disk", tmp, said="1146 (42S02): Table 'catbench.x' doesn't exist") is None
@@ -174,7 +174,7 @@ def _keys(n0: int, n: int, tmp: Path) -> Path:
 
 def _sort(files, tmpdir):
     from catbench.core.index.table import get_variant
-    from catbench.load.handoff import LoadOptions
+    from catbench.load.job import LoadOptions
     from catbench.load.sorted_stream import SortedStream
     opts = LoadOptions(connections=1, transaction_rows=0, batch_files=1, consolidate=False,
                        sort_memory="64MB", sort_threads=1, chunk_rows=2)
@@ -271,7 +271,7 @@ def test_a_temporary_folder_replaced_since_is_neither_used_nor_removed(tmp):
     """Where others may rename catbench's folder away (a 0777 folder without the sticky bit) and
     put a link in its place: the next use fails naming the key, and the link's target stays."""
     from catbench.core.server.scratch import ScratchDir
-    from catbench.core.server.tools import ServerError
+    from catbench.core.infra.settings import ServerError
     victim = tmp / "victim"
     victim.mkdir()
     (victim / "f").write_text("x")
@@ -307,7 +307,7 @@ def test_a_server_folder_planted_in_a_target_others_write_to_is_left_alone(tmp, 
     a server's folder, ``<target>/catbench-<name>``, before root's job: the job fails naming the
     target's key; root's folder keeps its mode and files, the planted name stays."""
     from catbench.core.server.session import private_server
-    from catbench.core.server.tools import ServerError
+    from catbench.core.infra.settings import ServerError
     target, victim = _open_folder_and_victim(tmp, "public", 0o1777, ("keep.txt",))
     planted = target / "catbench-x"
     if plant == "link":

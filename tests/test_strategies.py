@@ -17,7 +17,7 @@ from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import Target
 from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
-from catbench.load.handoff import LoadOptions
+from catbench.load.job import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl
 from support.indexinput import write_files
 

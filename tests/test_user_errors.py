@@ -50,14 +50,14 @@ def _generation_order(num, char):
 
 
 def test_too_little_sort_memory_names_the_key(tmp_path):
-    from catbench.prepare.arrival import written_in_order
+    from catbench.prepare.index_order import written_in_order
     with pytest.raises(ValueError, match=r"config key 'index.sort_memory': 1MB is too little"):
         written_in_order("chunk", _generation_order, tmp_path / "n", tmp_path / "c", "1MB")
     assert not (tmp_path / "n").exists() and not list(tmp_path.glob(".arrival-*"))
 
 
 def test_a_full_disk_during_the_chunk_sort_names_the_place_and_what_to_do():
-    from catbench.prepare.arrival import written_in_order
+    from catbench.prepare.index_order import written_in_order
     with tmpfs("40M") as d:    # room for the generation-order files, not for the sort too
         with pytest.raises(ValueError, match=rf"out of space in {d} while sorting .* index.order: generation"):
             written_in_order("chunk", _generation_order, d / "n", d / "c", "64MB")

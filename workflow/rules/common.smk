@@ -168,7 +168,7 @@ QUERY_TARGETS = cb_config.stage_targets(config, "queries")
 # and bytes, whichever INDEX_SOURCE writes them).
 INDEX_INPUT = {v.name: f"{RES}/index/{v.folder}" for v in cb_index_table.VARIANTS.values()}
 WORKING_SET = f"{RES}/index/working_set.json"
-# The order of the index input's rows (index.order, prepare/arrival.py), for whichever rule writes it.
+# The order of the index input's rows (index.order, prepare/index_order.py), for whichever rule writes it.
 INDEX_ORDER = (f"--order {shlex.quote(config['index']['order'])} "
                f"--sort-memory {shlex.quote(str(config['index']['sort_memory']))}")
 PARTS = [f"{p:05d}" for p in range(len(cb_copies.part_copies(config["catalog"])))]
@@ -255,12 +255,12 @@ def check_slurm_requests():
         req, res = JOB_REQUESTS.get(job.rule.name), job.resources
         asked = {"threads": job.threads, "mem_mb": res.get("mem_mb"), "runtime": res.get("runtime") or 0}
         target = job.wildcards_dict.get("target")
-        jobs.append({"rule": job.rule.name, "partition": res.get("slurm_partition"), **asked,
+        jobs.append({"rule": job.rule.name, "slurm_partition": res.get("slurm_partition"), **asked,
                      "node": cb_slurm.nodelist(res.get("slurm_extra")),
                      "keys": {**(req.keys if req else {}), "node": f"targets.{target}.node"},
                      "overridden": {k: req is not None and v != getattr(req, k) for k, v in asked.items()}})
     try:
-        problems, warnings = cb_slurm.check_jobs(jobs, cb_slurm.read_partitions())
+        problems, warnings = cb_slurm.check_jobs(jobs, cb_slurm.read_slurm_partitions())
     except cb_slurm.SlurmError as e:
         raise WorkflowError(str(e))
     for w in warnings:

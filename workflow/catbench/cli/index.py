@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..core.infra.metrics import JobTimer, summarise
 from ..prepare import partition as partition_mod
-from ..prepare.arrival import ORDERS
+from ..prepare.index_order import ORDERS
 from ..prepare.spec import PoolSetup, PrepareSpec
 from .common import command, read_config
 
@@ -19,7 +19,7 @@ COMMANDS = ("index-input", "index-generate", "index-merge", "index-read", "index
 
 
 def cmd_index_input(a):
-    from ..prepare.arrival import written_in_order
+    from ..prepare.index_order import written_in_order
     with JobTimer("index_input", a.metrics) as t:
         r = written_in_order(a.order, lambda num, char: partition_mod.write_index_input(
             a.staging, a.files, num, char), a.out, a.out_char28, a.sort_memory)
@@ -38,7 +38,7 @@ def cmd_index_generate(a):
 
 def cmd_index_merge(a):
     """The index parts' files linked into one folder per variant, with one manifest each."""
-    from ..prepare.arrival import written_in_order
+    from ..prepare.index_order import written_in_order
     from ..prepare.index_only import merge_parts
     r = written_in_order(a.order, lambda num, char: merge_parts(a.staging, num, char), a.out,
                          a.out_char28, a.sort_memory)

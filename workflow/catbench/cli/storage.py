@@ -33,10 +33,10 @@ EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.co
 def cmd_fio(args) -> int:
     """Run the fio job files on one target; writes <out>/fio.csv and the raw JSON."""
     out = Path(args.out)
-    plan = Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
-                       "precision": args.precision, "budget_s": args.budget_s})
+    repeats = Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
+                          "precision": args.precision, "budget_s": args.budget_s})
     rows = run_fio(args.target, args.path, FioSpec(parse_size(args.size), args.runtime_s, args.numjobs,
-                                                   tuple(args.tests or TESTS), plan), out / "json")
+                                                   tuple(args.tests or TESTS), repeats), out / "json")
     pacsv.write_csv(pa.Table.from_pylist(rows), out / "fio.csv")
     return 0
 
@@ -93,7 +93,7 @@ def cmd_estimate(a):
         if not a.results:
             raise ValueError("--calibrate loads the run's index input: give --results results/<run>")
         from ..core.server.loaddata import LoadError
-        from ..core.server.tools import ServerError
+        from ..core.infra.settings import ServerError
         with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
             try:
                 est["time"] = calibrate(run, LoadSpec.of(cfg), a.calibrate, Path(a.results), a.calibrate_files,

@@ -87,11 +87,11 @@ def _row(target: str, test: str, doc: dict, direct: bool, numjobs: int, size: in
     }
 
 
-def _schedule(tests, plan: Repeats, seen: dict):
-    """(repetition, test) in rounds: every test that ``plan`` still wants another run of."""
+def _schedule(tests, repeats: Repeats, seen: dict):
+    """(repetition, test) in rounds: every test that ``repeats`` still wants another run of."""
     t0, rep = time.monotonic(), 0
     while True:
-        todo = [t for t in tests if plan.more(seen[t], time.monotonic() - t0)]
+        todo = [t for t in tests if repeats.more(seen[t], time.monotonic() - t0)]
         if not todo:
             return
         for t in todo:
@@ -102,24 +102,24 @@ def _schedule(tests, plan: Repeats, seen: dict):
 @dataclass(frozen=True)
 class FioSpec:
     """A fio job's knobs (config ``fio``): the test file's ``size``, seconds per test, the
-    random tests' parallel jobs, which ``tests``, and their repetitions (``plan``)."""
+    random tests' parallel jobs, which ``tests``, and their repetitions (``repeats``)."""
     size: str | int
     runtime_s: float
     numjobs: int
     tests: tuple = TESTS
-    plan: Repeats = Repeats(1, 1, 0.0, None)
+    repeats: Repeats = Repeats(1, 1, 0.0, None)
 
 
 def run_fio(target_name: str, directory, spec: FioSpec, out_dir, fio_binary: str | None = None) -> list[dict]:
     """Run the job files in ``resources/fio`` on ``directory``, every test as often as
-    ``spec.plan`` asks (all tests once, then again; core/infra/jobs/repeat.py: more runs of a
+    ``spec.repeats`` asks (all tests once, then again; core/infra/jobs/repeat.py: more runs of a
     test until its MB/s are as precise as asked); raw JSON goes to ``out_dir``
     (``<test>.json`` for the first repetition, ``<test>.rep<N>.json`` after).
 
     Rows: target, test, repetition, MBps (10^6 B/s), iops, clat_p50_us, clat_p99_us, direct, ...
     """
     fio = fio_binary or find_fio()
-    tests, runtime_s, numjobs, plan = spec.tests, spec.runtime_s, spec.numjobs, spec.plan
+    tests, runtime_s, numjobs, repeats = spec.tests, spec.runtime_s, spec.numjobs, spec.repeats
     size_b = parse_size(spec.size)
     directory = Path(directory).absolute()
     if ":" in str(directory):
@@ -133,7 +133,7 @@ def run_fio(target_name: str, directory, spec: FioSpec, out_dir, fio_binary: str
     rows = []
     try:
         seen: dict = {t: [] for t in tests}
-        for rep, test in _schedule(tests, plan, seen):
+        for rep, test in _schedule(tests, repeats, seen):
             job_file = resources_dir() / "fio" / f"{test}.fio"
             json_path = out_dir / (f"{test}.json" if rep == 0 else f"{test}.rep{rep}.json")
             while True:
@@ -162,6 +162,6 @@ def run_fio(target_name: str, directory, spec: FioSpec, out_dir, fio_binary: str
     finally:
         for leftover in directory.glob(DATA_FILE + "*"):
             leftover.unlink()
-    # an adaptive plan's pilot set n and is not judged (core/infra/jobs/repeat.py)
-    first = {t: plan.min_n if len(plan.kept(v)) < len(v) else 0 for t, v in seen.items()}
+    # adaptive repeats' pilot set n and is not judged (core/infra/jobs/repeat.py)
+    first = {t: repeats.min_n if len(repeats.kept(v)) < len(v) else 0 for t, v in seen.items()}
     return [r for r in rows if r["repetition"] >= first[r["test"]]]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..core.index.input import scan_file
 from ..core.index.table import IndexInto, load_file
-from .handoff import LoadProgress, trace_row
+from .job import LoadProgress, trace_row
 
 
 def load_files_parallel(server, into: IndexInto, files: list[Path], connections: int, *,

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from ..core.index.input import FileInfo, scan_files
 from ..core.infra.resources import read_sql
 from ..core.server.loaddata import LoadError
-from .handoff import Outcome, Repetition, trace_row
+from .job import Outcome, Repetition, trace_row
 
 
 STATE = "resume.json"

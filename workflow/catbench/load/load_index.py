@@ -38,10 +38,11 @@ from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.resources import read_sql
 from ..core.infra.targets import Target, check_target, describe_target, device_for
 from ..core.server.loaddata import LoadError
+from ..core.server.logs import out_of_space
 from ..core.server.session import Datadir, private_server, server_dir
-from ..core.server.tools import out_of_space, variables
+from ..core.server.status import variables
 from .estimate import STEADY, input_rows, load_need
-from .handoff import TIMINGS, LoadJob, Outcome, Repetition
+from .job import TIMINGS, LoadJob, Outcome, Repetition
 from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,
@@ -69,7 +70,7 @@ class _Load:
     srv: object               # the started core.server.process.Server
     summary: dict
     v: Variant
-    plan: Strategy
+    strategy: Strategy
     table: str
     files: list[Path]
     spec: LoadSpec
@@ -85,46 +86,46 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
     ``repetitions``) into ``out_dir``, which appears only on success (a previous
     ``out_dir`` is removed at the start). Returns the summary.
     """
-    v, plan, eng = get_variant(case.variant), get_strategy(case.strategy), get_engine(case.engine)
-    strategy, target, path, options = case.strategy, target.name, target.path, spec.options
-    if not plan.supports(eng.name):
-        raise LoadError(f"strategy {strategy} does not run on storage engine {eng.name}: "
-                        f"{plan.unsupported.get(eng.name)} (config keys load.strategies, load.engines)")
+    v, strategy, eng = get_variant(case.variant), get_strategy(case.strategy), get_engine(case.engine)
+    target, path, options = target.name, target.path, spec.options
+    if not strategy.supports(eng.name):
+        raise LoadError(f"strategy {strategy.name} does not run on storage engine {eng.name}: "
+                        f"{strategy.unsupported.get(eng.name)} (config keys load.strategies, load.engines)")
     files = [Path(f).absolute() for f in files]
     if not files:
         raise LoadError("no input files given")
     input_bytes = sum(f.stat().st_size for f in files)
     check_target(target, path)   # a usable directory now; its room once a resume's kept data is known
-    table = table_name(v, strategy)
-    summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy,
+    table = table_name(v, strategy.name)
+    summary = {"target": target, "variant": v.name, "engine": eng.name, "strategy": strategy.name,
                "table": f"{DATABASE}.{table}",
                "files": len(files), "input_bytes": input_bytes, "row_bytes": v.row_bytes,
-               "in_file_order": plan.in_file_order,
+               "in_file_order": strategy.in_file_order,
                "storage": describe_target(path),
                "options": options.as_dict(), "repetitions_requested": spec.repetitions,
                "repetition_limit_s": spec.repetition_limit_s}
     settings = {**eng.settings, **spec.settings}
-    name = f"load_index-{v.name}-{eng.name}-{strategy}"
+    name = f"load_index-{v.name}-{eng.name}-{strategy.name}"
     state = None
-    if plan.resumable:  # an interrupted run of this same load is continued (load/ledger.py)
-        key = load_key(files, v.name, strategy, table, options.as_dict(), settings)
+    if strategy.resumable:  # an interrupted run of this same load is continued (load/ledger.py)
+        key = load_key(files, v.name, strategy.name, table, options.as_dict(), settings)
         state = ResumeState.find(server_dir(path, name), key) or ResumeState(server_dir(path, name) / STATE, key)
-    summary["time_limit_s"] = spec.time_limit_s if plan.resumable else None
+    summary["time_limit_s"] = spec.time_limit_s if strategy.resumable else None
     # the run-level estimate's model (estimate.py), less what a resumed load already has there
     kept = dir_bytes(server_dir(path, name)) if state and state.in_progress else 0
-    need = load_need(v.name, strategy, input_rows(files, input_bytes), input_bytes, settings)["need_bytes"]
+    need = load_need(v.name, strategy.name, input_rows(files, input_bytes), input_bytes, settings)["need_bytes"]
     check_target(target, path, need_bytes=max(0, need - kept),
-                 why=f"a {v.name}/{strategy} load" + (f", less the {kept / 2**20:.1f} MiB it has kept" if kept else ""))
+                 why=f"a {v.name}/{strategy.name} load" + (f", less the {kept / 2**20:.1f} MiB it has kept" if kept else ""))
     with staged_output(out_dir) as work:
         launch = dataclasses.replace(spec.launch, plugins=(eng.plugin,) if eng.plugin else ())
-        data = Datadir(spec.keep_data, reuse=bool(state and state.in_progress), keep_on_failure=plan.resumable)
+        data = Datadir(spec.keep_data, reuse=bool(state and state.in_progress), keep_on_failure=strategy.resumable)
         with private_server(target, path, name, settings, launch, data=data) as srv:
-            runs = _repetitions(_Load(srv, summary, v, plan, table, files, spec, Path(path)), state)
+            runs = _repetitions(_Load(srv, summary, v, strategy, table, files, spec, Path(path)), state)
         summary["server"].update(timings=dict(srv.timings), ram=srv.ram, ram_peak=srv.ram_peak)
         _aggregate(summary, runs)
         _write_results(work, summary, runs, spec.interval_s)
     log.info("target %s: %s/%s: %d rows in %.1f s (median of %d; %.0f rows/s); results in %s", target, v.name,
-             strategy, summary["rows"], summary["seconds"], summary["n"], summary["rows_per_s"] or 0, out_dir)
+             strategy.name, summary["rows"], summary["seconds"], summary["n"], summary["rows_per_s"] or 0, out_dir)
     return summary
 
 
@@ -134,7 +135,7 @@ def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
     (one stopped by ``load.time_limit_s`` is repeated too: its rows by the limit are a figure
     that needs its n). A resumed load (``state``) takes its finished
     repetitions as they were and continues the interrupted one."""
-    srv, summary, v, plan, table = job.srv, job.summary, job.v, job.plan, job.table
+    srv, summary, v, strategy, table = job.srv, job.summary, job.v, job.strategy, job.table
     runs = [repetition_from_doc(d) for d in state.completed] if state else []
     limit = job.spec.repetition_limit_s
     for rep in range(len(runs), job.spec.repetitions):
@@ -148,11 +149,11 @@ def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
         runs.append(Repetition(rep, figures, outcome, sampler, t0, t1))
         if state:
             state.finish(runs[-1])
-        log.info("target %s: %s/%s repetition %d: %.1f s%s", summary["target"], v.name, plan.name, rep,
+        log.info("target %s: %s/%s repetition %d: %.1f s%s", summary["target"], v.name, strategy.name, rep,
                  figures["seconds"], " (stopped at load.time_limit_s)" if figures["stopped"] else "")
         if limit is not None and figures["seconds"] > limit and rep + 1 < job.spec.repetitions:
             log.info("target %s: %s/%s took %.1f s > load.repetition_limit_s %s: n=%d", summary["target"],
-                     v.name, plan.name, figures["seconds"], limit, len(runs))
+                     v.name, strategy.name, figures["seconds"], limit, len(runs))
             break
     return runs
 
@@ -191,7 +192,7 @@ def _aggregate(summary: dict, runs: list[Repetition]):
 def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
     """One repetition on a started server: fills ``figures`` (and ``summary["server"]`` the
     first time), returns what the result files are made of: (outcome, sampler, t0, t1)."""
-    srv, summary, v, plan, table, spec = job.srv, job.summary, job.v, job.plan, job.table, job.spec
+    srv, summary, v, strategy, table, spec = job.srv, job.summary, job.v, job.strategy, job.table, job.spec
     options = spec.options
     conn = srv.connect()
     try:
@@ -202,17 +203,17 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
         load = LoadJob(srv, conn, DATABASE, table, v, job.files, options, srv.tmpdir, eng)
         with _full_disk_named(summary["target"], srv):
             conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
-            _prepare_table(load, plan, figures, resuming, spec.time_limit_s)
+            _prepare_table(load, strategy, figures, resuming, spec.time_limit_s)
         files_glob = eng.table_files.format(database=DATABASE, table=table)
         sampler = Sampler(srv, device=device_for(job.path), table_glob=files_glob,
                           interval_s=spec.sample_interval_s, watch=load.watch,
                           flush_sql=read_sql("index", eng.flush_sql) if eng.flush_sql else None)
-        log.info("target %s: loading %d files with strategy %s (%s)", summary["target"], len(load.todo), plan.name,
+        log.info("target %s: loading %d files with strategy %s (%s)", summary["target"], len(load.todo), strategy.name,
                  options.as_dict())
         with sampler:
             t0 = load.clock()
             with _full_disk_named(summary["target"], srv):
-                outcome = plan.load(load)
+                outcome = strategy.load(load)
             t1 = time.time()
         verified = _verify(conn, v, table, outcome, summary["target"])
         table_bytes = sampler.settled_table_bytes(conn)
@@ -239,13 +240,13 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
     return outcome, sampler, t0, t1
 
 
-def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, time_limit_s):
+def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bool, time_limit_s):
     """Creates the strategy's table, or, resuming, finds what the interrupted run committed
     (the ledger); gives file-by-file strategies their ledger and watch (time limit, progress)."""
     if not resuming:
         job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
-        job.conn.cursor().execute(plan.table_ddl(job.variant, DATABASE, job.table, job.engine))
-    if not plan.resumable:
+        job.conn.cursor().execute(strategy.table_ddl(job.variant, DATABASE, job.table, job.engine))
+    if not strategy.resumable:
         job.watch = LoadWatch(len(job.files), None)
         return
     job.ledger = Ledger(DATABASE, job.table, figures["repetition"], job.files)
@@ -255,7 +256,7 @@ def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, 
         if not job.engine.transactional and not _table_is_ledger(job, figures):
             job.earlier = ((), ())
             job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
-            job.conn.cursor().execute(plan.table_ddl(job.variant, DATABASE, job.table, job.engine))
+            job.conn.cursor().execute(strategy.table_ddl(job.variant, DATABASE, job.table, job.engine))
             job.ledger.clear(job.conn)
         figures["resumed_at_file"] = len(job.earlier[1])
         log.info("resuming after %d of %d committed files", len(job.earlier[1]), len(job.files))

@@ -12,7 +12,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.server.tools import status_counters
+from ..core.server.status import status_counters
 
 log = logging.getLogger(__name__)
 

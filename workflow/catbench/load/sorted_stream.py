@@ -35,7 +35,7 @@ from ..core.index.table import IndexInto, load_file
 from ..core.infra.resources import read_sql
 from ..core.server.loaddata import LoadError
 from ..core.server.scratch import ScratchDir
-from .handoff import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
+from .job import LoadJob, LoadOptions, LoadProgress, Outcome, finish_trace, trace_row
 
 log = logging.getLogger(__name__)
 ER_KEYS_OUT_OF_ORDER = 4054  # MyRocks bulk load: "Rows must be inserted in primary key order"

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core.infra.config import estimated_objects, target_dir
 from ..core.infra.targets import parse_size
 from ..core.server.process import Launch
-from .handoff import LoadOptions
+from .job import LoadOptions
 from .strategies import load_pairs
 
 

@@ -133,13 +133,13 @@ def timed(engine, q, params) -> tuple[float, Answer]:
     return (wall if ans.seconds is None else ans.seconds), ans
 
 
-def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, plan: Repeats,
+def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, repeats: Repeats,
               cold: bool) -> None:
-    """Cold runs (``restart()`` before each query: ``plan.min_n`` of them) then warm runs (after
-    one warm-up), as many as ``plan`` asks for (core/repeat.py; an adaptive plan's pilot runs
-    are dropped like the warm-up)."""
+    """Cold runs (``restart()`` before each query: ``repeats.min_n`` of them) then warm runs (after
+    one warm-up), as many as ``repeats`` asks for (core/infra/jobs/repeat.py; adaptive repeats' pilot
+    runs are dropped like the warm-up)."""
     if cold:
-        for rep in range(1, plan.min_n + 1):
+        for rep in range(1, repeats.min_n + 1):
             for n in names:
                 restart()
                 s, ans = timed(engine, suite[n], params[n])
@@ -149,13 +149,13 @@ def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, 
     for n in names:
         rec.add(n, "warmup", 0, *timed(engine, suite[n], params[n]))
         times, t0, rep = [], time.monotonic(), 0
-        while plan.more(times, time.monotonic() - t0):
+        while repeats.more(times, time.monotonic() - t0):
             rep += 1
             s, ans = timed(engine, suite[n], params[n])
             c = rec.add(n, "warm", rep, s, ans)
             rec.add_chunks(n, "warm", rep, getattr(engine, "last_chunks", None))
             times.append(s)
-        pilot = len(times) - len(plan.kept(times))   # core/infra/jobs/repeat.py: it set n, it is not judged
+        pilot = len(times) - len(repeats.kept(times))   # core/infra/jobs/repeat.py: it set n, it is not judged
         for r in rec.rows[len(rec.rows) - len(times):len(rec.rows) - len(times) + pilot]:
             r["cache"] = "warmup"
         rec.chunk_rows = [c for c in rec.chunk_rows

@@ -28,7 +28,7 @@ from ..core.index.table import get_variant
 from ..core.infra.files import staged_output
 from ..core.infra.targets import Target, TargetError, check_target, describe_target
 from ..core.server.session import Datadir, private_server
-from ..core.server.tools import variables
+from ..core.server.status import variables
 from .chunk_tables import (
     install_functions,
     load_chunk_tables,

@@ -16,7 +16,7 @@ import re
 
 from .stats import (Figure, ReportSpec, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
                     verdict, versus)
-from .why import answers, why
+from .row_costs import answers, row_costs
 
 # the 2017 storage study's protocol, every other strategy's yardstick
 ONE_FILE_AT_A_TIME = "one-file-at-a-time"
@@ -451,7 +451,7 @@ def _parts(t, thr: dict) -> tuple:
         ("Other engines against InnoDB's B-tree (MyRocks' LSM tree, MyISAM): the same strategy on each engine",
          engines(t.loads, t.collapse, thr)),
         ("Why: what a row cost on the device and the server's CPU (load_io.csv)",
-         why(t, ONE_FILE_AT_A_TIME)),
+         row_costs(t, ONE_FILE_AT_A_TIME)),
         ("Table bytes per strategy", table_size(t.loads)),
         ("Best target and engine per query class (whole class per run: cold = after a restart)",
          queries(t.query_runs, thr)),

@@ -297,7 +297,7 @@ class _Reader:
             self.add("chunk_stats", _csv(self.used(self.run / "chunks" / "chunks.tsv"), "chunk_stats", delimiter="\t"))
 
     def metrics(self) -> None:
-        # partition.json: catalog + partition (its "catalog": answer.py your_catalog); index.json: an index study's
+        # partition.json: catalog + partition (its "catalog": at_scale.py your_catalog); index.json: an index study's
         for pj in (self.run / "metrics" / "partition.json", self.run / "metrics" / "index.json"):
             if pj.is_file():
                 self.inp.present.add("metrics")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.isolation import ran_alone, what_it_met
-from .answer import answer, dur, method, your_catalog
+from .at_scale import answer, dur, method, your_catalog
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
 from .stats import ReportSpec

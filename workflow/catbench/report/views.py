@@ -10,7 +10,7 @@ S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()  # noqa: E741
 KEY = [("target", S), ("variant", S), ("engine", S), ("strategy", S)]
 
 REP = [("repetition", I)]
-# The engines' own counters a load's samples keep (core/server/tools.py STATUS_COUNTERS), per row
+# The engines' own counters a load's samples keep (core/server/status.py STATUS_COUNTERS), per row
 # in load_io.csv: InnoDB's reads, writes, misses, flushes and redo; MyRocks' WAL, flushes,
 # compactions and write stalls; MyISAM's key blocks read and written.
 ENGINE_COUNTERS = ("Innodb_data_read", "Innodb_data_written", "Innodb_buffer_pool_reads",

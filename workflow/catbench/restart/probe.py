@@ -11,8 +11,8 @@ import time
 
 import mysql.connector
 
+from ..core.infra.settings import ServerError
 from ..core.server.process import Server
-from ..core.server.tools import ServerError
 from . import errorlog
 
 

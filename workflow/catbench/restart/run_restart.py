@@ -32,10 +32,11 @@ import mysql.connector
 from ..core.index.input import scan_file
 from ..core.index.table import get_variant
 from ..core.infra.files import atomic_path
+from ..core.infra.settings import ServerError
 from ..core.infra.targets import describe_target
 from ..core.server.loaddata import LoadError
 from ..core.server.session import Datadir, private_server
-from ..core.server.tools import ServerError, variables
+from ..core.server.status import variables
 from . import errorlog
 from .headlines import summarize
 from .kinds import KINDS as KIND_FUNCS

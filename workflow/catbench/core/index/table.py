@@ -111,14 +111,14 @@ class Engine:
     """A storage engine of the index table (config ``load.engines``) and what differs with it."""
     name: str                    # as in the config
     sql_name: str                # ENGINE= of the DDL
-    plugin: str | None           # the server plugin catbench loads for it (server_tools.PLUGINS)
+    plugin: str | None           # the server plugin catbench loads for it (core/server/binaries.py PLUGINS)
     settings: dict = field(hash=False)  # server options of its loads; load.settings overrides them
     table_files: str = ""        # glob under the datadir of the files holding the table's data
     flush_sql: str | None = None  # resource run before the table's bytes are measured
     bulk_sql: tuple = ()         # resources beginning and ending strategy bulk's session
     bulk_transactions: bool = True  # bulk commits (load.transaction_rows); else the end statement does
     cache_variable: str = ""     # server variable sizing its page/block cache (table/cache ratios)
-    # status counter of the cache's reads from disk (a sampled counter, server_tools.STATUS_COUNTERS):
+    # status counter of the cache's reads from disk (a sampled counter, core/server/status.py STATUS_COUNTERS):
     # the page misses of an insert, which the scale model's I/O-bound regime is made of
     miss_counter: str = ""
     # A file's rows and its ledger row commit together (load/ledger.py); without transactions

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .tools import ServerError
+from ..infra.settings import ServerError
 
 ROOT = Path("/sys/fs/cgroup")
 KEY = "server.ram"

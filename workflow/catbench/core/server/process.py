@@ -30,25 +30,22 @@ import mysql.connector
 import psutil
 
 from ..infra.resources import resources_dir
+from ..infra.settings import ServerError, validate_settings
 from ..infra.targets import parse_size
 from . import stale
-from .memory import MemoryCage
-from .scratch import ScratchDir, own_folder, remove_left
-from .tools import (
-    SOCKET_PATH_MAX,
-    ServerError,
-    _PortTaken,
+from .address import SOCKET_PATH_MAX, _PortTaken, free_tcp_port
+from .binaries import (
     check_version,
     find_server_binary,
-    free_tcp_port,
     install_db_tool,
     plugin_options,
     plugin_setting,
     server_version,
-    validate_settings,
 )
-from .tools import log_tail as _tail
-from .tools import out_of_space as _out_of_space
+from .logs import log_tail as _tail
+from .logs import out_of_space as _out_of_space
+from .memory import MemoryCage
+from .scratch import ScratchDir, own_folder, remove_left
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +107,7 @@ atexit.register(_stop_all_now)
 class Launch:
     """How a private server starts: its binary (None: found on PATH, /usr/sbin, /usr/libexec),
     TCP on 127.0.0.1 beside the socket, the longest start in seconds, and the storage
-    engines' plugins it loads (``tools.PLUGINS``), and the RAM of the server and its page cache
+    engines' plugins it loads (``binaries.PLUGINS``), and the RAM of the server and its page cache
     in bytes (None: the machine's; ``memory.MemoryCage``)."""
     binary: str | None = None
     tcp: bool = False
@@ -143,7 +140,7 @@ class Server:
         # start; None writes a bare flag, a dict value an option group (e.g. [sst]).
         self.internal: dict = {}
         self.binary = find_server_binary(binary)
-        # storage engines' plugins (core.server.tools.PLUGINS), e.g. MyRocks for load.engines
+        # storage engines' plugins (core.server.binaries.PLUGINS), e.g. MyRocks for load.engines
         self.plugins = tuple(plugins)
         self.internal.update(plugin_options(self.binary, self.plugins))
         self.tcp = tcp

@@ -14,7 +14,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .tools import ServerError
+from ..infra.settings import ServerError
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..infra.files import dir_bytes
+from ..infra.settings import ServerError
 from ..infra.targets import check_target, open_lock, server_bytes
+from .address import SOCKET_PATH_MAX
 from .loaddata import LoadError
 from .process import Launch, Server
 from .scratch import own_folder
-from .tools import SOCKET_PATH_MAX, ServerError
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psutil
 
-from .tools import ServerError
+from ..infra.settings import ServerError
 
 
 def cleanup(srv) -> list[str]:

@@ -59,13 +59,13 @@ def load_pairs(strategies, engines, skip=()) -> tuple[list[tuple[str, str]], lis
             raise LoadError(f"unknown storage engine {e!r} in config key load.engines; choose from "
                             f"{', '.join(ENGINES)}")
         for s in strategies:
-            plan = get_strategy(s)
+            strategy = get_strategy(s)
             if f"{e}/{s}" in skip:
                 skipped.append({"engine": e, "strategy": s, "reason": "skipped by config key load.skip"})
-            elif plan.supports(e):
+            elif strategy.supports(e):
                 pairs.append((e, s))
             else:
-                skipped.append({"engine": e, "strategy": s, "reason": plan.unsupported[e]})
+                skipped.append({"engine": e, "strategy": s, "reason": strategy.unsupported[e]})
     if not pairs:
         raise LoadError(f"none of config key load.strategies ({', '.join(strategies)}) runs on a storage "
                         f"engine of load.engines ({', '.join(engines)}): "

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ...core.index.table import ENGINES, Engine, IndexInto
 from ...core.infra.resources import read_sql
-from ..handoff import LoadJob, Outcome
+from ..job import LoadJob, Outcome
 from ..connections import load_files_parallel
 
 INNODB = ENGINES["innodb"]

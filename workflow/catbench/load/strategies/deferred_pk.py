@@ -11,7 +11,7 @@ import mysql.connector
 from ...core.index.input import duplicate_message
 from ...core.index.table import Engine
 from ...core.server.loaddata import LoadError
-from ..handoff import LoadJob, Outcome
+from ..job import LoadJob, Outcome
 from . import parallel
 from .base import INNODB, Fit, Strategy, sql
 

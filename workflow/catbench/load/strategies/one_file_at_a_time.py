@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ...core.index.table import load_files
-from ..handoff import LoadJob, Outcome
+from ..job import LoadJob, Outcome
 from .base import Fit, Strategy
 
 NAME = "one-file-at-a-time"   # the config's load.strategies value

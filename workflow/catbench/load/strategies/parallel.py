@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..handoff import LoadJob, Outcome
+from ..job import LoadJob, Outcome
 from .base import Fit, Strategy, parallel_files
 
 NAME = "parallel"   # the config's load.strategies value

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..handoff import LoadJob, Outcome
+from ..job import LoadJob, Outcome
 from ..sorted_stream import load_sorted
 from .base import Fit, Strategy
 

@@ -1,4 +1,4 @@
-"""One partition per batch of files (a Qserv super-transaction), then consolidated. Batches
+"""One MySQL partition per batch of files (a Qserv super-transaction), then consolidated. Batches
 are cut from the whole input, so a resumed load gives each file its trans id."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from ...core.index.input import duplicate_message
 from ...core.index.table import Engine
 from ...core.infra.resources import read_sql
 from ...core.server.loaddata import LoadError
-from ..handoff import LoadJob, LoadProgress, Outcome
+from ..job import LoadJob, LoadProgress, Outcome
 from .base import INNODB, Fit, Strategy, parallel_files, sql
 
 NAME = "trans-partitioned"   # the config's load.strategies value
@@ -29,7 +29,7 @@ def load(job: LoadJob) -> Outcome:
         if not batch or job.stop():
             continue
         a0 = time.time()
-        if not _partition_exists(cur, job, b):
+        if not _mysql_partition_exists(cur, job, b):
             cur.execute(sql("add_partition", job, trans_id=b))
         alter_s += time.time() - a0
         tr, inf = parallel_files(job, batch, trans_id=b, progress=progress)
@@ -41,21 +41,21 @@ def load(job: LoadJob) -> Outcome:
     out.extra.update({"connections": opts.connections, "batch_files": opts.batch_files,
                       "partitions": len(batches), "add_partition_seconds": alter_s,
                       "consolidated": bool(opts.consolidate)})
-    if opts.consolidate and not out.extra.get("stopped") and _partition_exists(cur, job, 0):
+    if opts.consolidate and not out.extra.get("stopped") and _mysql_partition_exists(cur, job, 0):
         cur.execute(sql("remove_partitioning", job))
         t2 = time.time()
         out.phase("consolidate", t1, t2)
-    _check_no_key_in_two_partitions(job, cur)
+    _check_no_key_in_two_mysql_partitions(job, cur)
     out.phase("duplicate_check", t2, time.time())
     return out
 
 
-def _partition_exists(cur, job: LoadJob, trans_id: int) -> bool:
+def _mysql_partition_exists(cur, job: LoadJob, trans_id: int) -> bool:
     cur.execute(sql("partition_exists", job, trans_id=trans_id))
     return cur.fetchone()[0] > 0
 
 
-def _check_no_key_in_two_partitions(job: LoadJob, cur):
+def _check_no_key_in_two_mysql_partitions(job: LoadJob, cur):
     """The unique key holds per partition only: repeated keys are looked for at the end."""
     cur.execute(sql("duplicate_keys", job, limit=DUPLICATES_SHOWN))
     dups = cur.fetchall()
@@ -67,12 +67,12 @@ def _check_no_key_in_two_partitions(job: LoadJob, cur):
                                           f"({n} times for the first): "))
 
 
-def partitioned_table(variant, database: str, table: str, engine: Engine = INNODB) -> str:
+def mysql_partitioned_table(variant, database: str, table: str, engine: Engine = INNODB) -> str:
     return read_sql("index", "trans_partitioned_table.sql").format(
         database=database, table=table, key=variant.key, columns=variant.columns_ddl(primary_key=False),
         engine=engine.sql_name)
 
 
-STRATEGY = Strategy(NAME, load, partitioned_table, bytes_per_row={"char28": Fit(102.9, 260.9),
-                                                               "bigint": Fit(59.2, 167.3)},
+STRATEGY = Strategy(NAME, load, mysql_partitioned_table, bytes_per_row={"char28": Fit(102.9, 260.9),
+                                                                     "bigint": Fit(59.2, 167.3)},
                     resumable=True, in_file_order=True)

@@ -1,7 +1,7 @@
 """The index input from the user's own catalog (``index.source: file``): objectId, ra and
 dec read from their Parquet/CSV files (``index.file``), chunkId and subChunkId from the
 same chunker as the generator, written as the same files and bytes (rowtext.py IndexText,
-arrival.write_split) in the files' order (``index.order: generation``) or chunk order.
+index_order.write_split) in the files' order (``index.order: generation``) or chunk order.
 
 One pass over the files, in batches of ``index.file.batch_rows`` rows (Arrow's Parquet
 and streaming CSV readers): each batch is checked (NULL, non-numeric, non-finite or
@@ -34,7 +34,7 @@ from ...core.infra.files import atomic_path
 from ...core.infra.files import (CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines,
                                  csv_line)
 from ..arrays import numpy
-from ..arrival import ORDER_BY, ORDERS, write_split
+from ..index_order import ORDER_BY, ORDERS, write_split
 from ..chunker import Chunker
 from ..index_only import WRITE_ROWS, bounds
 from ..spec import PrepareSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..answer import method
+from ..at_scale import method
 from .style import PALETTE, _num, _save
 
 ORDER = -1       # the answer: drawn at the top of the report, above every other plot

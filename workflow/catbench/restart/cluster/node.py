@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.server.process import Server
-from ...core.server.tools import free_tcp_port
+from ...core.server.address import free_tcp_port
 from .. import errorlog
 from .options import ClusterError
 

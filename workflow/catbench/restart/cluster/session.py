@@ -27,10 +27,11 @@ from pathlib import Path
 import mysql.connector
 import psutil
 
+from ...core.infra.settings import ServerError
 from ...core.infra.targets import TargetError, check_target, human, server_bytes
+from ...core.server.binaries import find_server_binary, server_version
 from ...core.server.process import Launch
 from ...core.server.session import Datadir, private_server
-from ...core.server.tools import ServerError, find_server_binary, server_version
 from .. import errorlog
 from .node import (
     Node,

@@ -22,7 +22,7 @@ class SlurmError(RuntimeError):
 
 
 @dataclass
-class Partition:
+class SlurmPartition:
     name: str
     default: bool = False
     state: str = "UP"
@@ -66,14 +66,14 @@ def _run(cmd: list[str], env=None) -> str:
     return r.stdout
 
 
-def parse_partitions(scontrol_out: str, sinfo_out: str) -> dict[str, Partition]:
+def parse_slurm_partitions(scontrol_out: str, sinfo_out: str) -> dict[str, SlurmPartition]:
     """``scontrol show partition -o`` and ``sinfo -h -N -o '%N|%R|%c|%m|%T'``."""
     parts = {}
     for line in scontrol_out.splitlines():
         f = dict(re.findall(r"(\w+)=(\S*)", line))
         if "PartitionName" not in f:
             continue
-        parts[f["PartitionName"]] = Partition(
+        parts[f["PartitionName"]] = SlurmPartition(
             name=f["PartitionName"], default=f.get("Default") == "YES", state=f.get("State", "UP"),
             max_time=minutes(f.get("MaxTime", "UNLIMITED")),
             max_cpus_per_node=_number(f.get("MaxCPUsPerNode")),
@@ -87,10 +87,10 @@ def parse_partitions(scontrol_out: str, sinfo_out: str) -> dict[str, Partition]:
     return parts
 
 
-def read_partitions(env=None) -> dict[str, Partition]:
+def read_slurm_partitions(env=None) -> dict[str, SlurmPartition]:
     """The cluster's partitions with their nodes (as the submitting user sees them)."""
-    return parse_partitions(_run(["scontrol", "show", "partition", "-o"], env),
-                            _run(["sinfo", "-h", "-N", "-o", "%N|%R|%c|%m|%T"], env))
+    return parse_slurm_partitions(_run(["scontrol", "show", "partition", "-o"], env),
+                                  _run(["sinfo", "-h", "-N", "-o", "%N|%R|%c|%m|%T"], env))
 
 
 def _plural(n: int, word: str) -> str:
@@ -105,11 +105,11 @@ def _fix(job: dict, what: str, default: str) -> str:
     return f"config key '{key}'" if key else default
 
 
-def check_job(job: dict, parts: dict[str, Partition]) -> list[str]:
-    """Problems of one job: ``job`` has rule, partition (None: the default), threads,
+def check_job(job: dict, parts: dict[str, SlurmPartition]) -> list[str]:
+    """Problems of one job: ``job`` has rule, slurm_partition (None: the default), threads,
     mem_mb, runtime (min), node (from --nodelist, or None), keys and overridden."""
     rule = job["rule"]
-    name = job.get("partition") or next((p.name for p in parts.values() if p.default), None)
+    name = job.get("slurm_partition") or next((p.name for p in parts.values() if p.default), None)
     if name is None:
         return [f"rule {rule}: the cluster has no default partition; set slurm_partition under "
                 f"default-resources in the workflow profile (partitions: {', '.join(sorted(parts))})"]
@@ -149,9 +149,9 @@ def check_job(job: dict, parts: dict[str, Partition]) -> list[str]:
     return out
 
 
-def unusable_nodes(job: dict, parts: dict[str, Partition]) -> str | None:
+def unusable_nodes(job: dict, parts: dict[str, SlurmPartition]) -> str | None:
     """A warning when every node the job may use is down or drained (it would wait)."""
-    name = job.get("partition") or next((p.name for p in parts.values() if p.default), None)
+    name = job.get("slurm_partition") or next((p.name for p in parts.values() if p.default), None)
     nodes = dict(parts[name].nodes) if name in parts else {}
     if job.get("node") in nodes:
         nodes = {job["node"]: nodes[job["node"]]}
@@ -161,7 +161,7 @@ def unusable_nodes(job: dict, parts: dict[str, Partition]) -> str | None:
     return None
 
 
-def check_jobs(jobs: list[dict], parts: dict[str, Partition]) -> tuple[list[str], list[str]]:
+def check_jobs(jobs: list[dict], parts: dict[str, SlurmPartition]) -> tuple[list[str], list[str]]:
     """(problems, warnings) over all jobs, each message once."""
     problems, warnings = [], []
     for job in jobs:

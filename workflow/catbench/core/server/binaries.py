@@ -1,32 +1,18 @@
-"""What catbench needs to know about a MariaDB/MySQL server before and beside running one:
-finding the binary, its version, the settings a config may pass, the storage-engine
-plugins catbench loads itself, its error log, and the status counters and variables read
-for metrics and provenance."""
+"""The MariaDB/MySQL server catbench runs, as installed: finding its binary and
+mariadb-install-db, its version, and the storage-engine plugins catbench loads itself."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
-from ..infra.settings import ServerError, option_name, validate_settings  # noqa: F401  (the server's own)
+from ..infra.settings import ServerError, option_name
 
-# sun_path is 108 bytes including the terminating NUL.
-SOCKET_PATH_MAX = 107
-LOG_TAIL_LINES = 30
 INSTALL_HINT = ("install MariaDB (Debian/Ubuntu: apt-get install mariadb-server; conda: "
                 "conda install -c conda-forge mariadb) or set server.binary in the config")
-
-
-class _PortTaken(Exception):
-    """The chosen TCP port was taken by someone else before the server could bind it."""
-
-    def __init__(self, port):
-        super().__init__(port)
-        self.port = port
 
 
 def find_server_binary(override: str | None = None) -> str:
@@ -120,94 +106,6 @@ def plugin_setting(key: str, plugins) -> str:
     if any(p not in plugins and name.startswith(p + "_") for p in PLUGINS) and not key.startswith("loose"):
         return f"loose-{key}"
     return key
-
-
-def log_tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return f"(no log at {path})"
-    return "\n".join(lines[-n:])
-
-
-# errno 28; a handler's 135 (no more room in a record file): what a DDL on a full disk says
-_NO_SPACE = re.compile(r"No space left on device|(?:errno|error|errcode|OS error):? ?(?:28|135)\b|disk is full", re.I)
-
-
-def out_of_space(name: str, where: Path, *logs: Path, said: str = "") -> str | None:
-    """The first line of a failure that is really a full disk, or None: from the server's
-    ``logs`` and the failed statement's own message (``said``)."""
-    text = "\n".join([said, *(log_tail(p, 200) for p in logs)])
-    if not _NO_SPACE.search(text):
-        return None
-    probe = next((a for a in [where, *where.parents] if a.exists()), where)
-    st = os.statvfs(probe)
-    return (f"target {name}: out of space on {probe} ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB free): "
-            f"the server could not write there (errno 28); free space, use a bigger disk or "
-            f"lower the scale or server settings (redo log, buffer pool) in the config")
-
-
-def free_tcp_port() -> int:
-    """A currently free port on 127.0.0.1 (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-STATUS_COUNTERS = (
-    "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_write_requests",
-    "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_data", "Innodb_buffer_pool_pages_total",
-    "Innodb_buffer_pool_pages_flushed", "Innodb_data_read", "Innodb_data_written", "Innodb_data_fsyncs",
-    "Innodb_os_log_written", "Innodb_log_waits", "Innodb_pages_written", "Innodb_rows_read",
-    "Innodb_checkpoint_age",
-    # rows written by every engine so far, running statements included: a load's progress
-    # inside one file (the scale model's rate windows, predict/runs.py)
-    "Handler_write",
-    # MyRocks (load.engines rocksdb; None on a server without it): what its LSM tree writes
-    # (WAL, memtable flushes, compactions) and how its block cache serves reads.
-    "Rocksdb_wal_bytes", "Rocksdb_flush_write_bytes", "Rocksdb_compact_write_bytes",
-    "Rocksdb_compact_read_bytes", "Rocksdb_block_cache_hit", "Rocksdb_block_cache_miss",
-    # and when its write controller held the writers back (L0 files, pending compaction bytes,
-    # memtables): stops, slowdowns and the microseconds they took
-    "Rocksdb_stall_micros", "Rocksdb_stall_total_stops", "Rocksdb_stall_total_slowdowns",
-    # an SST's index block the block cache lost (each miss reads and decompresses the whole
-    # block: one larger than a cache shard, capacity / 64, is lost again at once, so every key
-    # check re-reads it)
-    "Rocksdb_block_cache_index_miss", "Rocksdb_block_cache_index_bytes_insert",
-    # MyISAM's key cache (load.engines myisam): index block reads and writes, requested and
-    # done on disk (its data blocks go through the OS, which the device counters see).
-    "Key_reads", "Key_read_requests", "Key_writes", "Key_write_requests",
-)
-
-PROVENANCE_VARIABLES = (
-    "version", "version_comment", "innodb_buffer_pool_size", "innodb_log_file_size",
-    "innodb_flush_log_at_trx_commit", "innodb_doublewrite", "innodb_flush_method", "innodb_page_size",
-    "innodb_io_capacity", "datadir", "tmpdir", "rocksdb_block_cache_size", "rocksdb_max_row_locks",
-    "key_buffer_size", "myisam_sort_buffer_size",
-)
-
-
-def status_counters(conn, names=STATUS_COUNTERS) -> dict[str, int | None]:
-    """Global status counters as ints (None where the server lacks one)."""
-    cur = conn.cursor()
-    cur.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({', '.join(['%s'] * len(names))})", tuple(names))
-    got = {k.lower(): v for k, v in cur.fetchall()}
-    out = {}
-    for n in names:
-        v = got.get(n.lower())
-        try:
-            out[n] = int(v) if v is not None else None
-        except (TypeError, ValueError):
-            out[n] = None
-    return out
-
-
-def variables(conn, names=PROVENANCE_VARIABLES) -> dict[str, str | None]:
-    """Global server variables (for provenance)."""
-    cur = conn.cursor()
-    cur.execute("SHOW GLOBAL VARIABLES")
-    got = {k.lower(): (v.decode() if isinstance(v, (bytes, bytearray)) else v) for k, v in cur.fetchall()}
-    return {n: got.get(n.lower()) for n in names}
 
 
 def install_db_tool(binary) -> str:

@@ -98,7 +98,7 @@ def _past(r: dict, curve: list, collapse: list, read_us: float | None, write_MBp
             + busy + share)
 
 
-def why(t, one_file: str) -> list:
+def row_costs(t, one_file: str) -> list:
     """The lines of every target and variant of the final tables ``t`` (summary.Tables);
     ``one_file``: the 2017 study's protocol's name."""
     io, loads, storage = t.load_io, t.loads, t.storage

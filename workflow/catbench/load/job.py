@@ -24,7 +24,7 @@ class LoadOptions:
     """Knobs of the strategies (config ``load.*``); irrelevant ones are ignored."""
     connections: int          # parallel, sorted-parallel, deferred-pk, trans-partitioned
     transaction_rows: int     # bulk: rows per transaction, 0 = one transaction
-    batch_files: int          # trans-partitioned: files per partition
+    batch_files: int          # trans-partitioned: files per MySQL partition
     consolidate: bool         # trans-partitioned: REMOVE PARTITIONING at the end
     sort_memory: str          # sorted, bulk: DuckDB memory_limit
     sort_threads: int         # DuckDB threads, 0 = all cores
