@@ -18,7 +18,7 @@ from ..core.infra.jobs.isolation import ran_alone, what_it_met
 from .answer import answer, dur, method, your_catalog
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
-from .stats import ReportSpec
+from .spec import ReportSpec
 
 
 @dataclass
