@@ -41,8 +41,8 @@ from ..core.server.loaddata import LoadError
 from ..core.server.session import Datadir, private_server, server_dir
 from ..core.server.tools import out_of_space, variables
 from .estimate import STEADY, input_rows, load_need
-from .handoff import TIMINGS, LoadJob, Outcome, Repetition
-from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
+from .handoff import TIMINGS, LoadJob, LoadWatch, Outcome, Repetition
+from .ledger import STATE, Ledger, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,
     interval_table,
@@ -202,7 +202,8 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
         load = LoadJob(srv, conn, DATABASE, table, v, job.files, options, srv.tmpdir, eng)
         with _full_disk_named(summary["target"], srv):
             conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
-            _prepare_table(load, plan, figures, resuming, spec.time_limit_s)
+            _prepare_table(load, plan, figures, resuming)
+        load.watch = LoadWatch(len(load.files), spec.time_limit_s if plan.resumable else None, list(load.earlier[0]))
         files_glob = eng.table_files.format(database=DATABASE, table=table)
         sampler = Sampler(srv, device=device_for(job.path), table_glob=files_glob,
                           interval_s=spec.sample_interval_s, watch=load.watch,
@@ -238,14 +239,13 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
     return outcome, sampler, t0, t1
 
 
-def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, time_limit_s):
+def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool):
     """Creates the strategy's table, or, resuming, finds what the interrupted run committed
-    (the ledger); gives file-by-file strategies their ledger and watch (time limit, progress)."""
+    (the ledger); gives file-by-file strategies their ledger."""
     if not resuming:
         job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
         job.conn.cursor().execute(plan.table_ddl(job.variant, DATABASE, job.table, job.engine))
     if not plan.resumable:
-        job.watch = LoadWatch(len(job.files), None)
         return
     job.ledger = Ledger(DATABASE, job.table, figures["repetition"], job.files)
     job.ledger.create(job.conn)
@@ -260,7 +260,6 @@ def _prepare_table(job: LoadJob, plan: Strategy, figures: dict, resuming: bool, 
         log.info("resuming after %d of %d committed files", len(job.earlier[1]), len(job.files))
     else:
         job.ledger.clear(job.conn)
-    job.watch = LoadWatch(len(job.files), time_limit_s, list(job.earlier[0]))
 
 
 @contextlib.contextmanager
