@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from catbench.core.infra.jobs.repeat import Repeats
-from catbench.fio.bench import DATA_FILE, FioSpec, direct_io_supported, run_fio
+from catbench.fio.bench import DATA_FILE, direct_io_supported, run_fio
+from catbench.fio.spec import FioSpec
 from support.servers import mounted
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (apt-get install fio)")

@@ -12,10 +12,6 @@ from catbench.core.infra.config import section
 from catbench.core.index.input import scan_file
 from catbench.core.index.table import DATABASE, ENGINES, IndexInto, get_variant, load_file
 from catbench.core.server.process import Server
-from catbench.cli.storage import load_spec
-from catbench.core.infra.targets import Target
-from catbench.load.load_index import run_load_index
-from catbench.load.spec import LoadCase
 from catbench.load.job import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
@@ -23,15 +19,7 @@ from support.indexinput import write_files
 
 pytestmark = pytest.mark.server
 MYISAM = [s for s in STRATEGIES if REGISTRY[s].supports("myisam")]
-OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", transaction_rows=0, repetitions=1,
-            sample_interval_s=0.2, lookup_threads=2, lookup_count=200, optimize_limit_s=0,
-            settings={"key_buffer_size": "8M", "innodb_buffer_pool_size": "8M"})
 VENV_BIN = Path(sys.executable).parent
-
-
-def run(root: Path, name: str, files, variant: str, strategy: str, **kw):
-    return run_load_index(load_spec({"load": {**OPTS, **kw}}, checked=False), Target("tmpdisk", root / "target"), files,
-                          root / "results" / name, LoadCase(variant, strategy, "myisam"))
 
 
 def test_every_strategy_but_bulk_runs_on_myisam():

@@ -378,7 +378,7 @@ def test_a_signal_stops_a_long_duckdb_query_within_seconds(tmp_path, sig, code):
     with open(log, "w") as f:
         p = subprocess.Popen([sys.executable, "-m", "catbench", "queries", "--engine", "duckdb", "--results",
                               str(tmp_path / "results"), "--config", "{}", "--out", str(tmp_path / "out"),
-                              "--queries", "SHV1", "--no-cold", "--repetitions", "1", "--streams", "0",
+                              "--queries", "SHV1", "--no-cold", "--repetitions", "1", "--concurrency-streams", "0",
                               "--params-json", json.dumps(shv1)],
                              cwd=Path(__file__).resolve().parent.parent, stdout=f, stderr=f,
                              start_new_session=True)

@@ -233,7 +233,7 @@ def test_a_bad_report_value_fails_at_the_command_line_naming_its_key():
 
 
 def test_provenance_records_the_ram_each_loads_server_had():
-    from catbench.report.provenance import server_settings
+    from catbench.report.tables import server_settings
     p = Path("load/a/char28/innodb/one-file-at-a-time/summary.json")
     caged = {"target": "a", "variant": "char28", "engine": "innodb", "strategy": "one-file-at-a-time",
              "server": {"variables": {}, "ram": 805306368, "ram_peak": 805302272}}

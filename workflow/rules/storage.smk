@@ -28,11 +28,7 @@ rule fio_run:
         json=directory(f"{RES}/fio/{{target}}/json"),
     params:
         path=lambda wildcards: cb_config.target_dir(config, wildcards.target) / "fio",
-        size=config["fio"]["size"],
-        runtime=config["fio"]["runtime_s"],
-        numjobs=config["fio"]["numjobs"],
-        repetitions=config["fio"]["repetitions"],
-        adapt_args=cb_config.repeat_args(config["fio"]),
+        cfg=cfg_json("fio"),
         out=lambda wildcards, output: Path(output.csv).parent,
     threads: job_threads("fio_run")
     log:
@@ -44,9 +40,8 @@ rule fio_run:
     resources:
         **job_resources("fio_run"),
     shell:
-        "catbench fio --target {wildcards.target:q} --path {params.path:q} --out {params.out:q} "
-        "--size {params.size:q} --runtime-s {params.runtime:q} --numjobs {params.numjobs:q} "
-        "--repetitions {params.repetitions:q} {params.adapt_args} > {log:q} 2>&1"
+        "catbench fio --target {wildcards.target:q} --path {params.path:q} --config {params.cfg:q} "
+        "--out {params.out:q} > {log:q} 2>&1"
 
 
 rule fio:

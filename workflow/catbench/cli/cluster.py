@@ -13,12 +13,12 @@ import logging
 
 from ..core.index.input import list_input
 from ..core.index.table import LoadError
-from ..core.infra.config import ConfigError, validate
+from ..core.infra.config import ConfigError
 from ..core.infra.targets import TargetError
 from ..core.server.process import ServerError
 from ..restart.cluster.options import ClusterError
 from ..restart.cluster.spec import ClusterSpec
-from .common import config_arg, guarded, measured, overrides, section_flags
+from .common import guarded, measured, stage_config, stage_parser, stage_sections
 
 log = logging.getLogger(__name__)
 COMMANDS = ("cluster",)
@@ -27,22 +27,15 @@ EXPECTED = (ClusterError, LoadError, ServerError, TargetError, ConfigError)
 
 def sections(args) -> tuple[dict, dict, int | None]:
     """(cluster, server, seed) from --config with the flags given over it."""
-    cfg = overrides(args, config_arg(args.config))
-    cluster = dict(cfg.get("cluster") or {})
-    server = dict(cfg.get("server") or {})
-    if args.server_binary:
-        server["binary"] = args.server_binary
-    return cluster, server, args.seed if args.seed is not None else cfg.get("seed")
+    return stage_sections(args, "cluster")
 
 
 def cluster_spec(cluster: dict | None, server: dict | None, seed: int | None = None,
                  keep_data: bool = False) -> ClusterSpec:
     """A cluster job's spec from (whole or partial) ``cluster`` and ``server`` sections and
-    the seed: validated (ConfigError naming the key, e.g. a cluster of fewer than 2 nodes:
-    one node restarted leaves nobody to rejoin), the schema's defaults filled in, once."""
-    cfg = validate({"cluster": cluster or {}, "server": server or {}, **({} if seed is None else {"seed": seed})},
-                   whole=False)
-    return ClusterSpec.of(cfg, keep_data=keep_data)
+    the seed (a cluster of fewer than 2 nodes fails naming the key: one node restarted
+    leaves nobody to rejoin)."""
+    return ClusterSpec.of(stage_config("cluster", cluster, server, seed), keep_data=keep_data)
 
 
 def cmd_cluster(args) -> int:
@@ -59,16 +52,6 @@ def cmd_cluster(args) -> int:
 
 
 def add_subcommands(subparsers) -> None:
-    p = subparsers.add_parser("cluster", help="Galera cluster: one node restarted under load, phase by phase",
-                              description=cmd_cluster.__doc__)
-    p.add_argument("--target", required=True, help="storage target name (as in the config)")
-    p.add_argument("--path", required=True, help="directory on the target (every node's datadir goes below it)")
-    p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
-    p.add_argument("--out", required=True, help="output directory, e.g. results/<run>/cluster/<target>")
-    p.add_argument("--config", help="config as JSON text or a YAML file (sections cluster, server, seed); "
-                                    "the flags below override single values, the schema gives the rest")
-    section_flags(p, "cluster")
-    p.add_argument("--server-binary", help="server.binary: the mariadbd to use")
-    p.add_argument("--seed", type=int, help="seed of lookup keys and the workload (config: seed)")
-    p.add_argument("--keep-data", action="store_true", help="keep the nodes' datadirs afterwards")
+    p = stage_parser(subparsers, "cluster", cmd_cluster, "Galera cluster: one node restarted under load, phase by phase",
+                     "cluster", "every node's datadir goes")
     p.set_defaults(func=guarded(measured(cmd_cluster), EXPECTED, "cluster"))

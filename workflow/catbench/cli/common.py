@@ -201,17 +201,26 @@ def _flag_keywords(flag: str, sub: dict) -> dict | None:
 def section_flags(parser, section: str, prefix: str = "", lists: bool = True, group=None) -> None:
     """A flag ``--<prefix><key>`` overriding each key of the schema's ``section`` that a command
     line can give (``lists`` False: scalars only), read from the schema: its type, choices and
-    description, nothing listed here; added to ``group`` when given. :func:`overrides` collects
-    them; a parser may take the flags of several sections."""
+    description, nothing listed here; a sub-section's keys as ``--<prefix><sub>-<key>``; added
+    to ``group`` when given. :func:`overrides` collects them; a parser may take the flags of
+    several sections."""
     from ..core.infra.config import load_schema
     keys = {}
-    for key, sub in load_schema()["properties"][section]["properties"].items():
-        flag = prefix + key.replace("_", "-")
-        kw = _flag_keywords(flag, sub)
-        if kw is not None and (lists or "nargs" not in kw):
-            about = f"config key {section}.{key}" + (f": {sub['description']}" if sub.get("description") else "")
-            (group or parser).add_argument(f"--{flag}", default=None, help=about.replace("%", "%%"), **kw)
-            keys[flag.replace("-", "_")] = key
+
+    def add(props: dict, path: tuple, flag_prefix: str):
+        for key, sub in props.items():
+            flag = flag_prefix + key.replace("_", "-")
+            if sub.get("type") == "object" and "properties" in sub:
+                add(sub["properties"], (*path, key), flag + "-")
+                continue
+            kw = _flag_keywords(flag, sub)
+            if kw is not None and (lists or "nargs" not in kw):
+                about = f"config key {'.'.join((section, *path, key))}" + (
+                    f": {sub['description']}" if sub.get("description") else "")
+                (group or parser).add_argument(f"--{flag}", default=None, help=about.replace("%", "%%"), **kw)
+                keys[flag.replace("-", "_")] = (*path, key)
+
+    add(load_schema()["properties"][section]["properties"], (), prefix)
     parser.set_defaults(section_flags=[*(parser.get_default("section_flags") or []), (section, keys)])
 
 
@@ -219,7 +228,54 @@ def overrides(args, sections: dict) -> dict:
     """``sections`` ({name: dict}) with the flags of :func:`section_flags` given over them."""
     out = dict(sections)
     for section, keys in args.section_flags:
-        given = {key: getattr(args, dest) for dest, key in keys.items() if getattr(args, dest) is not None}
-        if given:
-            out[section] = {**(out.get(section) or {}), **given}
+        for dest, path in keys.items():
+            value = getattr(args, dest)
+            if value is None:
+                continue
+            out[section] = node = dict(out.get(section) or {})
+            for key in path[:-1]:
+                node[key] = node = dict(node.get(key) or {})
+            node[path[-1]] = value
     return out
+
+
+def flagged_config(args) -> dict:
+    """A stage command's config: ``--config`` (JSON text or a YAML/JSON file; none: the
+    schema's defaults) with the flags of :func:`section_flags` given over it, validated with
+    the schema's defaults filled in, once."""
+    from ..core.infra.config import validate
+    return validate(overrides(args, config_arg(args.config)), whole=False)
+
+
+def stage_parser(subparsers, name: str, fn, about: str, section: str, below: str):
+    """The parser of a stage that loads the index on one target and runs its ``section``:
+    where (--target, --path with ``below`` under it, --input-dir, --out), --config and the
+    flags of ``section`` and ``server`` over it, --seed and --keep-data."""
+    p = subparsers.add_parser(name, help=about, description=fn.__doc__)
+    p.add_argument("--target", required=True, help="storage target name (as in the config)")
+    p.add_argument("--path", required=True, help=f"directory on the target ({below} below it)")
+    p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
+    p.add_argument("--out", required=True, help=f"output directory, e.g. results/<run>/{name}/<target>")
+    p.add_argument("--config", help=f"config as JSON text or a YAML file (sections {section}, server, seed); "
+                                    "the flags below override single values, the schema gives the rest")
+    section_flags(p, section)
+    section_flags(p, "server", "server-", lists=False)
+    p.add_argument("--seed", type=int, help="config key seed: kill points, lookup keys and the workload")
+    p.add_argument("--keep-data", action="store_true", help="keep the server datadirs afterwards")
+    return p
+
+
+def stage_sections(args, section: str) -> tuple[dict, dict, int | None]:
+    """(``section``, server, seed) from --config with the flags given over it (a parser of
+    :func:`stage_parser`)."""
+    cfg = overrides(args, config_arg(args.config))
+    seed = args.seed if args.seed is not None else cfg.get("seed")
+    return dict(cfg.get(section) or {}), dict(cfg.get("server") or {}), seed
+
+
+def stage_config(section: str, given: dict | None, server: dict | None, seed: int | None) -> dict:
+    """A stage's (whole or partial) ``section``, ``server`` and the seed, validated (ConfigError
+    naming the key), the schema's defaults filled in, here at the command line, once."""
+    from ..core.infra.config import validate
+    return validate({section: given or {}, "server": server or {}, **({} if seed is None else {"seed": seed})},
+                    whole=False)

@@ -10,13 +10,13 @@ import json
 import logging
 from pathlib import Path
 
-from ..core.infra.config import ConfigError
+from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import Target, TargetError
 from ..core.server.loaddata import LoadError
 from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
-from ..query.suite import QUERY_NAMES, QueryError
-from .common import guarded, measured, read_config
+from ..query.suite import QueryError
+from .common import config_arg, guarded, measured, overrides, read_config, section_flags
 
 log = logging.getLogger(__name__)
 COMMANDS = ("queries", "queries-check")
@@ -24,10 +24,7 @@ EXPECTED = (QueryError, ChunkLoadError, LoadError, ServerError, TargetError, Con
 
 
 def _config(text: str) -> dict:
-    if text.lstrip().startswith("{"):
-        from ..core.infra.config import validate
-        return validate(json.loads(text), whole=False)
-    return read_config(text)
+    return config_arg(text) if text.lstrip().startswith("{") else read_config(text)
 
 
 def _json_arg(text: str | None, what: str):
@@ -45,18 +42,10 @@ def cmd_queries(args) -> int:
     Parquet chunk files (duckdb); writes <out>/{results.parquet,summary.json,answers.json}."""
     from ..query.run_queries import QueryPaths, run_queries, run_queries_duckdb
     from ..query.spec import QuerySpec
-    cfg = _config(args.config)
+    cfg = validate(overrides(args, _config(args.config)), whole=False)
     results = Path(args.results)
-    conc = {}
-    if args.streams is not None:
-        conc["streams"] = args.streams
-    if args.concurrency_seconds is not None:
-        conc["seconds"] = args.concurrency_seconds
-    spec = QuerySpec.of(cfg, dict(repetitions=args.repetitions, concurrency=conc or None, names=args.queries,
-                                  cold=False if args.no_cold else None,
-                                  params=_json_arg(args.params_json, "--params-json"),
-                                  settings=_json_arg(args.settings_json, "--settings-json"),
-                                  binary=args.server_binary, start_timeout=args.start_timeout))
+    spec = QuerySpec.of(cfg, dict(params=_json_arg(args.params_json, "--params-json"),
+                                  settings=_json_arg(args.settings_json, "--settings-json")))
     paths = QueryPaths(results / "chunks", results / "index" / "input", Path(args.out))
     if args.engine == "duckdb":
         s = run_queries_duckdb(spec, paths, target=args.target or "parquet")
@@ -87,16 +76,11 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--results", required=True, help="results/<run> directory (chunks/, index/input/)")
     p.add_argument("--config", required=True, help="config YAML file or JSON text")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--repetitions", type=int, help="runs per query and cache state (default queries.repetitions)")
-    p.add_argument("--queries", nargs="*", choices=QUERY_NAMES, help="subset of the suite (default all)")
-    p.add_argument("--no-cold", action="store_true", help="skip the cold runs")
-    p.add_argument("--streams", type=int, help="HV2 streams of the concurrency run (0 skips it)")
-    p.add_argument("--concurrency-seconds", type=float, help="duration of each concurrency phase")
     p.add_argument("--params-json", help="query parameters (JSON text or file) instead of drawing them")
     p.add_argument("--settings-json", help="server options as a JSON object (default server.settings)")
-    p.add_argument("--server-binary", help="mariadbd/mysqld to use (default server.binary or search)")
-    p.add_argument("--start-timeout", type=float, help="seconds a server start may take (default "
-                   "server.start_timeout_s)")
+    g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
+    section_flags(p, "queries", group=g)
+    section_flags(p, "server", "server-", lists=False, group=g)
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
     p.set_defaults(func=guarded(measured(cmd_queries), EXPECTED, "queries"))
 

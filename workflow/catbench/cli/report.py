@@ -15,8 +15,8 @@ from pathlib import Path
 from ..core.infra.config import ConfigError, validate
 from ..core.infra.targets import TargetError
 from ..report.inputs import STAGES, MetricsError
-from ..report.stats import ReportSpec
-from .common import config_arg, guarded, out_path
+from ..report.spec import ReportSpec
+from .common import config_arg, guarded, out_path, overrides, section_flags
 
 log = logging.getLogger(__name__)
 COMMANDS = ("tables", "report", "compare", "noise-floor", "provenance")
@@ -25,12 +25,13 @@ COMMANDS = ("tables", "report", "compare", "noise-floor", "provenance")
 def report_spec(report: dict | None = None) -> ReportSpec:
     """The report's spec from a whole or partial ``report`` section: validated (ConfigError
     naming the key), the schema's defaults filled in, here at the command line, once."""
-    return ReportSpec(**validate({"report": report or {}}, whole=False)["report"])
+    return ReportSpec.of(validate({"report": report or {}}, whole=False))
 
 
-def _report_spec(text: str | None) -> ReportSpec:
-    """--config: JSON text or a YAML/JSON file; its ``report`` section (none: the schema's)."""
-    return report_spec(config_arg(text).get("report") if text else None)
+def _report_spec(args) -> ReportSpec:
+    """--config: JSON text or a YAML/JSON file; its ``report`` section (none: the schema's),
+    with the flags given over it."""
+    return report_spec(overrides(args, config_arg(args.config)).get("report"))
 
 
 def cmd_tables(args) -> int:
@@ -38,7 +39,7 @@ def cmd_tables(args) -> int:
     resources/report/columns.md), summary.md, provenance.json."""
     from ..report.tables import make_tables
     written = make_tables(args.results, args.out, require=args.require or (),
-                          report=_report_spec(args.config), only=args.inputs)
+                          report=_report_spec(args), only=args.inputs)
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0
@@ -47,7 +48,7 @@ def cmd_tables(args) -> int:
 def cmd_report(args) -> int:
     """Plots (PNG) and a self-contained index.html for a run."""
     from ..report.html import make_report
-    index = make_report(args.results, args.out, args.tables, report=_report_spec(args.config), only=args.inputs)
+    index = make_report(args.results, args.out, args.tables, report=_report_spec(args), only=args.inputs)
     print(index)
     return 0
 
@@ -62,7 +63,7 @@ def cmd_compare(args) -> int:
         floor, note = noise.load(path)
     except ValueError as exc:
         raise MetricsError(str(exc)) from exc
-    report = _report_spec(args.config)
+    report = _report_spec(args)
     if floor is None:
         cv = report.between_run_cv
         note += (f"; between-run spread assumed {cv:.0%} with {noise.FALLBACK_DF} degrees of freedom "
@@ -104,8 +105,8 @@ def cmd_noise_floor(args) -> int:
 
 def cmd_provenance(args) -> int:
     """provenance.json of a run: versions, server settings in force, CPU, memory, targets."""
-    from ..report.provenance import collect
-    doc = json.dumps(collect(args.results), indent=1, default=str) + "\n"
+    from ..report.tables import provenance
+    doc = json.dumps(provenance(args.results), indent=1, default=str) + "\n"
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(doc)
@@ -118,6 +119,7 @@ def cmd_provenance(args) -> int:
 def _config_arg(p) -> None:
     p.add_argument("--config", help="config as JSON text or a YAML file: its report section (confidence, "
                                     "alpha, practical_threshold, between_run_cv; default: the schema's)")
+    section_flags(p, "report")
 
 
 def _inputs_arg(p) -> None:

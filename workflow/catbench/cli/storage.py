@@ -13,17 +13,17 @@ import pyarrow.csv as pacsv
 
 from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
-from ..core.infra.config import ConfigError, defaults, section, validate
+from ..core.infra.config import ConfigError, section, validate
 from ..core.infra.files import atomic_path
-from ..core.infra.jobs.repeat import Repeats
-from ..core.infra.targets import Target, TargetError, parse_size
+from ..core.infra.targets import Target, TargetError
 from ..core.server.process import ServerError
-from ..fio.bench import TESTS, FioError, FioSpec, run_fio
+from ..fio.bench import FioError, run_fio
+from ..fio.spec import TESTS, FioSpec
 from ..load.load_index import run_load_index
 from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
-from .common import (command, config_arg, guarded, measured, overrides, read_config, renamed_choice, section_flags,
-                     settings_arg)
+from .common import (command, config_arg, flagged_config, guarded, measured, overrides, read_config, renamed_choice,
+                     section_flags, settings_arg)
 
 log = logging.getLogger(__name__)
 COMMANDS = ("fio", "load-index", "load-compare", "estimate", "target-info")
@@ -31,12 +31,11 @@ EXPECTED = (FioError, LoadError, ServerError, TargetError, ConfigError, mysql.co
 
 
 def cmd_fio(args) -> int:
-    """Run the fio job files on one target; writes <out>/fio.csv and the raw JSON."""
+    """Run the fio job files on one target; writes <out>/fio.csv and the raw JSON. Every knob
+    is read from --config (section fio; the schema's defaults where absent); a flag overrides
+    its config key."""
     out = Path(args.out)
-    repeats = Repeats.of({"repetitions": args.repetitions, "max_repetitions": args.max_repetitions,
-                          "precision": args.precision, "budget_s": args.budget_s})
-    rows = run_fio(args.target, args.path, FioSpec(parse_size(args.size), args.runtime_s, args.numjobs,
-                                                   tuple(args.tests or TESTS), repeats), out / "json")
+    rows = run_fio(args.target, args.path, FioSpec.of(flagged_config(args), args.tests), out / "json")
     pacsv.write_csv(pa.Table.from_pylist(rows), out / "fio.csv")
     return 0
 
@@ -130,6 +129,9 @@ def cmd_load_compare(a):
         write_not_run(json.loads(a.not_run or "[]"), a.not_run_out)
 
 
+_OVERRIDES = "overrides of config keys (default: the key's value in --config)"
+
+
 def _target_args(p):
     p.add_argument("--target", required=True, help="storage target name (as in the config)")
     p.add_argument("--path", required=True, help="directory on the target")
@@ -157,22 +159,10 @@ def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("fio", help="fio storage tests on one target",
                               description=cmd_fio.__doc__)
     _target_args(p)
-    fio = defaults("fio")   # the schema holds each key's only default
-    p.add_argument("--size", default=fio["size"], help=f"config fio.size: test file size (default {fio['size']})")
-    p.add_argument("--runtime-s", type=float, default=fio["runtime_s"],
-                   help=f"config fio.runtime_s: seconds per test (default {fio['runtime_s']})")
-    p.add_argument("--numjobs", type=int, default=fio["numjobs"],
-                   help=f"config fio.numjobs: parallel jobs of the random tests (default {fio['numjobs']})")
+    p.add_argument("--config", help="config as JSON text or a YAML file: its fio section "
+                                    "(default: the schema's defaults)")
     p.add_argument("--tests", nargs="*", choices=TESTS, help="subset of tests (default all)")
-    p.add_argument("--repetitions", type=int, default=fio["repetitions"],
-                   help=f"config fio.repetitions: run every test this many times (default {fio['repetitions']})")
-    p.add_argument("--max-repetitions", type=int, default=fio["max_repetitions"],
-                   help="config fio.max_repetitions: then more, until the MB/s interval is within --precision, "
-                        "up to this many (default: no more)")
-    p.add_argument("--precision", type=float, default=fio["precision"],
-                   help=f"config fio.precision (default {fio['precision']})")
-    p.add_argument("--budget-s", type=float, default=fio["budget_s"], help="config fio.budget_s: seconds per test "
-                                                                        "after which no further run starts")
+    section_flags(p, "fio", group=p.add_argument_group(_OVERRIDES))
     # --path is <target>/<run>/fio: the target's lock sits beside the loads' one
     p.set_defaults(func=guarded(measured(cmd_fio, lambda args: Path(args.path).parent), EXPECTED, "fio"))
 
@@ -191,7 +181,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--settings-json", help="server options as a JSON object (default: server.settings "
                                            "from the config)")
     p.add_argument("--keep-data", action="store_true", help="keep the server datadir after the load")
-    g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
+    g = p.add_argument_group(_OVERRIDES)
     section_flags(p, "load", lists=False, group=g)
     section_flags(p, "server", "server-", lists=False, group=g)
     p.set_defaults(func=guarded(measured(cmd_load_index), EXPECTED, "load-index"))

@@ -9,17 +9,15 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.resources import resources_dir
 from ..core.infra.targets import check_target, parse_size
+from .spec import FioSpec
 
 log = logging.getLogger(__name__)
 
-# Order matters: seq-write lays out the file the other tests reuse.
-TESTS = ("seq-write", "seq-read", "rand-read", "rand-write", "page-read", "page-write", "cache-read")
 BUFFERED = ("cache-read",)   # always through the page cache, whatever the target accepts
 DATA_FILE = "catbench-fio.dat"
 
@@ -97,17 +95,6 @@ def _schedule(tests, repeats: Repeats, seen: dict):
         for t in todo:
             yield rep, t
         rep += 1
-
-
-@dataclass(frozen=True)
-class FioSpec:
-    """A fio job's knobs (config ``fio``): the test file's ``size``, seconds per test, the
-    random tests' parallel jobs, which ``tests``, and their repetitions (``repeats``)."""
-    size: str | int
-    runtime_s: float
-    numjobs: int
-    tests: tuple = TESTS
-    repeats: Repeats = Repeats(1, 1, 0.0, None)
 
 
 def run_fio(target_name: str, directory, spec: FioSpec, out_dir, fio_binary: str | None = None) -> list[dict]:

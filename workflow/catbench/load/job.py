@@ -3,7 +3,8 @@
 ``LoadOptions`` are the strategies' knobs, part of the job's ``LoadSpec`` (spec.py); ``LoadJob`` is one load (server,
 table, variant, validated input, scratch dir); ``Outcome`` is its result: the per-file
 trace, the input's FileInfos (rows and checksums the driver compares with the table),
-the timed phases and strategy details. ``LoadProgress`` logs rows/s and ETA while loading.
+the timed phases and strategy details. ``LoadWatch`` is its clock (files, rows, the time
+limit); ``LoadProgress`` logs rows/s and ETA while loading.
 """
 
 from __future__ import annotations
@@ -55,6 +56,59 @@ class LoadOptions:
         return asdict(self)
 
 
+def shift_to(trace: list[dict], now: float) -> float:
+    """Move the earlier files' clock so the last one ends at ``now``; returns the loading
+    time they took (first start to last end)."""
+    if not trace:
+        return 0.0
+    first, last = min(r["start"] for r in trace), max(r["end"] for r in trace)
+    for r in trace:
+        r["start"] += now - last
+        r["end"] += now - last
+    return last - first
+
+
+class LoadWatch:
+    """The file-by-file loads' clock: counts committed files and rows, answers the time
+    limit's "stop now?" before each file, and words the progress line the sampler logs."""
+
+    def __init__(self, total_files: int, time_limit_s: float | None, earlier: list[dict] = ()):
+        """``time_limit_s``: load.time_limit_s (None: no limit); ``earlier``: the trace of the
+        files committed before an interruption (moved to end now); the load's clock starts
+        their loading time ago."""
+        now = time.time()
+        self.resumed_s = shift_to(earlier, now)
+        self.origin = now - self.resumed_s
+        self.total_files, self.time_limit_s = total_files, time_limit_s
+        self.files, self.rows = len(earlier), sum(r["rows"] for r in earlier)
+        self.stopped = False
+        self.by_files = True   # False: the load streams rows, not files, and logs its own progress
+        self._lock = threading.Lock()
+        self._last = (now, self.rows)
+
+    def stop(self) -> bool:
+        if self.time_limit_s is not None and time.time() - self.origin >= self.time_limit_s:
+            self.stopped = True
+        return self.stopped
+
+    def note(self, rows: int):
+        with self._lock:
+            self.files += 1
+            self.rows += rows
+
+    def progress_line(self, table_bytes: int) -> str:
+        now = time.time()
+        t_last, rows_last = self._last
+        self._last = (now, self.rows)
+        overall = self.rows / max(now - self.origin, 1e-9)
+        recent = (self.rows - rows_last) / max(now - t_last, 1e-9)
+        eta = (self.total_files - self.files) * (now - self.origin) / self.files if self.files else float("nan")
+        limit = f", stops at the {self.time_limit_s:.0f} s limit" if self.time_limit_s is not None else ""
+        return (f"loaded {self.files}/{self.total_files} files, {self.rows:,} rows, {recent:,.0f} rows/s now, "
+                f"{overall:,.0f} rows/s overall, table {table_bytes / 2**20:,.0f} MiB, "
+                f"ETA {time.strftime('%H:%M:%S', time.gmtime(max(0, eta))) if eta == eta else '?'}{limit}")
+
+
 @dataclass
 class LoadJob:
     """One load: ``conn`` is the driver's connection (strategies open more from ``server``)."""
@@ -68,11 +122,10 @@ class LoadJob:
     tmpdir: Path              # scratch on the target (the server's tmpdir)
     engine: Engine = ENGINES["innodb"]   # the table's storage engine (load.engines)
     # File-by-file strategies only (load/ledger.py): the files committed before an
-    # interruption (their trace rows and FileInfos), the ledger each file commits with,
-    # and the watch that counts files and says when the time limit is reached.
+    # interruption (their trace rows and FileInfos) and the ledger each file commits with.
     earlier: tuple = ((), ())
     ledger: object = None
-    watch: object = None
+    watch: LoadWatch | None = None   # counts files and rows; says when load.time_limit_s is reached
 
     @property
     def todo(self) -> list[Path]:

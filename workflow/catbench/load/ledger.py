@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -137,55 +136,3 @@ class Ledger:
                                 f"file now {now.rows} with {now.checksum}); remove the server directory "
                                 f"to start afresh")
         return trace, infos
-
-
-def shift_to(trace: list[dict], now: float) -> float:
-    """Move the earlier files' clock so the last one ends at ``now``; returns the loading
-    time they took (first start to last end)."""
-    if not trace:
-        return 0.0
-    first, last = min(r["start"] for r in trace), max(r["end"] for r in trace)
-    for r in trace:
-        r["start"] += now - last
-        r["end"] += now - last
-    return last - first
-
-
-class LoadWatch:
-    """The file-by-file loads' clock: counts committed files and rows, answers the time
-    limit's "stop now?" before each file, and words the progress line the sampler logs."""
-
-    def __init__(self, total_files: int, limit_s: float | None, earlier: list[dict] = ()):
-        """``earlier``: the trace of the files committed before an interruption (moved
-        to end now); the load's clock starts their loading time ago."""
-        now = time.time()
-        self.resumed_s = shift_to(earlier, now)
-        self.origin = now - self.resumed_s
-        self.total_files, self.limit_s = total_files, limit_s
-        self.files, self.rows = len(earlier), sum(r["rows"] for r in earlier)
-        self.stopped = False
-        self.by_files = True   # False: the load streams rows, not files, and logs its own progress
-        self._lock = threading.Lock()
-        self._last = (now, self.rows)
-
-    def stop(self) -> bool:
-        if self.limit_s is not None and time.time() - self.origin >= self.limit_s:
-            self.stopped = True
-        return self.stopped
-
-    def note(self, rows: int):
-        with self._lock:
-            self.files += 1
-            self.rows += rows
-
-    def progress_line(self, table_bytes: int) -> str:
-        now = time.time()
-        t_last, rows_last = self._last
-        self._last = (now, self.rows)
-        overall = self.rows / max(now - self.origin, 1e-9)
-        recent = (self.rows - rows_last) / max(now - t_last, 1e-9)
-        eta = (self.total_files - self.files) * (now - self.origin) / self.files if self.files else float("nan")
-        limit = f", stops at the {self.limit_s:.0f} s limit" if self.limit_s is not None else ""
-        return (f"loaded {self.files}/{self.total_files} files, {self.rows:,} rows, {recent:,.0f} rows/s now, "
-                f"{overall:,.0f} rows/s overall, table {table_bytes / 2**20:,.0f} MiB, "
-                f"ETA {time.strftime('%H:%M:%S', time.gmtime(max(0, eta))) if eta == eta else '?'}{limit}")

@@ -42,8 +42,8 @@ from ..core.server.logs import out_of_space
 from ..core.server.session import Datadir, private_server, server_dir
 from ..core.server.status import variables
 from .estimate import STEADY, input_rows, load_need
-from .job import TIMINGS, LoadJob, Outcome, Repetition
-from .ledger import STATE, Ledger, LoadWatch, ResumeState, load_key, repetition_from_doc
+from .job import TIMINGS, LoadJob, LoadWatch, Outcome, Repetition
+from .ledger import STATE, Ledger, ResumeState, load_key, repetition_from_doc
 from .measure import (
     default_interval,
     interval_table,
@@ -203,7 +203,8 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
         load = LoadJob(srv, conn, DATABASE, table, v, job.files, options, srv.tmpdir, eng)
         with _full_disk_named(summary["target"], srv):
             conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
-            _prepare_table(load, strategy, figures, resuming, spec.time_limit_s)
+            _prepare_table(load, strategy, figures, resuming)
+        load.watch = LoadWatch(len(load.files), spec.time_limit_s if strategy.resumable else None, list(load.earlier[0]))
         files_glob = eng.table_files.format(database=DATABASE, table=table)
         sampler = Sampler(srv, device=device_for(job.path), table_glob=files_glob,
                           interval_s=spec.sample_interval_s, watch=load.watch,
@@ -240,14 +241,13 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
     return outcome, sampler, t0, t1
 
 
-def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bool, time_limit_s):
+def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bool):
     """Creates the strategy's table, or, resuming, finds what the interrupted run committed
-    (the ledger); gives file-by-file strategies their ledger and watch (time limit, progress)."""
+    (the ledger); gives file-by-file strategies their ledger."""
     if not resuming:
         job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
         job.conn.cursor().execute(strategy.table_ddl(job.variant, DATABASE, job.table, job.engine))
     if not strategy.resumable:
-        job.watch = LoadWatch(len(job.files), None)
         return
     job.ledger = Ledger(DATABASE, job.table, figures["repetition"], job.files)
     job.ledger.create(job.conn)
@@ -262,7 +262,6 @@ def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bo
         log.info("resuming after %d of %d committed files", len(job.earlier[1]), len(job.files))
     else:
         job.ledger.clear(job.conn)
-    job.watch = LoadWatch(len(job.files), time_limit_s, list(job.earlier[0]))
 
 
 @contextlib.contextmanager

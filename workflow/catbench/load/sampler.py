@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.server.status import status_counters
+from .job import LoadWatch
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +55,14 @@ class Sampler:
     """
 
     def __init__(self, server, device: str | None = None, table_glob: str = "**/*.ibd",
-                 interval_s: float = 1.0, watch=None, progress_every_s: float = 5.0,
+                 interval_s: float = 1.0, watch: LoadWatch | None = None, progress_every_s: float = 5.0,
                  flush_sql: str | None = None):
         self.server = server
         self.device = device
         self.table_glob = table_glob
         self.interval_s = interval_s
         self.rows: list[dict] = []
-        self.watch, self.progress_every_s = watch, progress_every_s  # watch: a load.ledger.LoadWatch
+        self.watch, self.progress_every_s = watch, progress_every_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn = None

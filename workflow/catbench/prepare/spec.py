@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.infra.jobs.shapes import CatalogShape, IndexWork
 from ..core.sky.geometry import Geometry
 
 PAGE_DEFAULT = "16K"   # InnoDB's page when the settings name none
@@ -45,14 +46,12 @@ class PatchShape:
 
 
 @dataclass(frozen=True)
-class CatalogSpec:
-    """The catalog: the seed, the patch, its Sources, the ids and where the copies go."""
+class CatalogSpec(CatalogShape):
+    """The catalog: its shape as the jobs' sizing reads it (filler columns, parts, Sources per
+    Object, ids, a reduce group's bound), the seed, the patch, where the copies go."""
     seed: int
     patch: PatchShape
-    sources_per_object: float
     source_scatter_arcsec: float
-    filler_columns: int
-    id_layout: str
     density_model: str
     ra_min_deg: float
     ra_max_deg: float
@@ -65,9 +64,10 @@ class CatalogSpec:
         p, sky = cat["patch"], cat["sky"]
         shape = PatchShape(int(p["objects"]), float(p["ra_width_deg"]), float(p["dec_height_deg"]),
                            p["cluster_count"], p["cluster_fraction"], p["cluster_sigma_deg"])
-        return cls(int(cfg["seed"]), shape, cat["sources_per_object"], cat["source_scatter_arcsec"],
-                   int(cat["filler_columns"]), cat["id_layout"], cat["density"]["model"],
-                   float(sky["ra_min_deg"]), float(sky["ra_max_deg"]), OwnFiles.of(p["file"]), cat)
+        return cls(**vars(CatalogShape.of(cfg)), seed=int(cfg["seed"]), patch=shape,
+                   source_scatter_arcsec=cat["source_scatter_arcsec"], density_model=cat["density"]["model"],
+                   ra_min_deg=float(sky["ra_min_deg"]), ra_max_deg=float(sky["ra_max_deg"]),
+                   patch_file=OwnFiles.of(p["file"]), section=cat)
 
 
 @dataclass(frozen=True)
@@ -79,12 +79,9 @@ class PartitionSpec:
 
 
 @dataclass(frozen=True)
-class IndexSpec:
-    """The index input: where its rows come from, their order, the jobs, DuckDB's memory."""
-    source: str              # partition, generate or file
-    order: str               # generation or chunk
-    sort_memory: str
-    jobs: int
+class IndexSpec(IndexWork):
+    """The index input as the jobs' sizing reads it (where its rows come from, their order,
+    the jobs, DuckDB's memory) with the user's files."""
     file: OwnFiles           # index.file (source: file)
 
 
@@ -99,11 +96,10 @@ class PrepareSpec:
     @classmethod
     def of(cls, cfg: dict) -> PrepareSpec:
         """From a validated config."""
-        p, ix = cfg["partition"], cfg["index"]
+        p, catalog = cfg["partition"], CatalogSpec.of(cfg)
         geometry = Geometry(p["num_stripes"], p["num_sub_stripes_per_stripe"], p["overlap_deg"])
-        return cls(cfg["run"], CatalogSpec.of(cfg),
-                   PartitionSpec(geometry, p["max_rows_per_group"], p["index_files"]),
-                   IndexSpec(ix["source"], ix["order"], str(ix["sort_memory"]), ix["jobs"], OwnFiles.of(ix["file"])))
+        return cls(cfg["run"], catalog, PartitionSpec(geometry, catalog.max_rows_per_group, p["index_files"]),
+                   IndexSpec(**vars(IndexWork.of(cfg)), file=OwnFiles.of(cfg["index"]["file"])))
 
 
 @dataclass(frozen=True)

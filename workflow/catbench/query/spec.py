@@ -56,7 +56,7 @@ class QuerySpec:
     @classmethod
     def of(cls, cfg: dict, over: dict | None = None) -> QuerySpec:
         """From a validated config and the CLI's overrides (repetitions, concurrency (a partial
-        section), names, cold, params, settings, binary, start_timeout; None or absent: the
+        section), names, cold, params, settings; None or absent: the
         config's). Unknown query names fail naming the config key."""
         over = {k: v for k, v in (over or {}).items() if v is not None}
         qs, part, server = cfg["queries"], cfg["partition"], cfg["server"]
@@ -77,5 +77,4 @@ class QuerySpec:
                  int(qs["draw"]["target_pairs"]), float(qs["draw"]["budget_s"])),
             Geometry(part["num_stripes"], part["num_sub_stripes_per_stripe"], float(part["overlap_deg"])),
             over.get("settings", server["settings"]),
-            Launch.of(server, binary=over.get("binary") or server["binary"],
-                      start_timeout_s=over.get("start_timeout") or server["start_timeout_s"]))
+            Launch.of(server))

@@ -13,7 +13,7 @@ import math
 
 from ..core.infra.targets import human
 from .findings import ONE_FILE_AT_A_TIME
-from .stats import ReportSpec
+from .spec import ReportSpec
 
 HOW_TO = ("**No prediction at your scale in this run.** `make ladder` runs a ladder of smaller runs of this "
           "study and predicts it at `predict.target_rows`; for your own study, `catbench predict --config C "

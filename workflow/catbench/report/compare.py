@@ -24,7 +24,8 @@ from ..core.infra.config import RENAMED
 from ..core.infra.jobs.isolation import ran_alone
 from . import noise
 from .inputs import MetricsError
-from .stats import Between, Figure, ReportSpec, fmt, holm, holm_cutoff, short, verdict
+from .spec import ReportSpec
+from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
 from .tables import check_numbers, write_csv
 
 KEYS = {

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .stats import (Figure, ReportSpec, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally,
-                    verdict, versus)
+from .spec import ReportSpec
+from .stats import Figure, fmt, holm, holm_cutoff, interval_text, p_text, sentence, tally, verdict, versus
 from .row_costs import answers, row_costs
 
 # the 2017 storage study's protocol, every other strategy's yardstick

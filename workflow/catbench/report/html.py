@@ -36,11 +36,11 @@ from pathlib import Path
 
 from ..core.infra.files import staged_output
 from ..core.infra.resources import resources_dir
-from . import noise, provenance
+from . import noise
 from . import tables as T
 from .inputs import MetricsError, collect, stale_note
 from .plots import ALWAYS, PLOTS, draw_all
-from .stats import ReportSpec
+from .spec import ReportSpec
 from .summary import FIRST_SCREEN, HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
 
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
@@ -146,7 +146,7 @@ def _copy_texts(run: Path, tdir: Path | None, out: Path, sections: list, inp) ->
     if tdir and (tdir / "provenance.json").is_file():
         prov_text = (tdir / "provenance.json").read_text()
     else:
-        prov_text = json.dumps(provenance.collect(run, inp), indent=1, default=str) + "\n"
+        prov_text = json.dumps(T.provenance(run, inp), indent=1, default=str) + "\n"
     (out / "provenance.json").write_text(prov_text)
     cols = report_dir() / "columns.md"
     if cols.is_file():

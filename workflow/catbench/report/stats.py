@@ -56,16 +56,6 @@ def _t():
     from scipy import stats
     return stats.t
 
-@dataclass(frozen=True)
-class ReportSpec:
-    """How the final tables, the summary, the report and ``catbench compare`` judge differences:
-    the config's ``report`` section, validated with the schema's defaults filled in at the
-    command line (cli/report.py ``report_spec``)."""
-    confidence: float           # level of every interval
-    alpha: float                # the t-test's level, before Holm's correction
-    practical_threshold: float  # a smaller relative difference is "within noise"
-    between_run_cv: float       # between-run spread compare assumes without a measured floor
-
 MIN_N = 2
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_ALPHA = 0.05
@@ -446,6 +436,13 @@ def _ratio_text(v: Verdict, word: str) -> str:
     return f"{fmt(r, 'x')}{ci} {word}"
 
 
+def _counts(v: Verdict, note: str = "") -> str:
+    """The repetitions behind a verdict within noise (with its p-value) or below the threshold,
+    and what they could have seen: 'n=3 vs 3, p=0.21; ...'."""
+    p = f", p={v.p:.2g}" if v.kind == "noise" else ""
+    return f"n={v.a.n} vs {v.b.n}{p}{note}; {reach(v)}"
+
+
 def versus(b_name: str, v: Verdict, *, unit: str = "", better: str = "faster", worse: str = "slower") -> str:
     """The rule's answer for A against ``b_name``, as the second half of a sentence about A."""
     fb = f"{b_name}, {interval_text(v.b, unit)}"
@@ -453,11 +450,9 @@ def versus(b_name: str, v: Verdict, *, unit: str = "", better: str = "faster", w
         return f"{fmt(v.ratio, 'x')} the speed of {fb} — {_too_few(v)}"
     if not v.tested:
         return f"against {fb} {_untested(v)}"
-    if v.kind == "noise":
-        return f"within noise of {fb} (n={v.a.n} vs {v.b.n}, p={v.p:.2g}; {reach(v)})"
-    if v.kind == "small":
-        return (f"within {v.threshold:.0%} of {fb} (n={v.a.n} vs {v.b.n}: below the practical threshold; "
-                f"{reach(v)})")
+    if v.kind in ("noise", "small"):
+        what, note = ("noise", "") if v.kind == "noise" else (f"{v.threshold:.0%}", ": below the practical threshold")
+        return f"within {what} of {fb} ({_counts(v, note)})"
     return f"{_ratio_text(v, better if v.kind == 'better' else worse)} than {fb} ({p_text(v)})"
 
 
@@ -467,11 +462,10 @@ def sentence(a_name: str, b_name: str, v: Verdict, *, unit: str = "", better: st
     both = f"{interval_text(v.a, unit)} vs {interval_text(v.b, unit)}"
     if not v.tested:
         return f"{a_name} vs {b_name}: {both} — {_untested(v)}, not a finding."
-    if v.kind == "noise":
-        return f"{a_name} and {b_name} are within noise (n={v.a.n} vs {v.b.n}, p={v.p:.2g}; {reach(v)}): {both}."
-    if v.kind == "small":
-        return (f"{a_name} and {b_name} differ by less than the {v.threshold:.0%} practical threshold "
-                f"(n={v.a.n} vs {v.b.n}; {reach(v)}): {both}.")
+    if v.kind in ("noise", "small"):
+        same = ("are within noise" if v.kind == "noise"
+                else f"differ by less than the {v.threshold:.0%} practical threshold")
+        return f"{a_name} and {b_name} {same} ({_counts(v)}): {both}."
     return (f"{a_name} is {_ratio_text(v, better if v.kind == 'better' else worse)} than {b_name} "
             f"({p_text(v)}): {both}.")
 

@@ -11,53 +11,41 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
 
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.isolation import ran_alone, what_it_met
 from .at_scale import answer, dur, method, your_catalog
 from .findings import PREDICTION_BAND, acked_lost
 from .findings import findings as _findings
-from .stats import ReportSpec
+from .spec import ReportSpec
 
 
-@dataclass
+# Tables' attribute -> the final table it holds
+TABLE_OF = {"storage": "storage", "loads": "load_time", "rate": "load_rate", "queries": "queries",
+            "restart": "restart", "chunks": "chunks", "stages": "stages", "collapse": "load_collapse",
+            "query_runs": "query_runs", "restart_runs": "restart_runs", "not_run": "load_not_run",
+            "cluster": "cluster_restart", "cluster_load": "cluster_load", "isolation": "isolation",
+            "chunk_load_chunks": "chunk_load_chunks", "query_chunks": "query_chunks",
+            "prediction": "prediction",   # predict/prediction.json, a row per load
+            "prediction_validation": "prediction_validation", "load_io": "load_io", "curve": "load_curve"}
+
+
 class Tables:
-    """The final tables as lists of row dicts (a missing table is empty), plus the targets."""
-    storage: list = field(default_factory=list)
-    loads: list = field(default_factory=list)       # load_time
-    rate: list = field(default_factory=list)        # load_rate
-    queries: list = field(default_factory=list)
-    restart: list = field(default_factory=list)
-    chunks: list = field(default_factory=list)
-    stages: list = field(default_factory=list)
-    targets: dict = field(default_factory=dict)     # name -> targets/<name>.json
-    collapse: list = field(default_factory=list)    # load_collapse
-    query_runs: list = field(default_factory=list)
-    restart_runs: list = field(default_factory=list)
-    not_run: list = field(default_factory=list)     # load_not_run
-    cluster: list = field(default_factory=list)     # cluster_restart
-    cluster_load: list = field(default_factory=list)
-    isolation: list = field(default_factory=list)
-    chunk_load_chunks: list = field(default_factory=list)
-    query_chunks: list = field(default_factory=list)
-    prediction: list = field(default_factory=list)  # predict/prediction.json, a row per load
-    prediction_validation: list = field(default_factory=list)
-    load_io: list = field(default_factory=list)
-    curve: list = field(default_factory=list)       # load_curve
-    own: dict = field(default_factory=dict)         # the user's files read (inputs.RunInputs.own)
+    """The final tables as lists of row dicts (a missing table is empty; the attributes are
+    :data:`TABLE_OF`'s keys), plus the targets (name -> targets/<name>.json) and the user's
+    files read (inputs.RunInputs.own)."""
+
+    def __init__(self, targets: dict | None = None, own: dict | None = None, **tables):
+        unknown = set(tables) - set(TABLE_OF)
+        if unknown:
+            raise TypeError(f"Tables: no table {sorted(unknown)}")
+        for name in TABLE_OF:
+            setattr(self, name, list(tables.get(name) or []))
+        self.targets, self.own = targets or {}, own or {}
 
     @classmethod
     def of(cls, t: dict, targets: dict | None = None, own: dict | None = None) -> Tables:
-        return cls(t.get("storage", []), t.get("load_time", []), t.get("load_rate", []),
-                   t.get("queries", []), t.get("restart", []), t.get("chunks", []),
-                   t.get("stages", []), targets or {}, t.get("load_collapse", []),
-                   t.get("query_runs", []), t.get("restart_runs", []), t.get("load_not_run", []),
-                   cluster=t.get("cluster_restart", []), cluster_load=t.get("cluster_load", []),
-                   isolation=t.get("isolation", []), chunk_load_chunks=t.get("chunk_load_chunks", []),
-                   query_chunks=t.get("query_chunks", []), prediction=t.get("prediction", []),
-                   prediction_validation=t.get("prediction_validation", []), load_io=t.get("load_io", []),
-                   curve=t.get("load_curve", []), own=own or {})
+        return cls(targets, own, **{name: t.get(table, []) for name, table in TABLE_OF.items()})
 
 
 # ---------------------------------------------------------------- formatting

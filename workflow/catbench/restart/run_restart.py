@@ -31,7 +31,6 @@ import mysql.connector
 
 from ..core.index.input import scan_file
 from ..core.index.table import get_variant
-from ..core.infra.files import atomic_path
 from ..core.infra.settings import ServerError
 from ..core.infra.targets import describe_target
 from ..core.server.loaddata import LoadError
@@ -42,6 +41,7 @@ from .headlines import summarize
 from .kinds import KINDS as KIND_FUNCS
 from .kinds import MODULES
 from .options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
+from .results import clear_results, write_json
 from .spec import RestartSpec
 from .state import RestartRun
 
@@ -51,22 +51,6 @@ log = logging.getLogger(__name__)
 
 _VARIABLES = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_flush_log_at_trx_commit",
               "innodb_flush_method", "innodb_doublewrite", "innodb_page_size", "datadir")
-
-
-def write_json(path: Path, obj):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
-
-
-def _clear_results(out_dir: Path):
-    """A re-run replaces results; stale evidence must not look current."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for kind in KINDS:
-        for suffix in (".json", ".error.json"):
-            (out_dir / f"{kind}{suffix}").unlink(missing_ok=True)
-    for name in ("summary.json", "server-error.log"):
-        (out_dir / name).unlink(missing_ok=True)
 
 
 def _run_kinds(run: RestartRun, meta: dict, out_dir: Path, results: dict):
@@ -147,7 +131,7 @@ def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> d
         raise LoadError("no input files given")
     input_bytes = sum(f.stat().st_size for f in files)
     out_dir = Path(out_dir)
-    _clear_results(out_dir)
+    clear_results(out_dir, KINDS, ("server-error.log",))
     t0 = time.time()
     infos = [scan_file(f, v) for f in files]
     log.info("target %s: scanned %d files (%d rows) in %.1f s", target, len(infos), sum(i.rows for i in infos),

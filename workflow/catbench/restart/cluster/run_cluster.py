@@ -25,7 +25,6 @@ No node, SST helper or listening port is left behind on any exit path.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -33,10 +32,10 @@ from pathlib import Path
 
 from ...core.index.input import scan_file
 from ...core.index.table import get_variant
-from ...core.infra.files import atomic_path
 from ...core.infra.targets import describe_target
 from ...core.server.loaddata import LoadError
 from ..phases import p50
+from ..results import clear_results, write_json
 from .kinds import restart_node
 from .options import KINDS, ClusterError
 from .session import cluster_session
@@ -51,23 +50,6 @@ __all__ = ["KINDS", "ClusterError", "run_cluster"]
 HEADLINE = ("shutdown", "kill", "wsrep_recover", "process_start_to_primary", "process_start_to_engine_ready",
             "state_transfer", "process_start_to_synced", "process_start_to_first_answer", "down_to_synced",
             "down_to_first_answer")
-
-
-def write_json(path: Path, obj):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=1, default=str) + "\n")
-
-
-def _clear_results(out_dir: Path):
-    """A re-run replaces results; stale evidence must not look current."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for kind in KINDS:
-        for suffix in (".json", ".error.json"):
-            (out_dir / f"{kind}{suffix}").unlink(missing_ok=True)
-    (out_dir / "summary.json").unlink(missing_ok=True)
-    for old in out_dir.glob("node*-error.log"):
-        old.unlink()
 
 
 def _kind_summary(res: dict) -> dict:
@@ -160,7 +142,7 @@ def run_cluster(target: str, path, input_files, out_dir, spec: ClusterSpec) -> d
     if not files:
         raise LoadError("no input files given")
     out_dir = Path(out_dir)
-    _clear_results(out_dir)
+    clear_results(out_dir, KINDS, ("node*-error.log",))
     infos = [scan_file(f, v) for f in files]
     input_bytes = sum(i.bytes for i in infos)
     meta = {"target": target, "variant": v.name, "nodes": spec.nodes, "files": len(infos),

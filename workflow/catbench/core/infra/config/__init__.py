@@ -85,14 +85,6 @@ def load_schema() -> dict:
         return registries.expand(yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
-def repeat_args(section: dict) -> str:
-    """A stage's adaptive repetitions (core/infra/jobs/repeat.py) as command-line options."""
-    if not section.get("max_repetitions"):
-        return ""
-    budget = f" --budget-s {section['budget_s']}" if section.get("budget_s") else ""
-    return f"--max-repetitions {int(section['max_repetitions'])} --precision {section['precision']}{budget}"
-
-
 def typed_overrides(config: dict, given: dict) -> dict:
     """``config`` with the sections given on Snakemake's command line typed as YAML: its
     ``--config load='{repetitions: 3}'`` reads the inner values as strings ('3'), which the

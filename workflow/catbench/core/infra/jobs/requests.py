@@ -219,7 +219,7 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
     map_threads = _map_threads(sizes)
     server_key = "server.settings.innodb_buffer_pool_size"
     # index.order chunk: DuckDB's sort of the index input beside the job's own memory
-    sort_mb = sizes.index.sort_memory // 2**20 if sizes.index.order == "chunk" else 0
+    sort_mb = sizes.index.sort_bytes // 2**20 if sizes.index.order == "chunk" else 0
     mem_of = {
         "catalog_patch": (mem["part"], "catalog.max_objects_per_part"),
         "catalog_part": (mem["part"], "catalog.max_objects_per_part"),
@@ -230,7 +230,7 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
         "index_generate": (500 + sort_mb, "index.sort_memory" if sort_mb else None),
         # a batch of index.file.batch_rows rows (columns, located, text: ~100 B a row) and DuckDB's memory
         "index_read": (500 + 100 * sizes.index.batch_rows // 2**20
-                       + sizes.index.sort_memory // 2**20, "index.sort_memory"),
+                       + sizes.index.sort_bytes // 2**20, "index.sort_memory"),
         "index_working_set": (1500, None),
         "chunk_list": (1000, None),
         "target_info": (500, None),

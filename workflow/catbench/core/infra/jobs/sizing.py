@@ -14,6 +14,7 @@ from ...sky.chunking import auto_stripes, auto_sub_stripes, densest, rows_in
 from ...sky.copies import copy_layout, map_batches, part_copies
 from ..config import estimated_objects, estimated_rows, n_groups, stage_targets
 from ..targets import parse_size
+from .shapes import CatalogShape, IndexWork
 
 
 @dataclass(frozen=True)
@@ -60,27 +61,6 @@ class Chunks:
                    chunk_rows=rows_in(density, 180.0 / ns, objects),
                    sub_chunk_rows=rows_in(density, 180.0 / (ns * nss), objects),
                    bound=part["auto_chunk_rows"], auto=(auto_ns, auto_nss))
-
-
-@dataclass(frozen=True)
-class CatalogShape:
-    """catalog and partition keys that size a job's memory."""
-    filler_columns: int
-    max_objects_per_part: int
-    sources_per_object: float
-    patch_objects: int
-    id_layout: str
-    max_rows_per_group: int
-
-
-@dataclass(frozen=True)
-class IndexWork:
-    """index: where the index input comes from and how it is ordered."""
-    source: str             # partition, generate or file
-    order: str              # chunk or generation
-    jobs: int               # index.jobs: generation jobs
-    sort_memory: int        # index.sort_memory in bytes
-    batch_rows: int         # index.file.batch_rows
 
 
 @dataclass(frozen=True)
@@ -159,18 +139,14 @@ class RunSizes:
 
     @classmethod
     def of(cls, cfg: dict) -> RunSizes:
-        cat, jobs, server = cfg["catalog"], cfg["jobs"], cfg["server"]["settings"]
-        index, load, fio = cfg["index"], cfg["load"], cfg["fio"]
+        jobs, server = cfg["jobs"], cfg["server"]["settings"]
+        load, fio = cfg["load"], cfg["fio"]
         rs, cl, q = cfg["restart"], cfg["cluster"], cfg["queries"]
         return cls(
             rates=Rates(cpus=jobs["cpus"], rows_per_s=jobs["rows_per_s"], index_rows_per_s=jobs["index_rows_per_s"]),
             scale=_scale(cfg),
-            catalog=CatalogShape(
-                filler_columns=cat["filler_columns"], max_objects_per_part=cat["max_objects_per_part"],
-                sources_per_object=cat["sources_per_object"], patch_objects=cat["patch"]["objects"],
-                id_layout=cat["id_layout"], max_rows_per_group=cfg["partition"]["max_rows_per_group"]),
-            index=IndexWork(source=index["source"], order=index["order"], jobs=index["jobs"],
-                            sort_memory=parse_size(index["sort_memory"]), batch_rows=index["file"]["batch_rows"]),
+            catalog=CatalogShape.of(cfg),
+            index=IndexWork.of(cfg),
             load=LoadWork(repetitions=load["repetitions"], repetition_limit_s=load["repetition_limit_s"],
                           optimize_limit_s=load["optimize_limit_s"], lookup_seconds=load["lookup_seconds"],
                           lookup_count=load["lookup_count"], settings={**server, **(load["settings"] or {})}),
