@@ -305,6 +305,7 @@ def _schema() -> dict:
 
 def test_kind_registries_match_the_schema_enums():
     from catbench.load.strategies import STRATEGIES
+    from catbench.query.suite import QUERY_NAMES
     from catbench.restart.cluster.options import KINDS as CLUSTER_KINDS
     from catbench.restart.options import KINDS
     schema = _schema()
@@ -312,6 +313,8 @@ def test_kind_registries_match_the_schema_enums():
     assert schema["restart"]["properties"]["kinds"]["default"] == list(KINDS)
     assert schema["cluster"]["properties"]["kinds"]["items"]["enum"] == list(CLUSTER_KINDS)
     assert schema["load"]["properties"]["strategies"]["items"]["enum"] == list(STRATEGIES)
+    assert schema["queries"]["properties"]["queries"]["items"]["enum"] == list(QUERY_NAMES)
+    assert schema["queries"]["properties"]["parameters"]["propertyNames"]["enum"] == list(QUERY_NAMES)
 
 
 def test_each_strategy_module_declares_its_entry():
@@ -321,8 +324,10 @@ def test_each_strategy_module_declares_its_entry():
     folder = PKG / "load" / "strategies"
     modules = [importlib.import_module(f"catbench.load.strategies.{p.stem}") for p in sorted(folder.glob("*.py"))
                if p.stem not in ("__init__", "base")]
-    assert sorted(m.ORDER for m in modules) == list(range(len(modules)))
+    orders = [m.ORDER for m in modules]
+    assert len(set(orders)) == len(orders), f"two strategies share an ORDER: {sorted(orders)}"
     assert {m.STRATEGY.name: m.STRATEGY for m in modules} == REGISTRY
+    assert list(REGISTRY) == [m.STRATEGY.name for m in sorted(modules, key=lambda m: m.ORDER)]
 
 
 def test_tables_and_plots_have_their_sql_and_captions():
