@@ -96,7 +96,8 @@ def queried():
         duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"),
                                   Where("parquet"))
         my = run_queries(QuerySpec.of(cfg, {"settings": cfg["server"]["settings"]}),
-                         QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"), Where("t1", root / "target"))
+                         QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"),
+                         Where("t1", root / "target"))
         yield {"cfg": cfg, "root": root, "objects": objects, "duck": duck, "mysql": my}
     finally:
         leftover = servers_under(root)
@@ -125,7 +126,7 @@ def test_several_chunks_and_both_engines_agree(queried):
 @pytest.mark.server
 def test_every_query_returns_data(queried):
     for s in (queried["duck"], queried["mysql"]):
-        answers = json.loads((Path(queried["root"]) / "out" / ("parquet/duckdb" if s["engine"] == "duckdb"
+        answers = json.loads((Path(queried["root"]) / "out" / ("parquet/duckdb" if s["query_engine"] == "duckdb"
                                                           else "t1/mysql") / "answers.json").read_text())
         for q in QUERY_NAMES:
             a = Answer.from_json(answers[q])
@@ -211,7 +212,8 @@ def test_server_section_reaches_the_session(queried, tmp_path, monkeypatch):
     root = queried["root"]
     with pytest.raises(RuntimeError, match="no server"):
         run_queries(QuerySpec.of(cfg, {"params": queried["mysql"]["params"]}),
-                    QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"), Where("t1", tmp_path / "target"))
+                    QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"),
+                    Where("t1", tmp_path / "target"))
     assert seen["name"] == "queries" and seen["launch"].start_timeout_s == 33 and seen["launch"].binary is None
     assert seen["settings"]["innodb_buffer_pool_load_at_startup"] == 0
     assert seen["settings"]["innodb_buffer_pool_size"] == "64M"

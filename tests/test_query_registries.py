@@ -136,7 +136,7 @@ def test_a_toy_query_engine_is_its_table_entry_and_its_module(toy_repo):
     """--query-engine takes the new entry, the dispatch runs its module, and queries-check
     finds its answers equal to DuckDB's."""
     toy = _queries(toy_repo, "toy", "HV1", "HV3", "TOY")
-    assert json.loads((toy / "summary.json").read_text())["engine"] == "toy"
+    assert json.loads((toy / "summary.json").read_text())["query_engine"] == "toy"
     duck = _queries(toy_repo, "duckdb", "HV1", "HV3", "TOY")
     _catbench(toy_repo, "queries-check", "--inputs", duck, toy, "--out", toy_repo / "check.json")
     check = json.loads((toy_repo / "check.json").read_text())

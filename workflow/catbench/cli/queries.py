@@ -67,7 +67,7 @@ def cmd_queries(args) -> int:
         where = Where(args.target or "parquet")
     s = run_query_engine(args.query_engine, spec, paths, where)
     warm = {q: round(v["warm"]["p50_s"], 6) for q, v in s["stats"].items() if "warm" in v}
-    print(json.dumps({"target": s["target"], "query_engine": s["engine"], "cold_method": s["cold_method"],
+    print(json.dumps({"target": s["target"], "query_engine": s["query_engine"], "cold_method": s["cold_method"],
                       "warm_p50_s": warm, "answers": s["answers"]}, default=str))
     return 0
 

@@ -9,7 +9,7 @@ Parquet chunk files (no server). Parameters: ``params.py``; runs and files: ``re
 
 Output directory (one per target and engine, written by ``core.infra.files.staged_output``)::
 
-    results.parquet   one row per query run: target, engine, query, cache
+    results.parquet   one row per query run: target, query_engine, query, cache
                       (cold | warm | concurrent-alone | concurrent-load), run, seconds,
                       result_rows, answer (short text), digest, cold_method
     summary.json      parameters, load times (chunk tables, secondary index), p50/p95/max
@@ -96,7 +96,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: Where, engine_
             conc = run_concurrency_of(spec, lambda: _DuckStream(engine), suite, params, rec)
         finally:
             engine.close()
-        summary = {"target": target, "engine": name, "cold_method": rec.cold_method, "params": params,
+        summary = {"target": target, "query_engine": name, "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
                    "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": None}
         rec.write(work, summary)
@@ -190,7 +190,7 @@ def run_queries(spec: QuerySpec, paths: QueryPaths, where: Where) -> dict:
             trace = filled.chunk_tables.pop("trace")
             runs = _measure_on_server(srv, spec, suite, chunks, params)
         rec = runs["recorder"]
-        summary = {"target": target_name, "engine": "mysql", "cold_method": rec.cold_method, "params": params,
+        summary = {"target": target_name, "query_engine": "mysql", "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "connections": spec.connections,
                    "concurrency": runs["concurrency"], "chunks": len(chunks),
                    "load": {"chunk_tables": filled.chunk_tables, "secondary_index": filled.secondary_index},
