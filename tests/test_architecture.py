@@ -17,10 +17,10 @@ MAX_FUNCTION_LINES = 100
 MAX_MODULES_PER_FOLDER = 12
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path = PKG) -> dict[str, Path]:
     out = {}
-    for p in sorted(PKG.rglob("*.py")):
-        rel = p.relative_to(PKG.parent).with_suffix("")
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root.parent).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -28,36 +28,63 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+def _base(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The module ``from <base> import ...`` names, absolute."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if path.name != "__init__.py":
+        base = base[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _resolve(module: str, path: Path, node: ast.ImportFrom) -> list[str]:
-    if node.level:
-        base = module.split(".")
-        if path.name != "__init__.py":
-            base = base[:-1]
-        base = base[:len(base) - (node.level - 1)]
-        prefix = ".".join(base + ([node.module] if node.module else []))
-    else:
-        prefix = node.module or ""
+    prefix = _base(module, path, node)
     if not prefix.startswith("catbench"):
         return []
     # "from pkg import mod" names a module; "from mod import name" names the module
     return [f"{prefix}.{a.name}" for a in node.names] + [prefix]
 
 
-def import_graph() -> dict[str, set[str]]:
-    mods = _modules()
+def holds_code(source: str) -> bool:
+    """Whether an ``__init__.py`` does more than re-export: any top-level statement but its
+    docstring, imports and ``__all__``."""
+    def plain(n):
+        return (isinstance(n, (ast.Import, ast.ImportFrom))
+                or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+                or (isinstance(n, ast.Assign) and [ast.unparse(t) for t in n.targets] == ["__all__"]))
+    return not all(plain(n) for n in ast.parse(source).body)
+
+
+def _named(module: str, path: Path, node: ast.AST, mods: dict[str, Path]) -> list[str]:
+    """The modules an import statement runs: each submodule it names, and the module (or
+    package) it takes a name from."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.startswith("catbench")]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    prefix = _base(module, path, node)
+    if not prefix.startswith("catbench"):
+        return []
+    subs = [f"{prefix}.{a.name}" for a in node.names if f"{prefix}.{a.name}" in mods]
+    return subs + ([prefix] if len(subs) < len(node.names) else [])
+
+
+def import_graph(root: Path = PKG) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, function-local imports included. An
+    ``__init__.py`` is a node when it holds code (config/, the registries' packages): a
+    cycle through one fails at import time like any other; one that only re-exports is not."""
+    mods = _modules(root)
+    coded = {m for m, p in mods.items() if p.name != "__init__.py" or holds_code(p.read_text())}
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for m, p in mods.items():
         for node in ast.walk(ast.parse(p.read_text())):
-            targets: list[str] = []
-            if isinstance(node, ast.ImportFrom):
-                targets = _resolve(m, p, node)
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names if a.name.startswith("catbench")]
-            for t in targets:
+            for t in _named(m, p, node, mods):
                 # the most specific module named (a name imported from a module is not one)
                 while t and t not in mods:
                     t = t.rpartition(".")[0]
-                if t and t != m and t != "catbench" and not mods[t].name == "__init__.py":
+                if t and t != m and t != "catbench" and t in coded:
                     graph[m].add(t)
     return graph
 
@@ -67,8 +94,7 @@ def _layer(module: str) -> str:
     return parts[1] if len(parts) > 2 else "top"
 
 
-def test_no_import_cycles():
-    graph = import_graph()
+def import_cycles(graph: dict[str, set[str]]) -> list[str]:
     state: dict[str, int] = {}
     cycles = []
 
@@ -84,6 +110,11 @@ def test_no_import_cycles():
     for m in sorted(graph):
         if m not in state:
             visit(m, [m])
+    return cycles
+
+
+def test_no_import_cycles():
+    cycles = import_cycles(import_graph())
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
@@ -128,6 +159,20 @@ def test_the_graph_sees_function_local_imports(tmp_path):
     # the checker itself: a local import must count, or cycles could hide behind one
     graph = import_graph()
     assert "catbench.core.index.table" in graph["catbench.load.strategies"]
+
+
+def test_the_graph_sees_cycles_through_an_init_that_holds_code(tmp_path):
+    # the checker itself: config/__init__.py -> files -> targets -> config hid there once
+    pkg = tmp_path / "catbench"
+    (pkg / "conf").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "conf" / "__init__.py").write_text("def rows():\n    from ..files import total\n    return total()\n")
+    (pkg / "files.py").write_text("def staged():\n    from .targets import Bad\n    raise Bad\n")
+    (pkg / "targets.py").write_text("from .conf import rows\nclass Bad(Exception):\n    pass\n")
+    (pkg / "reexports").mkdir()
+    (pkg / "reexports" / "__init__.py").write_text('"""doc"""\nfrom .files import staged\n__all__ = ["staged"]\n')
+    (pkg / "reexports" / "files.py").write_text("from . import staged\n")
+    assert import_cycles(import_graph(pkg)) == ["catbench.conf -> catbench.files -> catbench.targets -> catbench.conf"]
 
 
 # -- the second floor: small signatures, specs, registries, core's layers -----------------
@@ -260,6 +305,7 @@ def _schema() -> dict:
 
 def test_kind_registries_match_the_schema_enums():
     from catbench.load.strategies import STRATEGIES
+    from catbench.query.suite import QUERY_NAMES
     from catbench.restart.cluster.options import KINDS as CLUSTER_KINDS
     from catbench.restart.options import KINDS
     schema = _schema()
@@ -267,6 +313,8 @@ def test_kind_registries_match_the_schema_enums():
     assert schema["restart"]["properties"]["kinds"]["default"] == list(KINDS)
     assert schema["cluster"]["properties"]["kinds"]["items"]["enum"] == list(CLUSTER_KINDS)
     assert schema["load"]["properties"]["strategies"]["items"]["enum"] == list(STRATEGIES)
+    assert schema["queries"]["properties"]["queries"]["items"]["enum"] == list(QUERY_NAMES)
+    assert schema["queries"]["properties"]["parameters"]["propertyNames"]["enum"] == list(QUERY_NAMES)
 
 
 def test_each_strategy_module_declares_its_entry():
@@ -276,8 +324,10 @@ def test_each_strategy_module_declares_its_entry():
     folder = PKG / "load" / "strategies"
     modules = [importlib.import_module(f"catbench.load.strategies.{p.stem}") for p in sorted(folder.glob("*.py"))
                if p.stem not in ("__init__", "base")]
-    assert sorted(m.ORDER for m in modules) == list(range(len(modules)))
+    orders = [m.ORDER for m in modules]
+    assert len(set(orders)) == len(orders), f"two strategies share an ORDER: {sorted(orders)}"
     assert {m.STRATEGY.name: m.STRATEGY for m in modules} == REGISTRY
+    assert list(REGISTRY) == [m.STRATEGY.name for m in sorted(modules, key=lambda m: m.ORDER)]
 
 
 def test_tables_and_plots_have_their_sql_and_captions():

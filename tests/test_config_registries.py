@@ -1,6 +1,8 @@
 """The schema's kind lists come from the registries' modules: a new restart kind or loading
 strategy is its module alone, and a config naming it validates."""
 
+from pathlib import Path
+
 import pytest
 from catbench.core.infra.config import ConfigError, load_schema, validate
 from catbench.core.infra.config import registries
@@ -92,3 +94,13 @@ def test_a_toy_strategy_is_its_module_alone(tmp_path):
     r = subprocess.run([sys.executable, "-c", CHECK, str(repo), str(tmp_path / "results")], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "toy strategy: valid" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_schema_and_the_workflow_take_every_engine_and_variant_of_the_registry():
+    import yaml
+    from catbench.core.index.table import ENGINES, VARIANTS
+    root = Path(__file__).resolve().parents[1]
+    load = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())["properties"]["load"]
+    assert load["properties"]["engines"]["items"]["enum"] == list(ENGINES)
+    assert load["properties"]["variants"]["items"]["enum"] == list(VARIANTS)
+    assert '"|".join(cb_index_table.ENGINES)' in (root / "Snakefile").read_text()

@@ -223,7 +223,7 @@ def test_full_target_cli_stages_refuse_before_starting_a_server(baseline, tmp_pa
                      "--variant", "bigint", "--out", tmp_path / "load")
         assert r.returncode == 1
         assert "storage target 'small'" in r.stderr and "free but this step needs" in r.stderr, r.stderr
-        r = catbench("queries", "--engine", "mysql", "--target", "small", "--path", small / RUN, "--results", res,
+        r = catbench("queries", "--query-engine", "mysql", "--target", "small", "--path", small / RUN, "--results", res,
                      "--config", cfg, "--out", tmp_path / "q")
         assert r.returncode == 1
         assert "storage target 'small'" in r.stderr and "free but this step needs" in r.stderr, r.stderr

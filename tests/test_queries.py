@@ -27,7 +27,7 @@ from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
 from catbench.query.chunk_tables import ChunkInfo
 from catbench.query.engines import DuckdbEngine
-from catbench.core.infra.targets import Target
+from catbench.query.query_engines import Where
 from catbench.query.run_queries import QueryPaths, run_queries, run_queries_duckdb
 from catbench.query.spec import Concurrency, QuerySpec
 from catbench.query.suite import (
@@ -93,9 +93,11 @@ def queried():
     try:
         cfg = small_config()
         objects = build(cfg, root)
-        duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"))
-        my = run_queries(QuerySpec.of(cfg, {"settings": cfg["server"]["settings"]}), Target("t1", root / "target"),
-                         QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"))
+        duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"),
+                                  Where("parquet"))
+        my = run_queries(QuerySpec.of(cfg, {"settings": cfg["server"]["settings"]}),
+                         QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"),
+                         Where("t1", root / "target"))
         yield {"cfg": cfg, "root": root, "objects": objects, "duck": duck, "mysql": my}
     finally:
         leftover = servers_under(root)
@@ -124,7 +126,7 @@ def test_several_chunks_and_both_engines_agree(queried):
 @pytest.mark.server
 def test_every_query_returns_data(queried):
     for s in (queried["duck"], queried["mysql"]):
-        answers = json.loads((Path(queried["root"]) / "out" / ("parquet/duckdb" if s["engine"] == "duckdb"
+        answers = json.loads((Path(queried["root"]) / "out" / ("parquet/duckdb" if s["query_engine"] == "duckdb"
                                                           else "t1/mysql") / "answers.json").read_text())
         for q in QUERY_NAMES:
             a = Answer.from_json(answers[q])
@@ -209,8 +211,9 @@ def test_server_section_reaches_the_session(queried, tmp_path, monkeypatch):
     cfg = {**queried["cfg"], "server": {**queried["cfg"]["server"], "start_timeout_s": 33}}
     root = queried["root"]
     with pytest.raises(RuntimeError, match="no server"):
-        run_queries(QuerySpec.of(cfg, {"params": queried["mysql"]["params"]}), Target("t1", tmp_path / "target"),
-                    QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"))
+        run_queries(QuerySpec.of(cfg, {"params": queried["mysql"]["params"]}),
+                    QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"),
+                    Where("t1", tmp_path / "target"))
     assert seen["name"] == "queries" and seen["launch"].start_timeout_s == 33 and seen["launch"].binary is None
     assert seen["settings"]["innodb_buffer_pool_load_at_startup"] == 0
     assert seen["settings"]["innodb_buffer_pool_size"] == "64M"
@@ -376,7 +379,7 @@ def test_a_signal_stops_a_long_duckdb_query_within_seconds(tmp_path, sig, code):
     shv1 = {"SHV1": {"ra_min": 9, "ra_max": 11, "dec_min": -1, "dec_max": 1, "radius_deg": 0.01667}}
     log = tmp_path / "job.log"
     with open(log, "w") as f:
-        p = subprocess.Popen([sys.executable, "-m", "catbench", "queries", "--engine", "duckdb", "--results",
+        p = subprocess.Popen([sys.executable, "-m", "catbench", "queries", "--query-engine", "duckdb", "--results",
                               str(tmp_path / "results"), "--config", "{}", "--out", str(tmp_path / "out"),
                               "--queries", "SHV1", "--no-cold", "--repetitions", "1", "--concurrency-streams", "0",
                               "--params-json", json.dumps(shv1)],

@@ -82,7 +82,7 @@ def test_report_without_tables_and_optional_stages(tmp_path):
     for name in ALWAYS:   # declared rule outputs always exist
         assert (out / f"{name}.png").read_bytes()[:8] == PNG
     assert not [n for n in PLOTS if n not in ALWAYS and (out / f"{n}.png").exists()]   # no placeholder
-    assert (out / "tables" / "queries.csv").read_text().startswith("target,engine,query,cache")
+    assert (out / "tables" / "queries.csv").read_text().startswith("target,query_engine,query,cache")
 
 
 def test_report_fails_naming_a_corrupt_file(tmp_path):
@@ -205,7 +205,7 @@ def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     assert float(rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "rows")]["ratio"]) == 1.0
     assert float(rows[("storage", "target=b, test=seq-read", "MBps")]["ratio"]) == 0.5
     assert rows[("storage", "target=c, test=seq-read", "(row)")]["note"] == "only in B"
-    assert float(rows[("queries", "target=b, engine=mariadb, query=q1, cache=cold", "p50_s")]["ratio"]) == 0.5
+    assert float(rows[("queries", "target=b, query_engine=mariadb, query=q1, cache=cold", "p50_s")]["ratio"]) == 0.5
     assert float(rows[("chunks", "chunkId=11", "tsv_bytes")]["ratio"]) == 1.0
     # same data in the API, and --out
     assert any(x["column"] == "seconds" and x["ratio"] == 0.5 for x in compare(a, b, REPORT))
@@ -367,12 +367,12 @@ def test_a_short_load_that_came_back_is_not_called_a_collapse():
 def test_an_empty_answer_is_counted_and_its_agreement_said_as_such():
     from catbench.report.findings import queries as query_findings
     from catbench.report.summary import Tables, queries as query_table
-    runs = [{"target": "a", "engine": e, "query": q, "cache": "warm", "run": i, "seconds": 0.1 + i,
+    runs = [{"target": "a", "query_engine": e, "query": q, "cache": "warm", "run": i, "seconds": 0.1 + i,
              "result_rows": rows} for e in ("mariadb", "duckdb") for i in range(3)
             for q, rows in (("HV1", 1), ("HV2", 0))]
     said = " ".join(query_findings(runs, {"threshold": REPORT.practical_threshold, "alpha": REPORT.alpha}))
     assert "HV answers: HV1 1 row(s); HV2 **empty**" in said, said
-    rows = [{"target": "a", "engine": e, "query": q, "cache": "warm", "p50_s": 0.1, "result_rows": n,
+    rows = [{"target": "a", "query_engine": e, "query": q, "cache": "warm", "p50_s": 0.1, "result_rows": n,
              "agrees": True} for e in ("mariadb", "duckdb") for q, n in (("HV1", 1), ("HV2", 0))]
     table = query_table(Tables(queries=rows), REPORT)[1]
     assert table[2][-2:] == ["answer rows", "agrees"]

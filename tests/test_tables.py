@@ -88,7 +88,7 @@ def test_queries_restart_chunks_stages(built):
     assert q[("a", "q2", "warm")]["ci_low_s"] == ""          # one run: no interval
     assert float(q1["p95_s"]) == pytest.approx(2.9)
     assert q1["answer"] == "42" and q1["agrees"] == "false"          # b answered 41
-    assert q[("b", "q2", "warm")]["agrees"] == "true" and q[("b", "q2", "warm")]["engine"] == "mariadb"
+    assert q[("b", "q2", "warm")]["agrees"] == "true" and q[("b", "q2", "warm")]["query_engine"] == "mariadb"
 
     rs = read(built / "restart.csv")
     assert [r["phase"] for r in rs] == ["shutdown", "recovery"]      # order of the file

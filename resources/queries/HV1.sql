@@ -1,4 +1,5 @@
 -- HV1: count of all Objects (DMTR-21 3.3.4).
+-- place: 4
 -- params:
 -- dispatch: all
 -- order: n

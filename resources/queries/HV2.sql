@@ -1,4 +1,5 @@
 -- HV2: full-sky colour filter, i - z > min_color (DMTR-21 3.3.5); returns rows.
+-- place: 5
 -- params: min_color
 -- dispatch: all
 -- order: objectId

@@ -1,5 +1,6 @@
 -- HV3: density, count and mean position per chunk (DMTR-21 3.3.6). Per chunk: count and
 -- sums; the merge turns sums into means (what Qserv's aggregate rewriting does).
+-- place: 6
 -- params:
 -- dispatch: all
 -- order: chunkId

@@ -1,4 +1,5 @@
 -- LV2: time series of one object's Sources (DMTR-21 3.3.2).
+-- place: 2
 -- params: object_id
 -- dispatch: index
 -- order: sourceId

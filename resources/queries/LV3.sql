@@ -1,4 +1,5 @@
 -- LV3: spatially restricted filter, a 1 x 1 deg box with magnitude and colour cuts (DMTR-21 3.3.3).
+-- place: 3
 -- params: ra_min, ra_max, dec_min, dec_max, z_min, z_max, gr_min, gr_max, iz_min, iz_max
 -- dispatch: box
 -- order: n

@@ -3,6 +3,7 @@
 -- Per chunk (Qserv's sub-chunk plan), for the sub-chunks S of the chunk that meet the box:
 -- pairs inside S, plus pairs (o1 in S, o2 in the overlap of S). A pair split over two
 -- sub-chunks appears from both sides; o1.objectId < o2.objectId keeps exactly one.
+-- place: 7
 -- params: ra_min, ra_max, dec_min, dec_max, radius_deg
 -- dispatch: subchunks
 -- order: n

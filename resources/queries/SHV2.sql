@@ -1,5 +1,6 @@
 -- SHV2: Sources farther than radius_deg from their Object, Objects in a box (DMTR-21 3.3.8).
 -- Sources live in their Object's chunk, so the join is chunk-local.
+-- place: 8
 -- params: ra_min, ra_max, dec_min, dec_max, radius_deg
 -- dispatch: box
 -- order: sourceId

@@ -1,10 +1,10 @@
--- queries.csv: query latency, one row per target x engine x query x cache state, over the
+-- queries.csv: query latency, one row per target x query engine x query x cache state, over the
 -- runs of the query (the raw runs are query_runs.csv).
--- Input view query_runs = every results/<run>/queries/<target>/<engine>/results.parquet (or .json)
---   (target, engine, query, cache ['cold'|'warm'|...], run, seconds, result_rows, answer, digest).
+-- Input view query_runs = every results/<run>/queries/<target>/<query_engine>/results.parquet (or .json)
+--   (target, query_engine, query, cache ['cold'|'warm'|...], run, seconds, result_rows, answer, digest).
 -- p50_s is the median; ci_low_s/ci_high_s the report.confidence interval of the typical value
 -- (empty when n < 2); values_s the raw runs (report/stats.py).
--- `agrees` is true when every run of the query, on every target and engine, returned the same
+-- `agrees` is true when every run of the query, on every target and query engine, returned the same
 -- result (same digest -- or same answer where no digest was recorded -- and same row count).
 WITH per_query AS (
     SELECT query,
@@ -15,7 +15,7 @@ WITH per_query AS (
 )
 SELECT
     r.target,
-    r.engine,
+    r.query_engine,
     r.query,
     r.cache,
     count(*)                                    AS n,
@@ -32,5 +32,5 @@ SELECT
     any_value(q.results <= 1 AND q.row_counts <= 1) AS agrees
 FROM query_runs AS r
 JOIN per_query AS q USING (query)
-GROUP BY r.target, r.engine, r.query, r.cache
-ORDER BY r.query, r.target, r.engine, r.cache
+GROUP BY r.target, r.query_engine, r.query, r.cache
+ORDER BY r.query, r.target, r.query_engine, r.cache

@@ -1,9 +1,9 @@
--- query_runs.csv: every timed run of every query, one row per target x engine x query x
+-- query_runs.csv: every timed run of every query, one row per target x query engine x query x
 -- cache x run (the raw rows behind queries.csv).
--- Input view query_runs = every results/<run>/queries/<target>/<engine>/results.parquet (or .json).
+-- Input view query_runs = every results/<run>/queries/<target>/<query_engine>/results.parquet (or .json).
 SELECT
     target,
-    engine,
+    query_engine,
     query,
     cache,
     run,
@@ -11,4 +11,4 @@ SELECT
     result_rows,
     digest
 FROM query_runs
-ORDER BY query, target, engine, cache, run
+ORDER BY query, target, query_engine, cache, run

@@ -26,7 +26,7 @@ rule queries_mysql:
     resources:
         **job_resources("queries_mysql"),
     shell:
-        "{params.env_args} catbench queries --engine mysql --target {wildcards.target:q} --path {params.path:q} "
+        "{params.env_args} catbench queries --query-engine mysql --target {wildcards.target:q} --path {params.path:q} "
         "--results {params.results:q} --config {params.cfg:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -48,7 +48,7 @@ rule queries_duckdb:
     resources:
         **job_resources("queries_duckdb"),
     shell:
-        "catbench queries --engine duckdb --results {params.results:q} "
+        "catbench queries --query-engine duckdb --results {params.results:q} "
         "--config {params.cfg:q} --out {output:q} > {log:q} 2>&1"
 
 

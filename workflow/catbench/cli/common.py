@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 
+from ..core.infra.errors import TargetError
 from ..core.infra.jobs.isolation import measuring, write_record
 
 log = logging.getLogger("catbench")
@@ -40,13 +41,13 @@ def interrupted(name: str) -> int:
 
 
 def guarded(func, expected, name: str):
-    """Run a sub-command; an expected error (``expected``: a tuple of exception classes, or
-    a function giving one) becomes one clear line and exit code 1, not a traceback."""
+    """Run a sub-command; an expected error (``expected``: a tuple of exception classes)
+    becomes one clear line and exit code 1, not a traceback."""
     def run(args) -> int:
         try:
             return func(args)
         except Exception as exc:
-            if not isinstance(exc, expected() if callable(expected) else expected):
+            if not isinstance(exc, expected):
                 raise
             if _signals:
                 what = f"interrupted by {signal.Signals(_signals[0]).name}"
@@ -152,11 +153,8 @@ def read_config(text: str, results=None) -> dict:
     return load(text, resolve=lambda cfg: resolve(cfg, results=results))
 
 
-def _plain_errors() -> tuple:
-    """What a plain command reports in one line: ValueError (ConfigError among them), OSError,
-    and TargetError once core.infra.targets is loaded (not imported here: psutil's start-up)."""
-    targets = sys.modules.get(f"{__package__.rpartition('.')[0]}.core.infra.targets")
-    return (ValueError, OSError) + ((targets.TargetError,) if targets else ())
+# What a plain command reports in one line (ConfigError is a ValueError).
+_PLAIN_ERRORS = (ValueError, OSError, TargetError)
 
 
 def command(sub, name: str, fn, *flags, config: bool = True):
@@ -173,7 +171,7 @@ def command(sub, name: str, fn, *flags, config: bool = True):
         fn(args)
         return 0
     run.__doc__ = fn.__doc__
-    p.set_defaults(func=guarded(run, _plain_errors, name))
+    p.set_defaults(func=guarded(run, _PLAIN_ERRORS, name))
     return p
 
 

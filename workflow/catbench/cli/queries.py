@@ -11,10 +11,11 @@ import logging
 from pathlib import Path
 
 from ..core.infra.config import ConfigError, validate
-from ..core.infra.targets import Target, TargetError
+from ..core.infra.targets import TargetError
 from ..core.server.loaddata import LoadError
 from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
+from ..query.query_engines import QUERY_ENGINES, Where, run_query_engine
 from ..query.suite import QueryError
 from .common import config_arg, guarded, measured, overrides, read_config, section_flags
 
@@ -40,21 +41,22 @@ def _json_arg(text: str | None, what: str):
 def cmd_queries(args) -> int:
     """Run the query suite (cold, warm, concurrency) on one target (mysql) or over the
     Parquet chunk files (duckdb); writes <out>/{results.parquet,summary.json,answers.json}."""
-    from ..query.run_queries import QueryPaths, run_queries, run_queries_duckdb
+    from ..query.run_queries import QueryPaths
     from ..query.spec import QuerySpec
     cfg = validate(overrides(args, _config(args.config)), whole=False)
     results = Path(args.results)
     spec = QuerySpec.of(cfg, dict(params=_json_arg(args.params_json, "--params-json"),
                                   settings=_json_arg(args.settings_json, "--settings-json")))
     paths = QueryPaths(results / "chunks", results / "index" / "input", Path(args.out))
-    if args.engine == "duckdb":
-        s = run_queries_duckdb(spec, paths, target=args.target or "parquet")
-    else:
+    if QUERY_ENGINES[args.query_engine].on_target:
         if not args.target or not args.path:
-            raise SystemExit("--engine mysql needs --target and --path")
-        s = run_queries(spec, Target(args.target, Path(args.path)), paths, keep_data=args.keep_data)
+            raise SystemExit(f"--query-engine {args.query_engine} needs --target and --path")
+        where = Where(args.target, Path(args.path), args.keep_data)
+    else:
+        where = Where(args.target or "parquet")
+    s = run_query_engine(args.query_engine, spec, paths, where)
     warm = {q: round(v["warm"]["p50_s"], 6) for q, v in s["stats"].items() if "warm" in v}
-    print(json.dumps({"target": s["target"], "engine": s["engine"], "cold_method": s["cold_method"],
+    print(json.dumps({"target": s["target"], "query_engine": s["query_engine"], "cold_method": s["cold_method"],
                       "warm_p50_s": warm, "answers": s["answers"]}, default=str))
     return 0
 
@@ -70,9 +72,10 @@ def cmd_queries_check(args) -> int:
 def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("queries", help="query suite on one target (mysql) or the Parquet files (duckdb)",
                               description=cmd_queries.__doc__)
-    p.add_argument("--engine", choices=("mysql", "duckdb"), default="mysql")
-    p.add_argument("--target", help="storage target name (mysql: required; duckdb: label, default 'parquet')")
-    p.add_argument("--path", help="directory on the target for the private server (mysql)")
+    p.add_argument("--query-engine", choices=tuple(QUERY_ENGINES), default="mysql")
+    p.add_argument("--target", help="storage target name (an engine on a target, mysql: required; one over "
+                   "the Parquet files, duckdb: a label, default 'parquet')")
+    p.add_argument("--path", help="directory on the target for the private server (an engine on a target)")
     p.add_argument("--results", required=True, help="results/<run> directory (chunks/, index/input/)")
     p.add_argument("--config", required=True, help="config YAML file or JSON text")
     p.add_argument("--out", required=True, help="output directory")

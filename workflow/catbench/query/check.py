@@ -18,7 +18,8 @@ def _read_run(d: Path) -> tuple[str, dict, dict[str, Answer]]:
         a = json.loads((d / "answers.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise QueryError(f"{d}: no readable summary.json/answers.json ({exc}); run `catbench queries` first")
-    return f"{s['target']}/{s['engine']}", s, {q: Answer.from_json(v) for q, v in a.items()}
+    engine = s.get("query_engine", s.get("engine"))     # "engine" in a summary from before
+    return f"{s['target']}/{engine}", s, {q: Answer.from_json(v) for q, v in a.items()}
 
 
 def _query_order(q: str):

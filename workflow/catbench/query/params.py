@@ -149,9 +149,6 @@ def _draw_all(spec: QuerySpec, suite: dict, draw: _Draw) -> dict[str, dict]:
             shared_id = draw.object_with_sources() if shared_id is None else shared_id
             p = {**p, "object_id": shared_id}
         out[name] = {"object_id": int(p["object_id"])}
-    for name in ("HV1", "HV3"):
-        if name in asked:
-            out[name] = {}
     if "HV2" in asked:
         out["HV2"] = {**PARAM_DEFAULTS["HV2"], **given.get("HV2", {})}
     overlap = spec.geometry.overlap_deg
@@ -163,7 +160,8 @@ def _draw_all(spec: QuerySpec, suite: dict, draw: _Draw) -> dict[str, dict]:
         # SHV2's box and radius stay DMTR-21's: only LV3's and SHV1's are sized (sizing.py)
         sized = (name != "SHV2" and "box_deg" not in mine, name == "SHV1" and "radius_deg" not in mine)
         out[name] = p if all(k in p for k in BOX_KEYS) else draw.box(suite[name], p, size, sized)
-    return out
+    # the rest draw nothing (HV1, HV3, a new query file): their given parameters, if any
+    return out | {name: dict(given.get(name, {})) for name in spec.names if name not in out}
 
 
 def draw_parameters(spec: QuerySpec, chunks_dir, chunks: list[ChunkInfo], suite=None,

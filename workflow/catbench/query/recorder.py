@@ -24,13 +24,13 @@ from .suite import Answer, QueryError, compare
 log = logging.getLogger(__name__)
 
 RESULT_SCHEMA = pa.schema([
-    ("target", pa.string()), ("engine", pa.string()), ("query", pa.string()), ("cache", pa.string()),
+    ("target", pa.string()), ("query_engine", pa.string()), ("query", pa.string()), ("cache", pa.string()),
     ("run", pa.int32()), ("seconds", pa.float64()), ("result_rows", pa.int64()), ("answer", pa.string()),
     ("digest", pa.string()), ("cold_method", pa.string()),
 ])
 # chunk_times.parquet: every chunk query of a run of the mysql engine (one query per chunk).
 CHUNK_TIME_SCHEMA = pa.schema([
-    ("target", pa.string()), ("engine", pa.string()), ("query", pa.string()), ("cache", pa.string()),
+    ("target", pa.string()), ("query_engine", pa.string()), ("query", pa.string()), ("cache", pa.string()),
     ("run", pa.int32()), ("chunkId", pa.int32()), ("seconds", pa.float64()), ("result_rows", pa.int64()),
 ])
 # chunk_loads.parquet: every chunk file loaded into its table before the suite.
@@ -62,8 +62,8 @@ def latency_stats(xs) -> dict:
 class Recorder:
     """Collects runs and checks every run of a query returns the first run's answer."""
 
-    def __init__(self, target: str, engine: str, suite: dict, cold_method: str):
-        self.target, self.engine, self.suite, self.cold_method = target, engine, suite, cold_method
+    def __init__(self, target: str, query_engine: str, suite: dict, cold_method: str):
+        self.target, self.query_engine, self.suite, self.cold_method = target, query_engine, suite, cold_method
         self.rows: list[dict] = []
         self.chunk_rows: list[dict] = []   # per-chunk times of the runs (chunk_times.parquet)
         self.answers: dict[str, Answer] = {}
@@ -79,11 +79,11 @@ class Recorder:
                 self.answers[query] = canon
                 self.digests[query] = digest
             elif digest != self.digests[query]:
-                msg = compare(query, self.answers[query], canon, f"{self.engine} first run",
-                              f"{self.engine} {cache} run {run}")
+                msg = compare(query, self.answers[query], canon, f"{self.query_engine} first run",
+                              f"{self.query_engine} {cache} run {run}")
                 if msg:
                     raise QueryError(f"target {self.target}: {msg}")
-            self.rows.append({"target": self.target, "engine": self.engine, "query": query, "cache": cache,
+            self.rows.append({"target": self.target, "query_engine": self.query_engine, "query": query, "cache": cache,
                               "run": run, "seconds": seconds, "result_rows": len(canon.rows),
                               "answer": canon.summary(q.order), "digest": digest,
                               "cold_method": self.cold_method})
@@ -93,8 +93,9 @@ class Recorder:
         """A run's chunk queries, (chunkId, seconds, result rows) each (an engine's
         ``last_chunks``; engines without per-chunk queries give none)."""
         with self._lock:
-            self.chunk_rows += [{"target": self.target, "engine": self.engine, "query": query, "cache": cache,
-                                 "run": run, "chunkId": int(c), "seconds": float(s), "result_rows": int(n)}
+            self.chunk_rows += [{"target": self.target, "query_engine": self.query_engine, "query": query,
+                                 "cache": cache, "run": run, "chunkId": int(c), "seconds": float(s),
+                                 "result_rows": int(n)}
                                 for c, s, n in chunks or ()]
 
     def stats(self) -> dict:

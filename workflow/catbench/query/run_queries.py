@@ -9,7 +9,7 @@ Parquet chunk files (no server). Parameters: ``params.py``; runs and files: ``re
 
 Output directory (one per target and engine, written by ``core.infra.files.staged_output``)::
 
-    results.parquet   one row per query run: target, engine, query, cache
+    results.parquet   one row per query run: target, query_engine, query, cache
                       (cold | warm | concurrent-alone | concurrent-load), run, seconds,
                       result_rows, answer (short text), digest, cold_method
     summary.json      parameters, load times (chunk tables, secondary index), p50/p95/max
@@ -26,7 +26,7 @@ from pathlib import Path
 from ..core.index.input import list_input
 from ..core.index.table import get_variant
 from ..core.infra.files import staged_output
-from ..core.infra.targets import Target, TargetError, check_target, describe_target
+from ..core.infra.targets import TargetError, check_target, describe_target
 from ..core.server.session import Datadir, private_server
 from ..core.server.status import variables
 from .chunk_tables import (
@@ -37,6 +37,7 @@ from .chunk_tables import (
 )
 from .engines import DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters
+from .query_engines import Where
 from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
 from .spec import QuerySpec
 from .suite import QueryError, load_suite
@@ -68,21 +69,23 @@ class QueryPaths:
     out_dir: Path
 
 
-def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, target: str = "parquet") -> dict:
-    """The suite over the Parquet chunk files with DuckDB (no server)."""
+def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: Where, engine_class=DuckdbEngine) -> dict:
+    """The suite over the Parquet chunk files with DuckDB (no server); ``engine_class``: a
+    query engine built on :class:`DuckdbEngine`, its ``name`` the summary's."""
     import duckdb
 
+    target, name = where.target, engine_class.name
     cold, params = spec.cold, spec.params
     chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
     with staged_output(out_dir) as work:
-        engine = DuckdbEngine(chunks_dir, chunks)
+        engine = engine_class(chunks_dir, chunks)
         try:
             params = params or draw_parameters(spec, chunks_dir, chunks, suite, engine)
             dropped = drop_caches() if cold else False
             cold_method = "new-connection+drop_caches" if dropped else "new-connection-only"
-            rec = Recorder(target, "duckdb", suite, cold_method if cold else "none")
+            rec = Recorder(target, name, suite, cold_method if cold else "none")
 
             def restart():
                 if dropped:
@@ -93,7 +96,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, target: str = "parque
             conc = run_concurrency_of(spec, lambda: _DuckStream(engine), suite, params, rec)
         finally:
             engine.close()
-        summary = {"target": target, "engine": "duckdb", "cold_method": rec.cold_method, "params": params,
+        summary = {"target": target, "query_engine": name, "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
                    "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": None}
         rec.write(work, summary)
@@ -168,10 +171,10 @@ def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict) 
     return {"recorder": rec, "concurrency": conc, "restarts": restarts}
 
 
-def run_queries(spec: QuerySpec, target: Target, paths: QueryPaths, keep_data: bool = False) -> dict:
+def run_queries(spec: QuerySpec, paths: QueryPaths, where: Where) -> dict:
     """The suite on one storage target with the mysql engine (see the module docstring)."""
     params = spec.params
-    target_name, target_path = target.name, target.path
+    target_name, target_path = where.target, where.path
     chunks_dir, index_dir, out_dir = paths.chunks_dir, paths.index_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
@@ -182,12 +185,12 @@ def run_queries(spec: QuerySpec, target: Target, paths: QueryPaths, keep_data: b
             params = draw_parameters(spec, chunks_dir, chunks, suite)
         settings = {**COLD_SERVER_SETTINGS, **spec.settings}
         with private_server(target_name, target_path, "queries", settings, launch=spec.launch,
-                            data=Datadir(keep=keep_data)) as srv:
+                            data=Datadir(keep=where.keep_data)) as srv:
             filled = _fill_server(srv, chunks_dir, chunks, index_files, spec)
             trace = filled.chunk_tables.pop("trace")
             runs = _measure_on_server(srv, spec, suite, chunks, params)
         rec = runs["recorder"]
-        summary = {"target": target_name, "engine": "mysql", "cold_method": rec.cold_method, "params": params,
+        summary = {"target": target_name, "query_engine": "mysql", "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "connections": spec.connections,
                    "concurrency": runs["concurrency"], "chunks": len(chunks),
                    "load": {"chunk_tables": filled.chunk_tables, "secondary_index": filled.secondary_index},

@@ -3,6 +3,8 @@
 A query file has a comment header and up to three sections::
 
     -- LV1: object retrieval by id ...
+    -- place: 1                     its place in the suite (unique, sorted: the schema's
+                                    queries.queries and QUERY_NAMES are these files' names)
     -- params: object_id            named parameters, written :name in the SQL
     -- dispatch: index              mysql engine: index | all | box | subchunks
     -- order: objectId              key column(s) a canonical answer is sorted by
@@ -27,9 +29,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.infra.config.registries import placed
 from ..core.infra.resources import resources_dir
 
-QUERY_NAMES = ("LV1", "LV2", "LV3", "HV1", "HV2", "HV3", "SHV1", "SHV2")
 DISPATCH = ("index", "all", "box", "subchunks")
 REL_TOL = 1e-9
 DIGITS = 9          # significant digits of a double in the digest
@@ -59,6 +61,9 @@ class Query:
 
 def queries_dir() -> Path:
     return resources_dir() / "queries"
+
+
+QUERY_NAMES = tuple(placed(queries_dir(), "place"))
 
 
 def parse_query(path) -> Query:

@@ -27,6 +27,7 @@ from .inputs import MetricsError
 from .spec import ReportSpec
 from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
 from .tables import check_numbers, write_csv
+from .views import current_names
 
 KEYS = {
     "storage": ("target", "test"),
@@ -34,7 +35,7 @@ KEYS = {
     "load_rate": ("target", "variant", "engine", "strategy", "repetition", "interval"),
     "load_collapse": ("target", "variant", "engine", "strategy"),
     "load_io": ("target", "variant", "engine", "strategy"),
-    "queries": ("target", "engine", "query", "cache"),
+    "queries": ("target", "query_engine", "query", "cache"),
     "chunk_load": ("target",),
     "restart": ("target", "kind", "buffer_pool_load", "phase"),
     "cluster_restart": ("target", "kind", "phase"),
@@ -92,9 +93,9 @@ def _read(con, path: Path, name: str):
         with path.open(newline="") as fh:
             header = next(csv.reader(fh), [])
         # names stay names: a target called `t` is not the boolean true, nor `1` a number
-        names = {k: "VARCHAR" for k in KEYS.get(name, ()) if k in header}
+        names = {k: "VARCHAR" for k, now in zip(header, current_names(name, header)) if now in KEYS.get(name, ())}
         rel = con.read_csv(str(path), header=True, dtype=names or None)   # the relation API: no path in SQL text
-        cols = rel.columns
+        cols = current_names(name, rel.columns)     # an earlier run's columns under today's names
         types = [str(t).upper() for t in rel.types]
         rows = rel.fetchall()
     except (duckdb.Error, OSError, UnicodeDecodeError, csv.Error) as exc:

@@ -267,12 +267,12 @@ def query_class(q: str) -> str:
 
 
 def _class_runs(runs: list, cls: str, cache: str) -> dict:
-    """{target/engine: [seconds of the whole class in each run]} (runs with every query)."""
+    """{target/query engine: [seconds of the whole class in each run]} (runs with every query)."""
     qs = _order(r["query"] for r in runs if query_class(r["query"]) == cls)
     acc: dict = {}
     for r in runs:
         if query_class(r["query"]) == cls and r["cache"] == cache and r.get("seconds") is not None:
-            acc.setdefault(f"{r['target']}/{r['engine']}", {}).setdefault(r["run"], {})[r["query"]] = r["seconds"]
+            acc.setdefault(f"{r['target']}/{r['query_engine']}", {}).setdefault(r["run"], {})[r["query"]] = r["seconds"]
     return {k: [sum(q.values()) for q in by_run.values() if len(q) == len(qs)] for k, by_run in acc.items()}
 
 
@@ -453,7 +453,7 @@ def _parts(t, thr: dict) -> tuple:
         ("Why: what a row cost on the device and the server's CPU (load_io.csv)",
          row_costs(t, ONE_FILE_AT_A_TIME)),
         ("Table bytes per strategy", table_size(t.loads)),
-        ("Best target and engine per query class (whole class per run: cold = after a restart)",
+        ("Best target and query engine per query class (whole class per run: cold = after a restart)",
          queries(t.query_runs, thr)),
         ("Crash recovery and restart", restarts(t.restart, thr)),
         ("A Galera cluster node restarted under load (IST, SST, crash)", cluster(t.cluster, t.cluster_load, thr)),

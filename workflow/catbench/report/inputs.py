@@ -32,7 +32,7 @@ the right header; a file that a present stage needs but is missing or unreadable
     metrics/index.json                         the same, of an index-only run (index.source: generate)
     metrics/jobs/*.json                        per-job metrics (validated only)
     targets/<target>.json                      filesystem, device, size (for provenance / summary)
-    queries/<target>/<engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
+    queries/<target>/<query_engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
     queries/<target>/mysql/chunk_loads.parquet, chunk_times.parquet  per chunk: file loads, chunk queries
     restart/<target>/<kind>.json               restart phases, see RESTART_PHASES
     cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/run_cluster.py): "rows" =
@@ -45,9 +45,10 @@ the right header; a file that a present stage needs but is missing or unreadable
                                                "key" (optional; RunInputs.prediction)
 
 Query runs (``results.parquet`` columns, or ``results.json`` = a list of such objects or
-``{"rows": [...]}``; ``target``/``engine`` default to the directory names)::
+``{"rows": [...]}``; ``target``/``query_engine`` default to the directory names; ``engine`` in
+the files of an earlier run)::
 
-    target str, engine str, query str, cache str ('cold' | 'warm'), run int, seconds float,
+    target str, query_engine str, query str, cache str ('cold' | 'warm'), run int, seconds float,
     result_rows int, answer str (a short rendering of the result; non-strings are JSON-encoded),
     digest str (hash of the full result, used to check that targets/engines agree)
 
@@ -70,7 +71,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
-from .views import I, REQUIRED, S, VIEWS
+from .views import I, REQUIRED, S, VIEWS, current_names
 
 log = logging.getLogger(__name__)
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")
@@ -121,6 +122,7 @@ def _conform(table: pa.Table, view: str, path: Path, const: dict | None = None) 
     """Select/cast the columns of ``view`` from ``table``; constants fill key columns (a
     ``repetition`` column absent from the file is repetition 0)."""
     schema, const = VIEWS[view], const or {}
+    table = table.rename_columns(current_names(view, table.column_names))
     if "repetition" in schema.names and "repetition" not in table.column_names:
         table = table.append_column("repetition", pa.array([0] * len(table), I))
     missing = [c for c in REQUIRED[view] if c not in table.column_names]
@@ -331,7 +333,7 @@ class _Reader:
         for tdir in self.dirs(self.run / "queries"):
             for edir in self.dirs(tdir):
                 self.inp.present.add("queries")
-                const = {"target": tdir.name, "engine": edir.name}
+                const = {"target": tdir.name, "query_engine": edir.name}
                 pp, jp = edir / "results.parquet", edir / "results.json"
                 if pp.is_file() or not jp.is_file():
                     self.add("query_runs", _parquet(self.used(pp), "query_runs", const))

@@ -104,7 +104,7 @@ def _failed_restarts_and_queries(t: Tables) -> list:
             failed.append(f"Restart {r['kind']} on {r['target']} (repetition {r['repetition']}, "
                           f"phase {r['phase']}): {_num(r['rows_lost'])} rows lost.")
     for q in _order(r["query"] for r in t.queries if r.get("agrees") is False):
-        got = sorted({f"{r['target']}/{r['engine']}: {r.get('result_rows')} rows, digest "
+        got = sorted({f"{r['target']}/{r['query_engine']}: {r.get('result_rows')} rows, digest "
                       f"{str(r.get('digest'))[:12]}" for r in t.queries if r["query"] == q})
         failed.append(f"Query {q} does not return the same result everywhere ({'; '.join(got)}).")
     return failed
@@ -348,8 +348,8 @@ def queries(t: Tables, report: ReportSpec) -> list:
     if not t.queries:
         return []
     qs = t.queries
-    cols = _order((r["target"], r["engine"]) for r in qs)
-    by = {(r["query"], r["cache"], r["target"], r["engine"]): r for r in qs}
+    cols = _order((r["target"], r["query_engine"]) for r in qs)
+    by = {(r["query"], r["cache"], r["target"], r["query_engine"]): r for r in qs}
     header = ["query", "cache"] + [f"{tg}/{e} p50 s" for tg, e in cols] + ["answer rows", "agrees"]
     rows = []
     for q, cache in _order((r["query"], r["cache"]) for r in qs):
@@ -360,7 +360,7 @@ def queries(t: Tables, report: ReportSpec) -> list:
                     + [" / ".join(_num(c) for c in counts) or "–",
                        f"yes ({'both' if len(cols) == 2 else 'all'} empty)" if empty else "yes" if ag else "NO"])
     return [("h2", "Query latency"),
-            ("table", "Median seconds per query, target and engine.", header, rows)]
+            ("table", "Median seconds per query, target and query engine.", header, rows)]
 
 
 def restart(t: Tables, report: ReportSpec) -> list:

@@ -34,7 +34,7 @@ from . import stats
 from .inputs import MetricsError, RunInputs, collect, stale_note
 from .spec import ReportSpec
 from .summary import summary_sections, to_markdown
-from .views import VIEWS
+from .views import VIEWS, current_names
 
 
 def _build_order() -> tuple[str, ...]:
@@ -169,7 +169,8 @@ def read_tables(tables_dir) -> dict:
             out[name] = []
             continue
         try:
-            out[name] = pacsv.read_csv(p).to_pylist()
+            table = pacsv.read_csv(p)
+            out[name] = table.rename_columns(current_names(name, table.column_names)).to_pylist()
         except pa.ArrowException as exc:
             raise MetricsError(f"{p}: not a readable CSV file ({exc})") from exc
         check_numbers(p, name, out[name])

@@ -65,9 +65,9 @@ CHUNK_LOADS = pa.schema([("target", S), ("chunks", I), ("files", I), ("rows", I)
 CHUNK_LOAD_FILES = pa.schema([("target", S), ("kind", S), ("chunkId", I), ("rows", I), ("bytes", I),
                               ("seconds", F)])
 # queries/<target>/mysql/chunk_times.parquet: each chunk query of a run (query/recorder.py)
-QUERY_CHUNK_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S), ("run", I),
+QUERY_CHUNK_RUNS = pa.schema([("target", S), ("query_engine", S), ("query", S), ("cache", S), ("run", I),
                               ("chunkId", I), ("seconds", F), ("result_rows", I)])
-QUERY_RUNS = pa.schema([("target", S), ("engine", S), ("query", S), ("cache", S), ("run", I),
+QUERY_RUNS = pa.schema([("target", S), ("query_engine", S), ("query", S), ("cache", S), ("run", I),
                         ("seconds", F), ("result_rows", I), ("answer", S), ("digest", S)])
 RESTART_PHASES = pa.schema([("target", S), ("kind", S), ("repetition", I), ("phase", S),
                             ("seconds", F), ("rows_expected", I), ("rows_found", I),
@@ -98,6 +98,17 @@ VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LO
          "chunk_load_files": CHUNK_LOAD_FILES, "query_chunk_runs": QUERY_CHUNK_RUNS, "load_not_run": LOAD_NOT_RUN,
          "working_set": WORKING_SET, "cluster_phases": CLUSTER_PHASES, "cluster_load": CLUSTER_LOAD,
          "isolation": ISOLATION}
+# Columns under their names before, in a view's files or a final table's CSV (an earlier
+# run's): read as today's, so report and compare take that run.
+OLD_COLUMNS = {name: {"engine": "query_engine"} for name in ("query_runs", "query_chunk_runs", "queries")}
+
+
+def current_names(name: str, columns: list[str]) -> list[str]:
+    """``columns`` of view or table ``name`` with their old names (:data:`OLD_COLUMNS`) replaced."""
+    old = OLD_COLUMNS.get(name, {})
+    return [old[c] if c in old and old[c] not in columns else c for c in columns]
+
+
 # required columns of each file (the others of the schema may be absent -> NULL)
 REQUIRED = {
     "fio_runs": ("test", "MBps", "iops", "clat_p50_us", "clat_p99_us"),

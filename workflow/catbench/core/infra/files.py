@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from . import ecsv
 from .ecsv import Ecsv
 from .addrspace import polars
+from .errors import TargetError
 
 # Random doubles do not dictionary-encode; trying costs 10x the write time.
 log = logging.getLogger(__name__)
@@ -153,8 +154,6 @@ def staged_output(out_dir):
     (unlocked partials, and the previous results, which a re-run replaces) is then removed, so
     after any failure nothing that looks complete remains. A partial another live job holds
     is never removed: TargetError, and this job leaves everything as it was."""
-    from .targets import TargetError   # here: targets imports psutil, which most jobs never need
-
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))

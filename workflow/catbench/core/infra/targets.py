@@ -14,6 +14,7 @@ import psutil
 
 from .config import estimated_objects, target_dir
 from .config.owner import user_name
+from .errors import TargetError
 
 
 @dataclass(frozen=True)
@@ -21,10 +22,6 @@ class Target:
     """A job's storage target: its name in the config and the directory on it the job uses."""
     name: str
     path: Path
-
-
-class TargetError(RuntimeError):
-    """A storage target cannot be used; the message says which and what to do."""
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}

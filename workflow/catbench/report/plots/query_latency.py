@@ -18,7 +18,7 @@ def draw(plt, queries: list, path: Path) -> bool:
         _empty(plt, path, "query results")
         return False
     caches = [c for c in ("cold", "warm") if any(r["cache"] == c for r in rs)]
-    series = sorted(_order(f"{r['target']}/{r['engine']}" for r in rs))
+    series = sorted(_order(f"{r['target']}/{r['query_engine']}" for r in rs))
     col = colours(series)
     qs = sorted(_order(r["query"] for r in rs), key=_query_order)
     fig, axes = plt.subplots(1, len(caches), figsize=(11, 4.4), squeeze=False, sharey=True,
@@ -27,7 +27,7 @@ def draw(plt, queries: list, path: Path) -> bool:
         for j, s in enumerate(series):
             xs, ys, lo, hi = [], [], [], []
             for i, q in enumerate(qs):
-                r = next((r for r in rs if (r["query"], r["cache"], f"{r['target']}/{r['engine']}") ==
+                r = next((r for r in rs if (r["query"], r["cache"], f"{r['target']}/{r['query_engine']}") ==
                           (q, cache, s)), None)
                 if r is None:
                     continue

@@ -1,13 +1,17 @@
 """The schema's lists of kinds that a registry of modules owns: ``{x-registry: [folder,
 CONSTANT]}`` in the schema stands for the names the modules of ``workflow/catbench/<folder>``
-declare (``CONSTANT = "<name>"``), in their ``ORDER``. They are read as text, not
-imported: validating a config loads no stage. So a new restart kind or loading strategy is
-its module alone; the schema, the CLI's choices and the rules follow."""
+declare (``CONSTANT = "<name>"``), in their ``ORDER``; ``{x-registry: [resources/<folder>,
+HEADER]}`` for the names of the SQL files there (``<name>.sql``), in the order their
+``-- HEADER: N`` line gives. They are read as text, not imported: validating a config loads
+no stage. So a new restart kind, loading strategy or query is its module (or SQL file)
+alone; the schema, the CLI's choices and the rules follow."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from ..resources import resources_dir
 
 PACKAGE = Path(__file__).resolve().parents[3]     # workflow/catbench
 KEY = "x-registry"
@@ -33,10 +37,35 @@ def declared(folder: Path, constant: str) -> list[str]:
         if order is None:
             raise RegistryError(f"{path}: {constant} must be a string and ORDER an integer, both plain constants")
         found.append((int(order.group(1)), name.group(2)))
+    return _in_order(folder, found, "two modules share an ORDER")
+
+
+def placed(folder: Path, header: str) -> list[str]:
+    """The names of ``folder``'s SQL files (``<name>.sql``), in the order their ``-- header: N``
+    line gives (a query of ``resources/queries``: ``-- place: 3``)."""
+    found = []
+    for path in sorted(folder.glob("*.sql")):
+        place = re.search(rf"^--\s*{header}:\s*(-?\d+)\s*$", path.read_text(), re.M)
+        if place is None:
+            raise RegistryError(f"{path}: no '-- {header}: <integer>' line (its place among its siblings)")
+        found.append((int(place.group(1)), path.stem))
+    return _in_order(folder, found, f"two files share a {header}")
+
+
+def _in_order(folder: Path, found: list[tuple[int, str]], clash: str) -> list[str]:
+    """The names of (order, name) pairs by their order, which must be unique (not dense: a
+    new entry takes a free place without renumbering its siblings)."""
     orders = [o for o, _ in found]
     if len(set(orders)) != len(orders):
-        raise RegistryError(f"{folder}: two modules share an ORDER ({sorted(orders)})")
+        raise RegistryError(f"{folder}: {clash} ({sorted(orders)})")
     return [name for _, name in sorted(found)]
+
+
+def names(folder: str, constant: str) -> list[str]:
+    """The names ``{x-registry: [folder, constant]}`` stands for."""
+    if folder.startswith("resources/"):
+        return placed(resources_dir() / folder.removeprefix("resources/"), constant)
+    return declared(PACKAGE / folder, constant)
 
 
 def expand(node):
@@ -44,9 +73,7 @@ def expand(node):
     names: an ``enum`` where it stood alone among ``items``' keys, the list itself as a default."""
     if isinstance(node, dict):
         if KEY in node:
-            folder, constant = node[KEY]
-            names = declared(PACKAGE / folder, constant)
-            return {**{k: expand(v) for k, v in node.items() if k != KEY}, "enum": names}
+            return {**{k: expand(v) for k, v in node.items() if k != KEY}, "enum": names(*node[KEY])}
         out = {k: expand(v) for k, v in node.items()}
         if isinstance(node.get("default"), dict) and KEY in node["default"]:
             out["default"] = list(out["default"]["enum"])
