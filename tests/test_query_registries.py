@@ -118,7 +118,7 @@ def _queries(root, engine: str, *names):
     out = root / "out" / engine
     _catbench(root, "queries", "--query-engine", engine, "--results", root / "results", "--config",
               '{"queries": {"parameters": {"TOY": {"dec_min": 0}}}}', "--out", out, "--queries", *names,
-              "--no-cold", "--repetitions", "1", "--streams", "0")
+              "--no-cold", "--repetitions", "1", "--concurrency-streams", "0")
     return out
 
 
