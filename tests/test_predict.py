@@ -417,3 +417,19 @@ def test_a_myrocks_target_whose_sst_index_block_outgrows_a_cache_shard_is_refuse
     assert "index block" not in small.get("refused", "")
     bulk = [dataclasses.replace(r, key=r.key[:3] + ("bulk",) + r.key[4:], sorts=True) for r in reps]
     assert "index block" not in predict(bulk, Target(1e8, 32 * 2**20), OPTS).get("refused", "")
+
+
+def test_an_lsms_misses_pass_one_a_row_and_the_device_adds_its_read_to_a_miss_not_a_multiple():
+    from catbench.predict.lsm import lsm_fit
+    x = np.linspace(0.05, 8, 300)
+    truth = RateCurve("misses", 20e-6, miss_s=15e-6, x_c=0.8, p=1.0, m_max=2.0)    # two runs probed
+    m = truth.miss_ratio(x)
+    device = {"page_read_s": 80e-6, "cache_read_s": 3e-6, "page_write_s": 60e-6}
+    dev = np.where(x > 4, 0.5 * m, 0.0)                  # past x = 4 half the misses reach the device
+    rate = 1.0 / (truth.seconds_per_row(x) + 77e-6 * dev)
+    c, share = lsm_fit(x, rate, np.ones_like(x), "misses", m, dev, device, None)
+    assert c.m_max == pytest.approx(2.0, rel=0.02) and c.cache_s == pytest.approx(15e-6, rel=0.02)
+    assert c.miss_s == pytest.approx(15e-6 + 77e-6, rel=0.02) and share == pytest.approx(15 / 92, rel=0.02)
+    # under a page cache: RAM-served misses at b, the device's at b + its read (no write-back)
+    under = c.with_page_cache(0.25, share)
+    assert under.seconds_per_row(2.0) == pytest.approx(truth.seconds_per_row(2.0), rel=0.02)

@@ -41,10 +41,11 @@ class Fit:
     cpu_per_row: float | None = None   # server CPU-s per row, the rungs' median
     writes: Writes | None = None       # what a row makes the server write (writes.py)
     sorts: bool = True                 # the strategy sorts its input first (a spill pass is possible)
+    miss_share: float | None = None    # an LSM's: a miss RAM served ÷ one the device did (fitted, lsm_costs)
 
     @property
     def cache_share(self) -> float | None:
-        return cache_share(self.device)
+        return self.miss_share if self.miss_share is not None else cache_share(self.device)
 
     def pool(self, pool: float) -> float:
         """The cache's bytes the table can use: x of the curve is table ÷ this."""

@@ -1,13 +1,19 @@
-"""MyRocks' SST index blocks against its block cache's shards (model.md, "An index block
-larger than a shard"). RocksDB splits its LRU block cache into shards of at least 512 KiB, at
-most 64 of them, and an entry larger than its shard does not stay: an SST's index block (one
-block per file, held in the cache) that outgrows a shard is read and decompressed again, whole,
-at every key check an insert makes in that file. Files of level 0 are pinned and exempt."""
+"""MyRocks' pieces of the scale model (model.md): what its misses cost (``lsm_fit``), and its
+SST index blocks against its block cache's shards. RocksDB splits its LRU block cache into
+shards of at least 512 KiB, at most 64 of them, and an entry larger than its shard does not
+stay: an SST's index block (one block per file, held in the cache) that outgrows a shard is
+read and decompressed again, whole, at every key check an insert makes in that file. Files of
+level 0 are pinned and exempt."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from statistics import median
+
+import numpy as np
+
+from .rate import RateCurve, fit_rate
 
 SST_FILE = 64 * 2 ** 20        # target_file_size_base when the config does not set it (RocksDB's)
 MIN_SHARD = 512 * 2 ** 10      # RocksDB's least shard of an LRU cache (GetDefaultCacheShardBits)
@@ -50,3 +56,20 @@ def index_block_refusal(ratio: float | None, sst_file: float | None, cache: floa
             f"describes (it cut the rate 12× where measured). A block cache of at least "
             f"{math.ceil(cache_needed / 2**20):,} MiB, or SST files of at most "
             f"{math.floor(shard / ratio / 2**20):,} MiB, keeps it cached")
+
+
+def lsm_fit(x, rate, w, form: str, misses, dev, device: dict, depth) -> tuple[RateCurve, float | None]:
+    """An LSM's curve and its miss share: a block-cache miss costs b (its read from RAM and its
+    decompression, fitted), one the device serves b + Δ, Δ = fio's page-read − cache-read on the
+    target (added, not scaled: nothing is written back). The rungs' device reads' Δ is taken off
+    their seconds before the fit; m(x)'s ceiling is fitted (a key check probes several runs)."""
+    delta = max(0.0, device.get("page_read_s", 0.0) - device.get("cache_read_s", 0.0)) \
+        if device.get("page_read_s") and device.get("cache_read_s") else 0.0
+    if delta and dev is not None:
+        spr = 1.0 / rate
+        rate = 1.0 / np.maximum(spr - delta * np.nan_to_num(dev), 0.1 * spr)
+    curve = fit_rate(x, rate, w, form, misses, None, depth, runs=True)
+    if curve.form != "misses" or not delta:
+        return curve, None
+    b = curve.miss_s
+    return dataclasses.replace(curve, miss_s=b + delta, cache_s=b), b / (b + delta)

@@ -27,6 +27,7 @@ from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import least_squares, minimize_scalar
 
 FORMS = ("steady", "misses")
+MAX_RUNS = 16.0      # the most sorted runs an LSM's key check is taken to probe (m(x)'s ceiling)
 
 
 def miss_ratio(x, x_c: float, p: float):
@@ -48,6 +49,8 @@ class RateCurve:
     depth_s: float = 0.0          # seconds per row per doubling of the table's rows (the tree's depth)
     depth_ref: float = 0.0        # log2 rows at which a holds (the shallowest window); no less is extrapolated
     floor_s: float = 0.0          # the least a row can take: what it makes the device write (writes.py)
+    m_max: float = 1.0            # misses a row once nothing is cached: 1 for a B-tree's leaf, the
+                                  # sorted runs an LSM's key check probes (fitted)
     n: int = 0
     rss: float = 0.0              # residual sum of squares of log(rate)
 
@@ -58,10 +61,10 @@ class RateCurve:
     def miss_ratio(self, x):
         if self.form != "misses":
             return np.zeros_like(np.asarray(x, float))
-        return miss_ratio(x, self.x_c, self.p)
+        return self.m_max * miss_ratio(x, self.x_c, self.p)
 
     def device_ratio(self, x):
-        """The share of inserts whose leaf is in neither the pool nor the page cache."""
+        """The misses a row that neither the pool nor the page cache holds."""
         return self.miss_ratio(np.asarray(x, float) * self.rho)
 
     def seconds_per_row(self, x, n=None):
@@ -89,7 +92,7 @@ class RateCurve:
         return {"form": self.form, "r0_rows_per_s": self.r0, "a_s_per_row": self.a,
                 "miss_s_per_row": self.miss_s, "x_c": fin(self.x_c), "p": self.p, "points": self.n, "cache_s_per_row": self.cache_s, "rho": self.rho,
                 "depth_s_per_row_per_doubling": self.depth_s, "depth_ref_log2_rows": self.depth_ref,
-                "write_floor_s_per_row": self.floor_s}
+                "write_floor_s_per_row": self.floor_s, "misses_per_row_max": self.m_max}
 
 
 def curve_of(fit: dict) -> RateCurve:
@@ -98,7 +101,8 @@ def curve_of(fit: dict) -> RateCurve:
     inf = float("inf")
     return RateCurve(fit["form"], fit["a_s_per_row"], miss_s=fit.get("miss_s_per_row") or 0.0,
                      x_c=fit.get("x_c") or inf, p=fit.get("p") or 1.0, depth_s=fit.get("depth_s_per_row_per_doubling") or 0.0,
-                     depth_ref=fit.get("depth_ref_log2_rows") or 0.0, floor_s=fit.get("write_floor_s_per_row") or 0.0)
+                     depth_ref=fit.get("depth_ref_log2_rows") or 0.0, floor_s=fit.get("write_floor_s_per_row") or 0.0,
+                     m_max=fit.get("misses_per_row_max") or 1.0)
 
 
 def _log_rss(curve: RateCurve, x, y, w) -> float:
@@ -118,7 +122,7 @@ def _linear(cols, inv, w, r):
 
 
 def fit_rate(x, rate, weight=None, form: str = "steady", misses=None, served: tuple | None = None,
-             depth=None) -> RateCurve:
+             depth=None, runs: bool = False) -> RateCurve:
     """The curve of ``form`` through the windows (x, rate), weighted by their rows, in
     log(rate). misses: with the windows' measured ``misses`` per row, m(x)'s x_c and p by
     least squares on them, then a and miss_s on the rates over the measured misses; without
@@ -126,7 +130,8 @@ def fit_rate(x, rate, weight=None, form: str = "steady", misses=None, served: tu
     ``served``: (device, cache_share), per window the misses the device served (the rest the page
     cache did, each at ``cache_share`` × a device miss's cost); None: the device served every miss. ``depth``: per
     window log2 of the rows in the table; the depth term is added where the BIC over the windows
-    pays for it (``_with_depth``)."""
+    pays for it (``_with_depth``). ``runs``: a row's misses may pass one (an LSM's key check probes
+    several sorted runs): m(x)'s ceiling is fitted too."""
     x, r = np.asarray(x, float), np.asarray(rate, float)
     device, cache_share = served or (None, None)
     ok = (x > 0) & (r > 0) & np.isfinite(x) & np.isfinite(r)
@@ -151,7 +156,7 @@ def fit_rate(x, rate, weight=None, form: str = "steady", misses=None, served: tu
     steady = RateCurve("steady", float(np.exp(-np.average(y, weights=w))), n=len(x))
     term = None                  # per window, what the regime adds per unit of its coefficient
     if form == "misses" and misses is not None and np.count_nonzero(misses > 0.05) >= 3:
-        c = _fit_measured_misses(x, misses, inv, w, r, device, cache_share)
+        c = _fit_measured_misses(x, misses, inv, w, r, device, cache_share, runs)
         term = misses if device is None else (misses - device) * cache_share + device
     elif form == "misses":
         c = _fit_misses(x, y, inv, w, r)
@@ -187,22 +192,24 @@ def _with_depth(c: RateCurve, term, depth, pts) -> RateCurve:
     return d if bic[1] < bic[0] else c
 
 
-def _fit_measured_misses(x, m_obs, inv, w, r, d_obs=None, share=None) -> RateCurve | None:
+def _fit_measured_misses(x, m_obs, inv, w, r, d_obs=None, share=None, runs=False) -> RateCurve | None:
     """m(x) through the measured misses per row (x_c, p: weighted least squares), then the
     cached cost a and the cost of a miss by least squares of each window's seconds per row on
     its measured misses: the miss's cost is read from the misses the server counted. With
     ``d_obs`` (the device's share of them) a miss the page cache served counts ``share`` of one
-    the device served."""
+    the device served. ``runs``: the ceiling M of M·m(x) too (1 to MAX_RUNS)."""
     def resid(v):
-        return np.sqrt(w) * (m_obs - miss_ratio(x, v[0], v[1]))
+        return np.sqrt(w) * (m_obs - (v[2] if runs else 1.0) * miss_ratio(x, v[0], v[1]))
     start = float(np.min(x[m_obs > 0.05]))
-    sol = least_squares(resid, x0=[start, 1.0], bounds=([1e-3, 0.25], [float(np.max(x)), 8.0]))
+    top = float(np.clip(np.max(m_obs), 1.0, MAX_RUNS)) if runs else 1.0
+    sol = least_squares(resid, x0=[start, 1.0, top],
+                        bounds=([1e-3, 0.25, 1.0 - 1e-9], [float(np.max(x)), 8.0, MAX_RUNS if runs else 1.0]))
     cost = m_obs if d_obs is None else (m_obs - d_obs) * share + d_obs
     a, b = _linear([np.ones_like(x), cost], inv, w, r)
     if a <= 0 or b <= 0:
         return None
     return RateCurve("misses", float(a), miss_s=float(b), x_c=float(sol.x[0]), p=float(sol.x[1]), n=len(x),
-                     cache_s=0.0 if share is None else float(b * share))
+                     cache_s=0.0 if share is None else float(b * share), m_max=float(sol.x[2]) if runs else 1.0)
 
 
 def _misses_at(xc, x, y, inv, w, r) -> tuple[float, RateCurve | None]:

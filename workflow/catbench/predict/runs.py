@@ -154,12 +154,14 @@ def _per_row(samples, column: str, times: tuple, rows, ok, unit: float = 1.0):
     return ((np.interp(t2, t, values) - np.interp(t1, t, values)) / unit / np.where(rows > 0, rows, 1))[ok]
 
 
-def _device_reads(trace, t0: float, samples) -> np.ndarray | None:
-    """Each window's pages read from the target's device per row (``dev_read_bytes`` ÷ 16 KiB):
-    the pool misses the page cache did not serve."""
+def _device_reads(trace, t0: float, samples, blocks: bool = False) -> np.ndarray | None:
+    """Each window's pages read from the target's device per row (``dev_read_bytes`` ÷ 16 KiB;
+    ``blocks``: an LSM's reads, one a block, ``dev_read_ios``): the misses the page cache did not
+    serve."""
     t1, t2, n1, n2, _, _ = _bounds(trace, t0, samples)
     rows, dt = n2 - n1, t2 - t1
-    return _per_row(samples, "dev_read_bytes", (t1, t2), rows, (rows > 0) & (dt > 0), PAGE)
+    column, unit = ("dev_read_ios", 1.0) if blocks else ("dev_read_bytes", PAGE)
+    return _per_row(samples, column, (t1, t2), rows, (rows > 0) & (dt > 0), unit)
 
 
 def _table_size(samples, times) -> np.ndarray | None:
@@ -293,7 +295,8 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
                int(summary.get("files") or 0), by_limit, later, dev, misses)
     rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
-    rep.device_reads = _device_reads(trace, first, samples) if buffered else misses
+    lsm = key[2] in ENGINES and ENGINES[key[2]].lsm
+    rep.device_reads = _device_reads(trace, first, samples, lsm) if buffered else misses
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)
     rep.log_bytes = _log_bytes(summary)
     rep.sst_file = sst_file((summary.get("server") or {}).get("settings") or {})

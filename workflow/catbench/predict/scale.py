@@ -11,9 +11,10 @@ import numpy as np
 from scipy.integrate import trapezoid
 from scipy.optimize import least_squares
 
+from ..core.index.table import ENGINES
 from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
-from .lsm import index_block_refusal, index_ratio
+from .lsm import index_block_refusal, index_ratio, lsm_fit
 from .runs import Rep
 from .spec import Fitting
 from .writes import fit_writes
@@ -95,7 +96,8 @@ def fit(reps: list[Rep], form: str) -> Fit:
     over the cache the table can use (``pool_overhead``), the curve of ``form`` through every
     window; a misses curve whose fall is not seen (the fitted rate at the largest x seen above
     DROP × the cached rate) is steady."""
-    u = pool_overhead(reps) if form == "misses" else 0.0
+    lsm = reps[0].key[2] in ENGINES and ENGINES[reps[0].key[2]].lsm
+    u = pool_overhead(reps) if form == "misses" and not lsm else 0.0
     if u:
         reps = [dataclasses.replace(r, x=r.x * r.pool / (r.pool - u)) for r in reps]
     x, w = np.concatenate([r.x for r in reps]), np.concatenate([r.weight for r in reps])
@@ -108,7 +110,11 @@ def fit(reps: list[Rep], form: str) -> Fit:
     device = _device(reps)
     depth = (np.log2(np.maximum(np.concatenate([r.n_mid for r in reps]), 1.0))
              if all(r.n_mid is not None and len(r.n_mid) == len(r.x) for r in reps) else None)
-    curve = fit_rate(x, rate, w, form, misses, (dev, cache_share(device)), depth)
+    share = None
+    if lsm:
+        curve, share = lsm_fit(x, rate, w, form, misses, dev, device, depth)
+    else:
+        curve = fit_rate(x, rate, w, form, misses, (dev, cache_share(device)), depth)
     x_seen = float(np.max(x[np.isfinite(x)])) if len(x) else 0.0
     if curve.form == "misses" and curve.seconds_per_row(x_seen) * DROP < curve.a:
         curve = fit_rate(x, rate, w, "steady", depth=depth)
@@ -127,7 +133,8 @@ def fit(reps: list[Rep], form: str) -> Fit:
                _median(cpu), device,
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
                float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u, _median(per_row),
-               fit_writes(reps), any(r.sorts for r in reps))
+               fit_writes(reps), any(r.sorts for r in reps), share)
+
 
 
 def _curve(f: Fit, t: Target) -> RateCurve:

@@ -125,6 +125,9 @@ class Engine:
     # a resumed load first checks that the table holds exactly the ledger's files
     transactional: bool = True
     files_sql: str | None = None  # resource: one row of figures of the table's files (after flush_sql)
+    # an LSM tree: a key check probes several sorted runs (a row's misses may pass one), and a
+    # miss only reads a block (nothing is written back), one device read each
+    lsm: bool = False
 
 
 ENGINES = {
@@ -139,7 +142,7 @@ ENGINES = {
     # key-ordered rows and ingests them when the session leaves bulk mode (no transactions).
     "rocksdb": Engine("rocksdb", "ROCKSDB", "rocksdb", {"rocksdb_max_row_locks": 1073741824}, "#rocksdb/*.sst",
                       "rocksdb_flush.sql", ("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"), False,
-                      "rocksdb_block_cache_size", "Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql"),
+                      "rocksdb_block_cache_size", "Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql", lsm=True),
     # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
     # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
     # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
