@@ -331,17 +331,18 @@ def test_a_dense_patchs_boxes_and_radius_are_sized_to_its_density(tmp_path):
     from catbench.query.params import draw_parameters
     chunks = dense_patch(tmp_path, 20_000, fluxes=True)
     engine = DuckdbEngine(tmp_path, chunks)
-    try:    # the defaults: the whole patch in the box, SHV1 about 100,000 pairs
+    try:    # the defaults but MySQL's tests: the whole patch in the box, SHV1 about 100,000 pairs
         t0 = time.monotonic()
-        shv1 = draw_parameters(QuerySpec.of(validate({"queries": {"queries": ["SHV1"]}}, whole=False)),
-                               tmp_path, chunks)["SHV1"]
+        untested = {"queries": {"queries": ["SHV1"], "draw": {"target_tests": 10 ** 12}}}
+        shv1 = draw_parameters(QuerySpec.of(validate(untested, whole=False)), tmp_path, chunks)["SHV1"]
         assert time.monotonic() - t0 < 3
         assert 100_000 / 3 <= engine.run(load_suite()["SHV1"], shv1).rows[0][0] <= 3 * 100_000
     finally:
         engine.close()
     cuts = {"z_min": 20, "z_max": 30, "gr_min": -1, "gr_max": 1, "iz_min": -1, "iz_max": 1}
     cfg = validate({"seed": 11, "queries": {"queries": ["LV3", "SHV1"], "parameters": {"LV3": cuts},
-                                            "draw": {"target_rows": 5000, "target_pairs": 2000}}}, whole=False)
+                                            "draw": {"target_rows": 5000, "target_pairs": 2000,
+                                                     "target_tests": 10 ** 12}}}, whole=False)
     spec = QuerySpec.of(cfg)
     t0 = time.monotonic()
     got = draw_parameters(spec, tmp_path, chunks)
@@ -360,6 +361,20 @@ def test_a_dense_patchs_boxes_and_radius_are_sized_to_its_density(tmp_path):
     cfg["queries"]["parameters"]["SHV1"] = {"radius_deg": 0.001, "box_deg": 0.05}
     mine = draw_parameters(QuerySpec.of(cfg, {"names": ["SHV1"]}), tmp_path, chunks)["SHV1"]
     assert mine["radius_deg"] == 0.001 and mine["ra_max"] - mine["ra_min"] == pytest.approx(0.05)
+
+
+def test_shv1s_box_shrinks_to_mysqls_distance_tests_in_its_sub_chunks(tmp_path):
+    """MySQL's SHV1 tests each Object of the box against its sub-chunk and overlap: at 2 M/deg²
+    with 85 x 12 stripes ~88,000 of them an Object, so 2 x 10^7 tests is a box of ~230."""
+    from catbench.query.params import draw_parameters
+    from catbench.query.sizing import tests_per_object
+    chunks = dense_patch(tmp_path, 20_000)
+    cfg = validate({"queries": {"queries": ["SHV1"], "draw": {"target_tests": 2 * 10 ** 7}}}, whole=False)
+    spec = QuerySpec.of(cfg)
+    want = 2e7 / tests_per_object(spec.geometry, 20_000 / 0.1 ** 2)
+    assert 180 < want < 280
+    got = _in_box(tmp_path, draw_parameters(spec, tmp_path, chunks)["SHV1"])
+    assert want / 2.5 <= got <= 2 * want, (got, want)
 
 
 def test_the_draw_stops_at_its_time_budget_naming_the_key(tmp_path):

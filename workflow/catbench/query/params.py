@@ -17,9 +17,10 @@ import math
 import numpy as np
 import pyarrow.parquet as pq
 
+from ..core.sky.geometry import Geometry
 from .chunk_tables import ChunkInfo, chunk_file
 from .engines import DuckdbEngine
-from .sizing import Sizer
+from .sizing import Sizer, tests_per_object
 from .spec import Draw, QuerySpec
 from .suite import QUERY_NAMES, QueryError, load_suite
 
@@ -49,12 +50,12 @@ def clamp_box(ra: float, dec: float, size: float) -> dict:
 class _Draw:
     """The random choices of one parameter draw (chunks weighted by their rows)."""
 
-    def __init__(self, draw: Draw, chunks_dir, chunks: list[ChunkInfo], engine: DuckdbEngine):
+    def __init__(self, draw: Draw, chunks_dir, chunks: list[ChunkInfo], engine: DuckdbEngine, geometry: Geometry):
         self.rng = np.random.default_rng([draw.seed, _SEED_STREAM])
         self.chunks_dir, self.chunks, self.engine, self.tries = chunks_dir, chunks, engine, draw.max_tries
         self.weights_src = np.array([c.source_rows for c in chunks], float)
         self.weights_obj = np.array([c.object_rows for c in chunks], float)
-        self.sizer = Sizer(engine, draw)
+        self.sizer, self.geometry, self.target_tests = Sizer(engine, draw), geometry, draw.target_tests
 
     def _chunk(self, weights: np.ndarray) -> ChunkInfo:
         return self.chunks[self.rng.choice(len(self.chunks), p=weights / weights.sum())]
@@ -107,10 +108,21 @@ class _Draw:
         else:
             sampled, est = self.sizer.pairs(box, rows, radius)
         cand["radius_deg"] = radius
-        density = rows / max(size * size * math.cos(math.radians(dec)), 1e-12)
+        if sized[0] and est > 0:     # MySQL's sub-chunk join at the density around the Objects
+            per = tests_per_object(self.geometry, 2.0 * est / rows / (math.pi * radius ** 2))
+            if rows * per > self.target_tests:
+                box, rows, size = self.sizer.box(name, box_of, size, max(1, int(self.target_tests / per)))
+                cand.update(box)
+                sampled, est = self.sizer.pairs(box, rows, radius)
+        density = _density(rows, size, dec)
         log.info("SHV1: %d Objects in a %.4g deg box (~%.0f /deg²), radius %.4g deg: ~%.0f pairs "
                  "(from %d sampled)", rows, size, density, radius, est, sampled)
         return cand, (1 if est > 0 else None)
+
+
+def _density(rows: int, size: float, dec: float) -> float:
+    """Objects per deg² of a ``size`` deg box at ``dec`` holding ``rows``."""
+    return rows / max(size * size * math.cos(math.radians(dec)), 1e-12)
 
 
 def _box_parameters(name: str, given: dict, overlap: float) -> tuple[dict, float]:
@@ -173,7 +185,7 @@ def draw_parameters(spec: QuerySpec, chunks_dir, chunks: list[ChunkInfo], suite=
     own = engine is None
     engine = engine or DuckdbEngine(chunks_dir, chunks)
     try:
-        out = _draw_all(spec, suite, _Draw(spec.draw, chunks_dir, chunks, engine))
+        out = _draw_all(spec, suite, _Draw(spec.draw, chunks_dir, chunks, engine, spec.geometry))
     finally:
         if own:
             engine.close()

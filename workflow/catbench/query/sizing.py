@@ -9,6 +9,9 @@ the neighbours within the radius of a fixed sample of the box's objects (chosen 
 hash of their ids with the run seed: same data and seed, same sample), times the box's
 objects / 2 — a bounded join, never the full self-join. Neighbours grow as the radius
 squared, so the radius is scaled by the square root of target / estimate, a few times.
+MySQL's SHV1 does more work than it counts: Qserv's sub-chunk join tests each Object of the
+box against every Object of its sub-chunk and of that sub-chunk's overlap (``tests_per_object``),
+so SHV1's box shrinks further until those tests are about ``queries.draw.target_tests``.
 Every query of the draw shares one deadline (``queries.draw.budget_s``).
 """
 
@@ -18,6 +21,7 @@ import math
 import time
 
 from ..core.infra.resources import read_sql
+from ..core.sky.geometry import Geometry
 from .engines import DuckdbEngine, QueryTimeout
 from .spec import Draw
 from .suite import QueryError
@@ -28,6 +32,14 @@ _SLACK = 1.25       # within this factor of a target a size is kept
 
 _COUNT = read_sql("draw", "box_objects.sql")
 _NEIGHBOURS = read_sql("draw", "shv1_neighbours.sql")
+
+
+def tests_per_object(geometry: Geometry, density: float) -> float:
+    """MySQL's distance tests for one Object of SHV1's box: the Objects of its sub-chunk and of
+    that sub-chunk's overlap, a square of the sub-chunk's side (the stripe height over its
+    sub-stripes) plus the overlap on every side, at ``density`` Objects per deg²."""
+    side = 180.0 / (geometry.num_stripes * geometry.num_sub_stripes_per_stripe)
+    return density * (side + 2.0 * geometry.overlap_deg) ** 2
 
 
 def significant(x: float, digits: int = 4) -> float:
@@ -71,15 +83,16 @@ class Sizer:
         """The Objects in ``box``."""
         return self.sql(f"{name} box", _COUNT, box)[0][0]
 
-    def box(self, name: str, box_of, size: float) -> tuple[dict, int, float]:
-        """The box ``box_of(size)`` shrunk until it holds about ``target_rows`` Objects: the
-        box, its Objects and its size."""
+    def box(self, name: str, box_of, size: float, target: int | None = None) -> tuple[dict, int, float]:
+        """The box ``box_of(size)`` shrunk until it holds about ``target`` Objects (default
+        ``target_rows``): the box, its Objects and its size."""
+        target = target or self.draw.target_rows
         box = box_of(size)
         rows = self.count(name, box)
         for _ in range(_STEPS):
-            if rows <= _SLACK * self.draw.target_rows:
+            if rows <= _SLACK * target:
                 break
-            size = significant(size * math.sqrt(self.draw.target_rows / rows))
+            size = significant(size * math.sqrt(target / rows))
             box = box_of(size)
             rows = self.count(name, box)
         return box, rows, size

@@ -25,13 +25,15 @@ class Concurrency:
 class Draw:
     """How the queries' parameters are drawn: the run seed, the config's per-query parameters
     (queries.parameters.<Q>, over DMTR-21's), the tries a box gets to return data, the
-    Objects a drawn box holds and the pairs SHV1 counts at most (about), and the draw's time."""
+    Objects a drawn box holds, the pairs SHV1 counts and MySQL's distance tests for them at most
+    (about), and the draw's time."""
     seed: int
     given: dict
     max_tries: int
     target_rows: int
     target_pairs: int
     budget_s: float
+    target_tests: int
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class QuerySpec:
             over.get("cold", qs["cold"]), over.get("params"),
             Draw(int(cfg["seed"]), {k: dict(v or {}) for k, v in qs["parameters"].items()},
                  int(qs["draw"]["max_tries"]), int(qs["draw"]["target_rows"]),
-                 int(qs["draw"]["target_pairs"]), float(qs["draw"]["budget_s"])),
+                 int(qs["draw"]["target_pairs"]), float(qs["draw"]["budget_s"]), int(qs["draw"]["target_tests"])),
             Geometry(part["num_stripes"], part["num_sub_stripes_per_stripe"], float(part["overlap_deg"])),
             over.get("settings", server["settings"]),
             Launch.of(server))
