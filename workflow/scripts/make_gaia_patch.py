@@ -1,9 +1,10 @@
 """A Gaia DR3-like gaia_source patch, for `config/survey-gaia.yaml`: 2 gzip ECSV files named
-as Gaia's, 100,000 rows in 2 x 1 deg near the Galactic centre (~50k sources/deg²), 75 of
-gaia_source's columns in its types (64-bit HEALPix-packed source_ids, float32/int16/int8,
-True/False booleans, text), a ~300-line ECSV header, and `null` for every missing value as
-Gaia writes it: 2-parameter solutions without parallax and proper motion, faint sources
-without BP/RP, RVs and GSP-Phot only for the bright.
+as Gaia's, 100,000 rows in 2 deg of ra x 1 deg near the Galactic centre (1.73 deg², ~58k
+sources/deg², crowded as the Galactic plane is), 75 of gaia_source's columns in its types
+(64-bit HEALPix-packed source_ids, float32/int16/int8, True/False booleans, text), a
+~270-line ECSV header, and `null` for every missing value as Gaia writes it: 2-parameter
+solutions without parallax and proper motion, faint sources without BP/RP, radial velocities
+and GSP-Phot only for the bright.
 
     python workflow/scripts/make_gaia_patch.py DIR [--rows 100000] [--seed 1]
 """
@@ -225,7 +226,7 @@ def header() -> str:
         lines += [f"- name: {name}", f"  datatype: {datatype}"]
         lines += [f"  unit: {json.dumps(unit)}"] if unit else []
         lines += [f"  description: {json.dumps(desc)}"]
-    lines += ["meta: !!omap", "- {table: gaia_source}", "- {release: Gaia DR3-like, synthetic (catbench)}",
+    lines += ["meta: !!omap", "- {table: gaia_source}", "- {release: 'Gaia DR3-like, synthetic (catbench)'}",
               f"- {{footprint: 'ra {RA[0]:g}..{RA[1]:g}, dec {DEC[0]:g}..{DEC[1]:g} deg'}}", "schema: astropy-2.0"]
     return "".join(f"# {ln}\n" for ln in lines)
 
