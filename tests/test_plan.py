@@ -1,6 +1,7 @@
 """A user's config over the default run (config key base), the run's plan (rows, expected
 minutes per stage) and its limit (run_limit_h): in the package and through `snakemake -n`."""
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from catbench.core.infra.jobs import plan as cb_plan
-from catbench.core.infra.jobs.sizing import RunSizes
+from catbench.core.infra.jobs.sizing import QueryWork, RunSizes
 from catbench.core.infra.config import ConfigError, layered, typed_overrides, validate
 from catbench.load.spec import LoadSpec
 from catbench.load.strategies import get_strategy, load_pairs
@@ -109,6 +110,19 @@ def test_the_queries_estimate_grows_with_the_density_and_the_plan_suggests_strip
     auto = _at_density(1.0, {"num_stripes": "auto", "num_sub_stripes_per_stripe": "auto"})
     assert auto["chunks"].chunk_rows <= 10_000 and "suggestion" not in "\n".join(cb_plan.lines(auto))
     assert auto["minutes"]["queries"] < dense["minutes"]["queries"]
+
+
+def test_shv1s_estimate_is_the_distance_tests_its_drawn_box_is_sized_to():
+    from catbench.core.infra.jobs.requests import SHV1_TESTS_PER_S, _crowding_seconds
+    dense = _at_density(1.0, {"num_stripes": "auto", "num_sub_stripes_per_stripe": "auto"})
+    chunks = dense["chunks"]
+    q = QueryWork(repetitions=1, max_repetitions=None, budget_s=None, cold=False, queries=("SHV1",), streams=0,
+                  stream_seconds=0.0, targets=1, shv1_tests=10 ** 7, shv1_rows=100_000)
+    scan = _crowding_seconds("LV3", chunks, 1e6, q, 300_000)
+    # 100,000 Objects x ~1,400 of their sub-chunk and overlap: over 10^7, so the box shrinks to it
+    assert _crowding_seconds("SHV1", chunks, 1e6, q, 300_000) - scan == pytest.approx(10 ** 7 / SHV1_TESTS_PER_S)
+    fewer = dataclasses.replace(q, shv1_rows=1_000)
+    assert _crowding_seconds("SHV1", chunks, 1e6, fewer, 300_000) - scan < 10 ** 7 / SHV1_TESTS_PER_S / 5
 
 def dry_run(tmp_path, cfg: dict, *extra):
     cfgfile = tmp_path / "my.yaml"

@@ -82,15 +82,27 @@ def server_job_mb(settings: dict) -> int:
 # Near-neighbour pairs a second (SHV1 on MySQL, 2 cores: ~1.4e9 pairs of a 300k-object,
 # 150k objects/deg² sky at 85 x 12 stripes in 40-58 s a run).
 NEAR_PAIRS_PER_S = 25e6
+# MySQL's distance tests a second in SHV1's sub-chunk join (2 cores: 1.7e8 tests, 119,271
+# Objects each against ~1,400 of its sub-chunk and overlap, in 310-325 s a cold run).
+SHV1_TESTS_PER_S = 0.5e6
+SHV1_BOX_DEG2 = 4.0     # DMTR-21's SHV1 box, 2 deg on a side, before it shrinks to the density
 
 
-def _crowding_seconds(name: str, chunks: Chunks, rate: float) -> float:
+def _crowding_seconds(name: str, chunks: Chunks, rate: float, q: QueryWork, rows: int) -> float:
     """What a query costs more on a crowded sky: a query of a box reads the densest chunk's
-    rows (per-chunk dispatch), SHV1 compares each of them with its sub-chunk's."""
+    rows (per-chunk dispatch); SHV1 tests each Object of its drawn box against its sub-chunk and
+    that sub-chunk's overlap (as many as ``queries.draw.target_tests`` at most), or, with a box
+    given, each Object of the densest chunk against its sub-chunk's."""
     if name in ("HV1", "HV2", "HV3", "LV1", "LV2"):
         return 0.0
-    pairs = chunks.chunk_rows * chunks.sub_chunk_rows if name == "SHV1" else 0
-    return chunks.chunk_rows / (5 * rate) + pairs / NEAR_PAIRS_PER_S
+    near = 0.0
+    if name == "SHV1" and q.shv1_tests:
+        side = 180.0 / (chunks.stripes * chunks.sub_stripes) + 2.0 * chunks.overlap_deg
+        box = min(rows, q.shv1_rows, chunks.density * SHV1_BOX_DEG2)
+        near = min(box * chunks.density * side ** 2, q.shv1_tests) / SHV1_TESTS_PER_S
+    elif name == "SHV1":
+        near = chunks.chunk_rows * chunks.sub_chunk_rows / NEAR_PAIRS_PER_S
+    return chunks.chunk_rows / (5 * rate) + near
 
 
 def _query_seconds(q: QueryWork, rows: int, rate: float, chunks: Chunks) -> float:
@@ -99,7 +111,7 @@ def _query_seconds(q: QueryWork, rows: int, rate: float, chunks: Chunks) -> floa
     scans = sum(1 for name in q.queries if name in SCANNING_QUERIES)
     others = len(q.queries) - scans
     streams = 2 * q.stream_seconds if q.streams else 0
-    crowding = sum(5 * _crowding_seconds(name, chunks, rate) for name in q.queries)
+    crowding = sum(5 * _crowding_seconds(name, chunks, rate, q, rows) for name in q.queries)
     return runs * (scans * (rows / rate + 10) + others * 10 + crowding) + streams
 
 
@@ -171,7 +183,7 @@ def _expected_query_seconds(q: QueryWork, rows: int, rate: float, chunks: Chunks
     queries.budget_s a query."""
     total = 2 * q.stream_seconds if q.streams else 0
     for name in q.queries:
-        one = 0.1 + (rows / (5 * rate) if name in SCANNING_QUERIES else 0) + _crowding_seconds(name, chunks, rate)
+        one = 0.1 + (rows / (5 * rate) if name in SCANNING_QUERIES else 0) + _crowding_seconds(name, chunks, rate, q, rows)
         more = max(q.repetitions, q.max_repetitions or 0) * one
         total += (q.repetitions * (one + 1) if q.cold else 0) + max(
             q.repetitions * one, min(more, q.budget_s or more))

@@ -50,6 +50,7 @@ class Chunks:
     sub_chunk_rows: int     # Objects in the densest sub-chunk
     bound: int              # partition.auto_chunk_rows
     auto: tuple[int, int]   # (stripes, sub-stripes) auto picks
+    overlap_deg: float = 0.0   # partition.overlap_deg
 
     @classmethod
     def of(cls, cfg: dict, objects: int) -> Chunks:
@@ -60,7 +61,7 @@ class Chunks:
         return cls(density=density, stripes=ns, sub_stripes=nss,
                    chunk_rows=rows_in(density, 180.0 / ns, objects),
                    sub_chunk_rows=rows_in(density, 180.0 / (ns * nss), objects),
-                   bound=part["auto_chunk_rows"], auto=(auto_ns, auto_nss))
+                   bound=part["auto_chunk_rows"], auto=(auto_ns, auto_nss), overlap_deg=float(part["overlap_deg"]))
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ class QueryWork:
     streams: int
     stream_seconds: float   # queries.concurrency.seconds
     targets: int            # targets the queries stage runs on
+    shv1_tests: int = 0     # MySQL's distance tests SHV1's drawn box is sized to (queries.draw.target_tests)
+    shv1_rows: int = 0      # the Objects a drawn box holds at most (queries.draw.target_rows)
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,9 @@ class RunSizes:
             queries=QueryWork(repetitions=q["repetitions"], max_repetitions=q["max_repetitions"],
                               budget_s=q["budget_s"], cold=q["cold"], queries=tuple(q["queries"]),
                               streams=q["concurrency"]["streams"], stream_seconds=q["concurrency"]["seconds"],
-                              targets=len(stage_targets(cfg, "queries"))),
+                              targets=len(stage_targets(cfg, "queries")),
+                              shv1_tests=0 if "SHV1" in q["parameters"] else q["draw"]["target_tests"],
+                              shv1_rows=q["draw"]["target_rows"]),
             chunks=Chunks.of(cfg, estimated_objects(cfg)),
             server_settings=dict(server),
             nodes={t: v.get("node") for t, v in cfg["targets"].items()},
