@@ -51,13 +51,15 @@ def partitioned(tmp_path_factory):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The ``longest`` modules first, then those with the most end-to-end (``slow``) tests: run
-    in parallel (``make test``: one module per worker at a time, in this order:
-    ``--no-loadscope-reorder``), the long ones start at once
-    and the short ones fill in beside them, so no worker waits alone at the end."""
+    """The ``longest`` modules first, then those with the most end-to-end (``slow``) tests,
+    then those with the most private-server (``server``) tests: run in parallel (``make
+    test``: one module per worker at a time, in this order: ``--no-loadscope-reorder``), the
+    long ones start at once and the short ones fill in beside them, so no worker waits alone
+    at the end (a module of many short server tests takes minutes too)."""
     weight: dict[str, list] = {}
     for item in items:
-        w = weight.setdefault(item.nodeid.split("::")[0], [0, 0])
+        w = weight.setdefault(item.nodeid.split("::")[0], [0, 0, 0])
         w[0] = w[0] or item.get_closest_marker("longest") is not None
         w[1] += item.get_closest_marker("slow") is not None
+        w[2] += item.get_closest_marker("server") is not None
     items.sort(key=lambda item: [-x for x in weight[item.nodeid.split("::")[0]]])   # stable: a module's order kept

@@ -94,6 +94,7 @@ def test_a_twin_of_one_run_under_two_spellings_is_refused(tmp_path, capsys):
         assert "compared with itself" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_twin_with_no_repeated_figure_writes_no_floor_and_an_empty_one_is_the_named_guess(tmp_path, capsys):
     from catbench.report import noise
     a = run_with_loads(tmp_path, "A", {("disk", "one-file-at-a-time"): [1.00]})

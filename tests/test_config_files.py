@@ -25,6 +25,7 @@ def _dry_run(cfg: Path):
                           cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
     cfg = tmp_path / "dup.yaml"
     cfg.write_text("base: tests/configs/tiny.yaml\nload:\n  repetitions: 3\n  variants: [bigint]\n"
@@ -35,6 +36,7 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
     assert p.returncode != 0 and "key 'load' is given twice (lines 2 and 5)" in p.stdout + p.stderr
 
 
+@pytest.mark.slow
 def test_an_alias_bomb_is_refused_before_anything_walks_it(tmp_path):
     cfg = tmp_path / "bomb.yaml"
     cfg.write_text("base: tests/configs/tiny.yaml\n" + BOMB)

@@ -71,6 +71,7 @@ def test_parts_split_every_file_once():
         part_files(7, 3, 3)
 
 
+@pytest.mark.slow
 def test_parts_merged_are_the_single_jobs_bytes(tmp_path):
     cfg = validate(_small())
     whole = generate_index(PrepareSpec.of(cfg), 7, tmp_path / "one" / "input", tmp_path / "one" / "input_char28")
@@ -182,6 +183,7 @@ def test_preset_plans_no_catalog_and_no_chunks(tmp_path):
     assert not {"catalog_part", "partition_map", "partition_reduce", "index_input", "chunk_list"} & set(jobs)
 
 
+@pytest.mark.slow
 def test_tables_and_report_of_an_index_only_run_say_so(tmp_path):
     """No catalog, no chunks, no partition.json: the tables and the report are built, the
     stages table has the generation, and summary.md says the run is index-only."""

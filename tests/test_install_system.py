@@ -121,6 +121,7 @@ def test_bad_arguments_fail(args):
     assert _script(*args, env={"CATBENCH_DRY_RUN": "1"}).returncode == 2
 
 
+@pytest.mark.slow
 def test_make_targets_pass_their_config():
     if not shutil.which("make"):
         pytest.skip("no make")

@@ -1,6 +1,6 @@
 """Job requests from the config (never from the host), the Slurm partition check's
 parsing and messages, and the isolation record of measuring jobs. Fast: no Slurm needed
-(tests/test_slurm.py runs the same checks against a real Slurm)."""
+(tests/test_slurm.py and tests/test_slurm_site.py run the same checks against a real Slurm)."""
 
 from __future__ import annotations
 

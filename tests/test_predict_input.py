@@ -98,6 +98,7 @@ def test_a_measured_run_with_another_cache_is_not_scored(tmp_path):
     assert p.returncode == 1 and "ran with a 1.0 GiB cache, the prediction is for 100.0 MiB" in p.stderr, p.stderr
 
 
+@pytest.mark.slow
 def test_a_load_that_did_not_run_alone_is_neither_fitted_nor_scored_and_is_named(tmp_path):
     met = {"host": "h", "alone": False, "shared_locks": [], "other_catbench_jobs": ["123 catbench load-index"]}
     (_load(tmp_path / "r1", pool=10_000, rows=200) / "isolation.json").write_text(json.dumps(met))
@@ -130,6 +131,7 @@ def _reads(rungs: dict, target: dict):
     return lambda paths: target if any(str(p).endswith("far") for p in paths) and len(paths) == 1 else rungs
 
 
+@pytest.mark.slow
 def test_a_sealed_prediction_is_scored_and_refused_once_its_rungs_changed(tmp_path, capsys):
     from catbench.core.infra.config import ConfigError
     from support.predict import FINISHES, groups, write_prediction

@@ -323,6 +323,7 @@ def _in_box(root: Path, p: dict) -> int:
     return int(((ra >= p["ra_min"]) & (ra <= p["ra_max"]) & (dec >= p["dec_min"]) & (dec <= p["dec_max"])).sum())
 
 
+@pytest.mark.slow
 def test_a_dense_patchs_boxes_and_radius_are_sized_to_its_density(tmp_path):
     """20,000 Objects in 0.1 deg (2 M/deg²): DMTR-21's 2 deg box and 1 arcmin radius count
     ~15 M pairs (7 s to draw alone); the drawn LV3 and SHV1 boxes hold about
@@ -385,6 +386,7 @@ def test_the_draw_stops_at_its_time_budget_naming_the_key(tmp_path):
         draw_parameters(QuerySpec.of(cfg), tmp_path, chunks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_a_long_duckdb_query_within_seconds(tmp_path, sig, code):
     """SHV1 at the overlap radius over 60,000 Objects in 0.1 deg runs for a minute, in joins

@@ -251,6 +251,7 @@ def test_paths_with_a_single_quote(tmp_path, capsys):
     assert float(rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "seconds")]["ratio"]) == 0.5
 
 
+@pytest.mark.slow
 def test_a_report_made_again_over_its_own_copies_and_refused_over_other_files(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     index = make_report(run, report=REPORT)
@@ -265,6 +266,7 @@ def test_a_report_made_again_over_its_own_copies_and_refused_over_other_files(tm
     assert (index.parent / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_a_report_made_again_after_snakemake_removed_its_declared_outputs(tmp_path):
     run = make_run(tmp_path, with_optional=False)
     write_prediction(run)                    # its plots are not declared: Snakemake leaves them
@@ -277,7 +279,7 @@ def test_a_report_made_again_after_snakemake_removed_its_declared_outputs(tmp_pa
     assert all((index.parent / f"{n}.png").is_file() for n in ALWAYS)
 
 
-@pytest.mark.parametrize("mine", ["pictures", "tables"])
+@pytest.mark.parametrize("mine", ["pictures", pytest.param("tables", marks=pytest.mark.slow)])
 def test_a_folder_of_other_files_is_never_taken_for_a_report(tmp_path, mine):
     run = make_run(tmp_path, with_optional=False)
     out = tmp_path / "mine"
@@ -292,6 +294,7 @@ def test_a_folder_of_other_files_is_never_taken_for_a_report(tmp_path, mine):
     assert (out / ("holiday.png" if mine == "pictures" else "tables/notes.txt")).is_file()
 
 
+@pytest.mark.slow
 def test_tables_and_report_read_only_this_configs_results_and_name_the_others(tmp_path, caplog):
     run = make_run(tmp_path, with_optional=False)
     # this config: target a only, and only its parallel load; b and a's one-file load are an earlier config's
@@ -312,6 +315,7 @@ def test_tables_and_report_read_only_this_configs_results_and_name_the_others(tm
     assert {r["target"] for r in _rows(run / "tables" / "load_time.csv")} == {"a", "b"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column, value", [("seconds_min", "quick"), ("seconds_values", "4.0;oops"),
                                            ("n", "three")])
 def test_text_in_a_numeric_cell_of_a_table_is_one_line_naming_file_column_and_row(tmp_path, capsys,
@@ -333,6 +337,7 @@ def test_text_in_a_numeric_cell_of_a_table_is_one_line_naming_file_column_and_ro
     assert len(err) == 2 and all(line in e for e in err), err
 
 
+@pytest.mark.slow
 def test_the_report_opens_with_the_users_catalog(tmp_path):
     run = make_run(tmp_path)
     pj = run / "metrics" / "partition.json"

@@ -98,6 +98,7 @@ def test_a_ladder_whose_rungs_the_workflow_would_refuse_is_refused(tmp_path):
     assert not list((tmp_path / "rungs").glob("*.yaml"))
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_jobs_log_with_a_line_not_a_traceback(tmp_path):
     log = tmp_path / "job.log"
     with open(log, "w") as f:
