@@ -53,7 +53,7 @@ def index_block_refusal(ratio: float | None, sst_file: float | None, cache: floa
     return (f"an SST of {sst / 2**20:,.0f} MiB (target_file_size_base) would hold a {block / 2**20:,.2f} MiB index "
             f"block (the rungs' {ratio:.1%} of its data), larger than a {shard / 2**10:,.0f} KiB shard of the "
             f"{cache / 2**20:,.0f} MiB block cache: every key check would read it again, which no model here "
-            f"describes (it cut the rate 12× where measured). A block cache of at least "
+            f"describes (it cut the rate 8× where measured). A block cache of at least "
             f"{math.ceil(cache_needed / 2**20):,} MiB, or SST files of at most "
             f"{math.floor(shard / ratio / 2**20):,} MiB, keeps it cached")
 
