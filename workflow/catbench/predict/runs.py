@@ -67,6 +67,11 @@ class Rep:
     table_files: dict | None = None      # the engine's figures of the table's files (MyRocks' SST bytes)
 
     @property
+    def lsm(self) -> bool:
+        """Its engine is an LSM tree (core/index/table.py ``Engine.lsm``)."""
+        return self.key[2] in ENGINES and ENGINES[self.key[2]].lsm
+
+    @property
     def bytes_per_row(self) -> float:
         return self.table_bytes / self.rows
 
@@ -295,8 +300,7 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
                int(summary.get("files") or 0), by_limit, later, dev, misses)
     rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
-    lsm = key[2] in ENGINES and ENGINES[key[2]].lsm
-    rep.device_reads = _device_reads(trace, first, samples, lsm) if buffered else misses
+    rep.device_reads = _device_reads(trace, first, samples, rep.lsm) if buffered else misses
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)
     rep.log_bytes = _log_bytes(summary)
     rep.sst_file = sst_file((summary.get("server") or {}).get("settings") or {})

@@ -11,7 +11,6 @@ import numpy as np
 from scipy.integrate import trapezoid
 from scipy.optimize import least_squares
 
-from ..core.index.table import ENGINES
 from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .lsm import index_block_refusal, index_ratio, lsm_fit
@@ -96,7 +95,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
     over the cache the table can use (``pool_overhead``), the curve of ``form`` through every
     window; a misses curve whose fall is not seen (the fitted rate at the largest x seen above
     DROP × the cached rate) is steady."""
-    lsm = reps[0].key[2] in ENGINES and ENGINES[reps[0].key[2]].lsm
+    lsm = reps[0].lsm
     u = pool_overhead(reps) if form == "misses" and not lsm else 0.0
     if u:
         reps = [dataclasses.replace(r, x=r.x * r.pool / (r.pool - u)) for r in reps]
@@ -241,7 +240,7 @@ def check(reps: list[Rep], t: Target, f: Fit, fitting: Fitting) -> None:
                       f"{f.overhead / 2**20:,.1f} MiB of it the rungs' tables could not use")
     x_end = p["rows"] * p["bytes_per_row"] / f.pool(t.pool)
     c = f.curve
-    if reps[0].key[2] == "rocksdb" and form_of(reps[0].key, reps) != "steady":   # each insert checks its key
+    if reps[0].lsm and form_of(reps[0].key, reps) != "steady":   # each insert checks its key
         why = index_block_refusal(index_ratio([r.table_files for r in reps]), t.sst_file, t.pool)
         if why:
             raise Refusal(why)

@@ -165,7 +165,8 @@ class RunSizes:
                               budget_s=q["budget_s"], cold=q["cold"], queries=tuple(q["queries"]),
                               streams=q["concurrency"]["streams"], stream_seconds=q["concurrency"]["seconds"],
                               targets=len(stage_targets(cfg, "queries")),
-                              shv1_tests=0 if "SHV1" in q["parameters"] else q["draw"]["target_tests"],
+                              shv1_tests=0 if {"box_deg", "ra_min"} & set(q["parameters"].get("SHV1") or {})
+                              else q["draw"]["target_tests"],
                               shv1_rows=q["draw"]["target_rows"]),
             chunks=Chunks.of(cfg, estimated_objects(cfg)),
             server_settings=dict(server),
