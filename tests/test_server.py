@@ -276,6 +276,9 @@ def test_ram_puts_the_server_and_its_page_cache_in_a_memory_cgroup(tmp):
         cur.execute("SELECT @@innodb_buffer_pool_size")
         assert cur.fetchall()[0][0] == 16 << 20
         conn.close()
+        own, cache = cage.split()
+        rss = psutil.Process(s.pid).memory_info().rss
+        assert 0.5 * rss <= own <= ram and 0 <= cache <= ram, (own, cache, rss)
     assert s.cage is None and not cage.path.exists() and not _cgroup_paths("ramcage"), "cgroup left behind"
     assert 0 < s.ram_peak <= ram
 

@@ -1,4 +1,5 @@
-"""Background sampling of table size, device I/O, server CPU/RSS and InnoDB counters
+"""Background sampling of table size, device I/O, server CPU/RSS, its cgroup's own and page-cache
+bytes (``server.ram``) and InnoDB counters
 (what the 2017 storage study did by hand with ls, iostat and top)."""
 
 from __future__ import annotations
@@ -91,7 +92,11 @@ class Sampler:
         """Take one sample now (also usable without the thread)."""
         row = {"time": time.time(), "table_bytes": self.table_bytes(),
                "dev_read_bytes": None, "dev_write_bytes": None, "dev_read_ios": None, "dev_write_ios": None,
-               "cpu_percent": None, "rss_bytes": None, "server_user_s": None, "server_sys_s": None}
+               "cpu_percent": None, "rss_bytes": None, "server_user_s": None, "server_sys_s": None,
+               "ram_own_bytes": None, "ram_cache_bytes": None}
+        split = self.server.cage.split() if getattr(self.server, "cage", None) else None
+        if split:   # server.ram: its cgroup's own and page-cache bytes
+            row["ram_own_bytes"], row["ram_cache_bytes"] = split
         if self.device:
             io = (psutil.disk_io_counters(perdisk=True) or {}).get(self.device)
             if io:   # bytes and requests, as iostat shows them (the 2017 study watched both)

@@ -118,6 +118,17 @@ class MemoryCage:
                 continue
         return None
 
+    def split(self) -> tuple[int, int] | None:
+        """(the server's own bytes, its page cache's bytes) the cgroup holds now: v2's ``anon``
+        and ``file``, v1's ``rss`` and ``cache``; None where not kept. What the page cache
+        really had beside the server is what a model of misses served from RAM needs."""
+        keys = ("anon", "file") if self.version == 2 else ("rss", "cache")
+        try:
+            stat = dict(line.split()[:2] for line in (self.path / "memory.stat").read_text().splitlines())
+            return int(stat[keys[0]]), int(stat[keys[1]])
+        except (OSError, ValueError, KeyError):
+            return None
+
     def remove(self) -> None:
         """The cgroup's folder, once no process is in it (its page cache goes to the parent)."""
         try:
