@@ -368,8 +368,26 @@ def test_the_page_cache_at_the_target_is_the_ram_left_beside_the_pool_where_read
     spec = PredictSpec.of(cfg)
     assert spec.page_cache("innodb", 2 * 2**30, None) == page_cache
     assert spec.page_cache("myisam", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.25 * 2**30   # --ram over server.ram
+    # MyRocks' memtables (RocksDB's 64 MiB x 2 where not set) are the server's own too
+    assert spec.page_cache("rocksdb", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.25 * 2**30 - 128 * 2**20
+    # a rung's RAM: the server's own, unscaled, and the rest (pool, page cache) scaled by the rows
     assert {r["server"]["ram"] for r in rungs({**cfg, "predict": {**cfg["predict"], "rows": [10088000]}})} == \
-        {f"{round((10 * 2**30 * 10088000 / 10**9 + 256 * 2**20) / 1024)}KiB"}
+        {f"{round(((10 * 2**30 - 256 * 2**20) * 10088000 / 10**9 + 256 * 2**20) / 1024)}KiB"}
+
+
+@pytest.mark.parametrize("eta", [0.0, 0.1, 0.6, 1.0])
+def test_the_page_cache_share_is_read_off_the_rungs_device_reads_against_the_page_cache_they_had(eta):
+    from catbench.predict.page_cache import fit_share
+    reps = []
+    for rows, page in ((1_000_000, 24e6), (3_000_000, 50e6), (10_000_000, 90e6)):
+        r = rung_rep(rows, rows * 12, f"r{rows}", buffered=True, page_cache_seen=page)
+        rho = r.pool / (r.pool + eta * page)
+        reps.append(dataclasses.replace(r, misses=TRUE.miss_ratio(r.x), device_reads=TRUE.miss_ratio(r.x * rho)))
+    assert fit_share(TRUE, reps) == pytest.approx(eta, abs=0.02)
+    # a page cache that held every rung's table whole, and rungs with no page cache measured, say nothing
+    held = [dataclasses.replace(r, x=r.x / 100, device_reads=np.zeros_like(r.x)) for r in reps]
+    assert fit_share(TRUE, held) is None
+    assert fit_share(TRUE, [dataclasses.replace(r, page_cache_seen=None) for r in reps]) is None
 
 
 def test_a_ladder_written_over_an_earlier_one_leaves_only_its_own_rungs(tmp_path, capsys):

@@ -40,6 +40,18 @@ def sst_file(settings: dict) -> float | None:
     return cf_size(settings, "target_file_size_base")
 
 
+def memtables(engine: str, settings: dict) -> float:
+    """An LSM's memtables' bytes at most (write_buffer_size × max_write_buffer_number, RocksDB's
+    64 MiB × 2 where not set): the server's own memory beside its block cache; 0 for a B-tree."""
+    if engine != "rocksdb":
+        return 0.0
+    size = cf_size(settings, "write_buffer_size") or 64 * 2 ** 20
+    count = next((int(v) for item in str(settings.get("rocksdb_default_cf_options") or "").split(";")
+                  for name, _, v in [item.strip().partition("=")]
+                  if name.strip() == "max_write_buffer_number" and v.strip().isdigit()), 2)
+    return size * count
+
+
 def kib(n: float, unit: str = "KiB") -> str:
     """A size in whole KiB: ``K`` for a server option, ``KiB`` for load.sort_memory."""
     return f"{max(1, round(n / 1024))}{unit}"

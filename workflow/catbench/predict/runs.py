@@ -65,6 +65,7 @@ class Rep:
     log_bytes: int | None = None         # the redo log's capacity (innodb_log_file_size × files)
     sst_file: float | None = None        # an LSM's SST file size (target_file_size_base; None: RocksDB's)
     table_files: dict | None = None      # the engine's figures of the table's files (MyRocks' SST bytes)
+    page_cache_seen: float | None = None # ram less the server's own bytes its cgroup held (median over the load)
 
     @property
     def lsm(self) -> bool:
@@ -300,12 +301,23 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
                int(summary.get("files") or 0), by_limit, later, dev, misses)
     rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
+    rep.page_cache_seen = _page_cache_seen(samples, rep.ram)
     rep.device_reads = _device_reads(trace, first, samples, rep.lsm) if buffered else misses
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)
     rep.log_bytes = _log_bytes(summary)
     rep.sst_file = sst_file((summary.get("server") or {}).get("settings") or {})
     rep.table_files = r.get("table_files") or summary.get("table_files")
     return rep
+
+
+def _page_cache_seen(samples, ram: int | None) -> float | None:
+    """The RAM the page cache had beside the server (``server.ram`` less the server's own bytes
+    its memory cgroup held, the median of the load's samples); None without them. A rung's own
+    memory is not the ``predict.ram_own`` its RAM was given: what is left went to its pages."""
+    own = None if samples is None or not ram else samples.get("ram_own_bytes")
+    if own is None or not len(own) or any(v is None for v in own):
+        return None
+    return max(0.0, float(ram) - float(np.median(np.asarray(own, float))))
 
 
 def _log_bytes(summary: dict) -> int | None:
@@ -366,6 +378,7 @@ def read_run(results, skipped: list | None = None) -> list[Rep]:
             continue
         # what the windows read of the sampler (_progress, _table_size)
         sm = _columns(path.parent / "samples.parquet", ("time", "Handler_write", "table_bytes", "dev_read_bytes",
+                                                        "dev_read_ios", "ram_own_bytes",
                                                         "Innodb_checkpoint_age", *WRITE_COUNTERS.values(),
                                                         *sorted({e.miss_counter for e in ENGINES.values()
                                                                  if e.miss_counter})))

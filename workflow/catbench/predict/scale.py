@@ -14,6 +14,7 @@ from scipy.optimize import least_squares
 from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .lsm import index_block_refusal, index_ratio, lsm_fit
+from .page_cache import fit_share
 from .runs import Rep
 from .spec import Fitting
 from .writes import fit_writes
@@ -132,16 +133,17 @@ def fit(reps: list[Rep], form: str) -> Fit:
                _median(cpu), device,
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
                float(np.median([r.input_bytes / r.rung_rows for r in reps])), x_seen, u, _median(per_row),
-               fit_writes(reps), any(r.sorts for r in reps), share)
+               fit_writes(reps), any(r.sorts for r in reps), share, fit_share(curve, reps, u))
 
 
 
 def _curve(f: Fit, t: Target) -> RateCurve:
     """The fitted curve at the target's cache: the page cache beside the pool (ρ = the pool the
-    table can use ÷ that and the page cache)."""
+    table can use ÷ that and η × the page cache)."""
     c = f.curve
     if t.page_cache > 0:
-        c = c.with_page_cache(f.pool(t.pool) / (f.pool(t.pool) + t.page_cache), f.cache_share)
+        page = t.page_cache * (1.0 if f.page_share is None else f.page_share)
+        c = c.with_page_cache(f.pool(t.pool) / (f.pool(t.pool) + page), f.cache_share)
     return c if f.writes is None else dataclasses.replace(c, floor_s=f.writes.floor_s(f.device))
 
 
@@ -383,7 +385,7 @@ def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
         p["rows_ci_high"] = min(p["rows_ci_high"], t.rows)
     fitted = {**f.curve.as_dict(), "calibration_k": f.calibration, "device": f.device, "run_noise": sigma,
               "x_seen": f.x_seen, "parameters": _parameters(f), "own_check": own,
-              "pool_overhead_bytes": f.overhead,
+              "pool_overhead_bytes": f.overhead, "page_cache_share": f.page_share,
               "write_floor_s_per_row": 0.0 if f.writes is None else f.writes.floor_s(f.device)}
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
@@ -462,8 +464,9 @@ def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
     top = [r for r in reps if r.rung_rows == rungs[-1]]
     pool = float(np.median([r.pool for r in top]))
     ram = top[0].ram if top[0].buffered else None
+    seen = _median(r.page_cache_seen for r in top)
+    page = 0.0 if not ram else (seen if seen is not None else max(0.0, ram - pool - fitting.ram_own))
     t = Target(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
-               files=top[0].files, sst_file=top[0].sst_file,
-               page_cache=max(0.0, ram - pool - fitting.ram_own) if ram else 0.0)
+               files=top[0].files, sst_file=top[0].sst_file, page_cache=page)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))
     return {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], **compare(p, top)}

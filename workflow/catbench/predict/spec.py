@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
-from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, sst_file,
-                     scaled_options,
-                     scaled_size)
+from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, memtables,
+                     scaled_options, scaled_size, sst_file)
 
 
 @dataclass(frozen=True)
@@ -86,11 +85,12 @@ class PredictSpec:
 
     def page_cache(self, engine: str, pool: float, ram: float | None) -> float:
         """Bytes of ``ram`` (--ram, or server.ram) left for the table's pages beside the
-        pool and the server's own memory, where the engine reads through the page cache."""
+        pool, an LSM's memtables and the server's own memory, where the engine reads through
+        the page cache."""
         ram = ram or self.ram
         if not ram or not buffered(engine, self.settings.get("innodb_flush_method")):
             return 0.0
-        return max(0.0, ram - pool - self.ram_own)
+        return max(0.0, ram - pool - memtables(engine, self.settings) - self.ram_own)
 
     @property
     def sst_file(self) -> float | None:
@@ -150,8 +150,8 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
     load["settings"] = spec.rung_settings(load["settings"] or {}, k, objects)
     if spec.scale_sort_memory:
         load["sort_memory"] = kib(max(MIN_SORT_MEMORY, spec.sort_memory * factor))
-    if spec.ram:     # the page cache scales with the pool; the server's own memory does not
-        out["server"]["ram"] = kib(spec.ram * factor + spec.ram_own)
+    if spec.ram:     # the pool and the page cache scale; the server's own memory does not
+        out["server"]["ram"] = kib(max(0, spec.ram - spec.ram_own) * factor + spec.ram_own)
     if spec.scale_files:
         out["partition"]["index_files"] = max(1, round(spec.index_files * factor))
     if spec.scale_time_limit and spec.time_limit_s:
