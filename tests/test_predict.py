@@ -364,15 +364,23 @@ def test_the_miss_cost_is_fitted_on_the_misses_each_level_served():
 @pytest.mark.parametrize("method, page_cache", [(None, 0), ("O_DIRECT", 0), ("fsync", (10 - 2 - 0.25) * 2**30)])
 def test_the_page_cache_at_the_target_is_the_ram_left_beside_the_pool_where_reads_are_buffered(method, page_cache):
     cfg = validate({"predict": {"target_rows": 10**9}, "server": {"ram": "10G", "settings": (
-        {"innodb_flush_method": method} if method else {})}})
+        {"innodb_flush_method": method} if method else {})}, "load": {"engines": ["innodb"],
+                                                                      "settings": {"innodb_buffer_pool_size": "2G"}}})
     spec = PredictSpec.of(cfg)
     assert spec.page_cache("innodb", 2 * 2**30, None) == page_cache
     assert spec.page_cache("myisam", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.25 * 2**30   # --ram over server.ram
     # MyRocks' memtables (RocksDB's 64 MiB x 2 where not set) are the server's own too
     assert spec.page_cache("rocksdb", 2 * 2**30, 4 * 2**30) == 2 * 2**30 - 0.25 * 2**30 - 128 * 2**20
-    # a rung's RAM: the server's own, unscaled, and the rest (pool, page cache) scaled by the rows
-    assert {r["server"]["ram"] for r in rungs({**cfg, "predict": {**cfg["predict"], "rows": [10088000]}})} == \
-        {f"{round(((10 * 2**30 - 256 * 2**20) * 10088000 / 10**9 + 256 * 2**20) / 1024)}KiB"}
+    # a rung's memory: the target's page cache x the rows, held beside its server's own where
+    # reads are buffered; else its RAM, the server's own unscaled
+    (rung,) = rungs({**cfg, "predict": {**cfg["predict"], "rows": [10088000]}})
+    if page_cache:
+        assert rung["server"]["ram"] is None
+        assert rung["server"]["page_cache"] == f"{round(page_cache * 10088000 / 10**9 / 1024)}K"
+    else:
+        assert rung["server"]["page_cache"] is None
+        assert rung["server"]["ram"] == f"{round(((10 * 2**30 - 256 * 2**20) * 10088000 / 10**9 + 256 * 2**20) / 1024)}KiB"
+    validate(rung)    # a rung's config is a valid config
 
 
 @pytest.mark.parametrize("eta", [0.0, 0.1, 0.6, 1.0])

@@ -3,6 +3,7 @@
 import logging
 import os
 import stat
+import time
 from pathlib import Path
 
 import psutil
@@ -281,6 +282,27 @@ def test_ram_puts_the_server_and_its_page_cache_in_a_memory_cgroup(tmp):
         assert 0.5 * rss <= own <= ram and 0 <= cache <= ram, (own, cache, rss)
     assert s.cage is None and not cage.path.exists() and not _cgroup_paths("ramcage"), "cgroup left behind"
     assert 0 < s.ram_peak <= ram
+
+
+@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(tmp):
+    from catbench.core.server.memory import HOLD_S
+    page = 8 << 20
+    with Server("pagecage", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(page_cache=page)) as s:
+        cage = s.cage
+        assert cage.holds(s.pid) and s.ram is None
+        big = tmp / "big"
+        big.write_bytes(os.urandom(48 << 20))
+        conn = s.connect()     # the server reads 48 MiB of file: its page cache keeps at most ~8 MiB
+        cur = conn.cursor()
+        cur.execute(f"SELECT LENGTH(LOAD_FILE('{big}'))")
+        cur.fetchall()
+        conn.close()
+        time.sleep(3 * HOLD_S)
+        own, cache = cage.split()
+        limit = int((cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")).read_text())
+        assert abs(limit - (own + page)) < 16 << 20 and cache <= page + (4 << 20), (own, cache, limit)
+    assert not cage.path.exists() and not _cgroup_paths("pagecage"), "cgroup left behind"
 
 
 def test_ram_is_refused_naming_the_key_where_no_cgroup_can_be_set(tmp, monkeypatch):

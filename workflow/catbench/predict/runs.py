@@ -301,7 +301,8 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
                int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
                int(summary.get("files") or 0), by_limit, later, dev, misses)
     rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
-    rep.page_cache_seen = _page_cache_seen(samples, rep.ram)
+    held = (summary.get("server") or {}).get("page_cache")     # server.page_cache: a rung's, held
+    rep.page_cache_seen = float(held) if held else _page_cache_seen(samples, rep.ram)
     rep.device_reads = _device_reads(trace, first, samples, rep.lsm) if buffered else misses
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)
     rep.log_bytes = _log_bytes(summary)

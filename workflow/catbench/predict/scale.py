@@ -352,7 +352,7 @@ def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
     ladder would put it: bootstrap over the repetitions and each rung's between-run noise, the
     fit redone each time, widened to every leave-one-rung-out point), the regime and the fit;
     or the refusal."""
-    out = {"target_rows": t.rows, "pool_bytes": t.pool,
+    out = {"target_rows": t.rows, "pool_bytes": t.pool, "page_cache_bytes": t.page_cache,
            "rungs": sorted({r.rung_rows for r in reps}), "repetitions": len(reps)}
     form = form_of(reps[0].key, reps)
     try:
@@ -463,9 +463,9 @@ def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
         return None
     top = [r for r in reps if r.rung_rows == rungs[-1]]
     pool = float(np.median([r.pool for r in top]))
-    ram = top[0].ram if top[0].buffered else None
-    seen = _median(r.page_cache_seen for r in top)
-    page = 0.0 if not ram else (seen if seen is not None else max(0.0, ram - pool - fitting.ram_own))
+    ram, seen = top[0].ram, _median(r.page_cache_seen for r in top)
+    page = (0.0 if not top[0].buffered else seen if seen is not None
+            else max(0.0, ram - pool - fitting.ram_own) if ram else 0.0)
     t = Target(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
                files=top[0].files, sst_file=top[0].sst_file, page_cache=page)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))

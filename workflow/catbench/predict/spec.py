@@ -150,14 +150,32 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
     load["settings"] = spec.rung_settings(load["settings"] or {}, k, objects)
     if spec.scale_sort_memory:
         load["sort_memory"] = kib(max(MIN_SORT_MEMORY, spec.sort_memory * factor))
-    if spec.ram:     # the pool and the page cache scale; the server's own memory does not
-        out["server"]["ram"] = kib(max(0, spec.ram - spec.ram_own) * factor + spec.ram_own)
+    if spec.ram:
+        _rung_ram(out["server"], spec, cfg["load"]["engines"], factor)
     if spec.scale_files:
         out["partition"]["index_files"] = max(1, round(spec.index_files * factor))
     if spec.scale_time_limit and spec.time_limit_s:
         load["time_limit_s"] = round(spec.time_limit_s * factor, 3)
     out["predict"] = {**cfg["predict"], "rung": k}
     return out
+
+
+def _rung_ram(server: dict, spec: PredictSpec, engines: list, factor: float) -> None:
+    """A rung's memory: where an engine reads through the page cache, the target's page cache
+    (server.ram less the pool, memtables and predict.ram_own) × the rows, held beside whatever
+    the rung's server holds (server.page_cache): a rung's own memory is most of its RAM and not
+    the target's, and what a RAM limit left over went to its pages. Else its RAM scaled but the
+    server's own."""
+    pages = {e: spec.page_cache(e, spec.target_pool(e), None) for e in engines
+             if buffered(e, spec.settings.get("innodb_flush_method"))}
+    if len(set(pages.values())) > 1:
+        raise ConfigError(f"server.ram: the engines {', '.join(pages)} would leave the page cache different "
+                          f"bytes ({', '.join(f'{e} {v / 2**20:,.0f} MiB' for e, v in pages.items())}), which one "
+                          f"rung holds at one size: give each its own config (load.engines)")
+    if pages:
+        server.update(ram=None, page_cache=kib(max(2 ** 20, next(iter(pages.values())) * factor), "K"))
+    else:
+        server["ram"] = kib(max(0, spec.ram - spec.ram_own) * factor + spec.ram_own)
 
 
 # MyRocks loads that never meet its LSM's memtables and levels: bulk writes SST files itself and

@@ -6,17 +6,24 @@ evicts stays readable from the page cache only while the cgroup holds it.
 
 cgroup v2 (``memory.max``) where the unified hierarchy has the memory controller, else v1's
 memory controller (``memory.limit_in_bytes``); as root. The cgroup is made beside this
-process's own (a child of it), named after the server, and removed when the server stops."""
+process's own (a child of it), named after the server, and removed when the server stops.
+
+``server.page_cache`` holds the page cache, not the RAM: the limit follows the server's own
+bytes (``PageCacheHold``), so a ladder's rung gets the target's page cache scaled by its rows
+whatever its server's own memory is (a rung's own is most of its RAM, and not the target's)."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from ..infra.settings import ServerError
 
 ROOT = Path("/sys/fs/cgroup")
 KEY = "server.ram"
+PAGE_KEY = "server.page_cache"
+HOLD_S = 0.2          # how often the page cache's limit follows the server's own bytes
 
 
 class MemoryLimitError(ServerError):
@@ -53,12 +60,14 @@ class MemoryCage:
     """One server's memory cgroup: made with its limit before the server starts, the server's
     process put in it before it runs anything (``enter`` in the child), removed after it stops."""
 
-    def __init__(self, name: str, limit: int):
+    def __init__(self, name: str, limit: int | None, page_cache: int | None = None):
+        key = PAGE_KEY if page_cache else KEY
         if os.geteuid() != 0:
-            raise MemoryLimitError(f"config key '{KEY}': a memory cgroup is set as root; run as root or "
+            raise MemoryLimitError(f"config key '{key}': a memory cgroup is set as root; run as root or "
                                    f"leave it null")
         self.version, parent = _hierarchy()
-        self.limit = int(limit)
+        self.limit = int(limit or 0)
+        self.hold: PageCacheHold | None = None
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
         self.path = parent / f"catbench-{safe}-{os.getpid()}"
         limit_file = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
@@ -66,14 +75,17 @@ class MemoryCage:
             if self.version == 2:
                 self._delegate(parent)
             self.path.mkdir(exist_ok=True)
-            (self.path / limit_file).write_text(str(self.limit))
+            if self.limit:
+                (self.path / limit_file).write_text(str(self.limit))
             if (self.path / "memory.swap.max").exists():    # the limit is RAM, not RAM and swap
                 (self.path / "memory.swap.max").write_text("0")
+            if page_cache:
+                self.hold = PageCacheHold(self, int(page_cache))
         except OSError as exc:
             self.remove()
-            raise MemoryLimitError(f"config key '{KEY}': the memory cgroup {self.path} could not be set to "
-                                   f"{self.limit:,} bytes ({exc.strerror or exc}); leave it null on this "
-                                   f"machine") from exc
+            raise MemoryLimitError(f"config key '{key}': the memory cgroup {self.path} could not be set to "
+                                   f"{self.limit or page_cache:,} bytes ({exc.strerror or exc}); leave it null on "
+                                   f"this machine") from exc
         self._procs = os.fsencode(str(self.path / "cgroup.procs"))
 
     @staticmethod
@@ -131,7 +143,51 @@ class MemoryCage:
 
     def remove(self) -> None:
         """The cgroup's folder, once no process is in it (its page cache goes to the parent)."""
+        if self.hold is not None:
+            self.hold.stop()
         try:
             self.path.rmdir()
         except OSError:   # gone already, or a server that would not stop still in it: left, it is named
             pass
+
+
+class PageCacheHold:
+    """Keeps a cage's page cache at ``page_cache`` bytes beside what the server itself holds: every
+    HOLD_S its limit is set to the server's own bytes + ``page_cache``. v2: ``memory.high``, which
+    reclaims and throttles and never kills; v1: ``memory.limit_in_bytes`` with the OOM killer off
+    (``memory.oom_control``), so a server whose own memory outgrew the limit waits for the next
+    step instead of being killed. Its own thread: it must not wait on the server. It holds from
+    ``start`` (the server up), not while the server starts (io_uring's rings, the pool)."""
+
+    def __init__(self, cage: MemoryCage, page_cache: int):
+        self.cage, self.page_cache = cage, page_cache
+        self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
+        if cage.version == 1:
+            (cage.path / "memory.oom_control").write_text("1")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self.step()
+            self._thread = threading.Thread(target=self._run, name="catbench-page-cache", daemon=True)
+            self._thread.start()
+
+    def step(self) -> None:
+        split = self.cage.split()
+        if split is None:
+            return
+        limit = split[0] + self.page_cache
+        try:
+            self.file.write_text(str(limit))
+        except OSError:   # v1 could not reclaim down to it yet (EBUSY): the next step tries again
+            pass
+
+    def _run(self) -> None:
+        while not self._stop.wait(HOLD_S):
+            self.step()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()

@@ -114,13 +114,15 @@ class Launch:
     start_timeout_s: float = 120
     plugins: tuple = ()
     ram: int | None = None
+    page_cache: int | None = None     # the page cache beside the server's own bytes (memory.PageCacheHold)
 
     @classmethod
     def of(cls, server: dict, **over) -> Launch:
-        """From a validated ``server`` config section (binary, tcp, start_timeout_s, ram)."""
-        ram = server.get("ram")
+        """From a validated ``server`` config section (binary, tcp, start_timeout_s, ram, page_cache)."""
+        ram, page = server.get("ram"), server.get("page_cache")
         return cls(**{"binary": server["binary"], "tcp": server["tcp"], "start_timeout_s": server["start_timeout_s"],
-                      "ram": parse_size(ram) if ram else None, **over})
+                      "ram": parse_size(ram) if ram else None, "page_cache": parse_size(page) if page else None,
+                      **over})
 
 
 class Server:
@@ -145,6 +147,7 @@ class Server:
         self.internal.update(plugin_options(self.binary, self.plugins))
         self.tcp = tcp
         self.ram, self.cage, self.ram_peak = launch.ram, None, None
+        self.page_cache = launch.page_cache
         self.port: int | None = None
         self.start_timeout = start_timeout
         self.datadir = self.basedir / "data"
@@ -307,7 +310,7 @@ class Server:
         self._write_config()
         cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(), *self._own_paths()]
         main = threading.current_thread() is threading.main_thread()
-        self.cage = MemoryCage(self.name, self.ram) if self.ram else None
+        self.cage = MemoryCage(self.name, self.ram, self.page_cache) if self.ram or self.page_cache else None
         child = (lambda: (_set_pdeathsig(), self.cage.enter())) if self.cage else _set_pdeathsig
         t0 = time.monotonic()
         with open(self.basedir / "mysqld.out", "ab") as out:
@@ -349,6 +352,8 @@ class Server:
                                   f"{_tail(self.error_log)}")
             time.sleep(0.05)
         self.timings["start_s"] = time.monotonic() - t0
+        if self.cage and self.cage.hold:   # held once up
+            self.cage.hold.start()
         if self.auth == "password" and not self.credentials_file.exists():
             self._set_password()
         log.info("target %s: server pid %d up in %.2f s", self.name, self._pid, self.timings["start_s"])

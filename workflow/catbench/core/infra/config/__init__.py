@@ -262,6 +262,9 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
                           f"loads chunk tables from TSV, DuckDB reads Parquet); add it, or "
                           f"remove queries from 'stages'")
     _check_targets(cfg)
+    if cfg["server"].get("ram") and cfg["server"].get("page_cache"):
+        raise ConfigError("config keys 'server.ram' and 'server.page_cache': give one (the RAM of the server and "
+                          "its page cache, or its page cache beside whatever the server itself holds)")
     for section in ("cluster", "queries"):
         unknown = [t for t in cfg[section]["targets"] or [] if t not in cfg["targets"]]
         if unknown:
