@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.isolation import ran_alone, read_record, what_it_met
 from ..core.infra.targets import parse_size
+from ..core.server.memory import HOLD_MARGIN
 from .ladder import buffered, sst_file
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
@@ -302,7 +303,7 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
                int(summary.get("files") or 0), by_limit, later, dev, misses)
     rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
     held = (summary.get("server") or {}).get("page_cache")     # server.page_cache: a rung's, held
-    rep.page_cache_seen = float(held) if held else _page_cache_seen(samples, rep.ram)
+    rep.page_cache_seen = float(held) + HOLD_MARGIN if held else _page_cache_seen(samples, rep.ram)
     rep.device_reads = _device_reads(trace, first, samples, rep.lsm) if buffered else misses
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)
     rep.log_bytes = _log_bytes(summary)

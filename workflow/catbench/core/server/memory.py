@@ -24,6 +24,9 @@ ROOT = Path("/sys/fs/cgroup")
 KEY = "server.ram"
 PAGE_KEY = "server.page_cache"
 HOLD_S = 0.2          # how often the page cache's limit follows the server's own bytes
+# Room beside the held page cache for what a step may add (the server's memory, a file's writes):
+# a limit met with nothing to reclaim fails the server's writes (MyRocks aborts on ENOMEM).
+HOLD_MARGIN = 8 * 2 ** 20
 
 
 class MemoryLimitError(ServerError):
@@ -130,14 +133,16 @@ class MemoryCage:
                 continue
         return None
 
-    def split(self) -> tuple[int, int] | None:
+    def split(self, dirty: bool = False) -> tuple[int, ...] | None:
         """(the server's own bytes, its page cache's bytes) the cgroup holds now: v2's ``anon``
-        and ``file``, v1's ``rss`` and ``cache``; None where not kept. What the page cache
-        really had beside the server is what a model of misses served from RAM needs."""
-        keys = ("anon", "file") if self.version == 2 else ("rss", "cache")
+        and ``file``, v1's ``rss`` and ``cache`` (``dirty``: and the page cache's pages not yet
+        written or being written); None where not kept. What the page cache really had beside
+        the server is what a model of misses served from RAM needs."""
+        keys = (("anon", "file", "file_dirty", "file_writeback") if self.version == 2
+                else ("rss", "cache", "dirty", "writeback"))
         try:
             stat = dict(line.split()[:2] for line in (self.path / "memory.stat").read_text().splitlines())
-            return int(stat[keys[0]]), int(stat[keys[1]])
+            return tuple(int(stat[k]) for k in keys[:4 if dirty else 2])
         except (OSError, ValueError, KeyError):
             return None
 
@@ -152,18 +157,16 @@ class MemoryCage:
 
 
 class PageCacheHold:
-    """Keeps a cage's page cache at ``page_cache`` bytes beside what the server itself holds: every
-    HOLD_S its limit is set to the server's own bytes + ``page_cache``. v2: ``memory.high``, which
-    reclaims and throttles and never kills; v1: ``memory.limit_in_bytes`` with the OOM killer off
-    (``memory.oom_control``), so a server whose own memory outgrew the limit waits for the next
-    step instead of being killed. Its own thread: it must not wait on the server. It holds from
-    ``start`` (the server up), not while the server starts (io_uring's rings, the pool)."""
+    """Keeps a cage's clean page cache at ``page_cache`` (+ HOLD_MARGIN) bytes beside what the
+    server itself holds: every HOLD_S its limit is set to the server's own bytes, the pages not
+    yet written back, ``page_cache`` and the margin (v2 ``memory.high``, which reclaims and
+    throttles and never kills; v1 ``memory.limit_in_bytes``). Its own thread: it must not wait on
+    the server. It holds from ``start`` (the server up), not while the server starts (io_uring's
+    rings, the pool)."""
 
     def __init__(self, cage: MemoryCage, page_cache: int):
         self.cage, self.page_cache = cage, page_cache
         self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
-        if cage.version == 1:
-            (cage.path / "memory.oom_control").write_text("1")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -174,10 +177,11 @@ class PageCacheHold:
             self._thread.start()
 
     def step(self) -> None:
-        split = self.cage.split()
+        split = self.cage.split(dirty=True)
         if split is None:
             return
-        limit = split[0] + self.page_cache
+        own, _, dirty, writeback = split
+        limit = own + dirty + writeback + self.page_cache + HOLD_MARGIN
         try:
             self.file.write_text(str(limit))
         except OSError:   # v1 could not reclaim down to it yet (EBUSY): the next step tries again

@@ -119,10 +119,9 @@ class Launch:
     @classmethod
     def of(cls, server: dict, **over) -> Launch:
         """From a validated ``server`` config section (binary, tcp, start_timeout_s, ram, page_cache)."""
-        ram, page = server.get("ram"), server.get("page_cache")
+        ram, page = (parse_size(v) if v else None for v in (server.get("ram"), server.get("page_cache")))
         return cls(**{"binary": server["binary"], "tcp": server["tcp"], "start_timeout_s": server["start_timeout_s"],
-                      "ram": parse_size(ram) if ram else None, "page_cache": parse_size(page) if page else None,
-                      **over})
+                      "ram": ram, "page_cache": page, **over})
 
 
 class Server:
@@ -146,8 +145,7 @@ class Server:
         self.plugins = tuple(plugins)
         self.internal.update(plugin_options(self.binary, self.plugins))
         self.tcp = tcp
-        self.ram, self.cage, self.ram_peak = launch.ram, None, None
-        self.page_cache = launch.page_cache
+        self.ram, self.page_cache, self.cage, self.ram_peak = launch.ram, launch.page_cache, None, None
         self.port: int | None = None
         self.start_timeout = start_timeout
         self.datadir = self.basedir / "data"
