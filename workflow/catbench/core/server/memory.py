@@ -23,7 +23,7 @@ from ..infra.settings import ServerError
 ROOT = Path("/sys/fs/cgroup")
 KEY = "server.ram"
 PAGE_KEY = "server.page_cache"
-HOLD_S = 0.2          # how often the page cache's limit follows the server's own bytes
+HOLD_S = 0.1          # how often the page cache's limit follows the server's own bytes
 # Room beside the held page cache for what a step may add (the server's memory, a file's writes):
 # a limit met with nothing to reclaim fails the server's writes (MyRocks aborts on ENOMEM).
 HOLD_MARGIN = 8 * 2 ** 20
@@ -160,13 +160,16 @@ class PageCacheHold:
     """Keeps a cage's clean page cache at ``page_cache`` (+ HOLD_MARGIN) bytes beside what the
     server itself holds: every HOLD_S its limit is set to the server's own bytes, the pages not
     yet written back, ``page_cache`` and the margin (v2 ``memory.high``, which reclaims and
-    throttles and never kills; v1 ``memory.limit_in_bytes``). Its own thread: it must not wait on
-    the server. It holds from ``start`` (the server up), not while the server starts (io_uring's
-    rings, the pool)."""
+    throttles and never kills; v1 ``memory.limit_in_bytes`` with the OOM killer off, so a server
+    whose own memory jumps past it, as at a load's first file, waits a step at its page fault
+    instead of being killed). Its own thread: it must not wait on the server. It holds from
+    ``start`` (the server up), not while the server starts (io_uring's rings, the pool)."""
 
     def __init__(self, cage: MemoryCage, page_cache: int):
         self.cage, self.page_cache = cage, page_cache
         self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
+        if cage.version == 1:
+            (cage.path / "memory.oom_control").write_text("1")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
