@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench system-tools, which needs the venv; the config
 # read as the workflow reads it), installed by install-system.sh when missing.
@@ -140,6 +140,14 @@ bench-lsm: $(STAMP)
 	@$(call install_system,config/lsm-shapes.yaml)
 	for c in $(LSM_SHAPES); do $(SNAKEMAKE_RUN) --configfile $$c || exit 1; done
 	python workflow/scripts/lsm_shapes.py $(foreach c,$(LSM_SHAPES),results/$(basename $(notdir $(c))))
+
+# The Insert Benchmark's three setups (config/insert-bench*.yaml): InnoDB and MyRocks filled in
+# input order, cached by the engine, by the OS only, and IO-bound; then their figures side by side.
+INSERT_BENCH := config/insert-bench.yaml config/insert-bench-os.yaml config/insert-bench-io.yaml
+bench-insert: $(STAMP)
+	@$(call install_system,config/insert-bench.yaml)
+	for c in $(INSERT_BENCH); do $(SNAKEMAKE_RUN) --configfile $$c || exit 1; done
+	python workflow/scripts/insert_bench.py $(foreach c,$(INSERT_BENCH),results/$(basename $(notdir $(c))))
 
 # An SST index block larger than a block-cache shard: MyRocks' one-file-at-a-time load with a 32 MiB
 # and a 256 MiB block cache, alternately (A B A B), then what a row cost each.
