@@ -1,7 +1,8 @@
 """The Insert Benchmark's figures of each run of `make bench-insert` (a setup each), InnoDB and
 MyRocks side by side: insert rate (all rows, and their later half), the table and its RAM, what
 the device read and wrote a row, reads a row, server CPU µs a row, the slowest file's statement,
-the server's own memory and its page cache (server.ram); then MyRocks ÷ InnoDB per setup.
+the server's own memory and its page cache (server.ram, server.page_cache); then MyRocks ÷ InnoDB
+per setup.
 
     python workflow/scripts/insert_bench.py results/insert-bench results/insert-bench-os results/insert-bench-io
 """
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+from catbench.core.server.memory import HOLD_MARGIN
 
 ENGINES = ("innodb", "rocksdb")
+CACHE = {"innodb": "innodb_buffer_pool_size", "rocksdb": "rocksdb_block_cache_size"}
 MIB = 2 ** 20
 
 
@@ -44,7 +47,11 @@ def figures(run: Path, engine: str) -> dict | None:
         return None
     s = json.loads((load / "summary.json").read_text())
     io = next((r for r in csv.DictReader((run / "tables" / "load_io.csv").open()) if r["engine"] == engine), {})
-    ram = (s.get("server") or {}).get("ram")
+    server = s.get("server") or {}
+    cache = (server.get("variables") or {}).get(CACHE[engine])
+    # the RAM the data had: server.ram, or the engine's cache and the page cache held beside it
+    ram = server.get("ram") or (int(cache) + server["page_cache"] + HOLD_MARGIN
+                                if server.get("page_cache") and cache else None)
     own, cache = _memory(load)
     num = lambda k: float(io[k]) if io.get(k) not in (None, "") else None
     return {"rows": s["rows"], "stopped": s.get("stopped"), "seconds": s["seconds"], "rate": s["rows"] / s["seconds"],
@@ -59,7 +66,7 @@ def _f(v, fmt="{:,.0f}"):
 
 
 def main(runs: list[str]) -> None:
-    print("| setup | engine | rows (stopped?) | rows/s all | rows/s later half | table MiB | table ÷ RAM | "
+    print("| setup | engine | rows (stopped?) | rows/s all | rows/s later half | table MiB | table ÷ RAM for data | "
           "read KB/row | write KB/row | reads/row | server CPU µs/row | slowest file s (p99) | own MiB | page cache MiB |")
     print("|" + "---|" * 14)
     ratios = []

@@ -419,10 +419,10 @@ def _widen(p: dict, own: dict) -> None:
 def _parameters(f: Fit) -> int:
     """Continuous parameters fitted for this load (model.md's table): the cached cost, the
     regime's (misses: x_c, p and K), the sort's coefficient, the
-    build's two (its intercept where fitted), the table's bytes per row (slope and intercept)
-    and the pool overhead where kept."""
+    build's two (its intercept where fitted), the table's bytes per row (slope and intercept),
+    the pool overhead, the depth term and the page cache's share η where kept."""
     return (1 + {"steady": 0, "misses": 3}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2
-            + (f.overhead > 0) + (f.curve.depth_s > 0))
+            + (f.overhead > 0) + (f.curve.depth_s > 0) + (f.page_share is not None))
 
 
 def _measured_later(reps: list[Rep]) -> float | None:
