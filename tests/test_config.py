@@ -176,6 +176,12 @@ def test_a_wrong_name_still_fails_naming_the_key(key, value, named):
     assert warned == []
 
 
+def test_a_ram_and_a_held_page_cache_together_are_refused_naming_both():
+    with pytest.raises(ConfigError, match=r"config keys 'server.ram' and 'server.page_cache': give one"):
+        validate({"server": {"ram": "1G", "page_cache": "10M"}})
+    assert validate({"server": {"page_cache": "10M"}})["server"]["page_cache"] == "10M"
+
+
 def test_a_wrong_skip_pair_still_names_load_skip():
     from catbench.core.server.loaddata import LoadError
     from catbench.load.strategies import load_pairs
