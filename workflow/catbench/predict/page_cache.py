@@ -25,9 +25,11 @@ def _windows(reps: list[Rep], overhead: float):
            and r.device_reads is not None and len(r.device_reads) == len(r.x)]
     if not use:
         return None
-    cat = lambda f: np.concatenate([np.broadcast_to(np.asarray(f(r), float), r.x.shape) for r in use])
-    return (cat(lambda r: r.x), np.nan_to_num(cat(lambda r: r.device_reads)),
-            cat(lambda r: r.pool - overhead), cat(lambda r: r.page_cache_seen), cat(lambda r: r.weight))
+    def per_window(value) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(np.asarray(value(r), float), r.x.shape) for r in use])
+    return (per_window(lambda r: r.x), np.nan_to_num(per_window(lambda r: r.device_reads)),
+            per_window(lambda r: r.pool - overhead), per_window(lambda r: r.page_cache_seen),
+            per_window(lambda r: r.weight))
 
 
 def fit_share(curve: RateCurve, reps: list[Rep], overhead: float = 0.0) -> float | None:
