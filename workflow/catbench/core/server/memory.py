@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 from ..infra.settings import ServerError
@@ -27,6 +28,7 @@ HOLD_S = 0.1          # how often the page cache's limit follows the server's ow
 # Room beside the held page cache for what a step may add (the server's memory, a file's writes):
 # a limit met with nothing to reclaim fails the server's writes (MyRocks aborts on ENOMEM).
 HOLD_MARGIN = 8 * 2 ** 20
+REMOVE_TRIES = 100    # × 0.1 s for a dead server's last process (its core dump) to leave its cgroup
 
 
 class MemoryLimitError(ServerError):
@@ -147,13 +149,18 @@ class MemoryCage:
             return None
 
     def remove(self) -> None:
-        """The cgroup's folder, once no process is in it (its page cache goes to the parent)."""
+        """The cgroup's folder, once no process is in it (its page cache goes to the parent): a
+        server that died may still be writing its core file for a few seconds."""
         if self.hold is not None:
             self.hold.stop()
-        try:
-            self.path.rmdir()
-        except OSError:   # gone already, or a server that would not stop still in it: left, it is named
-            pass
+        for _ in range(REMOVE_TRIES):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:   # a process still in it: wait; past the tries it is left, and named
+                time.sleep(0.1)
 
 
 class PageCacheHold:
