@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+from catbench.core.index.table import ENGINES as REGISTRY
 from catbench.core.server.memory import HOLD_MARGIN
 
 ENGINES = ("innodb", "rocksdb")
-CACHE = {"innodb": "innodb_buffer_pool_size", "rocksdb": "rocksdb_block_cache_size"}
 MIB = 2 ** 20
 
 
@@ -48,7 +48,7 @@ def figures(run: Path, engine: str) -> dict | None:
     s = json.loads((load / "summary.json").read_text())
     io = next((r for r in csv.DictReader((run / "tables" / "load_io.csv").open()) if r["engine"] == engine), {})
     server = s.get("server") or {}
-    cache = (server.get("variables") or {}).get(CACHE[engine])
+    cache = (server.get("variables") or {}).get(REGISTRY[engine].cache_variable)
     # the RAM the data had: server.ram, or the engine's cache and the page cache held beside it
     ram = server.get("ram") or (int(cache) + server["page_cache"] + HOLD_MARGIN
                                 if server.get("page_cache") and cache else None)

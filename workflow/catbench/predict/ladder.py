@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
 
@@ -25,14 +26,20 @@ LEAST = {"innodb_buffer_pool_size": (MIN_POOL, "buffer pool", "beside which Inno
 MIN_SORT_MEMORY = 128 * 2 ** 20
 
 
-def cf_size(settings: dict, option: str) -> float | None:
-    """A size in the rocksdb_default_cf_options of server options ``settings`` (None: not set,
-    RocksDB's default)."""
+def cf_option(settings: dict, option: str) -> str | None:
+    """An option's value in the rocksdb_default_cf_options of server options ``settings``
+    (None: not set, RocksDB's default)."""
     for item in str(settings.get("rocksdb_default_cf_options") or "").split(";"):
         name, _, val = item.strip().partition("=")
         if name.strip() == option and val.strip():
-            return float(parse_size(val.strip().upper()))
+            return val.strip()
     return None
+
+
+def cf_size(settings: dict, option: str) -> float | None:
+    """A size in the rocksdb_default_cf_options (None: not set, RocksDB's default)."""
+    val = cf_option(settings, option)
+    return None if val is None else float(parse_size(val.upper()))
 
 
 def sst_file(settings: dict) -> float | None:
@@ -43,13 +50,10 @@ def sst_file(settings: dict) -> float | None:
 def memtables(engine: str, settings: dict) -> float:
     """An LSM's memtables' bytes at most (write_buffer_size × max_write_buffer_number, RocksDB's
     64 MiB × 2 where not set): the server's own memory beside its block cache; 0 for a B-tree."""
-    if engine != "rocksdb":
+    if engine not in ENGINES or not ENGINES[engine].lsm:
         return 0.0
-    size = cf_size(settings, "write_buffer_size") or 64 * 2 ** 20
-    count = next((int(v) for item in str(settings.get("rocksdb_default_cf_options") or "").split(";")
-                  for name, _, v in [item.strip().partition("=")]
-                  if name.strip() == "max_write_buffer_number" and v.strip().isdigit()), 2)
-    return size * count
+    count = cf_option(settings, "max_write_buffer_number")
+    return (cf_size(settings, "write_buffer_size") or 64 * 2 ** 20) * (int(count) if count and count.isdigit() else 2)
 
 
 def kib(n: float, unit: str = "KiB") -> str:
