@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test test-fast bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast restart-ladder bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench system-tools, which needs the venv; the config
 # read as the workflow reads it), installed by install-system.sh when missing.
@@ -102,6 +102,13 @@ ladder: $(STAMP)
 	  echo --results results/$$(basename $$r .yaml); done) --measured results/$(LADDER_RUN) \
 	  --out results/$(LADDER_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(LADDER) --forcerun report_html
+
+# A node's restart at a larger size than its rungs (workflow/catbench/predict/restart.md): the
+# restart study's rungs (data, pool, redo log, gcache and downtime scaled by the rows), its own
+# run, and that run predicted from the rungs and held against it. RESTART=: your own study's config.
+RESTART ?= config/restart-study.yaml
+restart-ladder: $(STAMP)
+	$(MAKE) ladder LADDER=$(RESTART)
 
 # The scale model held against a run far past its rungs (config/far-bigint-300m.yaml: 3 x 10^8
 # rows, 30x the largest rung; predict/model.md's validation protocol) in two steps, so that the

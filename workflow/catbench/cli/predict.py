@@ -20,6 +20,8 @@ from ..predict import sealed as sealed_doc
 from ..predict.runs import device_figures, read_runs
 from ..predict.spec import Fitting, PredictSpec, Rung, rungs
 from .common import guarded, out_path, read_config
+from .predict_restart import add_arguments as add_restart_arguments
+from .predict_restart import predict_restarts
 
 log = logging.getLogger(__name__)
 COMMANDS = ("predict", "ladder")
@@ -40,10 +42,6 @@ def _target(spec: PredictSpec, engine: str, rows: float, reps: list, pool: int |
     pool = pool or spec.target_pool(engine, rows)
     return Target(rows, pool, spec.sort_memory, spec.time_limit_s if limited else None, spec.below_rate,
                   spec.index_files, spec.page_cache(engine, pool, ram), spec.sst_file)
-
-
-def _fmt_s(v) -> str:
-    return "?" if v is None else f"{v:,.1f}"
 
 
 def _fmt_n(v) -> str:
@@ -140,17 +138,21 @@ def _same_pool(key: tuple, measured: list, pool: float):
                           f"prediction is for {human(pool)}: give --pool {had // 2**20}M (or the config it ran)")
 
 
-def _on_device(groups: dict, path: str) -> dict:
-    """Every rung's device figures replaced by a device's published ones (--device FILE): the
-    answer for a disk this machine does not have. The page cache's read stays the rungs' (it is
-    RAM) unless the file gives one."""
-    import dataclasses
+def _device_file(path: str) -> dict:
+    """A device's published figures (--device FILE) as a target's fio figures."""
     try:
-        figures = device_figures(yaml.safe_load(Path(path).read_text()), path)
+        return device_figures(yaml.safe_load(Path(path).read_text()), path)
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"--device {path}: {exc}") from None
     except ValueError as exc:
         raise ConfigError(f"--device {exc}") from None
+
+
+def _on_device(groups: dict, figures: dict) -> dict:
+    """Every rung's device figures replaced by a device's published ones (--device FILE): the
+    answer for a disk this machine does not have. The page cache's read stays the rungs' (it is
+    RAM) unless the file gives one."""
+    import dataclasses
     return {k: [dataclasses.replace(r, device={**r.device, **figures}) for r in reps] for k, reps in groups.items()}
 
 
@@ -158,24 +160,47 @@ def cmd_predict(a) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
     its own largest rung from the smaller ones (predicted ÷ measured). A load whose job did
-    not run alone (its isolation.json) is neither fitted nor scored, and named."""
-    from ..predict.scale import predict, validate   # scipy: not for a refused argument
+    not run alone (its isolation.json) is neither fitted nor scored, and named. Where
+    --results hold restart or cluster results, each restart kind at the node's size too."""
     out_path(a.out)
-    spec = PredictSpec.of(read_config(a.config))
+    cfg = read_config(a.config)
+    spec = PredictSpec.of(cfg)
     fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
-    rows = float(a.rows if a.rows is not None else spec.target_rows)
-    pool, ram = a.pool, a.ram or spec.ram
+    figures = _device_file(a.device) if a.device else None
     skipped: list = []
     groups = read_runs(a.results, skipped)
-    if not groups:
+    restarts = predict_restarts(a, cfg, fitting, figures)
+    if not groups and restarts is None:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)"
-                          + (f" that ran alone: {_not_alone_text(skipped)}" if skipped else ""))
+                          + (f" that ran alone: {_not_alone_text(skipped)}" if skipped else "")
+                          + " and no restarts (results/<run>/restart/*/*.json, results/<run>/cluster/*/*.json)")
+    rows = float(a.rows if a.rows is not None else spec.target_rows)
+    out = {"rows": rows, "pool_bytes": a.pool, "ram_bytes": a.ram or spec.ram, "device": a.device,
+           "predictions": [], "validation": [], "measured": [], "not_alone": []}
+    if restarts is not None:
+        out["restarts"] = restarts
+    if groups:
+        _loads(a, spec, fitting, (groups, skipped, figures), out)
+    elif a.sealed:
+        _check_seal(a.sealed, sealed_doc.read(a.sealed), out)
+    if a.out:
+        with atomic_path(a.out) as tmp:
+            tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
+    return 0
+
+
+def _loads(a, spec: PredictSpec, fitting: Fitting, found: tuple, out: dict) -> None:
+    """The loads' half of ``catbench predict``: ``found`` = (groups, skipped, device figures)."""
+    from ..predict.scale import predict, validate   # scipy: not for a refused argument
+    groups, skipped, figures = found
+    rows, pool, ram = out["rows"], a.pool, a.ram or spec.ram
     skipped = [dict(s, role="rung") for s in skipped]
-    if a.device:
-        groups = _on_device(groups, a.device)
+    if figures:
+        groups = _on_device(groups, figures)
     more: list = []
     measured = read_runs(a.measured, more) if a.measured else {}
     skipped += [dict(s, role="measured") for s in more]
+    out["not_alone"] = skipped
     sealed = sealed_doc.read(a.sealed) if a.sealed else None
     for key, reps in measured.items():
         if abs(reps[0].rung_rows - rows) > 0.01 * rows:
@@ -183,8 +208,6 @@ def cmd_predict(a) -> int:
                               f"rows, not the {rows:,.0f} predicted: give --rows {reps[0].rung_rows}")
     # load.time_limit_s was written for predict.target_rows: at another N it means nothing
     limit = not a.no_time_limit and rows == spec.target_rows
-    out = {"rows": rows, "pool_bytes": pool, "ram_bytes": ram, "device": a.device, "predictions": [], "validation": [], "measured": [],
-           "not_alone": skipped}
     print(f"predicted at {rows:,.0f} rows" + (f" with a {human(pool)} cache" if pool else "")
           + (f" and {human(ram)} of RAM" if ram else "")
           + f" from {len(a.results)} run(s):")
@@ -213,9 +236,6 @@ def cmd_predict(a) -> int:
     out["validation"] += out["measured"]   # the report's validation: the rungs' own, then the target's
     if a.out:
         out["curve"] = _curves(spec, fitting, groups, measured, pool, rows, ram)
-        with atomic_path(a.out) as tmp:
-            tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
-    return 0
 
 
 def _not_alone_text(skipped: list) -> str:
@@ -224,8 +244,13 @@ def _not_alone_text(skipped: list) -> str:
 
 def _check_seal(path, sealed: dict, out: dict) -> None:
     """Refuse, naming what changed, when the prediction made now is not the sealed one."""
-    now = json.loads(json.dumps(_finite({k: out[k] for k in ("rows", "pool_bytes", "ram_bytes", "predictions")}),
-                                default=str))
+    keys = ("rows", "pool_bytes", "ram_bytes", "predictions")
+    now = json.loads(json.dumps(_finite({**{k: out[k] for k in keys},
+                                         **({"restarts": {k: out["restarts"][k] for k in ("at", "predictions")}}
+                                            if "restarts" in out else {})}), default=str))
+    sealed = {k: sealed[k] for k in (*keys, "restarts") if k in sealed}
+    if "restarts" in sealed:
+        sealed["restarts"] = {k: sealed["restarts"][k] for k in ("at", "predictions")}
     found = sealed_doc.differences(sealed, now)
     if found:
         raise ConfigError(sealed_doc.refusal(path, found))
@@ -375,6 +400,7 @@ def add_subcommands(subparsers) -> None:
                    "seq_read_MBps, seq_write_MBps; resources/devices/ has an NVMe, a SATA SSD and a RAID6 of "
                    "disks) in place of the rungs' fio: the answer for a disk this machine does not have")
     p.add_argument("--out", help="write the predictions and the validation as JSON here")
+    add_restart_arguments(p)
     p.set_defaults(func=guarded(cmd_predict, (ConfigError, FileNotFoundError, ValueError), "predict"))
 
     p = subparsers.add_parser("ladder", help="the rungs' configs of the config's predict section",

@@ -156,8 +156,29 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
         out["partition"]["index_files"] = max(1, round(spec.index_files * factor))
     if spec.scale_time_limit and spec.time_limit_s:
         load["time_limit_s"] = round(spec.time_limit_s * factor, 3)
+    if {"restart", "cluster"} & set(cfg["stages"]):
+        _rung_restart(out, spec, factor, k, objects)
     out["predict"] = {**cfg["predict"], "rung": k}
     return out
+
+
+def _scaled_settings(settings: dict, spec: PredictSpec, factor: float, k: int, objects: int) -> dict:
+    """``settings`` with each size of predict.scale_settings it holds × ``factor``."""
+    return {key: scaled_size(key, parse_size(val) * factor, k, objects)
+            if key in spec.scale_settings and not (isinstance(val, str) and "=" in val) else val
+            for key, val in settings.items()}
+
+
+def _rung_restart(out: dict, spec: PredictSpec, factor: float, k: int, objects: int) -> None:
+    """A restart study's rung: the server's (and the restart's and the cluster's own) pool and
+    redo log × the rows, the donor's gcache and the time a node is down (so the write sets it
+    misses) too: each restart phase's driving quantity is the target's scaled copy."""
+    out["server"]["settings"] = _scaled_settings(out["server"]["settings"], spec, factor, k, objects)
+    out["restart"]["settings"] = _scaled_settings(out["restart"]["settings"], spec, factor, k, objects)
+    cluster = out["cluster"]
+    cluster["settings"] = _scaled_settings(cluster["settings"], spec, factor, k, objects)
+    cluster["gcache_size"] = kib(max(2 ** 20, parse_size(cluster["gcache_size"]) * factor), "K")
+    cluster["load"]["down_s"] = round(cluster["load"]["down_s"] * factor, 3)
 
 
 def _rung_ram(server: dict, spec: PredictSpec, engines: list, factor: float) -> None:
@@ -213,3 +234,22 @@ def rungs(cfg: dict) -> list[dict]:
     out = [_rung_config(cfg, spec, k, int(n)) for k, n in enumerate(sorted(spec.rows), start=1)]
     check_objects(spec.rows, [r["catalog"]["patch"]["objects"] for r in out])
     return [part for r in out for part in _split_lsm(r, cfg)]
+
+
+@dataclass(frozen=True)
+class RestartTarget:
+    """The restart study's node at the target, as its config sets it (the restart's settings
+    over the server's, the cluster's gcache and the time a node is kept down): what
+    ``catbench predict`` answers for when no --data, --pool, --redo, --gcache or --downtime is given."""
+    rows: int                     # predict.target_rows: the data follows the rungs' bytes a row
+    pool: int | None
+    redo_log: int | None
+    gcache: int
+    downtime_s: float
+
+    @classmethod
+    def of(cls, cfg: dict) -> RestartTarget:
+        settings = {**cfg["server"]["settings"], **cfg["restart"]["settings"]}
+        size = (lambda k: parse_size(str(settings[k])) if settings.get(k) is not None else None)  # noqa: E731
+        return cls(cfg["predict"]["target_rows"], size("innodb_buffer_pool_size"), size("innodb_log_file_size"),
+                   parse_size(cfg["cluster"]["gcache_size"]), float(cfg["cluster"]["load"]["down_s"]))

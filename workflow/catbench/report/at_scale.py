@@ -13,6 +13,7 @@ import math
 
 from ..core.infra.targets import human
 from .findings import ONE_FILE_AT_A_TIME
+from .restart_at_scale import section as restart_section
 from .spec import ReportSpec
 
 HOW_TO = ("**No prediction at your scale in this run.** `make ladder` runs a ladder of smaller runs of this "
@@ -101,7 +102,7 @@ def answer(t, report: ReportSpec) -> list:
     """The answer first: per target, each method's time to load all N rows with its interval
     (where a second run of the same ladder would put it), its regime, the table's size."""
     if not t.prediction:
-        return [("h2", "At your scale"), ("p", HOW_TO)]
+        return [("h2", "At your scale"), ("p", HOW_TO), *restart_section(t)]
     n = next((r.get("target_rows") for r in t.prediction if r.get("target_rows")), None)
     pools = {r.get("pool_bytes") for r in t.prediction if r.get("pool_bytes")}
     pool = pools.pop() if len(pools) == 1 else None    # one cache for every engine, or none named
@@ -114,7 +115,7 @@ def answer(t, report: ReportSpec) -> list:
                              "of the same ladder would fall in, what bounds it and the table's size "
                              "(workflow/catbench/predict/model.md).",
                     ["method", "all rows in", "interval", "regime", "table", "note"], [_row(r) for r in mine]))
-    return out
+    return out + restart_section(t)
 
 
 PREDICT = ("`catbench predict --config C --results <rung> … --rows N --pool SIZE "

@@ -34,6 +34,8 @@ import shutil
 import string
 from pathlib import Path
 
+import pyarrow as pa
+
 from ..core.infra.files import staged_output
 from ..core.infra.resources import resources_dir
 from . import noise
@@ -265,6 +267,8 @@ def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec, only=None
     inp = collect(run, only=only)
     tabs, tdir = _tables(run, tables_dir, out, inp, report)
     tabs = {**tabs, **inp.prediction}   # predict/prediction.json, when this run was predicted
+    if tabs.get("restart_at_scale"):
+        T.write_csv(pa.Table.from_pylist(tabs["restart_at_scale"]), out / "tables" / "restart_at_scale.csv")
     note = [("p", stale_note(inp))] if inp.stale else []
     sections = note + summary_sections(tabs, inp.targets, report, own=inp.own)
     prov_text = _copy_texts(run, tdir, out, sections, inp)

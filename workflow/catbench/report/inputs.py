@@ -40,13 +40,11 @@ the right header; a file that a present stage needs but is missing or unreadable
                                                and node (CLUSTER_LOAD), "failed" = a check that failed
     {fio,load,queries,restart,cluster}/**/isolation.json   whether each measuring job ran alone
                                                (core/infra/jobs/isolation.py; view isolation)
-    predict/prediction.json                    this run predicted from a ladder's rungs (catbench predict
-                                               --out): "predictions" and "validation", objects with a
-                                               "key" (optional; RunInputs.prediction)
+    predict/prediction.json                    this run predicted from rungs (catbench predict --out):
+                                               "predictions", "validation", ["restarts"] (optional)
 
-Query runs (``results.parquet`` columns, or ``results.json`` = a list of such objects or
-``{"rows": [...]}``; ``target``/``query_engine`` default to the directory names; ``engine`` in
-the files of an earlier run)::
+Query runs (``results.parquet`` columns, or ``results.json`` = a list of such objects or ``{"rows":
+[...]}``; ``target``/``query_engine`` default to the directories; ``engine`` in an earlier run's)::
 
     target str, query_engine str, query str, cache str ('cold' | 'warm'), run int, seconds float,
     result_rows int, answer str (a short rendering of the result; non-strings are JSON-encoded),
@@ -71,6 +69,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
+from .restart_at_scale import rows as restart_rows
 from .views import I, REQUIRED, S, VIEWS, current_names
 
 log = logging.getLogger(__name__)
@@ -409,6 +408,7 @@ class _Reader:
         self.inp.prediction = {name: [{**r["key"], **{k: v for k, v in r.items() if k != "key"}} for r in rows]
                                for name, rows in zip(("prediction", "prediction_validation"), parts)}
         self.inp.prediction["prediction_curve"] = _curve_rows(pp, doc.get("curve") or [])
+        self.inp.prediction["restart_at_scale"] = restart_rows(doc.get("restarts"))
 
 
 # What the report reads of a prediction row: the load's key as names, these as numbers (or null).

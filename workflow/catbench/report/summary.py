@@ -27,7 +27,8 @@ TABLE_OF = {"storage": "storage", "loads": "load_time", "rate": "load_rate", "qu
             "cluster": "cluster_restart", "cluster_load": "cluster_load", "isolation": "isolation",
             "chunk_load_chunks": "chunk_load_chunks", "query_chunks": "query_chunks",
             "prediction": "prediction",   # predict/prediction.json, a row per load
-            "prediction_validation": "prediction_validation", "load_io": "load_io", "curve": "load_curve"}
+            "prediction_validation": "prediction_validation", "load_io": "load_io", "curve": "load_curve",
+            "restart_at_scale": "restart_at_scale"}   # predict/prediction.json "restarts"
 
 
 class Tables:

@@ -36,6 +36,7 @@ class RestartSpec:
     settings: dict                    # restart.settings over server.settings
     launch: Launch                    # server.binary, no TCP, restart.start_timeout_s
     seed: int                         # kill points and lookup keys
+    crash_point: tuple[float, float] = (0.0, 1.0)  # restart.crash_point: share of files committed before a kill
     keep_data: bool = False           # the server's datadir stays afterwards (--keep-data)
     fault: str | None = None          # a fault drill of FAULTS (the stage must fail cleanly)
 
@@ -55,9 +56,13 @@ class RestartSpec:
             raise RestartError(f"buffer_pool_modes must be a non-empty subset of {BUFFER_POOL_MODES}, not {bad}")
         if fault is not None and fault not in FAULTS:
             raise RestartError(f"unknown fault drill {fault!r}; available: {', '.join(FAULTS)}")
+        lo, hi = rs["crash_point"]
+        if not 0 <= lo <= hi <= 1:
+            raise RestartError(f"restart.crash_point must be [low, high] with 0 <= low <= high <= 1, not {[lo, hi]}")
         if not 0 < rs["warm_factor"]:
             raise RestartError("warm_factor must be positive")
         return cls(tuple(k for k in KINDS if k in kinds), rs["repetitions"], rs["variant"], tuple(modes),
                    rs["buffer_pool_dump_pct"], Warm(rs["warm_factor"], rs["warm_batch"], rs["warm_timeout_s"]),
                    rs["lookup_count"], rs["query_threads"], {**server["settings"], **rs["settings"]},
-                   Launch(server["binary"], False, rs["start_timeout_s"]), cfg["seed"], keep_data, fault)
+                   Launch(server["binary"], False, rs["start_timeout_s"]), cfg["seed"], (float(lo), float(hi)),
+                   keep_data, fault)

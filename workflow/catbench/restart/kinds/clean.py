@@ -39,6 +39,16 @@ def _shutdown(run, mode: str) -> tuple[float, list, object]:
     return stop_s, shut_ev, dump
 
 
+def _dump_pages(dump) -> int | None:
+    """Pages the buffer-pool dump names (one ``space,page`` line each): what the load at
+    startup reads."""
+    try:
+        with open(dump, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except FileNotFoundError:
+        return None
+
+
 def _restart_rows(at, mode: str, settled: dict, stop_s: float, phases: list, obs: dict, w: dict) -> list[dict]:
     """The rows of one clean restart; ``at(phase, seconds, clock)`` makes one."""
     rows = [at("flush_dirty_pages_before_shutdown", settled["seconds"], "client"), at("shutdown", stop_s, "client")]
@@ -80,6 +90,7 @@ def _restart_once(run, rep: int, mode: str) -> tuple[list[dict], dict]:
     detail = {
         **det, "warm_p50_before_s": warm, "warm": w, "settle": settled,
         "shutdown": {"client_s": stop_s, "dump_file_bytes": dump.stat().st_size if dump.exists() else None,
+                     "dump_pages": _dump_pages(dump),
                      "log_timestamp_s": diff(sts.get("shutdown_start"), sts.get("shutdown_done")),
                      "events": [e.as_dict() for e in shut_ev]},
         "checksum_before": sum_before, "checksum_after": sum_after,

@@ -9,6 +9,7 @@ resumes from the first uncommitted file and must end equal to a clean load.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
@@ -187,7 +188,7 @@ def _recover(run, acked: int, probe_key, status: dict) -> tuple:
     """Restart after the kill, wait for the rollback; (obs, rollback, phases, detail...)."""
     obs = observed_start(run, f"SIGKILL during load (after {acked} committed files)", probe_key)
     try:
-        rb = wait_rollback(run, obs["t_spawn"], run.spec.warm.timeout_s + 60)
+        rb = wait_rollback(run, obs["t_spawn"], run.spec.warm.timeout_s + 60, obs["watcher"])
         if errorlog.first(list(obs["events"]), "rollback_start") is not None:
             obs["watcher"].wait_for("rollback_done", 2)
     finally:
@@ -205,7 +206,8 @@ def run(run, rep: int) -> tuple[list[dict], dict]:
         run.pick_keys()
     create_table(run.conn_(), run.v, TABLE)
     run.loaded = False
-    k = rng.randint(1, n - 1) if n > 1 else 0
+    lo, hi = run.spec.crash_point
+    k = rng.randint(max(1, math.ceil(lo * (n - 1))), max(1, math.floor(hi * (n - 1)))) if n > 1 else 0
     frac = rng.uniform(0.2, 0.8)
     details = {"repetition": rep, "files": n, "planned_committed_files": k, "kill_fraction": frac}
     median = p50(run.load_files(run.infos[:k], [])) or 0.01

@@ -1,0 +1,176 @@
+"""The restart half of the scale model (workflow/catbench/predict/restart.md): fits, the user's
+quantities, its regimes, and ``catbench predict --data`` over rung result files written in the
+restart and cluster stages' format."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from catbench.cli.main import main
+from catbench.predict import restart as model
+from catbench.predict.restart_runs import Obs, RungSizes, read_restarts
+
+G = 2 ** 30
+
+
+def test_fit_recovers_a_slope_and_its_interval_covers_the_truth_far_past_the_rungs():
+    pts = [(q, 0.2 + 3e-9 * q * (1 + e)) for q, e in
+           ((1e8, 0.02), (1e8, -0.02), (2e8, 0.01), (2e8, -0.01), (4e8, 0.02), (4e8, -0.02))]
+    f = model.fit(pts)
+    assert f.b == pytest.approx(3e-9, rel=0.05)
+    y, lo, hi = model.interval(f, 4e9, 0.95, 0.05)
+    assert lo < 0.2 + 3e-9 * 4e9 < hi
+    assert y == pytest.approx(12.2, rel=0.05)
+
+
+def test_a_driven_phase_whose_rungs_span_too_little_is_refused():
+    with pytest.raises(ValueError, match="spans 1.10x"):
+        model.fit([(1e8, 1.0), (1.1e8, 1.1), (1.05e8, 1.0)])
+
+
+def test_a_flat_phase_is_a_fixed_cost_whose_upper_end_carries_the_growth_not_excluded():
+    f = model.fit([(1e8, 1.0), (1e8, 1.1), (2e8, 0.95), (2e8, 1.05), (4e8, 1.0), (4e8, 1.02)])
+    assert f.b == 0 and f.b_high > 0 and "fixed cost" in f.note
+    near, far = model.interval(f, 4e8, 0.95, 0.05), model.interval(f, 4e10, 0.95, 0.05)
+    assert near[0] == far[0] and far[2] > 2 * near[2]
+
+
+def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
+    sh = model.Shares(0.7, 1000.0, 1.0, 0.1, 0.9, None, None, False, 16384)
+    n = 1e6
+    assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))
+    assert sh.recovered(1e15, n * 16384) == pytest.approx(n * 16384)
+    assert model.Shares(0.7, None, 1.0, 0.1, 0.9, None, None, False, 16384).recovered(1.0, 5.0) == 5.0
+
+
+def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:
+    data, log = 1e8 * scale, 5e7 * scale
+    s = RungSizes(run, "disk", rows=int(1e6 * scale), data_bytes=data, pool_bytes=2 * data, redo_log_bytes=log,
+                  checkpoint_age=[0.7 * log] * 2, recovered_pages=[(0.7 * log, 0.5 * data / 16384, 0.8, None)] * 2,
+                  multi_batch=multi, dirty_share=[0.5, 0.5], dump_share=[1.0, 1.0], sst_bytes=[1.1 * data] * 2,
+                  ist_bytes_per_down_s=[1e5, 1e5], device={"page_read_s": 1e-4, "seq_write_s_per_byte": 1e-9})
+    obs = []
+    for rep, e in ((0, 0.01), (1, -0.01)):
+        def add(kind, phase, seconds, q=None):
+            obs.append(Obs(run, "disk", kind, phase, rep, seconds * (1 + e), q))
+        for kind in ("node-restart-sst", "node-restart-ist"):
+            add(kind, "shutdown", 0.1)
+            add(kind, "start_to_transfer", 1.5)
+            add(kind, "transfer_end_to_synced", 0.05)
+        add("node-restart-sst", "state_transfer", 10 + 2e-8 * 1.1 * data, 1.1 * data)
+        add("node-restart-ist", "state_transfer", 0.05 + 1e-7 * 1e5 * 2 * scale, 1e5 * 2 * scale)
+        add("crash-during-load", "start_to_recovery", 0.05)
+        add("crash-during-load", "redo_scan", 0.01 + 4e-9 * 0.7 * log, 0.7 * log)
+        add("crash-during-load", "redo_apply", 0.01 + 2e-9 * 0.5 * data, 0.5 * data)
+        add("crash-during-load", "ready_to_first_answer", 0.02)
+    return obs, s
+
+
+def _ladder(multi: bool = False):
+    obs, sizes = [], {}
+    for k, scale in enumerate((1, 2, 4), start=1):
+        o, s = _rung(f"r{k}", scale, multi)
+        obs += o
+        sizes[(s.run, "disk")] = s
+    return obs, sizes
+
+
+def test_ist_whose_missed_writes_outgrow_the_gcache_is_answered_by_sst():
+    obs, sizes = _ladder()
+    at = model.At(40 * G, 80 * G, 8 * G, downtime_s=3600.0, gcache=128 * 2 ** 20)
+    got = {p["key"]["kind"]: p for p in model.predict_all(obs, sizes, at, 0.95, 0.05)}
+    ist = got["node-restart-ist"]
+    assert ist["transfer"] == "SST" and "outgrow the donor's" in ist["regime"][-1]
+    assert ist["total_s"] == pytest.approx(got["node-restart-sst"]["total_s"])
+    within = {p["key"]["kind"]: p for p in model.predict_all(obs, sizes, model.At(40 * G, 80 * G, 8 * G, None, None,
+                                                                                 60.0, 8 * G), 0.95, 0.05)}
+    assert within["node-restart-ist"]["transfer"] == "IST"
+    assert within["node-restart-ist"]["total_s"] < got["node-restart-sst"]["total_s"]
+
+
+def test_crash_recovery_in_several_batches_is_refused_unless_a_rung_ran_it():
+    at = model.At(600 * G, 8 * G, 64 * G)      # 0.7 x 64 GiB of redo against an 8 GiB pool
+    obs, sizes = _ladder()
+    crash = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    assert "several batches" in crash["refused"] and "innodb_buffer_pool_size" in crash["refused"]
+    obs, sizes = _ladder(multi=True)
+    crash = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    assert "refused" not in crash and crash["dominant"] in ("redo_scan", "redo_apply")
+
+
+def _write_rung(root, run: str, scale: float) -> str:
+    """A rung's result files as the restart and cluster stages write them (the fields read)."""
+    res = root / run
+    r, c = res / "restart" / "disk", res / "cluster" / "disk"
+    r.mkdir(parents=True)
+    c.mkdir(parents=True)
+    data_pages, log = int(6000 * scale), int(32e6 * scale)
+    variables = {"innodb_buffer_pool_size": str(2 * data_pages * 16384), "innodb_log_file_size": str(log),
+                 "innodb_page_size": "16384"}
+    (r / "summary.json").write_text(json.dumps({"rows": int(5e5 * scale)}))
+    rows, det = [], []
+    for rep in range(2):
+        for on in (False, True):
+            rows += [{"repetition": rep, "phase": p, "seconds": s, "buffer_pool_load": on} for p, s in (
+                ("shutdown", 0.03), ("process_start_to_engine_ready", 0.08),
+                ("process_start_to_first_answer", 0.1), ("process_start_to_buffer_pool_loaded", 0.08 + 0.01 * scale))]
+        det.append({"repetition": rep, "modes": {m: {"settle": {"seconds": 0.2 * scale, "data_pages": data_pages,
+                                                                 "dirty_pages_before": data_pages // 2},
+                                                      "shutdown": {"dump_pages": data_pages if m == "on" else None}}
+                                                  for m in ("off", "on")}})
+    (r / "clean.json").write_text(json.dumps({"server": {"variables": variables}, "rows": rows, "detail": det}))
+    rows, det = [], []
+    for rep in range(2):
+        redo = 0.7 * log * (1 + 0.01 * rep)
+        rows += [{"repetition": rep, "phase": p, "seconds": s} for p, s in (
+            ("process_start_to_recovery_start", 0.05), ("redo_scan", 0.01 + redo / 3e8),
+            ("redo_apply", 0.02 * scale), ("process_start_to_first_answer", 0.2 + redo / 3e8 + 0.02 * scale))]
+        det.append({"repetition": rep, "files": 10, "committed_files": 8,
+                    "recovery": {"redo_bytes": redo, "redo_batches": [
+                        {"event": "to_recover", "numbers": [int(0.5 * data_pages)]}]}})
+    (r / "crash-during-load.json").write_text(json.dumps({"server": {"variables": variables}, "rows": rows,
+                                                          "detail": det}))
+    for kind, tr in (("node-restart-sst", "SST"), ("node-restart-ist", "IST")):
+        nbytes = 1.1 * data_pages * 16384 if tr == "SST" else 2e5 * scale
+        rows = [{"repetition": rep, "phase": p, "seconds": s} for rep in range(2) for p, s in (
+            ("shutdown", 0.1), ("node_down", 2.0 * scale), ("process_start_to_transfer_start", 1.5),
+            ("process_start_to_transfer_end", 1.5 + (10 + nbytes / 6e7 if tr == "SST" else 0.05 + nbytes / 5e6)),
+            ("process_start_to_synced", 1.6 + (10 + nbytes / 6e7 if tr == "SST" else 0.05 + nbytes / 5e6)))]
+        det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes}} for rep in range(2)]
+        (c / f"{kind}.json").write_text(json.dumps({"kind": kind, "gcache_size": f"{int(4 * scale)}M",
+                                                    "load_options": {"down_s": 2.0 * scale}, "rows": rows,
+                                                    "detail": det}))
+    return str(res)
+
+
+def test_rung_files_are_read_with_each_phase_beside_its_quantity(tmp_path):
+    obs, sizes = read_restarts([_write_rung(tmp_path, "r1", 1)])
+    s = sizes[("r1", "disk")]
+    assert s.rows == 500000 and s.data_bytes == 6000 * 16384 and s.redo_log_bytes == 32e6
+    scan = [o for o in obs if o.phase == "redo_scan"]
+    assert len(scan) == 2 and scan[0].quantity == pytest.approx(0.7 * 32e6)
+    assert {o.kind for o in obs} == set(model.KINDS)
+    assert s.transfers == {"node-restart-sst": ["SST", "SST"], "node-restart-ist": ["IST", "IST"]}
+
+
+def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):
+    rungs = [_write_rung(tmp_path, f"r{k}", scale) for k, scale in enumerate((1, 2, 4), start=1)]
+    out = tmp_path / "p.json"
+    args = ["predict", "--config", "config/restart-study.yaml", "--data", "600G", "--pool", "128G", "--redo", "8G",
+            "--out", str(out)]
+    for r in rungs:
+        args += ["--results", r]
+    assert main(args) == 0
+    said = capsys.readouterr().out
+    assert "restarts predicted for a node of 600.0 GiB data, a 128.0 GiB pool and a 8.0 GiB redo log" in said
+    doc = json.loads(out.read_text())["restarts"]
+    got = {p["key"]["kind"]: p for p in doc["predictions"]}
+    assert set(got) == set(model.KINDS)
+    for p in got.values():
+        assert "refused" not in p, p
+        assert p["total_ci_low"] <= p["total_s"] <= p["total_ci_high"] and p["dominant"] in model.KINDS[p["key"]["kind"]]
+    assert got["node-restart-sst"]["dominant"] == "state_transfer"
+    assert "checkpoint age" in got["crash-during-load"]["regime"][0]

@@ -1,0 +1,111 @@
+"""``catbench predict``'s restart half: each restart kind's phases and total at the user's node
+(--data, --pool, --redo, --checkpoint-age, --write-rate, --downtime, --gcache, --device) from
+the rungs' restart and cluster results (predict/restart.md), and the rungs' own prediction
+held against a measured run (--measured)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from ..core.infra.config import ConfigError
+from ..core.infra.targets import human, parse_size
+from ..predict import restart as model
+from ..predict.restart_runs import read_restarts
+from ..predict.spec import RestartTarget
+
+
+def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
+    """The user's node: the flags, else the config's target (its rows × the rungs' bytes a row)."""
+    per_row = [s.data_bytes / s.rows for s in sizes.values() if s.data_bytes and s.rows]
+    data = a.data or (target.rows * statistics.median(per_row) if per_row else None)
+    pool, redo = a.pool or target.pool, a.redo or target.redo_log
+    missing = [flag for flag, v in (("--data", data), ("--pool", pool), ("--redo", redo)) if not v]
+    if missing:
+        raise ConfigError(f"restart prediction: give {', '.join(missing)} (the config sets no "
+                          f"innodb_buffer_pool_size or innodb_log_file_size, or no rung recorded its data)")
+    return model.At(float(data), float(pool), float(redo), a.checkpoint_age, a.write_rate,
+                    a.downtime if a.downtime is not None else target.downtime_s,
+                    float(a.gcache or target.gcache), device)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "?"
+    if v >= 3600:
+        return f"{v / 3600:,.2f} h"
+    if v >= 60:
+        return f"{v / 60:,.1f} min"
+    return f"{v:,.2f} s"
+
+
+def line(p: dict) -> str:
+    name = "/".join(p["key"].values())
+    if "refused" in p:
+        return f"{name}: no prediction: {p['refused']}"
+    dom = next(x for x in p["phases"] if x["phase"] == p["dominant"])
+    return (f"{name}: {_fmt(p['total_s'])} [{_fmt(p['total_ci_low'])}, {_fmt(p['total_ci_high'])}] "
+            f"({p['confidence']:.0%}); dominant {p['dominant']} {_fmt(dom['seconds'])}, bound by {dom['bound']}"
+            + (f", {dom['driver']} {human(dom['quantity_bytes'])} ({dom['past_rungs']:,.1f}x the largest rung)"
+               if dom["driver"] and dom["quantity_bytes"] and dom["past_rungs"] else "")
+            + ("; " + "; ".join(p["regime"]) if p.get("regime") else ""))
+
+
+def predict_restarts(a, cfg: dict, fitting, device: dict | None) -> dict | None:
+    """The restart answer of ``catbench predict`` (None: no restart results in --results)."""
+    obs, sizes = read_restarts(a.results)
+    if not obs:
+        return None
+    at = _at(a, RestartTarget.of(cfg), sizes, device)
+    preds = model.predict_all(obs, sizes, at, fitting.confidence, fitting.run_noise)
+    out = {"at": {"data_bytes": at.data, "pool_bytes": at.pool, "redo_log_bytes": at.redo_log,
+                  "checkpoint_age_bytes": at.checkpoint_age, "write_rate_bytes_per_s": at.write_rate,
+                  "downtime_s": at.downtime_s, "gcache_bytes": at.gcache},
+           "predictions": preds, "measured": []}
+    print(f"restarts predicted for a node of {human(at.data)} data, a {human(at.pool)} pool and a "
+          f"{human(at.redo_log)} redo log from {len({o.run for o in obs})} run(s):")
+    for p in preds:
+        print("  " + line(p))
+    if a.measured:
+        mobs, _ = read_restarts(a.measured)
+        out["measured"] = model.score(preds, model.measured(mobs))
+        print("against the measured run(s):")
+        for m in out["measured"]:
+            print(f"  {'/'.join(m['key'].values())}: total {m['total_ratio']:.2f} predicted ÷ measured "
+                  f"({'inside' if m['total_inside'] else 'outside'} its interval, n = {m['n']}); dominant "
+                  f"{m['dominant']} {m['dominant_ratio'] or float('nan'):.2f} "
+                  f"({'inside' if m['dominant_inside'] else 'outside'})")
+    return out
+
+
+def _size(text: str) -> float:
+    try:
+        v = parse_size(text)
+    except (ValueError, TypeError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 600G, 8G)") from None
+    if not 0 < v <= 1 << 60:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size over 0 and at most an exbibyte")
+    return float(v)
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= v < 1e9:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds from 0 to 10^9")
+    return v
+
+
+def add_arguments(p) -> None:
+    g = p.add_argument_group("restarts (when --results holds restart or cluster results)")
+    g.add_argument("--data", type=_size, help="the data a node holds (e.g. 600G; default predict.target_rows "
+                   "× the rungs' bytes a row)")
+    g.add_argument("--redo", type=_size, help="innodb_log_file_size (e.g. 8G; default the config's)")
+    g.add_argument("--checkpoint-age", type=_size, help="redo since the last checkpoint at a crash (default the "
+                   "rungs' share of the redo log, which the page cleaners' pace sets)")
+    g.add_argument("--write-rate", type=_size, help="write-set bytes a second a down Galera node misses (e.g. "
+                   "2M; default the rungs' insert load)")
+    g.add_argument("--downtime", type=_seconds, help="seconds a Galera node is down (default cluster.load.down_s)")
+    g.add_argument("--gcache", type=_size, help="the donor's gcache.size (default cluster.gcache_size)")

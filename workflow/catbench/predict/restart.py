@@ -1,0 +1,345 @@
+"""A node's restart at the user's size from the rungs' phases (predict/restart.md): each
+phase's seconds fitted against the quantity that drives it (a + b·q, or a fixed cost where no
+quantity drives it or no growth is seen), that quantity taken to the user's data, pool, redo
+log, downtime and gcache, the kind's total summed with its interval, the phase that dominates
+and what bounds it; refused, naming the rung needed, where the user's size is in a regime no
+rung ran (recovery in several batches), and IST answered as SST past the gcache."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..core.infra.targets import human
+from .restart_runs import Obs, RungSizes
+
+# kind -> its phases in order; the total is their sum (a clean restart: the dirty pages flushed,
+# the shutdown, the start and the pool's load from its dump or the first answer; a crash: the
+# start, the redo scan and apply, the first answer; a Galera node: shutdown to synced, less the
+# time it was kept down)
+KINDS = {
+    "clean/dump-on": ("flush_dirty_pages", "shutdown", "start_to_engine_ready", "buffer_pool_load"),
+    "clean/dump-off": ("flush_dirty_pages", "shutdown", "start_to_engine_ready", "engine_ready_to_first_answer"),
+    "crash-during-load": ("start_to_recovery", "redo_scan", "redo_apply", "ready_to_first_answer"),
+    "node-restart-sst": ("shutdown", "start_to_transfer", "state_transfer", "transfer_end_to_synced"),
+    "node-restart-ist": ("shutdown", "start_to_transfer", "state_transfer", "transfer_end_to_synced"),
+}
+
+
+@dataclass(frozen=True)
+class Driver:
+    """What drives a phase: its words, and the kind of work a byte of it is (``seq``: bytes
+    read or written in order; ``page``: random pages; ``thread``: one thread's parsing;
+    ``memory``: the pool mapped)."""
+    words: str
+    work: str
+
+
+DRIVERS = {
+    "flush_dirty_pages": Driver("dirty pages at shutdown", "page"),
+    "start_to_engine_ready": Driver("buffer pool", "memory"),
+    "buffer_pool_load": Driver("pages in the dump", "page"),
+    "redo_scan": Driver("redo since the checkpoint", "thread"),
+    "redo_apply": Driver("pages recovered", "page"),
+    ("node-restart-sst", "state_transfer"): Driver("bytes an SST moves", "seq"),
+    ("node-restart-ist", "state_transfer"): Driver("write sets missed", "thread"),
+}
+
+
+def driver(kind: str, phase: str) -> Driver | None:
+    return DRIVERS.get((kind, phase)) or DRIVERS.get(phase)
+
+
+@dataclass(frozen=True)
+class At:
+    """The user's node: data it holds, pool, redo log, checkpoint age at the crash (None: the
+    rungs' share of the log), write sets a second (None: the rungs'), downtime, gcache, and
+    a device's figures (None: the rungs' own fio)."""
+    data: float
+    pool: float
+    redo_log: float
+    checkpoint_age: float | None = None
+    write_rate: float | None = None
+    downtime_s: float | None = None
+    gcache: float | None = None
+    device: dict | None = None
+
+
+@dataclass(frozen=True)
+class Fit:
+    a: float
+    b: float            # seconds a byte of the driver (0: fixed)
+    s: float            # residual σ, seconds
+    n: int
+    q_mean: float
+    sxx: float
+    q_max: float        # the largest quantity a rung had
+    b_high: float = 0.0  # a fixed cost's slope at the upper confidence bound (growth the rungs cannot exclude)
+    note: str = ""
+
+
+SPAN = 1.5   # the least ratio of the rungs' largest quantity to their smallest that tells a slope
+
+
+def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> Fit:
+    """a + b·q by least squares over the rungs' repetitions; a fixed cost (their mean) where
+    no quantity drives the phase, or where the slope is not above zero at the confidence
+    (then ``b_high`` carries the growth the rungs cannot exclude into the interval). A driven
+    phase whose rungs span less than :data:`SPAN` is refused (ValueError)."""
+    y = np.array([p[1] for p in points], float)
+    qs = [p[0] for p in points if p[0] is not None]
+    fixed = Fit(float(y.mean()), 0.0, float(y.std(ddof=1)) if len(y) > 1 else 0.0, len(y), 0.0, 0.0,
+                max(qs, default=0.0))
+    if not qs:
+        return fixed
+    if len(qs) != len(points) or len(points) < 3 or max(qs) <= 0 or max(qs) < SPAN * min(qs):
+        raise ValueError(f"its quantity spans {max(qs) / min(qs) if min(qs) > 0 else 0:.2f}x over "
+                         f"{len(qs)} repetition(s); rungs {SPAN}x apart or more, 3 repetitions or more, tell its slope")
+    q = np.array(qs, float)
+    qm, sxx = float(q.mean()), float(((q - q.mean()) ** 2).sum())
+    b = float(((q - qm) * (y - y.mean())).sum() / sxx)
+    a = float(y.mean() - b * qm)
+    s = float(math.sqrt(((y - a - b * q) ** 2).sum() / (len(y) - 2)))
+    se = s / math.sqrt(sxx)
+    t = float(stats.t.ppf(0.5 + confidence / 2, len(y) - 2))
+    if b <= t * se:
+        return Fit(fixed.a, 0.0, fixed.s, fixed.n, qm, sxx, float(q.max()), max(0.0, b + t * se),
+                   "no growth with its quantity told from noise over the rungs: a fixed cost, its interval "
+                   "carrying the growth they cannot exclude")
+    return Fit(a, b, s, len(y), qm, sxx, float(q.max()))
+
+
+def interval(f: Fit, q: float | None, confidence: float, floor: float) -> tuple[float, float, float]:
+    """(seconds, low, high): the fit's prediction interval at ``q`` (its leverage grows past
+    the rungs), with at least ``floor`` × the figure (a run's own noise at the target); a fixed
+    cost's upper end adds the growth its rungs cannot exclude."""
+    t = float(stats.t.ppf(0.5 + confidence / 2, max(1, f.n - (2 if f.b else 1))))
+    y = f.a + f.b * (q or 0.0)
+    lev = 1 + 1 / f.n + ((q - f.q_mean) ** 2 / f.sxx if f.b and f.sxx else 0.0)
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    half = math.sqrt((t * f.s) ** 2 * lev + (z * floor * y) ** 2)
+    grow = f.b_high * max(0.0, (q or 0.0) - f.q_mean)
+    return max(0.0, y), max(0.0, y - half), y + half + grow
+
+
+def _median(xs, default=None):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else default
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The rungs' ratios the user's quantities follow (medians over every rung)."""
+    checkpoint_age: float | None     # redo since the checkpoint at a kill ÷ the redo log
+    redo_per_touch: float | None     # redo bytes a page touch costs (from pages recovered, below)
+    crash_share: float | None        # the input committed at a kill
+    dirty: float | None              # dirty pages at shutdown ÷ the data's pages
+    dump: float | None               # pages in the dump ÷ min(pool, data)
+    sst: tuple[float, float] | None  # bytes an SST moves = c0 + c1 · data
+    ist_per_down_s: float | None     # write-set bytes missed a second down
+    multi_batch: bool                # a rung recovered in several batches
+    page: int
+
+    @classmethod
+    def of(cls, sizes: list[RungSizes]) -> Shares:
+        age = [a / s.redo_log_bytes for s in sizes if s.redo_log_bytes for a in s.checkpoint_age]
+        touch, share = [], []
+        for s in sizes:
+            for redo, pages, sh, _lsn in s.recovered_pages:
+                share.append(sh)
+                n = sh * (s.data_bytes or 0) / s.page_bytes
+                if n and pages < 0.95 * n:   # random keys: R = N (1 - exp(-A / (r N)))
+                    touch.append(redo / (n * -math.log(1 - pages / n)))
+        pts = [(s.data_bytes, b) for s in sizes if s.data_bytes for b in s.sst_bytes]
+        sst = None
+        if len({p[0] for p in pts}) >= 2:
+            c1, c0 = np.polyfit([p[0] for p in pts], [p[1] for p in pts], 1)
+            sst = (float(c0), float(c1))
+        elif pts:
+            sst = (0.0, _median([b / d for d, b in pts]))
+        return cls(_median(age), _median(touch), _median(share),
+                   _median([x for s in sizes for x in s.dirty_share]), _median([x for s in sizes for x in s.dump_share]),
+                   sst, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
+                   any(s.multi_batch for s in sizes), sizes[0].page_bytes if sizes else 16384)
+
+    def recovered(self, age: float, data_at_crash: float) -> float:
+        """Pages (bytes) a recovery applies: the random keys' touches of the redo spread over
+        the data's pages, at most every page (where no rung tells the cost of a touch)."""
+        if not self.redo_per_touch:
+            return data_at_crash
+        n = data_at_crash / self.page
+        return self.page * n * (1 - math.exp(-age / (self.redo_per_touch * n)))
+
+
+def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, list[str]]:
+    """Each phase's driving quantity at the user's node (bytes), and the regime's words."""
+    held = min(at.pool, at.data)
+    age = at.checkpoint_age if at.checkpoint_age is not None else (sh.checkpoint_age or 1.0) * at.redo_log
+    out = {"flush_dirty_pages": (sh.dirty or 0.0) * held, "start_to_engine_ready": at.pool,
+           "buffer_pool_load": (sh.dump or 1.0) * held}
+    words: list[str] = []
+    if kind == "crash-during-load":
+        at_crash = at.data * (sh.crash_share or 1.0)
+        out.update(redo_scan=age, redo_apply=sh.recovered(age, at_crash))
+        words.append(f"checkpoint age {_b(age)} at the kill ({'given' if at.checkpoint_age is not None else f'{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs'}), "
+                     f"{_b(out['redo_apply'])} of pages to recover")
+    if kind == "node-restart-sst" and sh.sst:
+        out["state_transfer"] = sh.sst[0] + sh.sst[1] * at.data
+    if kind == "node-restart-ist":
+        rate = at.write_rate if at.write_rate is not None else sh.ist_per_down_s
+        out["state_transfer"] = (rate or 0.0) * (at.downtime_s or 0.0)
+    return out, words
+
+
+def _b(n: float) -> str:
+    return human(n)
+
+
+def bound(f: Fit, drv: Driver | None, dev: dict, page: int) -> str:
+    """What bounds a phase on the rungs' target: the device, the CPU, one thread, or nothing
+    that grows (a fixed cost)."""
+    if drv is None or not f.b:
+        return "fixed"
+    if drv.work == "page" and dev.get("page_read_s"):
+        return "device (random pages)" if f.b * page >= 0.5 * dev["page_read_s"] else "CPU (pages cached or read ahead)"
+    if drv.work in ("seq", "thread") and dev.get("seq_write_s_per_byte"):
+        if f.b >= 0.5 * dev["seq_write_s_per_byte"]:
+            return "device (sequential)"
+        return "one thread" if drv.work == "thread" else "CPU"
+    return {"memory": "memory", "thread": "one thread"}.get(drv.work, "CPU")
+
+
+def on_device(f: Fit, how: str, here: dict, there: dict | None, page: int) -> Fit:
+    """The fit with its per-byte cost on another device (--device): a device-bound phase's cost
+    × the devices' ratio; a CPU-bound one's at least the other device's sequential cost."""
+    import dataclasses
+    if not there or not f.b:
+        return f
+    if how == "device (random pages)" and here.get("page_read_s") and there.get("page_read_s"):
+        return dataclasses.replace(f, b=f.b * there["page_read_s"] / here["page_read_s"])
+    seq_here, seq_there = here.get("seq_write_s_per_byte"), there.get("seq_write_s_per_byte")
+    if how == "device (sequential)" and seq_here and seq_there:
+        return dataclasses.replace(f, b=f.b * seq_there / seq_here)
+    if how in ("CPU", "one thread") and seq_there:
+        return dataclasses.replace(f, b=max(f.b, seq_there))
+    return f
+
+
+def _refusal(kind: str, q: dict, at: At, sh: Shares) -> str | None:
+    """A regime no rung ran: crash recovery in several batches (MariaDB parses redo into the
+    buffer pool and applies a batch once the parsed records fill about a third of it)."""
+    if kind == "crash-during-load" and q["redo_scan"] > at.pool / 3 and not sh.multi_batch:
+        return (f"recovering {_b(q['redo_scan'])} of redo with a {_b(at.pool)} pool takes several batches "
+                f"(the parsed redo outgrows a third of the pool); no rung recovered in several batches: run a "
+                f"rung whose innodb_buffer_pool_size is under 3x its checkpoint age (restart.settings), or give "
+                f"a --pool over {_b(3 * q['redo_scan'])}")
+    return None
+
+
+def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, confidence: float,
+                 floor: float) -> dict:
+    """One kind's phases and total at ``at``: seconds, interval, the dominant phase, what bounds
+    each; ``refused`` where the rungs do not reach the user's regime."""
+    sh = Shares.of(sizes)
+    here = _median_device(sizes)
+    q, words = quantities(at, sh, kind)
+    out = {"kind": kind, "rungs": sorted({o.run for o in obs}), "regime": words, "confidence": confidence}
+    refused = _refusal(kind, q, at, sh)
+    if refused:
+        return {**out, "refused": refused}
+    phases, total, down, up = [], 0.0, 0.0, 0.0
+    for phase in KINDS[kind]:
+        pts = [(o.quantity, o.seconds) for o in obs if o.phase == phase]
+        if len(pts) < 2:
+            return {**out, "refused": f"phase {phase}: {len(pts)} repetition(s) in the rungs, 2 or more needed"}
+        drv = driver(kind, phase)
+        try:
+            f = fit(pts if drv else [(None, y) for _, y in pts], confidence)
+        except ValueError as exc:
+            return {**out, "refused": f"phase {phase} ({drv.words}): {exc}"}
+        how = bound(f, drv, here, sh.page)
+        f = on_device(f, how, here, at.device, sh.page)
+        qq = q.get(phase) if drv else None
+        sec, low, high = interval(f, qq, confidence, floor)
+        reach = qq / f.q_max if qq and f.q_max else None
+        phases.append({"phase": phase, "driver": drv.words if drv else None, "quantity_bytes": qq,
+                       "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high,
+                       "a_s": f.a, "b_s_per_byte": f.b, "n": f.n, "bound": how, "note": f.note})
+        total += sec
+        down += (sec - low) ** 2
+        up += (high - sec) ** 2
+    dom = max(phases, key=lambda p: p["seconds"])
+    return {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
+            "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"]}
+
+
+def _median_device(sizes: list[RungSizes]) -> dict:
+    keys = {k for s in sizes for k in s.device}
+    return {k: _median([s.device.get(k) for s in sizes]) for k in keys}
+
+
+def predict_all(obs: list[Obs], sizes: dict, at: At, confidence: float, floor: float) -> list[dict]:
+    """Every (target, kind) the rungs ran, at ``at``; IST past the gcache answered by SST."""
+    out = []
+    targets = sorted({o.target for o in obs})
+    for target in targets:
+        rungs = [s for (run, t), s in sizes.items() if t == target]
+        for kind in KINDS:
+            mine = [o for o in obs if o.target == target and o.kind == kind]
+            if not mine:
+                continue
+            p = predict_kind(kind, mine, rungs, at, confidence, floor)
+            missed = quantities(at, Shares.of(rungs), kind)[0].get("state_transfer")
+            if missed and at.gcache and missed > at.gcache:
+                sst = [o for o in obs if o.target == target and o.kind == "node-restart-sst"]
+                words = (f"{_b(missed)} of write sets missed outgrow the donor's {_b(at.gcache)} gcache: "
+                         f"the node rejoins by SST")
+                p = ({**predict_kind("node-restart-sst", sst, rungs, at, confidence, floor), "kind": kind,
+                      "transfer": "SST"} if sst else {**p, "refused": words + "; no rung ran an SST"})
+                p["regime"] = [*p.get("regime", []), words]
+            elif kind == "node-restart-ist":
+                p["transfer"] = "IST"
+                p["regime"] = [*p.get("regime", []), f"{_b(missed or 0)} of write sets missed, within the "
+                                                      f"{_b(at.gcache or 0)} gcache: IST"]
+            out.append({"key": {"target": target, "kind": kind}, **p})
+    return out
+
+
+def measured(obs: list[Obs]) -> dict:
+    """A run's own restarts: per (target, kind) its totals (median over repetitions) and each
+    phase's median."""
+    out: dict = {}
+    for (target, kind) in sorted({(o.target, o.kind) for o in obs}):
+        mine = [o for o in obs if o.target == target and o.kind == kind]
+        reps = sorted({o.rep for o in mine})
+        totals = [sum(o.seconds for o in mine if o.rep == r and o.phase in KINDS[kind]) for r in reps]
+        phases = {ph: _median([o.seconds for o in mine if o.phase == ph]) for ph in KINDS[kind]}
+        quantity = {ph: _median([o.quantity for o in mine if o.phase == ph]) for ph in KINDS[kind]}
+        out[f"{target}/{kind}"] = {"total_s": _median(totals), "totals": totals, "n": len(totals),
+                                   "phases": phases, "quantities": quantity}
+    return out
+
+
+def score(predictions: list[dict], seen: dict) -> list[dict]:
+    """Each predicted kind against the measured run: predicted ÷ measured of the total and of
+    the dominant phase, each inside its interval or not."""
+    out = []
+    for p in predictions:
+        name = f"{p['key']['target']}/{p['key']['kind']}"
+        m = seen.get(name)
+        if m is None or "refused" in p or not m["total_s"]:
+            continue
+        dom = next(x for x in p["phases"] if x["phase"] == p["dominant"])
+        md = m["phases"].get(p["dominant"])
+        out.append({"key": p["key"], "total_predicted_s": p["total_s"], "total_measured_s": m["total_s"],
+                    "total_ratio": p["total_s"] / m["total_s"], "n": m["n"],
+                    "total_inside": p["total_ci_low"] <= m["total_s"] <= p["total_ci_high"],
+                    "dominant": p["dominant"], "dominant_predicted_s": dom["seconds"], "dominant_measured_s": md,
+                    "dominant_ratio": dom["seconds"] / md if md else None,
+                    "dominant_inside": md is not None and dom["ci_low"] <= md <= dom["ci_high"],
+                    "quantity_predicted": dom["quantity_bytes"], "quantity_measured": m["quantities"].get(p["dominant"])})
+    return out

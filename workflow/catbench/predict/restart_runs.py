@@ -1,0 +1,202 @@
+"""A restart rung's result FILES read into observations: each phase's seconds per repetition
+beside the quantity that drives it (restart/<target>/<kind>.json, cluster/<target>/<kind>.json),
+and the rung's sizes (its data, pool, redo log, gcache, downtime) that the model scales from.
+Reads files only: the restart stage is never imported."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .runs import device
+
+PAGE = 16384   # InnoDB's page when the run did not record innodb_page_size
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One phase of one repetition: its seconds and its driving quantity (None: a fixed phase)."""
+    run: str
+    target: str
+    kind: str          # the answer's kind: clean/dump-on, clean/dump-off, crash-during-load, node-restart-*
+    phase: str
+    rep: int
+    seconds: float
+    quantity: float | None = None
+
+
+@dataclass
+class RungSizes:
+    """What one rung held and was set to, per target: the sizes each phase's quantity follows."""
+    run: str
+    target: str
+    rows: int = 0
+    data_bytes: float | None = None      # the table's pages (clean: Innodb_buffer_pool_pages_data)
+    pool_bytes: float | None = None
+    redo_log_bytes: float | None = None
+    page_bytes: int = PAGE
+    checkpoint_age: list = field(default_factory=list)   # redo bytes at each kill
+    # per kill: (redo bytes since the checkpoint, pages to recover, the input's share committed, its LSN)
+    recovered_pages: list = field(default_factory=list)
+    multi_batch: bool = False           # a recovery that needed several batches
+    dirty_share: list = field(default_factory=list)      # dirty pages at shutdown ÷ the data's pages
+    dump_share: list = field(default_factory=list)       # pages in the dump ÷ min(pool, data) pages
+    sst_bytes: list = field(default_factory=list)        # bytes an SST moved
+    ist_bytes_per_down_s: list = field(default_factory=list)
+    gcache_bytes: float | None = None
+    down_s: float | None = None
+    transfers: dict = field(default_factory=dict)        # kind -> transfers it got (IST/SST)
+    device: dict = field(default_factory=dict)           # the target's fio figures
+
+
+def _json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _seconds(rows: list, rep: int, phase: str, **match) -> float | None:
+    for r in rows:
+        if r["repetition"] == rep and r["phase"] == phase and all(r.get(k) == v for k, v in match.items()):
+            return r["seconds"]
+    return None
+
+
+def _sub(a, b) -> float | None:
+    return None if a is None or b is None else max(0.0, a - b)
+
+
+def _variables(doc: dict) -> dict:
+    return ((doc.get("server") or {}).get("variables") or {})
+
+
+def _clean(doc: dict, sizes: RungSizes, out: list) -> None:
+    """clean.json: per mode the flush of dirty pages, the shutdown, the start to the engine, the
+    buffer pool's load from its dump (on) and the first answer."""
+    v = _variables(doc)
+    sizes.page_bytes = int(v.get("innodb_page_size") or PAGE)
+    sizes.pool_bytes = float(v["innodb_buffer_pool_size"]) if v.get("innodb_buffer_pool_size") else None
+    sizes.redo_log_bytes = float(v["innodb_log_file_size"]) if v.get("innodb_log_file_size") else None
+    rows, pg = doc.get("rows") or [], sizes.page_bytes
+    for det in doc.get("detail") or []:
+        rep = det.get("repetition", 0)
+        for mode, m in (det.get("modes") or {}).items():
+            kind, on = f"clean/dump-{mode}", mode == "on"
+            settle = m.get("settle") or {}
+            data_pages = settle.get("data_pages") or 0
+            if data_pages:
+                sizes.data_bytes = max(sizes.data_bytes or 0.0, float(data_pages * pg))
+                sizes.dirty_share.append(settle.get("dirty_pages_before", 0) / data_pages)
+            obs = lambda phase, s, q=None: s is not None and out.append(  # noqa: E731
+                Obs(sizes.run, sizes.target, kind, phase, rep, float(s), q))
+            obs("flush_dirty_pages", settle.get("seconds"), (settle.get("dirty_pages_before") or 0) * pg)
+            obs("shutdown", _seconds(rows, rep, "shutdown", buffer_pool_load=on))
+            ready = _seconds(rows, rep, "process_start_to_engine_ready", buffer_pool_load=on)
+            obs("start_to_engine_ready", ready, sizes.pool_bytes)
+            first = _seconds(rows, rep, "process_start_to_first_answer", buffer_pool_load=on)
+            if on:
+                pages = (m.get("shutdown") or {}).get("dump_pages")
+                loaded = _seconds(rows, rep, "process_start_to_buffer_pool_loaded", buffer_pool_load=True)
+                if pages is not None and loaded is not None:
+                    obs("buffer_pool_load", _sub(loaded, ready), pages * pg)
+                    held = min(sizes.pool_bytes or math.inf, data_pages * pg or math.inf)
+                    if math.isfinite(held) and held > 0:
+                        sizes.dump_share.append(pages * pg / held)
+            else:
+                obs("engine_ready_to_first_answer", _sub(first, ready))
+
+
+def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
+    """crash-during-load.json: the start to recovery, the redo scan (its redo bytes), the
+    redo apply (the pages it recovers) and the first answer after it."""
+    rows, kind = doc.get("rows") or [], "crash-during-load"
+    v = _variables(doc)
+    sizes.pool_bytes = sizes.pool_bytes or (float(v["innodb_buffer_pool_size"]) if v.get("innodb_buffer_pool_size")
+                                            else None)
+    sizes.redo_log_bytes = sizes.redo_log_bytes or (float(v["innodb_log_file_size"])
+                                                    if v.get("innodb_log_file_size") else None)
+    for det in doc.get("detail") or []:
+        rep = det.get("repetition", 0)
+        rec = det.get("recovery") or {}
+        redo = rec.get("redo_bytes")
+        batches = rec.get("redo_batches") or []
+        pages = next((b["numbers"][0] for b in batches if b.get("event") == "to_recover" and b.get("numbers")), None)
+        sizes.multi_batch |= any(b.get("event") == "multi_batch" for b in batches)
+        if redo is not None:
+            sizes.checkpoint_age.append(float(redo))
+            share = det["committed_files"] / det["files"] if det.get("files") else None
+            if pages is not None and share:
+                sizes.recovered_pages.append((float(redo), float(pages), share, rec.get("end_lsn")))
+        start = _seconds(rows, rep, "process_start_to_recovery_start")
+        scan, apply_ = _seconds(rows, rep, "redo_scan"), _seconds(rows, rep, "redo_apply")
+        first = _seconds(rows, rep, "process_start_to_first_answer")
+        for phase, s, q in (("start_to_recovery", start, None), ("redo_scan", scan, redo),
+                            ("redo_apply", apply_, None if pages is None else pages * sizes.page_bytes),
+                            ("ready_to_first_answer", _sub(first, (start or 0) + (scan or 0) + (apply_ or 0)), None)):
+            if s is not None:
+                out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
+
+
+def _node(doc: dict, sizes: RungSizes, out: list) -> None:
+    """cluster/<kind>.json: a node's shutdown, its start to the state transfer, the transfer
+    (its bytes) and the transfer's end to synced."""
+    kind, rows = doc["kind"], doc.get("rows") or []
+    sizes.gcache_bytes = _size(doc.get("gcache_size"))
+    sizes.down_s = (doc.get("load_options") or {}).get("down_s")
+    for det in doc.get("detail") or []:
+        rep, tr = det.get("repetition", 0), det.get("transfer") or {}
+        sizes.transfers.setdefault(kind, []).append(tr.get("kind"))
+        nbytes = tr.get("bytes")
+        if tr.get("kind") == "SST" and nbytes:
+            sizes.sst_bytes.append(float(nbytes))
+        down = _seconds(rows, rep, "node_down")
+        if tr.get("kind") == "IST" and nbytes is not None and down:
+            sizes.ist_bytes_per_down_s.append(float(nbytes) / down)
+        start = _seconds(rows, rep, "process_start_to_transfer_start")
+        end, synced = _seconds(rows, rep, "process_start_to_transfer_end"), _seconds(rows, rep,
+                                                                                   "process_start_to_synced")
+        for phase, s, q in (("shutdown", _seconds(rows, rep, "shutdown"), None),
+                            ("start_to_transfer", start, None),
+                            ("state_transfer", _sub(end, start), nbytes),
+                            ("transfer_end_to_synced", _sub(synced, end), None)):
+            if s is not None:
+                out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
+
+
+def _size(text) -> float | None:
+    if not text:
+        return None
+    from ..core.infra.targets import parse_size
+    return float(parse_size(str(text)))
+
+
+READERS = {"clean": _clean, "crash-during-load": _crash, "node-restart-ist": _node, "node-restart-sst": _node}
+
+
+def read_restarts(results: list) -> tuple[list[Obs], dict]:
+    """Every restart phase observed in the ``results/<run>`` directories, and each (run,
+    target)'s :class:`RungSizes`."""
+    obs: list[Obs] = []
+    sizes: dict = {}
+    for res in map(Path, results):
+        for stage in ("restart", "cluster"):
+            for f in sorted((res / stage).glob("*/*.json")):
+                kind = f.stem
+                doc = _json(f) if kind in READERS else None
+                if not isinstance(doc, dict) or doc.get("failed") or not doc.get("rows"):
+                    continue
+                target = f.parent.name
+                s = sizes.get((res.name, target))
+                if s is None:
+                    s = sizes[(res.name, target)] = RungSizes(res.name, target, device=device(res, target))
+                    summary = _json(res / "restart" / target / "summary.json") or {}
+                    s.rows = int(summary.get("rows") or 0)
+                READERS[kind](doc, s, obs)
+    for s in sizes.values():
+        if s.data_bytes is None and s.sst_bytes:
+            s.data_bytes = statistics.median(s.sst_bytes)
+    return obs, sizes
