@@ -174,3 +174,28 @@ def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):
         assert p["total_ci_low"] <= p["total_s"] <= p["total_ci_high"] and p["dominant"] in model.KINDS[p["key"]["kind"]]
     assert got["node-restart-sst"]["dominant"] == "state_transfer"
     assert "checkpoint age" in got["crash-during-load"]["regime"][0]
+
+
+def test_files_named_on_predicts_command_line_are_read_guarded(tmp_path, capsys):
+    """--sealed /dev/zero once grew to 23.5 GB; a FIFO given to --device hung; a device file's
+    YAML error echoed its lines; .inf passed as a positive number; 1e308 was refused as text."""
+    import os
+    rung = _write_rung(tmp_path, "r1", 1)
+    base = ["predict", "--config", "config/restart-study.yaml", "--results", rung, "--data", "1G"]
+    assert main([*base, "--sealed", "/dev/zero"]) != 0
+    assert "/dev/zero is not a regular file" in capsys.readouterr().err
+    fifo = tmp_path / "dev.fifo"
+    os.mkfifo(fifo)
+    assert main([*base, "--device", str(fifo)]) != 0
+    assert "is not a regular file" in capsys.readouterr().err
+    dev = tmp_path / "dev.yaml"
+    dev.write_text("page_read_us: 85\nsecret_token: [unclosed\n")
+    assert main([*base, "--device", str(dev)]) != 0
+    err = capsys.readouterr().err
+    assert "line" in err and "secret_token" not in err
+    figures = "page_write_us: 20\nseq_read_MBps: 3200\nseq_write_MBps: 1050\n"
+    dev.write_text("page_read_us: .inf\n" + figures)
+    assert main([*base, "--device", str(dev)]) != 0
+    assert "'page_read_us' must be a positive finite number" in capsys.readouterr().err
+    dev.write_text("page_read_us: 1e2\n" + figures)
+    assert main([*base, "--device", str(dev)]) == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core.infra.config import ConfigError
+from ..core.infra.config import ConfigError, yamlfile
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
@@ -141,9 +141,9 @@ def _same_pool(key: tuple, measured: list, pool: float):
 def _device_file(path: str) -> dict:
     """A device's published figures (--device FILE) as a target's fio figures."""
     try:
-        return device_figures(yaml.safe_load(Path(path).read_text()), path)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--device {path}: {exc}") from None
+        return device_figures(yamlfile.read(path, "--device", "a device's figures (YAML)"), path)
+    except yamlfile.YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
     except ValueError as exc:
         raise ConfigError(f"--device {exc}") from None
 

@@ -249,9 +249,13 @@ def device_figures(doc, path) -> dict:
                          f"seq_read_MBps, seq_write_MBps)")
     def num(key):
         v = doc.get(key)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise ValueError(f"{path}: '{key}' must be a positive number (got {v!r})")
-        return float(v)
+        try:   # YAML reads 1e308 (no dot) as text: a number all the same
+            f = float(v) if isinstance(v, str) else v
+        except ValueError:
+            f = None
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not f > 0:
+            raise ValueError(f"{path}: '{key}' must be a positive finite number (got {v!r})")
+        return float(f)
     out = {FIGURES[k]: num(k) / 1e6 for k in FIGURES if k != "cache_read_us" or k in doc}
     w, r = num("seq_write_MBps"), num("seq_read_MBps")
     unknown = sorted(set(doc) - set(FIGURES) - {"name", "seq_read_MBps", "seq_write_MBps"})

@@ -9,17 +9,21 @@ import json
 import math
 from pathlib import Path
 
+from ..core.infra.config.yamlfile import read_bytes
+
 SHOWN = 4   # differences named in the refusal; the rest counted
+MAX_SEALED = 64 * 2 ** 20   # a prediction with its curves is a few MiB
 
 
 def read(path) -> dict:
     """The sealed prediction's JSON (``catbench predict --out``); ValueError naming the file."""
     p = Path(path)
+    if not p.exists():
+        raise ValueError(f"--sealed {p}: no such file; seal the prediction first (make far-seal)")
+    data = read_bytes(p, "--sealed", MAX_SEALED, "a prediction written by catbench predict --out")
     try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ValueError(f"--sealed {p}: no such file; seal the prediction first (make far-seal)") from None
-    except (OSError, ValueError) as exc:
+        doc = json.loads(data)
+    except ValueError as exc:
         raise ValueError(f"--sealed {p}: not a prediction written by catbench predict --out ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("predictions"), list) or \
             not all(isinstance(e, dict) and isinstance(e.get("key"), dict) for e in doc["predictions"]):

@@ -37,23 +37,33 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         return super().construct_mapping(node, deep)
 
 
-def read(path, what: str):
-    """The YAML value of file ``path``; ``what`` (e.g. "config key 'base'") begins every
-    error, which names the file and, for YAML errors, the line."""
+def read_bytes(path, what: str, max_bytes: int = MAX_BYTES, kind: str = "a config file") -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes`` (a device, a FIFO or a
+    directory is refused before it is opened: none of them ends or is a file); ``what``
+    (e.g. "--sealed") begins every error, which names the file."""
     p = Path(path)
     try:
         if not p.exists():
-            raise YamlFileError(f"{what}: {p} does not exist; give a YAML config file")
+            raise YamlFileError(f"{what}: {p} does not exist; give {kind}")
         if not p.is_file():
-            raise YamlFileError(f"{what}: {p} is not a regular file; give a YAML config file")
-        if p.stat().st_size > MAX_BYTES:
+            raise YamlFileError(f"{what}: {p} is not a regular file; give {kind}")
+        if p.stat().st_size > max_bytes:
             raise YamlFileError(f"{what}: {p} has {p.stat().st_size:,} bytes, more than a config's "
-                                f"{MAX_BYTES:,}; is it a config file?")
+                                f"{max_bytes:,}; is it {kind}?" if kind.endswith("config file") else
+                                f"{what}: {p} has {p.stat().st_size:,} bytes, more than {max_bytes:,}; is it {kind}?")
         with open(p, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+            data = f.read(max_bytes + 1)
     except OSError as e:
-        raise YamlFileError(f"{what}: cannot read {p} ({e.strerror}); give a config file") from None
-    return parse(data, f"{what}: {p}")
+        raise YamlFileError(f"{what}: cannot read {p} ({e.strerror}); give {kind}") from None
+    if len(data) > max_bytes:
+        raise YamlFileError(f"{what}: {p} grew past {max_bytes:,} bytes while read; is it {kind}?")
+    return data
+
+
+def read(path, what: str, kind: str = "a YAML config file"):
+    """The YAML value of file ``path``; ``what`` (e.g. "config key 'base'") begins every
+    error, which names the file and, for YAML errors, the line (never its text)."""
+    return parse(read_bytes(path, what, kind=kind), f"{what}: {path}")
 
 
 def parse(data: bytes | str, where: str):
