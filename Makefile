@@ -103,7 +103,7 @@ ladder: $(STAMP)
 	  --out results/$(LADDER_RUN)/predict/prediction.json
 	$(SNAKEMAKE_RUN) --configfile $(LADDER) --forcerun report_html
 
-# A node's restart at a larger size than its rungs (workflow/catbench/predict/restart.md): the
+# A node's restart at a larger size than its rungs (workflow/catbench/predict/restarts/model.md): the
 # restart study's rungs (data, pool, redo log, gcache and downtime scaled by the rows), its own
 # run, and that run predicted from the rungs and held against it. RESTART=: your own study's config.
 RESTART ?= config/restart-study.yaml

@@ -132,6 +132,9 @@ def test_unknown_kind_is_rejected():
         RestartSpec.of({**cfg, "restart": {**cfg["restart"], "kinds": ["warm"]}})
     with pytest.raises(RestartError, match="unknown fault drill"):
         RestartSpec.of(cfg, fault="no-such-drill")
+    with pytest.raises(RestartError, match=r"restart.crash_point must be \[low, high\]"):
+        RestartSpec.of({**cfg, "restart": {**cfg["restart"], "crash_point": [0.9, 0.6]}})
+    assert RestartSpec.of(cfg).crash_point == (0.0, 1.0)
 
 
 LOG = """\

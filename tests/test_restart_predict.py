@@ -1,4 +1,4 @@
-"""The restart half of the scale model (workflow/catbench/predict/restart.md): fits, the user's
+"""The restart half of the scale model (workflow/catbench/predict/restarts/model.md): fits, the user's
 quantities, its regimes, and ``catbench predict --data`` over rung result files written in the
 restart and cluster stages' format."""
 
@@ -10,8 +10,8 @@ import math
 import pytest
 
 from catbench.cli.main import main
-from catbench.predict import restart as model
-from catbench.predict.restart_runs import Obs, RungSizes, read_restarts
+from catbench.predict.restarts import model
+from catbench.predict.restarts.runs import Obs, RungSizes, read_restarts
 
 G = 2 ** 30
 
@@ -39,18 +39,18 @@ def test_a_flat_phase_is_a_fixed_cost_whose_upper_end_carries_the_growth_not_exc
 
 
 def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
-    sh = model.Shares(0.7, 1000.0, 1.0, 0.1, 0.9, None, None, False, 16384)
+    sh = model.Shares(0.7, 1000.0, 1.0, 0.9, None, None, False, 16384)
     n = 1e6
     assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))
     assert sh.recovered(1e15, n * 16384) == pytest.approx(n * 16384)
-    assert model.Shares(0.7, None, 1.0, 0.1, 0.9, None, None, False, 16384).recovered(1.0, 5.0) == 5.0
+    assert model.Shares(0.7, None, 1.0, 0.9, None, None, False, 16384).recovered(1.0, 5.0) == 5.0
 
 
 def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:
     data, log = 1e8 * scale, 5e7 * scale
     s = RungSizes(run, "disk", rows=int(1e6 * scale), data_bytes=data, pool_bytes=2 * data, redo_log_bytes=log,
                   checkpoint_age=[0.7 * log] * 2, recovered_pages=[(0.7 * log, 0.5 * data / 16384, 0.8, None)] * 2,
-                  multi_batch=multi, dirty_share=[0.5, 0.5], dump_share=[1.0, 1.0], sst_bytes=[1.1 * data] * 2,
+                  multi_batch=multi, dump_share=[1.0, 1.0], sst_bytes=[1.1 * data] * 2,
                   ist_bytes_per_down_s=[1e5, 1e5], device={"page_read_s": 1e-4, "seq_write_s_per_byte": 1e-9})
     obs = []
     for rep, e in ((0, 0.01), (1, -0.01)):

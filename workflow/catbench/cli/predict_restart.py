@@ -1,6 +1,6 @@
 """``catbench predict``'s restart half: each restart kind's phases and total at the user's node
 (--data, --pool, --redo, --checkpoint-age, --write-rate, --downtime, --gcache, --device) from
-the rungs' restart and cluster results (predict/restart.md), and the rungs' own prediction
+the rungs' restart and cluster results (predict/restarts/model.md), and the rungs' own prediction
 held against a measured run (--measured)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import statistics
 
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import human, parse_size
-from ..predict import restart as model
-from ..predict.restart_runs import read_restarts
+from ..predict.restarts import model
+from ..predict.restarts.runs import read_restarts
 from ..predict.spec import RestartTarget
 
 

@@ -69,7 +69,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
-from .restart_at_scale import rows as restart_rows
+from .at_scale import restart_rows
 from .views import I, REQUIRED, S, VIEWS, current_names
 
 log = logging.getLogger(__name__)

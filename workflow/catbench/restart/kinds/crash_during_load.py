@@ -207,7 +207,8 @@ def run(run, rep: int) -> tuple[list[dict], dict]:
     create_table(run.conn_(), run.v, TABLE)
     run.loaded = False
     lo, hi = run.spec.crash_point
-    k = rng.randint(max(1, math.ceil(lo * (n - 1))), max(1, math.floor(hi * (n - 1)))) if n > 1 else 0
+    first = max(1, math.ceil(lo * (n - 1)))     # a range narrower than a file holds one file
+    k = rng.randint(first, max(first, math.floor(hi * (n - 1)))) if n > 1 else 0
     frac = rng.uniform(0.2, 0.8)
     details = {"repetition": rep, "files": n, "planned_committed_files": k, "kill_fraction": frac}
     median = p50(run.load_files(run.infos[:k], [])) or 0.01

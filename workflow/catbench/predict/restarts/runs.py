@@ -11,7 +11,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .runs import device
+from ...core.infra.targets import parse_size
+from ..runs import device
 
 PAGE = 16384   # InnoDB's page when the run did not record innodb_page_size
 
@@ -42,7 +43,6 @@ class RungSizes:
     # per kill: (redo bytes since the checkpoint, pages to recover, the input's share committed, its LSN)
     recovered_pages: list = field(default_factory=list)
     multi_batch: bool = False           # a recovery that needed several batches
-    dirty_share: list = field(default_factory=list)      # dirty pages at shutdown ÷ the data's pages
     dump_share: list = field(default_factory=list)       # pages in the dump ÷ min(pool, data) pages
     sst_bytes: list = field(default_factory=list)        # bytes an SST moved
     ist_bytes_per_down_s: list = field(default_factory=list)
@@ -90,7 +90,6 @@ def _clean(doc: dict, sizes: RungSizes, out: list) -> None:
             data_pages = settle.get("data_pages") or 0
             if data_pages:
                 sizes.data_bytes = max(sizes.data_bytes or 0.0, float(data_pages * pg))
-                sizes.dirty_share.append(settle.get("dirty_pages_before", 0) / data_pages)
             obs = lambda phase, s, q=None: s is not None and out.append(  # noqa: E731
                 Obs(sizes.run, sizes.target, kind, phase, rep, float(s), q))
             obs("flush_dirty_pages", settle.get("seconds"), (settle.get("dirty_pages_before") or 0) * pg)
@@ -170,7 +169,6 @@ def _node(doc: dict, sizes: RungSizes, out: list) -> None:
 def _size(text) -> float | None:
     if not text:
         return None
-    from ..core.infra.targets import parse_size
     return float(parse_size(str(text)))
 
 

@@ -1,4 +1,4 @@
-"""A node's restart at the user's size from the rungs' phases (predict/restart.md): each
+"""A node's restart at the user's size from the rungs' phases (predict/restarts/model.md): each
 phase's seconds fitted against the quantity that drives it (a + b·q, or a fixed cost where no
 quantity drives it or no growth is seen), that quantity taken to the user's data, pool, redo
 log, downtime and gcache, the kind's total summed with its interval, the phase that dominates
@@ -14,16 +14,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..core.infra.targets import human
-from .restart_runs import Obs, RungSizes
+from ...core.infra.targets import human
+from .runs import Obs, RungSizes
 
-# kind -> its phases in order; the total is their sum (a clean restart: the dirty pages flushed,
-# the shutdown, the start and the pool's load from its dump or the first answer; a crash: the
-# start, the redo scan and apply, the first answer; a Galera node: shutdown to synced, less the
-# time it was kept down)
+# kind -> its phases in order; the total is their sum (a clean restart: the shutdown, the start
+# and the pool's load from its dump or the first answer; a crash: the start, the redo scan and
+# apply, the first answer; a Galera node: shutdown to synced, less the time it was kept down).
+# The clean kind flushes its dirty pages before it shuts down, at the page cleaners' pace
+# (innodb_io_capacity), not at a shutdown's: that flush is recorded, not counted.
 KINDS = {
-    "clean/dump-on": ("flush_dirty_pages", "shutdown", "start_to_engine_ready", "buffer_pool_load"),
-    "clean/dump-off": ("flush_dirty_pages", "shutdown", "start_to_engine_ready", "engine_ready_to_first_answer"),
+    "clean/dump-on": ("shutdown", "start_to_engine_ready", "buffer_pool_load"),
+    "clean/dump-off": ("shutdown", "start_to_engine_ready", "engine_ready_to_first_answer"),
     "crash-during-load": ("start_to_recovery", "redo_scan", "redo_apply", "ready_to_first_answer"),
     "node-restart-sst": ("shutdown", "start_to_transfer", "state_transfer", "transfer_end_to_synced"),
     "node-restart-ist": ("shutdown", "start_to_transfer", "state_transfer", "transfer_end_to_synced"),
@@ -40,7 +41,6 @@ class Driver:
 
 
 DRIVERS = {
-    "flush_dirty_pages": Driver("dirty pages at shutdown", "page"),
     "start_to_engine_ready": Driver("buffer pool", "memory"),
     "buffer_pool_load": Driver("pages in the dump", "page"),
     "redo_scan": Driver("redo since the checkpoint", "thread"),
@@ -137,7 +137,6 @@ class Shares:
     checkpoint_age: float | None     # redo since the checkpoint at a kill ÷ the redo log
     redo_per_touch: float | None     # redo bytes a page touch costs (from pages recovered, below)
     crash_share: float | None        # the input committed at a kill
-    dirty: float | None              # dirty pages at shutdown ÷ the data's pages
     dump: float | None               # pages in the dump ÷ min(pool, data)
     sst: tuple[float, float] | None  # bytes an SST moves = c0 + c1 · data
     ist_per_down_s: float | None     # write-set bytes missed a second down
@@ -162,7 +161,7 @@ class Shares:
         elif pts:
             sst = (0.0, _median([b / d for d, b in pts]))
         return cls(_median(age), _median(touch), _median(share),
-                   _median([x for s in sizes for x in s.dirty_share]), _median([x for s in sizes for x in s.dump_share]),
+                   _median([x for s in sizes for x in s.dump_share]),
                    sst, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
                    any(s.multi_batch for s in sizes), sizes[0].page_bytes if sizes else 16384)
 
@@ -179,7 +178,7 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, list[str]]:
     """Each phase's driving quantity at the user's node (bytes), and the regime's words."""
     held = min(at.pool, at.data)
     age = at.checkpoint_age if at.checkpoint_age is not None else (sh.checkpoint_age or 1.0) * at.redo_log
-    out = {"flush_dirty_pages": (sh.dirty or 0.0) * held, "start_to_engine_ready": at.pool,
+    out = {"start_to_engine_ready": at.pool,
            "buffer_pool_load": (sh.dump or 1.0) * held}
     words: list[str] = []
     if kind == "crash-during-load":
