@@ -82,7 +82,7 @@ class Fit:
     note: str = ""
 
 
-SPAN = 1.5   # the least ratio of the rungs' largest quantity to their smallest that tells a slope
+SPAN = 1.2   # the least ratio of the rungs' largest quantity to their smallest that tells a slope
 
 
 def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> Fit:
@@ -199,14 +199,19 @@ def _b(n: float) -> str:
 
 
 def bound(f: Fit, drv: Driver | None, dev: dict, page: int) -> str:
-    """What bounds a phase on the rungs' target: the device, the CPU, one thread, or nothing
-    that grows (a fixed cost)."""
+    """What bounds a phase on the rungs' target: the device where a byte (a page) costs at most
+    twice the device's own time for it (fio's sequential write, its 16 KiB random read at
+    queue depth 1; reads issued together cost less than that), the CPU or one thread where it
+    costs more, or nothing that grows (a fixed cost)."""
     if drv is None or not f.b:
         return "fixed"
     if drv.work == "page" and dev.get("page_read_s"):
-        return "device (random pages)" if f.b * page >= 0.5 * dev["page_read_s"] else "CPU (pages cached or read ahead)"
+        per_page = f.b * page
+        if per_page < 0.05 * dev["page_read_s"]:
+            return "CPU (pages cached)"
+        return "device (random pages)" if per_page <= 2 * dev["page_read_s"] else "CPU"
     if drv.work in ("seq", "thread") and dev.get("seq_write_s_per_byte"):
-        if f.b >= 0.5 * dev["seq_write_s_per_byte"]:
+        if f.b <= 2 * dev["seq_write_s_per_byte"]:
             return "device (sequential)"
         return "one thread" if drv.work == "thread" else "CPU"
     return {"memory": "memory", "thread": "one thread"}.get(drv.work, "CPU")
@@ -292,7 +297,8 @@ def predict_all(obs: list[Obs], sizes: dict, at: At, confidence: float, floor: f
             if not mine:
                 continue
             p = predict_kind(kind, mine, rungs, at, confidence, floor)
-            missed = quantities(at, Shares.of(rungs), kind)[0].get("state_transfer")
+            missed = quantities(at, Shares.of(rungs), kind)[0].get("state_transfer") \
+                if kind == "node-restart-ist" else None
             if missed and at.gcache and missed > at.gcache:
                 sst = [o for o in obs if o.target == target and o.kind == "node-restart-sst"]
                 words = (f"{_b(missed)} of write sets missed outgrow the donor's {_b(at.gcache)} gcache: "
