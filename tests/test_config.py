@@ -180,6 +180,10 @@ def test_a_ram_and_a_held_page_cache_together_are_refused_naming_both():
     with pytest.raises(ConfigError, match=r"config keys 'server.ram' and 'server.page_cache': give one"):
         validate({"server": {"ram": "1G", "page_cache": "10M"}})
     assert validate({"server": {"page_cache": "10M"}})["server"]["page_cache"] == "10M"
+    for key, value in (("ram", "0K"), ("ram", "48M"), ("page_cache", "0K"), ("page_cache", "512K")):
+        with pytest.raises(ConfigError, match=rf"config key 'server.{key}': {value} is under"):
+            validate({"server": {key: value}})
+    assert validate({"server": {"ram": "128M"}})["server"]["ram"] == "128M"
 
 
 def test_a_wrong_skip_pair_still_names_load_skip():

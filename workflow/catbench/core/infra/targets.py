@@ -15,6 +15,7 @@ import psutil
 from .config import estimated_objects, target_dir
 from .config.owner import user_name
 from .errors import TargetError
+from .sizes import human, parse_size  # noqa: F401 - where most callers find them
 
 
 @dataclass(frozen=True)
@@ -22,29 +23,6 @@ class Target:
     """A job's storage target: its name in the config and the directory on it the job uses."""
     name: str
     path: Path
-
-
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-
-
-def parse_size(text) -> int:
-    """Bytes from ``4096``, ``"256M"``, ``"1.5G"``, ``"2GiB"`` (binary units)."""
-    if isinstance(text, (int, float)):
-        return int(text)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGTP]?)(?:i?B)?\s*", str(text), re.I)
-    if not m:
-        raise ValueError(f"cannot read size {text!r}; use a number of bytes or e.g. 256M, 4G")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
-def human(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return str(n)
 
 
 def open_lock(path) -> int:

@@ -18,6 +18,7 @@ from ...sky.copies import COPY_STRIDE, MAX_COPIES, catalog_objects, copy_layout,
 from ...sky.chunking import resolve_auto
 from ..resources import SCHEMA_PATH, repo_dir
 from ..settings import ServerError, validate_settings
+from ..sizes import parse_size
 from . import registries, yamlfile
 from .owner import foreign_owner, user_name
 
@@ -262,6 +263,7 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
                           f"loads chunk tables from TSV, DuckDB reads Parquet); add it, or "
                           f"remove queries from 'stages'")
     _check_targets(cfg)
+    _check_memory(cfg["server"])
     if cfg["server"].get("ram") and cfg["server"].get("page_cache"):
         raise ConfigError("config keys 'server.ram' and 'server.page_cache': give one (the RAM of the server and "
                           "its page cache, or its page cache beside whatever the server itself holds)")
@@ -335,6 +337,22 @@ def _check_plain(key: str, value, pattern=_SAFE_PATH, what="a path"):
         raise ConfigError(f"config key '{key}': {str(value)!r} is not {what} catbench can use "
                           f"safely (allowed: letters, digits and _ . / + , @ % = ~ : -; no spaces, "
                           f"quotes, ';', '$' or newlines)")
+
+
+# The least memory a key may give: a private MariaDB server with a 6 MiB pool holds ~100 MiB of
+# its own (48 MiB was OOM-killed at its start); a page cache hold under 1 MiB holds nothing.
+LEAST_MEMORY = {"ram": (128 * 2 ** 20, "a private server holds ~100 MiB of its own at start"),
+                "page_cache": (2 ** 20, "the least a ladder gives a rung")}
+
+
+def _check_memory(server: dict) -> None:
+    """server.ram and server.page_cache: null for no limit, else at least their least (0K
+    would otherwise read as no limit, and 1K fail as the server starts)."""
+    for key, (least, why) in LEAST_MEMORY.items():
+        value = server.get(key)
+        if value is not None and parse_size(value) < least:
+            raise ConfigError(f"config key 'server.{key}': {value} is under {least // 2 ** 20} MiB ({why}); "
+                              f"give at least {least // 2 ** 20}M, or null for no limit")
 
 
 def _check_targets(cfg: dict):
