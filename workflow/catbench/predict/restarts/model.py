@@ -198,6 +198,10 @@ def _b(n: float) -> str:
     return human(n)
 
 
+def _s(sec: float) -> str:
+    return f"{sec / 3600:,.1f} h" if sec >= 7200 else f"{sec / 60:,.1f} min" if sec >= 120 else f"{sec:,.1f} s"
+
+
 def bound(f: Fit, drv: Driver | None, dev: dict, page: int) -> str:
     """What bounds a phase on the rungs' target: the device where a byte (a page) costs at most
     twice the device's own time for it (fio's sequential write, its 16 KiB random read at
@@ -270,6 +274,9 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         qq = q.get(phase) if drv else None
         sec, low, high = interval(f, qq, confidence, floor)
         reach = qq / f.q_max if qq and f.q_max else None
+        if drv and f.b_high and qq and high - sec > sec:
+            out["regime"] = [*out["regime"], f"{phase}: the rungs do not tell its growth with the {drv.words} "
+                                             f"(up to +{_s(high - sec)} at your size): larger rungs would"]
         phases.append({"phase": phase, "driver": drv.words if drv else None, "quantity_bytes": qq,
                        "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high,
                        "a_s": f.a, "b_s_per_byte": f.b, "n": f.n, "bound": how, "note": f.note})
