@@ -46,8 +46,8 @@ def line(p: dict) -> str:
     dom = next(x for x in p["phases"] if x["phase"] == p["dominant"])
     return (f"{name}: {_fmt(p['total_s'])} [{_fmt(p['total_ci_low'])}, {_fmt(p['total_ci_high'])}] "
             f"({p['confidence']:.0%}); dominant {p['dominant']} {_fmt(dom['seconds'])}, bound by {dom['bound']}"
-            + (f", {dom['driver']} {human(dom['quantity_bytes'])} ({dom['past_rungs']:,.1f}x the largest rung)"
-               if dom["driver"] and dom["quantity_bytes"] and dom["past_rungs"] else "")
+            + (f", {dom['driver']}" + (f" {human(dom['quantity_bytes'])}" if dom["quantity_in_bytes"] else "")
+               + f" {dom['past_rungs']:,.1f}x the largest rung's" if dom["driver"] and dom["past_rungs"] else "")
             + ("; " + "; ".join(p["regime"]) if p.get("regime") else ""))
 
 

@@ -120,8 +120,6 @@ def answer(t, report: ReportSpec) -> list:
 
 
 # ---------------------------------------------------------------- restarts
-RESTART_COLUMNS = ("target", "kind", "total_s", "total_ci_low", "total_ci_high", "confidence", "dominant", "dominant_s",
-           "dominant_bound", "driver", "quantity_bytes", "past_rungs", "regime", "refused")
 RESTART_HOW_TO = ("No restart at your scale in this run: `make restart-ladder` runs a restart study's rungs and predicts "
           "its node; for yours, `catbench predict --config C --results <rung> … --data 600G --pool 128G --redo 8G "
           "--out results/<run>/predict/prediction.json` (workflow/catbench/predict/restarts/model.md).")
@@ -138,7 +136,8 @@ def restart_rows(doc) -> list[dict]:
                     "total_ci_low": p.get("total_ci_low"), "total_ci_high": p.get("total_ci_high"),
                     "confidence": p.get("confidence"), "dominant": p.get("dominant"), "dominant_s": dom.get("seconds"),
                     "dominant_bound": dom.get("bound"), "driver": dom.get("driver"),
-                    "quantity_bytes": dom.get("quantity_bytes"), "past_rungs": dom.get("past_rungs"),
+                    "quantity_bytes": dom.get("quantity_bytes"), "quantity_in_bytes": dom.get("quantity_in_bytes"),
+                    "past_rungs": dom.get("past_rungs"),
                     "regime": "; ".join(p.get("regime") or []) or None, "refused": p.get("refused")})
     return out
 
@@ -156,8 +155,9 @@ def _restart_row(r: dict) -> list:
     if r.get("refused"):
         return [r["kind"], "no answer", "–", "–", f"refused: {r['refused']}"]
     dom = f"{r['dominant']} {_rt(r['dominant_s'])}, {r['dominant_bound']}"
-    if r.get("driver") and r.get("quantity_bytes"):
-        dom += f" ({r['driver']} {human(r['quantity_bytes'])}, {r['past_rungs']:,.1f}× the largest rung)"
+    if r.get("driver") and r.get("past_rungs"):
+        size = f" {human(r['quantity_bytes'])}" if r.get("quantity_in_bytes") else ""
+        dom += f" ({r['driver']}{size}, {r['past_rungs']:,.1f}× the largest rung's)"
     return [r["kind"], _rt(r["total_s"]), f"{_rt(r['total_ci_low'])} – {_rt(r['total_ci_high'])}", dom,
             r.get("regime") or "–"]
 

@@ -33,18 +33,19 @@ KINDS = {
 
 @dataclass(frozen=True)
 class Driver:
-    """What drives a phase: its words, and the kind of work a byte of it is (``seq``: bytes
-    read or written in order; ``page``: random pages; ``thread``: one thread's parsing;
-    ``memory``: the pool mapped)."""
+    """What drives a phase: its words, the kind of work a byte of it is (``seq``: bytes read or
+    written in order; ``page``: random pages; ``thread``: one thread's parsing; ``memory``: the
+    pool mapped), and whether its quantity is bytes (else a byte × log2 count)."""
     words: str
     work: str
+    in_bytes: bool = True
 
 
 DRIVERS = {
     "start_to_engine_ready": Driver("buffer pool", "memory"),
     "buffer_pool_load": Driver("pages in the dump", "page"),
-    "redo_scan": Driver("redo since the checkpoint", "thread"),
-    "redo_apply": Driver("pages recovered", "page"),
+    "redo_scan": Driver("redo since the checkpoint × log2 of the pages it touches", "thread", False),
+    "redo_apply": Driver("redo since the checkpoint × log2 of the pages it touches", "page", False),
     ("node-restart-sst", "state_transfer"): Driver("bytes an SST moves", "seq"),
     ("node-restart-ist", "state_transfer"): Driver("write sets missed", "thread"),
 }
@@ -174,24 +175,32 @@ class Shares:
         return self.page * n * (1 - math.exp(-age / (self.redo_per_touch * n)))
 
 
-def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, list[str]]:
-    """Each phase's driving quantity at the user's node (bytes), and the regime's words."""
-    held = min(at.pool, at.data)
-    age = at.checkpoint_age if at.checkpoint_age is not None else (sh.checkpoint_age or 1.0) * at.redo_log
+def checkpoint_age(at: At, sh: Shares) -> float:
+    """The redo a crash leaves to recover: as given, else the rungs' share of the redo log."""
+    return at.checkpoint_age if at.checkpoint_age is not None else (sh.checkpoint_age or 1.0) * at.redo_log
+
+
+def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
+    """Each phase's driving quantity at the user's node, the bytes it moves a unit of it (1 where
+    the quantity is bytes), and the regime's words."""
+    held, age = min(at.pool, at.data), checkpoint_age(at, sh)
     out = {"start_to_engine_ready": at.pool,
            "buffer_pool_load": (sh.dump or 1.0) * held}
     words: list[str] = []
+    moved: dict = {}
     if kind == "crash-during-load":
-        at_crash = at.data * (sh.crash_share or 1.0)
-        out.update(redo_scan=age, redo_apply=sh.recovered(age, at_crash))
-        words.append(f"checkpoint age {_b(age)} at the kill ({'given' if at.checkpoint_age is not None else f'{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs'}), "
-                     f"{_b(out['redo_apply'])} of pages to recover")
+        pages = sh.recovered(age, at.data * (sh.crash_share or 1.0))
+        work = age * math.log2(max(2.0, pages / sh.page))
+        out.update(redo_scan=work, redo_apply=work)
+        moved.update(redo_scan=age / work, redo_apply=pages / work)   # bytes read, pages applied
+        told = "given" if at.checkpoint_age is not None else f"{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs"
+        words.append(f"checkpoint age {_b(age)} at the kill ({told}), {_b(pages)} of pages to recover")
     if kind == "node-restart-sst" and sh.sst:
         out["state_transfer"] = sh.sst[0] + sh.sst[1] * at.data
     if kind == "node-restart-ist":
         rate = at.write_rate if at.write_rate is not None else sh.ist_per_down_s
         out["state_transfer"] = (rate or 0.0) * (at.downtime_s or 0.0)
-    return out, words
+    return out, moved, words
 
 
 def _b(n: float) -> str:
@@ -202,29 +211,30 @@ def _s(sec: float) -> str:
     return f"{sec / 3600:,.1f} h" if sec >= 7200 else f"{sec / 60:,.1f} min" if sec >= 120 else f"{sec:,.1f} s"
 
 
-def bound(f: Fit, drv: Driver | None, dev: dict, page: int) -> str:
+def bound(f: Fit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) -> str:
     """What bounds a phase on the rungs' target: the device where a byte (a page) costs at most
     twice the device's own time for it (fio's sequential write, its 16 KiB random read at
     queue depth 1; reads issued together cost less than that), the CPU or one thread where it
-    costs more, or nothing that grows (a fixed cost)."""
+    costs more, or nothing that grows (a fixed cost). ``moved``: bytes a unit of its quantity."""
     if drv is None or not f.b:
         return "fixed"
+    per_byte = f.b / moved
     if drv.work == "page" and dev.get("page_read_s"):
-        per_page = f.b * page
-        if per_page < 0.05 * dev["page_read_s"]:
+        if per_byte * page < 0.05 * dev["page_read_s"]:
             return "CPU (pages cached)"
-        return "device (random pages)" if per_page <= 2 * dev["page_read_s"] else "CPU"
+        return "device (random pages)" if per_byte * page <= 2 * dev["page_read_s"] else "CPU"
     if drv.work in ("seq", "thread") and dev.get("seq_write_s_per_byte"):
-        if f.b <= 2 * dev["seq_write_s_per_byte"]:
+        if per_byte <= 2 * dev["seq_write_s_per_byte"]:
             return "device (sequential)"
         return "one thread" if drv.work == "thread" else "CPU"
     return {"memory": "memory", "thread": "one thread"}.get(drv.work, "CPU")
 
 
-def on_device(f: Fit, how: str, here: dict, there: dict | None, page: int) -> Fit:
+def on_device(f: Fit, how: str, devices: tuple[dict, dict | None], moved: float = 1.0) -> Fit:
     """The fit with its per-byte cost on another device (--device): a device-bound phase's cost
     × the devices' ratio; a CPU-bound one's at least the other device's sequential cost."""
     import dataclasses
+    here, there = devices
     if not there or not f.b:
         return f
     if how == "device (random pages)" and here.get("page_read_s") and there.get("page_read_s"):
@@ -233,18 +243,19 @@ def on_device(f: Fit, how: str, here: dict, there: dict | None, page: int) -> Fi
     if how == "device (sequential)" and seq_here and seq_there:
         return dataclasses.replace(f, b=f.b * seq_there / seq_here)
     if how in ("CPU", "one thread") and seq_there:
-        return dataclasses.replace(f, b=max(f.b, seq_there))
+        return dataclasses.replace(f, b=max(f.b, seq_there * moved))
     return f
 
 
-def _refusal(kind: str, q: dict, at: At, sh: Shares) -> str | None:
+def _refusal(kind: str, at: At, sh: Shares) -> str | None:
     """A regime no rung ran: crash recovery in several batches (MariaDB parses redo into the
     buffer pool and applies a batch once the parsed records fill about a third of it)."""
-    if kind == "crash-during-load" and q["redo_scan"] > at.pool / 3 and not sh.multi_batch:
-        return (f"recovering {_b(q['redo_scan'])} of redo with a {_b(at.pool)} pool takes several batches "
+    age = checkpoint_age(at, sh)
+    if kind == "crash-during-load" and age > at.pool / 3 and not sh.multi_batch:
+        return (f"recovering {_b(age)} of redo with a {_b(at.pool)} pool takes several batches "
                 f"(the parsed redo outgrows a third of the pool); no rung recovered in several batches: run a "
                 f"rung whose innodb_buffer_pool_size is under 3x its checkpoint age (restart.settings), or give "
-                f"a --pool over {_b(3 * q['redo_scan'])}")
+                f"a --pool over {_b(3 * age)}")
     return None
 
 
@@ -254,9 +265,9 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
     each; ``refused`` where the rungs do not reach the user's regime."""
     sh = Shares.of(sizes)
     here = _median_device(sizes)
-    q, words = quantities(at, sh, kind)
+    q, moved, words = quantities(at, sh, kind)
     out = {"kind": kind, "rungs": sorted({o.run for o in obs}), "regime": words, "confidence": confidence}
-    refused = _refusal(kind, q, at, sh)
+    refused = _refusal(kind, at, sh)
     if refused:
         return {**out, "refused": refused}
     phases, total, down, up = [], 0.0, 0.0, 0.0
@@ -269,8 +280,8 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
             f = fit(pts if drv else [(None, y) for _, y in pts], confidence)
         except ValueError as exc:
             return {**out, "refused": f"phase {phase} ({drv.words}): {exc}"}
-        how = bound(f, drv, here, sh.page)
-        f = on_device(f, how, here, at.device, sh.page)
+        how = bound(f, drv, here, sh.page, moved.get(phase, 1.0))
+        f = on_device(f, how, (here, at.device), moved.get(phase, 1.0))
         qq = q.get(phase) if drv else None
         sec, low, high = interval(f, qq, confidence, floor)
         reach = qq / f.q_max if qq and f.q_max else None
@@ -278,6 +289,7 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
             out["regime"] = [*out["regime"], f"{phase}: the rungs do not tell its growth with the {drv.words} "
                                              f"(up to +{_s(high - sec)} at your size): larger rungs would"]
         phases.append({"phase": phase, "driver": drv.words if drv else None, "quantity_bytes": qq,
+                       "quantity_in_bytes": bool(drv and drv.in_bytes),
                        "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high,
                        "a_s": f.a, "b_s_per_byte": f.b, "n": f.n, "bound": how, "note": f.note})
         total += sec

@@ -133,8 +133,10 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
         start = _seconds(rows, rep, "process_start_to_recovery_start")
         scan, apply_ = _seconds(rows, rep, "redo_scan"), _seconds(rows, rep, "redo_apply")
         first = _seconds(rows, rep, "process_start_to_first_answer")
-        for phase, s, q in (("start_to_recovery", start, None), ("redo_scan", scan, redo),
-                            ("redo_apply", apply_, None if pages is None else pages * sizes.page_bytes),
+        # each redo record is put into, then read from, an ordered map of the pages it touches
+        # (MariaDB's recv_sys.pages): its cost grows with log2 of their count
+        work = None if redo is None or not pages else float(redo) * math.log2(max(2, pages))
+        for phase, s, q in (("start_to_recovery", start, None), ("redo_scan", scan, work), ("redo_apply", apply_, work),
                             ("ready_to_first_answer", _sub(first, (start or 0) + (scan or 0) + (apply_ or 0)), None)):
             if s is not None:
                 out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
