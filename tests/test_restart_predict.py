@@ -39,18 +39,18 @@ def test_a_flat_phase_is_a_fixed_cost_whose_upper_end_carries_the_growth_not_exc
 
 
 def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
-    sh = model.Shares(0.7, 1000.0, 1.0, 0.9, None, None, False, 16384)
+    sh = model.Shares(0.7, 1000.0, 1.0, 0.9, None, None, 0.3, math.inf, 16384)
     n = 1e6
     assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))
     assert sh.recovered(1e15, n * 16384) == pytest.approx(n * 16384)
-    assert model.Shares(0.7, None, 1.0, 0.9, None, None, False, 16384).recovered(1.0, 5.0) == 5.0
+    assert model.Shares(0.7, None, 1.0, 0.9, None, None, 0.3, math.inf, 16384).recovered(1.0, 5.0) == 5.0
 
 
 def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:
     data, log = 1e8 * scale, 5e7 * scale
     s = RungSizes(run, "disk", rows=int(1e6 * scale), data_bytes=data, pool_bytes=2 * data, redo_log_bytes=log,
                   checkpoint_age=[0.7 * log] * 2, recovered_pages=[(0.7 * log, 0.5 * data / 16384, 0.8, None)] * 2,
-                  multi_batch=multi, dump_share=[1.0, 1.0], sst_bytes=[1.1 * data] * 2,
+                  batches=[(0.7 * log, multi)] * 2, dump_share=[1.0, 1.0], sst_bytes=[1.1 * data] * 2,
                   ist_bytes_per_down_s=[1e5, 1e5], device={"page_read_s": 1e-4, "seq_write_s_per_byte": 1e-9})
     obs = []
     for rep, e in ((0, 0.01), (1, -0.01)):
@@ -96,6 +96,9 @@ def test_crash_recovery_in_several_batches_is_refused_unless_a_rung_ran_it():
     obs, sizes = _ladder()
     crash = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     assert "several batches" in crash["refused"] and "innodb_buffer_pool_size" in crash["refused"]
+    inside = model.At(600 * G, 8 * G, 64 * G, checkpoint_age=0.1 * 8 * G)   # as the rungs: one batch
+    crash = next(p for p in model.predict_all(obs, sizes, inside, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    assert "refused" not in crash
     obs, sizes = _ladder(multi=True)
     crash = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     assert "refused" not in crash and crash["dominant"] in ("redo_scan", "redo_apply")
@@ -139,7 +142,8 @@ def _write_rung(root, run: str, scale: float) -> str:
             ("shutdown", 0.1), ("node_down", 2.0 * scale), ("process_start_to_transfer_start", 1.5),
             ("process_start_to_transfer_end", 1.5 + (10 + nbytes / 6e7 if tr == "SST" else 0.05 + nbytes / 5e6)),
             ("process_start_to_synced", 1.6 + (10 + nbytes / 6e7 if tr == "SST" else 0.05 + nbytes / 5e6)))]
-        det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes}} for rep in range(2)]
+        det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes}}
+               for rep in range(2)]
         (c / f"{kind}.json").write_text(json.dumps({"kind": kind, "gcache_size": f"{int(4 * scale)}M",
                                                     "load_options": {"down_s": 2.0 * scale}, "rows": rows,
                                                     "detail": det}))

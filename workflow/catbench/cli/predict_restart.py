@@ -17,8 +17,7 @@ from ..predict.spec import RestartTarget
 
 def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
     """The user's node: the flags, else the config's target (its rows × the rungs' bytes a row)."""
-    per_row = [s.data_bytes / s.rows for s in sizes.values() if s.data_bytes and s.rows]
-    data = a.data or (target.rows * statistics.median(per_row) if per_row else None)
+    data = a.data or _data(target.rows, [(s.rows, s.data_bytes) for s in sizes.values() if s.data_bytes and s.rows])
     pool, redo = a.pool or target.pool, a.redo or target.redo_log
     missing = [flag for flag, v in (("--data", data), ("--pool", pool), ("--redo", redo)) if not v]
     if missing:
@@ -27,6 +26,19 @@ def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
     return model.At(float(data), float(pool), float(redo), a.checkpoint_age, a.write_rate,
                     a.downtime if a.downtime is not None else target.downtime_s,
                     float(a.gcache or target.gcache), device)
+
+
+def _data(rows: int, rungs: list[tuple[int, float]]) -> float | None:
+    """The data ``rows`` hold: the rungs' pages as a fixed part (system and undo pages) plus a
+    part a row, fitted over them (their bytes a row where they do not grow with the rows)."""
+    if not rungs:
+        return None
+    if len({r for r, _ in rungs}) >= 2:
+        import numpy as np
+        per_row, fixed = np.polyfit([r for r, _ in rungs], [b for _, b in rungs], 1)
+        if per_row > 0:
+            return float(max(0.0, fixed) + per_row * rows)
+    return rows * statistics.median(b / r for r, b in rungs)
 
 
 def _fmt(v) -> str:

@@ -46,7 +46,7 @@ DRIVERS = {
     "buffer_pool_load": Driver("pages in the dump", "page"),
     "redo_scan": Driver("redo since the checkpoint × log2 of the pages it touches", "thread", False),
     "redo_apply": Driver("redo since the checkpoint × log2 of the pages it touches", "page", False),
-    ("node-restart-sst", "state_transfer"): Driver("bytes an SST moves", "seq"),
+    ("node-restart-sst", "state_transfer"): Driver("bytes an SST streams", "seq"),
     ("node-restart-ist", "state_transfer"): Driver("write sets missed", "thread"),
 }
 
@@ -141,7 +141,8 @@ class Shares:
     dump: float | None               # pages in the dump ÷ min(pool, data)
     sst: tuple[float, float] | None  # bytes an SST moves = c0 + c1 · data
     ist_per_down_s: float | None     # write-set bytes missed a second down
-    multi_batch: bool                # a rung recovered in several batches
+    single_batch_up_to: float        # the largest checkpoint age ÷ pool a rung recovered in one batch
+    multi_batch_from: float          # the least one a rung needed several batches for (inf: none did)
     page: int
 
     @classmethod
@@ -164,7 +165,11 @@ class Shares:
         return cls(_median(age), _median(touch), _median(share),
                    _median([x for s in sizes for x in s.dump_share]),
                    sst, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
-                   any(s.multi_batch for s in sizes), sizes[0].page_bytes if sizes else 16384)
+                   max([a / s.pool_bytes for s in sizes if s.pool_bytes for a, multi in s.batches if not multi],
+                       default=0.0),
+                   min([a / s.pool_bytes for s in sizes if s.pool_bytes for a, multi in s.batches if multi],
+                       default=math.inf),
+                   sizes[0].page_bytes if sizes else 16384)
 
     def recovered(self, age: float, data_at_crash: float) -> float:
         """Pages (bytes) a recovery applies: the random keys' touches of the redo spread over
@@ -195,8 +200,8 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
         moved.update(redo_scan=age / work, redo_apply=pages / work)   # bytes read, pages applied
         told = "given" if at.checkpoint_age is not None else f"{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs"
         words.append(f"checkpoint age {_b(age)} at the kill ({told}), {_b(pages)} of pages to recover")
-    if kind == "node-restart-sst" and sh.sst:
-        out["state_transfer"] = sh.sst[0] + sh.sst[1] * at.data
+    if kind == "node-restart-sst" and sh.sst:   # the data and what the backup adds to it
+        out["state_transfer"] = max(at.data, sh.sst[0] + sh.sst[1] * at.data)
     if kind == "node-restart-ist":
         rate = at.write_rate if at.write_rate is not None else sh.ist_per_down_s
         out["state_transfer"] = (rate or 0.0) * (at.downtime_s or 0.0)
@@ -248,15 +253,21 @@ def on_device(f: Fit, how: str, devices: tuple[dict, dict | None], moved: float 
 
 
 def _refusal(kind: str, at: At, sh: Shares) -> str | None:
-    """A regime no rung ran: crash recovery in several batches (MariaDB parses redo into the
-    buffer pool and applies a batch once the parsed records fill about a third of it)."""
+    """A regime no rung ran: crash recovery in several batches (MariaDB parses the redo into the
+    buffer pool and applies a batch once the parsed records fill its share of it). The rungs
+    say where the branch lies: a checkpoint age ÷ pool within what a rung recovered in one batch
+    is one batch, one at or past what a rung needed several for is several; between, no answer."""
+    if kind != "crash-during-load":
+        return None
     age = checkpoint_age(at, sh)
-    if kind == "crash-during-load" and age > at.pool / 3 and not sh.multi_batch:
-        return (f"recovering {_b(age)} of redo with a {_b(at.pool)} pool takes several batches "
-                f"(the parsed redo outgrows a third of the pool); no rung recovered in several batches: run a "
-                f"rung whose innodb_buffer_pool_size is under 3x its checkpoint age (restart.settings), or give "
-                f"a --pool over {_b(3 * age)}")
-    return None
+    ratio = age / at.pool
+    if ratio <= sh.single_batch_up_to or ratio >= sh.multi_batch_from:
+        return None
+    return (f"recovering {_b(age)} of redo with a {_b(at.pool)} pool (checkpoint age {ratio:.2f} of the pool) may "
+            f"take several batches: the rungs recovered in one batch up to {sh.single_batch_up_to:.2f} of their "
+            f"pool{'' if math.isinf(sh.multi_batch_from) else f' and needed several from {sh.multi_batch_from:.2f}'}; "
+            f"run a rung whose innodb_buffer_pool_size is {ratio:.2f} of its checkpoint age's or less "
+            f"(restart.settings), or give a --pool over {_b(age / sh.single_batch_up_to) if sh.single_batch_up_to else '?'}")
 
 
 def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, confidence: float,

@@ -42,9 +42,9 @@ class RungSizes:
     checkpoint_age: list = field(default_factory=list)   # redo bytes at each kill
     # per kill: (redo bytes since the checkpoint, pages to recover, the input's share committed, its LSN)
     recovered_pages: list = field(default_factory=list)
-    multi_batch: bool = False           # a recovery that needed several batches
+    batches: list = field(default_factory=list)          # per kill: (checkpoint age, several batches or not)
     dump_share: list = field(default_factory=list)       # pages in the dump ÷ min(pool, data) pages
-    sst_bytes: list = field(default_factory=list)        # bytes an SST moved
+    sst_bytes: list = field(default_factory=list)        # bytes an SST streamed (mariabackup's estimate)
     ist_bytes_per_down_s: list = field(default_factory=list)
     gcache_bytes: float | None = None
     down_s: float | None = None
@@ -124,9 +124,9 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
         redo = rec.get("redo_bytes")
         batches = rec.get("redo_batches") or []
         pages = next((b["numbers"][0] for b in batches if b.get("event") == "to_recover" and b.get("numbers")), None)
-        sizes.multi_batch |= any(b.get("event") == "multi_batch" for b in batches)
         if redo is not None:
             sizes.checkpoint_age.append(float(redo))
+            sizes.batches.append((float(redo), any(b.get("event") == "multi_batch" for b in batches)))
             share = det["committed_files"] / det["files"] if det.get("files") else None
             if pages is not None and share:
                 sizes.recovered_pages.append((float(redo), float(pages), share, rec.get("end_lsn")))
@@ -152,8 +152,10 @@ def _node(doc: dict, sizes: RungSizes, out: list) -> None:
         rep, tr = det.get("repetition", 0), det.get("transfer") or {}
         sizes.transfers.setdefault(kind, []).append(tr.get("kind"))
         nbytes = tr.get("bytes")
-        if tr.get("kind") == "SST" and nbytes:
-            sizes.sst_bytes.append(float(nbytes))
+        if tr.get("kind") == "SST":   # what the backup streams (its own estimate), not the joiner's
+            nbytes = tr.get("sst_estimate_bytes")   # files: those hold the undo a load grew too
+            if nbytes:
+                sizes.sst_bytes.append(float(nbytes))
         down = _seconds(rows, rep, "node_down")
         if tr.get("kind") == "IST" and nbytes is not None and down:
             sizes.ist_bytes_per_down_s.append(float(nbytes) / down)
