@@ -39,11 +39,11 @@ def test_a_flat_phase_is_a_fixed_cost_whose_upper_end_carries_the_growth_not_exc
 
 
 def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
-    sh = model.Shares(0.7, 1000.0, 1.0, 0.9, None, None, 0.3, math.inf, 16384)
+    sh = model.Shares(0.7, 1000.0, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384)
     n = 1e6
     assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))
     assert sh.recovered(1e15, n * 16384) == pytest.approx(n * 16384)
-    assert model.Shares(0.7, None, 1.0, 0.9, None, None, 0.3, math.inf, 16384).recovered(1.0, 5.0) == 5.0
+    assert model.Shares(0.7, None, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384).recovered(1.0, 5.0) == 5.0
 
 
 def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:

@@ -141,6 +141,7 @@ class Shares:
     dump: float | None               # pages in the dump ÷ min(pool, data)
     sst: tuple[float, float] | None  # bytes an SST moves = c0 + c1 · data
     ist_per_down_s: float | None     # write-set bytes missed a second down
+    moved: dict                      # phase -> bytes a unit of its quantity moved in the rungs (1: bytes)
     single_batch_up_to: float        # the largest checkpoint age ÷ pool a rung recovered in one batch
     multi_batch_from: float          # the least one a rung needed several batches for (inf: none did)
     page: int
@@ -165,6 +166,7 @@ class Shares:
         return cls(_median(age), _median(touch), _median(share),
                    _median([x for s in sizes for x in s.dump_share]),
                    sst, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
+                   _rung_moved(sizes),
                    max([a / s.pool_bytes for s in sizes if s.pool_bytes for a, multi in s.batches if not multi],
                        default=0.0),
                    min([a / s.pool_bytes for s in sizes if s.pool_bytes for a, multi in s.batches if multi],
@@ -178,6 +180,14 @@ class Shares:
             return data_at_crash
         n = data_at_crash / self.page
         return self.page * n * (1 - math.exp(-age / (self.redo_per_touch * n)))
+
+
+def _rung_moved(sizes: list[RungSizes]) -> dict:
+    """Bytes a unit of the redo phases' quantity (redo × log2 pages) moved in the rungs: redo
+    read by the scan, pages applied by the apply; what their bound is judged a byte of."""
+    kills = [(redo, pages, s.page_bytes) for s in sizes for redo, pages, _sh, _lsn in s.recovered_pages if pages > 1]
+    return {"redo_scan": _median([1 / math.log2(n) for _r, n, _p in kills], 1.0),
+            "redo_apply": _median([n * pg / (r * math.log2(n)) for r, n, pg in kills], 1.0)}
 
 
 def checkpoint_age(at: At, sh: Shares) -> float:
@@ -291,7 +301,7 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
             f = fit(pts if drv else [(None, y) for _, y in pts], confidence)
         except ValueError as exc:
             return {**out, "refused": f"phase {phase} ({drv.words}): {exc}"}
-        how = bound(f, drv, here, sh.page, moved.get(phase, 1.0))
+        how = bound(f, drv, here, sh.page, sh.moved.get(phase, 1.0))   # as the rungs ran it
         f = on_device(f, how, (here, at.device), moved.get(phase, 1.0))
         qq = q.get(phase) if drv else None
         sec, low, high = interval(f, qq, confidence, floor)
