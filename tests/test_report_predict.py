@@ -123,3 +123,25 @@ def test_the_lead_quotes_the_protocol_on_innodb_with_its_engine_and_ids():
     lead = _lead([load("innodb", "sorted", 3600.0), load("rocksdb", "one-file-at-a-time", 7200.0, "spatial")],
                  1e10, None)
     assert "the one-file-at-a-time protocol on MyRocks with spatial ids **2.0 h**, 2× as long" in lead, lead
+
+
+def test_a_restart_prediction_answers_at_the_nodes_size_without_the_loads_how_to():
+    from catbench.report.at_scale import answer, restart_rows
+    from catbench.report.summary import Tables
+    doc = {"at": {"data_bytes": 600 * 2**30, "pool_bytes": 128 * 2**30, "redo_log_bytes": 8 * 2**30},
+           "predictions": [
+               {"key": {"target": "disk", "kind": "crash-during-load"}, "total_s": 90.0, "total_ci_low": 80.0,
+                "total_ci_high": 100.0, "confidence": 0.95, "dominant": "redo_apply", "regime": ["checkpoint age"],
+                "phases": [{"phase": "redo_apply", "seconds": 50.0, "bound": "device (random pages)",
+                            "driver": "pages", "quantity_bytes": 1e9, "quantity_in_bytes": True, "past_rungs": 80.0}]},
+               {"key": {"target": "disk", "kind": "node-restart-sst"}, "refused": "no rung ran an SST"}]}
+    rows = restart_rows(doc)
+    blocks = answer(Tables(restart_at_scale=rows), REPORT)
+    text = json.dumps(blocks)
+    assert "No prediction at your scale" not in text          # a restart study: no loads to predict
+    (table,) = [b for b in blocks if b[0] == "table"]
+    assert "a node of 600.0 GiB of data, a 128.0 GiB buffer pool and a 8.0 GiB redo log" in table[1]
+    assert table[3][0][:3] == ["crash-during-load", "90.0 s", "80.0 s – 100.0 s"]
+    assert "80.0× the largest rung's" in table[3][0][3] and table[3][1][4] == "refused: no rung ran an SST"
+    loads = answer(Tables(loads=[{"target": "disk"}], restart_at_scale=rows), REPORT)
+    assert "No prediction at your scale" in json.dumps(loads)  # a run that loaded is told how to predict it

@@ -102,8 +102,9 @@ def _lead(rows: list, n, pool) -> str:
 def answer(t, report: ReportSpec) -> list:
     """The answer first: per target, each method's time to load all N rows with its interval
     (where a second run of the same ladder would put it), its regime, the table's size."""
-    if not t.prediction:
-        return [("h2", "At your scale"), ("p", HOW_TO), *restart_section(t)]
+    if not t.prediction:    # the loads' how-to where the run loaded, or has no restart answer either
+        how = [("p", HOW_TO)] if t.loads or not t.restart_at_scale else []
+        return [("h2", "At your scale"), *how, *restart_section(t)]
     n = next((r.get("target_rows") for r in t.prediction if r.get("target_rows")), None)
     pools = {r.get("pool_bytes") for r in t.prediction if r.get("pool_bytes")}
     pool = pools.pop() if len(pools) == 1 else None    # one cache for every engine, or none named
@@ -128,6 +129,7 @@ RESTART_HOW_TO = ("No restart at your scale in this run: `make restart-ladder` r
 def restart_rows(doc) -> list[dict]:
     """One row per (target, kind) of a prediction's "restarts" (none: [])."""
     out = []
+    at = (doc or {}).get("at") or {}
     for p in (doc or {}).get("predictions") or []:
         if not isinstance(p, dict) or not isinstance(p.get("key"), dict):
             continue
@@ -138,7 +140,8 @@ def restart_rows(doc) -> list[dict]:
                     "dominant_bound": dom.get("bound"), "driver": dom.get("driver"),
                     "quantity_bytes": dom.get("quantity_bytes"), "quantity_in_bytes": dom.get("quantity_in_bytes"),
                     "past_rungs": dom.get("past_rungs"),
-                    "regime": "; ".join(p.get("regime") or []) or None, "refused": p.get("refused")})
+                    "regime": "; ".join(p.get("regime") or []) or None, "refused": p.get("refused"),
+                    **{k: at.get(k) for k in ("data_bytes", "pool_bytes", "redo_log_bytes")}})
     return out
 
 
@@ -167,10 +170,14 @@ def restart_section(t) -> list:
     if not t.restart_at_scale:
         return [("p", RESTART_HOW_TO)]
     level = next((r["confidence"] for r in t.restart_at_scale if r.get("confidence")), None)
+    first = t.restart_at_scale[0]
+    node = (f"a node of {human(first['data_bytes'])} of data, a {human(first['pool_bytes'])} buffer pool and a "
+            f"{human(first['redo_log_bytes'])} redo log" if first.get("data_bytes") and first.get("pool_bytes")
+            and first.get("redo_log_bytes") else "your node")
     out = []
     for tg in dict.fromkeys(r["target"] for r in t.restart_at_scale):
         mine = [r for r in t.restart_at_scale if r["target"] == tg]
-        out.append(("table", f"{tg}: how long a node is out at your size, each restart kind's total with its "
+        out.append(("table", f"{tg}: how long {node} is out, each restart kind's total with its "
                              f"{level or 0.95:.0%} interval and the phase that dominates it "
                              "(workflow/catbench/predict/restarts/model.md).",
                     ["restart", "total", "interval", "dominant phase", "regime"], [_restart_row(r) for r in mine]))
