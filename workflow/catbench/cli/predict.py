@@ -169,7 +169,7 @@ def cmd_predict(a) -> int:
     figures = _device_file(a.device) if a.device else None
     skipped: list = []
     groups = read_runs(a.results, skipped)
-    restarts = predict_restarts(a, cfg, fitting, figures)
+    restarts = predict_restarts(a, cfg, fitting, figures, required=not groups)
     if not groups and restarts is None:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)"
                           + (f" that ran alone: {_not_alone_text(skipped)}" if skipped else "")

@@ -63,12 +63,19 @@ def line(p: dict) -> str:
             + ("; " + "; ".join(p["regime"]) if p.get("regime") else ""))
 
 
-def predict_restarts(a, cfg: dict, fitting, device: dict | None) -> dict | None:
-    """The restart answer of ``catbench predict`` (None: no restart results in --results)."""
+def predict_restarts(a, cfg: dict, fitting, device: dict | None, required: bool = True) -> dict | None:
+    """The restart answer of ``catbench predict`` (None: no restart results in --results, or,
+    unless ``required`` (no loads to predict either), no node size to answer for: said)."""
     obs, sizes = read_restarts(a.results)
     if not obs:
         return None
-    at = _at(a, RestartTarget.of(cfg), sizes, device)
+    try:
+        at = _at(a, RestartTarget.of(cfg), sizes, device)
+    except ConfigError as exc:
+        if required:
+            raise
+        print(f"restarts not predicted: {exc}")
+        return None
     preds = model.predict_all(obs, sizes, at, fitting.confidence, fitting.run_noise)
     out = {"at": {"data_bytes": at.data, "pool_bytes": at.pool, "redo_log_bytes": at.redo_log,
                   "checkpoint_age_bytes": at.checkpoint_age, "write_rate_bytes_per_s": at.write_rate,
