@@ -139,7 +139,7 @@ class Shares:
     redo_per_touch: float | None     # redo bytes a page touch costs (from pages recovered, below)
     crash_share: float | None        # the input committed at a kill
     dump: float | None               # pages in the dump ÷ min(pool, data)
-    sst: tuple[float, float] | None  # bytes an SST moves = c0 + c1 · data
+    sst: tuple[float, float] | None  # bytes an SST streams = c0 + c1 · data
     ist_per_down_s: float | None     # write-set bytes missed a second down
     moved: dict                      # phase -> bytes a unit of its quantity moved in the rungs (1: bytes)
     single_batch_up_to: float        # the largest checkpoint age ÷ pool a rung recovered in one batch
