@@ -185,6 +185,30 @@ def _chunk_keys(path: Path) -> list[int]:
     return [int(line.split("\t")[0]) for line in path.read_text().splitlines()]
 
 
+def test_a_sorted_chunk_on_a_full_disk_is_named_with_its_folder(tmp):
+    """A `sorted` or `bulk` load whose sort fills its folder fails with the out-of-space line,
+    naming that folder and its free bytes (it ended in a Python traceback: OSError 28 from the
+    TSV writer of the sort's thread)."""
+    from types import SimpleNamespace
+
+    from catbench.core.server.loaddata import LoadError
+    from catbench.load.load_index import _full_disk_named
+    from support.servers import tmpfs
+    files = [_keys(0, 200_000, tmp)]
+    with tmpfs("1m") as small:
+        stream = _sort(files, small)
+        srv = SimpleNamespace(datadir=tmp / "srv", error_log=tmp / "no-such.log")   # the server's disk is not full
+        try:
+            with pytest.raises(LoadError, match=rf"^target disk: out of space on {small}/sort-[^/]+/sorted "
+                                                 r"\(\d+ MiB free\): the load could not write there.*"
+                                                 r"sorted-\d{6}\.tsv"):
+                with _full_disk_named("disk", srv):
+                    for _ in stream.chunks():
+                        pass
+        finally:
+            stream.close()
+
+
 @pytest.fixture
 def shared_tmpdir(tmp, monkeypatch):
     """A scratch folder anyone may write to (0777, no sticky bit) as the targets' tmpdir, and

@@ -268,12 +268,15 @@ def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bo
 @contextlib.contextmanager
 def _full_disk_named(target: str, srv):
     """A statement that failed because the target is full (the server's log or its own message
-    says errno 28, or a handler's 135) fails as that: one LoadError whose first line says so,
+    says errno 28, or a handler's 135), or a file of the load's own that could not be written
+    there (a sorted chunk), fails as that: one LoadError whose first line says so, naming where,
     and the server's half-made data is not kept for a resume."""
     try:
         yield
-    except (LoadError, mysql.connector.Error) as exc:
-        full = out_of_space(target, srv.datadir, srv.error_log, said=str(exc))
+    except (LoadError, mysql.connector.Error, OSError) as exc:
+        own = isinstance(exc, OSError) and exc.filename
+        full = out_of_space(target, Path(exc.filename).parent if own else srv.datadir,
+                            *(() if own else (srv.error_log,)), said=str(exc), who="the load" if own else "the server")
         if full:
             raise LoadError(f"{full}; loading failed: {exc}") from exc
         raise

@@ -226,7 +226,10 @@ class SortedStream:
             if not pending_rows:
                 return
             path = out / f"sorted-{n_chunk:06d}.tsv"
-            write_tsv(pa.Table.from_batches(pending), path)
+            try:
+                write_tsv(pa.Table.from_batches(pending), path)
+            except OSError as exc:   # named: the sort's folder may be on another disk than the server's
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
             self._put((path, pending_rows, path.stat().st_size))
             n_chunk += 1
             pending, pending_rows = [], 0

@@ -21,7 +21,7 @@ def log_tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
 _NO_SPACE = re.compile(r"No space left on device|(?:errno|error|errcode|OS error):? ?(?:28|135)\b|disk is full", re.I)
 
 
-def out_of_space(name: str, where: Path, *logs: Path, said: str = "") -> str | None:
+def out_of_space(name: str, where: Path, *logs: Path, said: str = "", who: str = "the server") -> str | None:
     """The first line of a failure that is really a full disk, or None: from the server's
     ``logs`` and the failed statement's own message (``said``)."""
     text = "\n".join([said, *(log_tail(p, 200) for p in logs)])
@@ -30,5 +30,5 @@ def out_of_space(name: str, where: Path, *logs: Path, said: str = "") -> str | N
     probe = next((a for a in [where, *where.parents] if a.exists()), where)
     st = os.statvfs(probe)
     return (f"target {name}: out of space on {probe} ({st.f_bavail * st.f_frsize / 2**20:.0f} MiB free): "
-            f"the server could not write there (errno 28); free space, use a bigger disk or "
+            f"{who} could not write there (errno 28); free space, use a bigger disk or "
             f"lower the scale or server settings (redo log, buffer pool) in the config")
