@@ -6,10 +6,9 @@ held against a measured run (--measured)."""
 from __future__ import annotations
 
 import argparse
-import statistics
 
 from ..core.infra.config import ConfigError
-from ..core.infra.targets import human, parse_size
+from ..core.infra.sizes import duration, human, parse_size
 from ..predict.restarts import model
 from ..predict.restarts.runs import read_restarts
 from ..predict.spec import RestartTarget
@@ -17,7 +16,8 @@ from ..predict.spec import RestartTarget
 
 def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
     """The user's node: the flags, else the config's target (its rows × the rungs' bytes a row)."""
-    data = a.data or _data(target.rows, [(s.rows, s.data_bytes) for s in sizes.values() if s.data_bytes and s.rows])
+    data = a.data or model.data_of(target.rows, [(s.rows, s.data_bytes) for s in sizes.values()
+                                                 if s.data_bytes and s.rows])
     pool, redo = a.pool or target.pool, a.redo or target.redo_log
     missing = [flag for flag, v in (("--data", data), ("--pool", pool), ("--redo", redo)) if not v]
     if missing:
@@ -28,36 +28,13 @@ def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
                     float(a.gcache or target.gcache), device)
 
 
-def _data(rows: int, rungs: list[tuple[int, float]]) -> float | None:
-    """The data ``rows`` hold: the rungs' pages as a fixed part (system and undo pages) plus a
-    part a row, fitted over them (their bytes a row where they do not grow with the rows)."""
-    if not rungs:
-        return None
-    if len({r for r, _ in rungs}) >= 2:
-        import numpy as np
-        per_row, fixed = np.polyfit([r for r, _ in rungs], [b for _, b in rungs], 1)
-        if per_row > 0:
-            return float(max(0.0, fixed) + per_row * rows)
-    return rows * statistics.median(b / r for r, b in rungs)
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "?"
-    if v >= 3600:
-        return f"{v / 3600:,.2f} h"
-    if v >= 60:
-        return f"{v / 60:,.1f} min"
-    return f"{v:,.2f} s"
-
-
 def line(p: dict) -> str:
     name = "/".join(p["key"].values())
     if "refused" in p:
         return f"{name}: no prediction: {p['refused']}"
     dom = next(x for x in p["phases"] if x["phase"] == p["dominant"])
-    return (f"{name}: {_fmt(p['total_s'])} [{_fmt(p['total_ci_low'])}, {_fmt(p['total_ci_high'])}] "
-            f"({p['confidence']:.0%}); dominant {p['dominant']} {_fmt(dom['seconds'])}, bound by {dom['bound']}"
+    return (f"{name}: {duration(p['total_s'])} [{duration(p['total_ci_low'])}, {duration(p['total_ci_high'])}] "
+            f"({p['confidence']:.0%}); dominant {p['dominant']} {duration(dom['seconds'])}, bound by {dom['bound']}"
             + (f", {dom['driver']}" + (f" {human(dom['quantity_bytes'])}" if dom["quantity_in_bytes"] else "")
                + f" {dom['past_rungs']:,.1f}x the largest rung's" if dom["driver"] and dom["past_rungs"] else "")
             + ("; " + "; ".join(p["regime"]) if p.get("regime") else ""))

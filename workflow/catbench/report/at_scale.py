@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.infra.targets import human
+from ..core.infra.sizes import duration, human
 from .findings import ONE_FILE_AT_A_TIME
 from .spec import ReportSpec
 
@@ -145,23 +145,14 @@ def restart_rows(doc) -> list[dict]:
     return out
 
 
-def _rt(s) -> str:
-    if not isinstance(s, (int, float)):
-        return "–"
-    for div, unit, cut in ((3600, "h", 7200), (60, "min", 120)):
-        if s >= cut:
-            return f"{s / div:,.1f} {unit}"
-    return f"{s:,.1f} s"
-
-
 def _restart_row(r: dict) -> list:
     if r.get("refused"):
         return [r["kind"], "no answer", "–", "–", f"refused: {r['refused']}"]
-    dom = f"{r['dominant']} {_rt(r['dominant_s'])}, {r['dominant_bound']}"
+    dom = f"{r['dominant']} {duration(r['dominant_s'])}, {r['dominant_bound']}"
     if r.get("driver") and r.get("past_rungs"):
         size = f" {human(r['quantity_bytes'])}" if r.get("quantity_in_bytes") else ""
         dom += f" ({r['driver']}{size}, {r['past_rungs']:,.1f}× the largest rung's)"
-    return [r["kind"], _rt(r["total_s"]), f"{_rt(r['total_ci_low'])} – {_rt(r['total_ci_high'])}", dom,
+    return [r["kind"], duration(r["total_s"]), f"{duration(r['total_ci_low'])} – {duration(r['total_ci_high'])}", dom,
             r.get("regime") or "–"]
 
 

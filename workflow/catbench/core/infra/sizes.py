@@ -1,5 +1,6 @@
-"""Sizes as a config writes them (``256M``, ``1.5G``) and as a person reads them: one owner,
-imported by the config's checks and by everything that reads a target."""
+"""Sizes as a config writes them (``256M``, ``1.5G``) and as a person reads them, and a
+duration as a person reads it: one owner, imported by the config's checks and by everything
+that reads a target or words a time."""
 
 from __future__ import annotations
 
@@ -26,3 +27,13 @@ def human(n: float | None) -> str:
             return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     return str(n)
+
+
+def duration(sec: float | None) -> str:
+    """'0.1 s', '45.2 s', '12.5 min', '9.2 h': a restart's phase or total at a glance."""
+    if not isinstance(sec, (int, float)):
+        return "–"
+    for div, unit, cut in ((3600, "h", 7200), (60, "min", 120)):
+        if sec >= cut:
+            return f"{sec / div:,.1f} {unit}"
+    return f"{sec:,.1f} s"

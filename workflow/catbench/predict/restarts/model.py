@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ...core.infra.targets import human
+from ...core.infra.sizes import duration, human
 from .runs import Obs, RungSizes
 
 # kind -> its phases in order; the total is their sum (a clean restart: the shutdown, the start
@@ -190,6 +190,18 @@ def _rung_moved(sizes: list[RungSizes]) -> dict:
             "redo_apply": _median([n * pg / (r * math.log2(n)) for r, n, pg in kills], 1.0)}
 
 
+def data_of(rows: int, rungs: list[tuple[int, float]]) -> float | None:
+    """The data ``rows`` hold: the rungs' pages as a fixed part (system and undo pages) plus a
+    part a row, fitted over them (their bytes a row where they do not grow with the rows)."""
+    if not rungs:
+        return None
+    if len({r for r, _ in rungs}) >= 2:
+        per_row, fixed = np.polyfit([r for r, _ in rungs], [b for _, b in rungs], 1)
+        if per_row > 0:
+            return float(max(0.0, fixed) + per_row * rows)
+    return rows * statistics.median(b / r for r, b in rungs)
+
+
 def checkpoint_age(at: At, sh: Shares) -> float:
     """The redo a crash leaves to recover: as given, else the rungs' share of the redo log."""
     return at.checkpoint_age if at.checkpoint_age is not None else (sh.checkpoint_age or 1.0) * at.redo_log
@@ -220,10 +232,6 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
 
 def _b(n: float) -> str:
     return human(n)
-
-
-def _s(sec: float) -> str:
-    return f"{sec / 3600:,.1f} h" if sec >= 7200 else f"{sec / 60:,.1f} min" if sec >= 120 else f"{sec:,.1f} s"
 
 
 def bound(f: Fit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) -> str:
@@ -308,7 +316,7 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         reach = qq / f.q_max if qq and f.q_max else None
         if drv and f.b_high and qq and high - sec > sec:
             out["regime"] = [*out["regime"], f"{phase}: the rungs do not tell its growth with the {drv.words} "
-                                             f"(up to +{_s(high - sec)} at your size): larger rungs would"]
+                                             f"(up to +{duration(high - sec)} at your size): larger rungs would"]
         phases.append({"phase": phase, "driver": drv.words if drv else None, "quantity_bytes": qq,
                        "quantity_in_bytes": bool(drv and drv.in_bytes),
                        "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high,

@@ -11,7 +11,6 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...core.infra.targets import parse_size
 from ..runs import device
 
 PAGE = 16384   # InnoDB's page when the run did not record innodb_page_size
@@ -46,8 +45,6 @@ class RungSizes:
     dump_share: list = field(default_factory=list)       # pages in the dump ÷ min(pool, data) pages
     sst_bytes: list = field(default_factory=list)        # bytes an SST streamed (mariabackup's estimate)
     ist_bytes_per_down_s: list = field(default_factory=list)
-    gcache_bytes: float | None = None
-    down_s: float | None = None
     transfers: dict = field(default_factory=dict)        # kind -> transfers it got (IST/SST)
     device: dict = field(default_factory=dict)           # the target's fio figures
 
@@ -70,17 +67,19 @@ def _sub(a, b) -> float | None:
     return None if a is None or b is None else max(0.0, a - b)
 
 
-def _variables(doc: dict) -> dict:
-    return ((doc.get("server") or {}).get("variables") or {})
+def _server(doc: dict, sizes: RungSizes) -> None:
+    """The page, pool and redo log the restart's server ran with (its variables)."""
+    v = (doc.get("server") or {}).get("variables") or {}
+    sizes.page_bytes = int(v.get("innodb_page_size") or PAGE)
+    for attr, var in (("pool_bytes", "innodb_buffer_pool_size"), ("redo_log_bytes", "innodb_log_file_size")):
+        if v.get(var):
+            setattr(sizes, attr, float(v[var]))
 
 
 def _clean(doc: dict, sizes: RungSizes, out: list) -> None:
     """clean.json: per mode the flush of dirty pages, the shutdown, the start to the engine, the
     buffer pool's load from its dump (on) and the first answer."""
-    v = _variables(doc)
-    sizes.page_bytes = int(v.get("innodb_page_size") or PAGE)
-    sizes.pool_bytes = float(v["innodb_buffer_pool_size"]) if v.get("innodb_buffer_pool_size") else None
-    sizes.redo_log_bytes = float(v["innodb_log_file_size"]) if v.get("innodb_log_file_size") else None
+    _server(doc, sizes)
     rows, pg = doc.get("rows") or [], sizes.page_bytes
     for det in doc.get("detail") or []:
         rep = det.get("repetition", 0)
@@ -92,7 +91,6 @@ def _clean(doc: dict, sizes: RungSizes, out: list) -> None:
                 sizes.data_bytes = max(sizes.data_bytes or 0.0, float(data_pages * pg))
             obs = lambda phase, s, q=None: s is not None and out.append(  # noqa: E731
                 Obs(sizes.run, sizes.target, kind, phase, rep, float(s), q))
-            obs("flush_dirty_pages", settle.get("seconds"), (settle.get("dirty_pages_before") or 0) * pg)
             obs("shutdown", _seconds(rows, rep, "shutdown", buffer_pool_load=on))
             ready = _seconds(rows, rep, "process_start_to_engine_ready", buffer_pool_load=on)
             obs("start_to_engine_ready", ready, sizes.pool_bytes)
@@ -113,11 +111,7 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
     """crash-during-load.json: the start to recovery, the redo scan (its redo bytes), the
     redo apply (the pages it recovers) and the first answer after it."""
     rows, kind = doc.get("rows") or [], "crash-during-load"
-    v = _variables(doc)
-    sizes.pool_bytes = sizes.pool_bytes or (float(v["innodb_buffer_pool_size"]) if v.get("innodb_buffer_pool_size")
-                                            else None)
-    sizes.redo_log_bytes = sizes.redo_log_bytes or (float(v["innodb_log_file_size"])
-                                                    if v.get("innodb_log_file_size") else None)
+    _server(doc, sizes)
     for det in doc.get("detail") or []:
         rep = det.get("repetition", 0)
         rec = det.get("recovery") or {}
@@ -146,8 +140,6 @@ def _node(doc: dict, sizes: RungSizes, out: list) -> None:
     """cluster/<kind>.json: a node's shutdown, its start to the state transfer, the transfer
     (its bytes) and the transfer's end to synced."""
     kind, rows = doc["kind"], doc.get("rows") or []
-    sizes.gcache_bytes = _size(doc.get("gcache_size"))
-    sizes.down_s = (doc.get("load_options") or {}).get("down_s")
     for det in doc.get("detail") or []:
         rep, tr = det.get("repetition", 0), det.get("transfer") or {}
         sizes.transfers.setdefault(kind, []).append(tr.get("kind"))
@@ -168,12 +160,6 @@ def _node(doc: dict, sizes: RungSizes, out: list) -> None:
                             ("transfer_end_to_synced", _sub(synced, end), None)):
             if s is not None:
                 out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
-
-
-def _size(text) -> float | None:
-    if not text:
-        return None
-    return float(parse_size(str(text)))
 
 
 READERS = {"clean": _clean, "crash-during-load": _crash, "node-restart-ist": _node, "node-restart-sst": _node}
