@@ -173,3 +173,15 @@ def test_text_in_a_summary_figure_names_the_file_the_repetition_and_the_key(tmp_
     (d / "summary.json").write_text(json.dumps(s))
     with pytest.raises(ValueError, match=rf"{d / 'summary.json'}: repetition 0: {key} is .*, not a number"):
         read_runs([tmp_path / "r1"])
+
+
+def test_a_load_the_config_asks_for_that_no_rung_measured_is_named_with_its_rungs():
+    from catbench.cli.predict import _not_measured
+    from catbench.core.infra.config import validate
+    cfg = validate({"run": "x", "load": {"variants": ["char28"], "engines": ["innodb", "rocksdb"],
+                                         "strategies": ["one-file-at-a-time", "bulk"]}})
+    groups = {("disk", "char28", "innodb", "one-file-at-a-time", "random"): [],
+              ("disk", "char28", "innodb", "bulk", "random"): []}
+    missing = _not_measured(cfg, groups, "config/x.yaml")
+    assert {(m["engine"], m["strategy"]) for m in missing} == {("rocksdb", "one-file-at-a-time"), ("rocksdb", "bulk")}
+    assert all("make ladder LADDER=config/x.yaml" in m["how"] for m in missing)

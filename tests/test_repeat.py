@@ -54,3 +54,26 @@ def test_adaptive_repetitions_keep_the_rules_false_alarm_rate_at_a_zero_threshol
         called = sum(verdict(_adaptive_figure(rng, repeats, sd), _adaptive_figure(rng, repeats, sd), threshold=0.0).real
                      for _ in range(trials))
         assert called / trials <= 0.06, (cv, repeats, called / trials)
+
+
+def test_two_repetitions_print_words_not_a_range():
+    from catbench.report.stats import ci_note, interval_text, median_interval
+    xs = [2.4, 0.0003]      # a restart phase's two runs: t = 12.7 gave [0.0, 1.9e23]
+    assert median_interval(xs) == (None, None)
+    note = ci_note(xs)
+    assert note.startswith("n = 2 cannot bound this") and "no n up to 30" in note
+    assert interval_text(Figure.of(xs), "s").endswith(f" s ({note})")
+    steady = [1.00, 1.05]
+    assert median_interval(steady) == (None, None)
+    assert ci_note(steady).startswith("n = 2 cannot bound this; n = 5 would give ±")
+
+
+def test_three_steady_repetitions_print_their_interval_and_a_wide_spread_is_worded():
+    from catbench.report.stats import ci_note, interval_text, median_interval
+    lo, hi = median_interval([1.0, 1.1, 0.95])
+    assert lo < 1.0 < hi and ci_note([1.0, 1.1, 0.95]) is None
+    assert interval_text(Figure.of([1.0, 1.1, 0.95]), "s").endswith(", n=3]")
+    wide = [0.01, 1.0, 5.0]
+    assert median_interval(wide) == (None, None)
+    assert "spans" in ci_note(wide) and ci_note(wide).startswith("n = 3 cannot bound this")
+    assert ci_note([0.5]) is None and ci_note([2.0, 2.0]) is None

@@ -90,14 +90,30 @@ def test_the_collapse_table_carries_the_prediction_and_the_layout(tmp_path):
                         and r["collapse_expected"] == "false" for r in char28)
 
 
-def test_the_finding_says_what_was_predicted():
-    from catbench.report.findings import _prediction
+def test_the_finding_says_what_was_predicted_and_names_a_miss():
+    from catbench.report.findings.loads import _prediction
     row = {"engine": "innodb", "id_layout": "random", "arrival_order": "generation",
            "predicted_working_set_over_pool": 3.9}
-    assert "random ids" in _prediction(row) and "collapse expected" in _prediction(row)
-    assert "collapse not expected" in _prediction({**row, "predicted_working_set_over_pool": 0.2})
-    assert _prediction({**row, "engine": "rocksdb"}) == ""
-    assert _prediction({"engine": "innodb"}) == ""
+    said, miss = _prediction(row, collapsed=True)
+    assert "random ids" in said and "collapse expected" in said and not miss and "miss" not in said
+    said, miss = _prediction({**row, "predicted_working_set_over_pool": 0.2}, collapsed=True)
+    assert "collapse not expected" in said and miss and "a miss: it collapsed" in said
+    said, miss = _prediction(row, collapsed=False)
+    assert miss and "a miss: it did not collapse" in said
+    assert _prediction({**row, "engine": "rocksdb"}, True) == ("", False)
+    assert _prediction({"engine": "innodb"}, False) == ("", False)
+
+
+def test_the_collapse_finding_counts_the_misses():
+    from catbench.report.findings import collapse
+    base = {"target": "disk", "variant": "bigint", "engine": "innodb", "strategy": "one-file-at-a-time",
+            "n": 2, "half_table_over_pool": 2.25, "initial_rows_per_s": 1000, "final_rows_per_s": 100,
+            "final_over_initial": 0.1, "n_halved": 2, "id_layout": "random", "arrival_order": "generation"}
+    rows = [{**base, "predicted_working_set_over_pool": 0.81},
+            {**base, "variant": "char28", "predicted_working_set_over_pool": 3.0}]
+    out = collapse(rows, [])
+    assert sum("a miss: it collapsed" in s for s in out) == 1
+    assert out[-1].startswith("**1 of 2 predictions made before a load missed**")
 
 
 @pytest.mark.parametrize("preset", ["config.yaml", "index-study.yaml", "index-bench.yaml"])

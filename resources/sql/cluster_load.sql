@@ -6,7 +6,7 @@
 --    lookups_per_s, lookup_p50_ms, lookup_p99_ms, insert_rows, inserts_per_s,
 --    insert_max_latency_s, insert_failures).
 -- inserts_per_s and lookups_per_s are medians with the report.confidence interval of the typical
--- value (empty when n < 2) and the raw repetitions; counts are summed over the repetitions.
+-- value (empty where the repetitions cannot bound it: n < 3 or an upper end over 10x the lower; _ci_note says so in words) and the raw repetitions; counts are summed over the repetitions.
 SELECT
     target,
     kind,
@@ -20,6 +20,7 @@ SELECT
     round(max(inserts_per_s), 2)              AS inserts_per_s_max,
     round(ci_low(list(inserts_per_s)), 2)     AS inserts_per_s_ci_low,
     round(ci_high(list(inserts_per_s)), 2)    AS inserts_per_s_ci_high,
+    ci_note(list(inserts_per_s))              AS inserts_per_s_ci_note,
     vals(list(inserts_per_s))                 AS inserts_per_s_values,
     round(max(insert_max_latency_s), 4)       AS insert_max_latency_s,
     sum(insert_rows)                          AS insert_rows,
@@ -29,6 +30,7 @@ SELECT
     round(max(lookups_per_s), 2)              AS lookups_per_s_max,
     round(ci_low(list(lookups_per_s)), 2)     AS lookups_per_s_ci_low,
     round(ci_high(list(lookups_per_s)), 2)    AS lookups_per_s_ci_high,
+    ci_note(list(lookups_per_s))              AS lookups_per_s_ci_note,
     vals(list(lookups_per_s))                 AS lookups_per_s_values,
     round(median(lookup_p50_ms), 3)           AS lookup_p50_ms,
     round(median(lookup_p99_ms), 3)           AS lookup_p99_ms,

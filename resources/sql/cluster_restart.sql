@@ -4,7 +4,7 @@
 --   (target, kind, repetition, node, phase, seconds, clock, transfer, transfer_bytes, transfer_MBps,
 --    donor, acked_inserts, acked_lost, checksums_equal, failed).
 -- seconds and transfer_MBps are medians; _ci_low/_ci_high the report.confidence interval of the
--- typical value (empty when n < 2), _values the raw repetitions (report/stats.py).
+-- typical value (empty where the repetitions cannot bound it: n < 3 or an upper end over 10x the lower; _ci_note says so in words), _values the raw repetitions (report/stats.py).
 -- acked_inserts / acked_lost are checked after each repetition over every insert acknowledged so far:
 -- the largest over the repetitions; acked_lost must be 0.
 SELECT
@@ -18,11 +18,13 @@ SELECT
     round(max(seconds), 4)                   AS seconds_max,
     round(ci_low(list(seconds)), 4)          AS seconds_ci_low,
     round(ci_high(list(seconds)), 4)         AS seconds_ci_high,
+    ci_note(list(seconds))                   AS seconds_ci_note,
     vals(list(seconds))                      AS seconds_values,
     CAST(round(median(transfer_bytes)) AS BIGINT) AS transfer_bytes,
     round(median(transfer_MBps), 3)          AS transfer_MBps,
     round(ci_low(list(transfer_MBps)), 3)    AS transfer_MBps_ci_low,
     round(ci_high(list(transfer_MBps)), 3)   AS transfer_MBps_ci_high,
+    ci_note(list(transfer_MBps))             AS transfer_MBps_ci_note,
     vals(list(transfer_MBps))                AS transfer_MBps_values,
     string_agg(DISTINCT donor, ';' ORDER BY donor) AS donors,
     max(acked_inserts)                       AS acked_inserts,

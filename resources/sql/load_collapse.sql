@@ -46,6 +46,7 @@ SELECT
     round(max(table_over_pool), 3)                   AS half_table_over_pool_max,
     round(ci_low(list(table_over_pool)), 3)          AS half_table_over_pool_ci_low,
     round(ci_high(list(table_over_pool)), 3)         AS half_table_over_pool_ci_high,
+    ci_note(list(table_over_pool))                   AS half_table_over_pool_ci_note,
     vals(list(table_over_pool))                      AS half_table_over_pool_values,
     CAST(round(median(table_bytes)) AS BIGINT)       AS half_table_bytes,
     CAST(round(median(rows_loaded)) AS BIGINT)       AS half_rows_loaded,

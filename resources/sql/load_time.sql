@@ -2,7 +2,7 @@
 -- repetitions (the raw rows are load_runs.csv).
 -- Input view load_runs = summary.json "repetitions" of every results/<run>/load/<t>/<v>/<e>/<s>/.
 -- seconds is the median; _ci_low/_ci_high the report.confidence interval of the typical value
--- (empty when n < 2), seconds_values the raw repetitions. speedup_vs_one_file_at_a_time = seconds
+-- (empty where the repetitions cannot bound it: n < 3 or an upper end over 10x the lower; _ci_note says so in words), seconds_values the raw repetitions. speedup_vs_one_file_at_a_time = seconds
 -- of `one-file-at-a-time` (same target, variant and engine) / seconds of this load, as a ratio of
 -- geometric means with its interval (ratio_gm, ratio_ci_low/ratio_ci_high: catbench
 -- functions, report/stats.py). speedup_vs_innodb (a load on another engine) = seconds of the
@@ -24,6 +24,7 @@ WITH g AS (
            max(seconds)                     AS seconds_max,
            ci_low(list(seconds))            AS seconds_ci_low,
            ci_high(list(seconds))           AS seconds_ci_high,
+           ci_note(list(seconds))           AS seconds_ci_note,
            median(table_bytes)              AS table_bytes,
            min(table_bytes)                 AS table_bytes_min,
            max(table_bytes)                 AS table_bytes_max,
@@ -57,6 +58,7 @@ SELECT
     round(l.seconds_max, 4)                            AS seconds_max,
     round(l.seconds_ci_low, 4)                         AS seconds_ci_low,
     round(l.seconds_ci_high, 4)                        AS seconds_ci_high,
+    l.seconds_ci_note                                  AS seconds_ci_note,
     vals(l.secs)                                       AS seconds_values,
     round(l.rows / nullif(l.seconds, 0), 1)            AS rows_per_s,
     -- a load stopped at load.time_limit_s did not finish: no speedup against or for it

@@ -3,7 +3,7 @@
 -- Input view query_runs = every results/<run>/queries/<target>/<query_engine>/results.parquet (or .json)
 --   (target, query_engine, query, cache ['cold'|'warm'|...], run, seconds, result_rows, answer, digest).
 -- p50_s is the median; ci_low_s/ci_high_s the report.confidence interval of the typical value
--- (empty when n < 2); values_s the raw runs (report/stats.py).
+-- (empty where the repetitions cannot bound it: n < 3 or an upper end over 10x the lower; _ci_note says so in words); values_s the raw runs (report/stats.py).
 -- `agrees` is true when every run of the query, on every target and query engine, returned the same
 -- result (same digest -- or same answer where no digest was recorded -- and same row count).
 WITH per_query AS (
@@ -24,6 +24,7 @@ SELECT
     round(max(r.seconds), 6)                    AS max_s,
     round(ci_low(list(r.seconds)), 6)           AS ci_low_s,
     round(ci_high(list(r.seconds)), 6)          AS ci_high_s,
+    ci_note(list(r.seconds))                    AS ci_note_s,
     vals(list(r.seconds))                       AS values_s,
     round(quantile_cont(r.seconds, 0.95), 6)    AS p95_s,
     max(r.result_rows)                          AS result_rows,

@@ -4,7 +4,7 @@
 --   (target, kind, repetition, phase, seconds, rows_expected, rows_found, rows_lost,
 --    redo_bytes, recovery_MBps, buffer_pool_load).
 -- seconds and recovery_MBps are medians; _ci_low/_ci_high the report.confidence interval of the
--- typical value (empty when n < 2), _values the raw repetitions (report/stats.py); rows_lost is the sum over the repetitions.
+-- typical value (empty where the repetitions cannot bound it: n < 3 or an upper end over 10x the lower; _ci_note says so in words), _values the raw repetitions (report/stats.py); rows_lost is the sum over the repetitions.
 SELECT
     target,
     kind,
@@ -16,12 +16,14 @@ SELECT
     round(max(seconds), 4)                   AS seconds_max,
     round(ci_low(list(seconds)), 4)          AS seconds_ci_low,
     round(ci_high(list(seconds)), 4)         AS seconds_ci_high,
+    ci_note(list(seconds))                   AS seconds_ci_note,
     vals(list(seconds))                      AS seconds_values,
     sum(rows_lost)                           AS rows_lost,
     CAST(round(median(redo_bytes)) AS BIGINT) AS redo_bytes,
     round(median(recovery_MBps), 3)          AS recovery_MBps,
     round(ci_low(list(recovery_MBps)), 3)    AS recovery_MBps_ci_low,
     round(ci_high(list(recovery_MBps)), 3)   AS recovery_MBps_ci_high,
+    ci_note(list(recovery_MBps))             AS recovery_MBps_ci_note,
     vals(list(recovery_MBps))                AS recovery_MBps_values
 FROM restart_phases
 GROUP BY target, kind, buffer_pool_load, phase

@@ -181,6 +181,9 @@ def cmd_predict(a) -> int:
         out["restarts"] = restarts
     if groups:
         _loads(a, spec, fitting, (groups, skipped, figures), out)
+        out["not_measured"] = _not_measured(cfg, groups, a.config)
+        for m in out["not_measured"]:
+            print(f"not predicted: {m['variant']}/{m['engine']}/{m['strategy']}, which no rung measured: {m['how']}")
     elif a.sealed:
         _check_seal(a.sealed, sealed_doc.read(a.sealed), out)
     if a.out:
@@ -236,6 +239,18 @@ def _loads(a, spec: PredictSpec, fitting: Fitting, found: tuple, out: dict) -> N
     out["validation"] += out["measured"]   # the report's validation: the rungs' own, then the target's
     if a.out:
         out["curve"] = _curves(spec, fitting, groups, measured, pool, rows, ram)
+
+
+def _not_measured(cfg: dict, groups: dict, config: str) -> list[dict]:
+    """The loads the config asks for (load.variants x the engine x strategy pairs that run) that
+    no rung in --results measured, each with the commands that would measure it."""
+    from ..load.spec import LoadMatrix
+    matrix = LoadMatrix.of(cfg)
+    have = {key[1:4] for key in groups}
+    how = (f"`catbench ladder --config {config} --out results/{cfg['run']}-rungs` writes its rungs' configs "
+           f"(`make ladder LADDER={config}` runs them); give their results with --results")
+    return [{"variant": v, "engine": e, "strategy": s, "how": how}
+            for v in matrix.variants for e, s in matrix.pairs() if (v, e, s) not in have]
 
 
 def _not_alone_text(skipped: list) -> str:

@@ -8,7 +8,9 @@ measurement's spread grows with its size). For a figure's repetitions x1..xn:
 - its **interval** (``median_interval``; columns ``_ci_low``/``_ci_high``) is the
   ``confidence`` (config ``report.confidence``, default 0.95) Student-t interval of the mean
   of log(x), back-transformed: an interval of the figure's typical (geometric-mean) value.
-  It needs n >= 2; with n = 2 it is wide (t = 12.7 at 95 %), which is what two runs can say;
+  It is printed from n >= 3 and where its upper end is at most 10x its lower (n = 2 gives one
+  degree of freedom, t = 12.7 at 95 %); elsewhere the figure says in words that its
+  repetitions cannot bound it and what n would (``ci_note``, columns ``_ci_note``);
 - a **ratio** of two figures (``ratio_interval``, a speed-up) is the ratio of their geometric
   means, with the same test's interval (below) at the same confidence.
 
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.infra.jobs.repeat import interval
+from ..core.infra.jobs.repeat import bounded, unbounded
 
 
 
@@ -75,8 +77,8 @@ def _logs(xs: np.ndarray) -> np.ndarray | None:
 
 def median_interval(values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None]:
     """The interval of a figure's typical value (see the module docstring); (None, None) for
-    fewer than 2 values."""
-    ci = interval(_clean(values), confidence)
+    fewer than 2 values or where they cannot bound it (``ci_note`` says why)."""
+    ci = bounded(_clean(values), confidence)
     return (None, None) if ci is None else ci
 
 
@@ -187,6 +189,11 @@ def ratio_interval(num, den, confidence: float = DEFAULT_CONFIDENCE) -> tuple[fl
     if t is None:
         return float(math.exp(la.mean() - lb.mean())), None, None
     return t.ratio, t.lo, t.hi
+
+
+def ci_note(values, confidence: float = DEFAULT_CONFIDENCE) -> str | None:
+    """Why a figure of 2 or more values prints no interval (core/infra/jobs/repeat.unbounded)."""
+    return unbounded(_clean(values), confidence)
 
 
 def values_text(values) -> str | None:
@@ -387,7 +394,8 @@ def interval_text(f: Figure, unit: str = "", bold: bool = False) -> str:
         return "not measured"
     med = f"**{fmt(f.median, unit)}**" if bold else fmt(f.median, unit)
     if not f.has_interval:
-        return f"{med} [single run]" if f.n == 1 else f"{med} [n={f.n}]"
+        note = ci_note(f.values) if len(f.values) == f.n else None
+        return f"{med} [single run]" if f.n == 1 else f"{med} ({note})" if note else f"{med} [n={f.n}]"
     return f"{med} [{fmt(f.lo)}–{fmt(f.hi)}, n={f.n}]"
 
 

@@ -81,6 +81,8 @@ def _udfs(con, confidence: float) -> None:
                            ("ratio_gm", ratio, ["DOUBLE[]"] * 2),
                            ("ratio_ci_low", rlo, ["DOUBLE[]"] * 2), ("ratio_ci_high", rhi, ["DOUBLE[]"] * 2)):
         con.create_function(name, fn, args, "DOUBLE", null_handling="special", side_effects=False)
+    con.create_function("ci_note", lambda xs: None if xs is None else stats.ci_note(xs, confidence), ["DOUBLE[]"],
+                        "VARCHAR", null_handling="special", side_effects=False)
     con.create_function("vals", lambda xs: None if xs is None else stats.values_text(xs), ["DOUBLE[]"],
                         "VARCHAR", null_handling="special", side_effects=False)
 

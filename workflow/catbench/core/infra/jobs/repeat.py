@@ -33,6 +33,45 @@ def interval(values, confidence: float = 0.95) -> tuple[float, float] | None:
     return (math.exp(lo), math.exp(hi)) if logs else (float(lo), float(hi))
 
 
+# An interval is printed only where the data can bound it: from three repetitions up (two give
+# one degree of freedom: t = 12.7 at 95 %) and with its upper end at most this many times its
+# lower. Elsewhere the figure says so in words (``unbounded``).
+BOUND_FACTOR = 10.0
+SUGGEST_N = 5          # the repetitions a note proposes, more where this spread needs more
+MAX_SUGGEST_N = 30
+
+
+def bounded(values, confidence: float = 0.95) -> tuple[float, float] | None:
+    """:func:`interval` where the data can bound it (see ``BOUND_FACTOR``), else None."""
+    xs = [float(v) for v in values]
+    ci = interval(xs, confidence)
+    return ci if ci is not None and unbounded(xs, confidence) is None else None
+
+
+def unbounded(values, confidence: float = 0.95) -> str | None:
+    """Words for a figure whose repetitions cannot bound its interval ("n = 2 cannot bound
+    this; n = 5 would give ±38 %"), from their spread; None where they can (or n < 2: a
+    single run says so itself)."""
+    xs = np.asarray([float(v) for v in values], dtype=float)
+    n = len(xs)
+    if n < 2 or np.all(xs == xs[0]):
+        return None
+    ci = interval(xs, confidence)
+    logs = bool(np.all(xs > 0))
+    wide = logs and ci[0] > 0 and ci[1] / ci[0] > BOUND_FACTOR
+    if n > 2 and not wide:
+        return None
+    span = f" (its interval spans {ci[1] / ci[0]:,.0f}x)" if wide else ""
+    if not logs:
+        return f"n = {n} cannot bound this{span}"
+    s = float(np.log(xs).std(ddof=1))
+    for m in range(max(SUGGEST_N, n + 1), MAX_SUGGEST_N + 1):
+        half = _t_ppf(0.5 + confidence / 2, m - 1) * s / math.sqrt(m)
+        if math.exp(2 * half) <= BOUND_FACTOR:
+            return f"n = {n} cannot bound this{span}; n = {m} would give ±{100 * math.expm1(half):.0f} %"
+    return f"n = {n} cannot bound this{span}; no n up to {MAX_SUGGEST_N} would at this spread"
+
+
 def _t_ppf(q: float, df: int) -> float:
     # scipy.stats takes ~1.4 s to import: every job's command imports this module, few call it
     from scipy import stats
