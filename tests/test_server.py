@@ -3,6 +3,8 @@
 import logging
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -305,6 +307,31 @@ def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(
         assert abs(limit - held) < 16 << 20 and cache <= dirty + writeback + page + HOLD_MARGIN + (4 << 20), \
             (own, cache, limit)
     assert not cage.path.exists() and not _cgroup_paths("pagecage"), "cgroup left behind"
+
+
+@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+def test_a_ram_too_small_for_the_servers_start_names_the_oom_killer_and_the_key(tmp):
+    s = Server("oomstart", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(ram=24 << 20))
+    s.initialize()
+    with pytest.raises(ServerError, match=r"during start, by the kernel's OOM killer within its config key "
+                                          r"'server.ram' of 25,165,824 bytes"):
+        s.start()
+    assert not s.running and not server_procs(s.datadir) and not _cgroup_paths("oomstart")
+
+
+@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+def test_a_sigkilled_owners_cgroup_is_removed_by_the_next_catbench_command():
+    # the owner makes a page-cache hold (v1: the OOM killer off) and is killed before remove()
+    code = ("import os, sys, time\nfrom catbench.core.server.memory import MemoryCage\n"
+            "c = MemoryCage('sweeptest', None, page_cache=1 << 30)\nprint(c.path, flush=True)\ntime.sleep(60)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    path = Path(owner.stdout.readline().strip())
+    owner.kill()
+    owner.wait()
+    assert path.is_dir() and path.name == f"catbench-sweeptest-{owner.pid}"
+    p = subprocess.run([sys.executable, "-m", "catbench", "estimate", "--help"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert not path.exists(), "a dead owner's cgroup outlived the next catbench command"
 
 
 def test_ram_is_refused_naming_the_key_where_no_cgroup_can_be_set(tmp, monkeypatch):

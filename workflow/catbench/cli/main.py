@@ -56,6 +56,8 @@ def main(argv=None):
             signal.signal(sig, on_signal)
     setup_logging()
     argv = argv if argv is not None else sys.argv[1:]
+    from ..core.server.memory import sweep
+    sweep()     # a SIGKILLed command's memory cgroups: nothing else would ever remove them
     try:
         return _main(argv)
     except (MemoryError, ImportError) as exc:

@@ -24,7 +24,7 @@ from .predict_restart import add_arguments as add_restart_arguments
 from .predict_restart import predict_restarts
 
 log = logging.getLogger(__name__)
-COMMANDS = ("predict", "ladder")
+COMMANDS = ("predict", "ladder", "coverage")
 # the fields of a load's "key" in the JSON (--out); the report reads them
 KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
 MAX_ROWS = 1e14                      # --rows past this is no catalog the model is for
@@ -303,6 +303,21 @@ def _curves(spec: PredictSpec, fitting: Fitting, groups: dict, measured: dict, p
     return out
 
 
+def cmd_coverage(a) -> int:
+    """Per form and in all, over the out-of-sample figures of the record of sealed checks: how
+    many fell inside the interval printed then, inside that interval widened by the form's error
+    measured on the other checks (what predict states now), and within [0.67, 1.5]."""
+    from ..predict import coverage as cov
+    checks = cov.read(Path(a.record) if a.record else None)
+    print(f"{len(checks)} sealed figures out of sample ({a.confidence:.0%} intervals):")
+    for form, c in cov.coverage(checks, a.confidence).items():
+        pct = lambda k, n: f"{c[k]}/{c[n]}" + (f" ({c[k] / c[n]:.0%})" if c[n] else "")  # noqa: E731
+        err = f", error {math.exp(c['error']):.2f}x" if c["error"] is not None else ""
+        print(f"  {form}: {c['figures']} figures{err}; inside as printed {pct('inside', 'printed')}, "
+              f"widened {pct('inside_widened', 'widened')}; within [0.67, 1.5] {pct('within_band', 'figures')}")
+    return 0
+
+
 def cmd_ladder(a) -> int:
     """The rungs of the config's ladder (predict.rows): one config file per rung in --out,
     named by its run (``<run>-rung<k>``); without --out, their names and scaled settings."""
@@ -423,3 +438,9 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--config", required=True)
     p.add_argument("--out", help="directory to write <run>-rung<k>.yaml into")
     p.set_defaults(func=guarded(cmd_ladder, (ConfigError, ValueError), "ladder"))
+
+    p = subparsers.add_parser("coverage", help="how often the stated intervals held, per form, over every sealed check",
+                              description=cmd_coverage.__doc__)
+    p.add_argument("--record", help="the record of sealed checks (default: resources/predict/coverage.csv)")
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.set_defaults(func=guarded(cmd_coverage, (OSError, ValueError, KeyError), "coverage"))

@@ -14,7 +14,9 @@ whatever its server's own memory is (a rung's own is most of its RAM, and not th
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -55,6 +57,35 @@ def _hierarchy() -> tuple[int, Path]:
                            f"{ROOT}/cgroup.controllers nor v1's {ROOT}/memory); leave it null on this machine")
 
 
+# A cgroup this module made: catbench-<server>-<pid of the process that made it>
+OWNED = re.compile(r"catbench-.+-(\d+)")
+
+
+def sweep() -> list[Path]:
+    """Every memory cgroup catbench made whose owner is gone (a SIGKILL skips ``remove``), anywhere
+    in the hierarchy: its OOM killer turned back on (v1), then the folder removed where no
+    process is left in it. Run by every catbench command as root; returns what it removed."""
+    roots = [p for p in (ROOT / "memory", ROOT) if (p / "cgroup.procs").exists()][:1]
+    if os.geteuid() != 0 or not roots:
+        return []
+    gone = []
+    for folder, dirs, _ in os.walk(roots[0]):
+        for name in [d for d in dirs if OWNED.fullmatch(d) and not Path(f"/proc/{OWNED.fullmatch(d)[1]}").exists()]:
+            dirs.remove(name)
+            path = Path(folder) / name
+            try:
+                (path / "memory.oom_control").write_text("0")
+            except OSError:
+                pass
+            try:
+                path.rmdir()
+                gone.append(path)
+            except OSError as exc:
+                logging.getLogger(__name__).warning("memory cgroup %s of a dead catbench process still holds a "
+                                                    "process (%s); its OOM killer is on again", path, exc.strerror)
+    return gone
+
+
 def check() -> None:
     """MemoryLimitError, naming the key, where no server's memory cgroup could be made here: a
     probe cgroup made and removed."""
@@ -66,7 +97,7 @@ class MemoryCage:
     process put in it before it runs anything (``enter`` in the child), removed after it stops."""
 
     def __init__(self, name: str, limit: int | None, page_cache: int | None = None):
-        key = PAGE_KEY if page_cache else KEY
+        self.key = key = PAGE_KEY if page_cache else KEY
         if os.geteuid() != 0:
             raise MemoryLimitError(f"config key '{key}': a memory cgroup is set as root; run as root or "
                                    f"leave it null")
@@ -125,6 +156,15 @@ class MemoryCage:
             except (OSError, ValueError):
                 continue
         return 0
+
+    def oom_note(self) -> str:
+        """", by the kernel's OOM killer within …" for a server the OOM killer ended in this
+        cgroup, naming the config key and its bytes; "" where it did not."""
+        if not self.oom_kills():
+            return ""
+        held = self.limit or (self.hold.page_cache if self.hold else 0)
+        return (f", by the kernel's OOM killer within its config key '{self.key}' of {held:,} bytes: the server "
+                f"and its unwritten pages need more (for a ladder's rungs, predict.ram_own)")
 
     def peak(self) -> int | None:
         """The most the cgroup held (server and page cache), bytes; None where not kept."""

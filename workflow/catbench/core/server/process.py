@@ -325,13 +325,14 @@ class Server:
         while True:
             rc = self._proc.poll()
             if rc is not None:
+                oom = self.cage.oom_note() if self.cage else ""   # read before _forget removes the cgroup
                 self._forget()
                 tail = _tail(self.error_log)
                 if self.tcp and re.search(r"Address already in use|Bind on TCP/IP port", tail):
                     raise _PortTaken(self.port)
                 full = _out_of_space(self.name, self.datadir, self.error_log)
                 raise ServerError((full + "\n" if full else "") +
-                                  f"target {self.name}: server exited with code {rc} during start; "
+                                  f"target {self.name}: server exited with code {rc} during start{oom}; "
                                   f"last lines of {self.error_log}:\n{_tail(self.error_log)}")
             if self.socket.exists():
                 try:
@@ -483,7 +484,7 @@ class Server:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 rc = proc.wait(timeout=1.0)
         died = pid is not None and (rc is not None or not psutil.pid_exists(pid))
-        oom = self.cage.oom_kills() if died and self.cage else 0
+        oom = self.cage.oom_note() if died and self.cage else ""
         try:
             self.stop()
         except Exception:  # noqa: BLE001 - never leave a server behind
@@ -492,8 +493,7 @@ class Server:
         if died and isinstance(exc, Exception) and not isinstance(exc, ServerError):
             how = (f"killed by signal {-rc}" if rc is not None and rc < 0
                    else f"exit code {rc}" if rc is not None else "gone")
-            how += (f", by the kernel's OOM killer within its config key 'server.ram' of {self.ram:,} bytes: the "
-                    f"server and its unwritten pages need more (for a ladder's rungs, predict.ram_own)" if oom else "")
+            how += oom
             raise ServerError(f"target {self.name}: the server (pid {pid}) died during the stage "
                               f"({how}); the stage failed with: {exc}; last lines of "
                               f"{self.error_log}:\n{_tail(self.error_log)}") from exc

@@ -1,0 +1,125 @@
+"""The record of every sealed check (resources/predict/coverage.csv: one row per predicted figure,
+predicted ÷ measured, its interval and whether the measurement fell inside), the coverage per
+form it gives, and the model's measured error that widens a prediction's interval
+(predict/model.md, "How an interval is made").
+
+A figure marked in-sample (its model changed after it was seen, or a development run) is
+kept in the record and left out of every count here."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.infra.resources import resources_dir
+
+FORMS = ("btree-misses", "lsm-misses", "sort-bound", "key-build", "restart")
+MIN_FORM = 5        # figures a form needs for its own spread; fewer take every form's
+
+
+def record_path() -> Path:
+    return resources_dir() / "predict" / "coverage.csv"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One sealed figure of the record."""
+    check: str
+    form: str
+    ratio: float                 # predicted ÷ measured
+    inside: bool | None          # inside its printed interval (None: no interval printed)
+    log_half: float | None       # the printed interval's half-width, log scale
+    past_rungs: float | None
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+@functools.cache
+def read(path: Path | None = None) -> list[Check]:
+    """The out-of-sample figures of the record that have a predicted ÷ measured."""
+    out = []
+    with open(path or record_path(), newline="") as fh:
+        for row in csv.DictReader(fh):
+            ratio = _float(row["pred_over_meas"])
+            if row["in_sample"] == "true" or row["form"] not in FORMS or not ratio or ratio <= 0:
+                continue
+            pred, lo, hi = _float(row["predicted"]), _float(row["low"]), _float(row["high"])
+            half = (math.log(hi / lo) / 2 if pred and lo and hi and 0 < lo < hi else None)
+            inside = {"true": True, "false": False}.get(row["inside"])
+            out.append(Check(row["check"], row["form"], ratio, inside, half, _float(row["past_rungs"])))
+    return out
+
+
+def error(checks: list[Check], form: str, leave_out: str | None = None) -> float:
+    """The model's measured error for ``form``: the root mean square of log(predicted ÷
+    measured) over its sealed figures (bias counts as error), without ``leave_out``'s check;
+    every form's where the form has fewer than MIN_FORM figures."""
+    def rms(xs):
+        return math.sqrt(sum(math.log(c.ratio) ** 2 for c in xs) / len(xs)) if xs else 0.0
+    kept = [c for c in checks if c.check != leave_out]
+    own = [c for c in kept if c.form == form]
+    return rms(own if len(own) >= MIN_FORM else kept)
+
+
+def form_of(engine: str, strategy: str) -> str:
+    """A load's form in the record: what its rungs' curve extrapolates."""
+    if strategy == "one-file-at-a-time":
+        return "lsm-misses" if engine == "rocksdb" else "btree-misses"
+    return "key-build" if strategy == "deferred-pk" else "sort-bound"
+
+
+# a load prediction's figures that the model's measured error widens (their _ci_low/_ci_high)
+WIDENED = ("seconds", "rows", "all_rows_seconds", "later_half_rate")
+
+
+def widen_prediction(p: dict, form: str, confidence: float) -> None:
+    """``p``'s intervals widened by the form's measured error (``widen``): the rungs' own kept
+    as ``<figure>_rungs_ci_low``/``_high``, the form, its error and the level stated."""
+    sigma = error(read(), form)
+    p.update(form=form, model_error=sigma, level=confidence)
+    for k in WIDENED:
+        lo, hi = p.get(f"{k}_ci_low"), p.get(f"{k}_ci_high")
+        p[f"{k}_rungs_ci_low"], p[f"{k}_rungs_ci_high"] = lo, hi
+        if p.get(k) and lo is not None and hi is not None:
+            p[f"{k}_ci_low"], p[f"{k}_ci_high"] = widen(p[k], lo, hi, sigma, confidence)
+
+
+def widen(value: float, low: float | None, high: float | None, sigma: float,
+          confidence: float = 0.95) -> tuple[float | None, float | None]:
+    """(low, high) of ``value``'s interval with the model's measured error added in quadrature
+    on the log scale: half = sqrt(rungs' half² + (z·σ)²)."""
+    from scipy import stats
+    if not value or value <= 0:
+        return low, high
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    rungs = math.log(high / low) / 2 if low and high and 0 < low < high else 0.0
+    half = math.sqrt(rungs ** 2 + (z * sigma) ** 2)
+    return value * math.exp(-half), value * math.exp(half)
+
+
+def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
+    """Per form and in all: the figures, how many lay inside their printed interval, how many
+    inside that interval widened by the form's error measured on the OTHER checks (leave one
+    check out: a figure never widens its own interval), and how many within [0.67, 1.5]."""
+    from scipy import stats
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    out: dict[str, dict] = {}
+    for form in (*FORMS, "all"):
+        xs = [c for c in checks if form in ("all", c.form)]
+        printed = [c for c in xs if c.inside is not None]
+        widened = [c for c in xs if c.log_half is not None]
+        held = sum(abs(math.log(c.ratio)) <= math.hypot(c.log_half, z * error(checks, c.form, c.check))
+                   for c in widened)
+        out[form] = {"figures": len(xs), "printed": len(printed), "inside": sum(c.inside for c in printed),
+                     "widened": len(widened), "inside_widened": held,
+                     "within_band": sum(0.67 <= c.ratio <= 1.5 for c in xs),
+                     "error": error(checks, form) if form != "all" else None}
+    return out
