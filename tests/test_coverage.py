@@ -50,12 +50,12 @@ def test_widening_adds_the_error_in_quadrature_on_the_log_scale():
 def test_a_prediction_states_its_form_error_level_and_keeps_the_rungs_interval():
     p = {"seconds": 100.0, "seconds_ci_low": 90.0, "seconds_ci_high": 110.0, "rows": 5.0,
          "rows_ci_low": None, "rows_ci_high": None}
-    cov.widen_prediction(p, cov.form_of("rocksdb", "bulk"), 0.95)
+    cov.widen_prediction(p, cov.load_form("rocksdb", "bulk"), 0.95)
     assert p["form"] == "sort-bound" and p["level"] == 0.95 and p["model_error"] > 0
     assert (p["seconds_rungs_ci_low"], p["seconds_rungs_ci_high"]) == (90.0, 110.0)
     assert p["seconds_ci_low"] < 90.0 and p["seconds_ci_high"] > 110.0 and p["rows_ci_low"] is None
-    assert cov.form_of("rocksdb", "one-file-at-a-time") == "lsm-misses"
-    assert cov.form_of("myisam", "deferred-pk") == "key-build"
+    assert cov.load_form("rocksdb", "one-file-at-a-time") == "lsm-misses"
+    assert cov.load_form("myisam", "deferred-pk") == "key-build"
 
 
 def test_coverage_counts_the_widened_intervals_leaving_each_check_out():

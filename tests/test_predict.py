@@ -209,13 +209,14 @@ def test_the_same_ladder_run_twice_predicts_within_each_others_interval():
     opts = OPTS.replace(bootstrap=60, run_noise=0.05)
     for _ in range(pairs):
         a, b = (predict(_noisy_ladder(rng, 0.05), t, opts) for _ in range(2))
-        hits += (a["seconds_ci_low"] <= b["seconds"] <= a["seconds_ci_high"]
-                 and b["seconds_ci_low"] <= a["seconds"] <= b["seconds_ci_high"])
+        hits += (a["seconds_rungs_ci_low"] <= b["seconds"] <= a["seconds_rungs_ci_high"]
+                 and b["seconds_rungs_ci_low"] <= a["seconds"] <= b["seconds_rungs_ci_high"])
     assert hits >= pairs - 3
     no_noise = opts.replace(run_noise=0.0)
     a = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, no_noise)
     b = predict(_noisy_ladder(np.random.default_rng(1), 0.0), t, opts)
-    assert b["seconds_ci_high"] - b["seconds_ci_low"] > 2 * (a["seconds_ci_high"] - a["seconds_ci_low"])
+    assert b["seconds_rungs_ci_high"] - b["seconds_rungs_ci_low"] > \
+        2 * (a["seconds_rungs_ci_high"] - a["seconds_rungs_ci_low"])
 
 
 def _two_files_collapsing_in_the_second():
@@ -292,8 +293,11 @@ def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
     bare = predict(reps, Target(1e8, 1.2e9), OPTS.replace(own_check=False))
     own = p["fit"]["own_check"]["predicted_over_measured"]
     assert own < 0.9
-    assert p["seconds_ci_low"] == pytest.approx(bare["seconds_ci_low"] * own, rel=1e-6)
-    assert p["seconds_ci_high"] == pytest.approx(bare["seconds_ci_high"] / own, rel=1e-6)
+    assert p["seconds_rungs_ci_low"] == pytest.approx(bare["seconds_rungs_ci_low"] * own, rel=1e-6)
+    assert p["seconds_rungs_ci_high"] == pytest.approx(bare["seconds_rungs_ci_high"] / own, rel=1e-6)
+    # then the form's measured error on record, in quadrature: wider still, the level stated
+    assert p["seconds_ci_low"] < p["seconds_rungs_ci_low"] and p["seconds_ci_high"] > p["seconds_rungs_ci_high"]
+    assert p["level"] == OPTS.confidence and p["form"] == "btree-misses" and p["model_error"] > 0
 
 
 def test_level_rows_scale_an_lsms_sizes_for_more_rows_than_the_target():

@@ -205,7 +205,7 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
         with _full_disk_named(summary["target"], srv):
             conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
             _prepare_table(load, strategy, figures, resuming)
-        load.watch = LoadWatch(len(load.files), spec.time_limit_s if strategy.resumable else None, list(load.earlier[0]))
+        load.watch = LoadWatch(len(load.files), summary["time_limit_s"], list(load.earlier[0]))
         files_glob = eng.table_files.format(database=DATABASE, table=table)
         sampler = Sampler(srv, device=device_for(job.path), table_glob=files_glob,
                           interval_s=spec.sample_interval_s, watch=load.watch,

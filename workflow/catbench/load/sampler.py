@@ -11,7 +11,6 @@ from pathlib import Path
 
 import psutil
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..core.server.status import status_counters
 from .job import LoadWatch
@@ -165,6 +164,3 @@ class Sampler:
 
     def to_table(self) -> pa.Table:
         return pa.Table.from_pylist(self.rows)
-
-    def to_parquet(self, path):
-        pq.write_table(self.to_table(), path)

@@ -69,7 +69,7 @@ def error(checks: list[Check], form: str, leave_out: str | None = None) -> float
     return rms(own if len(own) >= MIN_FORM else kept)
 
 
-def form_of(engine: str, strategy: str) -> str:
+def load_form(engine: str, strategy: str) -> str:
     """A load's form in the record: what its rungs' curve extrapolates."""
     if strategy == "one-file-at-a-time":
         return "lsm-misses" if engine == "rocksdb" else "btree-misses"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .runs import Rep
+from .coverage import load_form, widen_prediction
 from .scale import (Refusal, Target, _leave_one_rung_out, _own_check, _resample, _widen, check, fit, form_of, interval,
                     point, regime, run_noise)
 from .spec import Fitting
@@ -54,6 +55,8 @@ def curve(reps: list[Rep], targets: list[Target], fitting: Fitting) -> list[dict
             lo, hi = interval(p["seconds"], boot[t.rows], [v["seconds"] for v in _leave_one_rung_out(reps, t, form)], a)
         q = {"seconds": p["seconds"], "seconds_ci_low": lo, "seconds_ci_high": hi}
         _widen(q, own)
+        widen_prediction(q, load_form(reps[0].key[2], reps[0].key[3]), fitting.confidence)
+        q = {k: v for k, v in q.items() if k.startswith("seconds")}
         out[t.rows] = {"rows": t.rows, "pool_bytes": t.pool, **q, "table_bytes": p["table_bytes"],
                        "regime": regime(f, p, t, reps)}
     return [out[t.rows] for t in targets]

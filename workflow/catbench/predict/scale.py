@@ -11,7 +11,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 from scipy.optimize import least_squares
 
-from .coverage import form_of, widen_prediction
+from .coverage import load_form, widen_prediction
 from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .lsm import index_block_refusal, index_ratio, lsm_fit
@@ -382,7 +382,7 @@ def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
         p[f"{k}_ci_low"], p[f"{k}_ci_high"] = interval(p[k], vals, [v[k] for v in loo if v.get(k) is not None], a)
     own = _own_check(reps, fitting)
     _widen(p, own)
-    widen_prediction(p, form_of(reps[0].key[2], reps[0].key[3]), fitting.confidence)
+    widen_prediction(p, load_form(reps[0].key[2], reps[0].key[3]), fitting.confidence)
     if p["rows_ci_high"] is not None:   # a load loads at most its input's rows
         p["rows_ci_high"] = min(p["rows_ci_high"], t.rows)
     fitted = {**f.curve.as_dict(), "calibration_k": f.calibration, "device": f.device, "run_noise": sigma,

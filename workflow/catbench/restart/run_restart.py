@@ -38,6 +38,7 @@ from ..core.server.session import Datadir, private_server
 from ..core.server.status import variables
 from . import errorlog
 from .headlines import summarize
+from .memory import touch_curve
 from .kinds import KINDS as KIND_FUNCS
 from .kinds import MODULES
 from .options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
@@ -143,6 +144,10 @@ def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> d
         meta = _meta(target, path, v, infos, input_bytes, spec)  # the session made ``path``
         results: dict = {}
         try:
+            if spec.memory_probe:   # before any server holds memory: the machine as the kinds find it
+                meta["memory_touch"] = touch_curve(spec.memory_probe)
+                log.info("target %s: first touch of fresh memory, s a 256 MiB chunk: %s", target,
+                         meta["memory_touch"]["seconds"])
             run.setup()
             meta["server"] = {"binary": srv.binary, "version": srv.version, "settings": run.base_settings,
                               "variables": variables(run.conn_(), _VARIABLES)}

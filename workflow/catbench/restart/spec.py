@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.infra.sizes import parse_size
 from ..core.server.process import Launch
 from .errors import RestartError
 from .options import BUFFER_POOL_MODES, FAULTS, KINDS
@@ -37,6 +38,7 @@ class RestartSpec:
     launch: Launch                    # server.binary, no TCP, restart.start_timeout_s
     seed: int                         # kill points and lookup keys
     crash_point: tuple[float, float] = (0.0, 1.0)  # restart.crash_point: share of files committed before a kill
+    memory_probe: int = 0             # restart.memory_probe: bytes of fresh memory first-touched, timed
     keep_data: bool = False           # the server's datadir stays afterwards (--keep-data)
     fault: str | None = None          # a fault drill of FAULTS (the stage must fail cleanly)
 
@@ -65,4 +67,4 @@ class RestartSpec:
                    rs["buffer_pool_dump_pct"], Warm(rs["warm_factor"], rs["warm_batch"], rs["warm_timeout_s"]),
                    rs["lookup_count"], rs["query_threads"], {**server["settings"], **rs["settings"]},
                    Launch(server["binary"], False, rs["start_timeout_s"]), cfg["seed"], (float(lo), float(hi)),
-                   keep_data, fault)
+                   parse_size(rs["memory_probe"]), keep_data, fault)

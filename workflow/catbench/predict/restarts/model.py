@@ -15,6 +15,7 @@ import numpy as np
 from scipy import stats
 
 from ...core.infra.sizes import duration, human
+from .memory import memory_excess
 from .runs import Obs, RungSizes
 
 # kind -> its phases in order; the total is their sum (a clean restart: the shutdown, the start
@@ -299,6 +300,7 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
     refused = _refusal(kind, at, sh)
     if refused:
         return {**out, "refused": refused}
+    mem = _memory(kind, sizes, at, sh, out)
     phases, total, down, up = [], 0.0, 0.0, 0.0
     for phase in KINDS[kind]:
         pts = [(o.quantity, o.seconds) for o in obs if o.phase == phase]
@@ -313,6 +315,8 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         f = on_device(f, how, (here, at.device), moved.get(phase, 1.0))
         qq = q.get(phase) if drv else None
         sec, low, high = interval(f, qq, confidence, floor)
+        add = mem.get(phase, (0.0, 0.0, 0.0))
+        sec, low, high = sec + add[0], low + add[1], high + add[2]
         reach = qq / f.q_max if qq and f.q_max else None
         if drv and f.b_high and qq and high - sec > sec:
             out["regime"] = [*out["regime"], f"{phase}: the rungs do not tell its growth with the {drv.words} "
@@ -320,13 +324,33 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         phases.append({"phase": phase, "driver": drv.words if drv else None, "quantity_bytes": qq,
                        "quantity_in_bytes": bool(drv and drv.in_bytes),
                        "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high,
-                       "a_s": f.a, "b_s_per_byte": f.b, "n": f.n, "bound": how, "note": f.note})
+                       "a_s": f.a, "b_s_per_byte": f.b, "n": f.n, "memory_s": add[0],
+                       "bound": "memory (first touch)" if add[0] > sec / 2 else how, "note": f.note})
         total += sec
         down += (sec - low) ** 2
         up += (high - sec) ** 2
     dom = max(phases, key=lambda p: p["seconds"])
     return {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
             "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"]}
+
+
+def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) -> dict:
+    """A crash recovery's memory touched past the rungs' rate (memory.py), split between the
+    scan (its parsed redo) and the apply (the pages it reads) by their bytes; its words added
+    to the regime."""
+    if kind != "crash-during-load":
+        return {}
+    age = checkpoint_age(at, sh)
+    pages = sh.recovered(age, at.data * (sh.crash_share or 1.0))
+    got = memory_excess(sizes, age + pages)
+    if got is None:
+        out["regime"] = [*out["regime"], "no memory probe or RSS in the rungs: the first touch of the memory "
+                                         "recovery fills is priced at the rungs' rate (restart.memory_probe)"]
+        return {}
+    *secs, words = got
+    out["regime"] = [*out["regime"], words]
+    w = age / (age + pages) if age + pages else 1.0
+    return {"redo_scan": tuple(x * w for x in secs), "redo_apply": tuple(x * (1 - w) for x in secs)}
 
 
 def _median_device(sizes: list[RungSizes]) -> dict:

@@ -46,6 +46,9 @@ class RungSizes:
     sst_bytes: list = field(default_factory=list)        # bytes an SST streamed (mariabackup's estimate)
     ist_bytes_per_down_s: list = field(default_factory=list)
     transfers: dict = field(default_factory=dict)        # kind -> transfers it got (IST/SST)
+    # per kill: (redo since the checkpoint + pages recovered, in bytes; the server's RSS after recovery)
+    recovery_memory: list = field(default_factory=list)
+    touch: dict | None = None                            # the memory probe's curve (restart/memory.py)
     device: dict = field(default_factory=dict)           # the target's fio figures
 
 
@@ -112,6 +115,7 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
     redo apply (the pages it recovers) and the first answer after it."""
     rows, kind = doc.get("rows") or [], "crash-during-load"
     _server(doc, sizes)
+    sizes.touch = doc.get("memory_touch") or sizes.touch
     for det in doc.get("detail") or []:
         rep = det.get("repetition", 0)
         rec = det.get("recovery") or {}
@@ -124,6 +128,8 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
             share = det["committed_files"] / det["files"] if det.get("files") else None
             if pages is not None and share:
                 sizes.recovered_pages.append((float(redo), float(pages), share, rec.get("end_lsn")))
+                if rec.get("rss_bytes"):
+                    sizes.recovery_memory.append((float(redo) + pages * sizes.page_bytes, float(rec["rss_bytes"])))
         start = _seconds(rows, rep, "process_start_to_recovery_start")
         scan, apply_ = _seconds(rows, rep, "redo_scan"), _seconds(rows, rep, "redo_apply")
         first = _seconds(rows, rep, "process_start_to_first_answer")

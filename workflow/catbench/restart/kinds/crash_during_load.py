@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 from ...core.index.input import FileInfo
 from ...core.index.table import DATABASE, IndexInto, create_table, load_file
 from ...core.infra.resources import read_sql
@@ -195,7 +197,15 @@ def _recover(run, acked: int, probe_key, status: dict) -> tuple:
         obs["watcher"].stop()
     phases, det = start_phases(obs)
     rphases, rdet = recovery(obs, status)
+    rdet["rss_bytes"] = _rss(run)    # the memory recovery filled (the model prices its first touch)
     return obs, rb, phases, det, rphases, rdet
+
+
+def _rss(run) -> int | None:
+    try:
+        return psutil.Process(run.srv.pid).memory_info().rss
+    except (psutil.Error, TypeError):
+        return None
 
 
 def run(run, rep: int) -> tuple[list[dict], dict]:

@@ -1,0 +1,34 @@
+"""What first touching fresh memory costs this machine: the memory probe a restart study runs
+before its kinds (``restart.memory_probe``). A crash recovery fills memory it never touched
+(its parsed redo, the pages it reads into the pool); on a virtual machine whose host backs the
+guest's memory lazily, or returns its free pages (free page reporting), a page touched for the
+first time can cost ~8x one the machine had touched recently, past the first GB or two. The
+rungs of a ladder touch little and see the cheap part only, so the model prices the target's
+touch from this curve (predict/restarts/model.md)."""
+
+from __future__ import annotations
+
+import mmap
+import time
+
+CHUNK = 256 * 2 ** 20
+PAGE = 4096     # one write a page: the kernel's own page size, which the server's pool gets too
+
+
+def touch_curve(total: int, chunk: int = CHUNK) -> dict:
+    """Seconds to first-touch each ``chunk`` of ``total`` bytes of fresh anonymous memory, in
+    order (an anonymous map, as the server's buffer pool is: no huge-page advice)."""
+    import numpy as np
+    total = max(chunk, total - total % chunk)
+    mm = mmap.mmap(-1, total)
+    try:
+        a = np.frombuffer(mm, dtype=np.uint8)
+        secs = []
+        for off in range(0, total, chunk):
+            t = time.perf_counter()
+            a[off:off + chunk:PAGE] = 1
+            secs.append(round(time.perf_counter() - t, 6))
+        del a
+    finally:
+        mm.close()
+    return {"chunk_bytes": chunk, "seconds": secs}
