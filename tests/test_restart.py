@@ -28,7 +28,7 @@ def restarted():
         out = d / "out" / "restart" / "t1"
         result = run_restart("t1", d / "target", files, out, restart_spec({
             "variant": "bigint", "repetitions": 2, "lookup_count": 2000, "warm_timeout_s": 10, "warm_batch": 100,
-            "query_threads": 3, "start_timeout_s": 60}, {"settings": SETTINGS}, seed=5))
+            "query_threads": 3, "start_timeout_s": 60, "memory_probe": "512M"}, {"settings": SETTINGS}, seed=5))
         assert not servers_under(d)
         yield d, out, result
     finally:
@@ -80,6 +80,9 @@ def test_crash_during_load_loses_nothing_and_resumes(restarted):
         assert det["recovery"]["recovered"] and det["recovery"]["redo_bytes"] > 0
         assert det["recovery"]["recovery_seconds"] is not None and det["recovery"]["recovery_MBps"] > 0
         assert 1 <= det["committed_files"] <= 19
+        assert det["recovery"]["rss_bytes"] > 10 * 2 ** 20     # the memory recovery filled, for the model
+    touch = data["memory_touch"]     # the probe: two 256 MiB chunks, each first-touched and timed
+    assert touch["chunk_bytes"] == 256 * 2 ** 20 and len(touch["seconds"]) == 2 and all(s > 0 for s in touch["seconds"])
     rec = [r for r in rows if r["phase"] == "crash_recovery"]
     assert len(rec) == 2 and all(r["redo_bytes"] > 0 and r["seconds"] is not None for r in rec)
     for r in rows:

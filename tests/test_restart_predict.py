@@ -203,3 +203,26 @@ def test_files_named_on_predicts_command_line_are_read_guarded(tmp_path, capsys)
     assert "'page_read_us' must be a positive finite number" in capsys.readouterr().err
     dev.write_text("page_read_us: 1e2\n" + figures)
     assert main([*base, "--device", str(dev)]) == 0
+
+
+def test_the_first_touch_past_the_probes_warm_part_is_priced_at_its_slow_rate():
+    from catbench.predict.restarts.memory import excess, memory_excess, touch_s
+    chunk = 256 * 2 ** 20
+    curve = {"chunk_bytes": chunk, "seconds": [0.1] * 4 + [0.8] * 4}    # 1 GiB warm, then 8x slower
+    assert touch_s(curve, 2 * chunk) == pytest.approx(0.2)
+    assert touch_s(curve, 10 * chunk) == pytest.approx(0.4 + 3.2 + 1.6)    # past the probe at its last rate
+    assert excess(curve, 3 * chunk) == 0.0                                  # within the warm part: the rungs' rate
+    assert excess(curve, 6 * chunk) == pytest.approx(0.4 + 1.6 - 0.6)
+    obs, sizes = _ladder()
+    rungs = list(sizes.values())
+    assert memory_excess(rungs, 4 * G) is None                      # no RSS recorded: nothing priced
+    for s in rungs:   # RSS after recovery: 200 MiB + 2 bytes a byte of redo and pages
+        s.recovery_memory = [(h, 200 * 2 ** 20 + 2 * h) for h in (0.1 * G * s.rows / 1e6, 0.12 * G * s.rows / 1e6)]
+        s.touch = curve
+    sec, low, high, words = memory_excess(rungs, 2 * G)
+    rss = 200 * 2 ** 20 + 4 * G
+    assert sec == pytest.approx(excess(curve, rss)) and low == sec == high and "recovery fills ~4.2 GiB" in words
+    crash = next(p for p in model.predict_all(obs, sizes, model.At(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G),
+                                              0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    added = sum(ph["memory_s"] for ph in crash["phases"])
+    assert added > 5 and any("first touch past the rungs' rate adds" in w for w in crash["regime"])
