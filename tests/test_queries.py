@@ -378,6 +378,17 @@ def test_shv1s_box_shrinks_to_mysqls_distance_tests_in_its_sub_chunks(tmp_path):
     assert want / 2.5 <= got <= 2 * want, (got, want)
 
 
+def test_a_draw_that_cannot_reach_its_target_refuses_naming_the_key(tmp_path):
+    """20,000 Objects at one position: no box or radius brings SHV1 near its pairs (it drew
+    ~2 x 10^8, 2,000x the target, and ran for minutes); the draw says so and refuses."""
+    from catbench.query.params import draw_parameters
+    chunks = dense_patch(tmp_path, 20_000, width_deg=0.0)
+    cfg = validate({"queries": {"queries": ["SHV1"], "draw": {"target_tests": 10 ** 12}}}, whole=False)
+    with pytest.raises(QueryError, match=r"config key 'queries.draw.target_(rows|pairs)': SHV1: its .* after 6 "
+                                         r"resizings.*give queries.parameters.SHV1"):
+        draw_parameters(QuerySpec.of(cfg), tmp_path, chunks)
+
+
 def test_the_draw_stops_at_its_time_budget_naming_the_key(tmp_path):
     from catbench.query.params import draw_parameters
     chunks = dense_patch(tmp_path, 2000)

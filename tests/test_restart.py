@@ -81,6 +81,7 @@ def test_crash_during_load_loses_nothing_and_resumes(restarted):
         assert det["recovery"]["recovery_seconds"] is not None and det["recovery"]["recovery_MBps"] > 0
         assert 1 <= det["committed_files"] <= 19
         assert det["recovery"]["rss_bytes"] > 10 * 2 ** 20     # the memory recovery filled, for the model
+        assert det["data_pages_after_resume"] > 0               # the data a crash-only rung holds
     touch = data["memory_touch"]     # the probe: two 256 MiB chunks, each first-touched and timed
     assert touch["chunk_bytes"] == 256 * 2 ** 20 and len(touch["seconds"]) == 2 and all(s > 0 for s in touch["seconds"])
     rec = [r for r in rows if r["phase"] == "crash_recovery"]

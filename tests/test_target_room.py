@@ -138,3 +138,24 @@ def test_a_resumed_load_counts_its_kept_data_as_already_on_the_target(tmp_path):
         assert r.returncode == 0 and "resuming after" in said, said[-3000:]
         assert json.loads((tmp_path / "load" / "summary.json").read_text())["checksum_ok"]
         assert not server_procs(small)
+
+
+@pytest.mark.parametrize("held", [0, 300 << 20])
+def test_the_runs_estimate_counts_what_a_killed_jobs_folder_already_holds(tmp_path, held):
+    """The parse-time check asks a target for each job's need less what that job's own server
+    folder already holds there (a killed load resumes in it), so a resume is not refused for
+    space it already has."""
+    from catbench.core.infra.config import validate
+    from catbench.core.server.session import load_server, server_dir
+    from catbench.load.estimate import estimate
+    from catbench.load.spec import EstimateSpec
+    cfg = validate(yaml.safe_load(tiny_config(tmp_path / "wd", {"disk": tmp_path / "t"}).read_text()))
+    full = estimate(EstimateSpec.of(cfg))
+    job = max((j for j in full["jobs"] if j["job"].startswith("load ")), key=lambda j: j["need_bytes"])
+    _, variant, engine, strategy = job["job"].replace("/", " ").split()
+    folder = server_dir(Path(full["targets"]["disk"]["path"]), load_server(variant, engine, strategy)) / "data"
+    folder.mkdir(parents=True)
+    (folder / "ibdata1").write_bytes(b"\0" * min(held, job["need_bytes"] // 2))
+    got = estimate(EstimateSpec.of(cfg))["targets"]["disk"]
+    others = max(j["need_bytes"] for j in full["jobs"] if j is not job)
+    assert got["need_bytes"] == max(others, job["need_bytes"] - min(held, job["need_bytes"] // 2))

@@ -112,7 +112,8 @@ if workflow.is_main_process:
     ESTIMATE = cb_estimate.estimate(EstimateSpec.of(config), Path(RES))
     for _line in cb_estimate.lines(ESTIMATE, jobs=False):  # every job's: `catbench estimate`
         print(f"catbench: {_line}", file=sys.stderr)
-    if config["index"]["space_check"]:
+    # --unlock starts no job: a target's room must not keep a stale lock in place
+    if config["index"]["space_check"] and "--unlock" not in sys.argv:
         try:
             cb_targets.check_targets(
                 config, [t for t, v in config["targets"].items() if not v.get("node")], create=False,

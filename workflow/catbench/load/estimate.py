@@ -16,7 +16,9 @@ from pathlib import Path
 
 from ..core.index.input import MANIFEST
 from ..core.index.table import VARIANTS
+from ..core.infra.files import dir_bytes
 from ..core.infra.targets import human, server_bytes
+from ..core.server.session import load_server, restart_server, server_dir
 from ..core.sky.copies import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
 from .spec import EstimateSpec
 from .strategies import REGISTRY
@@ -88,14 +90,22 @@ def _jobs(spec: EstimateSpec, inputs: dict) -> list[dict]:
     if "load_index" in stages:
         # MyRocks (load.engines: rocksdb) has no fit of its own yet: InnoDB's figures stand in
         pairs = spec.loads.pairs()
-        jobs += [{**load_need(v, s, rows, inputs[v], spec.load_settings), "job": f"load {v}/{e}/{s}"}
-                 for v in spec.loads.variants for e, s in pairs]
+        jobs += [{**load_need(v, s, rows, inputs[v], spec.load_settings), "job": f"load {v}/{e}/{s}",
+                  "server": load_server(v, e, s)} for v in spec.loads.variants for e, s in pairs]
     if "restart" in stages:
         v = spec.restart_variant
         r = load_need(v, "one-file-at-a-time", rows, inputs[v], spec.restart_settings)
         # the table and the copy a crash diagnosis keeps beside it
-        jobs.append({**r, "job": f"restart {v}", "need_bytes": r["need_bytes"] + r["table_bytes"]})
+        jobs.append({**r, "job": f"restart {v}", "need_bytes": r["need_bytes"] + r["table_bytes"],
+                     "server": restart_server(v)})
     return jobs
+
+
+def _still_needed(job: dict, place) -> int:
+    """What ``job`` still needs on a local target: its need less what its own server's folder
+    there already holds (a killed load resumes in it; any other job's start replaces it)."""
+    held = dir_bytes(server_dir(place.path, job["server"])) if job.get("server") and not place.node else 0
+    return max(0, job["need_bytes"] - held)
 
 
 def estimate(spec: EstimateSpec, results: Path | None = None) -> dict:
@@ -106,10 +116,12 @@ def estimate(spec: EstimateSpec, results: Path | None = None) -> dict:
     measured = {v: input_bytes(spec, v, rows, results) for v in variants}
     inputs = {v: b for v, (b, _) in measured.items()}
     jobs = _jobs(spec, inputs)
-    largest = max(jobs, key=lambda j: j["need_bytes"], default={"job": None, "need_bytes": 0})
-    targets = {t: {"path": str(place.path), "node": place.node,
-                   "need_bytes": largest["need_bytes"], "largest_job": largest["job"]}
-               for t, place in spec.targets.items()}
+    targets = {}
+    for t, place in spec.targets.items():
+        need = {j["job"]: _still_needed(j, place) for j in jobs}
+        largest = max(need, key=need.get, default=None)
+        targets[t] = {"path": str(place.path), "node": place.node, "need_bytes": need.get(largest, 0),
+                      "largest_job": largest}
     return {"rows": rows, "input_bytes": inputs, "input_measured": {v: m for v, (_, m) in measured.items()},
             "results_need_bytes": sum(inputs[v] for v in VARIANTS), "jobs": jobs, "targets": targets,
             "model": "workflow/catbench/load/estimate.md"}

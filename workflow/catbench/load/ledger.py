@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from pathlib import Path
 from types import SimpleNamespace
 

@@ -39,7 +39,7 @@ from ..core.infra.resources import read_sql
 from ..core.infra.targets import Target, check_target, describe_target, device_for
 from ..core.server.loaddata import LoadError
 from ..core.server.logs import out_of_space
-from ..core.server.session import Datadir, private_server, server_dir
+from ..core.server.session import Datadir, load_server, private_server, server_dir
 from ..core.server.status import variables
 from .estimate import STEADY, input_rows, load_need
 from .job import TIMINGS, LoadJob, LoadWatch, Outcome, Repetition
@@ -105,7 +105,7 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
                "options": options.as_dict(), "repetitions_requested": spec.repetitions,
                "repetition_limit_s": spec.repetition_limit_s}
     settings = {**eng.settings, **spec.settings}
-    name = f"load_index-{v.name}-{eng.name}-{strategy.name}"
+    name = load_server(v.name, eng.name, strategy.name)
     state = None
     if strategy.resumable:  # an interrupted run of this same load is continued (load/ledger.py)
         key = load_key(files, v.name, strategy.name, table, options.as_dict(), settings)

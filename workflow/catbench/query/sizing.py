@@ -29,6 +29,7 @@ from .suite import QueryError
 SAMPLE = 256        # objects whose neighbours estimate the box's pairs
 _STEPS = 6          # resizing steps at most (each a bounded query)
 _SLACK = 1.25       # within this factor of a target a size is kept
+_UNREACHED = 10.0   # still this far past its target after every step: the draw refuses
 
 _COUNT = read_sql("draw", "box_objects.sql")
 _NEIGHBOURS = read_sql("draw", "shv1_neighbours.sql")
@@ -95,7 +96,16 @@ class Sizer:
             size = significant(size * math.sqrt(target / rows))
             box = box_of(size)
             rows = self.count(name, box)
+        if rows > _UNREACHED * target:
+            raise self.unreached(name, f"its box of {size:g} deg still holds {rows:,} Objects", "target_rows", target)
         return box, rows, size
+
+    def unreached(self, name: str, what: str, key: str, target: float) -> QueryError:
+        """A size the draw cannot bring near its target: the patch is denser at a point than
+        any box or radius it tries (e.g. thousands of objects at one position)."""
+        return QueryError(f"config key 'queries.draw.{key}': {name}: {what} after {_STEPS} resizings, over "
+                          f"{_UNREACHED:g}x the {target:,.0f} asked; the patch is denser than the draw can size "
+                          f"for: give queries.parameters.{name} (its box and radius)")
 
     def pairs(self, box: dict, rows: int, radius: float) -> tuple[int, float]:
         """(objects sampled, SHV1's estimated pairs in ``box`` at ``radius``); exact when the
@@ -115,4 +125,7 @@ class Sizer:
                 break
             radius = significant(radius * math.sqrt(self.draw.target_pairs / est))
             sampled, est = self.pairs(box, rows, radius)
+        if est > _UNREACHED * self.draw.target_pairs:
+            raise self.unreached("SHV1", f"its radius of {radius:g} deg still pairs ~{est:,.0f}", "target_pairs",
+                                 self.draw.target_pairs)
         return radius, sampled, est

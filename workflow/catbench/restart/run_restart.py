@@ -34,7 +34,7 @@ from ..core.index.table import get_variant
 from ..core.infra.settings import ServerError
 from ..core.infra.targets import describe_target
 from ..core.server.loaddata import LoadError
-from ..core.server.session import Datadir, private_server
+from ..core.server.session import Datadir, private_server, restart_server
 from ..core.server.status import variables
 from . import errorlog
 from .headlines import summarize
@@ -137,7 +137,7 @@ def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> d
     infos = [scan_file(f, v) for f in files]
     log.info("target %s: scanned %d files (%d rows) in %.1f s", target, len(infos), sum(i.rows for i in infos),
              time.time() - t0)
-    with private_server(target, path, f"restart-{v.name}", spec.settings, spec.launch,
+    with private_server(target, path, restart_server(v.name), spec.settings, spec.launch,
                         data=Datadir(keep=spec.keep_data), start=False,
                         data_bytes=3 * input_bytes) as srv:  # the table, its redo and the diagnosis copy
         run = RestartRun(target, srv, infos, v, spec)

@@ -81,6 +81,16 @@ def server_dir(root, name: str) -> Path:
     return Path(root).absolute() / f"catbench-{name}"
 
 
+def load_server(variant: str, engine: str, strategy: str) -> str:
+    """The private server's name (its folder: ``server_dir``) of one load of the index."""
+    return f"load_index-{variant}-{engine}-{strategy}"
+
+
+def restart_server(variant: str) -> str:
+    """The private server's name of a restart job."""
+    return f"restart-{variant}"
+
+
 @dataclass(frozen=True)
 class Datadir:
     """What becomes of a private server's data: ``keep`` it afterwards (--keep-data);

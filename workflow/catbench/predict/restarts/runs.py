@@ -120,6 +120,8 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
         rep = det.get("repetition", 0)
         rec = det.get("recovery") or {}
         redo = rec.get("redo_bytes")
+        if det.get("data_pages_after_resume") and not sizes.data_bytes:   # a study without the clean kind
+            sizes.data_bytes = float(det["data_pages_after_resume"] * sizes.page_bytes)
         batches = rec.get("redo_batches") or []
         pages = next((b["numbers"][0] for b in batches if b.get("event") == "to_recover" and b.get("numbers")), None)
         if redo is not None:

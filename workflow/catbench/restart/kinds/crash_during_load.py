@@ -23,7 +23,7 @@ from ...core.infra.resources import read_sql
 from .. import errorlog
 from ..headlines import Headline, OverBaseline
 from ..phases import diff, p50, recovery, row, start_phases, wait_rollback
-from ..probe import innodb_status, observed_start
+from ..probe import global_status, innodb_status, observed_start
 from ..state import TABLE
 
 log = logging.getLogger(__name__)
@@ -146,15 +146,18 @@ def _verify(run, committed: list[FileInfo], inflight: FileInfo | None) -> dict:
             "n_found": n_found, "s_found": s_found, "rows_lost": rows_lost, "rows_found": rows_expected - rows_lost}
 
 
-def _resume(run, first_missing: int) -> tuple[float, tuple[int, int], bool]:
-    """Load the files from ``first_missing`` on; seconds, final checksum, equal to clean."""
+def _resume(run, first_missing: int) -> tuple[float, tuple[int, int], bool, int]:
+    """Load the files from ``first_missing`` on; seconds, final checksum, equal to clean, and
+    the whole table's pages in the pool (as the clean kind's settle reads them: the data a
+    crash-only study's rungs hold, predict/restarts/runs.py)."""
     t = time.time()
     run.load_files(run.infos[first_missing:], [i.path for i in run.infos[:first_missing]])
     resume_s = time.time() - t
     final = run.checksum()
+    pages = int(global_status(run.conn_(), "Innodb_buffer_pool_pages_data") or 0)
     resumed_ok = final == (run.total_rows, run.total_sum)
     run.loaded = run.fresh_load = resumed_ok
-    return resume_s, final, resumed_ok
+    return resume_s, final, resumed_ok, pages
 
 
 def _rows(run, rep: int, phases, recovered: tuple, rb: dict, rb_events, ver: dict, resume_s) -> list[dict]:
@@ -238,7 +241,7 @@ def run(run, rep: int) -> tuple[list[dict], dict]:
     ver = _verify(run, committed, inflight)
     outcome = ver["outcome"]
     first_missing = acked + (1 if outcome == "committed_before_kill_unacknowledged" else 0)
-    resume_s, final, resumed_ok = _resume(run, first_missing) if outcome is not None else (None, None, None)
+    resume_s, final, resumed_ok, pages = _resume(run, first_missing) if outcome is not None else (None,) * 4
     rows = _rows(run, rep, phases, (rphases, rdet), rb, (rb0, rb1), ver, resume_s)
     details.update({**det, "recovery": rdet, "rollback": {**rb, "log_done": rb1.as_dict(obs["t_spawn"]) if rb1
                                                               else None},
@@ -246,6 +249,7 @@ def run(run, rep: int) -> tuple[list[dict], dict]:
                     "rows_in_table": ver["n_found"], "checksum_in_table": ver["s_found"],
                     "resumed_from_file": first_missing if outcome else None,
                     "final_rows": final[0] if final else None, "final_checksum": final[1] if final else None,
+                    "data_pages_after_resume": pages,
                     "clean_checksum": run.total_sum, "final_equals_clean": resumed_ok})
     failed = _failure(run, acked, ver, first_missing, final, resumed_ok)
     if failed:
