@@ -39,7 +39,7 @@ from ..core.infra.resources import read_sql
 from ..core.infra.targets import Target, check_target, describe_target, device_for
 from ..core.server.loaddata import LoadError
 from ..core.server.logs import out_of_space
-from ..core.server.session import Datadir, load_server, private_server, server_dir
+from ..core.server.session import Datadir, execute_alone, load_server, private_server, server_dir
 from ..core.server.status import variables
 from .estimate import STEADY, input_rows, load_need
 from .job import TIMINGS, LoadJob, LoadWatch, Outcome, Repetition
@@ -161,11 +161,7 @@ def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
 
 def _fresh_start(srv, table: str):
     """Drop the table and restart the server: the next repetition starts with an empty pool."""
-    conn = srv.connect()
-    try:
-        conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{table}`")
-    finally:
-        conn.close()
+    execute_alone(srv, f"DROP TABLE IF EXISTS `{DATABASE}`.`{table}`")
     srv.stop()
     srv.start()
 

@@ -17,6 +17,7 @@ import numpy as np
 from ..core.index.table import DATABASE, Variant
 from ..core.server.loaddata import LoadError
 from ..core.server.process import Server
+from ..core.server.session import execute_alone
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +28,7 @@ def optimize_table(server: Server, conn, table: str, limit_s: float) -> dict:
     cid = conn.connection_id
 
     def kill():
-        k = server.connect()
-        try:
-            k.cursor().execute(f"KILL QUERY {cid}")
-        finally:
-            k.close()
+        execute_alone(server, f"KILL QUERY {cid}")
         fired.set()
 
     timer = threading.Timer(limit_s, kill)

@@ -88,21 +88,23 @@ class RateCurve:
         return 1.0 / self.seconds_per_row(x)
 
     def as_dict(self) -> dict:
-        fin = (lambda v: v if math.isfinite(v) else None)
-        return {"form": self.form, "r0_rows_per_s": self.r0, "a_s_per_row": self.a,
-                "miss_s_per_row": self.miss_s, "x_c": fin(self.x_c), "p": self.p, "points": self.n, "cache_s_per_row": self.cache_s, "rho": self.rho,
-                "depth_s_per_row_per_doubling": self.depth_s, "depth_ref_log2_rows": self.depth_ref,
-                "write_floor_s_per_row": self.floor_s, "misses_per_row_max": self.m_max}
+        fin = (lambda v: v if not isinstance(v, float) or math.isfinite(v) else None)  # noqa: E731
+        return {"r0_rows_per_s": self.r0, **{key: fin(getattr(self, f)) for f, key in JSON_KEYS.items()}}
+
+
+# RateCurve's fields and their keys in a prediction's JSON (``as_dict``, ``curve_of``): one list
+JSON_KEYS = {"form": "form", "a": "a_s_per_row", "miss_s": "miss_s_per_row", "x_c": "x_c", "p": "p", "n": "points",
+             "cache_s": "cache_s_per_row", "rho": "rho", "depth_s": "depth_s_per_row_per_doubling",
+             "depth_ref": "depth_ref_log2_rows", "floor_s": "write_floor_s_per_row", "m_max": "misses_per_row_max"}
+# what the rungs' pool alone says: the target's page cache is applied again (``with_page_cache``)
+AT_THE_TARGET = ("cache_s", "rho", "n")
 
 
 def curve_of(fit: dict) -> RateCurve:
     """The curve a prediction's ``fit`` (``RateCurve.as_dict``, in its JSON) describes, at the
     rungs' pool (``with_page_cache`` and the write floor give the target's)."""
-    inf = float("inf")
-    return RateCurve(fit["form"], fit["a_s_per_row"], miss_s=fit.get("miss_s_per_row") or 0.0,
-                     x_c=fit.get("x_c") or inf, p=fit.get("p") or 1.0, depth_s=fit.get("depth_s_per_row_per_doubling") or 0.0,
-                     depth_ref=fit.get("depth_ref_log2_rows") or 0.0, floor_s=fit.get("write_floor_s_per_row") or 0.0,
-                     m_max=fit.get("misses_per_row_max") or 1.0)
+    return RateCurve(**{f: fit[key] for f, key in JSON_KEYS.items()
+                        if f not in AT_THE_TARGET and fit.get(key) is not None})
 
 
 def _log_rss(curve: RateCurve, x, y, w) -> float:
@@ -152,7 +154,7 @@ def fit_rate(x, rate, weight=None, form: str = "steady", misses=None, served: tu
     w = w / w.mean() if len(w) else w
     if len(x) < 2:
         raise ValueError(f"{len(x)} rate points: a rate curve needs at least 2")
-    y, inv, one = np.log(r), 1.0 / r, np.ones_like(x)
+    y, inv = np.log(r), 1.0 / r
     steady = RateCurve("steady", float(np.exp(-np.average(y, weights=w))), n=len(x))
     term = None                  # per window, what the regime adds per unit of its coefficient
     if form == "misses" and misses is not None and np.count_nonzero(misses > 0.05) >= 3:

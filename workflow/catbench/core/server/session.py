@@ -81,6 +81,16 @@ def server_dir(root, name: str) -> Path:
     return Path(root).absolute() / f"catbench-{name}"
 
 
+def execute_alone(srv, sql: str) -> None:
+    """``sql`` on a connection of its own, closed whatever happens (a DROP between
+    repetitions, a KILL QUERY from beside a running statement)."""
+    conn = srv.connect()
+    try:
+        conn.cursor().execute(sql)
+    finally:
+        conn.close()
+
+
 def load_server(variant: str, engine: str, strategy: str) -> str:
     """The private server's name (its folder: ``server_dir``) of one load of the index."""
     return f"load_index-{variant}-{engine}-{strategy}"
