@@ -63,3 +63,12 @@ def test_coverage_counts_the_widened_intervals_leaving_each_check_out():
     assert out["all"]["figures"] >= 20 and out["all"]["inside_widened"] <= out["all"]["widened"]
     # the design's claim, on the record: >= 80 % inside at a nominal 95 % (printed: about two thirds)
     assert out["all"]["inside_widened"] >= 0.8 * out["all"]["widened"]
+
+
+def test_the_coverage_command_prints_each_form_and_the_level(capsys):
+    from catbench.cli.main import main
+    assert main(["coverage"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"{len(cov.read())} sealed figures out of sample (95% intervals):")
+    assert all(f"  {form}: " in said for form in (*cov.FORMS, "all"))
+    assert "widened" in said and "within [0.67, 1.5]" in said

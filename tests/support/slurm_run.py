@@ -36,7 +36,7 @@ def run_config(tmp_path: Path, name: str, **over) -> Path:
                  "variants": ["bigint"], "repetitions": 1},
         "queries": {"repetitions": 1, "cold": False, "concurrency": {"streams": 0}},
         "restart": {"kinds": ["clean", "crash-during-load"], "buffer_pool_dump": ["off"], "repetitions": 1,
-                    "lookup_count": 200, "warm_timeout_s": 10},
+                    "lookup_count": 200, "warm_timeout_s": 10, "memory_probe": "256M"},
         **over,
     }
     path = tmp_path / f"{name}.yaml"
