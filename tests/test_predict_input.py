@@ -96,6 +96,11 @@ def test_a_measured_run_with_another_cache_is_not_scored(tmp_path):
     p = _predict(tmp_path, "--results", tmp_path / "r1", "--measured", tmp_path / "m", "--rows", "200",
                  "--pool", "100M")
     assert p.returncode == 1 and "ran with a 1.0 GiB cache, the prediction is for 100.0 MiB" in p.stderr, p.stderr
+    assert "give --pool 1024M" in p.stderr
+    _load(tmp_path / "tiny", pool=600_000, rows=200)      # a cache under any --pool: never "--pool 0M"
+    p = _predict(tmp_path, "--results", tmp_path / "r1", "--measured", tmp_path / "tiny", "--rows", "200",
+                 "--pool", "100M")
+    assert p.returncode == 1 and "it cannot be scored" in p.stderr and "--pool 0M" not in p.stderr, p.stderr
 
 
 @pytest.mark.slow

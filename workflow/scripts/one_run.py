@@ -6,6 +6,7 @@ stop, naming the process (unlocking under a running job would let two runs write
 
 import fcntl
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,18 @@ from catbench.core.infra.targets import TargetError, open_lock
 HERE = Path.cwd().resolve()
 
 
+# the commands a run's jobs call (the rules' shell lines): a read-only `catbench predict` beside
+# a stale lock is not a job of the run
+JOB_COMMANDS = {m for f in (Path(__file__).resolve().parents[1] / "rules").glob("*.smk")
+                for m in re.findall(r"\bcatbench ([a-z][a-z0-9-]*)", f.read_text())}
+
+
+def _job(argv: list[str]) -> bool:
+    """A catbench command of one of the run's jobs."""
+    words = [a for a in argv[1:] if not a.startswith("-") and os.path.basename(a) != "catbench"]
+    return is_catbench(argv) and bool(words) and words[0] in JOB_COMMANDS
+
+
 def running_here() -> list[psutil.Process]:
     """Snakemake, or a catbench job (a job outlives a killed Snakemake), working in this checkout."""
     me = {psutil.Process().pid, *(p.pid for p in psutil.Process().parents())}
@@ -24,7 +37,7 @@ def running_here() -> list[psutil.Process]:
     for p in psutil.process_iter(["pid", "cmdline", "cwd"]):
         try:
             argv = p.info["cmdline"] or []
-            ours = "snakemake" in " ".join(argv) or is_catbench(argv)
+            ours = "snakemake" in " ".join(argv) or _job(argv)
             if ours and p.info["cwd"] and Path(p.info["cwd"]).resolve() == HERE and p.pid not in me:
                 out.append(p)
         except (psutil.Error, OSError):

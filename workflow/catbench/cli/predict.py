@@ -134,8 +134,11 @@ def _same_pool(key: tuple, measured: list, pool: float):
     """A measured run is scored only against a prediction made for its own cache."""
     had = measured[0].pool
     if had and not 0.9 <= had / pool <= 1.1:
+        size = f"{had // 2**20}M" if had % 2**20 == 0 else f"{had // 1024}K"
+        give = (f"give --pool {size} (or the config it ran)" if had >= MIN_POOL
+                else f"its cache is under the least --pool, {human(MIN_POOL)}: it cannot be scored")
         raise ConfigError(f"--measured {measured[0].run}: {'/'.join(key)} ran with a {human(had)} cache, the "
-                          f"prediction is for {human(pool)}: give --pool {had // 2**20}M (or the config it ran)")
+                          f"prediction is for {human(pool)}: {give}")
 
 
 def _device_file(path: str) -> dict:
