@@ -104,3 +104,10 @@ def test_the_schema_and_the_workflow_take_every_engine_and_variant_of_the_regist
     assert load["properties"]["engines"]["items"]["enum"] == list(ENGINES)
     assert load["properties"]["variants"]["items"]["enum"] == list(VARIANTS)
     assert '"|".join(cb_index_table.ENGINES)' in (root / "Snakefile").read_text()
+
+
+def test_every_engines_plugin_is_one_the_server_knows_how_to_load():
+    # the engine names its plugin; the server layer owns how a plugin is loaded (binaries.PLUGINS)
+    from catbench.core.index.table import ENGINES
+    from catbench.core.server.binaries import PLUGINS
+    assert {e.plugin for e in ENGINES.values() if e.plugin} == set(PLUGINS)

@@ -12,10 +12,11 @@ files read (catalog/patch/files.json), the catalog's shape beside the partition'
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from ..core.infra.sizes import duration, human
 from .findings import ONE_FILE_AT_A_TIME
-from .spec import ReportSpec
+from .spec import MetricsError, ReportSpec
 
 HOW_TO = ("**No prediction at your scale in this run.** `make ladder` runs a ladder of smaller runs of this "
           "study and predicts it at `predict.target_rows`; for your own study, `catbench predict --config C "
@@ -229,3 +230,48 @@ def your_catalog(t, report) -> list:
         said += f" The one command that predicts its load time at your scale: {PREDICT}."
     return [("h2", "Your catalog"), ("p", said)]
 
+
+# What the report reads of a prediction row: the load's key as names, these as numbers (or null).
+PREDICTION_KEY = ("target", "engine", "strategy")
+PREDICTION_NUMBERS = ("seconds", "seconds_ci_low", "seconds_ci_high", "rows", "rows_ci_low", "rows_ci_high",
+                      "table_bytes", "target_rows", "all_rows_seconds", "later_half_rate",
+                      "later_half_rate_ci_low", "later_half_rate_ci_high", "rung_rows", "n_measured",
+                      "predicted_over_measured", "predicted_seconds", "measured_seconds", "predicted_rows",
+                      "measured_rows", "bytes_per_row")
+
+
+def prediction_row(pp: Path, where: str, r: dict, numbers=PREDICTION_NUMBERS):
+    """MetricsError unless ``r`` (a prediction's row at ``where`` in ``pp``) has its key's names
+    and numbers (or null) where the report reads them."""
+    key = r["key"]
+    bad = [k for k in PREDICTION_KEY if not isinstance(key.get(k), str) or not key[k]]
+    if bad:
+        raise MetricsError(f"{pp}: {where}.key lacks {', '.join(bad)} as names (catbench predict --out writes them)")
+    for k in numbers:
+        v = r.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise MetricsError(f"{pp}: {where}.{k} is {v!r}, not a number (catbench predict --out writes one)")
+
+
+# What the report reads of a prediction's curve (time against rows): numbers (or null).
+CURVE_NUMBERS = ("rows", "pool_bytes", "seconds", "seconds_ci_low", "seconds_ci_high", "table_bytes",
+                 "input_rows", "n", "seconds_min", "seconds_max", "target_rows")
+
+
+def curve_rows(pp: Path, curve) -> list:
+    """A row per predicted N (``kind`` predicted) and per measured run (``kind`` measured) of
+    each load's curve, its key's names in every row."""
+    if not isinstance(curve, list) or not all(isinstance(c, dict) and isinstance(c.get("key"), dict)
+                                              for c in curve):
+        raise MetricsError(f"{pp}: \"curve\" is not a list of objects with a \"key\" (catbench predict --out)")
+    out = []
+    for i, c in enumerate(curve):
+        for kind in ("predicted", "measured"):
+            points = c.get(kind) or []
+            if not isinstance(points, list) or not all(isinstance(q, dict) for q in points):
+                raise MetricsError(f"{pp}: curve[{i}].{kind} is not a list of objects (catbench predict --out)")
+            for j, q in enumerate(points):
+                row = {**q, "target_rows": c.get("target_rows")}
+                prediction_row(pp, f"curve[{i}].{kind}[{j}]", {**row, "key": c["key"]}, CURVE_NUMBERS)
+                out.append({**c["key"], **row, "kind": kind})
+    return out

@@ -69,17 +69,14 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
-from .at_scale import restart_rows
+from .at_scale import curve_rows, prediction_row, restart_rows
+from .spec import MetricsError
 from .views import I, REQUIRED, S, VIEWS, current_names
 
 log = logging.getLogger(__name__)
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")
 # the stages whose jobs measure (an isolation.json beside their results)
 MEASURING = ("fio", "load", "queries", "restart", "cluster")
-
-
-class MetricsError(Exception):
-    """A metrics file is missing, unreadable or has the wrong shape (message names the file)."""
 
 
 @dataclass
@@ -404,55 +401,11 @@ class _Reader:
                                "objects with a \"key\" (catbench predict --out)")
         for name, rows in zip(("predictions", "validation"), parts):
             for i, r in enumerate(rows):
-                _check_prediction_row(pp, f"{name}[{i}]", r)
+                prediction_row(pp, f"{name}[{i}]", r)
         self.inp.prediction = {name: [{**r["key"], **{k: v for k, v in r.items() if k != "key"}} for r in rows]
                                for name, rows in zip(("prediction", "prediction_validation"), parts)}
-        self.inp.prediction["prediction_curve"] = _curve_rows(pp, doc.get("curve") or [])
+        self.inp.prediction["prediction_curve"] = curve_rows(pp, doc.get("curve") or [])
         self.inp.prediction["restart_at_scale"] = restart_rows(doc.get("restarts"))
-
-
-# What the report reads of a prediction row: the load's key as names, these as numbers (or null).
-PREDICTION_KEY = ("target", "engine", "strategy")
-PREDICTION_NUMBERS = ("seconds", "seconds_ci_low", "seconds_ci_high", "rows", "rows_ci_low", "rows_ci_high",
-                      "table_bytes", "target_rows", "all_rows_seconds", "later_half_rate",
-                      "later_half_rate_ci_low", "later_half_rate_ci_high", "rung_rows", "n_measured",
-                      "predicted_over_measured", "predicted_seconds", "measured_seconds", "predicted_rows",
-                      "measured_rows", "bytes_per_row")
-
-
-def _check_prediction_row(pp: Path, where: str, r: dict, numbers=PREDICTION_NUMBERS):
-    key = r["key"]
-    bad = [k for k in PREDICTION_KEY if not isinstance(key.get(k), str) or not key[k]]
-    if bad:
-        raise MetricsError(f"{pp}: {where}.key lacks {', '.join(bad)} as names (catbench predict --out writes them)")
-    for k in numbers:
-        v = r.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise MetricsError(f"{pp}: {where}.{k} is {v!r}, not a number (catbench predict --out writes one)")
-
-
-# What the report reads of a prediction's curve (time against rows): numbers (or null).
-CURVE_NUMBERS = ("rows", "pool_bytes", "seconds", "seconds_ci_low", "seconds_ci_high", "table_bytes",
-                 "input_rows", "n", "seconds_min", "seconds_max", "target_rows")
-
-
-def _curve_rows(pp: Path, curve) -> list:
-    """A row per predicted N (``kind`` predicted) and per measured run (``kind`` measured) of
-    each load's curve, its key's names in every row."""
-    if not isinstance(curve, list) or not all(isinstance(c, dict) and isinstance(c.get("key"), dict)
-                                              for c in curve):
-        raise MetricsError(f"{pp}: \"curve\" is not a list of objects with a \"key\" (catbench predict --out)")
-    out = []
-    for i, c in enumerate(curve):
-        for kind in ("predicted", "measured"):
-            points = c.get(kind) or []
-            if not isinstance(points, list) or not all(isinstance(q, dict) for q in points):
-                raise MetricsError(f"{pp}: curve[{i}].{kind} is not a list of objects (catbench predict --out)")
-            for j, q in enumerate(points):
-                row = {**q, "target_rows": c.get("target_rows")}
-                _check_prediction_row(pp, f"curve[{i}].{kind}[{j}]", {**row, "key": c["key"]}, CURVE_NUMBERS)
-                out.append({**c["key"], **row, "kind": kind})
-    return out
 
 
 def _stage_rows(pj: Path, doc) -> list:

@@ -1,10 +1,14 @@
 """How the report judges differences, read once from the validated config (its ``report``
 section, the schema's defaults filled in at the CLI): the tables, the summary, the report and
-``catbench compare`` read this, never the config."""
+``catbench compare`` read this, never the config; and the one error a report's inputs raise."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+class MetricsError(Exception):
+    """A metrics file is missing, unreadable or has the wrong shape (message names the file)."""
 
 
 @dataclass(frozen=True)

@@ -132,23 +132,27 @@ class Engine:
 
 ENGINES = {
     # One .ibd file per table (innodb_file_per_table, partitions included); the redo log is not counted.
-    "innodb": Engine("innodb", "InnoDB", None, {}, "{database}/{table}*.ibd", None,
-                     ("bulk_session_begin.sql", "bulk_session_end.sql"), True, "innodb_buffer_pool_size",
-                     "Innodb_buffer_pool_reads"),
+    "innodb": Engine(name="innodb", sql_name="InnoDB", plugin=None, settings={},
+                     table_files="{database}/{table}*.ibd",
+                     bulk_sql=("bulk_session_begin.sql", "bulk_session_end.sql"),
+                     cache_variable="innodb_buffer_pool_size", miss_counter="Innodb_buffer_pool_reads"),
     # MyRocks: an LSM tree. Its data is in the SST files of #rocksdb/ (shared by the server's
     # MyRocks tables: a load's server holds one), after the memtable is flushed; the WAL is not
     # counted. A file (or sorted chunk) is one transaction, as with InnoDB: MyRocks refuses more
     # than 1 M row locks per transaction by default. Its bulk path writes SST files directly from
     # key-ordered rows and ingests them when the session leaves bulk mode (no transactions).
-    "rocksdb": Engine("rocksdb", "ROCKSDB", "rocksdb", {"rocksdb_max_row_locks": 1073741824}, "#rocksdb/*.sst",
-                      "rocksdb_flush.sql", ("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"), False,
-                      "rocksdb_block_cache_size", "Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql", lsm=True),
+    "rocksdb": Engine(name="rocksdb", sql_name="ROCKSDB", plugin="rocksdb",
+                      settings={"rocksdb_max_row_locks": 1073741824}, table_files="#rocksdb/*.sst",
+                      flush_sql="rocksdb_flush.sql", bulk_sql=("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"),
+                      bulk_transactions=False, cache_variable="rocksdb_block_cache_size",
+                      miss_counter="Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql", lsm=True),
     # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
     # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
     # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
     # statement's rows stay when it fails, so resume checks the table (load_index._prepare_table).
-    "myisam": Engine("myisam", "MyISAM", None, {}, "{database}/{table}*.MY[DI]", "myisam_flush.sql",
-                     (), True, "key_buffer_size", "Key_reads", transactional=False),
+    "myisam": Engine(name="myisam", sql_name="MyISAM", plugin=None, settings={},
+                     table_files="{database}/{table}*.MY[DI]", flush_sql="myisam_flush.sql",
+                     cache_variable="key_buffer_size", miss_counter="Key_reads", transactional=False),
 }
 
 

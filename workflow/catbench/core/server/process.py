@@ -9,7 +9,6 @@ stopped before a new one starts.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import getpass
@@ -32,7 +31,7 @@ import psutil
 from ..infra.resources import resources_dir
 from ..infra.settings import ServerError, validate_settings
 from ..infra.targets import parse_size
-from . import stale
+from . import safety, stale
 from .address import SOCKET_PATH_MAX, _PortTaken, free_tcp_port
 from .binaries import (
     check_version,
@@ -58,49 +57,6 @@ def _set_pdeathsig():
         pass
 
 
-# ---- process-wide safety net: stop every running server on exit or signal ----
-_running: set["Server"] = set()
-_prev_handlers: dict[int, object] = {}
-_lock = threading.RLock()  # re-entered when a signal arrives inside start()
-
-
-def _stop_all_now():
-    for srv in list(_running):
-        try:
-            srv.stop(timeout=30)
-        except Exception:  # noqa: BLE001 - last resort, must not raise
-            srv.kill()
-
-
-def _on_signal(signum, frame):
-    prev = _prev_handlers.get(signum, signal.SIG_DFL)  # before stopping: that restores handlers
-    log.warning("signal %d: stopping %d private server(s)", signum, len(_running))
-    _stop_all_now()
-    _restore_handlers()
-    if callable(prev):
-        prev(signum, frame)
-    elif prev == signal.SIG_DFL:
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
-
-
-def _install_handlers():
-    if _prev_handlers or threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        _prev_handlers[sig] = signal.signal(sig, _on_signal)
-
-
-def _restore_handlers():
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig, prev in list(_prev_handlers.items()):
-        signal.signal(sig, prev)
-    _prev_handlers.clear()
-
-
-atexit.register(_stop_all_now)
 
 
 @dataclass(frozen=True)
@@ -317,9 +273,9 @@ class Server:
         self._pid = self._proc.pid
         if self.cage and not main:
             self.cage.enter(self._pid)
-        with _lock:
-            _running.add(self)
-            _install_handlers()
+        with safety.lock:
+            safety.running.add(self)
+            safety.install_handlers()
         deadline = t0 + self.start_timeout
         last_err: Exception | None = None
         while True:
@@ -410,10 +366,10 @@ class Server:
             self.ram_peak = self.cage.peak()
             self.cage.remove()
             self.cage = None
-        with _lock:
-            _running.discard(self)
-            if not _running:
-                _restore_handlers()
+        with safety.lock:
+            safety.running.discard(self)
+            if not safety.running:
+                safety.restore_handlers()
 
     @property
     def pid(self) -> int | None:
