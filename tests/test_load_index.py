@@ -75,8 +75,9 @@ def test_run_load_index_exact(tmp, variant):
     assert s["rows"] == 10_000 and s["files"] == 4
     assert s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
     assert s["rows_per_s"] > 0 and s["table_bytes"] > 0
-    # which side bounds the load: the server's CPU and the job's, both spent on it
-    assert s["server_cpu_s"] > 0 and s["job_cpu_s"] > 0 and s["host_cpus"] >= 1
+    # which side bounds the load: the server's CPU and the job's, both spent on it (the kernel
+    # counts CPU in 10 ms ticks: a 10,000-row load's server can be charged none of them)
+    assert s["server_cpu_s"] is not None and s["server_cpu_s"] >= 0 and s["job_cpu_s"] > 0 and s["host_cpus"] >= 1
     assert s["server_cpu_s"] + s["job_cpu_s"] < s["seconds"] * s["host_cpus"] * 1.1
     assert s["lookups"] == 400 and s["lookup_qps"] > 0 and 0 < s["lookup_p50_s"] <= s["lookup_p99_s"]
     assert s["optimize_stopped"] is False and s["optimize_seconds"] > 0
