@@ -39,12 +39,15 @@ def test_the_error_of_a_form_is_its_rms_log_miss_without_the_check_left_out(tmp_
     assert cov.error(checks, "key-build") == cov.error(checks, "sort-bound")
 
 
-def test_widening_adds_the_error_in_quadrature_on_the_log_scale():
+def test_widening_adds_the_error_in_quadrature_on_the_log_scale_each_side_on_its_own():
     lo, hi = cov.widen(100.0, 90.0, 110.0, 0.2, 0.95)
-    rungs = math.log(110 / 90) / 2
-    half = math.sqrt(rungs ** 2 + (1.959964 * 0.2) ** 2)
-    assert lo == pytest.approx(100 * math.exp(-half), rel=1e-5) and hi == pytest.approx(100 * math.exp(half), rel=1e-5)
+    zs = 1.959964 * 0.2
+    assert lo == pytest.approx(100 * math.exp(-math.hypot(math.log(100 / 90), zs)), rel=1e-5)
+    assert hi == pytest.approx(100 * math.exp(math.hypot(math.log(110 / 100), zs)), rel=1e-5)
     assert cov.widen(100.0, None, None, 0.0) == (100.0, 100.0)
+    # a lopsided interval (a stopped load's rows: [15.1 M, 300 M] about 21.7 M) never narrows
+    lo, hi = cov.widen(21.7, 15.1, 300.0, 0.2)
+    assert lo < 15.1 and hi > 300.0
 
 
 def test_a_prediction_states_its_form_error_level_and_keeps_the_rungs_interval():

@@ -31,7 +31,7 @@ class Check:
     form: str
     ratio: float                 # predicted ÷ measured
     inside: bool | None          # inside its printed interval (None: no interval printed)
-    log_half: float | None       # the printed interval's half-width, log scale
+    log_sides: tuple | None      # the printed interval's reach below and above the prediction, log scale
     past_rungs: float | None
 
 
@@ -52,9 +52,9 @@ def read(path: Path | None = None) -> list[Check]:
             if row["in_sample"] == "true" or row["form"] not in FORMS or not ratio or ratio <= 0:
                 continue
             pred, lo, hi = _float(row["predicted"]), _float(row["low"]), _float(row["high"])
-            half = (math.log(hi / lo) / 2 if pred and lo and hi and 0 < lo < hi else None)
+            sides = (_sides(pred, lo, hi) if pred and lo and hi and 0 < lo <= pred <= hi else None)
             inside = {"true": True, "false": False}.get(row["inside"])
-            out.append(Check(row["check"], row["form"], ratio, inside, half, _float(row["past_rungs"])))
+            out.append(Check(row["check"], row["form"], ratio, inside, sides, _float(row["past_rungs"])))
     return out
 
 
@@ -92,17 +92,23 @@ def widen_prediction(p: dict, form: str, confidence: float) -> None:
             p[f"{k}_ci_low"], p[f"{k}_ci_high"] = widen(p[k], lo, hi, sigma, confidence)
 
 
+def _sides(value: float, low: float | None, high: float | None) -> tuple[float, float]:
+    """How far an interval reaches below and above ``value``, log scale (0 where it does not)."""
+    return (math.log(value / low) if low and 0 < low < value else 0.0,
+            math.log(high / value) if high and high > value else 0.0)
+
+
 def widen(value: float, low: float | None, high: float | None, sigma: float,
           confidence: float = 0.95) -> tuple[float | None, float | None]:
     """(low, high) of ``value``'s interval with the model's measured error added in quadrature
-    on the log scale: half = sqrt(rungs' half² + (z·σ)²)."""
+    on the log scale, each side on its own: reach = sqrt(rungs' reach² + (z·σ)²), never less
+    than the rungs' own."""
     from scipy import stats
     if not value or value <= 0:
         return low, high
     z = float(stats.norm.ppf(0.5 + confidence / 2))
-    rungs = math.log(high / low) / 2 if low and high and 0 < low < high else 0.0
-    half = math.sqrt(rungs ** 2 + (z * sigma) ** 2)
-    return value * math.exp(-half), value * math.exp(half)
+    down, up = _sides(value, low, high)
+    return value * math.exp(-math.hypot(down, z * sigma)), value * math.exp(math.hypot(up, z * sigma))
 
 
 def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
@@ -115,8 +121,9 @@ def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
     for form in (*FORMS, "all"):
         xs = [c for c in checks if form in ("all", c.form)]
         printed = [c for c in xs if c.inside is not None]
-        widened = [c for c in xs if c.log_half is not None]
-        held = sum(abs(math.log(c.ratio)) <= math.hypot(c.log_half, z * error(checks, c.form, c.check))
+        widened = [c for c in xs if c.log_sides is not None]
+        # measured = predicted ÷ ratio: below the prediction (ratio > 1) the lower side holds it, else the upper
+        held = sum(math.hypot(c.log_sides[c.ratio <= 1], z * error(checks, c.form, c.check)) >= abs(math.log(c.ratio))
                    for c in widened)
         out[form] = {"figures": len(xs), "printed": len(printed), "inside": sum(c.inside for c in printed),
                      "widened": len(widened), "inside_widened": held,
