@@ -285,7 +285,7 @@ def _refusal(kind: str, at: At, sh: Shares) -> str | None:
     return (f"recovering {_b(age)} of redo with a {_b(at.pool)} pool (checkpoint age {ratio:.2f} of the pool) may "
             f"take several batches: the rungs recovered in one batch up to {sh.single_batch_up_to:.2f} of their "
             f"pool{'' if math.isinf(sh.multi_batch_from) else f' and needed several from {sh.multi_batch_from:.2f}'}; "
-            f"run a rung whose innodb_buffer_pool_size is {ratio:.2f} of its checkpoint age's or less "
+            f"run a rung whose checkpoint age is {ratio:.2f} of its innodb_buffer_pool_size or more "
             f"(restart.settings), or give a --pool over {_b(age / sh.single_batch_up_to) if sh.single_batch_up_to else '?'}")
 
 
