@@ -215,13 +215,15 @@ def test_the_first_touch_past_the_probes_warm_part_is_priced_at_its_slow_rate():
     assert excess(curve, 6 * chunk) == pytest.approx(0.4 + 1.6 - 0.6)
     obs, sizes = _ladder()
     rungs = list(sizes.values())
-    assert memory_excess(rungs, 4 * G) is None                      # no RSS recorded: nothing priced
+    assert memory_excess(rungs, 4 * G, 80 * G) is None             # no RSS recorded: nothing priced
     for s in rungs:   # RSS after recovery: 200 MiB + 2 bytes a byte of redo and pages
         s.recovery_memory = [(h, 200 * 2 ** 20 + 2 * h) for h in (0.1 * G * s.rows / 1e6, 0.12 * G * s.rows / 1e6)]
         s.touch = curve
-    sec, low, high, words = memory_excess(rungs, 2 * G)
+    sec, low, high, words = memory_excess(rungs, 2 * G, 80 * G)
     rss = 200 * 2 ** 20 + 4 * G
     assert sec == pytest.approx(excess(curve, rss)) and low == sec == high and "recovery fills ~4.2 GiB" in words
+    capped = memory_excess(rungs, 2 * G, 1 * G)      # no more than the pool beside the server's own
+    assert capped[0] == pytest.approx(excess(curve, 200 * 2 ** 20 + G)) and "recovery fills ~1.2 GiB" in capped[3]
     crash = next(p for p in model.predict_all(obs, sizes, model.At(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G),
                                               0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     added = sum(ph["memory_s"] for ph in crash["phases"])

@@ -38,16 +38,17 @@ def excess(curve: dict, nbytes: float) -> float:
     return max(0.0, touch_s(curve, nbytes) - curve["seconds"][0] * nbytes / curve["chunk_bytes"])
 
 
-def memory_excess(sizes: list[RungSizes], held: float) -> tuple[float, float, float, str] | None:
+def memory_excess(sizes: list[RungSizes], held: float, pool: float) -> tuple[float, float, float, str] | None:
     """(seconds, low, high, words) the target's recovery adds for memory touched past the rungs'
     rate, ``held`` = its redo since the checkpoint + pages recovered in bytes: the RSS it will
-    have (fitted on the rungs), priced by each rung's probe (the median; low and high: the
+    have (fitted on the rungs; at most its ``pool`` beside the server's own: parsed redo and
+    pages both live in the pool), priced by each rung's probe (the median; low and high: the
     least and the most); None where the rungs recorded no RSS or ran no probe."""
     fit = memory_of(sizes)
     curves = [s.touch for s in sizes if s.touch and s.touch.get("seconds")]
     if fit is None or not curves:
         return None
-    rss = fit[0] + fit[1] * held
+    rss = fit[0] + min(fit[1] * held, pool)
     costs = sorted(excess(c, rss) for c in curves)
     probed = min(len(c["seconds"]) * c["chunk_bytes"] for c in curves)
     words = (f"recovery fills ~{human(rss)} of memory (the rungs: {fit[1]:.2f} bytes a byte of redo and pages "

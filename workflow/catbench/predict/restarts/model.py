@@ -342,7 +342,7 @@ def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) ->
         return {}
     age = checkpoint_age(at, sh)
     pages = sh.recovered(age, at.data * (sh.crash_share or 1.0))
-    got = memory_excess(sizes, age + pages)
+    got = memory_excess(sizes, age + pages, at.pool)
     if got is None:
         out["regime"] = [*out["regime"], "no memory probe or RSS in the rungs: the first touch of the memory "
                                          "recovery fills is priced at the rungs' rate (restart.memory_probe)"]
