@@ -1,7 +1,7 @@
 """The record of every sealed check (resources/predict/coverage.csv: one row per predicted figure,
 predicted ÷ measured, its interval and whether the measurement fell inside), the coverage per
 form it gives, and the model's measured error that widens a prediction's interval
-(predict/model.md, "How an interval is made").
+(predict/model.md, "Interval").
 
 A figure marked in-sample (its model changed after it was seen, or a development run) is
 kept in the record and left out of every count here."""
@@ -32,7 +32,6 @@ class Check:
     ratio: float                 # predicted ÷ measured
     inside: bool | None          # inside its printed interval (None: no interval printed)
     log_sides: tuple | None      # the printed interval's reach below and above the prediction, log scale
-    past_rungs: float | None
 
 
 def _float(text: str) -> float | None:
@@ -54,7 +53,7 @@ def read(path: Path | None = None) -> list[Check]:
             pred, lo, hi = _float(row["predicted"]), _float(row["low"]), _float(row["high"])
             sides = (_sides(pred, lo, hi) if pred and lo and hi and 0 < lo <= pred <= hi else None)
             inside = {"true": True, "false": False}.get(row["inside"])
-            out.append(Check(row["check"], row["form"], ratio, inside, sides, _float(row["past_rungs"])))
+            out.append(Check(row["check"], row["form"], ratio, inside, sides))
     return out
 
 
