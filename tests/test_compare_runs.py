@@ -8,7 +8,8 @@ import json
 import pytest
 
 from catbench.report.compare import compare, tally, write
-from catbench.report.stats import Between, Figure, sentence, short, verdict
+from catbench.report.stats import Between, Figure, verdict
+from catbench.report.wording import sentence, short
 from catbench.report.tables import make_tables
 from support.runs import FAST, OVERLAPS_FAST, run_with_loads
 from catbench.cli.report import report_spec

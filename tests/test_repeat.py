@@ -57,7 +57,8 @@ def test_adaptive_repetitions_keep_the_rules_false_alarm_rate_at_a_zero_threshol
 
 
 def test_two_repetitions_print_words_not_a_range():
-    from catbench.report.stats import ci_note, interval_text, median_interval
+    from catbench.report.stats import ci_note, median_interval
+    from catbench.report.wording import interval_text
     xs = [2.4, 0.0003]      # a restart phase's two runs: t = 12.7 gave [0.0, 1.9e23]
     assert median_interval(xs) == (None, None)
     note = ci_note(xs)
@@ -69,7 +70,8 @@ def test_two_repetitions_print_words_not_a_range():
 
 
 def test_three_steady_repetitions_print_their_interval_and_a_wide_spread_is_worded():
-    from catbench.report.stats import ci_note, interval_text, median_interval
+    from catbench.report.stats import ci_note, median_interval
+    from catbench.report.wording import interval_text
     lo, hi = median_interval([1.0, 1.1, 0.95])
     assert lo < 1.0 < hi and ci_note([1.0, 1.1, 0.95]) is None
     assert interval_text(Figure.of([1.0, 1.1, 0.95]), "s").endswith(", n=3]")

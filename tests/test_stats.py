@@ -8,15 +8,8 @@ import csv
 import pytest
 from catbench.report.compare import compare
 import numpy as np
-from catbench.report.stats import (
-    Figure,
-    median_interval,
-    ratio_interval,
-    sentence,
-    short,
-    verdict,
-    versus,
-)
+from catbench.report.stats import Figure, median_interval, ratio_interval, verdict
+from catbench.report.wording import sentence, short, versus
 from catbench.report.tables import make_tables
 from support.runs import FAST, OVERLAPS_FAST, SLOW, make_run, run_with_loads
 from catbench.cli.report import report_spec

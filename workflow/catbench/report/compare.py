@@ -25,7 +25,8 @@ from ..core.infra.jobs.isolation import ran_alone
 from . import noise
 from .inputs import MetricsError
 from .spec import ReportSpec
-from .stats import Between, Figure, fmt, holm, holm_cutoff, short, verdict
+from .stats import Between, Figure, holm, holm_cutoff, verdict
+from .wording import fmt, short
 from .tables import check_numbers, write_csv
 from .views import current_names
 

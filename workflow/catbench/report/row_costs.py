@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from .stats import fmt
+from .wording import fmt
 
 MISSES_WORTH_SAYING = 0.05     # page misses a row below which a load is not called I/O bound
 INDEX_KB_WORTH_SAYING = 1.0    # KiB of SST index blocks read a row below which MyRocks' are not named

@@ -208,16 +208,22 @@ def checkpoint_age(at: At, sh: Shares) -> float:
     return at.checkpoint_age if at.checkpoint_age is not None else (sh.checkpoint_age or 1.0) * at.redo_log
 
 
+def recovery_bytes(at: At, sh: Shares) -> tuple[float, float]:
+    """(redo since the checkpoint, bytes of pages recovered) of a crash at the user's node."""
+    age = checkpoint_age(at, sh)
+    return age, sh.recovered(age, at.data * (sh.crash_share or 1.0))
+
+
 def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
     """Each phase's driving quantity at the user's node, the bytes it moves a unit of it (1 where
     the quantity is bytes), and the regime's words."""
-    held, age = min(at.pool, at.data), checkpoint_age(at, sh)
+    held = min(at.pool, at.data)
     out = {"start_to_engine_ready": at.pool,
            "buffer_pool_load": (sh.dump or 1.0) * held}
     words: list[str] = []
     moved: dict = {}
     if kind == "crash-during-load":
-        pages = sh.recovered(age, at.data * (sh.crash_share or 1.0))
+        age, pages = recovery_bytes(at, sh)
         work = age * math.log2(max(2.0, pages / sh.page))
         out.update(redo_scan=work, redo_apply=work)
         moved.update(redo_scan=age / work, redo_apply=pages / work)   # bytes read, pages applied
@@ -340,8 +346,7 @@ def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) ->
     to the regime."""
     if kind != "crash-during-load":
         return {}
-    age = checkpoint_age(at, sh)
-    pages = sh.recovered(age, at.data * (sh.crash_share or 1.0))
+    age, pages = recovery_bytes(at, sh)
     got = memory_excess(sizes, age + pages, at.pool)
     if got is None:
         out["regime"] = [*out["regime"], "no memory probe or RSS in the rungs: the first touch of the memory "

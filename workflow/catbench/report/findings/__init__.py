@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ..row_costs import row_costs
 from ..spec import ReportSpec
-from ..stats import fmt, holm, holm_cutoff, tally
+from ..stats import holm, holm_cutoff, tally
+from ..wording import fmt
 from .common import ONE_FILE_AT_A_TIME, PREDICTION_BAND
 from .loads import collapse, engines, loading, table_size
 from .stages import acked_lost, cluster, fio, queries, restarts, skew

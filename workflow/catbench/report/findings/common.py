@@ -3,7 +3,9 @@ helpers that read a final table's row into a figure or a label."""
 
 from __future__ import annotations
 
-from ..stats import Figure, fmt, interval_text, p_text, verdict, versus
+from ..stats import Figure, verdict
+
+from ..wording import fmt, interval_text, p_text, versus
 
 # the 2017 storage study's protocol, every other strategy's yardstick
 ONE_FILE_AT_A_TIME = "one-file-at-a-time"

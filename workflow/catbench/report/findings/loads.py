@@ -3,7 +3,9 @@ collapses (and whether the prediction made before the load held), other engines,
 
 from __future__ import annotations
 
-from ..stats import Figure, fmt, interval_text, verdict, versus
+from ..stats import Figure, verdict
+
+from ..wording import fmt, interval_text, versus
 from .common import (ONE_FILE_AT_A_TIME, _engine, _input_rows, _label, _mb, _order, _rate, _runner_up,
                      _secs, _speedup_text, _stopped, _stopped_text, _server_bound, _is_one_file_at_a_time,
                      lead)

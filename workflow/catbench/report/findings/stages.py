@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-from ..stats import Figure, fmt, interval_text, sentence, verdict, versus
+from ..stats import Figure, verdict
+
+from ..wording import fmt, interval_text, sentence, versus
 from ..row_costs import answers
 from .common import _mb, _order, _secs, lead
 

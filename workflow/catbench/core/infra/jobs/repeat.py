@@ -41,11 +41,17 @@ SUGGEST_N = 5          # the repetitions a note proposes, more where this spread
 MAX_SUGGEST_N = 30
 
 
+def _wide(ci: tuple[float, float]) -> bool:
+    return ci[0] > 0 and ci[1] / ci[0] > BOUND_FACTOR
+
+
 def bounded(values, confidence: float = 0.95) -> tuple[float, float] | None:
     """:func:`interval` where the data can bound it (see ``BOUND_FACTOR``), else None."""
     xs = [float(v) for v in values]
     ci = interval(xs, confidence)
-    return ci if ci is not None and unbounded(xs, confidence) is None else None
+    if ci is None or ci[0] == ci[1]:
+        return ci
+    return None if len(xs) == 2 or (min(xs) > 0 and _wide(ci)) else ci
 
 
 def unbounded(values, confidence: float = 0.95) -> str | None:
@@ -54,14 +60,11 @@ def unbounded(values, confidence: float = 0.95) -> str | None:
     single run says so itself)."""
     xs = np.asarray([float(v) for v in values], dtype=float)
     n = len(xs)
-    if n < 2 or np.all(xs == xs[0]):
+    if bounded(xs, confidence) is not None or n < 2:
         return None
     ci = interval(xs, confidence)
     logs = bool(np.all(xs > 0))
-    wide = logs and ci[0] > 0 and ci[1] / ci[0] > BOUND_FACTOR
-    if n > 2 and not wide:
-        return None
-    span = f" (its interval spans {ci[1] / ci[0]:,.0f}x)" if wide else ""
+    span = f" (its interval spans {ci[1] / ci[0]:,.0f}x)" if logs and _wide(ci) else ""
     if not logs:
         return f"n = {n} cannot bound this{span}"
     s = float(np.log(xs).std(ddof=1))
