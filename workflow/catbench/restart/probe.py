@@ -30,6 +30,13 @@ def innodb_status(conn) -> dict:
     return out
 
 
+def pace_mark(conn) -> dict:
+    """The redo written and pages flushed so far, and when: two marks give a load's pace
+    against the page cleaners' (what holds its checkpoint age)."""
+    return {**innodb_status(conn), "t": time.time(),
+            "pages_flushed": int(global_status(conn, "Innodb_buffer_pool_pages_flushed") or 0)}
+
+
 def global_status(conn, name: str) -> str | None:
     cur = conn.cursor()
     cur.execute("SHOW GLOBAL STATUS LIKE %s", (name,))

@@ -51,7 +51,8 @@ __all__ = ["BUFFER_POOL_MODES", "FAULTS", "KINDS", "KIND_FUNCS", "RestartError",
 log = logging.getLogger(__name__)
 
 _VARIABLES = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_flush_log_at_trx_commit",
-              "innodb_flush_method", "innodb_doublewrite", "innodb_page_size", "datadir")
+              "innodb_flush_method", "innodb_doublewrite", "innodb_page_size", "datadir",
+              "innodb_io_capacity", "innodb_io_capacity_max", "innodb_adaptive_flushing_lwm")
 
 
 def _run_kinds(run: RestartRun, meta: dict, out_dir: Path, results: dict):

@@ -23,7 +23,7 @@ from ...core.infra.resources import read_sql
 from .. import errorlog
 from ..headlines import Headline, OverBaseline
 from ..phases import diff, p50, recovery, row, start_phases, wait_rollback
-from ..probe import global_status, innodb_status, observed_start
+from ..probe import global_status, observed_start, pace_mark
 from ..state import TABLE
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def _kill_mid_load(run, acked: int, frac: float, median: float) -> dict:
     attempts = []
     while True:
         inflight = run.infos[acked]
-        status = innodb_status(run.conn_())
+        status = pace_mark(run.conn_())
         result: dict = {}
         th = _load_in_thread(run, inflight, result)
         while "t_start" not in result and th.is_alive():
@@ -124,6 +124,17 @@ def _kill_mid_load(run, acked: int, frac: float, median: float) -> dict:
         inflight = run.infos[acked] if acked < n else None
     return {"acked": acked, "inflight": inflight, "inflight_acked": inflight_acked, "status": status,
             "attempts": attempts, "t_kill": t_kill, "t_start": result.get("t_start")}
+
+
+def _pace(a: dict, b: dict) -> dict:
+    """The load's pace up to the file in flight: redo written and pages the page cleaners
+    flushed a second, and the checkpoint age it left (predict/restarts: the age's regime)."""
+    dt = max(1e-9, b["t"] - a["t"])
+    redo = (b["lsn"] - a["lsn"]) if a.get("lsn") is not None and b.get("lsn") is not None else None
+    age = (b["lsn"] - b["checkpoint_lsn"]) if b.get("lsn") is not None and b.get("checkpoint_lsn") is not None else None
+    return {"seconds": dt, "redo_bytes": redo, "redo_Bps": redo / dt if redo is not None else None,
+            "pages_flushed": b["pages_flushed"] - a["pages_flushed"],
+            "pages_flushed_per_s": (b["pages_flushed"] - a["pages_flushed"]) / dt, "checkpoint_age": age}
 
 
 def _verify(run, committed: list[FileInfo], inflight: FileInfo | None) -> dict:
@@ -224,8 +235,10 @@ def run(run, rep: int) -> tuple[list[dict], dict]:
     k = rng.randint(first, max(first, math.floor(hi * (n - 1)))) if n > 1 else 0
     frac = rng.uniform(0.2, 0.8)
     details = {"repetition": rep, "files": n, "planned_committed_files": k, "kill_fraction": frac}
+    start = pace_mark(run.conn_())
     median = p50(run.load_files(run.infos[:k], [])) or 0.01
     kill = _kill_mid_load(run, k, frac, median)
+    details["load_pace"] = _pace(start, kill["status"])
     acked, inflight = kill["acked"], kill["inflight"]
     committed = run.infos[:acked]
     details.update({"committed_files": acked, "inflight_file": str(inflight.path) if inflight else None,
