@@ -39,11 +39,11 @@ def test_a_flat_phase_is_a_fixed_cost_whose_upper_end_carries_the_growth_not_exc
 
 
 def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
-    sh = model.Shares(0.7, 1000.0, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384)
+    sh = model.Shares(0.7, None, 1000.0, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384)
     n = 1e6
     assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))
     assert sh.recovered(1e15, n * 16384) == pytest.approx(n * 16384)
-    assert model.Shares(0.7, None, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384).recovered(1.0, 5.0) == 5.0
+    assert model.Shares(0.7, None, None, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384).recovered(1.0, 5.0) == 5.0
 
 
 def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:
@@ -102,6 +102,25 @@ def test_crash_recovery_in_several_batches_is_refused_unless_a_rung_ran_it():
     obs, sizes = _ladder(multi=True)
     crash = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     assert "refused" not in crash and crash["dominant"] in ("redo_scan", "redo_apply")
+
+
+def test_a_kills_checkpoint_age_is_a_draw_the_crash_interval_spans_and_the_server_caps():
+    """The rungs' kills left 0.4-0.8 of the log: the interval spans the recovery at both ends,
+    the median share stays the figure, and no age passes MariaDB's ~0.81 of the log."""
+    obs, sizes = _ladder()
+    at = model.At(40 * G, 80 * G, 8 * G)
+    one = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    for s in sizes.values():
+        s.checkpoint_age = [0.4 * s.redo_log_bytes, 0.7 * s.redo_log_bytes, 0.8 * s.redo_log_bytes]
+    wide = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    assert wide["total_s"] == pytest.approx(one["total_s"]) and wide["age_range"] == pytest.approx([0.4, 0.8])
+    assert wide["total_ci_low"] < one["total_ci_low"] and wide["total_ci_high"] > one["total_ci_high"]
+    assert wide["total_ci_high"] <= wide["at_most_s"] and "0.40–0.80 of the redo log" in "; ".join(wide["regime"])
+    assert model.max_checkpoint_age(8 * G, 16384) / (8 * G) == pytest.approx(0.81, abs=0.005)
+    for s in sizes.values():
+        s.checkpoint_age = [0.95 * s.redo_log_bytes] * 3      # more than the server allows: capped
+    redo = model.checkpoint_age(at, model.Shares.of(list(sizes.values())))
+    assert redo / 8 / G == pytest.approx(0.81, abs=0.005)
 
 
 def _write_rung(root, run: str, scale: float) -> str:
@@ -228,3 +247,19 @@ def test_the_first_touch_past_the_probes_warm_part_is_priced_at_its_slow_rate():
                                               0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     added = sum(ph["memory_s"] for ph in crash["phases"])
     assert added > 5 and any("first touch past the rungs' rate adds" in w for w in crash["regime"])
+    for s in rungs:    # the pools on large pages reserved ahead: the memory was backed before recovery
+        s.large_pages = True
+    crash = next(p for p in model.predict_all(obs, sizes, model.At(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G),
+                                              0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    assert sum(ph["memory_s"] for ph in crash["phases"]) == 0 and any("large pages" in w for w in crash["regime"])
+
+
+def test_a_pool_set_on_large_pages_that_are_not_reserved_stops_the_study_first(tmp_path):
+    from catbench.restart.memory import large_pages_short
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal:       24000000 kB\nHugePages_Total:     100\nHugePages_Free:      100\n"
+                    "Hugepagesize:       2048 kB\n")
+    assert large_pages_short({"innodb_buffer_pool_size": "8G"}, str(info)) is None      # not asked
+    said = large_pages_short({"innodb_buffer_pool_size": "8G", "large_pages": "ON"}, str(info))
+    assert "restart.settings large_pages" in said and "200.0 MiB are free" in said and "vm.nr_hugepages=4160" in said
+    assert large_pages_short({"innodb_buffer_pool_size": "128M", "large_pages": "ON"}, str(info)) is None

@@ -137,7 +137,7 @@ def restart_rows(doc) -> list[dict]:
         dom = next((x for x in p.get("phases") or [] if x.get("phase") == p.get("dominant")), {})
         out.append({"target": p["key"].get("target"), "kind": p["key"].get("kind"), "total_s": p.get("total_s"),
                     "total_ci_low": p.get("total_ci_low"), "total_ci_high": p.get("total_ci_high"),
-                    "confidence": p.get("confidence"), "dominant": p.get("dominant"), "dominant_s": dom.get("seconds"),
+                    "at_most_s": p.get("at_most_s"), "confidence": p.get("confidence"), "dominant": p.get("dominant"), "dominant_s": dom.get("seconds"),
                     "dominant_bound": dom.get("bound"), "driver": dom.get("driver"),
                     "quantity_bytes": dom.get("quantity_bytes"), "quantity_in_bytes": dom.get("quantity_in_bytes"),
                     "past_rungs": dom.get("past_rungs"),

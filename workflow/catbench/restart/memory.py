@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import mmap
 import time
+from pathlib import Path
+
+from ..core.infra.sizes import human, parse_size
 
 CHUNK = 256 * 2 ** 20
 PAGE = 4096     # one write a page: the kernel's own page size, which the server's pool gets too
@@ -32,3 +35,24 @@ def touch_curve(total: int, chunk: int = CHUNK) -> dict:
     finally:
         mm.close()
     return {"chunk_bytes": chunk, "seconds": secs}
+
+
+def large_pages_short(settings: dict, meminfo: str = "/proc/meminfo") -> str | None:
+    """Where the settings put the buffer pool on large pages (``large_pages``) and fewer are
+    reserved free than the pool needs, why (MariaDB would fall back to 4 KiB pages, warning only
+    in its log, and the study would time the memory it meant to leave out); else None."""
+    if str(settings.get("large_pages", "")).upper() not in ("ON", "1", "TRUE"):
+        return None
+    pool = parse_size(str(settings.get("innodb_buffer_pool_size", "128M")))
+    info = {}
+    for line in Path(meminfo).read_text().splitlines():
+        key, _, rest = line.partition(":")
+        info[key] = int(rest.split()[0]) if rest.split() else 0
+    page = info.get("Hugepagesize", 2048) * 1024
+    free = info.get("HugePages_Free", 0) * page
+    if free >= pool:
+        return None
+    need = -(-pool // page) + 64     # the pool and a margin for the server's other large allocations
+    return (f"restart.settings large_pages: ON needs the {human(pool)} buffer pool in reserved large pages, "
+            f"{human(free)} are free (HugePages_Free in {meminfo}); as root: sysctl -w vm.nr_hugepages={need} "
+            f"(and vm.nr_hugepages=0 after the run)")

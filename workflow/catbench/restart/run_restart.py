@@ -38,7 +38,7 @@ from ..core.server.session import Datadir, private_server, restart_server
 from ..core.server.status import variables
 from . import errorlog
 from .headlines import summarize
-from .memory import touch_curve
+from .memory import large_pages_short, touch_curve
 from .kinds import KINDS as KIND_FUNCS
 from .kinds import MODULES
 from .options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 _VARIABLES = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "innodb_flush_log_at_trx_commit",
               "innodb_flush_method", "innodb_doublewrite", "innodb_page_size", "datadir",
-              "innodb_io_capacity", "innodb_io_capacity_max", "innodb_adaptive_flushing_lwm")
+              "innodb_io_capacity", "innodb_io_capacity_max", "innodb_adaptive_flushing_lwm", "large_pages")
 
 
 def _run_kinds(run: RestartRun, meta: dict, out_dir: Path, results: dict):
@@ -138,6 +138,9 @@ def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> d
     infos = [scan_file(f, v) for f in files]
     log.info("target %s: scanned %d files (%d rows) in %.1f s", target, len(infos), sum(i.rows for i in infos),
              time.time() - t0)
+    short = large_pages_short(spec.settings)
+    if short:
+        raise RestartError(f"target {target}: {short}")
     with private_server(target, path, restart_server(v.name), spec.settings, spec.launch,
                         data=Datadir(keep=spec.keep_data), start=False,
                         data_bytes=3 * input_bytes) as srv:  # the table, its redo and the diagnosis copy

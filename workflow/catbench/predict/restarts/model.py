@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -137,6 +137,7 @@ def _median(xs, default=None):
 class Shares:
     """The rungs' ratios the user's quantities follow (medians over every rung)."""
     checkpoint_age: float | None     # redo since the checkpoint at a kill ÷ the redo log
+    age_range: tuple[float, float] | None   # its least and most over the rungs' kills
     redo_per_touch: float | None     # redo bytes a page touch costs (from pages recovered, below)
     crash_share: float | None        # the input committed at a kill
     dump: float | None               # pages in the dump ÷ min(pool, data)
@@ -164,7 +165,7 @@ class Shares:
             sst = (float(c0), float(c1))
         elif pts:
             sst = (0.0, _median([b / d for d, b in pts]))
-        return cls(_median(age), _median(touch), _median(share),
+        return cls(_median(age), (min(age), max(age)) if age else None, _median(touch), _median(share),
                    _median([x for s in sizes for x in s.dump_share]),
                    sst, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
                    _rung_moved(sizes),
@@ -203,9 +204,19 @@ def data_of(rows: int, rungs: list[tuple[int, float]]) -> float | None:
     return rows * statistics.median(b / r for r, b in rungs)
 
 
+def max_checkpoint_age(redo_log: float, page: int) -> float:
+    """The most redo MariaDB lets stand since its checkpoint before it flushes synchronously
+    (log_t::set_capacity: a tenth kept back twice, 48 pages beside): ~0.81 of the log."""
+    capacity = 0.9 * (redo_log - 12288)
+    return 0.9 * (capacity - 48 * page)
+
+
 def checkpoint_age(at: At, sh: Shares) -> float:
-    """The redo a crash leaves to recover: as given, else the rungs' share of the redo log."""
-    return at.checkpoint_age if at.checkpoint_age is not None else (sh.checkpoint_age or 1.0) * at.redo_log
+    """The redo a crash leaves to recover: as given, else the rungs' share of the redo log
+    (at most what the server lets stand)."""
+    if at.checkpoint_age is not None:
+        return at.checkpoint_age
+    return min((sh.checkpoint_age or 1.0) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
 
 
 def recovery_bytes(at: At, sh: Shares) -> tuple[float, float]:
@@ -263,17 +274,16 @@ def bound(f: Fit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) 
 def on_device(f: Fit, how: str, devices: tuple[dict, dict | None], moved: float = 1.0) -> Fit:
     """The fit with its per-byte cost on another device (--device): a device-bound phase's cost
     × the devices' ratio; a CPU-bound one's at least the other device's sequential cost."""
-    import dataclasses
     here, there = devices
     if not there or not f.b:
         return f
     if how == "device (random pages)" and here.get("page_read_s") and there.get("page_read_s"):
-        return dataclasses.replace(f, b=f.b * there["page_read_s"] / here["page_read_s"])
+        return replace(f, b=f.b * there["page_read_s"] / here["page_read_s"])
     seq_here, seq_there = here.get("seq_write_s_per_byte"), there.get("seq_write_s_per_byte")
     if how == "device (sequential)" and seq_here and seq_there:
-        return dataclasses.replace(f, b=f.b * seq_there / seq_here)
+        return replace(f, b=f.b * seq_there / seq_here)
     if how in ("CPU", "one thread") and seq_there:
-        return dataclasses.replace(f, b=max(f.b, seq_there * moved))
+        return replace(f, b=max(f.b, seq_there * moved))
     return f
 
 
@@ -336,8 +346,36 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         down += (sec - low) ** 2
         up += (high - sec) ** 2
     dom = max(phases, key=lambda p: p["seconds"])
-    return {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
-            "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"]}
+    got = {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
+           "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"]}
+    if kind == "crash-during-load" and at.checkpoint_age is None and sh.age_range:
+        _age_spread(got, [predict_kind(kind, obs, sizes, replace(
+            at, checkpoint_age=min(x * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))), confidence, floor)
+            for x in (*sh.age_range, 1.0)], sh)
+    return got
+
+
+def _age_spread(got: dict, ends: list[dict], sh: Shares) -> None:
+    """A kill's checkpoint age is a draw, not a constant: the redo the load wrote since the
+    last checkpoint, which the page cleaners may barely move in a load's minutes. The interval
+    spans the recovery at the rungs' least and most age (``ends[:2]``); the server's own limit
+    (``ends[2]``) is the most a crash can leave, its upper end stated as ``at_most_s``."""
+    lo, hi, cap = ends
+    worded = f"the rungs' kills left {sh.age_range[0]:.2f}–{sh.age_range[1]:.2f} of the redo log since the checkpoint"
+    for end, side in ((lo, "ci_low"), (hi, "ci_high")):
+        if "refused" in end:
+            got["regime"] = [*got["regime"], f"at {worded.split('left ')[1]}: {end['refused']}"]
+            continue
+        pick = min if side == "ci_low" else max
+        got[f"total_{side}"] = pick(got[f"total_{side}"], end[f"total_{side}"])
+        for ph, e in zip(got["phases"], end["phases"]):
+            ph[side] = pick(ph[side], e[side])
+    got["age_range"] = list(sh.age_range)
+    if "refused" not in cap:
+        got["at_most_s"] = cap["total_ci_high"]
+    got["regime"] = [*got["regime"], f"{worded} (the interval spans both); the most the server lets stand "
+                                     f"(~0.81 of it) would take up to "
+                                     f"{duration(got['at_most_s']) if 'at_most_s' in got else '? (refused there)'}"]
 
 
 def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) -> dict:
@@ -345,6 +383,10 @@ def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) ->
     scan (its parsed redo) and the apply (the pages it reads) by their bytes; its words added
     to the regime."""
     if kind != "crash-during-load":
+        return {}
+    if sizes and all(s.large_pages for s in sizes):
+        out["regime"] = [*out["regime"], "the rungs' pools on large pages reserved ahead: the memory recovery fills "
+                                         "was backed before it, no first touch priced (as yours, if set so)"]
         return {}
     age, pages = recovery_bytes(at, sh)
     got = memory_excess(sizes, age + pages, at.pool)

@@ -38,6 +38,7 @@ class RungSizes:
     pool_bytes: float | None = None
     redo_log_bytes: float | None = None
     page_bytes: int = PAGE
+    large_pages: bool = False            # the pool on large pages reserved ahead (backed before the run)
     checkpoint_age: list = field(default_factory=list)   # redo bytes at each kill
     # per kill: (redo bytes since the checkpoint, pages to recover, the input's share committed, its LSN)
     recovered_pages: list = field(default_factory=list)
@@ -74,6 +75,7 @@ def _server(doc: dict, sizes: RungSizes) -> None:
     """The page, pool and redo log the restart's server ran with (its variables)."""
     v = (doc.get("server") or {}).get("variables") or {}
     sizes.page_bytes = int(v.get("innodb_page_size") or PAGE)
+    sizes.large_pages = str(v.get("large_pages", "")).upper() in ("ON", "1")
     for attr, var in (("pool_bytes", "innodb_buffer_pool_size"), ("redo_log_bytes", "innodb_log_file_size")):
         if v.get(var):
             setattr(sizes, attr, float(v[var]))
