@@ -15,6 +15,7 @@ from pathlib import Path
 from ..core.infra.sizes import human, parse_size
 
 CHUNK = 256 * 2 ** 20
+LARGE_PAGE_MARGIN = 512 * 2 ** 20
 PAGE = 4096     # one write a page: the kernel's own page size, which the server's pool gets too
 
 
@@ -50,9 +51,11 @@ def large_pages_short(settings: dict, meminfo: str = "/proc/meminfo") -> str | N
         info[key] = int(rest.split()[0]) if rest.split() else 0
     page = info.get("Hugepagesize", 2048) * 1024
     free = info.get("HugePages_Free", 0) * page
-    if free >= pool:
+    # the key cache and Aria's page cache take large pages before InnoDB does (128 MiB each by default)
+    need = -(-(pool + LARGE_PAGE_MARGIN) // page)
+    if free >= need * page:
         return None
-    need = -(-pool // page) + 64     # the pool and a margin for the server's other large allocations
-    return (f"restart.settings large_pages: ON needs the {human(pool)} buffer pool in reserved large pages, "
+    return (f"restart.settings large_pages: ON needs the {human(pool)} buffer pool and "
+            f"{human(LARGE_PAGE_MARGIN)} beside it in reserved large pages, "
             f"{human(free)} are free (HugePages_Free in {meminfo}); as root: sysctl -w vm.nr_hugepages={need} "
             f"(and vm.nr_hugepages=0 after the run)")
