@@ -398,6 +398,52 @@ def test_the_draw_stops_at_its_time_budget_naming_the_key(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_query_past_the_stages_time_limit_is_stopped_naming_it(tmp_path):
+    """The SHV1 that runs for a minute, under a 3 s limit (--time-limit-min, the rule's runtime):
+    stopped at it with one line naming the limit and what to change, no output left."""
+    dense_patch(tmp_path / "results/chunks", 60_000)
+    shv1 = {"SHV1": {"ra_min": 9, "ra_max": 11, "dec_min": -1, "dec_max": 1, "radius_deg": 0.01667}}
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "catbench", "queries", "--query-engine", "duckdb", "--results",
+                        str(tmp_path / "results"), "--config", "{}", "--out", str(tmp_path / "out"),
+                        "--queries", "SHV1", "--no-cold", "--repetitions", "1", "--concurrency-streams", "0",
+                        "--params-json", json.dumps(shv1), "--time-limit-min", "0.05"],
+                       cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and time.monotonic() - t0 < 20, r.stderr
+    assert "query SHV1: the query stage passed its time limit of 0.05 min" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.server
+def test_a_mysql_statement_past_the_stages_time_limit_is_stopped_by_the_server(tmp):
+    from catbench.core.index.table import get_variant
+    from catbench.core.server.process import Server
+    from catbench.query.chunk_tables import DATABASE
+    from catbench.query.engines import Deadline, MysqlEngine, QueryTimeout
+    with Server("limit", tmp / "srv") as srv:
+        with srv.connect() as c:
+            c.cursor().execute(f"CREATE DATABASE `{DATABASE}`")
+        engine = MysqlEngine(srv, [], small_config_geometry(), 1, get_variant("bigint"))
+        try:
+            engine.deadline = Deadline.of(1.5 / 60)
+            engine._query = "query LV1"
+            t0 = time.monotonic()
+            with pytest.raises(QueryTimeout, match="query LV1: the query stage passed its time limit"):
+                engine._execute("SELECT SLEEP(20)", ())
+            assert time.monotonic() - t0 < 5
+            with pytest.raises(QueryTimeout):     # past it, nothing starts
+                engine._execute("SELECT 1", ())
+        finally:
+            engine.close()
+
+
+def small_config_geometry():
+    from catbench.core.sky.geometry import Geometry
+    part = small_config()["partition"]
+    return Geometry(part["num_stripes"], part["num_sub_stripes_per_stripe"], float(part["overlap_deg"]))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_a_long_duckdb_query_within_seconds(tmp_path, sig, code):
     """SHV1 at the overlap radius over 60,000 Objects in 0.1 deg runs for a minute, in joins

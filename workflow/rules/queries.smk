@@ -27,7 +27,8 @@ rule queries_mysql:
         **job_resources("queries_mysql"),
     shell:
         "{params.env_args} catbench queries --query-engine mysql --target {wildcards.target:q} --path {params.path:q} "
-        "--results {params.results:q} --config {params.cfg:q} --out {output:q} > {log:q} 2>&1"
+        "--results {params.results:q} --config {params.cfg:q} --time-limit-min {resources.runtime:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule queries_duckdb:
@@ -49,7 +50,7 @@ rule queries_duckdb:
         **job_resources("queries_duckdb"),
     shell:
         "catbench queries --query-engine duckdb --results {params.results:q} "
-        "--config {params.cfg:q} --out {output:q} > {log:q} 2>&1"
+        "--config {params.cfg:q} --time-limit-min {resources.runtime:q} --out {output:q} > {log:q} 2>&1"
 
 
 QUERY_RUNS = [*expand(rules.queries_mysql.output, target=QUERY_TARGETS), *rules.queries_duckdb.output]

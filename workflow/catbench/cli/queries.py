@@ -46,7 +46,8 @@ def cmd_queries(args) -> int:
     cfg = validate(overrides(args, _config(args.config)), whole=False)
     results = Path(args.results)
     spec = QuerySpec.of(cfg, dict(params=_json_arg(args.params_json, "--params-json"),
-                                  settings=_json_arg(args.settings_json, "--settings-json")))
+                                  settings=_json_arg(args.settings_json, "--settings-json"),
+                                  time_limit_min=args.time_limit_min))
     paths = QueryPaths(results / "chunks", results / "index" / "input", Path(args.out))
     if QUERY_ENGINES[args.query_engine].on_target:
         if not args.target or not args.path:
@@ -81,6 +82,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--params-json", help="query parameters (JSON text or file) instead of drawing them")
     p.add_argument("--settings-json", help="server options as a JSON object (default server.settings)")
+    p.add_argument("--time-limit-min", type=float, help="stop a query that would end past this many minutes "
+                   "from the start, with a clear error (the workflow passes its rule's runtime, from the plan)")
     g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
     section_flags(p, "queries", group=g)
     section_flags(p, "server", "server-", lists=False, group=g)

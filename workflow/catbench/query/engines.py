@@ -13,9 +13,11 @@ import logging
 import queue
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import mysql.connector
 import pyarrow as pa
 
 from ..core.index.table import Variant
@@ -26,6 +28,34 @@ from .suite import Answer, Query, QueryError, bind
 
 log = logging.getLogger(__name__)
 MYSQL_FLOAT = 4  # mysql.connector FieldType.FLOAT
+STATEMENT_TIMEOUT = 1969   # MariaDB's ER_STATEMENT_TIMEOUT: max_statement_time passed
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The query stage's time limit (``catbench queries --time-limit-min``: its rule's runtime,
+    from the plan): no query starts past it and one running is stopped at it (MariaDB's
+    max_statement_time, DuckDB's interrupt), so a draw the plan misjudged cannot run for ever."""
+    at: float | None = None       # time.monotonic() when it passes; None: no limit
+    minutes: float | None = None
+
+    @classmethod
+    def of(cls, minutes: float | None) -> Deadline:
+        return cls(time.monotonic() + 60 * minutes, minutes) if minutes else cls()
+
+    def left(self, what: str) -> float | None:
+        """Seconds left for ``what`` (None: no limit); past the limit, its error."""
+        if self.at is None:
+            return None
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise self.passed(what)
+        return left
+
+    def passed(self, what: str) -> QueryTimeout:
+        return QueryTimeout(f"{what}: the query stage passed its time limit of {self.minutes:g} min (its rule's "
+                            f"runtime, from the plan); fewer queries.repetitions, a smaller "
+                            f"queries.draw.target_pairs or --set-resources <rule>:runtime=<min> give it more room")
 
 
 def udf_path(engine: str) -> Path:
@@ -72,6 +102,8 @@ class MysqlEngine:
         self._ex: cf.ThreadPoolExecutor | None = None
         self._merge = duckdb.connect()
         self.last_chunks: list[tuple[int, float, int]] = []  # the last run's (chunkId, s, rows)
+        self.deadline = Deadline()
+        self._query = ""    # the query running, for the time limit's message
         self.open()
 
     # -- connections: reopened after every server restart --
@@ -104,8 +136,14 @@ class MysqlEngine:
         try:
             t0 = time.perf_counter()
             cur = conn.cursor()
-            cur.execute(sql, args)
-            rows = cur.fetchall()
+            left = self.deadline.left(self._query)
+            try:
+                cur.execute(f"SET STATEMENT max_statement_time={left:.3f} FOR {sql}" if left else sql, args)
+                rows = cur.fetchall()
+            except mysql.connector.Error as exc:
+                if exc.errno == STATEMENT_TIMEOUT:
+                    raise self.deadline.passed(self._query) from None
+                raise
             if timing is not None:
                 timing.append(time.perf_counter() - t0)
             desc = cur.description or []
@@ -140,6 +178,7 @@ class MysqlEngine:
             subChunkIds=",".join(str(s) for s in subs) if subs else "NULL")
 
     def run(self, q: Query, params: dict) -> Answer:
+        self._query = f"query {q.name}"
         tasks = self.tasks(q, params)
         sql, args = bind(q, q.chunk_sql, params, "pyformat")
         # Each chunk query's own time (from its connection's execute to its last row
@@ -191,6 +230,7 @@ class DuckdbEngine:
         self.con = None
         self._cursors: list = []
         self._runner: cf.ThreadPoolExecutor | None = None
+        self.deadline = Deadline()
         self.open()
 
     def _files(self, kind: str, attr: str) -> list[str]:
@@ -266,7 +306,15 @@ class DuckdbEngine:
 
     def run(self, q: Query, params: dict, con=None, timeout_s: float | None = None) -> Answer:
         sql, args = bind(q, q.sql, params, "dollar")
-        desc, rows, seconds = self._timed(sql, args, con, timeout_s)
+        left = self.deadline.left(f"query {q.name}")
+        if threading.current_thread() is not threading.main_thread():
+            left = None     # a concurrency stream, bounded by its seconds (one runner would serialize them)
+        try:
+            desc, rows, seconds = self._timed(sql, args, con, min((x for x in (timeout_s, left) if x), default=None))
+        except QueryTimeout:
+            if timeout_s and (left is None or timeout_s < left):
+                raise
+            raise self.deadline.passed(f"query {q.name}") from None
         return Answer([d[0] for d in desc], rows, {d[0] for d in desc if str(d[1]) == "FLOAT"}, seconds)
 
 

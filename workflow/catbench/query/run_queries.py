@@ -35,7 +35,7 @@ from .chunk_tables import (
     load_secondary_index,
     read_chunk_list,
 )
-from .engines import DuckdbEngine, MysqlEngine, udf_path
+from .engines import Deadline, DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters
 from .query_engines import Where
 from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
@@ -74,6 +74,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: Where, engine_
     query engine built on :class:`DuckdbEngine`, its ``name`` the summary's."""
     import duckdb
 
+    deadline = Deadline.of(spec.time_limit_min)
     target, name = where.target, engine_class.name
     cold, params = spec.cold, spec.params
     chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
@@ -81,6 +82,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: Where, engine_
     chunks = read_chunk_list(chunks_dir)
     with staged_output(out_dir) as work:
         engine = engine_class(chunks_dir, chunks)
+        engine.deadline = deadline
         try:
             params = params or draw_parameters(spec, chunks_dir, chunks, suite, engine)
             dropped = drop_caches() if cold else False
@@ -140,8 +142,9 @@ def _fill_server(srv, chunks_dir, chunks, index_files: list[Path], spec: QuerySp
     return _Filled(server_info, load, index)
 
 
-def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict) -> dict:
-    """Cold runs (server restart before each query), warm runs and the concurrency run."""
+def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict, deadline: Deadline) -> dict:
+    """Cold runs (server restart before each query), warm runs and the concurrency run, each
+    query stopped at the stage's ``deadline``."""
     variant = get_variant(spec.index_variant)
     cold = spec.cold
 
@@ -149,6 +152,7 @@ def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict) 
         return MysqlEngine(srv, chunks, spec.geometry, spec.connections, index_variant=variant)
 
     engine = engine_of()
+    engine.deadline = deadline
     try:
         dropped = drop_caches() if cold else False
         cold_method = "server-restart+drop_caches" if dropped else "server-restart-only"
@@ -173,6 +177,7 @@ def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict) 
 
 def run_queries(spec: QuerySpec, paths: QueryPaths, where: Where) -> dict:
     """The suite on one storage target with the mysql engine (see the module docstring)."""
+    deadline = Deadline.of(spec.time_limit_min)
     params = spec.params
     target_name, target_path = where.target, where.path
     chunks_dir, index_dir, out_dir = paths.chunks_dir, paths.index_dir, paths.out_dir
@@ -188,7 +193,8 @@ def run_queries(spec: QuerySpec, paths: QueryPaths, where: Where) -> dict:
                             data=Datadir(keep=where.keep_data)) as srv:
             filled = _fill_server(srv, chunks_dir, chunks, index_files, spec)
             trace = filled.chunk_tables.pop("trace")
-            runs = _measure_on_server(srv, spec, suite, chunks, params)
+            deadline.left(f"target {target_name}: loading the chunk tables and the secondary index")
+            runs = _measure_on_server(srv, spec, suite, chunks, params, deadline)
         rec = runs["recorder"]
         summary = {"target": target_name, "query_engine": "mysql", "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "connections": spec.connections,

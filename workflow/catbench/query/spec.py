@@ -50,6 +50,7 @@ class QuerySpec:
     geometry: Geometry
     settings: dict            # the server's options (the cold runs' added by the stage)
     launch: Launch            # server.binary, server.tcp, server.start_timeout_s
+    time_limit_min: float | None = None   # the stage's (--time-limit-min: its rule's runtime)
 
     @property
     def repetitions(self) -> int:
@@ -59,7 +60,7 @@ class QuerySpec:
     def of(cls, cfg: dict, over: dict | None = None) -> QuerySpec:
         """From a validated config and the CLI's overrides (repetitions, concurrency (a partial
         section), names, cold, params, settings; None or absent: the
-        config's). Unknown query names fail naming the config key."""
+        config's; time_limit_min). Unknown query names fail naming the config key."""
         over = {k: v for k, v in (over or {}).items() if v is not None}
         qs, part, server = cfg["queries"], cfg["partition"], cfg["server"]
         names = tuple(over.get("names") or qs["queries"])
@@ -79,4 +80,4 @@ class QuerySpec:
                  int(qs["draw"]["target_pairs"]), float(qs["draw"]["budget_s"]), int(qs["draw"]["target_tests"])),
             Geometry(part["num_stripes"], part["num_sub_stripes_per_stripe"], float(part["overlap_deg"])),
             over.get("settings", server["settings"]),
-            Launch.of(server))
+            Launch.of(server), over.get("time_limit_min"))
