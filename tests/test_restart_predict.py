@@ -31,11 +31,17 @@ def test_a_driven_phase_whose_rungs_span_too_little_is_refused():
         model.fit([(1e8, 1.0), (1.05e8, 1.1), (1.02e8, 1.0)])
 
 
-def test_a_flat_phase_is_a_fixed_cost_whose_upper_end_carries_the_growth_not_excluded():
+def test_a_slope_not_told_from_noise_keeps_its_fitted_value_with_the_interval_from_none_to_the_most():
     f = model.fit([(1e8, 1.0), (1e8, 1.1), (2e8, 0.95), (2e8, 1.05), (4e8, 1.0), (4e8, 1.02)])
-    assert f.b == 0 and f.b_high > 0 and "fixed cost" in f.note
+    assert f.b == 0 and f.b_point == 0 and f.b_high > 0 and "told from noise" in f.note   # flat: a fixed cost
     near, far = model.interval(f, 4e8, 0.95, 0.05), model.interval(f, 4e10, 0.95, 0.05)
     assert near[0] == far[0] and far[2] > 2 * near[2]
+    # an SST's seconds over the bytes it streamed, rungs of 122-206 MB dominated by the joiner's
+    # fixed ~11 s: the slope (~13 ms a MB) is not told from their noise, yet 2.3 GB must be copied
+    sst = model.fit([(122e6, 12.77), (122e6, 13.0), (152e6, 12.06), (152e6, 12.99), (206e6, 14.26), (206e6, 13.48)])
+    assert sst.b == 0 and sst.b_point == pytest.approx(1.33e-8, rel=0.05)
+    y, lo, hi = model.interval(sst, 2.31e9, 0.95, 0.05)
+    assert y == pytest.approx(41.7, rel=0.03) and lo < 13.1 + 1 and hi > y
 
 
 def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
@@ -265,3 +271,15 @@ def test_a_pool_set_on_large_pages_that_are_not_reserved_stops_the_study_first(t
     assert "vm.nr_hugepages=320" in large_pages_short({"innodb_buffer_pool_size": "128M", "large_pages": "ON"}, str(info))
     info.write_text(info.read_text().replace("Free:      100", "Free:      400"))
     assert large_pages_short({"innodb_buffer_pool_size": "64M", "large_pages": 1}, str(info)) is None
+
+
+def test_an_sst_is_never_predicted_faster_than_the_device_writes_its_bytes():
+    """Rungs whose SST took a flat ~12 s (the joiner's fixed cost) tell no slope; 600 GB must
+    still be written: the interval's low end is the bytes at the device's sequential rate."""
+    obs, sizes = _ladder()
+    flat = [Obs(o.run, o.target, o.kind, o.phase, o.rep, 12.0 + 0.1 * o.rep, o.quantity)
+            if (o.kind, o.phase) == ("node-restart-sst", "state_transfer") else o for o in obs]
+    at = model.At(600 * G, 128 * G, 8 * G)
+    sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
+    phase = next(x for x in sst["phases"] if x["phase"] == "state_transfer")
+    assert phase["ci_low"] >= 1e-9 * phase["quantity_bytes"] >= 600 * G * 1e-9

@@ -82,6 +82,12 @@ class Fit:
     q_max: float        # the largest quantity a rung had
     b_high: float = 0.0  # a fixed cost's slope at the upper confidence bound (growth the rungs cannot exclude)
     note: str = ""
+    b_point: float = 0.0  # a fixed cost's slope as fitted, when above zero but not told from noise
+
+    @property
+    def per_unit(self) -> float:
+        """Seconds a unit of the quantity costs, as told or as fitted (what its bound is judged by)."""
+        return self.b or self.b_point
 
 
 SPAN = 1.2   # the least ratio of the rungs' largest quantity to their smallest that tells a slope
@@ -110,22 +116,24 @@ def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> F
     t = float(stats.t.ppf(0.5 + confidence / 2, len(y) - 2))
     if b <= t * se:
         return Fit(fixed.a, 0.0, fixed.s, fixed.n, qm, sxx, float(q.max()), max(0.0, b + t * se),
-                   "no growth with its quantity told from noise over the rungs: a fixed cost, its interval "
-                   "carrying the growth they cannot exclude")
+                   "no growth with its quantity told from noise over the rungs: the figure at the slope as "
+                   "fitted, the interval from none to the most they cannot exclude", max(0.0, b))
     return Fit(a, b, s, len(y), qm, sxx, float(q.max()))
 
 
 def interval(f: Fit, q: float | None, confidence: float, floor: float) -> tuple[float, float, float]:
     """(seconds, low, high): the fit's prediction interval at ``q`` (its leverage grows past
-    the rungs), with at least ``floor`` × the figure (a run's own noise at the target); a fixed
-    cost's upper end adds the growth its rungs cannot exclude."""
+    the rungs), with at least ``floor`` × the figure (a run's own noise at the target). A slope
+    not told from noise: the figure at the slope as fitted (a quantity that must move still
+    costs: treating it as none biased every such figure low), the low end the fixed cost's, the
+    high end the growth the rungs cannot exclude."""
     t = float(stats.t.ppf(0.5 + confidence / 2, max(1, f.n - (2 if f.b else 1))))
     y = f.a + f.b * (q or 0.0)
     lev = 1 + 1 / f.n + ((q - f.q_mean) ** 2 / f.sxx if f.b and f.sxx else 0.0)
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     half = math.sqrt((t * f.s) ** 2 * lev + (z * floor * y) ** 2)
-    grow = f.b_high * max(0.0, (q or 0.0) - f.q_mean)
-    return max(0.0, y), max(0.0, y - half), y + half + grow
+    past = max(0.0, (q or 0.0) - f.q_mean)
+    return max(0.0, y + f.b_point * past), max(0.0, y - half), y + half + f.b_high * past
 
 
 def _median(xs, default=None):
@@ -257,9 +265,9 @@ def bound(f: Fit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) 
     twice the device's own time for it (fio's sequential write, its 16 KiB random read at
     queue depth 1; reads issued together cost less than that), the CPU or one thread where it
     costs more, or nothing that grows (a fixed cost). ``moved``: bytes a unit of its quantity."""
-    if drv is None or not f.b:
+    if drv is None or not f.per_unit:
         return "fixed"
-    per_byte = f.b / moved
+    per_byte = f.per_unit / moved
     if drv.work == "page" and dev.get("page_read_s"):
         if per_byte * page < 0.05 * dev["page_read_s"]:
             return "CPU (pages cached)"
@@ -275,15 +283,19 @@ def on_device(f: Fit, how: str, devices: tuple[dict, dict | None], moved: float 
     """The fit with its per-byte cost on another device (--device): a device-bound phase's cost
     × the devices' ratio; a CPU-bound one's at least the other device's sequential cost."""
     here, there = devices
-    if not there or not f.b:
+    b = f.per_unit
+    if not there or not b:
         return f
+
+    def per(x: float) -> Fit:
+        return replace(f, b=x) if f.b else replace(f, b_point=x)
     if how == "device (random pages)" and here.get("page_read_s") and there.get("page_read_s"):
-        return replace(f, b=f.b * there["page_read_s"] / here["page_read_s"])
+        return per(b * there["page_read_s"] / here["page_read_s"])
     seq_here, seq_there = here.get("seq_write_s_per_byte"), there.get("seq_write_s_per_byte")
     if how == "device (sequential)" and seq_here and seq_there:
-        return replace(f, b=f.b * seq_there / seq_here)
+        return per(b * seq_there / seq_here)
     if how in ("CPU", "one thread") and seq_there:
-        return replace(f, b=max(f.b, seq_there * moved))
+        return per(max(b, seq_there * moved))
     return f
 
 
@@ -331,6 +343,8 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         f = on_device(f, how, (here, at.device), moved.get(phase, 1.0))
         qq = q.get(phase) if drv else None
         sec, low, high = interval(f, qq, confidence, floor)
+        if drv and drv.work == "seq" and qq:     # bytes written in order: no faster than the device writes
+            low = max(low, qq * ((at.device or here).get("seq_write_s_per_byte") or 0.0))
         add = mem.get(phase, (0.0, 0.0, 0.0))
         sec, low, high = sec + add[0], low + add[1], high + add[2]
         reach = qq / f.q_max if qq and f.q_max else None
@@ -340,7 +354,7 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         phases.append({"phase": phase, "driver": drv.words if drv else None, "quantity_bytes": qq,
                        "quantity_in_bytes": bool(drv and drv.in_bytes),
                        "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high,
-                       "a_s": f.a, "b_s_per_byte": f.b, "n": f.n, "memory_s": add[0],
+                       "a_s": f.a, "b_s_per_byte": f.per_unit, "n": f.n, "memory_s": add[0],
                        "bound": "memory (first touch)" if add[0] > sec / 2 else how, "note": f.note})
         total += sec
         down += (sec - low) ** 2
