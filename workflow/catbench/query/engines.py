@@ -138,7 +138,9 @@ class MysqlEngine:
             cur = conn.cursor()
             left = self.deadline.left(self._query)
             try:
-                cur.execute(f"SET STATEMENT max_statement_time={left:.3f} FOR {sql}" if left else sql, args)
+                # 0 would mean no limit: a thousandth of a second at least
+                cur.execute(f"SET STATEMENT max_statement_time={max(left, 0.001):.3f} FOR {sql}" if left else sql,
+                            args)
                 rows = cur.fetchall()
             except mysql.connector.Error as exc:
                 if exc.errno == STATEMENT_TIMEOUT:

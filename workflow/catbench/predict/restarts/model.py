@@ -376,9 +376,10 @@ def _age_spread(got: dict, ends: list[dict], sh: Shares) -> None:
     (``ends[2]``) is the most a crash can leave, its upper end stated as ``at_most_s``."""
     lo, hi, cap = ends
     worded = f"the rungs' kills left {sh.age_range[0]:.2f}–{sh.age_range[1]:.2f} of the redo log since the checkpoint"
-    for end, side in ((lo, "ci_low"), (hi, "ci_high")):
+    for end, side, which in ((lo, "ci_low", 0), (hi, "ci_high", 1)):
         if "refused" in end:
-            got["regime"] = [*got["regime"], f"at {worded.split('left ')[1]}: {end['refused']}"]
+            got["regime"] = [*got["regime"], f"at the rungs' {('least', 'most')[which]} age "
+                                             f"({sh.age_range[which]:.2f} of the log): {end['refused']}"]
             continue
         pick = min if side == "ci_low" else max
         got[f"total_{side}"] = pick(got[f"total_{side}"], end[f"total_{side}"])
@@ -387,9 +388,10 @@ def _age_spread(got: dict, ends: list[dict], sh: Shares) -> None:
     got["age_range"] = list(sh.age_range)
     if "refused" not in cap:
         got["at_most_s"] = cap["total_ci_high"]
+    most = (f"would take up to {duration(got['at_most_s'])}" if "at_most_s" in got
+            else "is past what the rungs tell (no answer there)")
     got["regime"] = [*got["regime"], f"{worded} (the interval spans both); the most the server lets stand "
-                                     f"(~0.81 of it) would take up to "
-                                     f"{duration(got['at_most_s']) if 'at_most_s' in got else '? (refused there)'}"]
+                                     f"(~0.81 of it) {most}"]
 
 
 def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) -> dict:
