@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,15 +34,21 @@ STATEMENT_TIMEOUT = 1969   # MariaDB's ER_STATEMENT_TIMEOUT: max_statement_time 
 
 @dataclass(frozen=True)
 class Deadline:
-    """The query stage's time limit (``catbench queries --time-limit-min``: its rule's runtime,
-    from the plan): no query starts past it and one running is stopped at it (MariaDB's
-    max_statement_time, DuckDB's interrupt), so a draw the plan misjudged cannot run for ever."""
-    at: float | None = None       # time.monotonic() when it passes; None: no limit
-    minutes: float | None = None
+    """A time limit over several queries: none starts past it and one running is stopped at it
+    (MariaDB's max_statement_time, DuckDB's interrupt). The query stage's comes from its rule's
+    runtime (``catbench queries --time-limit-min``), the draw's from ``queries.draw.budget_s``."""
+    at: float | None = None                      # time.monotonic() when it passes; None: no limit
+    says: Callable[[str], str] = str             # the error's words, given what was running
 
     @classmethod
     def of(cls, minutes: float | None) -> Deadline:
-        return cls(time.monotonic() + 60 * minutes, minutes) if minutes else cls()
+        """The query stage's: ``minutes`` from now (None: no limit)."""
+        if not minutes:
+            return cls()
+        return cls(time.monotonic() + 60 * minutes, lambda what: (
+            f"{what}: the query stage passed its time limit of {minutes:g} min (its rule's runtime, from the "
+            f"plan); fewer queries.repetitions, a smaller queries.draw.target_pairs or --set-resources "
+            f"<rule>:runtime=<min> give it more room"))
 
     def left(self, what: str) -> float | None:
         """Seconds left for ``what`` (None: no limit); past the limit, its error."""
@@ -53,9 +60,7 @@ class Deadline:
         return left
 
     def passed(self, what: str) -> QueryTimeout:
-        return QueryTimeout(f"{what}: the query stage passed its time limit of {self.minutes:g} min (its rule's "
-                            f"runtime, from the plan); fewer queries.repetitions, a smaller "
-                            f"queries.draw.target_pairs or --set-resources <rule>:runtime=<min> give it more room")
+        return QueryTimeout(self.says(what))
 
 
 def udf_path(engine: str) -> Path:

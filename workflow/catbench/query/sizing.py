@@ -22,7 +22,7 @@ import time
 
 from ..core.infra.resources import read_sql
 from ..core.sky.geometry import Geometry
-from .engines import DuckdbEngine, QueryTimeout
+from .engines import Deadline, DuckdbEngine, QueryTimeout
 from .spec import Draw
 from .suite import QueryError
 
@@ -53,19 +53,11 @@ class Sizer:
 
     def __init__(self, engine: DuckdbEngine, draw: Draw):
         self.engine, self.draw = engine, draw
-        self.deadline = time.monotonic() + draw.budget_s
-
-    def left(self, what: str) -> float:
-        """Seconds left of the draw's budget; none left fails naming the key."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise self.over(what)
-        return left
-
-    def over(self, what: str) -> QueryError:
-        return QueryError(f"config key 'queries.draw.budget_s': drawing the query parameters took over "
-                          f"{self.draw.budget_s:g} s ({what}); lower queries.draw.target_rows or "
-                          f"queries.draw.target_pairs, raise the budget, or give queries.parameters.{what.split()[0]}")
+        self.deadline = Deadline(time.monotonic() + draw.budget_s, lambda what: (
+            f"config key 'queries.draw.budget_s': drawing the query parameters took over {draw.budget_s:g} s "
+            f"({what}); lower queries.draw.target_rows or queries.draw.target_pairs, raise the budget, or give "
+            f"queries.parameters.{what.split()[0]}"))
+        self.left, self.over = self.deadline.left, self.deadline.passed
 
     def sql(self, what: str, sql: str, args: dict) -> list[tuple]:
         try:
