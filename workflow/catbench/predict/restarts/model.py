@@ -1,9 +1,8 @@
 """A node's restart at the user's size from the rungs' phases (predict/restarts/model.md): each
-phase's seconds fitted against the quantity that drives it (a + b·q, or a fixed cost where no
-quantity drives it or no growth is seen), that quantity taken to the user's data, pool, redo
-log, downtime and gcache, the kind's total summed with its interval, the phase that dominates
-and what bounds it; refused, naming the rung needed, where the user's size is in a regime no
-rung ran (recovery in several batches), and IST answered as SST past the gcache."""
+phase's seconds fitted against the quantity that drives it (a + b·q), that quantity taken to
+the user's data, pool, redo log, downtime and gcache, the kind's total with its interval, the
+phase that dominates and what bounds it; refused, naming the rung needed, in a regime no rung
+ran (recovery in several batches), and IST answered as SST past the gcache."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import numpy as np
 from scipy import stats
 
 from ...core.infra.sizes import duration, human
+from .age import age_spread, max_checkpoint_age
 from .memory import memory_excess
 from .runs import Obs, RungSizes
 
@@ -212,13 +212,6 @@ def data_of(rows: int, rungs: list[tuple[int, float]]) -> float | None:
     return rows * statistics.median(b / r for r, b in rungs)
 
 
-def max_checkpoint_age(redo_log: float, page: int) -> float:
-    """The most redo MariaDB lets stand since its checkpoint before it flushes synchronously
-    (log_t::set_capacity: a tenth kept back twice, 48 pages beside): ~0.81 of the log."""
-    capacity = 0.9 * (redo_log - 12288)
-    return 0.9 * (capacity - 48 * page)
-
-
 def checkpoint_age(at: At, sh: Shares) -> float:
     """The redo a crash leaves to recover: as given, else the rungs' share of the redo log
     (at most what the server lets stand)."""
@@ -247,17 +240,13 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
         out.update(redo_scan=work, redo_apply=work)
         moved.update(redo_scan=age / work, redo_apply=pages / work)   # bytes read, pages applied
         told = "given" if at.checkpoint_age is not None else f"{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs"
-        words.append(f"checkpoint age {_b(age)} at the kill ({told}), {_b(pages)} of pages to recover")
+        words.append(f"checkpoint age {human(age)} at the kill ({told}), {human(pages)} of pages to recover")
     if kind == "node-restart-sst" and sh.sst:   # the data and what the backup adds to it
         out["state_transfer"] = max(at.data, sh.sst[0] + sh.sst[1] * at.data)
     if kind == "node-restart-ist":
         rate = at.write_rate if at.write_rate is not None else sh.ist_per_down_s
         out["state_transfer"] = (rate or 0.0) * (at.downtime_s or 0.0)
     return out, moved, words
-
-
-def _b(n: float) -> str:
-    return human(n)
 
 
 def bound(f: Fit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) -> str:
@@ -310,11 +299,12 @@ def _refusal(kind: str, at: At, sh: Shares) -> str | None:
     ratio = age / at.pool
     if ratio <= sh.single_batch_up_to or ratio >= sh.multi_batch_from:
         return None
-    return (f"recovering {_b(age)} of redo with a {_b(at.pool)} pool (checkpoint age {ratio:.2f} of the pool) may "
-            f"take several batches: the rungs recovered in one batch up to {sh.single_batch_up_to:.2f} of their "
+    over = human(age / sh.single_batch_up_to) if sh.single_batch_up_to else "?"
+    return (f"recovering {human(age)} of redo with a {human(at.pool)} pool (checkpoint age {ratio:.2f} of the pool) "
+            f"may take several batches: the rungs recovered in one batch up to {sh.single_batch_up_to:.2f} of their "
             f"pool{'' if math.isinf(sh.multi_batch_from) else f' and needed several from {sh.multi_batch_from:.2f}'}; "
             f"run a rung whose checkpoint age is {ratio:.2f} of its innodb_buffer_pool_size or more "
-            f"(restart.settings), or give a --pool over {_b(age / sh.single_batch_up_to) if sh.single_batch_up_to else '?'}")
+            f"(restart.settings), or give a --pool over {over}")
 
 
 def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, confidence: float,
@@ -363,35 +353,10 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
     got = {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
            "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"]}
     if kind == "crash-during-load" and at.checkpoint_age is None and sh.age_range:
-        _age_spread(got, [predict_kind(kind, obs, sizes, replace(
+        age_spread(got, [predict_kind(kind, obs, sizes, replace(
             at, checkpoint_age=min(x * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))), confidence, floor)
-            for x in (*sh.age_range, 1.0)], sh)
+            for x in (*sh.age_range, 1.0)], sh.age_range)
     return got
-
-
-def _age_spread(got: dict, ends: list[dict], sh: Shares) -> None:
-    """A kill's checkpoint age is a draw, not a constant: the redo the load wrote since the
-    last checkpoint, which the page cleaners may barely move in a load's minutes. The interval
-    spans the recovery at the rungs' least and most age (``ends[:2]``); the server's own limit
-    (``ends[2]``) is the most a crash can leave, its upper end stated as ``at_most_s``."""
-    lo, hi, cap = ends
-    worded = f"the rungs' kills left {sh.age_range[0]:.2f}–{sh.age_range[1]:.2f} of the redo log since the checkpoint"
-    for end, side, which in ((lo, "ci_low", 0), (hi, "ci_high", 1)):
-        if "refused" in end:
-            got["regime"] = [*got["regime"], f"at the rungs' {('least', 'most')[which]} age "
-                                             f"({sh.age_range[which]:.2f} of the log): {end['refused']}"]
-            continue
-        pick = min if side == "ci_low" else max
-        got[f"total_{side}"] = pick(got[f"total_{side}"], end[f"total_{side}"])
-        for ph, e in zip(got["phases"], end["phases"]):
-            ph[side] = pick(ph[side], e[side])
-    got["age_range"] = list(sh.age_range)
-    if "refused" not in cap:
-        got["at_most_s"] = cap["total_ci_high"]
-    most = (f"would take up to {duration(got['at_most_s'])}" if "at_most_s" in got
-            else "is past what the rungs tell (no answer there)")
-    got["regime"] = [*got["regime"], f"{worded} (the interval spans both); the most the server lets stand "
-                                     f"(~0.81 of it) {most}"]
 
 
 def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) -> dict:
@@ -436,15 +401,15 @@ def predict_all(obs: list[Obs], sizes: dict, at: At, confidence: float, floor: f
                 if kind == "node-restart-ist" else None
             if missed and at.gcache and missed > at.gcache:
                 sst = [o for o in obs if o.target == target and o.kind == "node-restart-sst"]
-                words = (f"{_b(missed)} of write sets missed outgrow the donor's {_b(at.gcache)} gcache: "
+                words = (f"{human(missed)} of write sets missed outgrow the donor's {human(at.gcache)} gcache: "
                          f"the node rejoins by SST")
                 p = ({**predict_kind("node-restart-sst", sst, rungs, at, confidence, floor), "kind": kind,
                       "transfer": "SST"} if sst else {**p, "refused": words + "; no rung ran an SST"})
                 p["regime"] = [*p.get("regime", []), words]
             elif kind == "node-restart-ist":
                 p["transfer"] = "IST"
-                p["regime"] = [*p.get("regime", []), f"{_b(missed or 0)} of write sets missed, within the "
-                                                      f"{_b(at.gcache or 0)} gcache: IST"]
+                p["regime"] = [*p.get("regime", []), f"{human(missed or 0)} of write sets missed, within the "
+                                                      f"{human(at.gcache or 0)} gcache: IST"]
             out.append({"key": {"target": target, "kind": kind}, **p})
     return out
 
