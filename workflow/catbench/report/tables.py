@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from ..core.infra.resources import resources_dir
+from ..core.server.memory import meminfo
 from . import stats
 from .inputs import MetricsError, RunInputs, collect, stale_note
 from .spec import ReportSpec
@@ -305,14 +306,8 @@ def cpu() -> dict:
 
 
 def memory() -> dict:
-    mem = {}
-    for line in (_read("/proc/meminfo") or "").splitlines():
-        k, _, v = line.partition(":")
-        if k in ("MemTotal", "MemAvailable", "SwapTotal", "Hugepagesize"):
-            parts = v.split()
-            if parts:
-                mem[k + "_bytes"] = int(parts[0]) * (1024 if parts[-1] == "kB" else 1)
-    return mem
+    info = meminfo()
+    return {k + "_bytes": info[k] for k in ("MemTotal", "MemAvailable", "SwapTotal", "Hugepagesize") if k in info}
 
 
 def server_settings(summaries) -> dict:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import mmap
 import time
-from pathlib import Path
-
 from ..core.infra.sizes import human, parse_size
+from ..core.server.memory import meminfo
 
 CHUNK = 256 * 2 ** 20
 LARGE_PAGE_MARGIN = 512 * 2 ** 20
@@ -38,18 +37,15 @@ def touch_curve(total: int, chunk: int = CHUNK) -> dict:
     return {"chunk_bytes": chunk, "seconds": secs}
 
 
-def large_pages_short(settings: dict, meminfo: str = "/proc/meminfo") -> str | None:
+def large_pages_short(settings: dict, meminfo_path: str = "/proc/meminfo") -> str | None:
     """Where the settings put the buffer pool on large pages (``large_pages``) and fewer are
     reserved free than the pool needs, why (MariaDB would fall back to 4 KiB pages, warning only
     in its log, and the study would time the memory it meant to leave out); else None."""
     if str(settings.get("large_pages", "")).upper() not in ("ON", "1", "TRUE"):
         return None
     pool = parse_size(str(settings.get("innodb_buffer_pool_size", "128M")))
-    info = {}
-    for line in Path(meminfo).read_text().splitlines():
-        key, _, rest = line.partition(":")
-        info[key] = int(rest.split()[0]) if rest.split() else 0
-    page = info.get("Hugepagesize", 2048) * 1024
+    info = meminfo(meminfo_path)
+    page = info.get("Hugepagesize", 2 ** 21)
     free = info.get("HugePages_Free", 0) * page
     # the key cache and Aria's page cache take large pages before InnoDB does (128 MiB each by default)
     need = -(-(pool + LARGE_PAGE_MARGIN) // page)
@@ -57,5 +53,5 @@ def large_pages_short(settings: dict, meminfo: str = "/proc/meminfo") -> str | N
         return None
     return (f"restart.settings large_pages: ON needs the {human(pool)} buffer pool and "
             f"{human(LARGE_PAGE_MARGIN)} beside it in reserved large pages, "
-            f"{human(free)} are free (HugePages_Free in {meminfo}); as root: sysctl -w vm.nr_hugepages={need} "
+            f"{human(free)} are free (HugePages_Free in {meminfo_path}); as root: sysctl -w vm.nr_hugepages={need} "
             f"(and vm.nr_hugepages=0 after the run)")

@@ -245,3 +245,18 @@ class PageCacheHold:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+
+
+def meminfo(path: str = "/proc/meminfo") -> dict[str, int]:
+    """The kernel's memory figures: bytes where it gives kB, else the count (HugePages_*)."""
+    out = {}
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            out[key] = int(parts[0]) * (1024 if parts[-1] == "kB" else 1)
+    return out
