@@ -84,6 +84,8 @@ def test_crash_during_load_loses_nothing_and_resumes(restarted):
         assert det["data_pages_after_resume"] > 0               # the data a crash-only rung holds
     touch = data["memory_touch"]     # the probe: two 256 MiB chunks, each first-touched and timed
     assert touch["chunk_bytes"] == 256 * 2 ** 20 and len(touch["seconds"]) == 2 and all(s > 0 for s in touch["seconds"])
+    lookup = data["page_lookup"]     # the lookup probe: a map's lookup at each size, for the redo scan's model
+    assert len(lookup["nodes"]) == len(lookup["ns"]) >= 10 and all(ns > 0 for ns in lookup["ns"])
     rec = [r for r in rows if r["phase"] == "crash_recovery"]
     assert len(rec) == 2 and all(r["redo_bytes"] > 0 and r["seconds"] is not None for r in rec)
     for r in rows:

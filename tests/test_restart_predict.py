@@ -283,3 +283,28 @@ def test_an_sst_is_never_predicted_faster_than_the_device_writes_its_bytes():
     sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
     phase = next(x for x in sst["phases"] if x["phase"] == "state_transfer")
     assert phase["ci_low"] >= 1e-9 * phase["quantity_bytes"] >= 600 * G * 1e-9
+
+
+def test_the_redo_scan_grows_by_the_lookup_probe_past_the_rungs_map():
+    from catbench.predict.restarts.lookup import lookup_factor, lookup_ns, mean_lookup
+    curve = {"nodes": [2 ** k for k in range(10, 16)], "ns": [50, 50, 50, 100, 150, 200]}   # cache ends at 4,096
+    assert lookup_ns(curve, 2 ** 12) == 50 and lookup_ns(curve, 2 ** 14) == 150
+    assert lookup_ns(curve, 2 ** 17) == pytest.approx(300)              # past the probe: a level, one wait more
+    assert mean_lookup(curve, 2 ** 11) == pytest.approx(50)
+    obs, sizes = _ladder()
+    rungs = list(sizes.values())
+    assert lookup_factor(rungs, 1e6) is None                            # no probe in the rungs: nothing scaled
+    at = model.At(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G)
+    before = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    for s in rungs:
+        s.lookup = curve
+    mid, low, high, words = lookup_factor(rungs, 2 ** 15)
+    middle = 0.5 * 2e8 / 16384                                        # the middle rung's pages
+    assert mid == pytest.approx(mean_lookup(curve, 2 ** 15) / mean_lookup(curve, middle)) and low <= mid <= high and "lookups" in words
+    assert lookup_factor(rungs, 2 ** 10)[0] == 1.0                      # a map no larger than theirs: as they ran
+    after = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
+    scan = {p["phase"]: p for p in before["phases"]}["redo_scan"], {p["phase"]: p for p in after["phases"]}["redo_scan"]
+    pages = next(w for w in after["regime"] if w.startswith("redo_scan: a map of"))
+    assert scan[1]["seconds"] > 2 * scan[0]["seconds"] and scan[1]["bound"] == "CPU cache (page map)" and pages
+    apply_ = [{p["phase"]: p for p in x["phases"]}["redo_apply"]["seconds"] for x in (before, after)]
+    assert apply_[0] == apply_[1]                                       # the apply reads pages, not the map

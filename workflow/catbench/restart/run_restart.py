@@ -38,6 +38,7 @@ from ..core.server.session import Datadir, private_server, restart_server
 from ..core.server.status import variables
 from . import errorlog
 from .headlines import summarize
+from .lookup import lookup_curve
 from .memory import large_pages_short, touch_curve
 from .kinds import KINDS as KIND_FUNCS
 from .kinds import MODULES
@@ -152,6 +153,10 @@ def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> d
                 meta["memory_touch"] = touch_curve(spec.memory_probe)
                 log.info("target %s: first touch of fresh memory, s a 256 MiB chunk: %s", target,
                          meta["memory_touch"]["seconds"])
+            if "crash-during-load" in spec.kinds:   # as the memory probe: before any server holds the CPU's cache
+                meta["page_lookup"] = lookup_curve()
+                log.info("target %s: a lookup in an ordered map, ns at %s nodes: %s", target,
+                         meta["page_lookup"]["nodes"], meta["page_lookup"]["ns"])
             run.setup()
             meta["server"] = {"binary": srv.binary, "version": srv.version, "settings": run.base_settings,
                               "variables": variables(run.conn_(), _VARIABLES)}

@@ -15,6 +15,7 @@ from scipy import stats
 
 from ...core.infra.sizes import duration, human
 from .age import age_spread, max_checkpoint_age
+from .lookup import lookup_factor
 from .memory import memory_excess
 from .runs import Obs, RungSizes
 
@@ -319,6 +320,9 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
     if refused:
         return {**out, "refused": refused}
     mem = _memory(kind, sizes, at, sh, out)
+    look = lookup_factor(sizes, recovery_bytes(at, sh)[1] / sh.page) if kind == "crash-during-load" else None
+    if look:
+        out["regime"] = [*out["regime"], look[3]]
     phases, total, down, up = [], 0.0, 0.0, 0.0
     for phase in KINDS[kind]:
         pts = [(o.quantity, o.seconds) for o in obs if o.phase == phase]
@@ -335,6 +339,10 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
         sec, low, high = interval(f, qq, confidence, floor)
         if drv and drv.work == "seq" and qq:     # bytes written in order: no faster than the device writes
             low = max(low, qq * ((at.device or here).get("seq_write_s_per_byte") or 0.0))
+        if phase == "redo_scan" and look:   # the same lookups, each past the cache at the user's map
+            grow = f.per_unit * (qq or 0.0)
+            sec, low, high = sec + grow * (look[0] - 1), low + grow * (look[1] - 1), high + grow * (look[2] - 1)
+            how = "CPU cache (page map)" if grow * (look[0] - 1) > sec / 2 else how
         add = mem.get(phase, (0.0, 0.0, 0.0))
         sec, low, high = sec + add[0], low + add[1], high + add[2]
         reach = qq / f.q_max if qq and f.q_max else None

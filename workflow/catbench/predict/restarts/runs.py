@@ -50,6 +50,7 @@ class RungSizes:
     # per kill: (redo since the checkpoint + pages recovered, in bytes; the server's RSS after recovery)
     recovery_memory: list = field(default_factory=list)
     touch: dict | None = None                            # the memory probe's curve (restart/memory.py)
+    lookup: dict | None = None                           # the lookup probe's curve (restart/lookup.py)
     device: dict = field(default_factory=dict)           # the target's fio figures
 
 
@@ -118,6 +119,7 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
     rows, kind = doc.get("rows") or [], "crash-during-load"
     _server(doc, sizes)
     sizes.touch = doc.get("memory_touch") or sizes.touch
+    sizes.lookup = doc.get("page_lookup") or sizes.lookup
     for det in doc.get("detail") or []:
         rep = det.get("repetition", 0)
         rec = det.get("recovery") or {}
