@@ -31,6 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from catbench.predict.fitted import cache_share  # noqa: E402
+from catbench.predict.ladder import page_cache_left  # noqa: E402
 from catbench.predict.rate import RateCurve, cumulative_seconds, curve_of  # noqa: E402
 
 HALF_HOUR = 1800.0
@@ -109,9 +110,14 @@ def compare(a) -> None:
               f"| {lo / 3600:,.1f} – {hi / 3600:,.1f} | {ratios} |")
 
 
+def _page_cache(doc: dict, own: float) -> float:
+    """The page cache beside the prediction's pool (InnoDB, the 2017 study's engine: no memtables)."""
+    return page_cache_left(doc.get("ram_bytes") or 0, pool=doc.get("pool_bytes") or 0, memtables=0.0, own=own)
+
+
 def plot(a) -> None:
     doc = json.loads(open(a.prediction).read())
-    page_cache = max(0.0, (doc.get("ram_bytes") or 0) - (doc.get("pool_bytes") or 0) - a.ram_own)
+    page_cache = _page_cache(doc, a.ram_own)
     chosen = set(json.loads(open(a.choice).read())["chosen"]) if a.choice else set()
     fig, (top, low) = plt.subplots(2, 1, figsize=(9, 7), sharex=True, height_ratios=(3, 2))
     for disk, vals in seed(a.seed_csv).items():
@@ -175,7 +181,7 @@ def _predicted_hours(p: dict, page_cache: float, share: float) -> float:
 def shape(a) -> None:
     doc = json.loads(open(a.prediction).read())
     chosen = set(json.loads(open(a.choice).read())["chosen"])
-    page_cache = max(0.0, (doc.get("ram_bytes") or 0) - (doc.get("pool_bytes") or 0) - a.ram_own)
+    page_cache = _page_cache(doc, a.ram_own)
     seed_iv = _seed_intervals(a.table_csv)
     with open(a.iostat_csv) as f:
         io = [r for r in csv.DictReader(f)]

@@ -19,7 +19,7 @@ from ..core.index.table import ENGINES
 from ..core.infra.jobs.isolation import ran_alone, read_record, what_it_met
 from ..core.infra.targets import parse_size
 from ..core.server.memory import HOLD_MARGIN
-from .ladder import buffered, sst_file
+from .ladder import buffered, memtables, sst_file
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
 PAGE = 16384   # InnoDB's page: a device read of a missed leaf
@@ -65,6 +65,7 @@ class Rep:
     writes: dict = field(default_factory=dict)   # per window and row: what the server wrote (WRITE_COUNTERS)
     log_bytes: int | None = None         # the redo log's capacity (innodb_log_file_size × files)
     sst_file: float | None = None        # an LSM's SST file size (target_file_size_base; None: RocksDB's)
+    memtables: float = 0.0               # an LSM's memtables at most (ladder.memtables; 0: a B-tree)
     table_files: dict | None = None      # the engine's figures of the table's files (MyRocks' SST bytes)
     page_cache_seen: float | None = None # ram less the server's own bytes its cgroup held (median over the load)
 
@@ -312,6 +313,7 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
     rep.n_mid, rep.writes = _window_writes(trace, first, samples)
     rep.log_bytes = _log_bytes(summary)
     rep.sst_file = sst_file((summary.get("server") or {}).get("settings") or {})
+    rep.memtables = memtables(key[2], (summary.get("server") or {}).get("settings") or {})
     rep.table_files = r.get("table_files") or summary.get("table_files")
     return rep
 

@@ -12,6 +12,7 @@ from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
 from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, memtables,
+                     page_cache_left,
                      scaled_options, scaled_size, sst_file)
 
 
@@ -90,7 +91,7 @@ class PredictSpec:
         ram = ram or self.ram
         if not ram or not buffered(engine, self.settings.get("innodb_flush_method")):
             return 0.0
-        return max(0.0, ram - pool - memtables(engine, self.settings) - self.ram_own)
+        return page_cache_left(ram, pool=pool, memtables=memtables(engine, self.settings), own=self.ram_own)
 
     @property
     def sst_file(self) -> float | None:

@@ -38,8 +38,7 @@ from ..core.server.session import Datadir, private_server, restart_server
 from ..core.server.status import variables
 from . import errorlog
 from .headlines import summarize
-from .lookup import lookup_curve
-from .memory import large_pages_short, touch_curve
+from .memory import large_pages_short, lookup_curve, touch_curve
 from .kinds import KINDS as KIND_FUNCS
 from .kinds import MODULES
 from .options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError

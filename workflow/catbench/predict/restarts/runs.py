@@ -50,7 +50,7 @@ class RungSizes:
     # per kill: (redo since the checkpoint + pages recovered, in bytes; the server's RSS after recovery)
     recovery_memory: list = field(default_factory=list)
     touch: dict | None = None                            # the memory probe's curve (restart/memory.py)
-    lookup: dict | None = None                           # the lookup probe's curve (restart/lookup.py)
+    lookup: dict | None = None                           # the lookup probe's curve (restart/memory.py)
     device: dict = field(default_factory=dict)           # the target's fio figures
 
 
