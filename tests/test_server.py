@@ -290,7 +290,7 @@ def test_ram_puts_the_server_and_its_page_cache_in_a_memory_cgroup(tmp):
 def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(tmp):
     from catbench.core.server.memory import HOLD_MARGIN, HOLD_S
     page = 8 << 20
-    with Server("pagecage", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(page_cache=page)) as s:
+    with Server("pagecage", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(page_cache_hold=page)) as s:
         cage = s.cage
         assert cage.holds(s.pid) and s.ram is None
         big = tmp / "big"
@@ -323,7 +323,7 @@ def test_a_ram_too_small_for_the_servers_start_names_the_oom_killer_and_the_key(
 def test_a_sigkilled_owners_cgroup_is_removed_by_the_next_catbench_command():
     # the owner makes a page-cache hold (v1: the OOM killer off) and is killed before remove()
     code = ("import os, sys, time\nfrom catbench.core.server.memory import MemoryCage\n"
-            "c = MemoryCage('sweeptest', None, page_cache=1 << 30)\nprint(c.path, flush=True)\ntime.sleep(60)\n")
+            "c = MemoryCage('sweeptest', None, hold=1 << 30)\nprint(c.path, flush=True)\ntime.sleep(60)\n")
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     path = Path(owner.stdout.readline().strip())
     owner.kill()

@@ -71,10 +71,10 @@ def _line(key: tuple, p: dict) -> str:
             f"{w['redo_bytes_per_row']:,.0f} B, {w['pages_flushed_per_row']:.4f} pages flushed)"
             if w.get("device_write_MBps") and w.get("redo_bytes_per_row") is not None
             and w.get("pages_flushed_per_row") is not None else "")
-    eta = p["fit"].get("page_cache_share")
+    share = p["fit"].get("page_cache_share")
     io += ("" if not p.get("page_cache_bytes") or p["fit"]["form"] != "misses" else
            f", a page cache of {human(p['page_cache_bytes'])} serving as " +
-           (f"{eta:.2f} of its bytes (the rungs' device reads)" if eta is not None else
+           (f"{share:.2f} of its bytes (the rungs' device reads)" if share is not None else
             "all its bytes (no rung's device reads said how much: taken whole)"))
     return (f"{name}: {what}, table {human(p['table_bytes'])}{later}{io}{cpu}, {p['regime']}"
             + (f" (a miss costs {k:.2f}× fio's page read + write)" if k else ""))

@@ -122,7 +122,7 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
         with private_server(target, path, name, settings, launch, data=data) as srv:
             runs = _repetitions(_Load(srv, summary, v, strategy, table, files, spec, Path(path)), state)
         summary["server"].update(timings=dict(srv.timings), ram=srv.ram, ram_peak=srv.ram_peak,
-                                 page_cache=srv.page_cache)
+                                 page_cache=srv.page_cache_hold)
         _aggregate(summary, runs)
         _write_results(work, summary, runs, spec.interval_s)
     log.info("target %s: %s/%s: %d rows in %.1f s (median of %d; %.0f rows/s); results in %s", target, v.name,

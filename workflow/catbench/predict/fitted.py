@@ -42,7 +42,7 @@ class Fit:
     writes: Writes | None = None       # what a row makes the server write (writes.py)
     sorts: bool = True                 # the strategy sorts its input first (a spill pass is possible)
     miss_share: float | None = None    # an LSM's: a miss RAM served ÷ one the device did (fitted, lsm_costs)
-    page_share: float | None = None    # η: the page cache's share that serves the pool's misses (page_cache.py;
+    page_cache_share: float | None = None    # η: the page cache's share that serves the pool's misses (page_cache.py;
                                        # None: no rung measured it, taken as 1)
 
     @property

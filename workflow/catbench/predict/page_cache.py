@@ -12,7 +12,7 @@ import numpy as np
 from .rate import RateCurve
 from .runs import Rep
 
-ETAS = np.linspace(0.0, 1.0, 101)
+SHARES = np.linspace(0.0, 1.0, 101)
 # The rungs tell η apart only where η = 0 and η = 1 put a window's device reads this far apart
 # (misses a row): a rung whose table its page cache held whole, or one past both caches, cannot.
 MIN_SPLIT = 0.05
@@ -41,8 +41,8 @@ def fit_share(curve: RateCurve, reps: list[Rep], overhead: float = 0.0) -> float
     if got is None:
         return None
     x, d, pool, page, w = got
-    pred = np.array([curve.miss_ratio(x * pool / (pool + eta * page)) for eta in ETAS])
+    pred = np.array([curve.miss_ratio(x * pool / (pool + share * page)) for share in SHARES])
     if np.max(np.abs(pred[0] - pred[-1])) < MIN_SPLIT:
         return None
     sse = np.sum(w * (pred - d) ** 2, axis=1)
-    return float(ETAS[int(np.argmin(sse))])
+    return float(SHARES[int(np.argmin(sse))])

@@ -143,7 +143,7 @@ def _curve(f: Fit, t: Target) -> RateCurve:
     table can use ÷ that and η × the page cache)."""
     c = f.curve
     if t.page_cache > 0:
-        page = t.page_cache * (1.0 if f.page_share is None else f.page_share)
+        page = t.page_cache * (1.0 if f.page_cache_share is None else f.page_cache_share)
         c = c.with_page_cache(f.pool(t.pool) / (f.pool(t.pool) + page), f.cache_share)
     return c if f.writes is None else dataclasses.replace(c, floor_s=f.writes.floor_s(f.device))
 
@@ -387,7 +387,7 @@ def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
         p["rows_ci_high"] = min(p["rows_ci_high"], t.rows)
     fitted = {**f.curve.as_dict(), "calibration_k": f.calibration, "device": f.device, "run_noise": sigma,
               "x_seen": f.x_seen, "parameters": _parameters(f), "own_check": own,
-              "pool_overhead_bytes": f.overhead, "page_cache_share": f.page_share,
+              "pool_overhead_bytes": f.overhead, "page_cache_share": f.page_cache_share,
               "write_floor_s_per_row": 0.0 if f.writes is None else f.writes.floor_s(f.device)}
     return {**out, **p, "regime": regime(f, p, t, reps), "fit": fitted,
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
@@ -424,7 +424,7 @@ def _parameters(f: Fit) -> int:
     build's two (its intercept where fitted), the table's bytes per row (slope and intercept),
     the pool overhead, the depth term and the page cache's share η where kept."""
     return (1 + {"steady": 0, "misses": 3}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2
-            + (f.overhead > 0) + (f.curve.depth_s > 0) + (f.page_share is not None))
+            + (f.overhead > 0) + (f.curve.depth_s > 0) + (f.page_cache_share is not None))
 
 
 def _measured_later(reps: list[Rep]) -> float | None:

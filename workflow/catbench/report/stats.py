@@ -48,15 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.infra.jobs.repeat import bounded, unbounded
-
-
-
-def _t():
-    """Student's t. scipy.stats takes ~1.4 s to import, and the workflow's parse (report.smk's
-    list of tables) imports this module: it is imported when a figure is judged."""
-    from scipy import stats
-    return stats.t
+from ..core.infra.jobs.repeat import bounded, t_ppf, t_sf, unbounded
 
 MIN_N = 2
 DEFAULT_CONFIDENCE = 0.95
@@ -124,7 +116,7 @@ def t_test(d, w, df_w, between: Between = WITHIN):
     v, df = spread(w, df_w, between)
     se = np.sqrt(v)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return 2 * _t().sf(np.abs(d - between.offset) / se, df), df, se
+        return 2 * t_sf(np.abs(d - between.offset) / se, df), df, se
 
 
 def kind_of(p, x, threshold: float, alpha: float):
@@ -159,7 +151,7 @@ def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between: Between = WI
     if pooled == 0:
         return Test(math.exp(x), None, None, None)
     p, df, se = (float(v) for v in t_test(d, w, df_w, between))
-    half = float(_t().ppf((1 + confidence) / 2, df)) * se
+    half = float(t_ppf((1 + confidence) / 2, df)) * se
     return Test(math.exp(x), p, math.exp(x - half), math.exp(x + half), pooled, df, se)
 
 
@@ -174,7 +166,7 @@ def detectable(pooled, n, between: Between = WITHIN, alpha: float = DEFAULT_ALPH
     within-run variance ``pooled`` (log scale) and ``between``. Works on arrays of n."""
     n = np.asarray(n, dtype=float)
     v, df = spread(pooled * 2 / n, 2 * n - 2, between)
-    return np.exp((_t().ppf(1 - alpha / 2, df) + _t().ppf(POWER, df)) * np.sqrt(v))
+    return np.exp((t_ppf(1 - alpha / 2, df) + t_ppf(POWER, df)) * np.sqrt(v))
 
 
 def ratio_interval(num, den, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None, float | None]:
@@ -366,6 +358,6 @@ def _verdict(a: Figure, b: Figure, higher_is_better: bool, rule: Rule, between: 
         return Verdict("flat", t.ratio if higher_is_better else 1 / t.ratio, **base)
     ratio, lo, hi = (t.ratio, t.lo, t.hi) if higher_is_better else (1 / t.ratio, 1 / t.hi, 1 / t.lo)
     kind = str(kind_of(t.p, math.log(ratio), rule.threshold, rule.alpha))
-    mdr = float(np.exp((_t().ppf(1 - rule.alpha / 2, t.df) + _t().ppf(POWER, t.df)) * t.se))
+    mdr = float(np.exp((t_ppf(1 - rule.alpha / 2, t.df) + t_ppf(POWER, t.df)) * t.se))
     return Verdict(kind, ratio, p=t.p, lo=lo, hi=hi, mdr=max(mdr, 1 + rule.threshold), pooled=t.pooled,
                    **base)

@@ -96,8 +96,8 @@ class MemoryCage:
     """One server's memory cgroup: made with its limit before the server starts, the server's
     process put in it before it runs anything (``enter`` in the child), removed after it stops."""
 
-    def __init__(self, name: str, limit: int | None, page_cache: int | None = None):
-        self.key = key = PAGE_KEY if page_cache else KEY
+    def __init__(self, name: str, limit: int | None, hold: int | None = None):
+        self.key = key = PAGE_KEY if hold else KEY
         if os.geteuid() != 0:
             raise MemoryLimitError(f"config key '{key}': a memory cgroup is set as root; run as root or "
                                    f"leave it null")
@@ -115,12 +115,12 @@ class MemoryCage:
                 (self.path / limit_file).write_text(str(self.limit))
             if (self.path / "memory.swap.max").exists():    # the limit is RAM, not RAM and swap
                 (self.path / "memory.swap.max").write_text("0")
-            if page_cache:
-                self.hold = PageCacheHold(self, int(page_cache))
+            if hold:
+                self.hold = PageCacheHold(self, int(hold))
         except OSError as exc:
             self.remove()
             raise MemoryLimitError(f"config key '{key}': the memory cgroup {self.path} could not be set to "
-                                   f"{self.limit or page_cache:,} bytes ({exc.strerror or exc}); leave it null on "
+                                   f"{self.limit or hold or 0:,} bytes ({exc.strerror or exc}); leave it null on "
                                    f"this machine") from exc
         self._procs = os.fsencode(str(self.path / "cgroup.procs"))
 
@@ -162,7 +162,7 @@ class MemoryCage:
         cgroup, naming the config key and its bytes; "" where it did not."""
         if not self.oom_kills():
             return ""
-        held = self.limit or (self.hold.page_cache if self.hold else 0)
+        held = self.limit or (self.hold.held_bytes if self.hold else 0)
         return (f", by the kernel's OOM killer within its config key '{self.key}' of {held:,} bytes: the server "
                 f"and its unwritten pages need more (for a ladder's rungs, predict.ram_own)")
 
@@ -204,16 +204,16 @@ class MemoryCage:
 
 
 class PageCacheHold:
-    """Keeps a cage's clean page cache at ``page_cache`` (+ HOLD_MARGIN) bytes beside what the
+    """Keeps a cage's clean page cache at ``held_bytes`` (+ HOLD_MARGIN) bytes beside what the
     server itself holds: every HOLD_S its limit is set to the server's own bytes, the pages not
-    yet written back, ``page_cache`` and the margin (v2 ``memory.high``, which reclaims and
+    yet written back, ``held_bytes`` and the margin (v2 ``memory.high``, which reclaims and
     throttles and never kills; v1 ``memory.limit_in_bytes`` with the OOM killer off, so a server
     whose own memory jumps past it, as at a load's first file, waits a step at its page fault
     instead of being killed). Its own thread: it must not wait on the server. It holds from
     ``start`` (the server up), not while the server starts (io_uring's rings, the pool)."""
 
-    def __init__(self, cage: MemoryCage, page_cache: int):
-        self.cage, self.page_cache = cage, page_cache
+    def __init__(self, cage: MemoryCage, held_bytes: int):
+        self.cage, self.held_bytes = cage, held_bytes
         self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
         if cage.version == 1:
             (cage.path / "memory.oom_control").write_text("1")
@@ -231,7 +231,7 @@ class PageCacheHold:
         if split is None:
             return
         own, _, dirty, writeback = split
-        limit = own + dirty + writeback + self.page_cache + HOLD_MARGIN
+        limit = own + dirty + writeback + self.held_bytes + HOLD_MARGIN
         try:
             self.file.write_text(str(limit))
         except OSError:   # v1 could not reclaim down to it yet (EBUSY): the next step tries again

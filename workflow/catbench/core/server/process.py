@@ -70,14 +70,14 @@ class Launch:
     start_timeout_s: float = 120
     plugins: tuple = ()
     ram: int | None = None
-    page_cache: int | None = None     # the page cache beside the server's own bytes (memory.PageCacheHold)
+    page_cache_hold: int | None = None   # server.page_cache: the page cache held beside the server's own bytes
 
     @classmethod
     def of(cls, server: dict, **over) -> Launch:
         """From a validated ``server`` config section (binary, tcp, start_timeout_s, ram, page_cache)."""
         ram, page = (parse_size(v) if v else None for v in (server.get("ram"), server.get("page_cache")))
         return cls(**{"binary": server["binary"], "tcp": server["tcp"], "start_timeout_s": server["start_timeout_s"],
-                      "ram": ram, "page_cache": page, **over})
+                      "ram": ram, "page_cache_hold": page, **over})
 
 
 class Server:
@@ -101,7 +101,7 @@ class Server:
         self.plugins = tuple(plugins)
         self.internal.update(plugin_options(self.binary, self.plugins))
         self.tcp = tcp
-        self.ram, self.page_cache, self.cage, self.ram_peak = launch.ram, launch.page_cache, None, None
+        self.ram, self.page_cache_hold, self.cage, self.ram_peak = launch.ram, launch.page_cache_hold, None, None
         self.port: int | None = None
         self.start_timeout = start_timeout
         self.datadir = self.basedir / "data"
@@ -264,7 +264,7 @@ class Server:
         self._write_config()
         cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(), *self._own_paths()]
         main = threading.current_thread() is threading.main_thread()
-        self.cage = MemoryCage(self.name, self.ram, self.page_cache) if self.ram or self.page_cache else None
+        self.cage = MemoryCage(self.name, self.ram, self.page_cache_hold) if self.ram or self.page_cache_hold else None
         child = (lambda: (_set_pdeathsig(), self.cage.enter())) if self.cage else _set_pdeathsig
         t0 = time.monotonic()
         with open(self.basedir / "mysqld.out", "ab") as out:
