@@ -130,3 +130,19 @@ def test_a_tiny_patch_over_the_whole_sky_is_refused_quickly_naming_width_and_hei
     with pytest.raises(ConfigError, match=r"'catalog.patch.ra_width_deg' and 'catalog.patch.dec_height_deg'.*places"):
         validate(cfg)
     assert time.monotonic() - t < 5
+
+
+@pytest.mark.parametrize("paths,named", [
+    ([], "catalog.patch.ra_width_deg"),                 # the synthetic patch: its own width and height
+    (["objects.parquet"], "catalog.patch.file"),        # a file's rows: their extent is the patch
+])
+def test_a_patch_too_small_for_the_ids_names_the_keys_that_set_its_footprint(paths, named):
+    """Two objects a hair apart make a footprint with more places on the sky than the ids have
+    copies: the refusal names what the user sets (a file patch has no width or height key)."""
+    from catbench.core.infra.config import _check_sizes
+    cat = {"patch": {"objects": 2, "ra_width_deg": 1e-6, "dec_height_deg": 1e-6,
+                     "file": {"paths": paths}},
+           "sky": {"ra_min_deg": 0, "ra_max_deg": 360, "dec_min_deg": -90, "dec_max_deg": 90}}
+    with pytest.raises(ConfigError, match=re.escape(named)) as exc:
+        _check_sizes(cat)
+    assert ("ra_width_deg" in str(exc.value)) == (not paths)

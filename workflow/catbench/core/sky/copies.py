@@ -39,10 +39,16 @@ def _bands(cat: dict):
         yield centre, slot, int(math.floor(ra_range / slot + 1e-9))
 
 
-def n_places(cat: dict) -> int:
+def n_places(cat: dict, stop: int | None = None) -> int:
     """Places :func:`placements` gives, counted without building them (the config check
-    refuses a patch so small that they would not fit in memory)."""
-    return sum(n for _, _, n in _bands(cat))
+    refuses a patch so small that they would not fit in memory); past ``stop``, the count so
+    far (a patch of 10^-6 deg has ~10^8 bands: counting them all would take minutes)."""
+    total = 0
+    for _, _, n in _bands(cat):
+        total += n
+        if stop is not None and total > stop:
+            break
+    return total
 
 
 def placements(cat: dict) -> np.ndarray:

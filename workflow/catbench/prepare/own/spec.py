@@ -60,7 +60,7 @@ def resolve(cfg: dict, results: Path | None = None) -> dict:
         raise ConfigError(str(exc)) from None
     out = copy.deepcopy(cfg)
     out["catalog"]["patch"].update({k: doc[k] for k in ("objects", "ra_width_deg", "dec_height_deg")})
-    if out["catalog"]["id_layout"] == "source" and n_places(out["catalog"]) <= MAX_COPIES:  # else refused anyway
+    if out["catalog"]["id_layout"] == "source" and n_places(out["catalog"], stop=MAX_COPIES) <= MAX_COPIES:  # else refused anyway
         problem = source_bits(int(doc["max_id"]), n_copies(out["catalog"]))[1]
         if problem:
             raise ConfigError(problem)

@@ -285,8 +285,8 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
         raise ConfigError("config key 'catalog.sky': the patch does not fit in the sky region "
                           "(it is wider than the ra range at these declinations)")
     if n > MAX_COPIES:
-        raise ConfigError(f"config key 'catalog.patch.objects': {n} copies exceed the id scheme's "
-                          f"{MAX_COPIES}; make the patch larger")
+        raise ConfigError(f"{_footprint_keys(cat)}: {n} copies exceed the id scheme's {MAX_COPIES}; "
+                          f"make the patch larger")
     objects = int(copies["keep"].sum())     # keep < 2^43 in each of < 2^20 copies: no wrap
     resolve_auto(cfg)      # partition.num_stripes auto: from the density of the copies just checked
     sub_height = 180.0 / (part["num_stripes"] * part["num_sub_stripes_per_stripe"])
@@ -312,11 +312,19 @@ def _check_sizes(cat: dict):
         raise ConfigError(f"config key 'catalog.patch.objects': {objects} is over the {MAX_PATCH_OBJECTS:,} "
                           f"objects a patch can hold (an objectId is local id × {COPY_STRIDE:,} + copy, in int64)")
     cat["patch"]["objects"] = int(objects)     # 6e3 in YAML is a float the schema takes as an integer
-    places = n_places(cat)
-    if places > MAX_COPIES:
-        raise ConfigError(f"config keys 'catalog.patch.ra_width_deg' and 'catalog.patch.dec_height_deg': "
-                          f"a patch of {cat['patch']['ra_width_deg']} × {cat['patch']['dec_height_deg']} deg "
-                          f"has {places:,} places on this sky, over the ids' {MAX_COPIES:,} copies; make it larger")
+    if n_places(cat, stop=MAX_COPIES) > MAX_COPIES:
+        raise ConfigError(f"{_footprint_keys(cat)}: a patch of {cat['patch']['ra_width_deg']} × "
+                          f"{cat['patch']['dec_height_deg']} deg has more places on this sky than the ids' "
+                          f"{MAX_COPIES:,} copies; make it larger or catalog.sky smaller")
+
+
+def _footprint_keys(cat: dict) -> str:
+    """The keys that set the patch's footprint: a patch file's rows (their extent replaces the
+    synthetic patch's width and height), else the synthetic patch's own."""
+    if (cat["patch"].get("file") or {}).get("paths"):
+        return ("config key 'catalog.patch.file' (its rows' extent is the patch: a file whose rows span more "
+                "sky makes fewer copies)")
+    return "config keys 'catalog.patch.ra_width_deg' and 'catalog.patch.dec_height_deg'"
 
 
 # Paths and names that reach shell commands (the rules' `--path {params.path}`), my.cnf
