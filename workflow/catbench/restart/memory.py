@@ -6,13 +6,13 @@ first time can cost ~8x one the machine had touched recently, past the first GB 
 rungs of a ladder touch little and see the cheap part only, so the model prices the target's
 touch from this curve (predict/restarts/model.md).
 
-The lookup probe beside it: what a lookup in an ordered map costs this machine as the map grows: the lookup probe a
-restart study runs before a crash kind. A crash recovery puts each redo record into MariaDB's
-map of the pages it touches (``recv_sys.pages``, a red-black tree): one lookup a record. A
-rung's map of a few thousand pages sits in the CPU's cache; a node's of 10^5–10^7 pages does
-not, and every level past the cache waits on memory (profiled: the tree's lookup loops went
-from 8 % to 16 % of a recovery's samples at 17× the pages). The rungs cannot see that step;
-its curve does (predict/restarts/lookup.py)."""
+The lookup probe beside it (before a crash kind): what a lookup in an ordered map costs this
+machine as the map grows. A crash recovery puts each redo record into MariaDB's map of the
+pages it touches (``recv_sys.pages``, a red-black tree): one lookup a record. A rung's map of a
+few thousand pages sits in the CPU's cache; a node's of 10^5–10^7 pages does not, and every
+level past the cache waits on memory (profiled: the tree's lookup loops went from 8 % to 16 % of
+a recovery's samples at 17× the pages). The rungs cannot see that step; its curve does
+(predict/restarts/lookup.py)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def large_pages_short(settings: dict, meminfo_path: str = "/proc/meminfo") -> st
             f"{human(LARGE_PAGE_MARGIN)} beside it in reserved large pages, "
             f"{human(free)} are free (HugePages_Free in {meminfo_path}); as root: sysctl -w vm.nr_hugepages={need} "
             f"(and vm.nr_hugepages=0 after the run)")
+
 
 NODE_WORDS = 8            # a tree node's 64 bytes: 8 sorted int64 a node, one cache line each
 SIZES = tuple(2 ** k for k in range(10, 23))   # 1,024 to 4.2 million nodes (256 MiB at the top)

@@ -1,8 +1,9 @@
 """The redo scan's lookups past the CPU's cache (model.md, "The page map past the cache"): the
 rungs' scan cost a byte carries a map of their few thousand pages, held in cache; a target's
 map of many more pages waits on memory at each level past it. The lookup probe
-(restart/memory.py, ``lookup_curve``) times a lookup at each map size on the machine the rungs ran on; the scan's
-cost a byte is scaled by the mean lookup as the target's map grows over that as the rungs' grew."""
+(``lookup_curve`` in restart/memory.py) times a lookup at each map size on the machine the
+rungs ran on; the scan's cost a byte is scaled by the mean lookup as the target's map grows
+over that as the rungs' grew."""
 
 from __future__ import annotations
 
