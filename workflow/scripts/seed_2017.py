@@ -112,7 +112,7 @@ def compare(a) -> None:
 
 def _page_cache(doc: dict, own: float) -> float:
     """The page cache beside the prediction's pool (InnoDB, the 2017 study's engine: no memtables)."""
-    return page_cache_left(doc.get("ram_bytes") or 0, pool=doc.get("pool_bytes") or 0, memtables=0.0, own=own)
+    return page_cache_left(doc.get("ram_bytes") or 0, pool=doc.get("pool_bytes") or 0, memtable_bytes=0.0, own=own)
 
 
 def plot(a) -> None:

@@ -56,10 +56,10 @@ def memtables(engine: str, settings: dict) -> float:
     return (cf_size(settings, "write_buffer_size") or 64 * 2 ** 20) * (int(count) if count and count.isdigit() else 2)
 
 
-def page_cache_left(ram: float, *, pool: float, memtables: float, own: float) -> float:
+def page_cache_left(ram: float, *, pool: float, memtable_bytes: float, own: float) -> float:
     """The RAM left to the table's pages in the page cache (ρ's numerator, predict/model.md):
     ``ram`` less the pool, an LSM's memtables and the server's own memory (predict.ram_own)."""
-    return max(0.0, ram - pool - memtables - own)
+    return max(0.0, ram - pool - memtable_bytes - own)
 
 
 def kib(n: float, unit: str = "KiB") -> str:

@@ -467,7 +467,7 @@ def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
     pool = float(np.median([r.pool for r in top]))
     ram, seen = top[0].ram, _median(r.page_cache_seen for r in top)
     page = (0.0 if not top[0].buffered else seen if seen is not None
-            else page_cache_left(ram, pool=pool, memtables=top[0].memtables, own=fitting.ram_own) if ram else 0.0)
+            else page_cache_left(ram, pool=pool, memtable_bytes=top[0].memtables, own=fitting.ram_own) if ram else 0.0)
     t = Target(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
                files=top[0].files, sst_file=top[0].sst_file, page_cache=page)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))

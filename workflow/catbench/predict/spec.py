@@ -91,7 +91,7 @@ class PredictSpec:
         ram = ram or self.ram
         if not ram or not buffered(engine, self.settings.get("innodb_flush_method")):
             return 0.0
-        return page_cache_left(ram, pool=pool, memtables=memtables(engine, self.settings), own=self.ram_own)
+        return page_cache_left(ram, pool=pool, memtable_bytes=memtables(engine, self.settings), own=self.ram_own)
 
     @property
     def sst_file(self) -> float | None:
