@@ -111,7 +111,8 @@ def test_a_catalog_whose_rows_overflow_int64_is_refused_naming_the_key():
 
 
 def test_sizes_are_exact_integers_at_the_largest_patch():
-    from catbench.core.infra.config import MAX_PATCH_OBJECTS, estimated_objects
+    from catbench.core.infra.config import estimated_objects
+    from catbench.core.infra.config.footprint import MAX_PATCH_OBJECTS
     from catbench.core.sky.copies import n_copies
     cfg = _with(("catalog", "patch", "objects"), float(2**40))
     cfg["catalog"]["density"] = {"model": "uniform"}
@@ -139,10 +140,10 @@ def test_a_tiny_patch_over_the_whole_sky_is_refused_quickly_naming_width_and_hei
 def test_a_patch_too_small_for_the_ids_names_the_keys_that_set_its_footprint(paths, named):
     """Two objects a hair apart make a footprint with more places on the sky than the ids have
     copies: the refusal names what the user sets (a file patch has no width or height key)."""
-    from catbench.core.infra.config import _check_sizes
+    from catbench.core.infra.config.footprint import check_sizes
     cat = {"patch": {"objects": 2, "ra_width_deg": 1e-6, "dec_height_deg": 1e-6,
                      "file": {"paths": paths}},
            "sky": {"ra_min_deg": 0, "ra_max_deg": 360, "dec_min_deg": -90, "dec_max_deg": 90}}
     with pytest.raises(ConfigError, match=re.escape(named)) as exc:
-        _check_sizes(cat)
+        check_sizes(cat)
     assert ("ra_width_deg" in str(exc.value)) == (not paths)
