@@ -55,3 +55,22 @@ def memory_excess(sizes: list[RungSizes], held: float, pool: float) -> tuple[flo
              f"+ {human(fit[0])}); its first touch past the rungs' rate adds {costs[len(costs) // 2]:.1f} s "
              f"(restart.memory_probe" + (f", extrapolated past its {human(probed)}" if rss > probed else "") + ")")
     return costs[len(costs) // 2], costs[0], costs[-1], words
+
+
+def memory_phases(sizes: list[RungSizes], age: float, pages: float, pool: float, out: dict) -> dict:
+    """A crash recovery's memory touched past the rungs' rate, split between the scan (its
+    parsed redo, ``age`` bytes) and the apply (the ``pages`` bytes it reads) by their bytes;
+    its words added to ``out``'s regime."""
+    if sizes and all(s.large_pages for s in sizes):
+        out["regime"] = [*out["regime"], "the rungs' pools on large pages reserved ahead: the memory recovery fills "
+                                         "was backed before it, no first touch priced (as yours, if set so)"]
+        return {}
+    got = memory_excess(sizes, age + pages, pool)
+    if got is None:
+        out["regime"] = [*out["regime"], "no memory probe or RSS in the rungs: the first touch of the memory "
+                                         "recovery fills is priced at the rungs' rate (restart.memory_probe)"]
+        return {}
+    *secs, words = got
+    out["regime"] = [*out["regime"], words]
+    w = age / (age + pages) if age + pages else 1.0
+    return {"redo_scan": tuple(x * w for x in secs), "redo_apply": tuple(x * (1 - w) for x in secs)}

@@ -16,7 +16,7 @@ from scipy import stats
 from ...core.infra.sizes import duration, human
 from .age import age_spread, max_checkpoint_age
 from .lookup import lookup_factor
-from .memory import memory_excess
+from .memory import memory_phases
 from .runs import Obs, RungSizes
 
 # kind -> its phases in order; the total is their sum (a clean restart: the shutdown, the start
@@ -319,7 +319,7 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
     refused = _refusal(kind, at, sh)
     if refused:
         return {**out, "refused": refused}
-    mem = _memory(kind, sizes, at, sh, out)
+    mem = memory_phases(sizes, *recovery_bytes(at, sh), at.pool, out) if kind == "crash-during-load" else {}
     look = lookup_factor(sizes, recovery_bytes(at, sh)[1] / sh.page) if kind == "crash-during-load" else None
     if look:
         out["regime"] = [*out["regime"], look[3]]
@@ -365,28 +365,6 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
             at, checkpoint_age=min(x * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))), confidence, floor)
             for x in (*sh.age_range, 1.0)], sh.age_range)
     return got
-
-
-def _memory(kind: str, sizes: list[RungSizes], at: At, sh: Shares, out: dict) -> dict:
-    """A crash recovery's memory touched past the rungs' rate (memory.py), split between the
-    scan (its parsed redo) and the apply (the pages it reads) by their bytes; its words added
-    to the regime."""
-    if kind != "crash-during-load":
-        return {}
-    if sizes and all(s.large_pages for s in sizes):
-        out["regime"] = [*out["regime"], "the rungs' pools on large pages reserved ahead: the memory recovery fills "
-                                         "was backed before it, no first touch priced (as yours, if set so)"]
-        return {}
-    age, pages = recovery_bytes(at, sh)
-    got = memory_excess(sizes, age + pages, at.pool)
-    if got is None:
-        out["regime"] = [*out["regime"], "no memory probe or RSS in the rungs: the first touch of the memory "
-                                         "recovery fills is priced at the rungs' rate (restart.memory_probe)"]
-        return {}
-    *secs, words = got
-    out["regime"] = [*out["regime"], words]
-    w = age / (age + pages) if age + pages else 1.0
-    return {"redo_scan": tuple(x * w for x in secs), "redo_apply": tuple(x * (1 - w) for x in secs)}
 
 
 def _median_device(sizes: list[RungSizes]) -> dict:
