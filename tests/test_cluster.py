@@ -122,6 +122,9 @@ def test_every_kind_runs_in_order_and_transfers_as_expected(galera_run):
     sst = _phases(_kind(out, "node-restart-sst"))
     assert sst["wipe_datadir"]["seconds"] >= 0 and sst["sst_receive"]["transfer_bytes"] > 1e6
     assert sst["sst_stream"]["transfer_MBps"] > 0  # mariabackup's own phases, from the donor's log
+    tr = _kind(out, "node-restart-sst")["detail"][0]["transfer"]
+    assert tr["sst_redo_bytes"] >= 0 and tr["sst_stream_bytes"] == tr["sst_estimate_bytes"] + tr["sst_redo_bytes"]
+    assert sst["sst_prepare"]["transfer_bytes"] == tr["sst_redo_bytes"]   # the redo the joiner's prepare applies
     crash = _kind(out, "node-crash")
     assert crash["detail"][0]["recovered_position"]  # --wsrep-recover found it: IST, not SST
     assert _phases(crash)["wsrep_recover"]["seconds"] > 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -45,11 +46,13 @@ def test_a_slope_not_told_from_noise_keeps_its_fitted_value_with_the_interval_fr
 
 
 def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
-    sh = model.Shares(0.7, None, 1000.0, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384)
+    sh = model.Shares(checkpoint_age=0.7, age_range=None, redo_per_touch=1000.0, crash_share=1.0, dump=0.9,
+                      sst=None, sst_redo=None, sst_redo_range=None, ist_per_down_s=None, moved={},
+                      single_batch_up_to=0.3, multi_batch_from=math.inf, page=16384)
     n = 1e6
     assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))
     assert sh.recovered(1e15, n * 16384) == pytest.approx(n * 16384)
-    assert model.Shares(0.7, None, None, 1.0, 0.9, None, None, {}, 0.3, math.inf, 16384).recovered(1.0, 5.0) == 5.0
+    assert replace(sh, redo_per_touch=None).recovered(1.0, 5.0) == 5.0
 
 
 def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:
@@ -57,6 +60,7 @@ def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungS
     s = RungSizes(run, "disk", rows=int(1e6 * scale), data_bytes=data, pool_bytes=2 * data, redo_log_bytes=log,
                   checkpoint_age=[0.7 * log] * 2, recovered_pages=[(0.7 * log, 0.5 * data / 16384, 0.8, None)] * 2,
                   batches=[(0.7 * log, multi)] * 2, dump_share=[1.0, 1.0], sst_bytes=[1.1 * data] * 2,
+                  sst_redo_share=[0.1, 0.3],
                   ist_bytes_per_down_s=[1e5, 1e5], device={"page_read_s": 1e-4, "seq_write_s_per_byte": 1e-9})
     obs = []
     for rep, e in ((0, 0.01), (1, -0.01)):
@@ -66,7 +70,11 @@ def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungS
             add(kind, "shutdown", 0.1)
             add(kind, "start_to_transfer", 1.5)
             add(kind, "transfer_end_to_synced", 0.05)
-        add("node-restart-sst", "state_transfer", 10 + 2e-8 * 1.1 * data, 1.1 * data)
+        redo = (0.1, 0.3)[rep] * log
+        add("node-restart-sst", "sst_donor_sleep", 10.0)
+        add("node-restart-sst", "sst_stream", 0.5 + 2e-8 * (1.1 * data + redo), 1.1 * data + redo)
+        add("node-restart-sst", "sst_prepare", 0.1 + 1e-8 * redo, redo)
+        add("node-restart-sst", "sst_rest", 0.3)
         add("node-restart-ist", "state_transfer", 0.05 + 1e-7 * 1e5 * 2 * scale, 1e5 * 2 * scale)
         add("crash-during-load", "start_to_recovery", 0.05)
         add("crash-during-load", "redo_scan", 0.01 + 4e-9 * 0.7 * log, 0.7 * log)
@@ -163,13 +171,18 @@ def _write_rung(root, run: str, scale: float) -> str:
                                                           "detail": det}))
     for kind, tr in (("node-restart-sst", "SST"), ("node-restart-ist", "IST")):
         nbytes = 1.1 * data_pages * 16384 if tr == "SST" else 2e5 * scale
+        redo = [(0.2 + 0.1 * rep) * log for rep in range(2)]      # the donor's checkpoint age as it streams
+        parts = [(("sst_donor_sleep", 10.0), ("sst_stream", 0.5 + (nbytes + redo[rep]) / 2e8),
+                  ("sst_prepare", 0.1 + redo[rep] / 1e8)) if tr == "SST" else () for rep in range(2)]
+        xfer = [sum(s for _, s in parts[rep]) + 0.3 if tr == "SST" else 0.05 + nbytes / 5e6 for rep in range(2)]
         rows = [{"repetition": rep, "phase": p, "seconds": s} for rep in range(2) for p, s in (
             ("shutdown", 0.1), ("node_down", 2.0 * scale), ("process_start_to_transfer_start", 1.5),
-            ("process_start_to_transfer_end", 1.5 + (10 + nbytes / 6e7 if tr == "SST" else 0.05 + nbytes / 5e6)),
-            ("process_start_to_synced", 1.6 + (10 + nbytes / 6e7 if tr == "SST" else 0.05 + nbytes / 5e6)))]
-        det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes}}
-               for rep in range(2)]
+            ("process_start_to_transfer_end", 1.5 + xfer[rep]), ("process_start_to_synced", 1.6 + xfer[rep]),
+            *parts[rep])]
+        det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes,
+                                                "sst_redo_bytes": redo[rep]}} for rep in range(2)]
         (c / f"{kind}.json").write_text(json.dumps({"kind": kind, "gcache_size": f"{int(4 * scale)}M",
+                                                    "server": {"settings": {"innodb_log_file_size": str(int(log))}},
                                                     "load_options": {"down_s": 2.0 * scale}, "rows": rows,
                                                     "detail": det}))
     return str(res)
@@ -201,7 +214,12 @@ def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):
     for p in got.values():
         assert "refused" not in p, p
         assert p["total_ci_low"] <= p["total_s"] <= p["total_ci_high"] and p["dominant"] in model.KINDS[p["key"]["kind"]]
-    assert got["node-restart-sst"]["dominant"] == "state_transfer"
+    sst = got["node-restart-sst"]
+    assert sst["dominant"] == "sst_stream" and sst["dominant_bound"] == "CPU"
+    assert sst["age_range"] == [pytest.approx(0.2), pytest.approx(0.3)]
+    stream, prepare = (next(p for p in sst["phases"] if p["phase"] == ph) for ph in ("sst_stream", "sst_prepare"))
+    assert prepare["quantity_bytes"] == pytest.approx(0.25 * 8 * G)      # the rungs' median share of the user's log
+    assert stream["quantity_bytes"] > 600 * G + prepare["quantity_bytes"]
     assert "checkpoint age" in got["crash-during-load"]["regime"][0]
 
 
@@ -274,15 +292,15 @@ def test_a_pool_set_on_large_pages_that_are_not_reserved_stops_the_study_first(t
 
 
 def test_an_sst_is_never_predicted_faster_than_the_device_writes_its_bytes():
-    """Rungs whose SST took a flat ~12 s (the joiner's fixed cost) tell no slope; 600 GB must
-    still be written: the interval's low end is the bytes at the device's sequential rate."""
+    """Rungs whose stream took a flat ~2 s tell no slope; 600 GB must still be written: the
+    interval's low end is the bytes at the device's sequential rate."""
     obs, sizes = _ladder()
-    flat = [Obs(o.run, o.target, o.kind, o.phase, o.rep, 12.0 + 0.1 * o.rep, o.quantity)
-            if (o.kind, o.phase) == ("node-restart-sst", "state_transfer") else o for o in obs]
+    flat = [Obs(o.run, o.target, o.kind, o.phase, o.rep, 2.0 + 0.1 * o.rep, o.quantity)
+            if (o.kind, o.phase) == ("node-restart-sst", "sst_stream") else o for o in obs]
     at = model.At(600 * G, 128 * G, 8 * G)
     sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
-    phase = next(x for x in sst["phases"] if x["phase"] == "state_transfer")
-    assert phase["ci_low"] >= 1e-9 * phase["quantity_bytes"] >= 600 * G * 1e-9
+    phase = next(x for x in sst["phases"] if x["phase"] == "sst_stream")
+    assert phase["ci_low"] >= 600 * G * 1e-9 and phase["quantity_bytes"] > 600 * G   # at the rungs' least redo
 
 
 def test_the_redo_scan_grows_by_the_lookup_probe_past_the_rungs_map():

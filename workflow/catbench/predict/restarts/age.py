@@ -1,6 +1,7 @@
-"""The checkpoint age a crash leaves (model.md, "The quantities at the user's node"): a draw on
-the sawtooth the page cleaners and MariaDB's checkpoint margins make during a load, at most what
-the server lets stand; the crash kind's interval spans the rungs' least and most."""
+"""The checkpoint age a crash leaves, or a donor's backup copies (model.md, "The quantities at
+the user's node"): a draw on the sawtooth the page cleaners and MariaDB's checkpoint margins make
+during a load, at most what the server lets stand; the kind's interval spans the rungs' least
+and most."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ def max_checkpoint_age(redo_log: float, page: int) -> float:
     return 0.9 * (capacity - 48 * page)
 
 
-def age_spread(got: dict, ends: list[dict], ages: tuple[float, float]) -> None:
+def age_spread(got: dict, ends: list[dict], ages: tuple[float, float], event: str = "kills left") -> None:
     """A kill's checkpoint age is a draw, not a constant: the redo the load wrote since the
     last checkpoint, which the page cleaners may barely move in a load's minutes. The interval
     spans the recovery at the rungs' least and most age (``ends[:2]``); the server's own limit
     (``ends[2]``) is the most a crash can leave, its upper end stated as ``at_most_s``."""
     lo, hi, cap = ends
-    worded = f"the rungs' kills left {ages[0]:.2f}–{ages[1]:.2f} of the redo log since the checkpoint"
+    worded = f"the rungs' {event} {ages[0]:.2f}–{ages[1]:.2f} of the redo log since the checkpoint"
     for end, side, which in ((lo, "ci_low", 0), (hi, "ci_high", 1)):
         if "refused" in end:
             got["regime"] = [*got["regime"], f"at the rungs' {('least', 'most')[which]} age "

@@ -28,7 +28,8 @@ KINDS = {
     "clean/dump-on": ("shutdown", "start_to_engine_ready", "buffer_pool_load"),
     "clean/dump-off": ("shutdown", "start_to_engine_ready", "engine_ready_to_first_answer"),
     "crash-during-load": ("start_to_recovery", "redo_scan", "redo_apply", "ready_to_first_answer"),
-    "node-restart-sst": ("shutdown", "start_to_transfer", "state_transfer", "transfer_end_to_synced"),
+    "node-restart-sst": ("shutdown", "start_to_transfer", "sst_donor_sleep", "sst_stream", "sst_prepare", "sst_rest",
+                         "transfer_end_to_synced"),
     "node-restart-ist": ("shutdown", "start_to_transfer", "state_transfer", "transfer_end_to_synced"),
 }
 
@@ -48,7 +49,8 @@ DRIVERS = {
     "buffer_pool_load": Driver("pages in the dump", "page"),
     "redo_scan": Driver("redo since the checkpoint × log2 of the pages it touches", "thread", False),
     "redo_apply": Driver("redo since the checkpoint × log2 of the pages it touches", "page", False),
-    ("node-restart-sst", "state_transfer"): Driver("bytes an SST streams", "seq"),
+    "sst_stream": Driver("bytes an SST streams (data files and the redo since the donor's checkpoint)", "seq"),
+    "sst_prepare": Driver("redo the joiner's prepare applies", "thread"),
     ("node-restart-ist", "state_transfer"): Driver("write sets missed", "thread"),
 }
 
@@ -150,7 +152,9 @@ class Shares:
     redo_per_touch: float | None     # redo bytes a page touch costs (from pages recovered, below)
     crash_share: float | None        # the input committed at a kill
     dump: float | None               # pages in the dump ÷ min(pool, data)
-    sst: tuple[float, float] | None  # bytes an SST streams = c0 + c1 · data
+    sst: tuple[float, float] | None  # data files an SST streams = c0 + c1 · data
+    sst_redo: float | None           # redo an SST's backup copied ÷ the redo log
+    sst_redo_range: tuple[float, float] | None
     ist_per_down_s: float | None     # write-set bytes missed a second down
     moved: dict                      # phase -> bytes a unit of its quantity moved in the rungs (1: bytes)
     single_batch_up_to: float        # the largest checkpoint age ÷ pool a rung recovered in one batch
@@ -174,9 +178,10 @@ class Shares:
             sst = (float(c0), float(c1))
         elif pts:
             sst = (0.0, _median([b / d for d, b in pts]))
+        redo = [x for s in sizes for x in s.sst_redo_share]
         return cls(_median(age), (min(age), max(age)) if age else None, _median(touch), _median(share),
                    _median([x for s in sizes for x in s.dump_share]),
-                   sst, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
+                   sst, _median(redo), (min(redo), max(redo)) if redo else None, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
                    _rung_moved(sizes),
                    max([a / s.pool_bytes for s in sizes if s.pool_bytes for a, multi in s.batches if not multi],
                        default=0.0),
@@ -213,12 +218,13 @@ def data_of(rows: int, rungs: list[tuple[int, float]]) -> float | None:
     return rows * statistics.median(b / r for r, b in rungs)
 
 
-def checkpoint_age(at: At, sh: Shares) -> float:
-    """The redo a crash leaves to recover: as given, else the rungs' share of the redo log
-    (at most what the server lets stand)."""
+def checkpoint_age(at: At, sh: Shares, share: float | None = None) -> float:
+    """The redo since the checkpoint (a crash's to recover; a donor's that its backup copies): as
+    given, else the rungs' share of the redo log (at most what the server lets stand)."""
     if at.checkpoint_age is not None:
         return at.checkpoint_age
-    return min((sh.checkpoint_age or 1.0) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
+    share = share if share is not None else sh.checkpoint_age
+    return min((share or 1.0) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
 
 
 def recovery_bytes(at: At, sh: Shares) -> tuple[float, float]:
@@ -242,8 +248,13 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
         moved.update(redo_scan=age / work, redo_apply=pages / work)   # bytes read, pages applied
         told = "given" if at.checkpoint_age is not None else f"{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs"
         words.append(f"checkpoint age {human(age)} at the kill ({told}), {human(pages)} of pages to recover")
-    if kind == "node-restart-sst" and sh.sst:   # the data and what the backup adds to it
-        out["state_transfer"] = max(at.data, sh.sst[0] + sh.sst[1] * at.data)
+    if kind == "node-restart-sst":   # the data files, what the backup adds to them, and the redo
+        files = max(at.data, sh.sst[0] + sh.sst[1] * at.data) if sh.sst else at.data
+        redo = checkpoint_age(at, sh, sh.sst_redo or 0.0)
+        out.update(sst_stream=files + redo, sst_prepare=redo)
+        told = "given" if at.checkpoint_age is not None else f"{sh.sst_redo or 0:.2f} of the redo log, as in the rungs"
+        words.append(f"{human(files)} of data files and {human(redo)} of redo since the donor's checkpoint "
+                     f"({told}) streamed; the joiner's prepare applies that redo")
     if kind == "node-restart-ist":
         rate = at.write_rate if at.write_rate is not None else sh.ist_per_down_s
         out["state_transfer"] = (rate or 0.0) * (at.downtime_s or 0.0)
@@ -360,10 +371,12 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
     dom = max(phases, key=lambda p: p["seconds"])
     got = {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
            "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"]}
-    if kind == "crash-during-load" and at.checkpoint_age is None and sh.age_range:
+    ages = {"crash-during-load": (sh.age_range, "kills left"),
+            "node-restart-sst": (sh.sst_redo_range, "donors' backups copied")}.get(kind)
+    if ages and ages[0] and at.checkpoint_age is None:
         age_spread(got, [predict_kind(kind, obs, sizes, replace(
             at, checkpoint_age=min(x * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))), confidence, floor)
-            for x in (*sh.age_range, 1.0)], sh.age_range)
+            for x in (*ages[0], 1.0)], ages[0], ages[1])
     return got
 
 

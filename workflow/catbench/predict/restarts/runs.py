@@ -11,6 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core.infra.sizes import parse_size
 from ..runs import device
 
 PAGE = 16384   # InnoDB's page when the run did not record innodb_page_size
@@ -44,7 +45,8 @@ class RungSizes:
     recovered_pages: list = field(default_factory=list)
     batches: list = field(default_factory=list)          # per kill: (checkpoint age, several batches or not)
     dump_share: list = field(default_factory=list)       # pages in the dump ÷ min(pool, data) pages
-    sst_bytes: list = field(default_factory=list)        # bytes an SST streamed (mariabackup's estimate)
+    sst_bytes: list = field(default_factory=list)        # data files an SST streamed (mariabackup's estimate)
+    sst_redo_share: list = field(default_factory=list)   # redo it copied beside them ÷ the redo log
     ist_bytes_per_down_s: list = field(default_factory=list)
     transfers: dict = field(default_factory=dict)        # kind -> transfers it got (IST/SST)
     # per kill: (redo since the checkpoint + pages recovered, in bytes; the server's RSS after recovery)
@@ -148,27 +150,44 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
                 out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
 
 
+def _sst_parts(rows: list, rep: int, tr: dict, sizes: RungSizes, log_bytes: float | None) -> list[tuple]:
+    """An SST's parts, each beside what it moves: the donor's sleep, the stream (the data files
+    mariabackup estimates and the redo it copied beside them), the joiner's prepare (that redo)
+    and the rest of the transfer (fixed)."""
+    est, redo = tr.get("sst_estimate_bytes"), tr.get("sst_redo_bytes")
+    if est:   # the backup's files, not the joiner's: those hold the undo a load grew too
+        sizes.sst_bytes.append(float(est))
+    if redo is not None and log_bytes:
+        sizes.sst_redo_share.append(redo / log_bytes)
+    parts = [(p, _seconds(rows, rep, p)) for p in ("sst_donor_sleep", "sst_stream", "sst_prepare")]
+    whole = _sub(_seconds(rows, rep, "process_start_to_transfer_end"),
+                 _seconds(rows, rep, "process_start_to_transfer_start"))
+    rest = _sub(whole, sum(s for _, s in parts)) if all(s is not None for _, s in parts) else None
+    moved = {"sst_stream": est + redo if est is not None and redo is not None else None, "sst_prepare": redo}
+    # a part whose bytes were not recorded (a run before the redo was read) is not observed
+    return [(p, s if p == "sst_donor_sleep" or moved[p] is not None else None, moved.get(p))
+            for p, s in parts] + [("sst_rest", rest, None)]
+
+
 def _node(doc: dict, sizes: RungSizes, out: list) -> None:
     """cluster/<kind>.json: a node's shutdown, its start to the state transfer, the transfer
-    (its bytes) and the transfer's end to synced."""
+    (an IST's write sets; an SST's parts) and the transfer's end to synced."""
     kind, rows = doc["kind"], doc.get("rows") or []
+    log_bytes = ((doc.get("server") or {}).get("settings") or {}).get("innodb_log_file_size")
+    log_bytes = float(parse_size(str(log_bytes))) if log_bytes else sizes.redo_log_bytes
     for det in doc.get("detail") or []:
         rep, tr = det.get("repetition", 0), det.get("transfer") or {}
         sizes.transfers.setdefault(kind, []).append(tr.get("kind"))
-        nbytes = tr.get("bytes")
-        if tr.get("kind") == "SST":   # what the backup streams (its own estimate), not the joiner's
-            nbytes = tr.get("sst_estimate_bytes")   # files: those hold the undo a load grew too
-            if nbytes:
-                sizes.sst_bytes.append(float(nbytes))
-        down = _seconds(rows, rep, "node_down")
+        nbytes, down = tr.get("bytes"), _seconds(rows, rep, "node_down")
         if tr.get("kind") == "IST" and nbytes is not None and down:
             sizes.ist_bytes_per_down_s.append(float(nbytes) / down)
         start = _seconds(rows, rep, "process_start_to_transfer_start")
         end, synced = _seconds(rows, rep, "process_start_to_transfer_end"), _seconds(rows, rep,
                                                                                    "process_start_to_synced")
+        transfer = (_sst_parts(rows, rep, tr, sizes, log_bytes) if tr.get("kind") == "SST"
+                    else [("state_transfer", _sub(end, start), nbytes)])
         for phase, s, q in (("shutdown", _seconds(rows, rep, "shutdown"), None),
-                            ("start_to_transfer", start, None),
-                            ("state_transfer", _sub(end, start), nbytes),
+                            ("start_to_transfer", start, None), *transfer,
                             ("transfer_end_to_synced", _sub(synced, end), None)):
             if s is not None:
                 out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))

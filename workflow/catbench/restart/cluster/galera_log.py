@@ -96,6 +96,19 @@ def ist_writesets(events: list[Event]) -> int | None:
     return ev.numbers[1] if ev is not None else None
 
 
+_REDO_COPIED = re.compile(r"Redo log \(from LSN (\d+) to (\d+)\) was copied")
+
+
+def backup_redo_bytes(backup_log: str) -> int | None:
+    """The redo an SST's backup copied beside the data files (the donor's
+    ``mariabackup.backup.log``: 'Redo log (from LSN a to b) was copied'): the donor's
+    checkpoint age as it streamed, which the joiner's prepare applies."""
+    m = None
+    for m in _REDO_COPIED.finditer(backup_log):
+        pass
+    return int(m.group(2)) - int(m.group(1)) if m else None
+
+
 def sst_estimate(donor_events: list[Event]) -> int | None:
     """mariabackup's own estimate of the bytes it streams (donor log 'To transfer: N')."""
     ev = errorlog.first(donor_events, "sst_to_transfer")

@@ -133,6 +133,18 @@ def _bring_back(run, kind: str, node, wl: Workload, watcher, obs: dict):
                            f"lookup of {probe_key[0]!r} correctly ({'; '.join(probe.errors) or 'no answer'})")
 
 
+def _backup_redo(cluster, donor: str | None) -> int | None:
+    """The redo the donor's backup copied (its log stays in the donor's datadir until the next)."""
+    for n in cluster.nodes:
+        if n.name == donor:
+            try:
+                return galera_log.backup_redo_bytes((n.srv.datadir / "mariabackup.backup.log").read_text(
+                    errors="replace"))
+            except OSError:
+                return None
+    return None
+
+
 def restart_node(run, kind: str, rep: int) -> tuple[list[dict], list[dict], dict]:
     """One restart of ``kind`` under load: (phase rows, load-window rows, detail)."""
     c, node, ld = run.cluster, run.restart_node, run.spec.load
@@ -167,6 +179,7 @@ def restart_node(run, kind: str, rep: int) -> tuple[list[dict], list[dict], dict
     donor = galera_log.donor_name(obs["joiner_events"])
     obs["donor"] = donor
     obs["donor_events"] = galera_log.scan(watchers[donor].lines, galera_log.DONOR) if donor in watchers else []
+    obs["sst_redo_bytes"] = _backup_redo(c, donor) if kind == "node-restart-sst" else None
     obs["status_samples"] = sampler.samples
     obs["listeners"] = sorted(sampler.listeners)
     if wl.wrong:

@@ -24,7 +24,8 @@ BYTES_NOTE = ("SST: bytes of the joiner's data files (tablespaces and system tab
               "excluded) when 'SST received' was logged; IST: write sets received (joiner log) x mean "
               "write-set bytes on the insert node over the restart (wsrep_replicated_bytes / "
               "wsrep_replicated); MB/s = bytes / the transfer's own phase (sst_receive, ist_apply); "
-              "sst_stream: mariabackup's estimate (donor log 'To transfer') over the donor's streaming time")
+              "sst_stream: mariabackup's estimate of its data files (donor log 'To transfer') plus the redo it "
+              "copied (the donor's mariabackup.backup.log) over the donor's streaming time; sst_prepare: that redo")
 
 
 def _row(run, obs, phase, seconds, clock, **kw) -> dict:
@@ -66,10 +67,12 @@ def transfer(obs: dict) -> dict:
     d = {n: galera_log.seen(dv, n) for n in ("donor_start", "sst_sleep", "sst_stream", "sst_donor_done",
                                              "donor_synced")}
     sst_bytes = obs.get("sst_state_bytes") if kind == "SST" else None
+    est, redo = galera_log.sst_estimate(dv), obs.get("sst_redo_bytes") if kind == "SST" else None
     return {"kind": kind, "times": s, "donor_times": d, "ist_writesets": writesets,
             "mean_writeset_bytes": ws_bytes, "ist_bytes": ist_bytes, "ist_s": ist_s,
             "ist_MBps": _rate(ist_bytes, ist_s), "sst_bytes": sst_bytes, "sst_s": sst_s,
-            "sst_MBps": _rate(sst_bytes, sst_s), "sst_estimate_bytes": galera_log.sst_estimate(dv),
+            "sst_MBps": _rate(sst_bytes, sst_s), "sst_estimate_bytes": est, "sst_redo_bytes": redo,
+            "sst_stream_bytes": est + redo if est is not None and redo is not None else None,
             "bytes": sst_bytes if kind == "SST" else ist_bytes,
             "MBps": _rate(sst_bytes, sst_s) if kind == "SST" else _rate(ist_bytes, ist_s),
             "bytes_note": BYTES_NOTE}
@@ -112,10 +115,11 @@ def phase_rows(run, obs: dict, tr: dict) -> list[dict]:
                         ("sst_stream", d["sst_stream"], d["sst_donor_done"]),
                         ("sst_prepare", s["sst_prepare"], s["sst_received"])):
             if a is not None:
-                # the stream alone: mariabackup's own estimate of what it sends, over its time
-                est = dict(transfer_bytes=tr["sst_estimate_bytes"],
-                           transfer_MBps=_rate(tr["sst_estimate_bytes"], diff(a, b))) if p == "sst_stream" else {}
-                rows.append(_row(run, obs, p, diff(a, b), "log-observed", **xfer, **est))
+                # what each part moves: the data files and the redo streamed, the redo prepared
+                n = {"sst_stream": tr["sst_stream_bytes"] or tr["sst_estimate_bytes"],
+                     "sst_prepare": tr["sst_redo_bytes"]}.get(p)
+                moved = dict(transfer_bytes=n, transfer_MBps=_rate(n, diff(a, b))) if n is not None else {}
+                rows.append(_row(run, obs, p, diff(a, b), "log-observed", **xfer, **moved))
     if tr["ist_s"] is not None:
         rows.append(_row(run, obs, "ist_apply", tr["ist_s"], "log-observed", transfer="IST",
                          transfer_bytes=tr["ist_bytes"], transfer_MBps=tr["ist_MBps"]))
