@@ -28,7 +28,8 @@ def restarted():
         out = d / "out" / "restart" / "t1"
         result = run_restart("t1", d / "target", files, out, restart_spec({
             "variant": "bigint", "repetitions": 2, "lookup_count": 2000, "warm_timeout_s": 10, "warm_batch": 100,
-            "query_threads": 3, "start_timeout_s": 60, "memory_probe": "512M"}, {"settings": SETTINGS}, seed=5))
+            "query_threads": 3, "start_timeout_s": 60, "memory_probe": "512M", "lookup_probe": "1M"},
+            {"settings": SETTINGS}, seed=5))
         assert not servers_under(d)
         yield d, out, result
     finally:
@@ -85,7 +86,7 @@ def test_crash_during_load_loses_nothing_and_resumes(restarted):
     touch = data["memory_touch"]     # the probe: two 256 MiB chunks, each first-touched and timed
     assert touch["chunk_bytes"] == 256 * 2 ** 20 and len(touch["seconds"]) == 2 and all(s > 0 for s in touch["seconds"])
     lookup = data["page_lookup"]     # the lookup probe: a map's lookup at each size, for the redo scan's model
-    assert len(lookup["nodes"]) == len(lookup["ns"]) >= 10 and all(ns > 0 for ns in lookup["ns"])
+    assert lookup["nodes"] == [2 ** k for k in range(10, 15)] and all(ns > 0 for ns in lookup["ns"])   # up to 1 MiB
     rec = [r for r in rows if r["phase"] == "crash_recovery"]
     assert len(rec) == 2 and all(r["redo_bytes"] > 0 and r["seconds"] is not None for r in rec)
     for r in rows:
@@ -141,6 +142,10 @@ def test_unknown_kind_is_rejected():
     with pytest.raises(RestartError, match=r"restart.crash_point must be \[low, high\]"):
         RestartSpec.of({**cfg, "restart": {**cfg["restart"], "crash_point": [0.9, 0.6]}})
     assert RestartSpec.of(cfg).crash_point == (0.0, 1.0)
+    with pytest.raises(RestartError, match=r"restart.lookup_probe must be 0K \(none\) or at least 128K, not 64K"):
+        RestartSpec.of({**cfg, "restart": {**cfg["restart"], "lookup_probe": "64K"}})
+    from catbench.restart.memory import lookup_sizes
+    assert lookup_sizes(128 * 1024) == (1024, 2048) and lookup_sizes(RestartSpec.of(cfg).lookup_probe)[-1] == 2 ** 22
 
 
 LOG = """\

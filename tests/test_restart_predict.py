@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -60,7 +61,7 @@ def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungS
     s = RungSizes(run, "disk", rows=int(1e6 * scale), data_bytes=data, pool_bytes=2 * data, redo_log_bytes=log,
                   checkpoint_age=[0.7 * log] * 2, recovered_pages=[(0.7 * log, 0.5 * data / 16384, 0.8, None)] * 2,
                   batches=[(0.7 * log, multi)] * 2, dump_share=[1.0, 1.0], sst_bytes=[1.1 * data] * 2,
-                  sst_redo_share=[0.1, 0.3],
+                  sst_redo_share=[0.1, 0.3], sst_copy_s_per_byte=[1.9e-8, 2.1e-8],
                   ist_bytes_per_down_s=[1e5, 1e5], device={"page_read_s": 1e-4, "seq_write_s_per_byte": 1e-9})
     obs = []
     for rep, e in ((0, 0.01), (1, -0.01)):
@@ -180,7 +181,8 @@ def _write_rung(root, run: str, scale: float) -> str:
             ("process_start_to_transfer_end", 1.5 + xfer[rep]), ("process_start_to_synced", 1.6 + xfer[rep]),
             *parts[rep])]
         det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes,
-                                                "sst_redo_bytes": redo[rep]}} for rep in range(2)]
+                                                "sst_redo_bytes": redo[rep], "sst_copy": {"MBps": 200.0}}}
+               for rep in range(2)]
         (c / f"{kind}.json").write_text(json.dumps({"kind": kind, "gcache_size": f"{int(4 * scale)}M",
                                                     "server": {"settings": {"innodb_log_file_size": str(int(log))}},
                                                     "load_options": {"down_s": 2.0 * scale}, "rows": rows,
@@ -291,12 +293,38 @@ def test_a_pool_set_on_large_pages_that_are_not_reserved_stops_the_study_first(t
     assert large_pages_short({"innodb_buffer_pool_size": "64M", "large_pages": 1}, str(info)) is None
 
 
+def test_an_sst_stream_is_priced_at_its_copy_rate_where_its_totals_are_flat():
+    """mariabackup's stream ends on its log-copying thread's one-second tick: rungs of 120–230 MB
+    each took ~2.1 s whatever their bytes, where 2 GB took 12 s. The rate while the joiner's
+    staging grew prices the bytes; the totals give the fixed part."""
+    obs, sizes = _ladder()
+    flat = [Obs(o.run, o.target, o.kind, o.phase, o.rep, 2.1 + 0.01 * o.rep, o.quantity)
+            if (o.kind, o.phase) == ("node-restart-sst", "sst_stream") else o for o in obs]
+    for s in sizes.values():
+        s.sst_copy_s_per_byte = [1 / 190e6, 1 / 210e6]
+    at = model.At(2 * G, 4 * G, 1 * G, checkpoint_age=0.0)
+    sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
+    stream = next(x for x in sst["phases"] if x["phase"] == "sst_stream")
+    q = stream["quantity_bytes"]
+    fixed = statistics.fmean(2.1 + 0.01 * o.rep - o.quantity / 200e6 for o in flat
+                             if (o.kind, o.phase) == ("node-restart-sst", "sst_stream"))
+    assert stream["seconds"] == pytest.approx(fixed + q / 200e6, rel=0.01)     # the median of 190 and 210 MB/s
+    assert stream["ci_low"] < fixed + q / 210e6 and stream["ci_high"] > fixed + q / 190e6
+    assert "measured while it copied (190–210 MB/s" in stream["note"]
+    for s in sizes.values():      # without the copy rate: the totals' slope, not told
+        s.sst_copy_s_per_byte = []
+    sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
+    assert next(x for x in sst["phases"] if x["phase"] == "sst_stream")["seconds"] < stream["seconds"] / 2
+
+
 def test_an_sst_is_never_predicted_faster_than_the_device_writes_its_bytes():
     """Rungs whose stream took a flat ~2 s tell no slope; 600 GB must still be written: the
     interval's low end is the bytes at the device's sequential rate."""
     obs, sizes = _ladder()
     flat = [Obs(o.run, o.target, o.kind, o.phase, o.rep, 2.0 + 0.1 * o.rep, o.quantity)
             if (o.kind, o.phase) == ("node-restart-sst", "sst_stream") else o for o in obs]
+    for s in sizes.values():
+        s.sst_copy_s_per_byte = []
     at = model.At(600 * G, 128 * G, 8 * G)
     sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
     phase = next(x for x in sst["phases"] if x["phase"] == "sst_stream")

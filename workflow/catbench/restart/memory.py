@@ -66,8 +66,16 @@ def large_pages_short(settings: dict, meminfo_path: str = "/proc/meminfo") -> st
 
 
 NODE_WORDS = 8            # a tree node's 64 bytes: 8 sorted int64 a node, one cache line each
-SIZES = tuple(2 ** k for k in range(10, 23))   # 1,024 to 4.2 million nodes (256 MiB at the top)
+NODE_BYTES = 8 * NODE_WORDS
 LOOKUPS = 100_000
+
+
+def lookup_sizes(largest_bytes: int) -> tuple[int, ...]:
+    """Maps of 1,024 nodes doubling up to ``largest_bytes`` of nodes (restart.lookup_probe)."""
+    return tuple(2 ** k for k in range(10, 64) if 2 ** k * NODE_BYTES <= largest_bytes)
+
+
+SIZES = lookup_sizes(256 * 2 ** 20)   # 1,024 to 4.2 million nodes
 
 
 def lookup_curve(sizes: tuple[int, ...] = SIZES, lookups: int = LOOKUPS, seed: int = 1) -> dict:

@@ -38,7 +38,7 @@ from ..core.server.session import Datadir, private_server, restart_server
 from ..core.server.status import variables
 from . import errorlog
 from .headlines import summarize
-from .memory import large_pages_short, lookup_curve, touch_curve
+from .memory import large_pages_short, lookup_curve, lookup_sizes, touch_curve
 from .kinds import KINDS as KIND_FUNCS
 from .kinds import MODULES
 from .options import BUFFER_POOL_MODES, FAULTS, KINDS, RestartError
@@ -152,8 +152,8 @@ def run_restart(target: str, path, input_files, out_dir, spec: RestartSpec) -> d
                 meta["memory_touch"] = touch_curve(spec.memory_probe)
                 log.info("target %s: first touch of fresh memory, s a 256 MiB chunk: %s", target,
                          meta["memory_touch"]["seconds"])
-            if "crash-during-load" in spec.kinds:   # as the memory probe: before any server holds the CPU's cache
-                meta["page_lookup"] = lookup_curve()
+            if "crash-during-load" in spec.kinds and spec.lookup_probe:   # before any server holds the CPU's cache
+                meta["page_lookup"] = lookup_curve(lookup_sizes(spec.lookup_probe))
                 log.info("target %s: a lookup in an ordered map, ns at %s nodes: %s", target,
                          meta["page_lookup"]["nodes"], meta["page_lookup"]["ns"])
             run.setup()

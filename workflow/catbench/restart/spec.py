@@ -39,6 +39,7 @@ class RestartSpec:
     seed: int                         # kill points and lookup keys
     crash_point: tuple[float, float] = (0.0, 1.0)  # restart.crash_point: share of files committed before a kill
     memory_probe: int = 0             # restart.memory_probe: bytes of fresh memory first-touched, timed
+    lookup_probe: int = 0             # restart.lookup_probe: the largest map's bytes the lookup probe times
     keep_data: bool = False           # the server's datadir stays afterwards (--keep-data)
     fault: str | None = None          # a fault drill of FAULTS (the stage must fail cleanly)
 
@@ -63,8 +64,11 @@ class RestartSpec:
             raise RestartError(f"restart.crash_point must be [low, high] with 0 <= low <= high <= 1, not {[lo, hi]}")
         if not 0 < rs["warm_factor"]:
             raise RestartError("warm_factor must be positive")
+        lookup_probe = parse_size(rs["lookup_probe"])
+        if 0 < lookup_probe < 2 ** 11 * 64:   # two map sizes at least: the curve past its end is their slope
+            raise RestartError(f"restart.lookup_probe must be 0K (none) or at least 128K, not {rs['lookup_probe']}")
         return cls(tuple(k for k in KINDS if k in kinds), rs["repetitions"], rs["variant"], tuple(modes),
                    rs["buffer_pool_dump_pct"], Warm(rs["warm_factor"], rs["warm_batch"], rs["warm_timeout_s"]),
                    rs["lookup_count"], rs["query_threads"], {**server["settings"], **rs["settings"]},
                    Launch(server["binary"], False, rs["start_timeout_s"]), cfg["seed"], (float(lo), float(hi)),
-                   parse_size(rs["memory_probe"]), keep_data, fault)
+                   parse_size(rs["memory_probe"]), lookup_probe, keep_data, fault)

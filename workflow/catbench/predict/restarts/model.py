@@ -86,6 +86,7 @@ class Fit:
     b_high: float = 0.0  # a fixed cost's slope at the upper confidence bound (growth the rungs cannot exclude)
     note: str = ""
     b_point: float = 0.0  # a fixed cost's slope as fitted, when above zero but not told from noise
+    b_low: float | None = None  # a measured rate's least cost a unit (the interval's low end past the rungs)
 
     @property
     def per_unit(self) -> float:
@@ -136,7 +137,23 @@ def interval(f: Fit, q: float | None, confidence: float, floor: float) -> tuple[
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     half = math.sqrt((t * f.s) ** 2 * lev + (z * floor * y) ** 2)
     past = max(0.0, (q or 0.0) - f.q_mean)
-    return max(0.0, y + f.b_point * past), max(0.0, y - half), y + half + f.b_high * past
+    low = y - half - ((f.b - f.b_low) * past if f.b_low is not None else 0.0)
+    return max(0.0, y + f.b_point * past), max(0.0, low), y + half + f.b_high * past
+
+
+def rate_fit(points: list[tuple[float, float]], per_byte: list[float]) -> Fit:
+    """A phase whose cost a byte was measured while it moved them (an SST's copy rate), not
+    fitted over totals that a fixed part with steps of its own hides: b the median of those
+    costs, a the mean of what each repetition took beyond its bytes at b; the interval's ends
+    carry the least and most cost a byte past the rungs."""
+    b = statistics.median(per_byte)
+    rest = np.array([y - b * q for q, y in points], float)
+    q = np.array([p[0] for p in points], float)
+    return Fit(float(rest.mean()), b, float(rest.std(ddof=1)) if len(rest) > 1 else 0.0, len(rest), float(q.mean()),
+               0.0, float(q.max()), b_high=max(per_byte) - b, b_low=min(per_byte),
+               note=f"its cost a byte measured while it copied ({1 / max(per_byte) / 1e6:.0f}–"
+                    f"{1 / min(per_byte) / 1e6:.0f} MB/s over {len(per_byte)} repetition(s)), its fixed part "
+                    f"{rest.mean():.2f} s")
 
 
 def _median(xs, default=None):
@@ -155,6 +172,7 @@ class Shares:
     sst: tuple[float, float] | None  # data files an SST streams = c0 + c1 · data
     sst_redo: float | None           # redo an SST's backup copied ÷ the redo log
     sst_redo_range: tuple[float, float] | None
+    copy_per_byte: list              # seconds a byte while an SST's stream copied (each repetition's)
     ist_per_down_s: float | None     # write-set bytes missed a second down
     moved: dict                      # phase -> bytes a unit of its quantity moved in the rungs (1: bytes)
     single_batch_up_to: float        # the largest checkpoint age ÷ pool a rung recovered in one batch
@@ -181,7 +199,8 @@ class Shares:
         redo = [x for s in sizes for x in s.sst_redo_share]
         return cls(_median(age), (min(age), max(age)) if age else None, _median(touch), _median(share),
                    _median([x for s in sizes for x in s.dump_share]),
-                   sst, _median(redo), (min(redo), max(redo)) if redo else None, _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
+                   sst, _median(redo), (min(redo), max(redo)) if redo else None,
+                   [x for s in sizes for x in s.sst_copy_s_per_byte], _median([x for s in sizes for x in s.ist_bytes_per_down_s]),
                    _rung_moved(sizes),
                    max([a / s.pool_bytes for s in sizes if s.pool_bytes for a, multi in s.batches if not multi],
                        default=0.0),
@@ -341,7 +360,8 @@ def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, conf
             return {**out, "refused": f"phase {phase}: {len(pts)} repetition(s) in the rungs, 2 or more needed"}
         drv = driver(kind, phase)
         try:
-            f = fit(pts if drv else [(None, y) for _, y in pts], confidence)
+            f = (rate_fit(pts, sh.copy_per_byte) if phase == "sst_stream" and sh.copy_per_byte and
+                 all(q is not None for q, _ in pts) else fit(pts if drv else [(None, y) for _, y in pts], confidence))
         except ValueError as exc:
             return {**out, "refused": f"phase {phase} ({drv.words}): {exc}"}
         how = bound(f, drv, here, sh.page, sh.moved.get(phase, 1.0))   # as the rungs ran it

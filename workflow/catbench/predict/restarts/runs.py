@@ -47,6 +47,7 @@ class RungSizes:
     dump_share: list = field(default_factory=list)       # pages in the dump ÷ min(pool, data) pages
     sst_bytes: list = field(default_factory=list)        # data files an SST streamed (mariabackup's estimate)
     sst_redo_share: list = field(default_factory=list)   # redo it copied beside them ÷ the redo log
+    sst_copy_s_per_byte: list = field(default_factory=list)   # seconds a byte while the stream copied
     ist_bytes_per_down_s: list = field(default_factory=list)
     transfers: dict = field(default_factory=dict)        # kind -> transfers it got (IST/SST)
     # per kill: (redo since the checkpoint + pages recovered, in bytes; the server's RSS after recovery)
@@ -159,6 +160,9 @@ def _sst_parts(rows: list, rep: int, tr: dict, sizes: RungSizes, log_bytes: floa
         sizes.sst_bytes.append(float(est))
     if redo is not None and log_bytes:
         sizes.sst_redo_share.append(redo / log_bytes)
+    copy = tr.get("sst_copy") or {}
+    if copy.get("MBps"):
+        sizes.sst_copy_s_per_byte.append(1 / (copy["MBps"] * 1e6))
     parts = [(p, _seconds(rows, rep, p)) for p in ("sst_donor_sleep", "sst_stream", "sst_prepare")]
     whole = _sub(_seconds(rows, rep, "process_start_to_transfer_end"),
                  _seconds(rows, rep, "process_start_to_transfer_start"))

@@ -29,6 +29,7 @@ from .node import state_bytes, wsrep_status
 from .options import ClusterError
 from .rows import build
 from .session import joining, own_listeners
+from .stream import StagingSampler
 from .workload import Workload
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,9 @@ def _bring_back(run, kind: str, node, wl: Workload, watcher, obs: dict):
     obs["probe_key"] = repr(probe_key[0])
     obs["t_call"] = time.time()
     probe.start()
+    staging = StagingSampler(node.srv.datadir / ".sst") if kind == "node-restart-sst" else None
+    if staging:
+        staging.start()
     try:
         with joining(node):
             run.cluster.start_node(node, allow_empty=(kind == "node-restart-sst"))
@@ -125,6 +129,10 @@ def _bring_back(run, kind: str, node, wl: Workload, watcher, obs: dict):
     finally:
         probe.halt.set()
         probe.join(5)
+        if staging:
+            staging.halt.set()
+            staging.join(5)
+            obs["sst_staging"] = staging.samples
         node.configure()  # a recovered position is for this start only
     obs["t_spawn"] = probe.t_spawn or obs["t_call"]
     obs["t_connect"], obs["t_answer"], obs["probe_errors"] = probe.t_connect, probe.t_answer, probe.errors

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import errorlog
 from ..phases import diff
-from . import galera_log
+from . import galera_log, stream
 
 ROW_KEYS = ("target", "kind", "repetition", "node", "phase", "seconds", "clock", "transfer", "transfer_bytes",
             "transfer_MBps", "donor", "acked_inserts", "acked_lost", "checksums_equal")
@@ -25,7 +25,9 @@ BYTES_NOTE = ("SST: bytes of the joiner's data files (tablespaces and system tab
               "write-set bytes on the insert node over the restart (wsrep_replicated_bytes / "
               "wsrep_replicated); MB/s = bytes / the transfer's own phase (sst_receive, ist_apply); "
               "sst_stream: mariabackup's estimate of its data files (donor log 'To transfer') plus the redo it "
-              "copied (the donor's mariabackup.backup.log) over the donor's streaming time; sst_prepare: that redo")
+              "copied (the donor's mariabackup.backup.log) over the donor's streaming time; sst_prepare: that redo; "
+              "sst_copy: bytes the joiner's .sst folder grew by during the stream over the seconds it grew "
+              "(sampled every 10 ms)")
 
 
 def _row(run, obs, phase, seconds, clock, **kw) -> dict:
@@ -73,6 +75,7 @@ def transfer(obs: dict) -> dict:
             "ist_MBps": _rate(ist_bytes, ist_s), "sst_bytes": sst_bytes, "sst_s": sst_s,
             "sst_MBps": _rate(sst_bytes, sst_s), "sst_estimate_bytes": est, "sst_redo_bytes": redo,
             "sst_stream_bytes": est + redo if est is not None and redo is not None else None,
+            "sst_copy": stream.copy_rate(obs.get("sst_staging") or [], d["sst_stream"], d["sst_donor_done"]),
             "bytes": sst_bytes if kind == "SST" else ist_bytes,
             "MBps": _rate(sst_bytes, sst_s) if kind == "SST" else _rate(ist_bytes, ist_s),
             "bytes_note": BYTES_NOTE}
