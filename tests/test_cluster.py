@@ -125,6 +125,8 @@ def test_every_kind_runs_in_order_and_transfers_as_expected(galera_run):
     tr = _kind(out, "node-restart-sst")["detail"][0]["transfer"]
     assert tr["sst_redo_bytes"] >= 0 and tr["sst_stream_bytes"] == tr["sst_estimate_bytes"] + tr["sst_redo_bytes"]
     assert sst["sst_prepare"]["transfer_bytes"] == tr["sst_redo_bytes"]   # the redo the joiner's prepare applies
+    copy = tr["sst_copy"]     # the joiner's staging grew while the donor streamed
+    assert copy["bytes"] > 1e6 and 0 < copy["busy_s"] <= sst["sst_stream"]["seconds"] and copy["MBps"] > 0, copy
     crash = _kind(out, "node-crash")
     assert crash["detail"][0]["recovered_position"]  # --wsrep-recover found it: IST, not SST
     assert _phases(crash)["wsrep_recover"]["seconds"] > 0

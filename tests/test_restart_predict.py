@@ -48,7 +48,7 @@ def test_a_slope_not_told_from_noise_keeps_its_fitted_value_with_the_interval_fr
 
 def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
     sh = model.Shares(checkpoint_age=0.7, age_range=None, redo_per_touch=1000.0, crash_share=1.0, dump=0.9,
-                      sst=None, sst_redo=None, sst_redo_range=None, ist_per_down_s=None, moved={},
+                      sst=None, sst_redo=None, sst_redo_range=None, copy_per_byte=[], ist_per_down_s=None, moved={},
                       single_batch_up_to=0.3, multi_batch_from=math.inf, page=16384)
     n = 1e6
     assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))

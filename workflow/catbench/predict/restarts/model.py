@@ -264,7 +264,8 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
         age, pages = recovery_bytes(at, sh)
         work = age * math.log2(max(2.0, pages / sh.page))
         out.update(redo_scan=work, redo_apply=work)
-        moved.update(redo_scan=age / work, redo_apply=pages / work)   # bytes read, pages applied
+        if work:   # bytes read, pages applied a unit
+            moved.update(redo_scan=age / work, redo_apply=pages / work)
         told = "given" if at.checkpoint_age is not None else f"{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs"
         words.append(f"checkpoint age {human(age)} at the kill ({told}), {human(pages)} of pages to recover")
     if kind == "node-restart-sst":   # the data files, what the backup adds to them, and the redo
