@@ -3,6 +3,7 @@ in tests/support/."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -48,6 +49,21 @@ def srv():
 def partitioned(tmp_path_factory):
     """The small catalog partitioned in-process (support/catalog.py); read-only for tests."""
     return build_partitioned(tmp_path_factory.mktemp("partition"))
+
+
+def pytest_configure(config):
+    """One initialised datadir a kind of private server, copied by the others
+    (core/server/template.py), in a folder the whole run shares: set here before xdist's
+    workers start, so they and the Snakemake runs they start inherit it."""
+    if not hasattr(config, "workerinput") and "CATBENCH_DATADIR_TEMPLATES" not in os.environ:
+        config._templates = tempfile.mkdtemp(prefix="cbt-templates-", dir="/tmp")
+        os.environ["CATBENCH_DATADIR_TEMPLATES"] = config._templates
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_templates", None):
+        shutil.rmtree(config._templates, ignore_errors=True)
+        os.environ.pop("CATBENCH_DATADIR_TEMPLATES", None)
 
 
 def pytest_collection_modifyitems(config, items):
