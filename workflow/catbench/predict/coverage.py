@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.index.table import ENGINES
 from ..core.infra.resources import resources_dir
 
 FORMS = ("btree-misses", "lsm-misses", "sort-bound", "key-build", "restart")
@@ -71,7 +72,7 @@ def error(checks: list[Check], form: str, leave_out: str | None = None) -> float
 def load_form(engine: str, strategy: str) -> str:
     """A load's form in the record: what its rungs' curve extrapolates."""
     if strategy == "one-file-at-a-time":
-        return "lsm-misses" if engine == "rocksdb" else "btree-misses"
+        return "lsm-misses" if engine in ENGINES and ENGINES[engine].lsm else "btree-misses"
     return "key-build" if strategy == "deferred-pk" else "sort-bound"
 
 

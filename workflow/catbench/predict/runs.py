@@ -300,21 +300,23 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
     by_limit = _rows_by_limit(trace, samples, first, begin + limit) if r.get("stopped") and limit else None
     later = _later_half(trace, samples, first, rows if by_limit is None else by_limit, tb / rows, pool)
     buffered = _buffered(summary, key[2])
-    rep = Rep(key, run, rows, seconds, bool(r.get("stopped")), limit, tb, pool,
-               int(summary.get("input_bytes") or 0), parse_size(opts.get("sort_memory") or "1GB"), pre, post,
-               r.get("server_cpu_s"), float(r.get("sort_seconds") or 0) > 0, bool(summary["in_file_order"]), x, rate, wt,
-               v.get("working_set_over_pool"), v.get("collapse_expected"),
-               int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
-               int(summary.get("files") or 0), by_limit, later, dev, misses)
-    rep.buffered, rep.ram = buffered, (summary.get("server") or {}).get("ram")
-    held = (summary.get("server") or {}).get("page_cache")     # server.page_cache: a rung's, held
-    rep.page_cache_seen = float(held) + HOLD_MARGIN if held else _page_cache_seen(samples, rep.ram)
+    server = summary.get("server") or {}
+    settings, ram, held = server.get("settings") or {}, server.get("ram"), server.get("page_cache")
+    n_mid, writes = _window_writes(trace, first, samples)
+    rep = Rep(key=key, run=run, rows=rows, seconds=seconds, stopped=bool(r.get("stopped")), time_limit_s=limit,
+              table_bytes=tb, pool=pool, input_bytes=int(summary.get("input_bytes") or 0),
+              sort_memory=parse_size(opts.get("sort_memory") or "1GB"), pre_s=pre, post_s=post,
+              server_cpu_s=r.get("server_cpu_s"), sorts=float(r.get("sort_seconds") or 0) > 0,
+              in_file_order=bool(summary["in_file_order"]), x=x, rate=rate, weight=wt,
+              ws_over_pool=v.get("working_set_over_pool"), collapse_expected=v.get("collapse_expected"),
+              rung_rows=int(ws.get("rows") or 0) if r.get("stopped") and ws.get("rows") else rows,
+              files=int(summary.get("files") or 0), rows_by_limit=by_limit, later=later, device=dev, misses=misses,
+              buffered=buffered, ram=ram, n_mid=n_mid, writes=writes, log_bytes=_log_bytes(summary),
+              sst_file=sst_file(settings), memtables=memtables(key[2], settings),
+              table_files=r.get("table_files") or summary.get("table_files"),
+              # server.page_cache: a rung's, held
+              page_cache_seen=float(held) + HOLD_MARGIN if held else _page_cache_seen(samples, ram))
     rep.device_reads = _device_reads(trace, first, samples, rep.lsm) if buffered else misses
-    rep.n_mid, rep.writes = _window_writes(trace, first, samples)
-    rep.log_bytes = _log_bytes(summary)
-    rep.sst_file = sst_file((summary.get("server") or {}).get("settings") or {})
-    rep.memtables = memtables(key[2], (summary.get("server") or {}).get("settings") or {})
-    rep.table_files = r.get("table_files") or summary.get("table_files")
     return rep
 
 

@@ -61,15 +61,18 @@ class PredictSpec:
         """From a validated config's ``predict``, ``load``, ``server``, ``partition`` and
         ``index`` sections."""
         pred, load = cfg["predict"], cfg["load"]
-        return cls(cfg["run"], tuple(pred["rows"]), pred["target_rows"], pred["pool_per_row_bytes"],
-                   pred["below_rate"], tuple(pred["scale_settings"]), pred["level_rows"], pred["scale_sort_memory"],
-                   pred["scale_files"], pred["scale_time_limit"],
-                   Fitting(pred["min_rungs"], pred["x_margin"], pred["bootstrap"], pred["run_noise"],
-                           pred["confidence"], ram_own=parse_size(pred["ram_own"])),
-                   {**cfg["server"]["settings"], **(load["settings"] or {})}, parse_size(load["sort_memory"]),
-                   load["time_limit_s"], cfg["partition"]["index_files"], cfg["index"]["source"],
-                   parse_size(cfg["server"]["ram"]) if cfg["server"].get("ram") else None,
-                   parse_size(pred["ram_own"]))
+        return cls(run=cfg["run"], rows=tuple(pred["rows"]), target_rows=pred["target_rows"],
+                   pool_per_row_bytes=pred["pool_per_row_bytes"], below_rate=pred["below_rate"],
+                   scale_settings=tuple(pred["scale_settings"]), level_rows=pred["level_rows"],
+                   scale_sort_memory=pred["scale_sort_memory"], scale_files=pred["scale_files"],
+                   scale_time_limit=pred["scale_time_limit"],
+                   fitting=Fitting(pred["min_rungs"], pred["x_margin"], pred["bootstrap"], pred["run_noise"],
+                                   pred["confidence"], ram_own=parse_size(pred["ram_own"])),
+                   settings={**cfg["server"]["settings"], **(load["settings"] or {})},
+                   sort_memory=parse_size(load["sort_memory"]), time_limit_s=load["time_limit_s"],
+                   index_files=cfg["partition"]["index_files"], source=cfg["index"]["source"],
+                   ram=parse_size(cfg["server"]["ram"]) if cfg["server"].get("ram") else None,
+                   ram_own=parse_size(pred["ram_own"]))
 
     def target_pool(self, engine: str = "innodb", rows: float | None = None) -> int:
         """The engine's cache at the target: ``pool_per_row_bytes`` × rows when set, else the

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..core.index.table import ENGINES
 from ..core.infra.sizes import duration, human
 from .findings import ONE_FILE_AT_A_TIME
 from .spec import MetricsError, ReportSpec
@@ -69,7 +70,7 @@ def _row(r: dict) -> list:
     return [method(r), short(s), f"{short(lo)} – {short(hi)}", r.get("regime") or "–", table, note]
 
 
-ENGINE_NAMES = {"innodb": "InnoDB", "rocksdb": "MyRocks", "myisam": "MyISAM"}
+ENGINE_NAMES = {name: e.label for name, e in ENGINES.items()}
 
 
 def _protocol(r: dict) -> str:

@@ -128,6 +128,12 @@ class Engine:
     # an LSM tree: a key check probes several sorted runs (a row's misses may pass one), and a
     # miss only reads a block (nothing is written back), one device read each
     lsm: bool = False
+    # how the report names and draws it: its name, its cache in words, a scatter marker, and the
+    # line and marker of its one-file-at-a-time curve
+    label: str = ""
+    cache_words: str = ""
+    marker: str = "o"
+    curve_style: tuple = ("-", ".")
 
 
 ENGINES = {
@@ -135,7 +141,8 @@ ENGINES = {
     "innodb": Engine(name="innodb", sql_name="InnoDB", plugin=None, settings={},
                      table_files="{database}/{table}*.ibd",
                      bulk_sql=("bulk_session_begin.sql", "bulk_session_end.sql"),
-                     cache_variable="innodb_buffer_pool_size", miss_counter="Innodb_buffer_pool_reads"),
+                     cache_variable="innodb_buffer_pool_size", miss_counter="Innodb_buffer_pool_reads",
+                     label="InnoDB", cache_words="buffer pool", marker="o", curve_style=("-", ".")),
     # MyRocks: an LSM tree. Its data is in the SST files of #rocksdb/ (shared by the server's
     # MyRocks tables: a load's server holds one), after the memtable is flushed; the WAL is not
     # counted. A file (or sorted chunk) is one transaction, as with InnoDB: MyRocks refuses more
@@ -145,14 +152,16 @@ ENGINES = {
                       settings={"rocksdb_max_row_locks": 1073741824}, table_files="#rocksdb/*.sst",
                       flush_sql="rocksdb_flush.sql", bulk_sql=("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"),
                       bulk_transactions=False, cache_variable="rocksdb_block_cache_size",
-                      miss_counter="Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql", lsm=True),
+                      miss_counter="Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql", lsm=True,
+                      label="MyRocks", cache_words="rocksdb block cache", marker="^", curve_style=("-.", "^")),
     # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
     # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
     # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
     # statement's rows stay when it fails, so resume checks the table (load_index._prepare_table).
     "myisam": Engine(name="myisam", sql_name="MyISAM", plugin=None, settings={},
                      table_files="{database}/{table}*.MY[DI]", flush_sql="myisam_flush.sql",
-                     cache_variable="key_buffer_size", miss_counter="Key_reads", transactional=False),
+                     cache_variable="key_buffer_size", miss_counter="Key_reads", transactional=False,
+                     label="MyISAM", cache_words="MyISAM key cache", marker="s", curve_style=(":", "s")),
 }
 
 

@@ -3,6 +3,7 @@ collapses (and whether the prediction made before the load held), other engines,
 
 from __future__ import annotations
 
+from ...core.index.table import ENGINES
 from ..stats import Figure, verdict
 
 from ..wording import fmt, interval_text, versus
@@ -56,7 +57,7 @@ def collapse(rows: list, loads: list) -> list:
         half = Figure.from_row(r, "half_table_over_pool")
         pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"], _engine(x)) == key
                      and x["strategy"] == ONE_FILE_AT_A_TIME), None)
-        cache = {"innodb": "buffer pool", "myisam": "MyISAM key cache"}.get(_engine(r), f"{_engine(r)} block cache")
+        cache = ENGINES[_engine(r)].cache_words if _engine(r) in ENGINES else f"{_engine(r)} cache"
         head = f"{r['target']} ({r['variant']} table): " + (
             f"the `{ONE_FILE_AT_A_TIME}` protocol" if _engine(r) == "innodb"
             else f"`{ONE_FILE_AT_A_TIME}` on {_engine(r)}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...core.index.table import ENGINES
 from ..findings import PREDICTION_BAND
 from .style import _engine, _legend_from, _num, _save, colours
 
@@ -12,7 +13,7 @@ TABLES = ('prediction_validation',)   # draw()'s arguments, in order
 OPTIONAL = True   # written only where the run has a prediction
 
 # ---------------------------------------------------------------- 8. scale prediction
-ENGINE_MARKER = {"innodb": "o", "rocksdb": "^", "myisam": "s"}
+ENGINE_MARKER = {name: e.marker for name, e in ENGINES.items()}
 
 
 def draw(plt, validation: list, path: Path) -> bool:

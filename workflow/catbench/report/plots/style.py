@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...core.index.table import ENGINES
 from ..findings import ONE_FILE_AT_A_TIME
 
 # Okabe & Ito (2008): distinguishable with every common colour-vision deficiency.
@@ -103,4 +104,4 @@ def _best(loads: list) -> dict:
 
 
 # line and marker of each engine's `one-file-at-a-time` curve
-ENGINE_STYLE = {"innodb": ("-", "."), "rocksdb": ("-.", "^"), "myisam": (":", "s")}
+ENGINE_STYLE = {name: e.curve_style for name, e in ENGINES.items()}
