@@ -304,6 +304,7 @@ def _schema() -> dict:
 
 
 def test_kind_registries_match_the_schema_enums():
+    from catbench.core.index.table import ENGINES
     from catbench.load.strategies import STRATEGIES
     from catbench.query.suite import QUERY_NAMES
     from catbench.restart.cluster.options import KINDS as CLUSTER_KINDS
@@ -313,6 +314,7 @@ def test_kind_registries_match_the_schema_enums():
     assert schema["restart"]["properties"]["kinds"]["default"] == list(KINDS)
     assert schema["cluster"]["properties"]["kinds"]["items"]["enum"] == list(CLUSTER_KINDS)
     assert schema["load"]["properties"]["strategies"]["items"]["enum"] == list(STRATEGIES)
+    assert schema["load"]["properties"]["engines"]["items"]["enum"] == list(ENGINES)
     assert schema["queries"]["properties"]["queries"]["items"]["enum"] == list(QUERY_NAMES)
     assert schema["queries"]["properties"]["parameters"]["propertyNames"]["enum"] == list(QUERY_NAMES)
 

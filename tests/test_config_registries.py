@@ -96,11 +96,63 @@ def test_a_toy_strategy_is_its_module_alone(tmp_path):
     assert r.returncode == 0 and "toy strategy: valid" in r.stdout, r.stdout + r.stderr
 
 
+TOY_ENGINE = '''"""A toy engine: Aria, MariaDB's crash-safe MyISAM."""
+
+from . import Engine
+
+NAME = "aria"
+ORDER = 99
+
+ENGINE = Engine(name=NAME, sql_name="Aria", plugin=None, settings={}, table_files="{database}/{table}*.MA[DI]",
+                cache_variable="aria_pagecache_buffer_size", miss_counter="Aria_pagecache_reads",
+                transactional=False, label="Aria", cache_words="Aria page cache", marker="D", curve_style=("--", "D"))
+'''
+CHECK_ENGINE = '''
+import sys
+import catbench
+assert catbench.__file__.startswith(sys.argv[1]), catbench.__file__
+from catbench.core.infra.config import validate
+from catbench.core.index.table import ENGINES
+from catbench.load.strategies import load_pairs
+from catbench.predict.coverage import load_form
+from catbench.report.at_scale import ENGINE_NAMES
+from catbench.report.plots.prediction import ENGINE_MARKER
+from catbench.report.plots.style import ENGINE_STYLE
+cfg = validate({"load": {"engines": ["innodb", "aria"], "strategies": ["one-file-at-a-time", "sorted"]}})
+assert list(ENGINES)[-1] == "aria" and ENGINES["aria"].sql_name == "Aria"
+pairs = load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"])[0]
+assert ("aria", "one-file-at-a-time") in pairs and ("aria", "sorted") in pairs, pairs
+assert ENGINE_NAMES["aria"] == "Aria" and ENGINE_MARKER["aria"] == "D" and ENGINE_STYLE["aria"] == ("--", "D")
+assert load_form("aria", "one-file-at-a-time") == "btree-misses"
+print("toy engine: valid")
+'''
+
+
+def test_a_toy_engine_is_its_module_alone(tmp_path):
+    """A copy of the package with one more engine module, nothing else touched: the schema
+    takes its name, the loads pair it with the strategies, the report its label and markers."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from support.paths import REPO
+
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "workflow", repo / "workflow", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (repo / "resources").symlink_to(REPO / "resources")
+    (repo / "workflow" / "catbench" / "core" / "index" / "engines" / "aria.py").write_text(TOY_ENGINE)
+    env = {**os.environ, "PYTHONPATH": f"{repo / 'workflow'}{os.pathsep}{REPO / 'tests'}"}
+    r = subprocess.run([sys.executable, "-c", CHECK_ENGINE, str(repo)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "toy engine: valid" in r.stdout, r.stdout + r.stderr
+
+
 def test_the_schema_and_the_workflow_take_every_engine_and_variant_of_the_registry():
-    import yaml
     from catbench.core.index.table import ENGINES, VARIANTS
+    from catbench.core.infra.config import load_schema
     root = Path(__file__).resolve().parents[1]
-    load = yaml.safe_load((root / "workflow/schemas/config.schema.yaml").read_text())["properties"]["load"]
+    load = load_schema()["properties"]["load"]
     assert load["properties"]["engines"]["items"]["enum"] == list(ENGINES)
     assert load["properties"]["variants"]["items"]["enum"] == list(VARIANTS)
     assert '"|".join(cb_index_table.ENGINES)' in (root / "Snakefile").read_text()

@@ -13,13 +13,14 @@ import concurrent.futures as cf
 import logging
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import mysql.connector
 
 from ..infra.resources import read_sql
 from ..server.loaddata import Into, LoadError, load_data
+from .engines import ENGINES, Engine
 from .input import explain_duplicate, scan_file, shared_key
 
 log = logging.getLogger(__name__)
@@ -104,65 +105,6 @@ def get_variant(name: str) -> Variant:
         return VARIANTS[name]
     except KeyError:
         raise LoadError(f"unknown schema variant {name!r}; choose one of {sorted(VARIANTS)}") from None
-
-
-@dataclass(frozen=True)
-class Engine:
-    """A storage engine of the index table (config ``load.engines``) and what differs with it."""
-    name: str                    # as in the config
-    sql_name: str                # ENGINE= of the DDL
-    plugin: str | None           # the server plugin catbench loads for it (core/server/binaries.py PLUGINS)
-    settings: dict = field(hash=False)  # server options of its loads; load.settings overrides them
-    table_files: str = ""        # glob under the datadir of the files holding the table's data
-    flush_sql: str | None = None  # resource run before the table's bytes are measured
-    bulk_sql: tuple = ()         # resources beginning and ending strategy bulk's session
-    bulk_transactions: bool = True  # bulk commits (load.transaction_rows); else the end statement does
-    cache_variable: str = ""     # server variable sizing its page/block cache (table/cache ratios)
-    # status counter of the cache's reads from disk (a sampled counter, core/server/status.py STATUS_COUNTERS):
-    # the page misses of an insert, which the scale model's I/O-bound regime is made of
-    miss_counter: str = ""
-    # A file's rows and its ledger row commit together (load/ledger.py); without transactions
-    # a resumed load first checks that the table holds exactly the ledger's files
-    transactional: bool = True
-    files_sql: str | None = None  # resource: one row of figures of the table's files (after flush_sql)
-    # an LSM tree: a key check probes several sorted runs (a row's misses may pass one), and a
-    # miss only reads a block (nothing is written back), one device read each
-    lsm: bool = False
-    # how the report names and draws it: its name, its cache in words, a scatter marker, and the
-    # line and marker of its one-file-at-a-time curve
-    label: str = ""
-    cache_words: str = ""
-    marker: str = "o"
-    curve_style: tuple = ("-", ".")
-
-
-ENGINES = {
-    # One .ibd file per table (innodb_file_per_table, partitions included); the redo log is not counted.
-    "innodb": Engine(name="innodb", sql_name="InnoDB", plugin=None, settings={},
-                     table_files="{database}/{table}*.ibd",
-                     bulk_sql=("bulk_session_begin.sql", "bulk_session_end.sql"),
-                     cache_variable="innodb_buffer_pool_size", miss_counter="Innodb_buffer_pool_reads",
-                     label="InnoDB", cache_words="buffer pool", marker="o", curve_style=("-", ".")),
-    # MyRocks: an LSM tree. Its data is in the SST files of #rocksdb/ (shared by the server's
-    # MyRocks tables: a load's server holds one), after the memtable is flushed; the WAL is not
-    # counted. A file (or sorted chunk) is one transaction, as with InnoDB: MyRocks refuses more
-    # than 1 M row locks per transaction by default. Its bulk path writes SST files directly from
-    # key-ordered rows and ingests them when the session leaves bulk mode (no transactions).
-    "rocksdb": Engine(name="rocksdb", sql_name="ROCKSDB", plugin="rocksdb",
-                      settings={"rocksdb_max_row_locks": 1073741824}, table_files="#rocksdb/*.sst",
-                      flush_sql="rocksdb_flush.sql", bulk_sql=("rocksdb_bulk_begin.sql", "rocksdb_bulk_end.sql"),
-                      bulk_transactions=False, cache_variable="rocksdb_block_cache_size",
-                      miss_counter="Rocksdb_block_cache_miss", files_sql="rocksdb_sst.sql", lsm=True,
-                      label="MyRocks", cache_words="rocksdb block cache", marker="^", curve_style=("-.", "^")),
-    # MyISAM: Qserv's other director-index engine (controller.director-index-engine). Rows in
-    # <table>.MYD, the B-tree in <table>.MYI (partitions: <table>#P#<p>.MY?); only index blocks
-    # are cached by the server (key_buffer_size), data blocks by the OS. No transactions: a
-    # statement's rows stay when it fails, so resume checks the table (load_index._prepare_table).
-    "myisam": Engine(name="myisam", sql_name="MyISAM", plugin=None, settings={},
-                     table_files="{database}/{table}*.MY[DI]", flush_sql="myisam_flush.sql",
-                     cache_variable="key_buffer_size", miss_counter="Key_reads", transactional=False,
-                     label="MyISAM", cache_words="MyISAM key cache", marker="s", curve_style=(":", "s")),
-}
 
 
 def files_figures(conn, engine: Engine) -> dict | None:
