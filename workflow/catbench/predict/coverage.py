@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.index.table import ENGINES
+from ..core.infra.jobs.repeat import z_ppf
 from ..core.infra.resources import resources_dir
 
 FORMS = ("btree-misses", "lsm-misses", "sort-bound", "key-build", "restart")
@@ -103,10 +104,9 @@ def widen(value: float, low: float | None, high: float | None, sigma: float,
     """(low, high) of ``value``'s interval with the model's measured error added in quadrature
     on the log scale, each side on its own: reach = sqrt(rungs' reach² + (z·σ)²), never less
     than the rungs' own."""
-    from scipy import stats
     if not value or value <= 0:
         return low, high
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = float(z_ppf(0.5 + confidence / 2))
     down, up = _sides(value, low, high)
     return value * math.exp(-math.hypot(down, z * sigma)), value * math.exp(math.hypot(up, z * sigma))
 
@@ -115,8 +115,7 @@ def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
     """Per form and in all: the figures, how many lay inside their printed interval, how many
     inside that interval widened by the form's error measured on the OTHER checks (leave one
     check out: a figure never widens its own interval), and how many within [0.67, 1.5]."""
-    from scipy import stats
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = float(z_ppf(0.5 + confidence / 2))
     out: dict[str, dict] = {}
     for form in (*FORMS, "all"):
         xs = [c for c in checks if form in ("all", c.form)]

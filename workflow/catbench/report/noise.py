@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import binom
 
+from ..core.infra.jobs.repeat import binom_ppf
 from .stats import log_diff
 
 FLOOR_FILE = "noise-floor.json"
@@ -97,7 +97,7 @@ def offset_of(d, confidence: float = 0.95):
     the mean: figures that truly moved must not drag the offset the others are judged against."""
     d = np.sort(d, axis=-1)
     k = d.shape[-1]
-    j = max(int(binom.ppf((1 - confidence) / 2, k, 0.5)), 1)
+    j = max(binom_ppf((1 - confidence) / 2, k, 0.5), 1)
     med = np.median(d, axis=-1)
     mad = 1.4826 * np.median(np.abs(d - med[..., None]), axis=-1)
     return med, d[..., j - 1], d[..., k - j], math.pi / 2 * mad * mad / k

@@ -11,8 +11,8 @@ import statistics
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats
 
+from ...core.infra.jobs.repeat import t_ppf, z_ppf
 from ...core.infra.sizes import duration, human
 from .age import age_spread, max_checkpoint_age
 from .lookup import lookup_factor
@@ -117,7 +117,7 @@ def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> F
     a = float(y.mean() - b * qm)
     s = float(math.sqrt(((y - a - b * q) ** 2).sum() / (len(y) - 2)))
     se = s / math.sqrt(sxx)
-    t = float(stats.t.ppf(0.5 + confidence / 2, len(y) - 2))
+    t = float(t_ppf(0.5 + confidence / 2, len(y) - 2))
     if b <= t * se:
         return Fit(fixed.a, 0.0, fixed.s, fixed.n, qm, sxx, float(q.max()), max(0.0, b + t * se),
                    "no growth with its quantity told from noise over the rungs: the figure at the slope as "
@@ -131,10 +131,10 @@ def interval(f: Fit, q: float | None, confidence: float, floor: float) -> tuple[
     not told from noise: the figure at the slope as fitted (a quantity that must move still
     costs: treating it as none biased every such figure low), the low end the fixed cost's, the
     high end the growth the rungs cannot exclude."""
-    t = float(stats.t.ppf(0.5 + confidence / 2, max(1, f.n - (2 if f.b else 1))))
+    t = float(t_ppf(0.5 + confidence / 2, max(1, f.n - (2 if f.b else 1))))
     y = f.a + f.b * (q or 0.0)
     lev = 1 + 1 / f.n + ((q - f.q_mean) ** 2 / f.sxx if f.b and f.sxx else 0.0)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = float(z_ppf(0.5 + confidence / 2))
     half = math.sqrt((t * f.s) ** 2 * lev + (z * floor * y) ** 2)
     past = max(0.0, (q or 0.0) - f.q_mean)
     low = y - half - ((f.b - f.b_low) * past if f.b_low is not None else 0.0)

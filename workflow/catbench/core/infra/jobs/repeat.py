@@ -88,6 +88,18 @@ def t_sf(x, df):
     return stdtr(df, -np.asarray(x, dtype=float))
 
 
+def z_ppf(q):
+    """The standard normal's quantile (scipy.stats.norm.ppf's, from scipy.special)."""
+    from scipy.special import ndtri
+    return ndtri(q)
+
+
+def binom_ppf(q: float, n: int, p: float) -> int:
+    """The least j with P(X ≤ j) ≥ q for X ~ Binomial(n, p) (scipy.stats.binom.ppf's for q > 0)."""
+    from scipy.special import bdtr
+    return next((j for j in range(n + 1) if bdtr(j, n, p) >= q), n)
+
+
 @dataclass(frozen=True)
 class Repeats:
     min_n: int
