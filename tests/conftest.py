@@ -53,7 +53,7 @@ def partitioned(tmp_path_factory):
 
 def pytest_configure(config):
     """One initialised datadir a kind of private server, copied by the others
-    (core/server/template.py), in a folder the whole run shares: set here before xdist's
+    (core/server/install.py), in a folder the whole run shares: set here before xdist's
     workers start, so they and the Snakemake runs they start inherit it."""
     if not hasattr(config, "workerinput") and "CATBENCH_DATADIR_TEMPLATES" not in os.environ:
         config._templates = tempfile.mkdtemp(prefix="cbt-templates-", dir="/tmp")

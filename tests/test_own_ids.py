@@ -21,7 +21,7 @@ import pytest
 import yaml
 from catbench.core.infra.config import validate
 from catbench.core.index.input import list_input
-from catbench.core.infra.files import SourceError, changed, fingerprint, sources, total_rows
+from catbench.core.infra.sources import SourceError, changed, fingerprint, sources, total_rows
 from catbench.prepare.index_order import written_in_order
 from catbench.prepare.chunker import Chunker
 from catbench.prepare.index_only import generate_index

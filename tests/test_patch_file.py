@@ -22,7 +22,7 @@ import pytest
 import yaml
 from catbench.cli.main import main as catbench_main
 from catbench.core.infra.config import ConfigError, load, validate
-from catbench.core.infra.files import changed, fingerprint
+from catbench.core.infra.sources import changed, fingerprint
 from catbench.core.sky.copies import copy_layout, part_copies
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare.ids import IdLayout

@@ -49,7 +49,7 @@ def cmd_index_merge(a):
 
 def cmd_index_read(a):
     """The index input from the user's own files (index.source: file; prepare/own/index.py)."""
-    from ..core.infra.files import sources
+    from ..core.infra.sources import sources
     from ..prepare.own.index import read_index, setup_from
     spec = PrepareSpec.of(read_config(a.config))
     setup = setup_from(spec, sources(spec.index.file.section), a.threads)

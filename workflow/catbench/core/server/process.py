@@ -36,7 +36,6 @@ from .address import SOCKET_PATH_MAX, _PortTaken, free_tcp_port
 from .binaries import (
     check_version,
     find_server_binary,
-    install_db_tool,
     plugin_options,
     plugin_setting,
     server_version,
@@ -45,7 +44,7 @@ from .logs import log_tail as _tail
 from .logs import out_of_space as _out_of_space
 from .memory import MemoryCage
 from .scratch import ScratchDir, own_folder, remove_left
-from .template import initialise_from_template
+from .install import initialise
 
 log = logging.getLogger(__name__)
 
@@ -213,33 +212,10 @@ class Server:
         self._write_config()
         self.datadir.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
-        if not initialise_from_template(self, self._install):
-            self._install()
+        initialise(self)
         self.timings["init_s"] = time.monotonic() - t0
         log.info("target %s: initialised %s in %.1f s", self.name, self.datadir, self.timings["init_s"])
         return self.timings["init_s"]
-
-    def _install(self) -> None:
-        """The system tables written by mariadb-install-db (MySQL: --initialize-insecure)."""
-        install_log = self.basedir / "install.log"
-        if self.mariadb:
-            tool = install_db_tool(self.binary)
-            method = "socket" if self.auth == "socket" else "normal"
-            cmd = [tool, f"--defaults-file={self.config_file}", *self._user_args(),
-                   f"--basedir={Path(self.binary).resolve().parent.parent}",
-                   f"--datadir={self.datadir}", f"--auth-root-authentication-method={method}",
-                   "--skip-test-db"]
-        else:
-            cmd = [self.binary, f"--defaults-file={self.config_file}", *self._user_args(), *self._own_paths(),
-                   "--initialize-insecure"]
-        with open(install_log, "w") as out:
-            rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=self.start_timeout * 5).returncode
-        if rc != 0:
-            full = _out_of_space(self.name, self.datadir, install_log, self.error_log)
-            raise ServerError((full + "\n" if full else "") +
-                              f"target {self.name}: initialising {self.datadir} failed (exit {rc}); "
-                              f"last lines of {install_log} and {self.error_log}:\n"
-                              f"{_tail(install_log)}\n{_tail(self.error_log)}")
 
     def start(self, allow_empty: bool = False) -> float:
         """Start and wait until ``SELECT 1`` answers over the socket; returns seconds.

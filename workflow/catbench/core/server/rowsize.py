@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..infra.files import TEXT_WIDTH
+from ..infra.sources import TEXT_WIDTH
 
 TEXT = f"VARCHAR({TEXT_WIDTH}) CHARACTER SET utf8mb4"
 SQL_TYPES = {pa.int64(): "BIGINT", pa.int32(): "INT", pa.int16(): "SMALLINT", pa.int8(): "TINYINT",

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...core.infra.files import Source, SourceError, comment_lines
+from ...core.infra.sources import Source, SourceError, comment_lines
 
 MARKERS = ["NA", "N/A", "n/a", "null", "NULL", "#N/A", "#N/A N/A", "#NA"]
 INTEGER = r"^-?[0-9]+$"

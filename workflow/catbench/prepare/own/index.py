@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 
 from ...core.index.input import write_manifest
 from ...core.infra.files import atomic_path
-from ...core.infra.files import (CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines,
-                                 csv_line)
+from ...core.infra.sources import (
+    CSV_ROW_BYTES, ROLES, Source, SourceError, check_columns, checksum, comment_lines, csv_line)
 from ..arrays import numpy
 from ..index_order import ORDER_BY, ORDERS, write_split
 from ..chunker import Chunker

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...core.infra.files import Source, atomic_path, checksum
+from ...core.infra.files import atomic_path
+from ...core.infra.sources import Source, checksum
 from ..spec import OwnFiles
 
 VERSION = 2

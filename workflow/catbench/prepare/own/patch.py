@@ -31,8 +31,10 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ...core.infra.files import (ROLES, TEXT_WIDTH, Source, SourceError, atomic_path, check_columns,
-                                 comment_lines, csv_header, csv_line, ecsv_header, sources)
+from ...core.infra.files import atomic_path
+from ...core.infra.sources import (
+    ROLES, TEXT_WIDTH, Source, SourceError, check_columns, comment_lines, csv_header, csv_line, ecsv_header,
+    sources)
 from ...core.infra.resources import resource
 from ...core.server.rowsize import too_wide
 from ..arrays import numpy

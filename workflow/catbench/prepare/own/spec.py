@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 from ...core.infra.config import ConfigError
-from ...core.infra.files import SourceError, sources
+from ...core.infra.sources import SourceError, sources
 from ...core.sky.copies import MAX_COPIES, n_copies, n_places
 from ..ids import source_bits
 from ..spec import OwnFiles

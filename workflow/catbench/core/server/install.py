@@ -1,6 +1,7 @@
-"""Initialised datadirs kept to copy (``CATBENCH_DATADIR_TEMPLATES``, a folder; unset: none).
-``mariadb-install-db`` bootstraps a server to write the system tables: ~0.4 s of CPU a private
-server, where a copy of the same files takes ~0.05. Where many short-lived servers start with
+"""A fresh datadir's system tables: written by ``mariadb-install-db`` (MySQL:
+``--initialize-insecure``), or copied from an initialised datadir kept for it
+(``CATBENCH_DATADIR_TEMPLATES``, a folder; unset: none). The install bootstraps a server: ~0.4 s
+of CPU a private server, where a copy of the same files takes ~0.05. Where many short-lived servers start with
 the same binary, settings and authentication (a test suite's), the first one's fresh datadir is
 kept under a key of those, and the next ones copy it. A template is taken before its server
 ever starts; a copy that fails leaves nothing and the server is initialised as without it.
@@ -12,7 +13,13 @@ import fcntl
 import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
+
+from ..infra.settings import ServerError
+from .binaries import install_db_tool
+from .logs import log_tail as _tail
+from .logs import out_of_space as _out_of_space
 
 ENV = "CATBENCH_DATADIR_TEMPLATES"
 
@@ -60,12 +67,34 @@ def _copy(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, copy_function=_sparse_copy)
 
 
-def initialise_from_template(srv, install) -> bool:
-    """Fill ``srv.datadir`` from the template of its key, or run ``install()`` and keep what it
-    wrote as that template; False where no template folder is set (``install`` not run)."""
+def install(srv) -> None:
+    """The system tables written into ``srv.datadir`` by the server's own tool."""
+    install_log = srv.basedir / "install.log"
+    user = srv._user_args()
+    if srv.mariadb:
+        method = "socket" if srv.auth == "socket" else "normal"
+        cmd = [install_db_tool(srv.binary), f"--defaults-file={srv.config_file}", *user,
+               f"--basedir={Path(srv.binary).resolve().parent.parent}",
+               f"--datadir={srv.datadir}", f"--auth-root-authentication-method={method}", "--skip-test-db"]
+    else:
+        cmd = [srv.binary, f"--defaults-file={srv.config_file}", *user, *srv._own_paths(), "--initialize-insecure"]
+    with open(install_log, "w") as out:
+        rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=srv.start_timeout * 5).returncode
+    if rc != 0:
+        full = _out_of_space(srv.name, srv.datadir, install_log, srv.error_log)
+        raise ServerError((full + "\n" if full else "") +
+                          f"target {srv.name}: initialising {srv.datadir} failed (exit {rc}); "
+                          f"last lines of {install_log} and {srv.error_log}:\n"
+                          f"{_tail(install_log)}\n{_tail(srv.error_log)}")
+
+
+def initialise(srv) -> None:
+    """``srv.datadir`` filled from the template of its key, or installed (and, with a template
+    folder set, kept as that key's template before the server first starts)."""
     root = os.environ.get(ENV)
     if not root or not srv.mariadb:
-        return False
+        install(srv)
+        return
     root = Path(root)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     key = _key(srv)
@@ -73,7 +102,7 @@ def initialise_from_template(srv, install) -> bool:
     with open(root / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)    # one install a key; the others wait and copy
         if not (tpl / "mysql").is_dir():
-            install()
+            install(srv)
             part = root / f"{key}.partial-{os.getpid()}"
             shutil.rmtree(part, ignore_errors=True)
             try:
@@ -81,12 +110,11 @@ def initialise_from_template(srv, install) -> bool:
                 part.rename(tpl)
             except OSError:
                 shutil.rmtree(part, ignore_errors=True)   # no template this time; the server has its datadir
-            return True
+            return
     try:
         _copy(tpl, srv.datadir)
         (srv.basedir / "install.log").write_text(f"copied from the initialised datadir {tpl} ({ENV})\n")
     except OSError:
         shutil.rmtree(srv.datadir, ignore_errors=True)   # e.g. a full target: the install says so itself
         srv.datadir.mkdir(parents=True, exist_ok=True)
-        install()
-    return True
+        install(srv)
