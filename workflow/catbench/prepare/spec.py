@@ -16,7 +16,7 @@ PAGE_DEFAULT = "16K"   # InnoDB's page when the settings name none
 @dataclass(frozen=True)
 class OwnFiles:
     """A section naming the user's own files (index.file, catalog.patch.file)."""
-    section: dict            # as validated: core/infra/files.sources() lists its paths, the manifest compares it
+    section: dict            # as validated: core/infra/sources.sources() lists its paths, the manifest compares it
     paths: tuple[str, ...]
     columns: dict            # objectId, ra, dec (and the patch's optional columns) -> the file's names
     drop: tuple[str, ...]    # catalog.patch.file: columns not carried (index.file has none)

@@ -387,7 +387,7 @@ def estimated_rows(cfg: dict) -> int:
 def estimated_objects(cfg: dict) -> int:
     """Objects of the catalog; with index.source: file, the rows of the user's files."""
     if cfg.get("index", {}).get("source") == "file":
-        from ..files import total_rows   # here: files loads pyarrow, which validating never needs
+        from ..sources import total_rows   # here: sources loads pyarrow, which validating never needs
         return total_rows(cfg["index"]["file"])
     return catalog_objects(cfg["catalog"])
 
