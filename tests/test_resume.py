@@ -161,3 +161,42 @@ def test_a_committed_file_changed_in_place_stops_the_resume_naming_it(scratch):
     assert r.returncode != 0 and not (out / "summary.json").exists()
     said = r.stdout + r.stderr
     assert f"input file {files[0]} changed since it was loaded" in said, said[-3000:]
+
+
+@pytest.mark.slow
+def test_a_load_killed_after_its_last_repetition_finished_writes_its_results_on_the_rerun(scratch):
+    """Killed between the ledger's last repetition and its output (its server stopping): the
+    re-run runs no repetition and once failed with KeyError 'server' (its description was
+    filled only by a repetition)."""
+    files = write_files(scratch / "in", "bigint", 8, 2000)
+    rows, checksum = _input_checksum(files)
+    out, target = scratch / "results" / "load", scratch / "target"
+    basedir = target / "catbench-load_index-bigint-innodb-one-file-at-a-time"
+    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint", "--engine", "innodb",
+           "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
+    log = scratch / "first.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                done = json.loads((basedir / "resume.json").read_text()).get("completed")
+            except (OSError, ValueError):
+                done = None
+            if done:
+                os.kill(proc.pid, signal.SIGSTOP)
+                break
+            assert proc.poll() is None, "finished before it could be stopped: " + log.read_text()[-2000:]
+            assert time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.005)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not out.exists()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum and s["server"]["variables"]
+    assert not basedir.exists()

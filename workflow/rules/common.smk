@@ -14,7 +14,7 @@ from catbench.core.infra import metrics as cb_metrics  # noqa: E402
 from catbench.core.infra import config as cb_config  # noqa: E402
 from catbench.core.infra import targets as cb_targets  # noqa: E402
 from catbench.core.index import table as cb_index_table  # noqa: E402
-from catbench.core.infra import files as cb_files  # noqa: E402
+from catbench.core.infra import sources as cb_sources  # noqa: E402
 from catbench.core.infra.jobs import plan as cb_plan  # noqa: E402
 from catbench.core.infra.targets import TargetError  # noqa: E402
 from catbench.core.server import memory as cb_memory  # noqa: E402
@@ -75,31 +75,31 @@ RES = f"results/{config['run']}"
 OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = [], [], f"{RES}/index/sources.json"
 if config["index"]["source"] == "file":
     try:
-        _own = cb_files.sources(config["index"]["file"])
+        _own = cb_sources.sources(config["index"]["file"])
         for _src in _own:
-            cb_files.check_columns(_src, cb_files.column_map(config["index"]["file"]))
-    except cb_files.SourceError as e:
+            cb_sources.check_columns(_src, cb_sources.column_map(config["index"]["file"]))
+    except cb_sources.SourceError as e:
         raise WorkflowError(f"catbench: nothing was started: {e}")
     OWN_FILES = [str(s.path) for s in _own]
     _read = json.loads(Path(OWN_SOURCES).read_text())["files"] if Path(OWN_SOURCES).is_file() else []
-    OWN_FINGERPRINT = cb_files.fingerprint(_own, _read, content=workflow.is_main_process)
+    OWN_FINGERPRINT = cb_sources.fingerprint(_own, _read, content=workflow.is_main_process)
     if workflow.is_main_process and _read:
-        for _line in cb_files.changed(_read, OWN_FINGERPRINT):
+        for _line in cb_sources.changed(_read, OWN_FINGERPRINT):
             print(f"catbench: index.file: {_line} since the index input was read: it is read again",
                   file=sys.stderr)
 # catalog.patch.file: the user's patch files (read and checked above, their rows and extent in
 # catalog.patch); a file changed since the patch was read from it is said before it is read again.
 PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = [], [], f"{RES}/catalog/patch/files.json"
 if config["catalog"]["patch"]["file"]["paths"]:
-    _patch = cb_files.sources(config["catalog"]["patch"]["file"], key=cb_patch_file.KEY)
+    _patch = cb_sources.sources(config["catalog"]["patch"]["file"], key=cb_patch_file.KEY)
     PATCH_FILES = [str(s.path) for s in _patch]
     _read = json.loads(Path(PATCH_RECORD).read_text())["files"] if Path(PATCH_RECORD).is_file() else []
     _manifest = cb_patch_manifest.read(cb_patch_manifest.path_of("results", config["run"]),
                                        cb_prepare_spec.PrepareSpec.of(config).catalog.patch_file, _patch)
-    PATCH_FINGERPRINT = cb_files.fingerprint(_patch, (_manifest or {}).get("files", _read),
+    PATCH_FINGERPRINT = cb_sources.fingerprint(_patch, (_manifest or {}).get("files", _read),
                                              content=workflow.is_main_process)
     if workflow.is_main_process and _read:
-        for _line in cb_files.changed(_read, PATCH_FINGERPRINT):
+        for _line in cb_sources.changed(_read, PATCH_FINGERPRINT):
             print(f"catbench: {cb_patch_file.KEY}: {_line} since the patch was read: it is read again",
                   file=sys.stderr)
 # Before any job: what the run will need on each target (load/estimate.py, estimate.md),

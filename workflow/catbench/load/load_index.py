@@ -120,6 +120,7 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
         launch = dataclasses.replace(spec.launch, plugins=(eng.plugin,) if eng.plugin else ())
         data = Datadir(spec.keep_data, reuse=bool(state and state.in_progress), keep_on_failure=strategy.resumable)
         with private_server(target, path, name, settings, launch, data=data) as srv:
+            _describe_server(srv, summary)
             runs = _repetitions(_Load(srv, summary, v, strategy, table, files, spec, Path(path)), state)
         summary["server"].update(timings=dict(srv.timings), ram=srv.ram, ram_peak=srv.ram_peak,
                                  page_cache=srv.page_cache_hold)
@@ -159,6 +160,17 @@ def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
     return runs
 
 
+def _describe_server(srv, summary: dict) -> None:
+    """The server's binary, version, settings and variables, before any repetition: a resumed
+    load whose repetitions all finished before it was killed runs none, and still writes them."""
+    conn = srv.connect()
+    try:
+        summary["server"] = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
+                             "variables": variables(conn)}
+    finally:
+        conn.close()
+
+
 def _fresh_start(srv, table: str):
     """Drop the table and restart the server: the next repetition starts with an empty pool."""
     execute_alone(srv, f"DROP TABLE IF EXISTS `{DATABASE}`.`{table}`")
@@ -187,15 +199,12 @@ def _aggregate(summary: dict, runs: list[Repetition]):
 
 
 def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
-    """One repetition on a started server: fills ``figures`` (and ``summary["server"]`` the
-    first time), returns what the result files are made of: (outcome, sampler, t0, t1)."""
+    """One repetition on a started server: fills ``figures``, returns what the result files are
+    made of: (outcome, sampler, t0, t1)."""
     srv, summary, v, strategy, table, spec = job.srv, job.summary, job.v, job.strategy, job.table, job.spec
     options = spec.options
     conn = srv.connect()
     try:
-        if "server" not in summary:
-            summary["server"] = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
-                                 "variables": variables(conn)}
         eng = get_engine(summary["engine"])
         load = LoadJob(srv, conn, DATABASE, table, v, job.files, options, srv.tmpdir, eng)
         with _full_disk_named(summary["target"], srv):
