@@ -7,24 +7,13 @@ takes ~2 s whatever its bytes; the rate while bytes arrive is what a larger stre
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
 
+from ...core.infra.files import dir_bytes
+
 INTERVAL_S = 0.01
-
-
-def staged_bytes(folder: Path) -> int:
-    """Bytes of the regular files under ``folder`` (0 while it does not exist)."""
-    total = 0
-    for root, _dirs, files in os.walk(folder):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass     # moved or removed meanwhile
-    return total
 
 
 class StagingSampler(threading.Thread):
@@ -36,7 +25,7 @@ class StagingSampler(threading.Thread):
 
     def run(self):
         while not self.halt.is_set():
-            self.samples.append((time.time(), staged_bytes(self.folder)))
+            self.samples.append((time.time(), dir_bytes(self.folder)))
             self.halt.wait(INTERVAL_S)
 
 
