@@ -2,7 +2,8 @@
 ``mbstream -x`` writes what the donor's backup streams) sampled every 10 ms. mariabackup's
 stream spends a part of its time not copying (its start, a pause before the redo, the wait
 for its log-copying thread's next one-second tick at the end), so a rung's stream of 100–200 MB
-takes ~2 s whatever its bytes; the rate while bytes arrive is what a larger stream pays a byte.
+takes ~2 s whatever its bytes; the rate while bytes arrive is what a larger stream pays a byte
+while it copies (a 2 GB stream also stood idle longer than its rungs: predict/restarts/model.md).
 """
 
 from __future__ import annotations
