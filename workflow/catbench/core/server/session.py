@@ -157,7 +157,8 @@ def private_server(target: str, root, name: str, settings: dict | None = None, l
                 shutil.rmtree(sock_dir, ignore_errors=True)
             if srv is not None and not keep_data:
                 srv.remove_tmpdir()
-                if ok:
+                if ok:   # its config first: a folder that still has my.cnf was not half removed by a kill
+                    srv.config_file.unlink(missing_ok=True)
                     shutil.rmtree(basedir, ignore_errors=True)
                 elif keep_on_failure:
                     log.warning("target %s: the server's data stays in %s: re-run the same job to resume "
