@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from catbench.core.server.process import Server
 from support.catalog import partitioned as build_partitioned
-from support.servers import scratch_root
+from support.servers import kill_servers, scratch_root
+from support.shared_run import SHARED_ENV
 
 
 @pytest.fixture
@@ -51,19 +52,26 @@ def partitioned(tmp_path_factory):
     return build_partitioned(tmp_path_factory.mktemp("partition"))
 
 
+# folders the whole test session shares, set here before xdist's workers start, so they and
+# the Snakemake runs they start inherit them: one initialised datadir a kind of private
+# server, copied by the others (core/server/install.py); the shared tiny run (support/shared_run.py)
+SESSION_FOLDERS = {"CATBENCH_DATADIR_TEMPLATES": "cbt-templates-", SHARED_ENV: "cbt-shared-"}
+
+
 def pytest_configure(config):
-    """One initialised datadir a kind of private server, copied by the others
-    (core/server/install.py), in a folder the whole run shares: set here before xdist's
-    workers start, so they and the Snakemake runs they start inherit it."""
-    if not hasattr(config, "workerinput") and "CATBENCH_DATADIR_TEMPLATES" not in os.environ:
-        config._templates = tempfile.mkdtemp(prefix="cbt-templates-", dir="/tmp")
-        os.environ["CATBENCH_DATADIR_TEMPLATES"] = config._templates
+    if hasattr(config, "workerinput"):
+        return
+    config._session_folders = {}
+    for var, prefix in SESSION_FOLDERS.items():
+        if var not in os.environ:
+            config._session_folders[var] = os.environ[var] = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
 
 
 def pytest_unconfigure(config):
-    if getattr(config, "_templates", None):
-        shutil.rmtree(config._templates, ignore_errors=True)
-        os.environ.pop("CATBENCH_DATADIR_TEMPLATES", None)
+    for var, folder in getattr(config, "_session_folders", {}).items():
+        kill_servers(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(var, None)
 
 
 def pytest_collection_modifyitems(config, items):

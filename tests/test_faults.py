@@ -39,6 +39,7 @@ from support.faultkit import (
     wait_server_up,
 )
 from support.servers import server_procs, tmpfs, wait_no_servers
+from support.shared_run import shared_tiny_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -57,19 +58,16 @@ class Baseline:
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    """An uninterrupted tiny run (catalog -> partition -> load_index -> queries): the
-    reference every recovered run must match, and the finished workdir the other tests
-    copy so that only the stages under test run again."""
-    wd = tmp_path_factory.mktemp("baseline")
-    with scratch_dirs() as (disk, _):
-        tiny_config(wd, {"disk": disk})
-        snakemake(wd, "load_index", "queries")
-        fp = fingerprint(wd)
-        assert fp["load"] and fp["chunks"] and len(fp["queries"]) == 2, fp.keys()
-        assert all(v[3] for v in fp["load"].values())
-        assert not server_procs(disk)
-        yield Baseline(wd, disk, fp)
+def baseline():
+    """The session's uninterrupted tiny run (catalog -> partition -> load_index -> queries;
+    support/shared_run.py): the reference every recovered run must match, and the finished
+    workdir the other tests copy so that only the stages under test run again."""
+    run = shared_tiny_run()
+    fp = run["fp"]
+    assert fp["load"] and fp["chunks"] and len(fp["queries"]) == 2, fp.keys()
+    assert all(v[3] for v in fp["load"].values())
+    assert not server_procs(run["disk"])
+    return Baseline(run["wd"], run["disk"], fp)
 
 
 def _fresh_copy(baseline: Baseline, wd: Path, disk: Path, **sections) -> Path:

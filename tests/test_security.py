@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import threading
 import time
 from pathlib import Path
 
@@ -18,55 +17,18 @@ from catbench.core.infra.config import ConfigError, validate
 from catbench.core.server.process import Server
 from support.faultkit import LOAD_DIR, QUERY_DIR, RUN, copy_workdir, scratch_dirs, snakemake, tiny_config
 from support.servers import server_procs
+from support.shared_run import ListenWatch, shared_tiny_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
 PASSWORD_KV = re.compile(rb"(?i)(password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?([^\s\"',}]+)|identified\s+by\s+\S+")
 
 
-class ListenWatch:
-    """Polls every server under ``under`` during a run: its TCP listeners and unix sockets."""
-
-    def __init__(self, under: Path):
-        self.under, self.seen, self._stop = under, {}, threading.Event()
-        self._t = threading.Thread(target=self._poll, daemon=True)
-
-    def _poll(self):
-        while not self._stop.is_set():
-            for p in server_procs(self.under):
-                try:
-                    cmd = p.cmdline()
-                    if "--bootstrap" in cmd:
-                        continue
-                    inet = {(c.laddr.ip, c.laddr.port) for c in p.net_connections("inet")
-                            if c.status == psutil.CONN_LISTEN}
-                    unix = {c.laddr for c in p.net_connections("unix") if c.laddr}
-                except psutil.Error:
-                    continue
-                rec = self.seen.setdefault(p.pid, {"cmdline": cmd, "inet": set(), "unix": set()})
-                rec["inet"] |= inet
-                rec["unix"] |= unix
-            time.sleep(0.05)
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
-
-
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """A real tiny run (catalog -> partition -> load_index -> queries) on one target,
-    socket only (the default), its servers watched while they run."""
-    wd = tmp_path_factory.mktemp("secrun")
-    with scratch_dirs() as (disk, _):
-        tiny_config(wd, {"disk": disk})
-        with ListenWatch(disk) as watch:
-            snakemake(wd, "load_index", "queries")
-        yield {"wd": wd, "disk": disk, "seen": watch.seen}
+def tiny_run():
+    """The session's tiny run (catalog -> partition -> load_index -> queries) on one target,
+    socket only (the default), its servers watched while they ran (support/shared_run.py)."""
+    return shared_tiny_run()
 
 
 def _servers_of(seen: dict, sub: str) -> list[dict]:

@@ -176,8 +176,8 @@ def fingerprint(workdir: Path, run: str = RUN) -> dict:
     out = {"load": {}, "chunks": {}, "queries": {}}
     for s in sorted(res.glob("load/*/*/*/*/summary.json")):
         d = json.loads(s.read_text())
-        out["load"][str(s.parent.relative_to(res))] = (d["rows"], d["checksum_input"], d["checksum_table"],
-                                                      d["checksum_ok"])
+        out["load"][str(s.parent.relative_to(res))] = [d["rows"], d["checksum_input"], d["checksum_table"],
+                                                      d["checksum_ok"]]
     for f in sorted((res / "chunks").rglob("chunk_*")):
         out["chunks"][str(f.relative_to(res))] = _sha256(f)
     for s in sorted(res.glob("queries/*/*/summary.json")):

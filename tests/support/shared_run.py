@@ -1,0 +1,87 @@
+"""One tiny run (catalog -> partition -> load_index -> queries on one target) that the whole
+test session shares: the first worker to ask builds it under a file lock, its servers'
+listeners watched while they run; the others wait and read it. Read-only for the tests: a
+test that changes it copies it first (faultkit.copy_workdir)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from .faultkit import fingerprint, snakemake, tiny_config
+from .servers import kill_servers, server_procs
+
+# set by conftest.py before the workers start; removed by it once they have all finished
+SHARED_ENV = "CATBENCH_TEST_SHARED"
+
+
+class ListenWatch:
+    """Polls every server under ``under`` during a run: its TCP listeners and unix sockets."""
+
+    def __init__(self, under: Path):
+        self.under, self.seen, self._stop = under, {}, threading.Event()
+        self._t = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self):
+        while not self._stop.is_set():
+            for p in server_procs(self.under):
+                try:
+                    cmd = p.cmdline()
+                    if "--bootstrap" in cmd:
+                        continue
+                    inet = {(c.laddr.ip, c.laddr.port) for c in p.net_connections("inet")
+                            if c.status == psutil.CONN_LISTEN}
+                    unix = {c.laddr for c in p.net_connections("unix") if c.laddr}
+                except psutil.Error:
+                    continue
+                rec = self.seen.setdefault(p.pid, {"cmdline": cmd, "inet": set(), "unix": set()})
+                rec["inet"] |= inet
+                rec["unix"] |= unix
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+def _seen_json(seen: dict) -> dict:
+    return {str(pid): {"cmdline": r["cmdline"], "inet": sorted(r["inet"]), "unix": sorted(r["unix"])}
+            for pid, r in seen.items()}
+
+
+def _seen_of(doc: dict) -> dict:
+    return {int(pid): {"cmdline": r["cmdline"], "inet": {tuple(a) for a in r["inet"]}, "unix": set(r["unix"])}
+            for pid, r in doc.items()}
+
+
+def shared_tiny_run() -> dict:
+    """{"wd", "disk", "seen" (pid -> cmdline, inet, unix), "fp" (faultkit.fingerprint)} of the
+    session's tiny run, built on first use."""
+    root = Path(os.environ[SHARED_ENV])
+    wd, disk, done = root / "tiny" / "wd", root / "tiny" / "disk", root / "tiny" / "done.json"
+    with open(root / "tiny.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            disk.mkdir(parents=True, exist_ok=True)
+            tiny_config(wd, {"disk": disk})
+            try:
+                with ListenWatch(disk) as watch:
+                    snakemake(wd, "load_index", "queries")
+            finally:
+                kill_servers(disk)
+            doc = {"seen": _seen_json(watch.seen), "fp": fingerprint(wd)}
+            tmp = done.with_suffix(".part")
+            tmp.write_text(json.dumps(doc))
+            tmp.rename(done)
+        doc = json.loads(done.read_text())
+    return {"wd": wd, "disk": disk, "seen": _seen_of(doc["seen"]), "fp": doc["fp"]}
