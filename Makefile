@@ -23,6 +23,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r requirements.txt
 	$(VENV)/bin/pip install --quiet --no-deps -e .
+	@# the project's bytecode once, as pip does for the packages: every job and Snakemake run
+	@# imports it, and where bytecode is not written at import each would compile it again
+	$(VENV)/bin/python -m compileall -q -j 0 workflow/catbench > /dev/null
 	touch $@
 
 system: $(STAMP)

@@ -130,3 +130,60 @@ def test_config_readme_has_one_row_per_schema_key():
     assert not missing, f"schema keys without a row in config/README.md: {missing}"
     assert not unknown, f"config/README.md rows for keys the schema lacks: {unknown}"
     assert not twice, f"keys with more than one row in config/README.md: {twice}"
+
+
+MODEL_MD = REPO / "workflow" / "catbench" / "predict" / "model.md"
+PREDICT_PKG = REPO / "workflow" / "catbench" / "predict"
+
+
+def _notation_rows() -> list[tuple[str, str, str]]:
+    """(symbol, code cell, JSON cell) of model.md's Notation table."""
+    text = MODEL_MD.read_text().split("## Notation", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| symbol")]
+    return [(r[0], r[2], r[3]) for r in rows]
+
+
+def _code_names(cell: str) -> list[str]:
+    """The backticked names of a code cell, a bare `.attr` given the class before it:
+    `RateCurve.x_c`, `.p` -> RateCurve.x_c, RateCurve.p."""
+    out, owner = [], None
+    for name in re.findall(r"`([^`]+)`", cell):
+        if name.startswith("."):
+            name = f"{owner}{name}"
+        owner = name.split(".")[0]
+        out.append(name)
+    return out
+
+
+def test_model_md_notation_names_code_that_exists_and_json_keys_the_code_writes():
+    """Every code name of model.md's Notation table resolves (a class's field, property or
+    method; a predict module's function; a config key) and every JSON key in it is a string the
+    predict package writes: renaming one side alone fails here."""
+    import dataclasses
+    import importlib
+    classes = {"RateCurve": "rate", "Fit": "fitted", "Rep": "runs"}
+    schema = SCHEMA.read_text()
+    source = "\n".join(p.read_text() for p in PREDICT_PKG.rglob("*.py"))
+    rows = _notation_rows()
+    assert len(rows) >= 15, rows
+    missing = []
+    for symbol, code, js in rows:
+        for name in _code_names(code):
+            head, _, attr = name.partition(".")
+            if head == "predict":                     # a config key
+                ok = re.search(rf"^\s+{attr}:", schema, re.M) is not None
+            elif head in classes:
+                cls = getattr(importlib.import_module(f"catbench.predict.{classes[head]}"), head)
+                ok = not attr or attr in {f.name for f in dataclasses.fields(cls)} | set(dir(cls))
+            elif attr:
+                ok = hasattr(importlib.import_module(f"catbench.predict.{head}"), attr)
+            else:                                     # a method of the class named before it
+                ok = any(hasattr(getattr(importlib.import_module(f"catbench.predict.{m}"), c), head)
+                         for c, m in classes.items())
+            if not ok:
+                missing.append(f"{symbol}: code {name}")
+        for key in re.findall(r"`([a-z0-9_]+)`", js):
+            if f'"{key}"' not in source:
+                missing.append(f"{symbol}: JSON {key}")
+    assert not missing, missing

@@ -100,7 +100,8 @@ def test_a_malformed_prediction_file_is_named(tmp_path):
 
 
 def test_a_stopped_load_is_noted_with_its_table_over_the_engines_cache():
-    from catbench.report.summary import Tables, _notes
+    from catbench.report.findings.checks import _notes
+    from catbench.report.summary import Tables
     row = {"target": "disk", "variant": "char28", "engine": "rocksdb", "strategy": "one-file-at-a-time",
            "stopped": True, "time_limit_s": 24.0, "rows": 2118085, "table_over_pool": 0.46}
     (note,) = [n for n in _notes(Tables(loads=[row])) if "STOPPED" in n]

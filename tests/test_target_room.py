@@ -103,7 +103,7 @@ def test_a_resumed_load_counts_its_kept_data_as_already_on_the_target(tmp_path):
     from catbench.core.infra.files import dir_bytes
     from catbench.core.index.table import get_engine
     from catbench.load.estimate import input_rows, load_need
-    files = write_files(tmp_path / "in", "char28", 60, 20000)
+    files = write_files(tmp_path / "in", "char28", 30, 20000)
     given = {"innodb_log_file_size": "8M", "innodb_buffer_pool_size": "8M"}
     in_bytes = sum(f.stat().st_size for f in files)
     need = load_need("char28", "one-file-at-a-time", input_rows(files, in_bytes), in_bytes,

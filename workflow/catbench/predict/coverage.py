@@ -1,7 +1,7 @@
 """The record of every sealed check (resources/predict/coverage.csv: one row per predicted figure,
 predicted ÷ measured, its interval and whether the measurement fell inside), the coverage per
 form it gives, and the model's measured error that widens a prediction's interval
-(predict/model.md, "Interval").
+(predict/model.md, "Interval"); the rungs' own interval it widens (a ladder run again).
 
 A figure marked in-sample (its model changed after it was seen, or a development run) is
 kept in the record and left out of every count here."""
@@ -9,10 +9,13 @@ kept in the record and left out of every count here."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.repeat import z_ppf
@@ -129,3 +132,34 @@ def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
                      "within_band": sum(0.67 <= c.ratio <= 1.5 for c in xs),
                      "error": error(checks, form) if form != "all" else None}
     return out
+
+
+# ---------------------------------------------------------------- the rungs' own interval
+def resample(reps: list, rng, sigma: float = 0.0) -> list:
+    """The repetitions resampled with replacement within each rung (every rung stays), and
+    each rung as a whole made faster or slower by exp(N(0, sigma)): a rung run again."""
+    out = []
+    for n in sorted({r.rung_rows for r in reps}):
+        same = [r for r in reps if r.rung_rows == n]
+        c = math.exp(rng.normal(0.0, sigma)) if sigma > 0 else 1.0
+        out += [same[i] if c == 1.0 else
+                dataclasses.replace(same[i], rate=same[i].rate * c, pre_s=same[i].pre_s / c, post_s=same[i].post_s / c)
+                for i in rng.integers(0, len(same), len(same))]
+    return out
+
+
+def _rerun_range(point: float, q) -> tuple[float, float]:
+    """Where a second run of the ladder would put its point: the bootstrap quantiles' distance
+    from the point (in log, errors being multiplicative) × √2, the difference of two runs'
+    independent errors."""
+    if point <= 0 or min(q) <= 0:
+        return float(q[0]), float(q[1])
+    lo, hi = (point * (v / point) ** math.sqrt(2) for v in q)
+    return float(lo), float(hi)
+
+
+def interval(point: float, boot: list, ends: list, a: float) -> tuple[float, float]:
+    """A figure's interval: the re-run range of its bootstrap values' ``a`` quantiles, widened to
+    hold the point and every leave-one-rung-out point (``ends``)."""
+    lo, hi = _rerun_range(point, np.quantile(boot, [a, 1 - a]))
+    return float(min([lo, point, *ends])), float(max([hi, point, *ends]))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from .runs import Rep
-from .coverage import load_form, widen_prediction
-from .scale import (Refusal, Target, _leave_one_rung_out, _own_check, _resample, _widen, check, fit, form_of, interval,
-                    point, regime, run_noise)
+from .coverage import interval, load_form, resample, widen_prediction
+from .scale import (Refusal, Target, _leave_one_rung_out, _own_check, _widen, check, fit, form_of, point, regime,
+                    run_noise)
 from .spec import Fitting
 
 # 10^7 … 10^11 rows, every half decade: where users' catalogs lie (Gaia DR3 ~1.8 × 10^9,
@@ -41,7 +41,7 @@ def curve(reps: list[Rep], targets: list[Target], fitting: Fitting) -> list[dict
     sigma = run_noise(reps, f, fitting.run_noise)
     for _ in range(fitting.bootstrap if answered else 0):
         try:
-            g = fit(_resample(reps, rng, sigma), form)
+            g = fit(resample(reps, rng, sigma), form)
         except ValueError:
             continue
         for t in answered:

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 from scipy.optimize import least_squares
 
-from .coverage import load_form, widen_prediction
+from .coverage import interval, load_form, resample, widen_prediction
 from .fitted import Fit, Target, build_per_row, cache_share, nlogn
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .ladder import page_cache_left
@@ -302,19 +302,6 @@ def _miss_cost(f: Fit, reps: list[Rep], x) -> np.ndarray:
     return (m - d) * share + d
 
 
-def _resample(reps: list[Rep], rng, sigma: float = 0.0) -> list[Rep]:
-    """The repetitions resampled with replacement within each rung (every rung stays), and
-    each rung as a whole made faster or slower by exp(N(0, sigma)): a rung run again."""
-    out = []
-    for n in sorted({r.rung_rows for r in reps}):
-        same = [r for r in reps if r.rung_rows == n]
-        c = math.exp(rng.normal(0.0, sigma)) if sigma > 0 else 1.0
-        out += [same[i] if c == 1.0 else
-                dataclasses.replace(same[i], rate=same[i].rate * c, pre_s=same[i].pre_s / c, post_s=same[i].post_s / c)
-                for i in rng.integers(0, len(same), len(same))]
-    return out
-
-
 def _leave_one_rung_out(reps: list[Rep], t: Target, form: str) -> list[dict]:
     """The point from every set of rungs but one (three rungs or more): how much the
     prediction leans on any one rung, which the repetitions' bootstrap cannot show."""
@@ -326,23 +313,6 @@ def _leave_one_rung_out(reps: list[Rep], t: Target, form: str) -> list[dict]:
         except ValueError:
             continue
     return out
-
-
-def _rerun_range(point: float, q) -> tuple[float, float]:
-    """Where a second run of the ladder would put its point: the bootstrap quantiles' distance
-    from the point (in log, errors being multiplicative) × √2, the difference of two runs'
-    independent errors."""
-    if point <= 0 or min(q) <= 0:
-        return float(q[0]), float(q[1])
-    lo, hi = (point * (v / point) ** math.sqrt(2) for v in q)
-    return float(lo), float(hi)
-
-
-def interval(point: float, boot: list, ends: list, a: float) -> tuple[float, float]:
-    """A figure's interval: the re-run range of its bootstrap values' ``a`` quantiles, widened to
-    hold the point and every leave-one-rung-out point (``ends``)."""
-    lo, hi = _rerun_range(point, np.quantile(boot, [a, 1 - a]))
-    return float(min([lo, point, *ends])), float(max([hi, point, *ends]))
 
 
 INTERVALS = ("seconds", "rows", "table_bytes", "all_rows_seconds", "later_half_rate")
@@ -367,7 +337,7 @@ def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
     boot = {k: [] for k in INTERVALS}
     for _ in range(fitting.bootstrap):
         try:
-            q = point(fit(_resample(reps, rng, sigma), form), t)
+            q = point(fit(resample(reps, rng, sigma), form), t)
         except ValueError:
             continue
         for k in boot:

@@ -7,9 +7,8 @@ the right header; a file that a present stage needs but is missing or unreadable
 
     fio/<target>/fio.csv                       target,test,MBps,iops,clat_p50_us,clat_p99_us,direct,
                                                numjobs,size_bytes,runtime_s,json,[repetition]
-    load/<target>/<variant>/<engine>/<strategy>/  one directory per load (a results dir from before
-                                               storage engines: load/<target>/<variant>/<strategy>/,
-                                               engine innodb), all four files required:
+    load/<target>/<variant>/<engine>/<strategy>/  one directory per load, all four files required
+                                               (before engines: load/<target>/<variant>/<strategy>/, innodb):
         summary.json                           target, variant, engine, strategy, files, rows, seconds,
                                                rows_per_s, table_bytes, lookup_p50_s, lookup_p99_s,
                                                lookup_qps, optimize_seconds, optimize_stopped,
@@ -22,10 +21,8 @@ the right header; a file that a present stage needs but is missing or unreadable
                                                input_read_MBps, target_write_MBps, table_bytes, ...
         (trace, samples and intervals carry a ``repetition`` column; absent = repetition 0, and a
         summary.json without ``repetitions`` is one repetition: the figures of its top level)
-    load/not_run.json                          [{engine, strategy, reason}]: pairs of load.engines x
-                                               load.strategies the DAG left out (optional)
-    index/working_set.json                     the loads' predicted insert working set per variant
-                                               (prepare/working_set.md; optional)
+    load/not_run.json                          [{engine, strategy, reason}]: engine x strategy left out (optional)
+    index/working_set.json                     the loads' predicted insert working set (optional)
     chunks/chunks.tsv                          chunkId, object_rows, source_rows, overlap_rows,
                                                parquet_bytes, tsv_bytes   (required if chunks/ exists)
     metrics/partition.json                     {"stages": {name: {jobs, rows, wall_seconds, ...}}}
@@ -38,8 +35,7 @@ the right header; a file that a present stage needs but is missing or unreadable
     cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/run_cluster.py): "rows" =
                                                phases (CLUSTER_PHASES), "load" = the workload per window
                                                and node (CLUSTER_LOAD), "failed" = a check that failed
-    {fio,load,queries,restart,cluster}/**/isolation.json   whether each measuring job ran alone
-                                               (core/infra/jobs/isolation.py; view isolation)
+    {fio,load,queries,restart,cluster}/**/isolation.json   whether each measuring job ran alone (view isolation)
     predict/prediction.json                    this run predicted from rungs (catbench predict --out):
                                                "predictions", "validation", ["restarts"] (optional)
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..core.index.table import ENGINES
-from ..core.infra.jobs.isolation import ran_alone, what_it_met
 from .at_scale import answer, dur, method, your_catalog
 from .findings import PREDICTION_BAND, acked_lost
+from .findings.checks import checks, index_only
 from .findings import findings as _findings
 from .spec import ReportSpec
+from .wording import num
 
 
 # Tables' attribute -> the final table it holds
@@ -50,26 +50,6 @@ class Tables:
 
 
 # ---------------------------------------------------------------- formatting
-def _num(v, digits=3) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if v == 0:
-            return "0"
-        if abs(v) >= 1000:
-            return f"{v:,.0f}"
-        return f"{v:.{digits}g}" if abs(v) < 1 else f"{v:,.{max(digits - len(str(int(abs(v)))), 0)}f}"
-    return str(v)
-
-
-def _load_name(r: dict) -> str:
-    return f"{r['target']}/{r['variant']}/{r.get('engine') or 'innodb'}/{r['strategy']}"
-
-
 def _column(r: dict) -> str:
     """A load's column in the side-by-side tables: its strategy, with its engine when not InnoDB."""
     e = r.get("engine") or "innodb"
@@ -78,126 +58,6 @@ def _column(r: dict) -> str:
 
 def _order(values) -> list:
     return list(dict.fromkeys(values))
-
-
-# ---------------------------------------------------------------- checks
-def _failed_loads(loads: list) -> list:
-    failed = []
-    for r in loads:
-        if r.get("checksum_ok") is False:
-            failed.append(f"Load {_load_name(r)}: the checksum of the loaded table does not match "
-                          f"the input files ({_num(r['rows'])} rows loaded) - rows were lost or changed.")
-        if r.get("optimize_stopped") is True:
-            failed.append(f"Load {_load_name(r)}: OPTIMIZE TABLE was stopped at its time limit; "
-                          f"optimize_seconds ({_num(r.get('optimize_seconds'))} s) is a lower bound.")
-    for variant in _order(r["variant"] for r in loads):  # a stopped load loaded fewer rows on purpose
-        counts = {_load_name(r): r["rows"] for r in loads if r["variant"] == variant and not r.get("stopped")}
-        if len(set(counts.values())) > 1:
-            failed.append(f"Loads of variant {variant} did not all load the same number of rows: "
-                          + ", ".join(f"{k} {_num(v)}" for k, v in counts.items()) + ".")
-    return failed
-
-
-def _failed_restarts_and_queries(t: Tables) -> list:
-    failed = []
-    for r in t.restart_runs:
-        if (r.get("rows_lost") or 0) > 0:
-            failed.append(f"Restart {r['kind']} on {r['target']} (repetition {r['repetition']}, "
-                          f"phase {r['phase']}): {_num(r['rows_lost'])} rows lost.")
-    for q in _order(r["query"] for r in t.queries if r.get("agrees") is False):
-        got = sorted({f"{r['target']}/{r['query_engine']}: {r.get('result_rows')} rows, digest "
-                      f"{str(r.get('digest'))[:12]}" for r in t.queries if r["query"] == q})
-        failed.append(f"Query {q} does not return the same result everywhere ({'; '.join(got)}).")
-    return failed
-
-
-def _failed_cluster(t: Tables) -> list:
-    failed = []
-    for tg, kind in _order((r["target"], r["kind"]) for r in t.cluster):
-        rs = [r for r in t.cluster if (r["target"], r["kind"]) == (tg, kind)]
-        lost = acked_lost(t.cluster, tg, kind)
-        why = [f"{_num(lost)} acknowledged inserts lost (missing or changed on a node)"] if lost else []
-        if any(r.get("checksums_equal") is False for r in rs):
-            why.append("the nodes disagree on the table")
-        msg = next((r["failed"] for r in rs if r.get("failed")), None)
-        if msg and not why:
-            why.append(str(msg))
-        if why:
-            failed.append(f"Cluster restart {kind} on {tg}: " + "; ".join(why) + ".")
-    return failed
-
-
-def _not_alone(t: Tables) -> list:
-    """Every measuring job that did not run alone: its figures are not to be trusted."""
-    return [f"Measuring job {r['job']} did NOT run alone (met {what_it_met(r)}): do not trust its figures."
-            for r in t.isolation if not ran_alone(r)]
-
-
-def _isolation_text(t: Tables) -> tuple | None:
-    if t.isolation and not _not_alone(t):
-        return ("p", f"All {len(t.isolation)} measuring jobs ran alone (isolation.csv).")
-    if not t.isolation and (t.storage or t.loads or t.queries or t.restart or t.cluster):
-        return ("p", "No isolation records in this run: whether its measuring jobs ran alone is unknown.")
-    return None
-
-
-def _notes(t: Tables) -> list:
-    notes = []
-    for r in t.storage:
-        if r.get("direct") is False:
-            notes.append(f"fio {r['test']} on {r['target']} ran buffered (the filesystem refused "
-                         "O_DIRECT), so it measures the page cache too.")
-    for r in t.loads:
-        if r.get("stopped"):
-            notes.append(f"Load {_load_name(r)} was STOPPED at load.time_limit_s = {_num(r.get('time_limit_s'))} s "
-                         f"after {_num(r.get('rows'))} rows (table {_num(r.get('table_over_pool'))}x "
-                         f"{ENGINES[r['engine']].cache_variable if r.get('engine') in ENGINES else 'the cache'}): it "
-                         "did not finish; its rows/s and rate curve cover the rows loaded until then.")
-    for r in t.not_run:
-        notes.append(f"Not run: strategy {r['strategy']} on storage engine {r['engine']} "
-                     f"(load.strategies x load.engines): {r['reason']}.")
-    if index_only(t):
-        own = any(r.get("stage") == "index_read" for r in t.stages)
-        notes.append(f"This run is index-only (index.source: {'file' if own else 'generate'}): its index input "
-                     f"came {'from your own files' if own else 'straight from the catalog generator'}, so it has "
-                     "no catalog, chunk or query results.")
-    for kind, what in (("patch", "The catalog came from your own patch (catalog.patch.file), duplicated over "
-                                 "catalog.sky"), ("index", "The index input came from your own files (index.file)")):
-        doc = t.own.get(kind)
-        if doc:
-            paths = [f["path"] for f in doc["files"]]
-            more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-            notes.append(f"{what}: {_num(doc.get('rows'))} rows in {len(paths)} file(s), "
-                         f"{', '.join(paths[:3])}{more} (their bytes and CRC-32 in provenance.json).")
-    for stage, present in (("storage (fio)", t.storage), ("load", t.loads), ("query", t.queries),
-                           ("restart", t.restart)):
-        if not present:
-            notes.append(f"No {stage} results in this run.")
-    return notes
-
-
-def index_only(t: Tables) -> bool:
-    """An index study alone: its input was generated (stage index_generate), no chunks."""
-    return not t.chunks and any(r.get("stage") in ("index_generate", "index_read") for r in t.stages)
-
-
-def checks(t: Tables, report: ReportSpec) -> list:
-    failed = _failed_loads(t.loads) + _failed_restarts_and_queries(t) + _failed_cluster(t) + _not_alone(t)
-    notes = _notes(t)
-    out = [("h2", "Checks")]
-    if failed:
-        out += [("p", f"{len(failed)} check(s) FAILED:"), ("ul", failed)]
-    else:
-        out.append(("p", "All checks passed (load checksums, row counts, OPTIMIZE within its time "
-                         "limit, no rows lost on restart, queries agree across targets"
-                         + (", no acknowledged insert lost in a cluster node restart" if t.cluster else "")
-                         + ")."))
-    iso = _isolation_text(t)
-    if iso is not None:
-        out.append(iso)
-    if notes:
-        out.append(("ul", notes))
-    return out
 
 
 # ---------------------------------------------------------------- findings
@@ -211,9 +71,9 @@ def _predicted(r: dict) -> tuple[str, str]:
     if r.get("refused"):
         return f"no prediction: {r['refused']}", "–"
     if r.get("stopped"):
-        return (f"{_num(r.get('rows'))} rows by the {_num(r.get('seconds'))} s limit",
-                f"[{_num(r.get('rows_ci_low'))}, {_num(r.get('rows_ci_high'))}] rows")
-    return dur(r.get("seconds")), f"[{_num(r.get('seconds_ci_low'))}, {_num(r.get('seconds_ci_high'))}] s"
+        return (f"{num(r.get('rows'))} rows by the {num(r.get('seconds'))} s limit",
+                f"[{num(r.get('rows_ci_low'))}, {num(r.get('rows_ci_high'))}] rows")
+    return dur(r.get("seconds")), f"[{num(r.get('seconds_ci_low'))}, {num(r.get('seconds_ci_high'))}] s"
 
 
 def _later(r: dict) -> str:
@@ -222,8 +82,8 @@ def _later(r: dict) -> str:
     if r.get("refused") or not r.get("later_half_rate"):
         return "–"
     x = r.get("later_half_x") or [None, None]
-    text = (f"{_num(r['later_half_rate'])} rows/s [{_num(r.get('later_half_rate_ci_low'))}, "
-            f"{_num(r.get('later_half_rate_ci_high'))}] at table ÷ pool {_num(x[0])}–{_num(x[1])}")
+    text = (f"{num(r['later_half_rate'])} rows/s [{num(r.get('later_half_rate_ci_low'))}, "
+            f"{num(r.get('later_half_rate_ci_high'))}] at table ÷ pool {num(x[0])}–{num(x[1])}")
     if r.get("stopped") and r.get("all_rows_seconds"):
         text += f"; all rows in {dur(r['all_rows_seconds'])}"
     return text
@@ -245,8 +105,8 @@ def _trust(rows: list) -> str:
                if lo <= ratio <= hi else f"outside [{lo}, {hi}]: the model did not hold here; do not trust a "
                f"prediction to better than {off:.2f}× either way")
     return (f"**How far to trust it**: each ladder's largest rung predicted from its smaller ones came out at "
-            f"{_num(min(r['predicted_over_measured'] for r in done))}–"
-            f"{_num(max(r['predicted_over_measured'] for r in done))}× its measured figure, {inside} of "
+            f"{num(min(r['predicted_over_measured'] for r in done))}–"
+            f"{num(max(r['predicted_over_measured'] for r in done))}× its measured figure, {inside} of "
             f"{len(done)} loads within [{lo}, {hi}]; the worst, {ratio:.2f}× ({worst['target']}/{method(worst)}), "
             f"is {verdict}, and less where the target is further beyond the rungs than the validation was.")
 
@@ -257,12 +117,12 @@ def prediction(t: Tables, report: ReportSpec) -> list:
     if not t.prediction and not t.prediction_validation:
         return []
     n = next((r.get("target_rows") for r in t.prediction if r.get("target_rows")), None)
-    out = [("h2", f"Prediction at {_num(n)} rows (from a ladder of smaller runs)"),
+    out = [("h2", f"Prediction at {num(n)} rows (from a ladder of smaller runs)"),
            ("p", _trust(t.prediction_validation))]
     targets = _order(r["target"] for r in t.prediction)
     for tg in targets:
         rows = [[method(r), *_predicted(r), "–" if r.get("refused") or r.get("table_bytes") is None
-                 else f"{_num(r['table_bytes'] / 1e9)} GB", r.get("regime") or "–", _later(r)]
+                 else f"{num(r['table_bytes'] / 1e9)} GB", r.get("regime") or "–", _later(r)]
                 for r in t.prediction if r["target"] == tg]
         out.append(("table", f"{tg}: predicted load (variant/engine/strategy/id layout), its interval (where "
                              "the same ladder run again would put it, a rung's between-run noise included), "
@@ -272,15 +132,15 @@ def prediction(t: Tables, report: ReportSpec) -> list:
     lo, hi = PREDICTION_BAND
     rows = []
     for r in t.prediction_validation:
-        head = [f"{r['target']}/{method(r)}", _num(r.get("rung_rows")),
-                ", ".join(_num(x) for x in r.get("from_rungs") or []), _num(r.get("n_measured"))]
+        head = [f"{r['target']}/{method(r)}", num(r.get("rung_rows")),
+                ", ".join(num(x) for x in r.get("from_rungs") or []), num(r.get("n_measured"))]
         if r.get("refused"):
             rows.append(head + [f"not predicted: {r['refused']}", "–", "–", "–", "–"])
             continue
         unit = r.get("compared") or "seconds"
         ratio = r.get("predicted_over_measured")
-        rows.append(head + [unit, _num(r.get(f"predicted_{unit}")), _num(r.get(f"measured_{unit}")),
-                            _num(ratio), "yes" if ratio is not None and lo <= ratio <= hi else "NO"])
+        rows.append(head + [unit, num(r.get(f"predicted_{unit}")), num(r.get(f"measured_{unit}")),
+                            num(ratio), "yes" if ratio is not None and lo <= ratio <= hi else "NO"])
     if rows:
         out.append(("table", f"Validation: each ladder's largest rung predicted from its smaller ones against "
                              f"the median of its n repetitions (seconds, or rows for a load its time limit "
@@ -308,10 +168,10 @@ def storage_load(t: Tables, report: ReportSpec) -> list:
         row = [tg, v, str(t.targets.get(tg, {}).get("fstype") or "–")]
         for x in tests:
             r = fio.get((tg, x))
-            row.append(_num(None if r is None else (r["MBps"] if x.startswith("seq") else r["iops"])))
+            row.append(num(None if r is None else (r["MBps"] if x.startswith("seq") else r["iops"])))
         for s in strategies:
             r = lt.get((tg, v, s), {})
-            row.append(("stopped at " if r.get("stopped") else "") + _num(r.get("seconds"))
+            row.append(("stopped at " if r.get("stopped") else "") + num(r.get("seconds"))
                        + (f" (n={r['n']})" if r.get("n") else ""))
         rows.append(row)
     return [("h2", "Storage | load time"),
@@ -335,8 +195,8 @@ def load_rate(t: Tables, report: ReportSpec) -> list:
             for tg in tgs:
                 r = by.get((tg, i), {})
                 tb = r.get("table_bytes_end")
-                row += [_num(r.get("end_s")), _num(r.get("rows_per_s")), _num(r.get("target_write_MBps")),
-                        _num(None if tb is None else tb / 2**20)]
+                row += [num(r.get("end_s")), num(r.get("rows_per_s")), num(r.get("target_write_MBps")),
+                        num(None if tb is None else tb / 2**20)]
             rows.append(row)
         out.append(("h2", f"Load rate per interval ({variant}/{strategy})"))
         out.append(("table", "Rows loaded per second and bytes written to the target in each "
@@ -357,8 +217,8 @@ def queries(t: Tables, report: ReportSpec) -> list:
         ag = all(r.get("agrees") is not False for r in qs if r["query"] == q)
         counts = sorted({r.get("result_rows") for r in qs if r["query"] == q} - {None})
         empty = ag and counts == [0]     # agreeing on no rows checks nothing: said so
-        rows.append([q, cache] + [_num(by.get((q, cache, tg, e), {}).get("p50_s")) for tg, e in cols]
-                    + [" / ".join(_num(c) for c in counts) or "–",
+        rows.append([q, cache] + [num(by.get((q, cache, tg, e), {}).get("p50_s")) for tg, e in cols]
+                    + [" / ".join(num(c) for c in counts) or "–",
                        f"yes ({'both' if len(cols) == 2 else 'all'} empty)" if empty else "yes" if ag else "NO"])
     return [("h2", "Query latency"),
             ("table", "Median seconds per query, target and query engine.", header, rows)]
@@ -373,9 +233,9 @@ def restart(t: Tables, report: ReportSpec) -> list:
     for tg, kind, bp in _order((r["target"], r["kind"], r.get("buffer_pool_load")) for r in t.restart):
         rs = {r["phase"]: r for r in t.restart if (r["target"], r["kind"], r.get("buffer_pool_load")) == (tg, kind, bp)}
         n = max((r.get("n") or 0) for r in rs.values())
-        rows.append([tg, kind, "–" if bp is None else ("on" if bp else "off"), _num(n)]
-                    + [_num(rs[p]["seconds"]) if p in rs else "–" for p in phases]
-                    + [_num(sum(r.get("rows_lost") or 0 for r in rs.values()))])
+        rows.append([tg, kind, "–" if bp is None else ("on" if bp else "off"), num(n)]
+                    + [num(rs[p]["seconds"]) if p in rs else "–" for p in phases]
+                    + [num(sum(r.get("rows_lost") or 0 for r in rs.values()))])
     return [("h2", "Restart"),
             ("table", "Median seconds per phase over the repetitions (intervals in restart.csv); "
                       "phases named A_to_B are cumulative from A.", header, rows)]
@@ -398,9 +258,9 @@ def cluster(t: Tables, report: ReportSpec) -> list:
         ins = next((x.get("inserts_per_s") for x in t.cluster_load if (x["target"], x["kind"], x["window"])
                     == (tg, kind, "during") and "insert" in str(x.get("role") or "").split("+")), None)
         rows.append([tg, kind, str(rs.get("state_transfer", {}).get("transfer") or "–"),
-                     _num(max((r.get("n") or 0) for r in rs.values()))]
-                    + [_num(rs[p]["seconds"]) if p in rs else "–" for p in CLUSTER_PHASES]
-                    + [_num(ins), _num(acked_lost(t.cluster, tg, kind))])
+                     num(max((r.get("n") or 0) for r in rs.values()))]
+                    + [num(rs[p]["seconds"]) if p in rs else "–" for p in CLUSTER_PHASES]
+                    + [num(ins), num(acked_lost(t.cluster, tg, kind))])
     return [("h2", "Cluster node restart"),
             ("table", "Median seconds per phase of a Galera node restarted under load (intervals in "
                       "cluster_restart.csv); inserts/s on the insert node while it was down "
@@ -416,10 +276,10 @@ def chunks(t: Tables, report: ReportSpec) -> list:
     sizes = [r["tsv_bytes"] for r in t.chunks if r.get("tsv_bytes") is not None]
     header = ["chunks", "rows min", "rows median", "rows max", "TSV MiB median", "TSV MiB max",
               "largest / median"]
-    row = [_num(len(t.chunks)), _num(min(rows_)), _num(float(statistics.median(rows_))), _num(max(rows_))]
+    row = [num(len(t.chunks)), num(min(rows_)), num(float(statistics.median(rows_))), num(max(rows_))]
     if sizes:
         med = statistics.median(sizes)
-        row += [_num(med / 2**20), _num(max(sizes) / 2**20), _num(max(sizes) / med if med else None)]
+        row += [num(med / 2**20), num(max(sizes) / 2**20), num(max(sizes) / med if med else None)]
     else:
         row += ["–"] * 3
     return [("h2", "Chunks"),
@@ -432,8 +292,8 @@ def stages(t: Tables, report: ReportSpec) -> list:
     return [("h2", "Data preparation stages"),
             ("table", "Wall time and throughput of each stage.",
              ["stage", "jobs", "rows", "wall s", "rows/s", "peak RSS MB"],
-             [[r["stage"], _num(r["jobs"]), _num(r["rows"]), _num(r["wall_seconds"]),
-               _num(r["rows_per_s"]), _num(r["peak_rss_MB"])] for r in t.stages])]
+             [[r["stage"], num(r["jobs"]), num(r["rows"]), num(r["wall_seconds"]),
+               num(r["rows_per_s"]), num(r["peak_rss_MB"])] for r in t.stages])]
 
 
 # The sections of summary.md, in order: the answers first.

@@ -29,6 +29,23 @@ def fmt(v, unit: str = "") -> str:
     return f"{s} {unit}".rstrip() if unit and unit not in ("x", "%") else s + unit
 
 
+def num(v, digits=3) -> str:
+    """A table cell: a count with thousands separators, a float to ``digits`` significant figures, – for none."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v == 0:
+            return "0"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}g}" if abs(v) < 1 else f"{v:,.{max(digits - len(str(int(abs(v)))), 0)}f}"
+    return str(v)
+
+
 def interval_text(f: Figure, unit: str = "", bold: bool = False) -> str:
     """'1.32 s [1.20–1.41, n=3]' (the interval of the typical value), or '1.32 s [single run]';
     ``bold`` marks the median up as **Markdown**."""
