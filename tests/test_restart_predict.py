@@ -13,6 +13,7 @@ import pytest
 
 from catbench.cli.main import main
 from catbench.predict.restarts import model
+from catbench.predict.restarts.age import max_checkpoint_age
 from catbench.predict.restarts.runs import Obs, RungSizes, read_restarts
 
 G = 2 ** 30
@@ -54,6 +55,24 @@ def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
     assert sh.recovered(1000.0 * n, n * 16384) == pytest.approx(16384 * n * (1 - math.exp(-1)))
     assert sh.recovered(1e15, n * 16384) == pytest.approx(n * 16384)
     assert replace(sh, redo_per_touch=None).recovered(1.0, 5.0) == 5.0
+
+
+def test_a_measured_share_of_nothing_is_nothing_and_an_unknown_one_the_whole_log():
+    """The redo a donor's backup copied or a kill left: a share the rungs measured at 0 gives 0
+    bytes (not the whole log), one no rung measured gives the whole log (capped by the server),
+    and the words say which."""
+    sh = model.Shares(checkpoint_age=0.0, age_range=None, redo_per_touch=None, crash_share=1.0, dump=0.9,
+                      sst=None, sst_redo=0.0, sst_redo_range=None, copy_per_byte=[], ist_per_down_s=None, moved={},
+                      single_batch_up_to=0.3, multi_batch_from=math.inf, page=16384)
+    at = model.At(40 * G, 80 * G, 8 * G)
+    assert model.checkpoint_age(at, sh) == 0.0
+    q, _, words = model.quantities(at, sh, "node-restart-sst")
+    assert q["sst_prepare"] == 0.0 and "0.00 of the redo log" in words[0]
+    unknown = replace(sh, checkpoint_age=None, sst_redo=None)
+    whole = max_checkpoint_age(8 * G, 16384)
+    assert model.checkpoint_age(at, unknown) == pytest.approx(min(8 * G, whole))
+    q, _, words = model.quantities(at, unknown, "node-restart-sst")
+    assert q["sst_prepare"] == pytest.approx(min(8 * G, whole)) and "no rung's backup said" in words[0]
 
 
 def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:

@@ -160,8 +160,8 @@ def checkpoint_age(at: At, sh: Shares, share: float | None = None) -> float:
     given, else the rungs' share of the redo log (at most what the server lets stand)."""
     if at.checkpoint_age is not None:
         return at.checkpoint_age
-    share = share if share is not None else sh.checkpoint_age
-    return min((share or 1.0) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
+    share = sh.checkpoint_age if share is None else share
+    return min((1.0 if share is None else share) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
 
 
 def recovery_bytes(at: At, sh: Shares) -> tuple[float, float]:
@@ -184,13 +184,17 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
         out.update(redo_scan=work, redo_apply=work)
         if work:   # bytes read, pages applied a unit
             moved.update(redo_scan=age / work, redo_apply=pages / work)
-        told = "given" if at.checkpoint_age is not None else f"{sh.checkpoint_age or 1:.2f} of the redo log, as in the rungs"
+        told = "given" if at.checkpoint_age is not None else (
+            "the whole redo log: no rung's kill said" if sh.checkpoint_age is None
+            else f"{sh.checkpoint_age:.2f} of the redo log, as in the rungs")
         words.append(f"checkpoint age {human(age)} at the kill ({told}), {human(pages)} of pages to recover")
     if kind == "node-restart-sst":   # the data files, what the backup adds to them, and the redo
         files = max(at.data, sh.sst[0] + sh.sst[1] * at.data) if sh.sst else at.data
-        redo = checkpoint_age(at, sh, sh.sst_redo or 0.0)
+        redo = checkpoint_age(at, sh, 1.0 if sh.sst_redo is None else sh.sst_redo)
         out.update(sst_stream=files + redo, sst_prepare=redo)
-        told = "given" if at.checkpoint_age is not None else f"{sh.sst_redo or 0:.2f} of the redo log, as in the rungs"
+        told = "given" if at.checkpoint_age is not None else (
+            "the whole redo log: no rung's backup said" if sh.sst_redo is None
+            else f"{sh.sst_redo:.2f} of the redo log, as in the rungs")
         words.append(f"{human(files)} of data files and {human(redo)} of redo since the donor's checkpoint "
                      f"({told}) streamed; the joiner's prepare applies that redo")
     if kind == "node-restart-ist":
