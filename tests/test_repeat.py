@@ -5,7 +5,7 @@ simulation with the rule itself)."""
 
 import numpy as np
 import pytest
-from catbench.core.infra.jobs.repeat import Repeats
+from catbench.core.infra.jobs.repeat import Repeats, unbounded
 from catbench.report.stats import Figure, verdict
 
 
@@ -92,3 +92,11 @@ def test_the_quantiles_from_scipy_special_are_scipy_stats_own():
         assert abs(z_ppf(q) - stats.norm.ppf(q)) < 1e-12
         for df in (1, 2, 3.5, 10, 1000):
             assert abs(t_ppf(q, df) - stats.t.ppf(q, df)) < 1e-9
+
+
+def test_a_spread_past_ten_thousand_fold_is_said_by_its_power_of_ten():
+    """Two repetitions 0.61 s and 0.00015 s (a flush with nothing to flush): the words give the
+    interval's span as a power of ten, not a 37-digit number."""
+    note = unbounded([0.610631, 0.000153])
+    assert note.startswith("n = 2 cannot bound this (its interval spans over 10^") and "," not in note.split("spans")[1].split(")")[0]
+    assert "(its interval spans 89x)" in unbounded([1.0, 2.0, 6.0])

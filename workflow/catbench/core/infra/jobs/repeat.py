@@ -54,6 +54,11 @@ def bounded(values, confidence: float = 0.95) -> tuple[float, float] | None:
     return None if len(xs) == 2 or (min(xs) > 0 and _wide(ci)) else ci
 
 
+def _factor(f: float) -> str:
+    """'42x'; past 10,000 its power of ten ('over 10^36x'): a 37-digit number reads as noise."""
+    return f"{f:,.0f}x" if f < 1e4 else f"over 10^{int(math.log10(f))}x"
+
+
 def unbounded(values, confidence: float = 0.95) -> str | None:
     """Words for a figure whose repetitions cannot bound its interval ("n = 2 cannot bound
     this; n = 5 would give ±38 %"), from their spread; None where they can (or n < 2: a
@@ -64,7 +69,7 @@ def unbounded(values, confidence: float = 0.95) -> str | None:
         return None
     ci = interval(xs, confidence)
     logs = bool(np.all(xs > 0))
-    span = f" (its interval spans {ci[1] / ci[0]:,.0f}x)" if logs and _wide(ci) else ""
+    span = f" (its interval spans {_factor(ci[1] / ci[0])})" if logs and _wide(ci) else ""
     if not logs:
         return f"n = {n} cannot bound this{span}"
     s = float(np.log(xs).std(ddof=1))
