@@ -463,3 +463,21 @@ def test_an_lsms_misses_pass_one_a_row_and_the_device_adds_its_read_to_a_miss_no
     # under a page cache: RAM-served misses at b, the device's at b + its read (no write-back)
     under = c.with_page_cache(0.25, share)
     assert under.seconds_per_row(2.0) == pytest.approx(truth.seconds_per_row(2.0), rel=0.02)
+
+
+def test_a_ladder_on_a_band_of_sky_gives_its_rungs_the_rows_asked():
+    """The default run's band (74 index rows a patch object, galactic density) laddered: each
+    rung's catalog holds the rows predict.rows asked (the whole sky's 10,088 a patch object
+    would give it 1/136 of them), and its pool is scaled by those rows."""
+    from catbench.cli.common import read_config
+    from catbench.core.sky.copies import catalog_objects
+    cfg = read_config(str(REPO / "config" / "config.yaml"))
+    cfg = validate({**cfg, "base": None, "stages": ["load_index"], "index": {**cfg["index"], "source": "generate"},
+                    "load": {**cfg["load"], "time_limit_s": 24},
+                    "predict": {**cfg["predict"], "rows": [302_000, 604_000], "target_rows": 1_208_000,
+                                "pool_per_row_bytes": 42}})
+    assert PredictSpec.of(cfg).rows_per_object == pytest.approx(74, rel=0.01)
+    made = rungs(cfg)
+    assert [catalog_objects(r["catalog"]) for r in made] == [pytest.approx(n, rel=0.01) for n in (302_000, 604_000)]
+    pools = [int(r["load"]["settings"]["innodb_buffer_pool_size"].rstrip("K")) * 1024 for r in made]
+    assert pools == [pytest.approx(n * 42, rel=0.01) for n in (302_000, 604_000)]

@@ -11,7 +11,6 @@ from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
 
-ROWS_PER_OBJECT = 10_088      # index rows per catalog.patch.objects (a whole copy of the patch)
 # A rung's least buffer pool: InnoDB takes 6 MiB, but a rung of 1,261,000 rows (6.4 MiB pool)
 # collapsed at table ÷ pool 1.37 where rungs of 2.5–10 M rows (13–52 MiB) did at 0.49–0.81:
 # the pool's and the tablespace's fixed parts are no longer small beside it.
@@ -79,12 +78,12 @@ def scaled_options(value: str, factor: float) -> str:
     return ";".join(out)
 
 
-def scaled_size(key: str, scaled: float, k: int, objects: int) -> str:
-    """Server option ``key`` at ``scaled`` bytes in rung ``k`` of ``objects`` objects, refused
+def scaled_size(key: str, scaled: float, k: int, rung_rows: float) -> str:
+    """Server option ``key`` at ``scaled`` bytes in rung ``k`` of ``rung_rows`` rows, refused
     under the least a rung may get (:data:`LEAST`)."""
     least, what, why = LEAST.get(key, (0, "", ""))
     if scaled < least:
-        raise ConfigError(f"predict.rows: rung {k} ({objects * ROWS_PER_OBJECT:,} rows) would have a "
+        raise ConfigError(f"predict.rows: rung {k} ({rung_rows:,.0f} rows) would have a "
                           f"{scaled / 2**20:.1f} MiB {what} ({key}), under a rung's least "
                           f"({least / 2**20:g} MiB, {why}): it would not behave as the target's; "
                           f"use more rows in that rung")
@@ -100,13 +99,13 @@ def check_rows(rows: tuple, target_rows: int) -> None:
                           f"predict.target_rows ({target_rows:,})")
 
 
-def check_objects(rows: tuple, objects: list[int]) -> None:
+def check_objects(rows: tuple, objects: list[int], per_object: float) -> None:
     """The rungs' objects (smallest first) differ: a rung is a whole number of objects."""
     for a, b in zip(objects, objects[1:]):
         if a == b:
             raise ConfigError(f"predict.rows: {sorted(rows)} make two rungs of the same {a:,} objects "
-                              f"({a * ROWS_PER_OBJECT:,} rows; a rung is a whole number of objects of "
-                              f"{ROWS_PER_OBJECT:,} rows): give rungs that differ by more")
+                              f"({a * per_object:,.0f} rows; a rung is a whole number of objects of "
+                              f"{per_object:,.0f} rows on this sky): give rungs that differ by more")
 
 
 DIRECT = ("O_DIRECT", "O_DIRECT_NO_FSYNC")   # innodb_flush_method values that bypass the page cache

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from ..core.index.table import ENGINES
 from ..core.infra.config import ConfigError
 from ..core.infra.targets import parse_size
-from .ladder import (MIN_SORT_MEMORY, ROWS_PER_OBJECT, buffered, check_objects, check_rows, kib, memtables,
+from ..core.sky.copies import catalog_objects
+from .ladder import (MIN_SORT_MEMORY, buffered, check_objects, check_rows, kib, memtables,
                      page_cache_left,
                      scaled_options, scaled_size, sst_file)
 
@@ -53,6 +54,7 @@ class PredictSpec:
     time_limit_s: float | None         # load.time_limit_s, written for target_rows
     index_files: int                   # partition.index_files
     source: str                        # index.source
+    rows_per_object: float             # index rows a catalog.patch.objects gives on the config's sky
     ram: int | None = None             # server.ram: the target's RAM for the server and its page cache
     ram_own: int = 0                   # predict.ram_own: added to every rung's scaled RAM
 
@@ -71,6 +73,7 @@ class PredictSpec:
                    settings={**cfg["server"]["settings"], **(load["settings"] or {})},
                    sort_memory=parse_size(load["sort_memory"]), time_limit_s=load["time_limit_s"],
                    index_files=cfg["partition"]["index_files"], source=cfg["index"]["source"],
+                   rows_per_object=catalog_objects(cfg["catalog"]) / cfg["catalog"]["patch"]["objects"],
                    ram=parse_size(cfg["server"]["ram"]) if cfg["server"].get("ram") else None,
                    ram_own=parse_size(pred["ram_own"]))
 
@@ -104,8 +107,8 @@ class PredictSpec:
     def rung_settings(self, own: dict, k: int, objects: int) -> dict:
         """Rung ``k``'s load.settings: ``own`` (the config's) with each of scale_settings scaled
         by the rung's rows (an LSM's sizes by level_rows)."""
-        factor = objects * ROWS_PER_OBJECT / self.target_rows
-        lsm = objects * ROWS_PER_OBJECT / (self.level_rows or self.target_rows)
+        factor = objects * self.rows_per_object / self.target_rows
+        lsm = objects * self.rows_per_object / (self.level_rows or self.target_rows)
         out = dict(own)
         for key in self.scale_settings:
             value = self.settings.get(key)
@@ -114,7 +117,7 @@ class PredictSpec:
             elif key in self.settings or self.pool_per_row_bytes:
                 full = (self.pool_per_row_bytes * self.target_rows if self.pool_per_row_bytes
                         else parse_size(value))
-                out[key] = scaled_size(key, full * factor, k, objects)
+                out[key] = scaled_size(key, full * factor, k, objects * self.rows_per_object)
         return out
 
 
@@ -145,8 +148,8 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
         raise ConfigError("config key 'index.source': file: a ladder's rungs are smaller generated catalogs, "
                           "not a share of your files; predict from a ladder of index.source: generate with "
                           "the catalog.id_layout closest to your ids")
-    objects = max(1, round(rows / ROWS_PER_OBJECT))
-    factor = objects * ROWS_PER_OBJECT / spec.target_rows
+    objects = max(1, round(rows / spec.rows_per_object))   # the sky's copies (and density) make a row
+    factor = objects * spec.rows_per_object / spec.target_rows
     out = copy.deepcopy(cfg)
     out["run"] = f"{spec.run}-rung{k}"
     out["catalog"]["patch"]["objects"] = objects
@@ -168,7 +171,7 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
 
 def _scaled_settings(settings: dict, spec: PredictSpec, factor: float, k: int, objects: int) -> dict:
     """``settings`` with each size of predict.scale_settings it holds × ``factor``."""
-    return {key: scaled_size(key, parse_size(val) * factor, k, objects)
+    return {key: scaled_size(key, parse_size(val) * factor, k, objects * spec.rows_per_object)
             if key in spec.scale_settings and not (isinstance(val, str) and "=" in val) else val
             for key, val in settings.items()}
 
@@ -236,7 +239,7 @@ def rungs(cfg: dict) -> list[dict]:
     spec = PredictSpec.of(cfg)
     check_rows(spec.rows, spec.target_rows)
     out = [_rung_config(cfg, spec, k, int(n)) for k, n in enumerate(sorted(spec.rows), start=1)]
-    check_objects(spec.rows, [r["catalog"]["patch"]["objects"] for r in out])
+    check_objects(spec.rows, [r["catalog"]["patch"]["objects"] for r in out], spec.rows_per_object)
     return [part for r in out for part in _split_lsm(r, cfg)]
 
 
