@@ -200,3 +200,47 @@ def test_a_load_killed_after_its_last_repetition_finished_writes_its_results_on_
     s = json.loads((out / "summary.json").read_text())
     assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum and s["server"]["variables"]
     assert not basedir.exists()
+
+
+def test_a_load_stopped_before_its_table_was_made_resumes_from_its_first_file(scratch):
+    """A job stopped with its server's data kept but no index table in it (the server killed as
+    it came up, before CREATE TABLE; here the table dropped while the job was frozen): the re-run
+    makes the table and loads every file, where it had failed on the missing table (1146)."""
+    files = write_files(scratch / "in", "bigint", 12, 4000)
+    rows, checksum = _input_checksum(files)
+    out, target = scratch / "results" / "load", scratch / "target"
+    strategy = "one-file-at-a-time"
+    basedir = target / f"catbench-load_index-bigint-innodb-{strategy}"
+    from catbench.load.strategies import table_name
+    table = table_name(_variant("bigint"), strategy)
+    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint",
+           "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
+    log = scratch / "first.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while _ledger_files(basedir, table) < 2:
+            assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.02)
+        _freeze(proc, basedir, table)
+        conn = mysql.connector.connect(unix_socket=str(basedir / "mysqld.sock"), user="root")
+        cur = conn.cursor()
+        cur.execute("SET SESSION lock_wait_timeout = 10")   # an error, not a hang, if a lock stays
+        cur.execute("SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND user = 'root'")
+        for (thread,) in cur.fetchall():   # the frozen job's: its open transaction holds the table
+            cur.execute(f"KILL {int(thread)}")
+        cur.execute(f"DROP TABLE secondary_index.`{table}`")
+        conn.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (basedir / "resume.json").exists()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    said = r.stdout + r.stderr
+    assert r.returncode == 0, said[-3000:]
+    assert "resuming after 0 of 12 committed files: the table was not made" in said
+    s = json.loads((out / "summary.json").read_text())
+    assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum
+    assert s["repetitions"][0]["resumed_at_file"] == 0 and not basedir.exists()

@@ -249,15 +249,22 @@ def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
 
 def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bool):
     """Creates the strategy's table, or, resuming, finds what the interrupted run committed
-    (the ledger); gives file-by-file strategies their ledger."""
-    if not resuming:
+    (the ledger); gives file-by-file strategies their ledger. A stop before the table was made
+    (the server killed as it came up) left nothing to resume: the table is made and the
+    repetition starts at its first file."""
+    made = not resuming or not _has_table(job.conn, job.table)
+    if made:
         job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
         job.conn.cursor().execute(strategy.table_ddl(job.variant, DATABASE, job.table, job.engine))
     if not strategy.resumable:
         return
     job.ledger = Ledger(DATABASE, job.table, figures["repetition"], job.files)
     job.ledger.create(job.conn)
-    if resuming:
+    if resuming and made:
+        job.ledger.clear(job.conn)
+        figures["resumed_at_file"] = 0
+        log.info("resuming after 0 of %d committed files: the table was not made before the stop", len(job.files))
+    elif resuming:
         job.earlier = job.ledger.committed(job.conn, job.variant)
         if not job.engine.transactional and not _table_is_ledger(job, figures):
             job.earlier = ((), ())
@@ -285,6 +292,13 @@ def _full_disk_named(target: str, srv):
         if full:
             raise LoadError(f"{full}; loading failed: {exc}") from exc
         raise
+
+
+def _has_table(conn, table: str) -> bool:
+    cur = conn.cursor()
+    cur.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
+                (DATABASE, table))
+    return cur.fetchone()[0] > 0
 
 
 def _table_is_ledger(job: LoadJob, figures: dict) -> bool:
