@@ -254,8 +254,7 @@ def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bo
     repetition starts at its first file."""
     made = not resuming or not _has_table(job.conn, job.table)
     if made:
-        job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
-        job.conn.cursor().execute(strategy.table_ddl(job.variant, DATABASE, job.table, job.engine))
+        _new_table(job, strategy)
     if not strategy.resumable:
         return
     job.ledger = Ledger(DATABASE, job.table, figures["repetition"], job.files)
@@ -268,8 +267,7 @@ def _prepare_table(job: LoadJob, strategy: Strategy, figures: dict, resuming: bo
         job.earlier = job.ledger.committed(job.conn, job.variant)
         if not job.engine.transactional and not _table_is_ledger(job, figures):
             job.earlier = ((), ())
-            job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
-            job.conn.cursor().execute(strategy.table_ddl(job.variant, DATABASE, job.table, job.engine))
+            _new_table(job, strategy)
             job.ledger.clear(job.conn)
         figures["resumed_at_file"] = len(job.earlier[1])
         log.info("resuming after %d of %d committed files", len(job.earlier[1]), len(job.files))
@@ -292,6 +290,11 @@ def _full_disk_named(target: str, srv):
         if full:
             raise LoadError(f"{full}; loading failed: {exc}") from exc
         raise
+
+
+def _new_table(job: LoadJob, strategy: Strategy) -> None:
+    job.conn.cursor().execute(f"DROP TABLE IF EXISTS `{DATABASE}`.`{job.table}`")
+    job.conn.cursor().execute(strategy.table_ddl(job.variant, DATABASE, job.table, job.engine))
 
 
 def _has_table(conn, table: str) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 from ..core.index.table import ENGINES
 from ..core.infra.jobs.repeat import z_ppf
 from ..core.infra.resources import resources_dir
+from .runs import Rep
 
 FORMS = ("btree-misses", "lsm-misses", "sort-bound", "key-build", "restart")
 MIN_FORM = 5        # figures a form needs for its own spread; fewer take every form's
@@ -135,7 +136,7 @@ def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
 
 
 # ---------------------------------------------------------------- the rungs' own interval
-def resample(reps: list, rng, sigma: float = 0.0) -> list:
+def resample(reps: list[Rep], rng, sigma: float = 0.0) -> list[Rep]:
     """The repetitions resampled with replacement within each rung (every rung stays), and
     each rung as a whole made faster or slower by exp(N(0, sigma)): a rung run again."""
     out = []
