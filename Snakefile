@@ -32,6 +32,7 @@ include: "workflow/rules/storage.smk"
 include: "workflow/rules/queries.smk"
 include: "workflow/rules/restart.smk"
 include: "workflow/rules/cluster.smk"
+include: "workflow/rules/predict.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -51,6 +52,7 @@ rule all:
         [rules.queries.input] if "queries" in STAGES else [],
         [rules.restart.input] if "restart" in STAGES else [],
         [rules.cluster.input] if "cluster" in STAGES else [],
+        [rules.predict.input] if "predict" in STAGES else [],
         rules.report.input,
 
 

@@ -406,7 +406,7 @@ def test_a_ladder_written_over_an_earlier_one_leaves_only_its_own_rungs(tmp_path
     import argparse
 
     import yaml
-    from catbench.cli.predict import cmd_ladder
+    from catbench.cli.ladder import cmd_ladder
     out = tmp_path / "rungs"
 
     def ladder_of(rows, run="study"):

@@ -55,6 +55,8 @@ rule report_html:
     input:
         tables=rules.tables.output,
         results=TABLE_INPUTS,
+        # the answer at scale the report opens with (predict/prediction.json)
+        prediction=[PREDICTION] if "predict" in STAGES else [],
     output:
         index=report(
             f"{RES}/report/index.html",

@@ -1,5 +1,5 @@
 """CLI sub-commands ``catbench predict`` (a load's time and bytes at N rows from the rungs of
-a ladder, with the ladder's own validation) and ``catbench ladder`` (the rungs' configs)."""
+a ladder, with the ladder's own validation) and ``catbench coverage`` (the sealed checks' record)."""
 
 from __future__ import annotations
 
@@ -7,24 +7,20 @@ import argparse
 import json
 import logging
 import math
-import re
 from pathlib import Path
 
-import yaml
-
 from ..core.infra.config import ConfigError, yamlfile
-from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
 from ..predict import sealed as sealed_doc
 from ..predict.runs import device_figures, read_runs
-from ..predict.spec import Fitting, PredictSpec, Rung, rungs
+from ..predict.spec import Fitting, PredictSpec
 from .common import guarded, out_path, read_config
 from .predict_restart import add_arguments as add_restart_arguments
 from .predict_restart import predict_restarts
 
 log = logging.getLogger(__name__)
-COMMANDS = ("predict", "ladder", "coverage")
+COMMANDS = ("predict", "coverage")
 # the fields of a load's "key" in the JSON (--out); the report reads them
 KEY_FIELDS = ("target", "variant", "engine", "strategy", "id_layout")
 MAX_ROWS = 1e14                      # --rows past this is no catalog the model is for
@@ -171,8 +167,8 @@ def cmd_predict(a) -> int:
     fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
     figures = _device_file(a.device) if a.device else None
     skipped: list = []
-    groups = read_runs(a.results, skipped)
-    restarts = predict_restarts(a, cfg, fitting, figures, required=not groups)
+    groups = {k: v for k, v in read_runs(a.results, skipped).items() if not a.targets or k[0] in a.targets}
+    restarts = None if a.loads_only else predict_restarts(a, cfg, fitting, figures, required=not groups)
     if not groups and restarts is None:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)"
                           + (f" that ran alone: {_not_alone_text(skipped)}" if skipped else "")
@@ -321,52 +317,6 @@ def cmd_coverage(a) -> int:
     return 0
 
 
-def cmd_ladder(a) -> int:
-    """The rungs of the config's ladder (predict.rows): one config file per rung in --out,
-    named by its run (``<run>-rung<k>``); without --out, their names and scaled settings."""
-    out_path(a.out, directory=True)
-    ladder = [Rung.of(r) for r in rungs(read_config(a.config))]
-    for r in ladder:    # each rung's file must be a config the workflow takes
-        try:
-            validate_config(r.file)
-        except ConfigError as e:
-            raise ConfigError(f"the rung {r.run!r} of {a.config} would be refused by the workflow "
-                              f"(its run is config key 'run' + '-rung<k>'): {e}") from None
-    if a.out:
-        _only_this_ladder(Path(a.out), {f"{r.run}.yaml" for r in ladder})
-    for r in ladder:
-        print(f"{r.run}: catalog.patch.objects {r.objects}, partition.index_files {r.index_files}, load.settings "
-              f"{json.dumps(r.settings)}, sort_memory {r.sort_memory}, time_limit_s {r.time_limit_s}")
-        if a.out:
-            (Path(a.out) / f"{r.run}.yaml").write_text(yaml.safe_dump(r.file, sort_keys=False))
-    return 0
-
-
-RUNG_FILE = re.compile(r".+-rung[0-9]+(-config-lsm)?\.ya?ml")
-
-
-def _only_this_ladder(out: Path, names: set) -> None:
-    """--out holds this ladder's rungs only: the workflow runs (and predict fits) every config
-    in it. A rung config an earlier ladder wrote there (``<run>-rung<k>.yaml``, its ``run``
-    its name) is removed; any other config there is refused, never removed."""
-    stale, other = [], []
-    for f in sorted(out.iterdir()):
-        if f.name in names or f.suffix not in (".yaml", ".yml"):
-            continue
-        try:
-            doc = yaml.safe_load(f.read_text()) if f.is_file() and not f.is_symlink() else None
-        except (OSError, yaml.YAMLError):
-            doc = None
-        ours = RUNG_FILE.fullmatch(f.name) and isinstance(doc, dict) and doc.get("run") == f.name.rsplit(".", 1)[0]
-        (stale if ours else other).append(f)
-    if other:
-        raise ConfigError(f"--out {out} holds {', '.join(f.name for f in other)}, not a rung config of this ladder: "
-                          f"every config there is run and fitted; move it away or give another --out")
-    for f in stale:
-        f.unlink()
-        print(f"removed {f}: a rung of an earlier ladder, not of this one")
-
-
 def _positive(text: str) -> float:
     """--rows: a finite number over 0 (1e10 and 10000000000 alike)."""
     try:
@@ -411,7 +361,7 @@ def add_subcommands(subparsers) -> None:
     p = subparsers.add_parser("predict", help="a load's time and bytes at N rows from a ladder's smaller runs",
                               description=cmd_predict.__doc__)
     p.add_argument("--config", required=True, help="the target's config (its predict section and load settings)")
-    p.add_argument("--results", required=True, action="append", help="results/<run> of a rung (repeat)")
+    p.add_argument("--results", required=True, action="extend", nargs="+", help="results/<run> of each rung")
     p.add_argument("--rows", type=_rows, help="index rows to predict (default predict.target_rows)")
     p.add_argument("--pool", type=_pool, help="the target's cache (e.g. 128G; default the config's, or "
                    "predict.pool_per_row_bytes × rows)")
@@ -433,14 +383,11 @@ def add_subcommands(subparsers) -> None:
                    "seq_read_MBps, seq_write_MBps; resources/devices/ has an NVMe, a SATA SSD and a RAID6 of "
                    "disks) in place of the rungs' fio: the answer for a disk this machine does not have")
     p.add_argument("--out", help="write the predictions and the validation as JSON here")
+    p.add_argument("--targets", nargs="+", help="predict these targets' loads alone (default: every target's)")
+    p.add_argument("--loads-only", action="store_true", help="the loads alone: restart results in --results "
+                   "are not read")
     add_restart_arguments(p)
     p.set_defaults(func=guarded(cmd_predict, (ConfigError, FileNotFoundError, ValueError), "predict"))
-
-    p = subparsers.add_parser("ladder", help="the rungs' configs of the config's predict section",
-                              description=cmd_ladder.__doc__)
-    p.add_argument("--config", required=True)
-    p.add_argument("--out", help="directory to write <run>-rung<k>.yaml into")
-    p.set_defaults(func=guarded(cmd_ladder, (ConfigError, ValueError), "ladder"))
 
     p = subparsers.add_parser("coverage", help="how often the stated intervals held, per form, over every sealed check",
                               description=cmd_coverage.__doc__)

@@ -55,6 +55,16 @@ def load_job_seconds(sizes: RunSizes, loads, time_limit_s: float | None) -> floa
                for engine, resumable in loads)
 
 
+def rung_seconds(sizes: RunSizes, loads, time_limit_s: float | None) -> float:
+    """Expected seconds of the predict stage's rungs: the run's loads on the ladder's targets at
+    each multiple of its rows, with the ladder's repetitions (the rate, as one_load_seconds
+    takes it, the same at every size; collapsing loads slower per row as they grow, which this
+    does not count)."""
+    lad = sizes.ladder
+    share = lad.targets / max(1, len(sizes.nodes)) * lad.repetitions / sizes.load.repetitions
+    return sum(lad.factors) * share * load_job_seconds(sizes, loads, time_limit_s)
+
+
 def job_counts(sizes: RunSizes, loads: int) -> dict[str, dict[str, int]]:
     """{stage: {rule: jobs}} of the whole run (rule ``all``) for the run's sizes;
     ``loads``: its load_index_run jobs (targets x variants x the engine/strategy pairs that run)."""
@@ -78,6 +88,8 @@ def job_counts(sizes: RunSizes, loads: int) -> dict[str, dict[str, int]]:
         out["restart"] = {"restart_run": targets}
     if "cluster" in stages:
         out["cluster"] = {"cluster_restart_run": sizes.cluster.targets}
+    if "predict" in stages:
+        out["predict"] = {"ladder_rung": len(sizes.ladder.factors), "predict_loads": 1}
     out["report"] = {"target_info": targets, "tables": 1, "report_html": 1}
     return out
 
@@ -97,6 +109,7 @@ def plan(sizes: RunSizes, loads: list, *, time_limit_s: float | None) -> dict:
         for rule, jobs in rules.items():
             side = nodes if rule in MEASURING else max(1, cpus // req[rule].threads)
             work = jobs * START_S + (load_job_seconds(sizes, loads, time_limit_s) if rule == "load_index_run"
+                                     else rung_seconds(sizes, loads, time_limit_s) if rule == "ladder_rung"
                                      else jobs * seconds[rule])
             total += math.ceil(jobs / side) * work / max(1, jobs)
         minutes[stage] = total / 60
@@ -145,6 +158,7 @@ TARGET_STAGES = {
     "catalog": ("catalog",), "partition": ("catalog", "partition"), "fio": ("fio",),
     "load_index": (*_UP_TO_INDEX, "load_index"), "queries": (*_UP_TO_INDEX, "queries"),
     "restart": (*_UP_TO_INDEX, "restart"), "cluster": (*_UP_TO_INDEX, "cluster"),
+    "predict": (*_UP_TO_INDEX, "fio", "load_index", "predict"),
 }
 WHOLE_RUN = ("all", "report", "report_html", "tables")
 

@@ -25,7 +25,8 @@ BASE_S = 300
 # Snakemake's job start and the command's imports, 2-3 s measured.
 START_S = 3
 # Rules that measure a target (or the engine under test): they run alone (see measure_domain).
-MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run")
+MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run",
+             "ladder_rung")
 # Rules that are not measuring but use jobs.cpus worker processes or threads (a map job
 # shares them with the other map jobs: _map_threads).
 PARALLEL = ("index_generate_part", "partition_map", "index_read")
@@ -154,7 +155,16 @@ def _runtimes(sizes: RunSizes) -> dict:
             cl.load_window_s + 120 + 250 * s.objects / 5e6), ir),
         "tables": (0, r),
         "report_html": (0, r),
+        # the largest rung: its loads at that multiple of the rows, one after the other
+        "ladder_rung": (_rung_seconds(sizes), ir),
+        "predict_loads": (60, r),
     }
+
+
+def _rung_seconds(sizes: RunSizes) -> float:
+    """The predict stage's largest rung: its loads at that multiple of the rows, one after the other."""
+    lad = sizes.ladder
+    return max(lad.factors) * lad.targets * lad.loads * lad.repetitions * load_seconds(sizes) / sizes.load.repetitions
 
 
 def _restarts(rs: RestartWork) -> tuple[int, int]:
@@ -256,6 +266,9 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
         "cluster_restart_run": (mem["cluster"], "cluster.nodes"),
         "tables": (2000, None),
         "report_html": (2000, None),
+        # a rung's Snakemake beside its loads' own servers and clients
+        "ladder_rung": (1000 + mem["load"] * max(sizes.ladder.factors), server_key),
+        "predict_loads": (2000, None),
     }
     out = {}
     for rule, (seconds, runtime_key) in _runtimes(sizes).items():

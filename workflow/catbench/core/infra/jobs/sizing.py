@@ -77,6 +77,16 @@ class LoadWork:
 
 
 @dataclass(frozen=True)
+class LadderWork:
+    """predict.in_run: the rungs the predict stage runs, each the run's loads (at most
+    ``loads`` a target: variants × engines × strategies) at a multiple of its rows."""
+    factors: tuple[int, ...]
+    targets: int
+    loads: int
+    repetitions: int
+
+
+@dataclass(frozen=True)
 class FioWork:
     """fio: a fio job's tests."""
     repetitions: int
@@ -134,6 +144,7 @@ class RunSizes:
     restart: RestartWork
     cluster: ClusterWork
     queries: QueryWork
+    ladder: LadderWork
     chunks: Chunks
     server_settings: dict           # server.settings
     nodes: dict                     # {target: targets.<t>.node or None}, in the config's order
@@ -144,7 +155,7 @@ class RunSizes:
     def of(cls, cfg: dict) -> RunSizes:
         jobs, server = cfg["jobs"], cfg["server"]["settings"]
         load, fio = cfg["load"], cfg["fio"]
-        rs, cl, q = cfg["restart"], cfg["cluster"], cfg["queries"]
+        rs, cl, q, ir = cfg["restart"], cfg["cluster"], cfg["queries"], cfg["predict"]["in_run"]
         return cls(
             rates=Rates(cpus=jobs["cpus"], rows_per_s=jobs["rows_per_s"], index_rows_per_s=jobs["index_rows_per_s"]),
             scale=_scale(cfg),
@@ -168,6 +179,9 @@ class RunSizes:
                               shv1_tests=0 if {"box_deg", "ra_min"} & set(q["parameters"].get("SHV1") or {})
                               else q["draw"]["target_tests"],
                               shv1_rows=q["draw"]["target_rows"]),
+            ladder=LadderWork(factors=tuple(ir["factors"]), targets=len(ir["targets"] or cfg["targets"]),
+                              loads=len(load["variants"]) * len(load["engines"]) * len(load["strategies"]),
+                              repetitions=ir["repetitions"]),
             chunks=Chunks.of(cfg, estimated_objects(cfg)),
             server_settings=dict(server),
             nodes={t: v.get("node") for t, v in cfg["targets"].items()},

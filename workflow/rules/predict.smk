@@ -1,0 +1,61 @@
+# Stage `predict`: the run's own loads laddered (workflow/catbench/predict/in_run.py). Each
+# rung is a run of its own at a multiple of the run's rows (results/<run>-rung<k>, its loads
+# alone), started by a job that holds the measuring slot; then every load of the ladder's
+# targets predicted at predict.target_rows, which the report opens with.
+from catbench.predict import in_run as cb_in_run  # noqa: E402
+
+if "predict" in STAGES:
+    IN_RUN = cb_in_run.InRun.of(config)
+    IN_RUN_POOL = cb_in_run.target_pool(config)
+    RUNG_NUMBERS = [str(k) for k in range(2, 2 + len(IN_RUN.factors))]
+else:
+    IN_RUN, IN_RUN_POOL, RUNG_NUMBERS = None, None, []
+PREDICTION = f"{RES}/predict/prediction.json"
+
+
+rule ladder_rung:
+    output:
+        f"{RES}/predict/rung{{rung}}.json",
+    params:
+        cfg=cfg_json("run", "seed", "stages", "catalog", "partition", "index", "targets", "server", "load",
+                     "predict", "jobs"),
+    threads: job_threads("ladder_rung")
+    log:
+        f"{RES}/logs/predict/rung{{rung}}.log",
+    benchmark:
+        f"{RES}/benchmarks/predict/rung{{rung}}.tsv"
+    conda:
+        ENV_PY
+    resources:
+        **job_resources("ladder_rung"),
+    shell:
+        "catbench ladder-rung --config {params.cfg:q} --rung {wildcards.rung:q} --cores {threads} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+rule predict_loads:
+    input:
+        rungs=expand(rules.ladder_rung.output, rung=RUNG_NUMBERS),
+        loads=rules.load_index.input,
+        fio=[rules.fio.input] if "fio" in STAGES else [],
+    output:
+        PREDICTION,
+    params:
+        cfg=cfg_json("run", "stages", "catalog", "partition", "index", "targets", "server", "load", "predict"),
+        results=[RES, *(f"results/{r}" for r in (IN_RUN.rung_runs() if IN_RUN else []))],
+        targets=list(IN_RUN.targets) if IN_RUN else [],
+        pool=f"--pool {IN_RUN_POOL}" if IN_RUN_POOL else "",
+    log:
+        f"{RES}/logs/predict/predict.log",
+    conda:
+        ENV_PY
+    resources:
+        **job_resources("predict_loads"),
+    shell:
+        "catbench predict --config {params.cfg:q} --results {params.results:q} "
+        "--targets {params.targets:q} {params.pool} --no-time-limit --loads-only --out {output:q} > {log:q} 2>&1"
+
+
+rule predict:
+    input:
+        PREDICTION,
