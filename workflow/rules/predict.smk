@@ -1,12 +1,12 @@
-# Stage `predict`: the run's own loads laddered (workflow/catbench/predict/in_run.py). Each
+# Stage `predict`: the run's own loads laddered (workflow/catbench/predict/spec.py, InRun). Each
 # rung is a run of its own at a multiple of the run's rows (results/<run>-rung<k>, its loads
 # alone), started by a job that holds the measuring slot; then every load of the ladder's
 # targets predicted at predict.target_rows, which the report opens with.
-from catbench.predict import in_run as cb_in_run  # noqa: E402
+from catbench.predict import spec as cb_predict_spec  # noqa: E402
 
 if "predict" in STAGES:
-    IN_RUN = cb_in_run.InRun.of(config)
-    IN_RUN_POOL = cb_in_run.target_pool(config)
+    IN_RUN = cb_predict_spec.InRun.of(config)
+    IN_RUN_POOL = cb_predict_spec.target_pool(config)
     RUNG_NUMBERS = [str(k) for k in range(2, 2 + len(IN_RUN.factors))]
 else:
     IN_RUN, IN_RUN_POOL, RUNG_NUMBERS = None, None, []
@@ -44,7 +44,7 @@ rule predict_loads:
         cfg=cfg_json("run", "stages", "catalog", "partition", "index", "targets", "server", "load", "predict"),
         results=[RES, *(f"results/{r}" for r in (IN_RUN.rung_runs() if IN_RUN else []))],
         targets=list(IN_RUN.targets) if IN_RUN else [],
-        pool=f"--pool {IN_RUN_POOL}" if IN_RUN_POOL else "",
+        pool_args=f"--pool {IN_RUN_POOL}" if IN_RUN_POOL else "",
     log:
         f"{RES}/logs/predict/predict.log",
     conda:
@@ -53,7 +53,7 @@ rule predict_loads:
         **job_resources("predict_loads"),
     shell:
         "catbench predict --config {params.cfg:q} --results {params.results:q} "
-        "--targets {params.targets:q} {params.pool} --no-time-limit --loads-only --out {output:q} > {log:q} 2>&1"
+        "--targets {params.targets:q} {params.pool_args} --no-time-limit --loads-only --out {output:q} > {log:q} 2>&1"
 
 
 rule predict:

@@ -18,7 +18,7 @@ from catbench.core.infra.targets import TargetError, open_lock
 HERE = Path.cwd().resolve()
 
 
-# the commands a run's jobs call (the rules' shell lines): a read-only `catbench predict` beside
+# the commands a run's jobs call (the rules' shell lines): a read-only `catbench coverage` beside
 # a stale lock is not a job of the run
 JOB_COMMANDS = {m for f in (Path(__file__).resolve().parents[1] / "rules").glob("*.smk")
                 for m in re.findall(r"\bcatbench ([a-z][a-z0-9-]*)", f.read_text())}

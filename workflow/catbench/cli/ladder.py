@@ -17,8 +17,7 @@ import yaml
 from ..core.infra.config import ConfigError
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
-from ..predict.in_run import rung_config
-from ..predict.spec import Rung, rungs
+from ..predict.spec import Rung, rung_config, rungs
 from .common import command, guarded, out_path, read_config
 
 COMMANDS = ("ladder", "ladder-rung")
