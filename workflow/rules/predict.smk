@@ -19,6 +19,7 @@ rule ladder_rung:
     params:
         cfg=cfg_json("run", "seed", "stages", "catalog", "partition", "index", "targets", "server", "load",
                      "predict", "jobs"),
+        snakefile=workflow.main_snakefile,
     threads: job_threads("ladder_rung")
     log:
         f"{RES}/logs/predict/rung{{rung}}.log",
@@ -29,7 +30,7 @@ rule ladder_rung:
     resources:
         **job_resources("ladder_rung"),
     shell:
-        "catbench ladder-rung --config {params.cfg:q} --rung {wildcards.rung:q} --cores {threads} "
+        "catbench ladder-rung --config {params.cfg:q} --rung {wildcards.rung:q} --snakefile {params.snakefile:q} --cores {threads} "
         "--out {output:q} > {log:q} 2>&1"
 
 

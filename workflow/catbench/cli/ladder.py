@@ -87,11 +87,12 @@ def ladder_rung(a) -> None:
           flush=True)
     t0 = time.monotonic()
     # its loads alone: the run's fio figures stand for the same targets
-    done = subprocess.run([sys.executable, "-m", "snakemake", "load_index", "--cores", str(a.cores),
-                           "--rerun-incomplete", "--configfile", str(config)], check=False)
+    again = ["load_index", "-s", a.snakefile, "--configfile", str(config)]
+    done = subprocess.run([sys.executable, "-m", "snakemake", *again, "--cores", str(a.cores), "--rerun-incomplete"],
+                          check=False)
     if done.returncode:
         raise ValueError(f"the rung's run {rung['run']} failed (exit {done.returncode}): its job's log is named "
-                         f"above; `snakemake load_index --configfile {config}` runs it again")
+                         f"above; `snakemake {' '.join(again)}` runs it again")
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps({"run": rung["run"], "results": f"results/{rung['run']}", "config": str(config),
                                    "seconds": round(time.monotonic() - t0, 1)}, indent=1))
@@ -102,4 +103,5 @@ def add_subcommands(sub) -> None:
     p.add_argument("--config", required=True)
     p.add_argument("--out", help="directory to write <run>-rung<k>.yaml into")
     p.set_defaults(func=guarded(cmd_ladder, (ConfigError, ValueError), "ladder"))
-    command(sub, "ladder-rung", ladder_rung, ("--rung", {"type": int}), ("--cores", {"type": int}), "--out")
+    command(sub, "ladder-rung", ladder_rung, ("--rung", {"type": int}), ("--cores", {"type": int}), "--snakefile",
+            "--out")

@@ -179,7 +179,7 @@ class RunSizes:
                               shv1_tests=0 if {"box_deg", "ra_min"} & set(q["parameters"].get("SHV1") or {})
                               else q["draw"]["target_tests"],
                               shv1_rows=q["draw"]["target_rows"]),
-            ladder=LadderWork(factors=tuple(ir["factors"]), targets=len(ir["targets"] or cfg["targets"]),
+            ladder=LadderWork(factors=tuple(ir["factors"]), targets=len(ir["targets"] or list(cfg["targets"])[:1]),
                               loads=len(load["variants"]) * len(load["engines"]) * len(load["strategies"]),
                               repetitions=ir["repetitions"]),
             chunks=Chunks.of(cfg, estimated_objects(cfg)),
