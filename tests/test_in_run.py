@@ -101,3 +101,14 @@ def test_the_predict_stage_runs_its_rung_and_the_report_opens_with_the_answer(tm
     assert "restarts" not in doc
     page = (run / "report" / "index.html").read_text()
     assert "At your scale: 10,000,000 rows" in page and "No prediction at your scale" not in page
+
+
+def test_predict_answers_for_the_targets_asked_alone(tmp_path):
+    """`catbench predict --targets`: the predict stage's rungs load on some of the run's targets;
+    the others' loads (one rung each) are left out, not refused one by one."""
+    from support.predict import write_prediction
+    run = tmp_path / "run"
+    doc = json.loads(write_prediction(run, targets=["ssd"]).read_text())
+    assert {p["key"]["target"] for p in doc["predictions"]} == {"ssd"}
+    doc = json.loads(write_prediction(run, targets=["disk"], loads_only=True).read_text())
+    assert {p["key"]["target"] for p in doc["predictions"]} == {"disk"} and "restarts" not in doc

@@ -78,8 +78,9 @@ def write_prediction(run: Path, out: Path | None = None, read=None, **flags) -> 
     out = out or run / "predict" / "prediction.json"
     args = argparse.Namespace(**{**dict(config=str(cfg), results=["rung1", "rung2", "rung3", str(run)], rows=None,
                                         pool=None, ram=None, no_time_limit=False, measured=None, sealed=None, device=None,
-                                        min_rungs=None, out=str(out), data=None, redo=None, checkpoint_age=None,
-                                        write_rate=None, downtime=None, gcache=None), **flags})
+                                        min_rungs=None, out=str(out), targets=None, loads_only=False, data=None,
+                                        redo=None, checkpoint_age=None, write_rate=None, downtime=None, gcache=None),
+                                   **flags})
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("catbench.cli.predict.read_runs", lambda paths, skipped=None: (read or (lambda _p: groups()))(paths))
         assert cmd_predict(args) == 0
