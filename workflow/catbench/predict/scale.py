@@ -11,7 +11,7 @@ from scipy.integrate import trapezoid
 from scipy.optimize import least_squares
 
 from .coverage import interval, load_form, resample, widen_prediction
-from .fitted import Fit, Target, build_per_row, cache_share, nlogn
+from .fitted import Fit, Target, build_per_row, cache_share, pre_line
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .ladder import page_cache_left
 from .lsm import index_block_refusal, index_ratio, lsm_fit
@@ -129,7 +129,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
     cpu = [r.server_cpu_s / r.seconds for r in reps if r.server_cpu_s and r.seconds > 0]
     per_row = [r.server_cpu_s / r.rows for r in reps if r.server_cpu_s and r.rows > 0]
     return Fit(curve, slope, icpt,
-               float(np.median([r.pre_s / nlogn(r.rung_rows) for r in reps])),
+               pre_line(reps),
                build_per_row(reps),
                _median(cpu), device,
                any(r.sorts and r.sort_memory and r.input_bytes > r.sort_memory for r in reps),
