@@ -63,6 +63,15 @@ def test_a_run_whose_loads_cannot_be_the_smallest_rung_is_refused_naming_the_key
         InRun.of(_with(**change))
 
 
+def test_the_rungs_load_the_b_tree_engines_alone():
+    """MyRocks' ladder keeps its LSM in rungs apart (predict/spec.py _split_lsm): the run's own
+    ladder leaves it out, and a run of MyRocks alone is refused before any work."""
+    both = _with(load__engines=["innodb", "rocksdb"])
+    assert rung_config(both, 2)["load"]["engines"] == ["innodb"]
+    with pytest.raises(ConfigError, match="config key 'load.engines'"):
+        InRun.of(_with(load__engines=["rocksdb"]))
+
+
 def test_engines_with_caches_of_different_sizes_need_the_cache_a_row():
     cfg = _with(load__engines=["innodb", "rocksdb"],
                 load__settings={"innodb_buffer_pool_size": "10M", "rocksdb_block_cache_size": "20M"})

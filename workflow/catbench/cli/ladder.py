@@ -1,5 +1,5 @@
 """CLI sub-commands ``catbench ladder`` (the rungs' configs of a config's ladder, predict.rows) and
-``catbench ladder-rung`` (one rung of the run's own ladder, stage ``predict``, predict/in_run.py:
+``catbench ladder-rung`` (one rung of the run's own ladder, stage ``predict``, predict/spec.py InRun:
 its config written beside the marker, then Snakemake on it, its loads alone, while this job holds
 the run's measuring slot)."""
 

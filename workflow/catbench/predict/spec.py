@@ -301,12 +301,21 @@ class InRun:
             raise ConfigError(f"config key 'predict.target_rows' ({pred['target_rows']:,}): not past the "
                               f"largest rung ({rows:,} rows × {max(own['factors'])}): nothing to predict")
         _check_least(spec)
+        if not _btrees(cfg):
+            raise ConfigError("config key 'load.engines': the predict stage ladders B-tree loads (an LSM's rungs keep "
+                              "the config's LSM apart: `make ladder`); add innodb or myisam, or remove predict from stages")
         return cls(cfg["run"], rows, tuple(sorted(own["factors"])), targets, own["repetitions"],
                    pred["target_rows"])
 
     def rung_runs(self) -> list[str]:
         """The rungs' runs past the run itself (rung 1), smallest first."""
         return [f"{self.run}-rung{k}" for k in range(2, 2 + len(self.factors))]
+
+
+def _btrees(cfg: dict) -> list[str]:
+    """The run's load.engines a rung of its own ladder loads: not an LSM, whose ladder keeps the
+    config's LSM in rungs apart (``_split_lsm``); its loads here are predicted from none."""
+    return [e for e in cfg["load"]["engines"] if e in ENGINES and not ENGINES[e].lsm]
 
 
 def _check_least(spec: PredictSpec) -> None:
@@ -330,6 +339,7 @@ def rung_config(cfg: dict, k: int) -> dict:
     base["stages"] = ["load_index"]
     base["targets"] = {t: cfg["targets"][t] for t in own.targets}
     base["load"]["repetitions"] = own.repetitions
+    base["load"]["engines"] = _btrees(cfg)
     # the run's rows are the ladder's reference: a rung scales its memories by rows ÷ the run's
     base["predict"] = {**cfg["predict"], "target_rows": own.rows, "pool_per_row_bytes": None,
                        "rows": [own.rows * f for f in own.factors]}
