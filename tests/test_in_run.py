@@ -66,15 +66,17 @@ def test_a_run_whose_loads_cannot_be_the_smallest_rung_is_refused_naming_the_key
 def test_the_rungs_load_the_b_tree_engines_alone():
     """MyRocks' ladder keeps its LSM in rungs apart (predict/spec.py _split_lsm): the run's own
     ladder leaves it out, and a run of MyRocks alone is refused before any work."""
-    both = _with(load__engines=["innodb", "rocksdb"])
+    both = _with(load__engines=["innodb", "rocksdb"],
+                 load__settings={"innodb_buffer_pool_size": "10M", "rocksdb_block_cache_size": "20M"})
     assert rung_config(both, 2)["load"]["engines"] == ["innodb"]
+    assert target_pool(both) == target_pool(DEFAULT)      # the cache of the engine laddered
     with pytest.raises(ConfigError, match="config key 'load.engines'"):
         InRun.of(_with(load__engines=["rocksdb"]))
 
 
 def test_engines_with_caches_of_different_sizes_need_the_cache_a_row():
-    cfg = _with(load__engines=["innodb", "rocksdb"],
-                load__settings={"innodb_buffer_pool_size": "10M", "rocksdb_block_cache_size": "20M"})
+    cfg = _with(load__engines=["innodb", "myisam"],
+                load__settings={"innodb_buffer_pool_size": "10M", "key_buffer_size": "20M"})
     with pytest.raises(ConfigError, match="predict.pool_per_row_bytes"):
         target_pool(cfg)
     assert target_pool(_with(**{"predict__pool_per_row_bytes": 64})) is None   # predict's own per engine

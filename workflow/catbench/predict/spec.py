@@ -352,13 +352,13 @@ def rung_config(cfg: dict, k: int) -> dict:
 
 def target_pool(cfg: dict) -> int | None:
     """The cache at predict.target_rows (``catbench predict --pool``): the run's own × target rows
-    ÷ the run's rows; None where predict.pool_per_row_bytes gives it. ConfigError when the run's
-    engines have caches of different sizes (one --pool cannot say both)."""
+    ÷ the run's rows; None where predict.pool_per_row_bytes gives it. ConfigError when the
+    engines its rungs load have caches of different sizes (one --pool cannot say both)."""
     spec, own = PredictSpec.of(cfg), InRun.of(cfg)
     if spec.pool_per_row_bytes:
         return None
-    sizes = {spec.target_pool(e) for e in cfg["load"]["engines"] if e in ENGINES}
+    sizes = {spec.target_pool(e) for e in _btrees(cfg)}
     if len(sizes) != 1:
-        raise ConfigError("config key 'predict.pool_per_row_bytes': the run's engines have caches of different "
-                          "sizes; give the cache a row at the target")
+        raise ConfigError("config key 'predict.pool_per_row_bytes': the run's laddered engines have caches of "
+                          "different sizes; give the cache a row at the target")
     return round(sizes.pop() * own.target_rows / own.rows)
