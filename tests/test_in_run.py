@@ -89,7 +89,7 @@ def test_the_predict_stage_runs_its_rung_and_the_report_opens_with_the_answer(tm
     cfg = {**yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text()),
            "stages": ["load_index", "predict"], "index": {"source": "generate"},
            "targets": {"disk": {"path": str(tmp_path / "t")}},
-           "predict": {"target_rows": 10**7}}
+           "predict": {"target_rows": 10**7, "bootstrap": 20}}   # the interval's resamples: few, it is checked elsewhere
     cfg["load"] = {**cfg["load"], "settings": {"innodb_buffer_pool_size": "10M"}}
     cfgfile = tmp_path / "c.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
