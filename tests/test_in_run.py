@@ -12,7 +12,7 @@ import yaml
 from catbench.cli.common import read_config
 from catbench.core.infra.config import ConfigError, validate
 from catbench.core.infra.targets import parse_size
-from catbench.predict.spec import InRun, rung_config, target_pool
+from catbench.predict.spec import InRun, rung_config
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -37,7 +37,7 @@ def test_the_default_run_ladders_its_own_loads_at_twice_its_rows_on_its_first_ta
     assert parse_size(settings["innodb_log_file_size"]) == 2 * parse_size("256M")
     assert parse_size(rung["load"]["sort_memory"].removesuffix("iB")) == 2 * parse_size("1G")
     # the answer's cache: the run's own a row, at 10^10 rows
-    assert target_pool(DEFAULT) == round(10 * 2**20 * 10**10 / 148_000)
+    assert InRun.of(DEFAULT).pool == round(10 * 2**20 * 10**10 / 148_000)
 
 
 def _with(**change) -> dict:
@@ -69,7 +69,7 @@ def test_the_rungs_load_the_b_tree_engines_alone():
     both = _with(load__engines=["innodb", "rocksdb"],
                  load__settings={"innodb_buffer_pool_size": "10M", "rocksdb_block_cache_size": "20M"})
     assert rung_config(both, 2)["load"]["engines"] == ["innodb"]
-    assert target_pool(both) == target_pool(DEFAULT)      # the cache of the engine laddered
+    assert InRun.of(both).pool == InRun.of(DEFAULT).pool      # the cache of the engine laddered
     with pytest.raises(ConfigError, match="config key 'load.engines'"):
         InRun.of(_with(load__engines=["rocksdb"]))
 
@@ -78,8 +78,8 @@ def test_engines_with_caches_of_different_sizes_need_the_cache_a_row():
     cfg = _with(load__engines=["innodb", "myisam"],
                 load__settings={"innodb_buffer_pool_size": "10M", "key_buffer_size": "20M"})
     with pytest.raises(ConfigError, match="predict.pool_per_row_bytes"):
-        target_pool(cfg)
-    assert target_pool(_with(**{"predict__pool_per_row_bytes": 64})) is None   # predict's own per engine
+        InRun.of(cfg)
+    assert InRun.of(_with(**{"predict__pool_per_row_bytes": 64})).pool is None   # predict's own per engine
 
 
 @pytest.mark.server

@@ -6,10 +6,9 @@ from catbench.predict import spec as cb_predict_spec  # noqa: E402
 
 if "predict" in STAGES:
     IN_RUN = cb_predict_spec.InRun.of(config)
-    IN_RUN_POOL = cb_predict_spec.target_pool(config)
     RUNG_NUMBERS = [str(k) for k in range(2, 2 + len(IN_RUN.factors))]
 else:
-    IN_RUN, IN_RUN_POOL, RUNG_NUMBERS = None, None, []
+    IN_RUN, RUNG_NUMBERS = None, []
 PREDICTION = f"{RES}/predict/prediction.json"
 
 
@@ -45,7 +44,7 @@ rule predict_loads:
         cfg=cfg_json("run", "stages", "catalog", "partition", "index", "targets", "server", "load", "predict"),
         results=[RES, *(f"results/{r}" for r in (IN_RUN.rung_runs() if IN_RUN else []))],
         targets=list(IN_RUN.targets) if IN_RUN else [],
-        pool_args=f"--pool {IN_RUN_POOL}" if IN_RUN_POOL else "",
+        pool_args=f"--pool {IN_RUN.pool}" if IN_RUN and IN_RUN.pool else "",
     log:
         f"{RES}/logs/predict/predict.log",
     conda:

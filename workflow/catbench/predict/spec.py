@@ -9,8 +9,9 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
+from ..core.index.engines import btrees
 from ..core.index.table import ENGINES
-from ..core.infra.config import ConfigError
+from ..core.infra.config import ConfigError, ladder_targets
 from ..core.infra.targets import parse_size
 from ..core.sky.copies import catalog_objects
 from .ladder import (LEAST, MIN_SORT_MEMORY, buffered, check_objects, check_rows, kib, memtables,
@@ -270,13 +271,15 @@ class InRun:
     predict.in_run.factors is one more rung, a run of its own (``<run>-rung<k>``, its loads only,
     on predict.in_run.targets) at that multiple of the run's index rows with every scaled memory,
     the sort memory and the input files scaled alike (``rung_config``). The loads are then
-    predicted at predict.target_rows with the run's cache a row (``target_pool``)."""
+    predicted at predict.target_rows with the run's cache a row (``pool``)."""
     run: str
     rows: int                     # the run's index rows: its smallest rung
     factors: tuple[int, ...]      # predict.in_run.factors
     targets: tuple[str, ...]      # predict.in_run.targets, null: the run's first
     repetitions: int              # predict.in_run.repetitions: each rung's load.repetitions
     target_rows: int              # predict.target_rows: the rows the loads are predicted at
+    pool: int | None              # the cache there (catbench predict --pool): the run's × target ÷ its rows;
+                                  # None where predict.pool_per_row_bytes gives it
 
     @classmethod
     def of(cls, cfg: dict) -> InRun:
@@ -290,7 +293,7 @@ class InRun:
             raise ConfigError("config key 'stages': the predict stage ladders the run's loads on larger generated "
                               "catalogs, which your own files (index.file, catalog.patch.file) cannot give; remove "
                               "predict from stages, or ladder a generated catalog like yours (`make ladder`)")
-        targets = tuple(own["targets"] or list(cfg["targets"])[:1])
+        targets = tuple(ladder_targets(cfg))
         unknown = [t for t in targets if t not in cfg["targets"]]
         if unknown:
             raise ConfigError(f"config key 'predict.in_run.targets': {', '.join(unknown)} not among the "
@@ -301,21 +304,16 @@ class InRun:
             raise ConfigError(f"config key 'predict.target_rows' ({pred['target_rows']:,}): not past the "
                               f"largest rung ({rows:,} rows × {max(own['factors'])}): nothing to predict")
         _check_least(spec)
-        if not _btrees(cfg):
+        engines = btrees(cfg["load"]["engines"])
+        if not engines:
             raise ConfigError("config key 'load.engines': the predict stage ladders B-tree loads (an LSM's rungs keep "
                               "the config's LSM apart: `make ladder`); add innodb or myisam, or remove predict from stages")
         return cls(cfg["run"], rows, tuple(sorted(own["factors"])), targets, own["repetitions"],
-                   pred["target_rows"])
+                   pred["target_rows"], _pool(spec, engines, pred["target_rows"], rows))
 
     def rung_runs(self) -> list[str]:
         """The rungs' runs past the run itself (rung 1), smallest first."""
         return [f"{self.run}-rung{k}" for k in range(2, 2 + len(self.factors))]
-
-
-def _btrees(cfg: dict) -> list[str]:
-    """The run's load.engines a rung of its own ladder loads: not an LSM, whose ladder keeps the
-    config's LSM in rungs apart (``_split_lsm``); its loads here are predicted from none."""
-    return [e for e in cfg["load"]["engines"] if e in ENGINES and not ENGINES[e].lsm]
 
 
 def _check_least(spec: PredictSpec) -> None:
@@ -339,7 +337,7 @@ def rung_config(cfg: dict, k: int) -> dict:
     base["stages"] = ["load_index"]
     base["targets"] = {t: cfg["targets"][t] for t in own.targets}
     base["load"]["repetitions"] = own.repetitions
-    base["load"]["engines"] = _btrees(cfg)
+    base["load"]["engines"] = btrees(cfg["load"]["engines"])
     # the run's rows are the ladder's reference: a rung scales its memories by rows ÷ the run's
     base["predict"] = {**cfg["predict"], "target_rows": own.rows, "pool_per_row_bytes": None,
                        "rows": [own.rows * f for f in own.factors]}
@@ -350,15 +348,14 @@ def rung_config(cfg: dict, k: int) -> dict:
     return rung
 
 
-def target_pool(cfg: dict) -> int | None:
-    """The cache at predict.target_rows (``catbench predict --pool``): the run's own × target rows
-    ÷ the run's rows; None where predict.pool_per_row_bytes gives it. ConfigError when the
-    engines its rungs load have caches of different sizes (one --pool cannot say both)."""
-    spec, own = PredictSpec.of(cfg), InRun.of(cfg)
+def _pool(spec: PredictSpec, engines: list[str], target_rows: int, rows: int) -> int | None:
+    """The cache at the target: the run's own × target rows ÷ the run's ``rows``; None where
+    predict.pool_per_row_bytes gives it. ConfigError when ``engines`` (those the rungs load)
+    have caches of different sizes (one --pool cannot say both)."""
     if spec.pool_per_row_bytes:
         return None
-    sizes = {spec.target_pool(e) for e in _btrees(cfg)}
+    sizes = {spec.target_pool(e) for e in engines}
     if len(sizes) != 1:
         raise ConfigError("config key 'predict.pool_per_row_bytes': the run's laddered engines have caches of "
                           "different sizes; give the cache a row at the target")
-    return round(sizes.pop() * own.target_rows / own.rows)
+    return round(sizes.pop() * target_rows / rows)

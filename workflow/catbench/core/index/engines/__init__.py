@@ -45,3 +45,9 @@ class Engine:
 _MODULES = sorted((importlib.import_module(f"{__name__}.{m.name}") for m in pkgutil.iter_modules(__path__)),
                   key=lambda mod: mod.ORDER)
 ENGINES: dict[str, Engine] = {mod.ENGINE.name: mod.ENGINE for mod in _MODULES}
+
+
+def btrees(engines) -> list[str]:
+    """Of ``engines`` (names), those that are no LSM: what a rung of the run's own ladder loads
+    (an LSM's ladder keeps the config's LSM in rungs apart: predict/spec.py ``_split_lsm``)."""
+    return [e for e in engines if e in ENGINES and not ENGINES[e].lsm]

@@ -402,6 +402,12 @@ def stage_targets(cfg: dict, section: str) -> list[str]:
     return list(cfg[section]["targets"] or cfg["targets"])
 
 
+def ladder_targets(cfg: dict) -> list[str]:
+    """Targets the predict stage's rungs load on: predict.in_run.targets, or the run's first
+    (one target keeps the stage cheap)."""
+    return list(cfg["predict"]["in_run"]["targets"] or list(cfg["targets"])[:1])
+
+
 def n_groups(cfg: dict) -> int:
     """Reduce jobs of the partition stage: each holds at most max_rows_per_group rows, and
     there are at least jobs.cpus of them, so a small catalog's one-thread reduces use every

@@ -59,7 +59,7 @@ def rung_seconds(sizes: RunSizes, loads, time_limit_s: float | None) -> float:
     """Expected seconds of the predict stage's rungs: the run's loads on the ladder's targets at
     each multiple of its rows, with the ladder's repetitions (the rate, as one_load_seconds
     takes it, the same at every size; collapsing loads slower per row as they grow, which this
-    does not count)."""
+    does not count; an LSM's loads, which the rungs leave out, counted: an upper bound)."""
     lad = sizes.ladder
     share = lad.targets / max(1, len(sizes.nodes)) * lad.repetitions / sizes.load.repetitions
     return sum(lad.factors) * share * load_job_seconds(sizes, loads, time_limit_s)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ...sky.chunking import auto_stripes, auto_sub_stripes, densest, rows_in
 from ...sky.copies import copy_layout, map_batches, part_copies
-from ..config import estimated_objects, estimated_rows, n_groups, stage_targets
+from ..config import estimated_objects, estimated_rows, ladder_targets, n_groups, stage_targets
 from ..targets import parse_size
 from .shapes import CatalogShape, IndexWork
 
@@ -78,8 +78,9 @@ class LoadWork:
 
 @dataclass(frozen=True)
 class LadderWork:
-    """predict.in_run: the rungs the predict stage runs, each the run's loads (at most
-    ``loads`` a target: variants × engines × strategies) at a multiple of its rows."""
+    """predict.in_run: the rungs the predict stage runs, each the run's B-tree loads at a multiple
+    of its rows; ``loads`` a target counts every engine's (variants × engines × strategies), an
+    upper bound: the layer below the engines' registry cannot tell an LSM, which the rungs leave out."""
     factors: tuple[int, ...]
     targets: int
     loads: int
@@ -179,7 +180,7 @@ class RunSizes:
                               shv1_tests=0 if {"box_deg", "ra_min"} & set(q["parameters"].get("SHV1") or {})
                               else q["draw"]["target_tests"],
                               shv1_rows=q["draw"]["target_rows"]),
-            ladder=LadderWork(factors=tuple(ir["factors"]), targets=len(ir["targets"] or list(cfg["targets"])[:1]),
+            ladder=LadderWork(factors=tuple(ir["factors"]), targets=len(ladder_targets(cfg)),
                               loads=len(load["variants"]) * len(load["engines"]) * len(load["strategies"]),
                               repetitions=ir["repetitions"]),
             chunks=Chunks.of(cfg, estimated_objects(cfg)),
