@@ -236,6 +236,24 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
     assert {r["repetition"] for r in pq.read_table(out / "intervals.parquet").to_pylist()} == {0, 1}
 
 
+
+def test_adaptive_loads_keep_the_loads_after_their_pilot(tmp):
+    """With load.max_repetitions the first load.repetitions loads are a pilot whose spread
+    alone sets how many follow (here the most, 4 in all: a precision any spread meets still
+    asks for the minimum after it); summary.json's figures and every results file hold the
+    loads after it, the pilot's figures stay under ``pilot``."""
+    files = write_files(tmp / "in", "bigint", 2, 500)
+    out = tmp / "results" / "adaptive"
+    s = run_load_index(load_spec({"load": {"repetitions": 2, "max_repetitions": 4, "precision": 10.0,
+                                           "optimize_limit_s": 0, "lookup_threads": 1, "lookup_count": 10,
+                                           "sample_interval_s": 0.2}}, checked=False),
+                       Target("tmpdisk", tmp / "target"), files, out, LoadCase("bigint", "one-file-at-a-time"))
+    assert s["n"] == 2 and [r["repetition"] for r in s["repetitions"]] == [2, 3]
+    assert [r["repetition"] for r in s["pilot"]] == [0, 1] and s["max_repetitions"] == 4
+    assert s["seconds"] == pytest.approx(sum(r["seconds"] for r in s["repetitions"]) / 2)
+    for name in ("trace", "samples", "intervals", "phases"):
+        assert {r["repetition"] for r in pq.read_table(out / f"{name}.parquet").to_pylist()} == {2, 3}, name
+
 def test_a_long_repetition_stops_the_repeating(tmp):
     files = write_files(tmp / "in", "bigint", 2, 500)
     s = run_load_index(load_spec({"load": {"repetitions": 3, "repetition_limit_s": 1e-6, "optimize_limit_s": 0,

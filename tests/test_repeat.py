@@ -26,6 +26,17 @@ def test_a_noisy_pilot_asks_for_more_runs_than_a_steady_one():
     assert repeats.kept(noisy + [1.1, 1.2]) == [1.1, 1.2]                          # the pilot is not kept
 
 
+
+def test_a_run_of_several_figures_repeats_for_the_noisiest_and_a_missing_one_for_the_most():
+    """A restart gives its first answer with the buffer-pool dump off and on: the pilot's
+    noisier column sets the runs; a figure a run did not give (NaN) cannot be bounded by it."""
+    repeats = Repeats.of({"repetitions": 2, "max_repetitions": 10, "precision": 0.05, "budget_s": None})
+    assert repeats.after([(1.000, 1.0), (1.001, 1.5)]) == repeats.after([1.0, 1.5]) == 8
+    assert repeats.after([(1.000, 1.0), (1.001, 1.0)]) == 2
+    assert repeats.after([(1.0, 1.0), (1.0, float("nan"))]) == 8
+    assert repeats.more([(1.0, 1.0), (1.0, 1.5)] + [(1.0, 1.0)] * 7, 0.0)
+    assert not repeats.more([(1.0, 1.0), (1.0, 1.5)] + [(1.0, 1.0)] * 8, 0.0)
+
 def test_the_budget_stops_a_noisy_figure_but_never_inside_its_pilot_and_minimum():
     repeats = Repeats.of({"repetitions": 3, "max_repetitions": 50, "precision": 0.01, "budget_s": 2.0})
     assert repeats.more([1.0, 3.0], 100.0)                    # inside the pilot: the budget does not count

@@ -223,12 +223,12 @@ def test_settings_and_job_memory_come_from_the_schema():
     from catbench.core.infra.jobs.requests import server_job_mb
     rs, sv = defaults("restart"), defaults("server")
     spec = restart_spec(None, None)
-    assert spec.kinds == tuple(rs["kinds"]) and spec.repetitions == rs["repetitions"]
+    assert spec.kinds == tuple(rs["kinds"]) and spec.repeats.min_n == rs["repetitions"]
     assert spec.warm.factor == rs["warm_factor"] and spec.warm.timeout_s == rs["warm_timeout_s"]
     assert spec.buffer_pool_modes == tuple(rs["buffer_pool_dump"]) and spec.lookup_count == rs["lookup_count"]
     assert spec.launch.binary == sv["binary"] and spec.launch.start_timeout_s == rs["start_timeout_s"]
     spec = restart_spec({"repetitions": 3}, None)
-    assert spec.repetitions == 3 and spec.warm.factor == rs["warm_factor"]
+    assert spec.repeats.min_n == 3 and spec.warm.factor == rs["warm_factor"]
     with pytest.raises(ConfigError, match="restart"):
         restart_spec({"repetition": 3}, None)
     spec = restart_spec({"settings": {"innodb_buffer_pool_size": "1G"}},
@@ -268,3 +268,22 @@ def test_summary_headlines_come_from_the_kind_modules():
     assert out["clean_first_answer_s"]["off"] == {"median": 2.0, "max": 2.0, "n": 1}
     assert out["crash_over_clean_ratio"] == 1.5 and out["goal_crash_within_2x_clean"] is True
     assert out["crash_during_load_over_clean_ratio"] is None
+
+
+def test_adaptive_restarts_keep_the_repetitions_after_their_pilot(tmp_path):
+    """With restart.max_repetitions a kind's first restart.repetitions are a pilot whose
+    spread alone sets how many follow (here the most, 4 in all: a precision any spread
+    meets still asks for the minimum after it); the rows judged are those after it, the
+    pilot's stay under ``pilot``."""
+    files = write_files(tmp_path / "in", 4, 1000)
+    out = tmp_path / "out"
+    result = run_restart("t1", tmp_path / "target", files, out, restart_spec({
+        "kinds": ["clean"], "variant": "bigint", "repetitions": 2, "max_repetitions": 4, "precision": 10.0,
+        "lookup_count": 500, "warm_timeout_s": 10, "warm_batch": 100, "start_timeout_s": 60},
+        {"settings": SETTINGS}, seed=5))
+    doc = json.loads((out / "clean.json").read_text())
+    assert {r["repetition"] for r in doc["rows"]} == {2, 3} and len(doc["detail"]) == 2
+    assert {r["repetition"] for r in doc["pilot"]["rows"]} == {0, 1} and len(doc["pilot"]["detail"]) == 2
+    assert (doc["repetitions"], doc["max_repetitions"]) == (2, 4)
+    assert result["summary"]["clean_first_answer_s"]["off"]["n"] == 2
+    assert not servers_under(tmp_path)

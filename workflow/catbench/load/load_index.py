@@ -3,8 +3,9 @@ private server on it, creates the strategy's table, loads the validated input wi
 strategy while the sampler records, verifies row count and checksum against the input,
 runs OPTIMIZE TABLE under its limit and the point lookups, and writes the results.
 All of that is one repetition; the job makes ``load.repetitions`` of them (fewer when a
-repetition takes longer than ``load.repetition_limit_s``), each on a dropped and
-re-created table after a server restart, so each starts from an empty buffer pool. The
+repetition takes longer than ``load.repetition_limit_s``; with ``load.max_repetitions`` those
+are a pilot whose spread sets how many follow, core/infra/jobs/repeat.py), each on a dropped
+and re-created table after a server restart, so each starts from an empty buffer pool. The
 server runs with ``load.settings`` over ``server.settings`` (e.g. a small buffer pool for
 the index study only).
 
@@ -35,6 +36,7 @@ import pyarrow.parquet as pq
 from ..core.index.input import list_input, pick_lookup_keys
 from ..core.index.table import DATABASE, Variant, files_figures, get_engine, get_variant, table_checksum
 from ..core.infra.files import dir_bytes, staged_output
+from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.resources import read_sql
 from ..core.infra.targets import Target, check_target, describe_target, device_for
 from ..core.server.loaddata import LoadError
@@ -102,7 +104,8 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
                "files": len(files), "input_bytes": input_bytes, "row_bytes": v.row_bytes,
                "in_file_order": strategy.in_file_order,
                "storage": describe_target(path),
-               "options": options.as_dict(), "repetitions_requested": spec.repetitions,
+               "options": options.as_dict(), "repetitions_requested": spec.repeats.min_n,
+               "max_repetitions": spec.repeats.max_n if spec.repeats.adaptive else None,
                "repetition_limit_s": spec.repetition_limit_s}
     settings = {**eng.settings, **spec.settings}
     name = load_server(v.name, eng.name, strategy.name)
@@ -124,23 +127,32 @@ def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: L
             runs = _repetitions(_Load(srv, summary, v, strategy, table, files, spec, Path(path)), state)
         summary["server"].update(timings=dict(srv.timings), ram=srv.ram, ram_peak=srv.ram_peak,
                                  page_cache=srv.page_cache_hold)
-        _aggregate(summary, runs)
-        _write_results(work, summary, runs, spec.interval_s)
+        kept = spec.repeats.kept(runs)
+        _aggregate(summary, kept, runs[:len(runs) - len(kept)])
+        _write_results(work, summary, kept, spec.interval_s)
     log.info("target %s: %s/%s: %d rows in %.1f s (median of %d; %.0f rows/s); results in %s", target, v.name,
              strategy.name, summary["rows"], summary["seconds"], summary["n"], summary["rows_per_s"] or 0, out_dir)
     return summary
 
 
 def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
-    """``load.repetitions`` loads on one server; the table is dropped and the server restarted
-    between them. Stops early once a repetition took longer than ``load.repetition_limit_s``
-    (one stopped by ``load.time_limit_s`` is repeated too: its rows by the limit are a figure
-    that needs its n). A resumed load (``state``) takes its finished
-    repetitions as they were and continues the interrupted one."""
+    """``load.repetitions`` loads on one server (with ``load.max_repetitions``: those are a
+    pilot, then as many as its spread asks, core/infra/jobs/repeat.py); the table is dropped
+    and the server restarted between them. Stops early once a repetition took longer than
+    ``load.repetition_limit_s`` (one stopped by ``load.time_limit_s`` is repeated too: its rows
+    by the limit are a figure that needs its n). A resumed load (``state``) takes its finished
+    repetitions as they were and continues the interrupted one; the pilot it kept sets the
+    same number of loads as it did."""
     srv, summary, v, strategy, table = job.srv, job.summary, job.v, job.strategy, job.table
     runs = [repetition_from_doc(d) for d in state.completed] if state else []
-    limit = job.spec.repetition_limit_s
-    for rep in range(len(runs), job.spec.repetitions):
+    limit, repeats = job.spec.repetition_limit_s, job.spec.repeats
+    while repeats.more([r.figures["rows_per_s"] or 0.0 for r in runs], sum(r.t1 - r.t0 for r in runs)):
+        rep = len(runs)
+        if repeats.adaptive and rep == repeats.min_n:
+            log.info("target %s: %s/%s: the pilot's %d loads ask for %d more (rows/s within ±%g %%, at most %d "
+                     "in all)", summary["target"], v.name, strategy.name, rep,
+                     repeats.after([r.figures["rows_per_s"] or 0.0 for r in runs]), 100 * repeats.precision,
+                     repeats.max_n)
         resuming = bool(state and state.resuming(rep))
         if rep and not resuming:
             _fresh_start(srv, table)
@@ -153,7 +165,8 @@ def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
             state.finish(runs[-1])
         log.info("target %s: %s/%s repetition %d: %.1f s%s", summary["target"], v.name, strategy.name, rep,
                  figures["seconds"], " (stopped at load.time_limit_s)" if figures["stopped"] else "")
-        if limit is not None and figures["seconds"] > limit and rep + 1 < job.spec.repetitions:
+        if limit is not None and figures["seconds"] > limit and repeats.more(
+                [r.figures["rows_per_s"] or 0.0 for r in runs], 0.0):
             log.info("target %s: %s/%s took %.1f s > load.repetition_limit_s %s: n=%d", summary["target"],
                      v.name, strategy.name, figures["seconds"], limit, len(runs))
             break
@@ -178,9 +191,10 @@ def _fresh_start(srv, table: str):
     srv.start()
 
 
-def _aggregate(summary: dict, runs: list[Repetition]):
-    """The load's figures: the median over repetitions (checks: all must pass), plus each
-    repetition's own figures under ``repetitions``."""
+def _aggregate(summary: dict, runs: list[Repetition], pilot: list[Repetition]):
+    """The load's figures: the median over the repetitions kept (checks: every one, the
+    pilot's too, must pass), each kept repetition's own figures under ``repetitions`` and the
+    pilot's under ``pilot`` (with adaptive repetitions: its spread set n, it is not judged)."""
     reps = [r.figures for r in runs]
     for k in FIGURES:
         vals = [r[k] for r in reps if r.get(k) is not None]
@@ -189,13 +203,15 @@ def _aggregate(summary: dict, runs: list[Repetition]):
         summary[k] = None if summary[k] is None else int(round(summary[k]))
     summary["rows"] = reps[0]["rows"]
     summary["n"] = len(reps)
-    summary["checksum_ok"] = all(r["checksum_ok"] for r in reps)
+    every = reps + [r.figures for r in pilot]
+    summary["checksum_ok"] = all(r["checksum_ok"] for r in every)
     summary["optimize_stopped"] = any(r.get("optimize_stopped") for r in reps)
     summary["stopped"] = any(r.get("stopped") for r in reps)
-    for k, val in reps[0].items():   # settings-like values: the first repetition's
+    for k, val in reps[0].items():   # settings-like values: the first kept repetition's
         if k != "repetition":
             summary.setdefault(k, val)
     summary["repetitions"] = reps
+    summary["pilot"] = [r.figures for r in pilot]
 
 
 def _load_and_measure(job: _Load, figures: dict, resuming: bool = False):
@@ -395,7 +411,7 @@ def calibrate(run: EstimateSpec, spec: LoadSpec, target: str, results: Path, fil
     few lookups), the rate extrapolated to all rows. First-order: a sort's n log n and a
     cache that stops holding the table make the real load slower."""
     rows = run.rows
-    spec = spec.replace(repetitions=1, optimize_limit_s=0, lookups=Lookups(spec.lookups.threads, 100, None))
+    spec = spec.replace(repeats=Repeats(1, 1, 0.0, None), optimize_limit_s=0, lookups=Lookups(spec.lookups.threads, 100, None))
     out = []
     for v in run.loads.variants:
         part = list_input(results / "index" / get_variant(v).folder)[:files]

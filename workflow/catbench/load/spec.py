@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.infra.config import estimated_objects, target_dir
+from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.targets import parse_size
 from ..core.server.process import Launch
 from .job import LoadOptions
@@ -28,7 +29,7 @@ class Lookups:
 @dataclass(frozen=True)
 class LoadSpec:
     options: LoadOptions              # the strategies' knobs (load.connections ... load.chunk_rows)
-    repetitions: int
+    repeats: Repeats                  # load.repetitions, max_repetitions, precision, budget_s
     repetition_limit_s: float | None
     time_limit_s: float | None        # resumable strategies only
     sample_interval_s: float
@@ -43,7 +44,7 @@ class LoadSpec:
     def of(cls, cfg: dict, keep_data: bool = False) -> LoadSpec:
         """From a validated config's ``load`` and ``server`` sections."""
         load, server = cfg["load"], cfg["server"]
-        return cls(LoadOptions.of(load).check(), load["repetitions"], load["repetition_limit_s"],
+        return cls(LoadOptions.of(load).check(), Repeats.of(load), load["repetition_limit_s"],
                    load["time_limit_s"], load["sample_interval_s"], load["interval_s"], load["optimize_limit_s"],
                    Lookups(load["lookup_threads"], load["lookup_count"], load["lookup_seconds"]),
                    {**server["settings"], **(load["settings"] or {})}, Launch.of(server), keep_data)

@@ -56,15 +56,23 @@ _VARIABLES = ("version", "innodb_buffer_pool_size", "innodb_log_file_size", "inn
 
 
 def _run_kinds(run: RestartRun, meta: dict, out_dir: Path, results: dict):
-    """Every kind x repetition; ``<kind>.json`` per kind, RestartError after writing a failed one."""
+    """Every kind x repetition; ``<kind>.json`` per kind, RestartError after writing a failed one.
+    With ``restart.max_repetitions`` a kind's first repetitions are a pilot whose spread alone
+    sets how many follow (core/infra/jobs/repeat.py); its rows go under ``pilot``, not judged."""
+    repeats = run.spec.repeats
     for kind in run.spec.kinds:
         run.kind = kind
         res = results[kind] = {**meta, "kind": kind, "rows": [], "detail": []}
-        for rep in range(run.spec.repetitions):
+        figures, elapsed = [], 0.0
+        while repeats.more(figures, elapsed):
+            rep = len(figures)
             log.info("target %s: restart kind %s, repetition %d", run.target, kind, rep)
+            t0 = time.monotonic()
             rows, det = KIND_FUNCS[kind](run, rep)
+            elapsed += time.monotonic() - t0
             res["rows"] += rows
             res["detail"].append(det)
+            figures.append(_pilot_figure(kind, rows))
             lost = sum(r["rows_lost"] or 0 for r in rows)
             failed = det.get("failed")
             if lost and not failed:
@@ -74,7 +82,31 @@ def _run_kinds(run: RestartRun, meta: dict, out_dir: Path, results: dict):
                 write_json(out_dir / f"{kind}.json", res)
                 raise RestartError(f"target {run.target}: restart kind {kind}, repetition {rep}: {failed}; "
                                    f"evidence in {out_dir / (kind + '.json')}")
+            if repeats.adaptive and rep + 1 == repeats.min_n:
+                log.info("target %s: restart kind %s: the pilot's %d repetitions ask for %d more (within ±%g %%, "
+                         "at most %d in all)", run.target, kind, rep + 1, repeats.after(figures),
+                         100 * repeats.precision, repeats.max_n)
+        _keep_after_pilot(res, len(figures) - len(repeats.kept(figures)))
         write_json(out_dir / f"{kind}.json", res)
+
+
+def _pilot_figure(kind: str, rows: list) -> tuple:
+    """What a repetition gives the pilot: the seconds of the kind's first headline phase, one
+    per buffer-pool mode it ran (NaN where the phase has no figure)."""
+    phase, by = MODULES[kind].HEADLINES[0].phase, {}
+    for r in rows:
+        if r["phase"] == phase:
+            by.setdefault(r["buffer_pool_load"], r["seconds"])
+    return tuple(float("nan") if v is None else v for _, v in sorted(by.items(), key=str)) or (float("nan"),)
+
+
+def _keep_after_pilot(res: dict, pilot: int):
+    """Moves the pilot's rows and detail (its first ``pilot`` repetitions) under ``pilot``."""
+    if not pilot:
+        return
+    res["pilot"] = {"rows": [r for r in res["rows"] if r["repetition"] < pilot], "detail": res["detail"][:pilot]}
+    res["rows"] = [r for r in res["rows"] if r["repetition"] >= pilot]
+    res["detail"] = res["detail"][pilot:]
 
 
 def _evidence(run: RestartRun, exc: BaseException, meta: dict, results: dict, out_dir: Path):
@@ -110,7 +142,8 @@ def _keep_error_log(srv, out_dir: Path):
 
 def _meta(target, path, v, infos, input_bytes, spec: RestartSpec) -> dict:
     return {"target": target, "variant": v.name, "files": len(infos), "rows": sum(i.rows for i in infos),
-            "input_bytes": input_bytes, "seed": spec.seed, "repetitions": spec.repetitions,
+            "input_bytes": input_bytes, "seed": spec.seed, "repetitions": spec.repeats.min_n,
+            "max_repetitions": spec.repeats.max_n if spec.repeats.adaptive else None,
             "storage": describe_target(path),
             "options": {"lookup_count": spec.lookup_count, "warm_timeout_s": spec.warm.timeout_s,
                         "warm_factor": spec.warm.factor, "warm_batch": spec.warm.batch,

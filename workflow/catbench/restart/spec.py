@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.sizes import parse_size
 from ..core.server.process import Launch
 from .errors import RestartError
@@ -27,7 +28,7 @@ class RestartSpec:
     """A restart job: which kinds run how often on which index variant, the warm check, the
     private server's options and start, the seed, and a fault drill or None."""
     kinds: tuple[str, ...]            # restart.kinds, in the kinds' run order (kinds/ ORDER)
-    repetitions: int
+    repeats: Repeats                  # restart.repetitions, max_repetitions, precision, budget_s
     variant: str                      # the index table's variant (core.index.table)
     buffer_pool_modes: tuple[str, ...]  # restart.buffer_pool_dump: "off", "on" as given
     buffer_pool_dump_pct: int
@@ -67,7 +68,7 @@ class RestartSpec:
         lookup_probe = parse_size(rs["lookup_probe"])
         if 0 < lookup_probe < 2 ** 11 * 64:   # two map sizes at least: the curve past its end is their slope
             raise RestartError(f"restart.lookup_probe must be 0K (none) or at least 128K, not {rs['lookup_probe']}")
-        return cls(tuple(k for k in KINDS if k in kinds), rs["repetitions"], rs["variant"], tuple(modes),
+        return cls(tuple(k for k in KINDS if k in kinds), Repeats.of(rs), rs["variant"], tuple(modes),
                    rs["buffer_pool_dump_pct"], Warm(rs["warm_factor"], rs["warm_batch"], rs["warm_timeout_s"]),
                    rs["lookup_count"], rs["query_threads"], {**server["settings"], **rs["settings"]},
                    Launch(server["binary"], False, rs["start_timeout_s"]), cfg["seed"], (float(lo), float(hi)),

@@ -125,12 +125,14 @@ class Repeats:
         return self.max_n > self.min_n
 
     def after(self, pilot) -> int:
-        """Runs after the pilot that its spread asks for (see the module docstring)."""
-        xs = np.asarray([float(v) for v in pilot], dtype=float)
+        """Runs after the pilot that its spread asks for (see the module docstring). A run
+        may give several figures (a row each, e.g. a restart's first answer with the buffer
+        pool dump off and on): the one that asks for the most runs sets them."""
+        xs = np.asarray([[float(v) for v in np.atleast_1d(r)] for r in pilot], dtype=float)
         room = self.max_n - self.min_n
-        if len(xs) < 2 or np.any(xs <= 0):
+        if len(xs) < 2 or np.any(~(xs > 0)):   # too few, a value <= 0 or missing (NaN)
             return room
-        half = float(t_ppf(0.975, len(xs) - 1)) * np.log(xs).std(ddof=1)   # of one run, log scale
+        half = float(t_ppf(0.975, len(xs) - 1)) * np.log(xs).std(axis=0, ddof=1).max()   # one run's, log scale
         need = math.ceil((half / math.asinh(self.precision)) ** 2) if self.precision > 0 else room
         return int(min(room, max(self.min_n, need)))
 

@@ -66,8 +66,9 @@ class Chunks:
 
 @dataclass(frozen=True)
 class LoadWork:
-    """load: a load job's repetitions, limits and lookups; ``settings``: server.settings
-    with load.settings over them (a free-form map)."""
+    """load: a load job's repetitions (the most it may make: load.max_repetitions when the
+    loads adapt), limits and lookups; ``settings``: server.settings with load.settings over
+    them (a free-form map)."""
     repetitions: int
     repetition_limit_s: float | None
     optimize_limit_s: float
@@ -98,7 +99,8 @@ class FioWork:
 
 @dataclass(frozen=True)
 class RestartWork:
-    """restart: a restart job's restarts; ``settings``: server.settings with restart.settings over them."""
+    """restart: a restart job's restarts (repetitions: the most a kind may make, restart.max_repetitions
+    when they adapt); ``settings``: server.settings with restart.settings over them."""
     repetitions: int
     kinds: tuple[str, ...]
     buffer_pool_dump: tuple
@@ -162,12 +164,12 @@ class RunSizes:
             scale=_scale(cfg),
             catalog=CatalogShape.of(cfg),
             index=IndexWork.of(cfg),
-            load=LoadWork(repetitions=load["repetitions"], repetition_limit_s=load["repetition_limit_s"],
+            load=LoadWork(repetitions=max(load["repetitions"], load["max_repetitions"] or 0), repetition_limit_s=load["repetition_limit_s"],
                           optimize_limit_s=load["optimize_limit_s"], lookup_seconds=load["lookup_seconds"],
                           lookup_count=load["lookup_count"], settings={**server, **(load["settings"] or {})}),
             fio=FioWork(repetitions=fio["repetitions"], max_repetitions=fio["max_repetitions"],
                         runtime_s=fio["runtime_s"], size=parse_size(fio["size"])),
-            restart=RestartWork(repetitions=rs["repetitions"], kinds=tuple(rs["kinds"]),
+            restart=RestartWork(repetitions=max(rs["repetitions"], rs["max_repetitions"] or 0), kinds=tuple(rs["kinds"]),
                                 buffer_pool_dump=tuple(rs["buffer_pool_dump"]), warm_timeout_s=rs["warm_timeout_s"],
                                 settings={**server, **rs["settings"]}),
             cluster=ClusterWork(nodes=cl["nodes"], repetitions=cl["repetitions"], kinds=tuple(cl["kinds"]),
