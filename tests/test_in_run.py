@@ -38,6 +38,10 @@ def test_the_default_run_ladders_its_own_loads_at_twice_its_rows_on_its_first_ta
     assert parse_size(rung["load"]["sort_memory"].removesuffix("iB")) == 2 * parse_size("1G")
     # the answer's cache: the run's own a row, at 10^10 rows
     assert InRun.of(DEFAULT).pool == round(10 * 2**20 * 10**10 / 148_000)
+    # a run whose loads adapt their repetitions still gives its rungs the number asked, no pilot
+    adaptive = copy.deepcopy(DEFAULT)
+    adaptive["load"]["max_repetitions"] = 6
+    assert rung_config(adaptive, 2)["load"]["max_repetitions"] is None
 
 
 def _with(**change) -> dict:

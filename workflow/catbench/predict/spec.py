@@ -336,7 +336,7 @@ def rung_config(cfg: dict, k: int) -> dict:
     base = copy.deepcopy(cfg)
     base["stages"] = ["load_index"]
     base["targets"] = {t: cfg["targets"][t] for t in own.targets}
-    base["load"]["repetitions"] = own.repetitions
+    base["load"].update(repetitions=own.repetitions, max_repetitions=None)   # a rung repeats as asked, no pilot
     base["load"]["engines"] = btrees(cfg["load"]["engines"])
     # the run's rows are the ladder's reference: a rung scales its memories by rows ÷ the run's
     base["predict"] = {**cfg["predict"], "target_rows": own.rows, "pool_per_row_bytes": None,
