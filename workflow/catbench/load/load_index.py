@@ -411,7 +411,8 @@ def calibrate(run: EstimateSpec, spec: LoadSpec, target: str, results: Path, fil
     few lookups), the rate extrapolated to all rows. First-order: a sort's n log n and a
     cache that stops holding the table make the real load slower."""
     rows = run.rows
-    spec = spec.replace(repeats=Repeats(1, 1, 0.0, None), optimize_limit_s=0, lookups=Lookups(spec.lookups.threads, 100, None))
+    spec = spec.replace(repeats=Repeats(1, 1, 0.0, None), optimize_limit_s=0,
+                        lookups=Lookups(spec.lookups.threads, 100, None))
     out = []
     for v in run.loads.variants:
         part = list_input(results / "index" / get_variant(v).folder)[:files]
