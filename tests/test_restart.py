@@ -5,6 +5,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from catbench.cli.restart import add_subcommands
 from catbench.restart import errorlog
@@ -287,3 +288,14 @@ def test_adaptive_restarts_keep_the_repetitions_after_their_pilot(tmp_path):
     assert (doc["repetitions"], doc["max_repetitions"]) == (2, 3)
     assert result["summary"]["clean_first_answer_s"]["off"]["n"] == 1
     assert not servers_under(tmp_path)
+
+
+def test_a_clean_restarts_pilot_figure_is_its_first_answer_in_each_buffer_pool_mode():
+    from catbench.restart.run_restart import _pilot_figure
+    rows = [{"phase": "shutdown", "seconds": 9.0, "buffer_pool_load": False},
+            {"phase": "process_start_to_first_answer", "seconds": 0.2, "buffer_pool_load": True},
+            {"phase": "process_start_to_first_answer", "seconds": 0.1, "buffer_pool_load": False}]
+    assert _pilot_figure("clean", rows) == (0.1, 0.2)          # off, then on
+    assert np.isnan(_pilot_figure("clean", rows[:1])[0])     # no first answer: the most runs
+    crash = [{"phase": "process_start_to_first_answer", "seconds": None, "buffer_pool_load": None}]
+    assert np.isnan(_pilot_figure("crash-during-load", crash)[0])

@@ -146,12 +146,12 @@ def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
     srv, summary, v, strategy, table = job.srv, job.summary, job.v, job.strategy, job.table
     runs = [repetition_from_doc(d) for d in state.completed] if state else []
     limit, repeats = job.spec.repetition_limit_s, job.spec.repeats
-    while repeats.more([r.figures["rows_per_s"] or 0.0 for r in runs], sum(r.t1 - r.t0 for r in runs)):
+    while repeats.more(_rates(runs), sum(r.t1 - r.t0 for r in runs)):
         rep = len(runs)
         if repeats.adaptive and rep == repeats.min_n:
             log.info("target %s: %s/%s: the pilot's %d loads ask for %d more (rows/s within ±%g %%, at most %d "
                      "in all)", summary["target"], v.name, strategy.name, rep,
-                     repeats.after([r.figures["rows_per_s"] or 0.0 for r in runs]), 100 * repeats.precision,
+                     repeats.after(_rates(runs)), 100 * repeats.precision,
                      repeats.max_n)
         resuming = bool(state and state.resuming(rep))
         if rep and not resuming:
@@ -165,12 +165,16 @@ def _repetitions(job: _Load, state: ResumeState | None) -> list[Repetition]:
             state.finish(runs[-1])
         log.info("target %s: %s/%s repetition %d: %.1f s%s", summary["target"], v.name, strategy.name, rep,
                  figures["seconds"], " (stopped at load.time_limit_s)" if figures["stopped"] else "")
-        if limit is not None and figures["seconds"] > limit and repeats.more(
-                [r.figures["rows_per_s"] or 0.0 for r in runs], 0.0):
+        if limit is not None and figures["seconds"] > limit and repeats.more(_rates(runs), 0.0):
             log.info("target %s: %s/%s took %.1f s > load.repetition_limit_s %s: n=%d", summary["target"],
                      v.name, strategy.name, figures["seconds"], limit, len(runs))
             break
     return runs
+
+
+def _rates(runs: list[Repetition]) -> list[float]:
+    """What the pilot is made of: each repetition's rows/s (0 where it has none: the most runs)."""
+    return [r.figures["rows_per_s"] or 0.0 for r in runs]
 
 
 def _describe_server(srv, summary: dict) -> None:

@@ -179,15 +179,20 @@ def storage_load(t: Tables, report: ReportSpec) -> list:
                       "of the secondary index with each strategy (intervals in load_time.csv).", header, rows)]
 
 
+def _load_of(r: dict) -> tuple:
+    return r["target"], r["variant"], _column(r)
+
+
+def _rep(r: dict) -> int:
+    return r.get("repetition") or 0
+
+
 def load_rate(t: Tables, report: ReportSpec) -> list:
     """Load rate per interval, targets side by side."""
-    out = []
-    def load(r):
-        return r["target"], r["variant"], _column(r)
-    lowest: dict = {}   # the first repetition each load kept (an adaptive load's pilot is not kept)
+    out, lowest = [], {}   # the first repetition each load kept (an adaptive load's pilot is not kept)
     for r in t.rate:
-        lowest[load(r)] = min(lowest.get(load(r), r.get("repetition") or 0), r.get("repetition") or 0)
-    first = [r for r in t.rate if (r.get("repetition") or 0) == lowest[load(r)]]
+        lowest[_load_of(r)] = min(lowest.get(_load_of(r), _rep(r)), _rep(r))
+    first = [r for r in t.rate if _rep(r) == lowest[_load_of(r)]]
     for variant, strategy in _order((r["variant"], _column(r)) for r in first):
         rs = [r for r in first if r["variant"] == variant and _column(r) == strategy]
         tgs = _order(r["target"] for r in rs)

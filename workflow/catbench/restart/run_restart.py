@@ -97,7 +97,8 @@ def _pilot_figure(kind: str, rows: list) -> tuple:
     for r in rows:
         if r["phase"] == phase:
             by.setdefault(r["buffer_pool_load"], r["seconds"])
-    return tuple(float("nan") if v is None else v for _, v in sorted(by.items(), key=str)) or (float("nan"),)
+    ordered = [by[mode] for mode in sorted(by, key=str)]
+    return tuple(float("nan") if v is None else v for v in ordered) or (float("nan"),)
 
 
 def _keep_after_pilot(res: dict, pilot: int):
