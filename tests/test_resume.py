@@ -244,3 +244,43 @@ def test_a_load_stopped_before_its_table_was_made_resumes_from_its_first_file(sc
     s = json.loads((out / "summary.json").read_text())
     assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum
     assert s["repetitions"][0]["resumed_at_file"] == 0 and not basedir.exists()
+
+
+def test_an_adaptive_load_killed_after_its_pilot_resumes_to_the_same_number_of_loads(scratch):
+    """load.max_repetitions: killed in the first load after the pilot, the re-run takes the
+    pilot its ledger kept (the same figures, so the same n) and keeps only the loads after it."""
+    files = write_files(scratch / "in", "bigint", 30, 2000)
+    rows, checksum = _input_checksum(files)
+    out, target = scratch / "results" / "load", scratch / "target"
+    basedir = target / "catbench-load_index-bigint-innodb-one-file-at-a-time"
+    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint", "--engine", "innodb",
+           "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100",
+           "--repetitions", "2", "--max-repetitions", "3", "--precision", "10"]
+    log = scratch / "first.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                done = json.loads((basedir / "resume.json").read_text()).get("completed") or []
+            except (OSError, ValueError):
+                done = []
+            if len(done) == 2:
+                os.kill(proc.pid, signal.SIGSTOP)
+                break
+            assert proc.poll() is None, "finished before it could be stopped: " + log.read_text()[-2000:]
+            assert time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.005)
+    finally:
+        proc.kill()
+        proc.wait()
+    pilot = [d["figures"]["rows_per_s"] for d in json.loads((basedir / "resume.json").read_text())["completed"][:2]]
+    assert not out.exists()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    assert [p["rows_per_s"] for p in s["pilot"]] == pilot
+    assert s["n"] == 1 and [x["repetition"] for x in s["repetitions"]] == [2]
+    assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum and not basedir.exists()
