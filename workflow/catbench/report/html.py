@@ -208,7 +208,9 @@ def _header_html(report: ReportSpec) -> str:
             f'{report.confidence:.0%} interval of its typical value. "A is faster than B" only when a '
             f't-test on the log values tells them apart at α = {report.alpha:g} and they differ by more '
             f'than {report.practical_threshold:.0%}; otherwise they are "within noise". Fewer than two '
-            f"repetitions are never a finding.</p>")
+            f"repetitions are never a finding; where the repetitions cannot bound a figure it says so in "
+            f"words, and the config's fio, load, queries and restart max_repetitions repeat until they can "
+            f"(docs/noise.md).</p>")
 
 
 def _twin_html(run: Path) -> str:
