@@ -53,6 +53,36 @@ def _freeze(proc, basedir: Path, table: str) -> int:
     return counts[-1]
 
 
+def _innodb_load(files, out: Path, target: Path, *flags) -> list:
+    """The command of a one-file-at-a-time BIGINT load on InnoDB of ``files``, with ``flags``."""
+    return [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
+            "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint", "--engine", "innodb",
+            "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100", *flags]
+
+
+def _kill_after_repetitions(cmd: list, basedir: Path, log: Path, finished: int):
+    """Runs the load ``cmd`` and kills it (SIGSTOP, then SIGKILL: its server stops with it)
+    as soon as its ledger's resume.json has ``finished`` repetitions completed."""
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                done = json.loads((basedir / "resume.json").read_text()).get("completed") or []
+            except (OSError, ValueError):
+                done = []
+            if len(done) >= finished:
+                os.kill(proc.pid, signal.SIGSTOP)
+                break
+            assert proc.poll() is None, "finished before it could be stopped: " + log.read_text()[-2000:]
+            assert time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.005)
+    finally:  # on every path, so a failed wait leaves no job or server behind
+        proc.kill()
+        proc.wait()
+
+
 def _input_checksum(files) -> tuple[int, int]:
     infos = [scan_file(f, _variant("bigint")) for f in files]
     return sum(i.rows for i in infos), sum(i.checksum for i in infos)
@@ -172,28 +202,8 @@ def test_a_load_killed_after_its_last_repetition_finished_writes_its_results_on_
     rows, checksum = _input_checksum(files)
     out, target = scratch / "results" / "load", scratch / "target"
     basedir = target / "catbench-load_index-bigint-innodb-one-file-at-a-time"
-    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
-           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint", "--engine", "innodb",
-           "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
-    log = scratch / "first.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                done = json.loads((basedir / "resume.json").read_text()).get("completed")
-            except (OSError, ValueError):
-                done = None
-            if done:
-                os.kill(proc.pid, signal.SIGSTOP)
-                break
-            assert proc.poll() is None, "finished before it could be stopped: " + log.read_text()[-2000:]
-            assert time.time() < deadline, log.read_text()[-2000:]
-            time.sleep(0.005)
-    finally:
-        proc.kill()
-        proc.wait()
+    cmd = _innodb_load(files, out, target, "--repetitions", "1")
+    _kill_after_repetitions(cmd, basedir, scratch / "first.log", 1)
     assert not out.exists()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -253,29 +263,8 @@ def test_an_adaptive_load_killed_after_its_pilot_resumes_to_the_same_number_of_l
     rows, checksum = _input_checksum(files)
     out, target = scratch / "results" / "load", scratch / "target"
     basedir = target / "catbench-load_index-bigint-innodb-one-file-at-a-time"
-    cmd = [str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path", str(target),
-           "--out", str(out), "--input-dir", str(files[0].parent), "--variant", "bigint", "--engine", "innodb",
-           "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100",
-           "--repetitions", "2", "--max-repetitions", "3", "--precision", "10"]
-    log = scratch / "first.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                done = json.loads((basedir / "resume.json").read_text()).get("completed") or []
-            except (OSError, ValueError):
-                done = []
-            if len(done) == 2:
-                os.kill(proc.pid, signal.SIGSTOP)
-                break
-            assert proc.poll() is None, "finished before it could be stopped: " + log.read_text()[-2000:]
-            assert time.time() < deadline, log.read_text()[-2000:]
-            time.sleep(0.005)
-    finally:
-        proc.kill()
-        proc.wait()
+    cmd = _innodb_load(files, out, target, "--repetitions", "2", "--max-repetitions", "3", "--precision", "10")
+    _kill_after_repetitions(cmd, basedir, scratch / "first.log", 2)
     pilot = [d["figures"]["rows_per_s"] for d in json.loads((basedir / "resume.json").read_text())["completed"][:2]]
     assert not out.exists()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
