@@ -13,6 +13,7 @@ from catbench.core.sky import copies as cb_copies  # noqa: E402
 from catbench.core.infra import metrics as cb_metrics  # noqa: E402
 from catbench.core.infra import config as cb_config  # noqa: E402
 from catbench.core.infra import targets as cb_targets  # noqa: E402
+from catbench.core.infra import runfolders as cb_runfolders  # noqa: E402
 from catbench.core.index import table as cb_index_table  # noqa: E402
 from catbench.core.infra import sources as cb_sources  # noqa: E402
 from catbench.core.infra.jobs import plan as cb_plan  # noqa: E402
@@ -60,6 +61,8 @@ try:
         config, [t for t, v in config["targets"].items() if not v.get("node")], space=False,
         create=False,  # jobs create their directories: a dry run creates nothing outside results/
     )
+    if workflow.is_main_process:    # no run folder followed through a link, no rung's folder taken
+        cb_runfolders.check_run(config)
 except TargetError as e:
     raise WorkflowError(str(e))
 # server.ram: a memory cgroup must be settable here (as root), or nothing starts

@@ -17,6 +17,7 @@ import yaml
 from ..core.infra.config import ConfigError
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
+from ..core.infra.runfolders import claim_rung
 from ..predict.spec import Rung, rung_config, rungs
 from .common import command, guarded, out_path, read_config
 
@@ -77,6 +78,7 @@ def ladder_rung(a) -> None:
         validate_config(rung)
     except ConfigError as e:
         raise ConfigError(f"the rung {rung['run']!r} would be refused by the workflow: {e}") from None
+    claim_rung(rung, read_config(a.config)["run"], a.rung)   # its folders this ladder's, never a user's run
     out = Path(a.out)
     config = out.with_suffix(".yaml")
     config.parent.mkdir(parents=True, exist_ok=True)
