@@ -87,44 +87,51 @@ def box_region(params: dict):
 
 
 class MysqlEngine:
-    """Runs the suite against one private server; ``connections`` chunk queries in flight
-    (``QuerySpec.connections``); ``geometry`` is the chunk files' partitioning,
-    ``index_variant`` the secondary index's schema."""
+    """Runs the suite as Qserv's czar does over one or several worker servers: the secondary
+    index on the first (the czar's), each chunk query sent to the worker ``placement`` names
+    (``query/placement.py``; all on the first when None) with ``connections`` chunk queries in
+    flight a worker (``QuerySpec.connections``), the partial results merged here;
+    ``geometry`` is the chunk files' partitioning, ``index_variant`` the secondary index's schema."""
 
     name = "mysql"
 
-    def __init__(self, server, chunks: list[ChunkInfo], geometry: Geometry, connections: int,
-                 index_variant: Variant):
-        self.server = server
+    def __init__(self, servers, chunks: list[ChunkInfo], geometry: Geometry, connections: int,
+                 index_variant: Variant, placement: dict[int, int] | None = None):
+        self.servers = list(servers) if isinstance(servers, (list, tuple)) else [servers]
+        self.server = self.servers[0]
         self.index_variant = index_variant
         self._lookup_sql = index_variant.lookup_sql(INDEX_TABLE)
         self.chunk_ids = sorted(c.chunk_id for c in chunks)
         self._loaded = set(self.chunk_ids)
+        self.placement = placement or dict.fromkeys(self.chunk_ids, 0)
         self.sphgeom = sphgeom_chunker(geometry.num_stripes, geometry.num_sub_stripes_per_stripe)
         self.connections = max(1, int(connections))
-        self._pool: queue.Queue | None = None
+        self._pools: list[queue.Queue] = []
         self._conns: list = []
-        self._ex: cf.ThreadPoolExecutor | None = None
+        self._ex: list[cf.ThreadPoolExecutor] = []
         self._merge = duckdb.connect()
         self.last_chunks: list[tuple[int, float, int]] = []  # the last run's (chunkId, s, rows)
         self.deadline = Deadline()
         self._query = ""    # the query running, for the time limit's message
         self.open()
 
-    # -- connections: reopened after every server restart --
+    # -- connections: reopened after every server restart; one pool and one scheduler a worker --
     def open(self):
         self.close_pool()
-        self._conns = [self.server.connect() for _ in range(self.connections)]
-        self._pool = queue.Queue()
-        for c in self._conns:
-            c.cursor().execute(f"USE `{DATABASE}`")
-            self._pool.put(c)
-        self._ex = cf.ThreadPoolExecutor(self.connections, thread_name_prefix="catbench-chunkq")
+        for k, srv in enumerate(self.servers):
+            pool = queue.Queue()
+            for _ in range(self.connections):
+                c = srv.connect()
+                self._conns.append(c)
+                c.cursor().execute(f"USE `{DATABASE}`")
+                pool.put(c)
+            self._pools.append(pool)
+            self._ex.append(cf.ThreadPoolExecutor(self.connections, thread_name_prefix=f"catbench-chunkq-w{k}"))
 
     def close_pool(self):
-        if self._ex:
-            self._ex.shutdown(wait=True)
-            self._ex = None
+        for ex in self._ex:
+            ex.shutdown(wait=True)
+        self._ex, self._pools = [], []
         for c in self._conns:
             try:
                 c.close()
@@ -136,8 +143,9 @@ class MysqlEngine:
         self.close_pool()
         self._merge.close()
 
-    def _execute(self, sql: str, args: dict | tuple, timing: list | None = None):
-        conn = self._pool.get()
+    def _execute(self, sql: str, args: dict | tuple, timing: list | None = None, worker: int = 0):
+        pool = self._pools[worker]
+        conn = pool.get()
         try:
             t0 = time.perf_counter()
             cur = conn.cursor()
@@ -156,7 +164,7 @@ class MysqlEngine:
             desc = cur.description or []
             return [d[0] for d in desc], {d[0] for d in desc if d[1] == MYSQL_FLOAT}, rows
         finally:
-            self._pool.put(conn)
+            pool.put(conn)
 
     # -- dispatch --
     def tasks(self, q: Query, params: dict) -> list[tuple[int, list[int] | None]]:
@@ -191,8 +199,8 @@ class MysqlEngine:
         # Each chunk query's own time (from its connection's execute to its last row
         # fetched): what one chunk costs a query run, as Qserv's workers see it.
         timings = [[] for _ in tasks]
-        futs = [self._ex.submit(self._execute, self.chunk_sql(sql, c, subs), args, timings[k])
-                for k, (c, subs) in enumerate(tasks)]
+        futs = [self._ex[w].submit(self._execute, self.chunk_sql(sql, c, subs), args, timings[k], w)
+                for k, (c, subs) in enumerate(tasks) for w in (self.placement[c],)]
         columns, f32, rows, chunks = None, set(), [], []
         for (c, _), f, tm in zip(tasks, futs, timings):
             cols, fl, r = f.result()

@@ -2,9 +2,10 @@
 plus a concurrency run, on one storage target (engine ``mysql``) or over the Parquet
 chunk files (engine ``duckdb``); the cross-check of the answers is ``check.py``.
 
-mysql: a private server on the target (``core.server.session``) gets the chunk tables (parallel
-LOAD DATA LOCAL INFILE), the secondary index and the suite's stored functions; queries
-run the Qserv way (``engines.MysqlEngine``). duckdb: the logical queries over the
+mysql: ``queries.workers`` private servers on the target (``core.server.session``), each its own
+datadir, get the chunk tables placed on them (``placement.py``; parallel LOAD DATA LOCAL INFILE)
+and the suite's stored functions, the first the secondary index; queries run the Qserv way
+(``engines.MysqlEngine``: each chunk query on the worker holding its chunk, merged). duckdb: the logical queries over the
 Parquet chunk files (no server). Parameters: ``params.py``; runs and files: ``recorder.py``.
 
 Output directory (one per target and engine, written by ``core.infra.files.staged_output``)::
@@ -20,6 +21,7 @@ Output directory (one per target and engine, written by ``core.infra.files.stage
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +39,7 @@ from .chunk_tables import (
 )
 from .engines import Deadline, DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters
+from .placement import held_by, place
 from .query_engines import Where
 from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
 from .spec import QuerySpec
@@ -119,53 +122,83 @@ def _check_room(target_name: str, target_path, chunks_dir, index_files: list[Pat
 
 @dataclass(frozen=True)
 class _Filled:
-    """A filled server: its provenance and the two loads' figures (summary.json's ``load``)."""
+    """Filled servers: the first's provenance and the loads' figures (summary.json's ``load``)."""
     server: dict            # binary, version, settings, variables
-    chunk_tables: dict      # chunk_tables.load_chunk_tables' figures (its trace included)
+    chunk_tables: dict      # chunk_tables.load_chunk_tables' figures over every worker (trace included)
     secondary_index: dict
+    workers: list           # each worker's chunks, rows, bytes and seconds
 
 
-def _fill_server(srv, chunks_dir, chunks, index_files: list[Path], spec: QuerySpec) -> _Filled:
-    """Stored functions, secondary index and chunk tables on a started server; returns
-    the server's provenance and the load times."""
-    conn = srv.connect()
-    try:
-        server_info = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
-                       "variables": variables(conn)}
-        install_functions(conn, udf_path("mysql"))
-    finally:
-        conn.close()
-    index = load_secondary_index(srv, index_files, spec.index_variant)
-    load = load_chunk_tables(srv, chunks_dir, chunks, spec.load_connections)
-    log.info("target %s: secondary index %d rows in %.2f s; chunk tables %d rows in %.2f s",
-             srv.name, index["rows"], index["seconds"], load["rows"], load["seconds"])
-    return _Filled(server_info, load, index)
+def _sum_loads(loads: list[dict]) -> dict:
+    """The workers' chunk-table loads as one (they load one after another): counts and seconds
+    summed, each worker's own beside them."""
+    total = {k: sum(d[k] for d in loads) for k in ("chunks", "files", "rows", "bytes", "create_s", "load_s", "seconds")}
+    total.update(connections=loads[0]["connections"], trace=[t for d in loads for t in d["trace"]],
+                 rows_per_s=total["rows"] / total["load_s"] if total["load_s"] > 0 else None,
+                 rows_by_table={k: sum(d["rows_by_table"][k] for d in loads) for k in loads[0]["rows_by_table"]})
+    return total
 
 
-def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict, deadline: Deadline) -> dict:
-    """Cold runs (server restart before each query), warm runs and the concurrency run, each
-    query stopped at the stage's ``deadline``."""
+def _fill_servers(servers: list, chunks_dir, chunks, placement: dict, index_files: list[Path],
+                  spec: QuerySpec) -> _Filled:
+    """Stored functions on every worker, the secondary index on the first (the czar's), each
+    worker's chunk tables on it; returns the first's provenance and the load times."""
+    for srv in servers:
+        conn = srv.connect()
+        try:
+            if srv is servers[0]:
+                server_info = {"binary": srv.binary, "version": srv.version, "settings": srv.settings,
+                               "variables": variables(conn)}
+            install_functions(conn, udf_path("mysql"))
+        finally:
+            conn.close()
+    index = load_secondary_index(servers[0], index_files, spec.index_variant)
+    loads = [load_chunk_tables(srv, chunks_dir, [c for c in chunks if c.chunk_id in held_by(placement, k)],
+                               spec.load_connections) for k, srv in enumerate(servers)]
+    load = _sum_loads(loads)
+    log.info("target %s: secondary index %d rows in %.2f s; chunk tables %d rows in %.2f s on %d worker(s)",
+             servers[0].name, index["rows"], index["seconds"], load["rows"], load["seconds"], len(servers))
+    return _Filled(server_info, load, index,
+                   [{k: d[k] for k in ("chunks", "rows", "bytes", "seconds")} for d in loads])
+
+
+@dataclass(frozen=True)
+class _Workers:
+    """The servers a query job runs on and where its chunks are (``queries.workers``)."""
+    servers: list
+    placement: dict[int, int]
+
+    def restart(self, dropped: bool) -> dict:
+        """Every worker stopped, the page cache dropped (when it could be), every worker started;
+        the seconds summed over the workers, which stop and start one after another."""
+        stop_s = sum(srv.stop() for srv in self.servers)
+        if dropped:
+            drop_caches()
+        return {"stop_s": stop_s, "start_s": sum(srv.start() for srv in self.servers)}
+
+
+def _measure_on_server(workers: _Workers, spec: QuerySpec, suite: dict, chunks, params: dict,
+                       deadline: Deadline) -> dict:
+    """Cold runs (the servers restarted before each query), warm runs and the concurrency run,
+    each query stopped at the stage's ``deadline``."""
     variant = get_variant(spec.index_variant)
     cold = spec.cold
 
     def engine_of():
-        return MysqlEngine(srv, chunks, spec.geometry, spec.connections, index_variant=variant)
+        return MysqlEngine(workers.servers, chunks, spec.geometry, spec.connections, index_variant=variant,
+                           placement=workers.placement)
 
     engine = engine_of()
     engine.deadline = deadline
     try:
         dropped = drop_caches() if cold else False
         cold_method = "server-restart+drop_caches" if dropped else "server-restart-only"
-        rec = Recorder(srv.name, "mysql", suite, cold_method if cold else "none")
+        rec = Recorder(workers.servers[0].name, "mysql", suite, cold_method if cold else "none")
         restarts = []
 
         def restart():
             engine.close_pool()
-            stop_s = srv.stop()
-            if dropped:
-                drop_caches()
-            start_s = srv.start()
-            restarts.append({"stop_s": stop_s, "start_s": start_s})
+            restarts.append(workers.restart(dropped))
             engine.open()
 
         run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, cold)
@@ -173,6 +206,10 @@ def _measure_on_server(srv, spec: QuerySpec, suite: dict, chunks, params: dict, 
     finally:
         engine.close()
     return {"recorder": rec, "concurrency": conc, "restarts": restarts}
+
+
+def _server_name(worker: int, workers: int) -> str:
+    return "queries" if workers == 1 else f"queries-w{worker}"
 
 
 def run_queries(spec: QuerySpec, paths: QueryPaths, where: Where) -> dict:
@@ -183,24 +220,28 @@ def run_queries(spec: QuerySpec, paths: QueryPaths, where: Where) -> dict:
     chunks_dir, index_dir, out_dir = paths.chunks_dir, paths.index_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
+    placement = place([c.chunk_id for c in chunks], spec.workers)
     index_files = list_input(index_dir)
     _check_room(target_name, target_path, chunks_dir, index_files)
     with staged_output(out_dir) as work:
         if params is None:
             params = draw_parameters(spec, chunks_dir, chunks, suite)
         settings = {**COLD_SERVER_SETTINGS, **spec.settings}
-        with private_server(target_name, target_path, "queries", settings, launch=spec.launch,
-                            data=Datadir(keep=where.keep_data)) as srv:
-            filled = _fill_server(srv, chunks_dir, chunks, index_files, spec)
+        with ExitStack() as stack:      # every worker stopped on every way out
+            servers = [stack.enter_context(private_server(
+                target_name, target_path, _server_name(k, spec.workers), settings, launch=spec.launch,
+                data=Datadir(keep=where.keep_data))) for k in range(spec.workers)]
+            filled = _fill_servers(servers, chunks_dir, chunks, placement, index_files, spec)
             trace = filled.chunk_tables.pop("trace")
             deadline.left(f"target {target_name}: loading the chunk tables and the secondary index")
-            runs = _measure_on_server(srv, spec, suite, chunks, params, deadline)
+            runs = _measure_on_server(_Workers(servers, placement), spec, suite, chunks, params, deadline)
         rec = runs["recorder"]
         summary = {"target": target_name, "query_engine": "mysql", "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "connections": spec.connections,
-                   "concurrency": runs["concurrency"], "chunks": len(chunks),
-                   "load": {"chunk_tables": filled.chunk_tables, "secondary_index": filled.secondary_index},
-                   "restarts": runs["restarts"], "server": {**filled.server, "timings": dict(srv.timings)},
+                   "workers": spec.workers, "concurrency": runs["concurrency"], "chunks": len(chunks),
+                   "load": {"chunk_tables": filled.chunk_tables, "secondary_index": filled.secondary_index,
+                            "workers": filled.workers},
+                   "restarts": runs["restarts"], "server": {**filled.server, "timings": dict(servers[0].timings)},
                    "storage": describe_target(target_path)}
         rec.write(work, summary)
         write_chunk_loads(work, target_name, trace)

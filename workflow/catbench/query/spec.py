@@ -41,7 +41,7 @@ class QuerySpec:
     names: tuple[str, ...]    # queries.queries (or --queries)
     repeats: Repeats          # queries.repetitions, max_repetitions, precision, budget_s
     concurrency: Concurrency
-    connections: int          # chunk queries in flight (mysql engine)
+    connections: int          # chunk queries in flight a worker (mysql engine)
     load_connections: int     # connections loading the chunk tables
     index_variant: str        # the secondary index's schema (core.index.table)
     cold: bool                # cold runs before the warm ones
@@ -51,6 +51,7 @@ class QuerySpec:
     settings: dict            # the server's options (the cold runs' added by the stage)
     launch: Launch            # server.binary, server.tcp, server.start_timeout_s
     time_limit_min: float | None = None   # the stage's (--time-limit-min: its rule's runtime)
+    workers: int = 1          # worker servers the chunk tables are spread over (mysql engine)
 
     @property
     def repetitions(self) -> int:
@@ -80,4 +81,4 @@ class QuerySpec:
                  int(qs["draw"]["target_pairs"]), float(qs["draw"]["budget_s"]), int(qs["draw"]["target_tests"])),
             Geometry(part["num_stripes"], part["num_sub_stripes_per_stripe"], float(part["overlap_deg"])),
             over.get("settings", server["settings"]),
-            Launch.of(server), over.get("time_limit_min"))
+            Launch.of(server), over.get("time_limit_min"), int(over.get("workers", qs["workers"])))

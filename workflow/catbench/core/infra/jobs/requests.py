@@ -258,7 +258,7 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
         "target_info": (500, None),
         "fio_run": (1000, None),
         "load_index_run": (mem["load"], server_key),
-        "queries_mysql": (mem["server"], server_key),
+        "queries_mysql": (mem["server"] * sizes.queries.workers, server_key),   # each worker its own server
         "queries_duckdb": (4000, None),
         "load_compare": (500, None),
         "queries_check": (1000, None),
