@@ -75,3 +75,17 @@ def test_the_coverage_command_prints_each_form_and_the_level(capsys):
     assert said.startswith(f"{len(cov.read())} sealed figures out of sample (95% intervals):")
     assert all(f"  {form}: " in said for form in (*cov.FORMS, "all"))
     assert "widened" in said and "within [0.67, 1.5]" in said
+
+
+def test_a_record_that_is_not_a_regular_file_or_has_a_bad_cell_is_refused_naming_it(tmp_path):
+    import os
+    fifo = tmp_path / "record.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is not a regular file"):
+        cov.read(fifo)
+    bad = _record(tmp_path, ["a,p,seconds,sort-bound,innodb,sorted,10,0.95,10,9,11,10,x,true,false,\n"])
+    with pytest.raises(ValueError, match="line 2: pred_over_meas is 'x', not a finite number"):
+        cov.read(bad)
+    (tmp_path / "short.csv").write_text("check,form\na,sort-bound\n")
+    with pytest.raises(ValueError, match="has no column high, in_sample, inside, low, pred_over_meas, predicted"):
+        cov.read(tmp_path / "short.csv")

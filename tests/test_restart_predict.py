@@ -373,3 +373,23 @@ def test_the_redo_scan_grows_by_the_lookup_probe_past_the_rungs_map():
     assert scan[1]["seconds"] > 2 * scan[0]["seconds"] and scan[1]["bound"] == "CPU cache (page map)" and pages
     apply_ = [{p["phase"]: p for p in x["phases"]}["redo_apply"]["seconds"] for x in (before, after)]
     assert apply_[0] == apply_[1]                                       # the apply reads pages, not the map
+
+
+def test_restart_rung_files_are_read_guarded_and_a_bad_one_named_not_dropped(tmp_path, capsys):
+    """A rung's crash-during-load.json linked to /dev/zero once reached a MemoryError, a FIFO
+    hung predict, a directory in its place dropped the rung while the output said "from N run(s)"."""
+    import os
+    rung = _write_rung(tmp_path, "r1", 1)
+    kind = tmp_path / "r1" / "restart" / "disk" / "crash-during-load.json"
+    base = ["predict", "--config", "config/restart-study.yaml", "--results", rung, "--data", "1G"]
+    for make, said in ((lambda p: p.symlink_to("/dev/zero"), "is not a regular file"),
+                       (os.mkfifo, "is not a regular file"),
+                       (lambda p: p.mkdir(), "is not a regular file"),
+                       (lambda p: p.write_text("[" * 100_000), "nested too deeply"),
+                       (lambda p: p.write_text("[1, 2]"), "is not a JSON object")):
+        kind.unlink() if kind.is_symlink() or kind.is_file() or kind.is_fifo() else kind.rmdir() if kind.exists() \
+            else None
+        make(kind)
+        assert main(base) != 0
+        err = capsys.readouterr().err
+        assert said in err and str(kind) in err, err

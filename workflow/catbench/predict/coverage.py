@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.index.table import ENGINES
+from ..core.infra.config.yamlfile import read_bytes
 from ..core.infra.jobs.repeat import z_ppf
 from ..core.infra.resources import resources_dir
 from .runs import Rep
@@ -47,19 +49,33 @@ def _float(text: str) -> float | None:
         return None
 
 
+RECORD_BYTES = 16 * 2**20    # the record is a few hundred rows
+
+
 @functools.cache
 def read(path: Path | None = None) -> list[Check]:
     """The out-of-sample figures of the record that have a predicted ÷ measured."""
     out = []
-    with open(path or record_path(), newline="") as fh:
-        for row in csv.DictReader(fh):
-            ratio = _float(row["pred_over_meas"])
-            if row["in_sample"] == "true" or row["form"] not in FORMS or not ratio or ratio <= 0:
-                continue
-            pred, lo, hi = _float(row["predicted"]), _float(row["low"]), _float(row["high"])
-            sides = (_sides(pred, lo, hi) if pred and lo and hi and 0 < lo <= pred <= hi else None)
-            inside = {"true": True, "false": False}.get(row["inside"])
-            out.append(Check(row["check"], row["form"], ratio, inside, sides))
+    path = path or record_path()
+    text = read_bytes(path, "the record of sealed checks", RECORD_BYTES, "a coverage record (CSV)").decode(
+        "utf-8", errors="replace")
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    missing = sorted({"check", "form", "pred_over_meas", "in_sample", "inside", "predicted", "low", "high"} - set(rows[0] if rows else ()))
+    if rows and missing:
+        raise ValueError(f"the record of sealed checks: {path} has no column {', '.join(missing)}")
+    for line, row in enumerate(rows, start=2):
+        for key in ("pred_over_meas", "predicted", "low", "high"):
+            cell = (row[key] or "").strip()
+            if cell and (_float(cell) is None or not math.isfinite(_float(cell))):
+                raise ValueError(f"the record of sealed checks: {path} line {line}: {key} is {cell!r}, not a "
+                                 f"finite number")
+        ratio = _float(row["pred_over_meas"])
+        if row["in_sample"] == "true" or row["form"] not in FORMS or not ratio or ratio <= 0:
+            continue
+        pred, lo, hi = _float(row["predicted"]), _float(row["low"]), _float(row["high"])
+        sides = (_sides(pred, lo, hi) if pred and lo and hi and 0 < lo <= pred <= hi else None)
+        inside = {"true": True, "false": False}.get(row["inside"])
+        out.append(Check(row["check"], row["form"], ratio, inside, sides))
     return out
 
 

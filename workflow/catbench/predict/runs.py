@@ -6,7 +6,6 @@ device figures (``fio/<target>/fio.csv``: a page miss, a sequential pass)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
+from ..core.infra.config.yamlfile import read_json
 from ..core.infra.jobs.isolation import ran_alone, read_record, what_it_met
 from ..core.infra.targets import parse_size
 from ..core.server.memory import HOLD_MARGIN
@@ -272,11 +272,8 @@ def _pool(summary: dict, engine: str) -> int | None:
 
 
 def working_set(results: Path) -> dict:
-    p = results / "index" / "working_set.json"
-    try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
-        return {}
+    return read_json(results / "index" / "working_set.json", "the index's working set",
+                     "a working set catbench wrote", missing_ok=True) or {}
 
 
 def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int, ws: dict,
@@ -421,8 +418,8 @@ def _numbers(path: Path, where: str, doc: dict) -> None:
 def _summary(path: Path) -> dict:
     """A load's summary.json, or a ValueError naming the file."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        doc = read_json(path, "a load's results", "a load summary catbench wrote")
+    except ValueError as exc:
         raise ValueError(f"{path}: not a load summary ({exc}); run the load again") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("repetitions", []), list):
         raise ValueError(f"{path}: not a load summary (a JSON object with its repetitions); run the load again")

@@ -11,6 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...core.infra.config.yamlfile import read_json
 from ...core.infra.sizes import parse_size
 from ..runs import device
 
@@ -58,10 +59,12 @@ class RungSizes:
 
 
 def _json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    """A restart result file (None: not there); one that is not a regular JSON file of
+    bounded size is a ValueError naming it, never a rung left out in silence."""
+    doc = read_json(path, "a restart rung's results", "a restart result file catbench wrote", missing_ok=True)
+    if doc is not None and not isinstance(doc, dict):
+        raise ValueError(f"a restart rung's results: {path} is not a JSON object; run that restart again")
+    return doc
 
 
 def _seconds(rows: list, rep: int, phase: str, **match) -> float | None:

@@ -4,6 +4,7 @@ a bound (a few hundred bytes of nested aliases can stand for billions of values)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -58,6 +59,23 @@ def read_bytes(path, what: str, max_bytes: int = MAX_BYTES, kind: str = "a confi
     if len(data) > max_bytes:
         raise YamlFileError(f"{what}: {p} grew past {max_bytes:,} bytes while read; is it {kind}?")
     return data
+
+
+RESULT_BYTES = 256 * 2**20   # a result file a run wrote: the largest summaries are a few MiB
+
+
+def read_json(path, what: str, kind: str, max_bytes: int = RESULT_BYTES, missing_ok: bool = False):
+    """The JSON value of ``path`` through :func:`read_bytes` (a regular file of bounded size);
+    None for a missing file when ``missing_ok``. Errors begin with ``what`` and name the file."""
+    p = Path(path)
+    if missing_ok and not p.exists() and not p.is_symlink():
+        return None
+    data = read_bytes(p, what, max_bytes, kind)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise YamlFileError(f"{what}: {p} is not {kind} (not JSON: {why})") from None
 
 
 def read(path, what: str, kind: str = "a YAML config file"):
