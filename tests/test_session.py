@@ -70,6 +70,22 @@ def test_a_full_disk_is_named_on_the_first_line(tmp_path):
         assert not server_procs(small)
 
 
+def test_an_install_that_waits_for_room_on_a_full_disk_is_stopped_and_named(tmp_path):
+    """30 MiB with a 4 MiB redo log: the bootstrap fills the disk, then waits for room for ever
+    (it once sat 10 minutes with no word; its logs, on that disk, cannot say why)."""
+    import time
+    from catbench.core.server.process import Launch
+    with tmpfs("30M") as small:
+        t0 = time.monotonic()
+        with pytest.raises(ServerError) as err:
+            with Server("tiny", small / "srv", {"innodb_log_file_size": "4M"}, Launch(start_timeout_s=60)):
+                pass
+        assert time.monotonic() - t0 < 15
+        first = str(err.value).splitlines()[0]
+        assert first.startswith("target tiny: out of space on ") and "errno 28" in first, str(err.value)[:2000]
+        assert not server_procs(small)
+
+
 def test_session_removes_data_and_leaves_no_files_of_a_killed_server(tmp_path):
     with private_server("k", tmp_path, "kill", start=False) as srv:
         srv.initialize()

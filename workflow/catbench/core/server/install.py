@@ -13,7 +13,9 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 from ..infra.settings import ServerError
@@ -78,14 +80,67 @@ def install(srv) -> None:
                f"--datadir={srv.datadir}", f"--auth-root-authentication-method={method}", "--skip-test-db"]
     else:
         cmd = [srv.binary, f"--defaults-file={srv.config_file}", *user, *srv._own_paths(), "--initialize-insecure"]
-    with open(install_log, "w") as out:
-        rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=srv.start_timeout * 5).returncode
+    rc = _run_watched(srv, cmd, install_log)
     if rc != 0:
-        full = _out_of_space(srv.name, srv.datadir, install_log, srv.error_log)
+        full = _out_of_space(srv.name, srv.datadir, install_log, srv.error_log,
+                             # a full disk keeps its own logs from saying so
+                             said="No space left on device" if _free(srv.datadir) < FULL_BYTES else "")
         raise ServerError((full + "\n" if full else "") +
                           f"target {srv.name}: initialising {srv.datadir} failed (exit {rc}); "
                           f"last lines of {install_log} and {srv.error_log}:\n"
                           f"{_tail(install_log)}\n{_tail(srv.error_log)}")
+
+
+POLL_S = 0.2
+FULL_BYTES = 1 << 20     # free bytes under which a waiting install is taken to wait for room
+FULL_FOR_S = 1.0         # ... once they have stayed there this long
+
+
+def _free(path: Path) -> int:
+    probe = next((a for a in [path, *path.parents] if a.exists()), path)
+    st = os.statvfs(probe)
+    return st.f_bavail * st.f_frsize if st.f_blocks else FULL_BYTES * 2   # ramfs reports no size
+
+
+def _run_watched(srv, cmd: list, install_log: Path) -> int:
+    """The install in a process group of its own (the tool is a script that starts the server
+    in bootstrap mode); stopped, the whole group, when its target has stayed full (MariaDB
+    then waits for room, for ever, and its logs on that disk can say nothing) or past the
+    server's start limit (``server.start_timeout_s``, shared with the start that follows:
+    ``srv.start_budget``). Returns its exit code; ServerError when it was stopped."""
+    limit = srv.start_timeout
+    with open(install_log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    t0 = full_since = time.monotonic()
+    try:
+        while (rc := proc.poll()) is None:
+            time.sleep(POLL_S)
+            now = time.monotonic()
+            if _free(srv.datadir) >= FULL_BYTES:
+                full_since = now
+            elif now - full_since >= FULL_FOR_S:
+                raise ServerError(_out_of_space(srv.name, srv.datadir, said="No space left on device",
+                                                who="the server's install") +
+                                  f"\ntarget {srv.name}: initialising {srv.datadir} was stopped: it waited for room "
+                                  f"to write; last lines of {install_log}:\n{_tail(install_log)}")
+            if now - t0 > limit:
+                raise ServerError(f"target {srv.name}: initialising {srv.datadir} did not finish within {limit:.0f} s "
+                                  f"(config key 'server.start_timeout_s', which the install and the start share); "
+                                  f"last lines of {install_log}:\n{_tail(install_log)}")
+        return rc
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        srv.start_budget = max(0.0, limit - (time.monotonic() - t0))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def initialise(srv) -> None:

@@ -104,6 +104,7 @@ class Server:
         self.ram, self.page_cache_hold, self.cage, self.ram_peak = launch.ram, launch.page_cache_hold, None, None
         self.port: int | None = None
         self.start_timeout = start_timeout
+        self.start_budget: float | None = None   # what an install left of the limit it shares with the start
         self.datadir = self.basedir / "data"
         # CATBENCH_TMPDIR (set by the rules from targets.<t>.tmpdir) moves the server's
         # temporary files off the target: a folder others may write to, so each server gets a
@@ -258,7 +259,9 @@ class Server:
         with safety.lock:
             safety.running.add(self)
             safety.install_handlers()
-        deadline = t0 + self.start_timeout
+        # the first start after an install has what the install left of the limit they share
+        limit, self.start_budget = (self.start_timeout if self.start_budget is None else self.start_budget), None
+        deadline = t0 + limit
         last_err: Exception | None = None
         while True:
             rc = self._proc.poll()
@@ -284,9 +287,11 @@ class Server:
                     last_err = exc
             if time.monotonic() > deadline:
                 self.kill()
-                raise ServerError(f"target {self.name}: server did not answer within {self.start_timeout:.0f} s "
-                                  f"(last error: {last_err}); last lines of {self.error_log}:\n"
-                                  f"{_tail(self.error_log)}")
+                full = _out_of_space(self.name, self.datadir, self.error_log)
+                raise ServerError((full + "\n" if full else "") +
+                                  f"target {self.name}: server did not answer within {limit:.0f} s (config key "
+                                  f"'server.start_timeout_s', shared with its install; last error: {last_err}); "
+                                  f"last lines of {self.error_log}:\n{_tail(self.error_log)}")
             time.sleep(0.05)
         self.timings["start_s"] = time.monotonic() - t0
         if self.cage and self.cage.hold:   # held once up
