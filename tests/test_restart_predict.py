@@ -393,3 +393,41 @@ def test_restart_rung_files_are_read_guarded_and_a_bad_one_named_not_dropped(tmp
         assert main(base) != 0
         err = capsys.readouterr().err
         assert said in err and str(kind) in err, err
+
+
+def _tamper(path, change) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda d: d["rows"][1].update(seconds=float("nan")), "rows[1].seconds is nan, not a finite number"),
+    (lambda d: d["rows"][1].update(seconds=-5), "rows[1].seconds is -5, not a finite number of at least 0"),
+    (lambda d: d["detail"][0]["recovery"].update(redo_bytes=-1e12), "detail[0].recovery.redo_bytes is -1000000000000.0"),
+    (lambda d: d["server"]["variables"].update(innodb_page_size="0"), "innodb_page_size is 0, not a page size"),
+    (lambda d: d["rows"][1].update(seconds="x"), "is not a restart result catbench wrote (TypeError"),
+    (lambda d: d["detail"][0].update(recovery=[1]), "AttributeError"),
+], ids=["nan", "negative", "redo-bytes", "page-size", "text", "shape"])
+def test_a_tampered_restart_value_is_named_with_its_file_never_used(tmp_path, capsys, change, said):
+    """NaN seconds once turned 36.4 s into "7.8 s [7.0 s, nan s]", -5 s gave 8.7 s, -1e12 redo bytes
+    0.42 s; a page size of 0 divided by zero; a string or a list in a value's place was a traceback."""
+    rung = _write_rung(tmp_path, "r1", 1)
+    kind = tmp_path / "r1" / "restart" / "disk" / "crash-during-load.json"
+    _tamper(kind, change)
+    assert main(["predict", "--config", "config/restart-study.yaml", "--results", rung, "--data", "1G"]) != 0
+    err = capsys.readouterr().err
+    assert said in err and str(kind) in err and "Traceback" not in err, err
+
+
+def test_a_rung_given_twice_and_sizes_past_the_servers_limits_are_refused(tmp_path, capsys):
+    rungs = [_write_rung(tmp_path, f"r{k}", s) for k, s in ((1, 1), (2, 2))]
+    base = ["predict", "--config", "config/restart-study.yaml", "--data", "600G", "--pool", "128G"]
+    assert main([*base, "--results", rungs[0], "--results", rungs[1], "--results", rungs[0] + "/"]) != 0
+    assert "is given twice" in capsys.readouterr().err
+    both = [*base, "--results", rungs[0], "--results", rungs[1]]
+    assert main([*both, "--redo", "1K"]) != 0      # it once printed a checkpoint age of -700.1 KiB
+    assert "leaves no room for a checkpoint age" in capsys.readouterr().err
+    assert main([*both, "--redo", "8G", "--checkpoint-age", "16G"]) != 0
+    assert "--checkpoint-age 16.0 GiB is past what a 8.0 GiB redo log lets stand" in capsys.readouterr().err
+    assert main([*both, "--redo", "8G", "--checkpoint-age", "4G"]) == 0

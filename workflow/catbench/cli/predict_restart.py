@@ -10,7 +10,8 @@ import argparse
 from ..core.infra.config import ConfigError
 from ..core.infra.sizes import duration, human, parse_size
 from ..predict.restarts import model
-from ..predict.restarts.runs import read_restarts
+from ..predict.restarts.age import max_checkpoint_age
+from ..predict.restarts.runs import PAGE, read_restarts
 from ..predict.spec import RestartTarget
 
 
@@ -23,6 +24,16 @@ def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
     if missing:
         raise ConfigError(f"restart prediction: give {', '.join(missing)} (the config sets no "
                           f"innodb_buffer_pool_size or innodb_log_file_size, or no rung recorded its data)")
+    page = max((s.page_bytes for s in sizes.values()), default=PAGE)
+    most = max_checkpoint_age(float(redo), page)
+    if most <= 0:
+        raise ConfigError(f"restart prediction: a {human(redo)} redo log leaves no room for a checkpoint age (the "
+                          f"server keeps back a tenth of it twice and 48 pages of {human(page)}): give --redo 1M "
+                          f"or more")
+    if a.checkpoint_age is not None and a.checkpoint_age > most:
+        raise ConfigError(f"restart prediction: --checkpoint-age {human(a.checkpoint_age)} is past what a "
+                          f"{human(redo)} redo log lets stand before the server checkpoints ({human(most)}, ~0.81 of "
+                          f"the log): give at most that, or a larger --redo")
     return model.At(float(data), float(pool), float(redo), a.checkpoint_age, a.write_rate,
                     a.downtime if a.downtime is not None else target.downtime_s,
                     float(a.gcache or target.gcache), device)

@@ -64,7 +64,24 @@ def _json(path: Path) -> dict | None:
     doc = read_json(path, "a restart rung's results", "a restart result file catbench wrote", missing_ok=True)
     if doc is not None and not isinstance(doc, dict):
         raise ValueError(f"a restart rung's results: {path} is not a JSON object; run that restart again")
+    if doc is not None:
+        _check_values(doc, path)
     return doc
+
+
+def _check_values(doc, path: Path, at: str = "") -> None:
+    """Every number a restart wrote is finite and, but for times relative to an event (``*_rel_s``),
+    not negative: a tampered or broken value (NaN, -5 s, -1e12 redo bytes) is named, never fitted."""
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for k, v in items:
+        where = f"{at}.{k}" if isinstance(k, str) else f"{at}[{k}]"
+        if isinstance(v, (dict, list)):
+            _check_values(v, path, where)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            relative = isinstance(k, str) and k.endswith("_rel_s")
+            if not math.isfinite(v) or (v < 0 and not relative):
+                raise ValueError(f"a restart rung's results: {path}: {where.lstrip('.')} is {v!r}, not a finite "
+                                 f"{'number' if relative else 'number of at least 0'}; run that restart again")
 
 
 def _seconds(rows: list, rep: int, phase: str, **match) -> float | None:
@@ -82,6 +99,8 @@ def _server(doc: dict, sizes: RungSizes) -> None:
     """The page, pool and redo log the restart's server ran with (its variables)."""
     v = (doc.get("server") or {}).get("variables") or {}
     sizes.page_bytes = int(v.get("innodb_page_size") or PAGE)
+    if not 1024 <= sizes.page_bytes <= 65536:
+        raise ValueError(f"server.variables.innodb_page_size is {sizes.page_bytes}, not a page size of 1 KiB to 64 KiB")
     sizes.large_pages = str(v.get("large_pages", "")).upper() in ("ON", "1")
     for attr, var in (("pool_bytes", "innodb_buffer_pool_size"), ("redo_log_bytes", "innodb_log_file_size")):
         if v.get(var):
@@ -208,7 +227,11 @@ def read_restarts(results: list) -> tuple[list[Obs], dict]:
     target)'s :class:`RungSizes`."""
     obs: list[Obs] = []
     sizes: dict = {}
+    seen: dict = {}
     for res in map(Path, results):
+        same = seen.setdefault(res.resolve(), res)
+        if same is not res:
+            raise ValueError(f"--results: {res} is given twice (as {same} before): each rung is fitted once")
         for stage in ("restart", "cluster"):
             for f in sorted((res / stage).glob("*/*.json")):
                 kind = f.stem
@@ -221,7 +244,12 @@ def read_restarts(results: list) -> tuple[list[Obs], dict]:
                     s = sizes[(res.name, target)] = RungSizes(res.name, target, device=device(res, target))
                     summary = _json(res / "restart" / target / "summary.json") or {}
                     s.rows = int(summary.get("rows") or 0)
-                READERS[kind](doc, s, obs)
+                try:
+                    READERS[kind](doc, s, obs)
+                except (TypeError, KeyError, AttributeError, ValueError, ZeroDivisionError, IndexError) as e:
+                    why = f"{type(e).__name__}: {e}" if not isinstance(e, ValueError) else str(e)
+                    raise ValueError(f"a restart rung's results: {f} is not a restart result catbench wrote "
+                                     f"({why}); run that restart again") from None
     for s in sizes.values():
         if s.data_bytes is None and s.sst_bytes:
             s.data_bytes = statistics.median(s.sst_bytes)
