@@ -111,8 +111,9 @@ def test_a_load_that_did_not_run_alone_is_neither_fitted_nor_scored_and_is_named
     skipped: list = []
     groups = read_runs([tmp_path / "r1", tmp_path / "r2"], skipped)
     assert [r.run for reps in groups.values() for r in reps] == ["r2"]
+    where = str(tmp_path / "r1" / "load" / "disk" / "char28" / "innodb" / "one-file-at-a-time")
     assert skipped == [{"run": "r1", "load": "disk/char28/innodb/one-file-at-a-time",
-                        "met": "catbench command(s) 123 catbench load-index"}]
+                        "met": "catbench command(s) 123 catbench load-index", "path": where}]
     out = tmp_path / "p.json"
     p = _predict(tmp_path, "--results", tmp_path / "r1", "--results", tmp_path / "r2", "--measured", tmp_path / "r1",
                  "--rows", "200", "--out", out)
@@ -124,6 +125,9 @@ def test_a_load_that_did_not_run_alone_is_neither_fitted_nor_scored_and_is_named
     assert doc["measured"] == []
     p = _predict(tmp_path, "--results", tmp_path / "r1")
     assert p.returncode == 1 and "that ran alone: r1 disk/char28/innodb/one-file-at-a-time did not" in p.stderr
+    # how to run it again alone, not only that it should be (every later run once stopped there)
+    assert f"--forcerun {where}`" in p.stderr and f"--forcerun {where}`" in _predict(
+        tmp_path, "--results", tmp_path / "r1", "--results", tmp_path / "r2", "--rows", "200").stdout
 
 
 def _far():

@@ -215,7 +215,7 @@ def _loads(a, spec: PredictSpec, fitting: Fitting, found: tuple, out: dict) -> N
           + f" from {len(a.results)} run(s):")
     for s in skipped:
         print(f"  {'not fitted' if s['role'] == 'rung' else 'not scored'}: {s['run']} {s['load']} did not run "
-              f"alone (met {s['met']}): run it again alone")
+              f"alone (met {s['met']}): {_again(s)}")
     pools = {}
     for key, reps in sorted(groups.items()):
         _one_ladder(key, reps)
@@ -252,8 +252,14 @@ def _not_measured(cfg: dict, groups: dict, config: str) -> list[dict]:
             for v in matrix.variants for e, s in matrix.pairs() if (v, e, s) not in have]
 
 
+def _again(skipped: dict) -> str:
+    """How a load that did not run alone is run again, alone: Snakemake forced to redo its output."""
+    return (f"run it again alone: `snakemake --cores all --configfile <its config> --forcerun {skipped['path']}` "
+            f"(with nothing else measuring on the machine)")
+
+
 def _not_alone_text(skipped: list) -> str:
-    return "; ".join(f"{s['run']} {s['load']} did not (met {s['met']})" for s in skipped) + "; run them again alone"
+    return "; ".join(f"{s['run']} {s['load']} did not (met {s['met']}): {_again(s)}" for s in skipped)
 
 
 def _check_seal(path, sealed: dict, out: dict) -> None:

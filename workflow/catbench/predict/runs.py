@@ -376,7 +376,7 @@ def read_run(results, skipped: list | None = None) -> list[Rep]:
         if rec is not None and not ran_alone(rec):   # its rates carry another job's load
             if skipped is not None:
                 skipped.append({"run": results.name, "load": "/".join((target, variant, engine, strategy)),
-                                "met": what_it_met(rec)})
+                                "met": what_it_met(rec), "path": str(path.parent)})
             continue
         summary = _summary(path)
         pool = _pool(summary, engine)
