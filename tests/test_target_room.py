@@ -16,7 +16,7 @@ import pytest
 import yaml
 from support.faultkit import snakemake, tiny_config
 from support.indexinput import write_files
-from support.paths import CATBENCH
+from support.paths import CATBENCH, ENV, REPO, SNAKEMAKE
 from support.servers import server_procs, tmpfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
@@ -159,3 +159,18 @@ def test_the_runs_estimate_counts_what_a_killed_jobs_folder_already_holds(tmp_pa
     got = estimate(EstimateSpec.of(cfg))["targets"]["disk"]
     others = max(j["need_bytes"] for j in full["jobs"] if j is not job)
     assert got["need_bytes"] == max(others, job["need_bytes"] - min(held, job["need_bytes"] // 2))
+
+
+def test_the_runs_space_check_counts_its_predict_stages_rung(tmp_path):
+    """The default run on a 500 MiB target: its own jobs need ~456 MiB, its rung (twice the rows)
+    ~734 MiB. The check once passed and the rung refused after the run's own jobs."""
+    with tmpfs("500M") as small:
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(yaml.safe_dump({"run": "X", "targets": {"disk": {"path": str(small / "t")}}}))
+        r = subprocess.run([str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-n", "--configfile", str(cfg),
+                            "--cores", "1"], capture_output=True, text=True, cwd=tmp_path, timeout=300, env=ENV)
+        said = r.stdout + r.stderr
+        assert r.returncode != 0 and "nothing was started" in said, said[-2000:]
+        assert re.search(r"has 500\.0 MiB free but this step needs [0-9.]+ MiB \(estimate, largest job: rung 2's load",
+                         said), said[-2000:]
+        assert not (small / "t").exists()     # a dry run creates nothing on the target

@@ -27,6 +27,7 @@ from catbench.load import estimate as cb_estimate  # noqa: E402
 from catbench.load.spec import EstimateSpec, LoadSpec  # noqa: E402
 from catbench.core.server.loaddata import LoadError  # noqa: E402
 from catbench.prepare import spec as cb_prepare_spec  # noqa: E402
+from catbench.predict import spec as cb_predict_spec  # noqa: E402
 from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 from catbench.prepare.own import manifest as cb_patch_manifest  # noqa: E402
 from catbench.prepare.own import spec as cb_patch_spec  # noqa: E402
@@ -113,6 +114,13 @@ if config["catalog"]["patch"]["file"]["paths"]:
 # fail, and the other targets finish.
 if workflow.is_main_process:
     ESTIMATE = cb_estimate.estimate(EstimateSpec.of(config), Path(RES))
+    if "predict" in config["stages"]:   # its rungs load on the ladder's targets after the run's own jobs
+        try:
+            ESTIMATE = cb_estimate.with_rungs(ESTIMATE, {
+                f"rung {k}": cb_estimate.estimate(EstimateSpec.of(cb_predict_spec.rung_config(config, k)))
+                for k in range(2, 2 + len(cb_predict_spec.InRun.of(config).factors))})
+        except cb_config.ConfigError as e:
+            raise WorkflowError(str(e))
     for _line in cb_estimate.lines(ESTIMATE, jobs=False):  # every job's: `catbench estimate`
         print(f"catbench: {_line}", file=sys.stderr)
     # --unlock starts no job: a target's room must not keep a stale lock in place

@@ -127,6 +127,18 @@ def estimate(spec: EstimateSpec, results: Path | None = None) -> dict:
             "model": "workflow/catbench/load/estimate.md"}
 
 
+def with_rungs(est: dict, rungs: dict[str, dict]) -> dict:
+    """The run's estimate with the predict stage's rungs (``{name: their estimate}``) beside its
+    jobs: a rung loads on its ladder's targets after the run's own jobs, one job at a time, so a
+    target's peak is the larger of the two (the rung's named as its largest job)."""
+    targets = {t: dict(v) for t, v in est["targets"].items()}
+    for name, r in rungs.items():
+        for t, need in r["targets"].items():
+            if t in targets and need["need_bytes"] > targets[t]["need_bytes"]:
+                targets[t].update(need_bytes=need["need_bytes"], largest_job=f"{name}'s {need['largest_job']}")
+    return {**est, "targets": targets}
+
+
 def lines(est: dict, jobs: bool = True) -> list[str]:
     """The estimate for a person: one line for the input, one per target, one per job."""
     src = "measured" if all(est["input_measured"].values()) else "estimated"
