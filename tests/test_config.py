@@ -398,3 +398,36 @@ def test_two_runs_of_one_checkout_started_together_one_stops(tmp_path):
         first.kill()
         first.wait()
     assert _one_run(tmp_path, "true").returncode == 0
+
+
+def test_a_number_yaml_reads_as_text_is_named_with_the_cure():
+    """YAML 1.1 reads 1e-9 as text: the error once said only "not of type 'number'"."""
+    with pytest.raises(ConfigError, match=r"'report.alpha': '1e-9' is read as text: .* 1\.0e-09"):
+        validate({"report": {"alpha": "1e-9"}}, whole=False)
+    with pytest.raises(ConfigError, match=r"'predict.in_run.targets': \[\] should be non-empty"):
+        validate({"predict": {"in_run": {"targets": []}}}, whole=False)
+
+
+@pytest.mark.slow
+def test_snakemake_unlock_is_refused_while_a_run_of_the_checkout_is_live(tmp_path):
+    """`snakemake --unlock` once succeeded under a live `make run` (only make run was guarded)."""
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"run": "X", "stages": ["fio"], "targets": {"disk": {"path": str(tmp_path / "t")}}}))
+    unlock = [str(VENV_BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "--unlock", "--configfile", str(cfg)]
+    live = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
+                             "sleep", "60"], cwd=tmp_path, env=env)
+    try:
+        lock = tmp_path / ".snakemake" / "catbench-run.lock"
+        for _ in range(100):
+            if lock.exists() and lock.read_text().strip() == str(live.pid):
+                break
+            time.sleep(0.1)
+        r = subprocess.run(unlock, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        said = r.stdout + r.stderr
+        assert r.returncode != 0 and "is live (it holds " in said and f"catbench-run.lock, pid {live.pid})" in said, said
+    finally:
+        live.kill()
+        live.wait()
+    r = subprocess.run(unlock, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

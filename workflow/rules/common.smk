@@ -64,6 +64,8 @@ try:
     )
     if workflow.is_main_process:    # no run folder followed through a link, no rung's folder taken
         cb_runfolders.check_run(config)
+        if "--unlock" in sys.argv:
+            cb_runfolders.check_unlock(Path.cwd())
 except TargetError as e:
     raise WorkflowError(str(e))
 # server.ram: a memory cgroup must be settable here (as root), or nothing starts

@@ -10,9 +10,12 @@ run is refused where a ladder's marker says the folder is a rung."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 from pathlib import Path
+
+import psutil
 
 from .config import target_dir
 from .config.yamlfile import YamlFileError, read_bytes
@@ -101,3 +104,25 @@ def _write_marker(path: Path, doc: dict) -> None:
         raise
     with os.fdopen(fd, "w") as f:
         json.dump(doc, f)
+
+
+RUN_LOCK = Path(".snakemake") / "catbench-run.lock"   # held by `make run` (workflow/scripts/one_run.py)
+
+
+def check_unlock(workdir: Path) -> None:
+    """``snakemake --unlock`` in a checkout whose run is live (its run lock held by a process that
+    is not this one's parent: `make run` unlocks a stale lock itself) is refused, naming the run."""
+    path = Path(workdir) / RUN_LOCK
+    if not path.is_file() or path.is_symlink():
+        return
+    with open(path, "rb") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return                                  # nobody holds it: no run is live
+        except BlockingIOError:
+            holder = f.read(32).decode(errors="replace").strip()
+    mine = {p.pid for p in psutil.Process().parents()}
+    if holder.isdigit() and int(holder) in mine:
+        return
+    raise TargetError(f"a run of {Path(workdir).resolve()} is live (it holds {path}, pid {holder or 'unknown'}): "
+                      f"--unlock now would let a second run write its folders; wait for it or stop it")

@@ -226,7 +226,7 @@ def validate(config: dict, whole: bool = True, warn=None, resolve=None) -> dict:
                     lines.append(f"config key '{_key(list(e.absolute_path) + [k])}': unknown "
                                  f"key (allowed here: {', '.join(e.schema['properties'])})")
             else:
-                lines.append(f"config key '{_key(e.absolute_path)}': {e.message}")
+                lines.append(f"config key '{_key(e.absolute_path)}': {_message(e)}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     if resolve is not None:
         cfg = resolve(cfg)
@@ -367,7 +367,7 @@ def check_section(name: str, value: dict):
                     key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(
-            f"config key '{'.'.join([name, *map(str, e.absolute_path)])}': {e.message}" for e in errors))
+            f"config key '{'.'.join([name, *map(str, e.absolute_path)])}': {_message(e)}" for e in errors))
 
 
 def load(path, overrides: dict | None = None, resolve=None) -> dict:
@@ -390,6 +390,21 @@ def estimated_objects(cfg: dict) -> int:
         from ..sources import total_rows   # here: sources loads pyarrow, which validating never needs
         return total_rows(cfg["index"]["file"])
     return catalog_objects(cfg["catalog"])
+
+
+# What YAML 1.1 (PyYAML, Snakemake's reader) takes for a float: a number without a dot and with an
+# exponent (1e-9) it reads as text
+_TEXT_NUMBER = re.compile(r"[-+]?[0-9]+(\.[0-9]*)?[eE][-+]?[0-9]+")
+
+
+def _message(e) -> str:
+    """The schema's words for an error; for a number YAML read as text, why and the cure."""
+    wants = e.schema.get("type") if e.validator == "type" else None
+    wants = wants if isinstance(wants, list) else [wants]
+    if isinstance(e.instance, str) and {"number", "integer"} & set(wants) and _TEXT_NUMBER.fullmatch(e.instance):
+        return (f"{e.instance!r} is read as text: YAML takes a number in this form only with a dot and a sign "
+                f"in its exponent (write e.g. {float(e.instance):.1e})")
+    return e.message
 
 
 def target_dir(cfg: dict, name: str) -> Path:
