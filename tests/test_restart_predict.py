@@ -431,3 +431,15 @@ def test_a_rung_given_twice_and_sizes_past_the_servers_limits_are_refused(tmp_pa
     assert main([*both, "--redo", "8G", "--checkpoint-age", "16G"]) != 0
     assert "--checkpoint-age 16.0 GiB is past what a 8.0 GiB redo log lets stand" in capsys.readouterr().err
     assert main([*both, "--redo", "8G", "--checkpoint-age", "4G"]) == 0
+
+
+def test_restart_rungs_of_two_configs_are_not_fitted_as_one_ladder(tmp_path, capsys):
+    """Rungs whose pool a row differs (another config's) were once fitted together: "from 4 run(s)"."""
+    rungs = [_write_rung(tmp_path, f"r{k}", s) for k, s in ((1, 1), (2, 2))]
+    for kind in ("clean", "crash-during-load"):     # r2's runs with another config's pool
+        _tamper(tmp_path / "r2" / "restart" / "disk" / f"{kind}.json",
+                lambda d: d["server"]["variables"].update(innodb_buffer_pool_size=str(2**33)))
+    base = ["predict", "--config", "config/restart-study.yaml", "--data", "600G", "--pool", "128G", "--redo", "8G"]
+    assert main([*base, "--results", rungs[0], "--results", rungs[1]]) != 0
+    err = capsys.readouterr().err
+    assert "the restart rungs on disk are not one ladder: r1 had" in err and "pool bytes a row, r2" in err, err

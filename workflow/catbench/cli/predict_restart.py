@@ -39,6 +39,21 @@ def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
                     float(a.gcache or target.gcache), device)
 
 
+def _one_ladder(sizes: dict) -> None:
+    """Restart rungs of one ladder scale their pool and redo log with their rows (predict/spec.py
+    ``_rung_restart``): rungs of two configs fitted together would read a setting's effect as the
+    scale's. Per target, each a row within 1.25x across the rungs, or ConfigError naming them."""
+    for target in sorted({t for _, t in sizes}):
+        rungs = [s for (_, t), s in sizes.items() if t == target and s.rows]
+        for what, attr in (("pool", "pool_bytes"), ("redo log", "redo_log_bytes")):
+            per = {s.run: getattr(s, attr) / s.rows for s in rungs if getattr(s, attr)}
+            if per and max(per.values()) > 1.25 * min(per.values()):
+                lo, hi = min(per, key=per.get), max(per, key=per.get)
+                raise ConfigError(f"--results: the restart rungs on {target} are not one ladder: {lo} had "
+                                  f"{per[lo]:,.0f} {what} bytes a row, {hi} {per[hi]:,.0f}; give the rungs of one "
+                                  f"config (catbench ladder)")
+
+
 def line(p: dict) -> str:
     name = "/".join(p["key"].values())
     if "refused" in p:
@@ -57,6 +72,7 @@ def predict_restarts(a, cfg: dict, fitting, device: dict | None, required: bool 
     obs, sizes = read_restarts(a.results)
     if not obs:
         return None
+    _one_ladder(sizes)
     try:
         at = _at(a, RestartTarget.of(cfg), sizes, device)
     except ConfigError as exc:
