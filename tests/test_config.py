@@ -381,17 +381,24 @@ def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
     assert not locks.is_dir() or not any(locks.iterdir())
 
 
+def _holding_the_run_lock(workdir: Path, seconds: int) -> subprocess.Popen:
+    """`make run`'s wrapper running `sleep` in ``workdir``, once it holds the run lock."""
+    run = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
+                            "sleep", str(seconds)], cwd=workdir,
+                           env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"})
+    lock = workdir / ".snakemake" / "catbench-run.lock"
+    for _ in range(100):
+        if lock.exists() and lock.read_text().strip() == str(run.pid):
+            break
+        time.sleep(0.1)
+    return run
+
+
 @pytest.mark.slow
 def test_two_runs_of_one_checkout_started_together_one_stops(tmp_path):
     """The run lock is held by the command make run starts (exec'd), for as long as it runs."""
-    first = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
-                              "sleep", "30"], cwd=tmp_path, env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"})
+    first = _holding_the_run_lock(tmp_path, 30)
     try:
-        lock = tmp_path / ".snakemake" / "catbench-run.lock"
-        for _ in range(100):
-            if lock.exists() and lock.read_text().strip() == str(first.pid):
-                break
-            time.sleep(0.1)
         r = _one_run(tmp_path, "true", timeout=60)
         assert r.returncode == 1 and f"pid {first.pid}" in r.stderr and "another run" in r.stderr, r.stderr
     finally:
@@ -415,14 +422,8 @@ def test_snakemake_unlock_is_refused_while_a_run_of_the_checkout_is_live(tmp_pat
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump({"run": "X", "stages": ["fio"], "targets": {"disk": {"path": str(tmp_path / "t")}}}))
     unlock = [str(VENV_BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "--unlock", "--configfile", str(cfg)]
-    live = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
-                             "sleep", "60"], cwd=tmp_path, env=env)
+    live = _holding_the_run_lock(tmp_path, 60)
     try:
-        lock = tmp_path / ".snakemake" / "catbench-run.lock"
-        for _ in range(100):
-            if lock.exists() and lock.read_text().strip() == str(live.pid):
-                break
-            time.sleep(0.1)
         r = subprocess.run(unlock, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         said = r.stdout + r.stderr
         assert r.returncode != 0 and "is live (it holds " in said and f"catbench-run.lock, pid {live.pid})" in said, said
