@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,22 @@ def test_a_load_the_config_asks_for_that_no_rung_measured_is_named_with_its_rung
     missing = _not_measured(cfg, groups, "config/x.yaml")
     assert {(m["engine"], m["strategy"]) for m in missing} == {("rocksdb", "one-file-at-a-time"), ("rocksdb", "bulk")}
     assert all("make ladder LADDER=config/x.yaml" in m["how"] for m in missing)
+
+
+@pytest.mark.parametrize("name", ["trace.parquet", "isolation.json"])
+@pytest.mark.parametrize("plant", ["/dev/zero", "fifo", "garbage"])
+def test_a_loads_files_that_are_not_what_it_wrote_are_named_never_read_whole(tmp_path, name, plant):
+    """A trace linked to /dev/zero or a FIFO once went to the reader as it was (pyarrow reads a
+    device until memory ends; a FIFO waits for ever); bytes that are not Parquet or JSON are named."""
+    import os
+    d = _load(tmp_path / "r1")
+    f = d / name
+    f.unlink(missing_ok=True)
+    if plant == "fifo":
+        os.mkfifo(f)
+    elif plant == "garbage":
+        f.write_bytes(b"\x00not what catbench wrote")
+    else:
+        f.symlink_to(plant)
+    with pytest.raises(ValueError, match=re.escape(str(f))):
+        read_runs([tmp_path / "r1"])

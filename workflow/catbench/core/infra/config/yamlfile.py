@@ -38,10 +38,10 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         return super().construct_mapping(node, deep)
 
 
-def read_bytes(path, what: str, max_bytes: int = MAX_BYTES, kind: str = "a config file") -> bytes:
-    """The bytes of ``path``, a regular file of at most ``max_bytes`` (a device, a FIFO or a
-    directory is refused before it is opened: none of them ends or is a file); ``what``
-    (e.g. "--sealed") begins every error, which names the file."""
+def regular_file(path, what: str, max_bytes: int = MAX_BYTES, kind: str = "a config file") -> Path:
+    """``path``, checked to be a regular file of at most ``max_bytes`` before anything opens it
+    (a device, a FIFO or a directory never ends or is a file); ``what`` (e.g. "--sealed")
+    begins every error, which names the file. For files a library reads itself (Parquet, CSV)."""
     p = Path(path)
     try:
         if not p.exists():
@@ -52,6 +52,15 @@ def read_bytes(path, what: str, max_bytes: int = MAX_BYTES, kind: str = "a confi
             raise YamlFileError(f"{what}: {p} has {p.stat().st_size:,} bytes, more than a config's "
                                 f"{max_bytes:,}; is it {kind}?" if kind.endswith("config file") else
                                 f"{what}: {p} has {p.stat().st_size:,} bytes, more than {max_bytes:,}; is it {kind}?")
+    except OSError as e:
+        raise YamlFileError(f"{what}: cannot read {p} ({e.strerror}); give {kind}") from None
+    return p
+
+
+def read_bytes(path, what: str, max_bytes: int = MAX_BYTES, kind: str = "a config file") -> bytes:
+    """The bytes of ``path``, a :func:`regular_file` of at most ``max_bytes``."""
+    p = regular_file(path, what, max_bytes, kind)
+    try:
         with open(p, "rb") as f:
             data = f.read(max_bytes + 1)
     except OSError as e:

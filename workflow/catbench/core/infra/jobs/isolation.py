@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..config.yamlfile import read_json
 
 NODE_LOCK = Path(f"/tmp/catbench-measure-{os.getuid()}.lock")
 LOCK_NAME = ".catbench-measure.lock"
@@ -154,11 +155,12 @@ def read_record(job_dir) -> dict | None:
     when it is not a record."""
     path = Path(job_dir) / RECORD
     try:
-        rec = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
+        rec = read_json(path, "a job's isolation record", "an isolation record catbench wrote", 2**20,
+                        missing_ok=True)
+    except ValueError as exc:
         raise ValueError(f"{path}: not an isolation record ({exc}); run that job again") from None
+    if rec is None:
+        return None
     if not isinstance(rec, dict):
         raise ValueError(f"{path}: not an isolation record (a JSON object); run that job again")
     return rec
