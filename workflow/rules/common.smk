@@ -13,7 +13,6 @@ from catbench.core.sky import copies as cb_copies  # noqa: E402
 from catbench.core.infra import metrics as cb_metrics  # noqa: E402
 from catbench.core.infra import config as cb_config  # noqa: E402
 from catbench.core.infra import targets as cb_targets  # noqa: E402
-from catbench.core.infra import runfolders as cb_runfolders  # noqa: E402
 from catbench.core.index import table as cb_index_table  # noqa: E402
 from catbench.core.infra import sources as cb_sources  # noqa: E402
 from catbench.core.infra.jobs import plan as cb_plan  # noqa: E402
@@ -23,11 +22,10 @@ from catbench.core.infra.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.infra.jobs.sizing import RunSizes  # noqa: E402
 from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
 from catbench.core.infra.jobs import system as cb_system  # noqa: E402
-from catbench.load import estimate as cb_estimate  # noqa: E402
-from catbench.load.spec import EstimateSpec, LoadSpec  # noqa: E402
+from catbench.load.spec import LoadSpec  # noqa: E402
+from catbench.cli import ladder as cb_ladder  # noqa: E402
 from catbench.core.server.loaddata import LoadError  # noqa: E402
 from catbench.prepare import spec as cb_prepare_spec  # noqa: E402
-from catbench.predict import spec as cb_predict_spec  # noqa: E402
 from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 from catbench.prepare.own import manifest as cb_patch_manifest  # noqa: E402
 from catbench.prepare.own import spec as cb_patch_spec  # noqa: E402
@@ -63,9 +61,7 @@ try:
         create=False,  # jobs create their directories: a dry run creates nothing outside results/
     )
     if workflow.is_main_process:    # no run folder followed through a link, no rung's folder taken
-        cb_runfolders.check_run(config)
-        if "--unlock" in sys.argv:
-            cb_runfolders.check_unlock(Path.cwd())
+        cb_ladder.preflight_folders(config, sys.argv, Path.cwd())
 except TargetError as e:
     raise WorkflowError(str(e))
 # server.ram: a memory cgroup must be settable here (as root), or nothing starts
@@ -115,15 +111,11 @@ if config["catalog"]["patch"]["file"]["paths"]:
 # target only warns here: its own jobs refuse (each load checks its room at its start) or
 # fail, and the other targets finish.
 if workflow.is_main_process:
-    ESTIMATE = cb_estimate.estimate(EstimateSpec.of(config), Path(RES))
-    if "predict" in config["stages"]:   # its rungs load on the ladder's targets after the run's own jobs
-        try:
-            ESTIMATE = cb_estimate.with_rungs(ESTIMATE, {
-                f"rung {k}": cb_estimate.estimate(EstimateSpec.of(cb_predict_spec.rung_config(config, k)))
-                for k in range(2, 2 + len(cb_predict_spec.InRun.of(config).factors))})
-        except cb_config.ConfigError as e:
-            raise WorkflowError(str(e))
-    for _line in cb_estimate.lines(ESTIMATE, jobs=False):  # every job's: `catbench estimate`
+    try:   # the predict stage's rungs counted
+        ESTIMATE = cb_ladder.preflight_estimate(config, Path(RES))
+    except cb_config.ConfigError as e:
+        raise WorkflowError(str(e))
+    for _line in cb_ladder.preflight_lines(ESTIMATE):
         print(f"catbench: {_line}", file=sys.stderr)
     # --unlock starts no job: a target's room must not keep a stale lock in place
     if config["index"]["space_check"] and "--unlock" not in sys.argv:

@@ -1,7 +1,9 @@
 """CLI sub-commands ``catbench ladder`` (the rungs' configs of a config's ladder, predict.rows) and
 ``catbench ladder-rung`` (one rung of the run's own ladder, stage ``predict``, predict/spec.py InRun:
 its config written beside the marker, then Snakemake on it, its loads alone, while this job holds
-the run's measuring slot)."""
+the run's measuring slot); and the workflow's checks before any job that reach past one stage
+(``preflight_*``, called once from workflow/rules/common.smk: the run's folders, the run's space
+estimate with its rungs, which load on the ladder's targets after the run's own jobs)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ import yaml
 from ..core.infra.config import ConfigError
 from ..core.infra.config import validate as validate_config
 from ..core.infra.files import atomic_path
-from ..core.infra.runfolders import claim_rung
-from ..predict.spec import Rung, rung_config, rungs
+from ..core.infra.runfolders import check_run, check_unlock, claim_rung
+from ..load import estimate as load_estimate
+from ..load.spec import EstimateSpec
+from ..predict.spec import InRun, Rung, rung_config, rungs
 from .common import command, guarded, out_path, read_config
 
 COMMANDS = ("ladder", "ladder-rung")
@@ -98,6 +102,29 @@ def ladder_rung(a) -> None:
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps({"run": rung["run"], "results": f"results/{rung['run']}", "config": str(config),
                                    "seconds": round(time.monotonic() - t0, 1)}, indent=1))
+
+
+def preflight_folders(cfg: dict, argv: list[str], workdir: Path) -> None:
+    """TargetError naming the folder when a run's folder is a link or another's rung, or when
+    ``--unlock`` would unlock a live run."""
+    check_run(cfg)
+    if "--unlock" in argv:
+        check_unlock(workdir)
+
+
+def preflight_estimate(cfg: dict, results: Path) -> dict:
+    """The run's estimate (load/estimate.py) with the predict stage's rungs beside its jobs."""
+    est = load_estimate.estimate(EstimateSpec.of(cfg), Path(results))
+    if "predict" not in cfg["stages"]:
+        return est
+    rungs = range(2, 2 + len(InRun.of(cfg).factors))
+    return load_estimate.with_rungs(est, {f"rung {k}": load_estimate.estimate(EstimateSpec.of(rung_config(cfg, k)))
+                                          for k in rungs})
+
+
+def preflight_lines(est: dict) -> list[str]:
+    """The estimate for a person, its targets only (every job's: `catbench estimate`)."""
+    return load_estimate.lines(est, jobs=False)
 
 
 def add_subcommands(sub) -> None:

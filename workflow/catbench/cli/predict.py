@@ -13,6 +13,7 @@ from ..core.infra.config import ConfigError, yamlfile
 from ..core.infra.files import atomic_path
 from ..core.infra.targets import human, parse_size
 from ..predict import sealed as sealed_doc
+from ..predict.ladder import not_one_ladder
 from ..predict.runs import device_figures, read_runs
 from ..predict.spec import Fitting, PredictSpec
 from .common import guarded, out_path, read_config
@@ -119,8 +120,9 @@ def _one_ladder(key: tuple, reps: list):
     """The rungs of one load share their cache per row (a ladder scales it with the rows): rungs
     of two configs fitted together would read a pool's effect as the scale's."""
     per = {r.run: r.pool / r.rung_rows for r in reps if r.pool and r.rung_rows}
-    if per and max(per.values()) > 1.25 * min(per.values()):
-        lo, hi = min(per, key=per.get), max(per, key=per.get)
+    apart = not_one_ladder(per)
+    if apart:
+        lo, hi = apart
         raise ConfigError(f"--results: the rungs of {'/'.join(key)} are not one ladder: {lo} had "
                           f"{per[lo]:.1f} cache bytes a row, {hi} {per[hi]:.1f}; give the rungs of one config "
                           f"(catbench ladder)")

@@ -10,6 +10,7 @@ import argparse
 from ..core.infra.config import ConfigError
 from ..core.infra.sizes import duration, human, parse_size
 from ..predict.restarts import model
+from ..predict.ladder import not_one_ladder
 from ..predict.restarts.age import max_checkpoint_age
 from ..predict.restarts.runs import PAGE, read_restarts
 from ..predict.spec import RestartTarget
@@ -42,13 +43,14 @@ def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
 def _one_ladder(sizes: dict) -> None:
     """Restart rungs of one ladder scale their pool and redo log with their rows (predict/spec.py
     ``_rung_restart``): rungs of two configs fitted together would read a setting's effect as the
-    scale's. Per target, each a row within 1.25x across the rungs, or ConfigError naming them."""
+    scale's. Per target, each a row within ``ONE_LADDER`` across the rungs, or ConfigError naming them."""
     for target in sorted({t for _, t in sizes}):
         rungs = [s for (_, t), s in sizes.items() if t == target and s.rows]
         for what, attr in (("pool", "pool_bytes"), ("redo log", "redo_log_bytes")):
             per = {s.run: getattr(s, attr) / s.rows for s in rungs if getattr(s, attr)}
-            if per and max(per.values()) > 1.25 * min(per.values()):
-                lo, hi = min(per, key=per.get), max(per, key=per.get)
+            apart = not_one_ladder(per)
+            if apart:
+                lo, hi = apart
                 raise ConfigError(f"--results: the restart rungs on {target} are not one ladder: {lo} had "
                                   f"{per[lo]:,.0f} {what} bytes a row, {hi} {per[hi]:,.0f}; give the rungs of one "
                                   f"config (catbench ladder)")

@@ -116,3 +116,16 @@ def buffered(engine: str, flush_method) -> bool:
     innodb_flush_method bypasses it (None: MariaDB >= 10.6's default, O_DIRECT); MyISAM and
     MyRocks here always."""
     return engine != "innodb" or str(flush_method or "O_DIRECT").upper() not in DIRECT
+
+
+ONE_LADDER = 1.25   # the most a per-row setting may differ between rungs of one ladder
+
+
+def not_one_ladder(per_row: dict) -> tuple | None:
+    """(the run with the least, the run with the most) of a setting a row (``{run: value}``) where
+    they differ by over :data:`ONE_LADDER`: rungs of two configs, whose fit would read the
+    setting's effect as the scale's; None where they are one ladder."""
+    if not per_row:
+        return None
+    lo, hi = min(per_row, key=per_row.get), max(per_row, key=per_row.get)
+    return (lo, hi) if per_row[hi] > ONE_LADDER * per_row[lo] else None

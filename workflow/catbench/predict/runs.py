@@ -11,19 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
-from ..core.infra.config.yamlfile import RESULT_BYTES, read_json, regular_file
+from ..core.infra.config.yamlfile import read_json, read_with
 from ..core.infra.jobs.isolation import ran_alone, read_record, what_it_met
 from ..core.infra.targets import parse_size
 from ..core.server.memory import HOLD_MARGIN
 from .ladder import buffered, memtables, sst_file
 
 WINDOWS = 32   # rate windows per repetition (non-overlapping runs of input files)
-PARQUET_BYTES = 16 * 2**30   # a load's samples and traces; none of catbench's comes near
+PARQUET_BYTES = 16 * 2**30   # a load's samples and traces: none of catbench's comes near
 PAGE = 16384   # InnoDB's page: a device read of a missed leaf
 # What a row makes the server write, per window (the sampler's counters; predict/writes.py):
 # its redo, the pages its page cleaners flush, and all the device took.
@@ -222,12 +221,8 @@ def device(results: Path, target: str) -> dict:
     p = results / "fio" / target / "fio.csv"
     if not p.exists() and not p.is_symlink():
         return {}
-    try:
-        rows = pacsv.read_csv(regular_file(p, "a target's fio figures", RESULT_BYTES, "fio.csv as catbench wrote it")
-                              ).to_pylist()
-    except (OSError, pa.ArrowException) as exc:
-        raise ValueError(f"a target's fio figures: {p} is not fio.csv as catbench wrote it ({exc}); run fio "
-                         f"again") from None
+    rows = read_with(pacsv.read_csv, p, "a target's fio figures", "fio.csv as catbench wrote it (run fio again)"
+                     ).to_pylist()
 
     def med(test, col):
         v = [r[col] for r in rows if r.get("test") == test and r.get(col) not in (None, 0)]
@@ -350,11 +345,8 @@ def _columns(path: Path, cols) -> dict | None:
     """``cols`` of a parquet file, those it has, and its ``repetition``; None without the file."""
     if not path.exists() and not path.is_symlink():
         return None
-    try:   # a link to a device or a FIFO is never handed to the reader
-        table = pq.read_table(regular_file(path, "a load's results", PARQUET_BYTES, "a Parquet file catbench wrote"))
-    except (OSError, pa.ArrowException) as exc:
-        raise ValueError(f"a load's results: {path} is not a Parquet file catbench wrote ({exc}); run the load "
-                         f"again") from None
+    table = read_with(pq.read_table, path, "a load's results", "a Parquet file catbench wrote (run the load again)",
+                      PARQUET_BYTES)   # a link to a device or a FIFO is never handed to the reader
     return table.select([c for c in (*cols, "repetition") if c in table.column_names]).to_pydict()
 
 

@@ -73,6 +73,16 @@ def read_bytes(path, what: str, max_bytes: int = MAX_BYTES, kind: str = "a confi
 RESULT_BYTES = 256 * 2**20   # a result file a run wrote: the largest summaries are a few MiB
 
 
+def read_with(read, path, what: str, kind: str, max_bytes: int = RESULT_BYTES):
+    """``read(path)`` for a file a library opens itself (Parquet, CSV), once it passed
+    :func:`regular_file`; the library's errors (OSError, ValueError) as one naming the file."""
+    p = regular_file(path, what, max_bytes, kind)
+    try:
+        return read(p)
+    except (OSError, ValueError) as e:
+        raise YamlFileError(f"{what}: {p} is not {kind} ({e})") from None
+
+
 def read_json(path, what: str, kind: str, max_bytes: int = RESULT_BYTES, missing_ok: bool = False):
     """The JSON value of ``path`` through :func:`read_bytes` (a regular file of bounded size);
     None for a missing file when ``missing_ok``. Errors begin with ``what`` and name the file."""
