@@ -18,11 +18,16 @@ install_system = tools=$$(python -m catbench system-tools --config $(1)) \
 
 env: $(STAMP) system
 
+# uv installs the same pinned packages as pip in a quarter of the time (the set-up is part of
+# every fresh clone's first make run and make test); pip where uv cannot reach an index.
+UV_VERSION := 0.13.9
 $(STAMP): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -r requirements.txt
-	$(VENV)/bin/pip install --quiet --no-deps -e .
+	$(VENV)/bin/pip install --quiet uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(VENV)/bin/python -r requirements.txt \
+	  || $(VENV)/bin/pip install --quiet -r requirements.txt
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e . \
+	  || $(VENV)/bin/pip install --quiet --no-deps -e .
 	@# the project's bytecode once, as pip does for the packages: every job and Snakemake run
 	@# imports it, and where bytecode is not written at import each would compile it again
 	$(VENV)/bin/python -m compileall -q -j 0 workflow/catbench > /dev/null

@@ -64,10 +64,12 @@ class ListenerWatch(threading.Thread):
 
     def run(self):
         while not self.halt.is_set():
-            pids = {p.pid for p in psutil.Process().children(recursive=True)}
-            for c in psutil.net_connections(kind="inet"):
-                if c.status == psutil.CONN_LISTEN and c.pid in pids:
-                    self.seen.add((c.laddr.ip, c.laddr.port))
+            for p in psutil.Process().children(recursive=True):
+                try:
+                    self.seen |= {(c.laddr.ip, c.laddr.port) for c in p.net_connections(kind="inet")
+                                  if c.status == psutil.CONN_LISTEN}
+                except psutil.Error:
+                    pass
             self.halt.wait(0.1)
 
 

@@ -59,7 +59,7 @@ class Baseline:
 
 @pytest.fixture(scope="module")
 def baseline():
-    """The session's uninterrupted tiny run (catalog -> partition -> load_index -> queries;
+    """The session's uninterrupted tiny run (every stage;
     support/shared_run.py): the reference every recovered run must match, and the finished
     workdir the other tests copy so that only the stages under test run again."""
     run = shared_tiny_run()

@@ -55,8 +55,9 @@ def test_myrocks_counters_come_from_a_real_myrocks(tmp):
     assert float(r["wal_bytes_per_row"]) > 0 and float(r["flush_bytes_per_row"]) >= 0
     # the block cache's misses and its SST index blocks read again are MyRocks' own counters
     assert float(r["block_misses_per_row"]) >= 0 and float(r["index_kb_per_row"]) >= 0
-    # the server's own InnoDB tables may page a few times; nothing a row (InnoDB's own load: ~0.8)
-    assert float(r["innodb_misses_per_row"] or 0) < 1e-3
+    # the server's own InnoDB tables page in on first use (~100 pages, more when the machine is
+    # busy), not a page a row: InnoDB's own load reads ~0.8 a row
+    assert float(r["innodb_misses_per_row"] or 0) < 1e-2
 
 
 def test_the_counters_load_io_reads_are_those_the_sampler_takes():

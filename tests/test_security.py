@@ -26,7 +26,7 @@ PASSWORD_KV = re.compile(rb"(?i)(password|passwd|pwd)[\"']?\s*[=:]\s*[\"']?([^\s
 
 @pytest.fixture(scope="module")
 def tiny_run():
-    """The session's tiny run (catalog -> partition -> load_index -> queries) on one target,
+    """The session's tiny run (every stage) on one target,
     socket only (the default), its servers watched while they ran (support/shared_run.py)."""
     return shared_tiny_run()
 

@@ -19,7 +19,8 @@ from catbench.core.infra.files import staged_output
 from catbench.core.infra.jobs.isolation import measuring
 from catbench.core.infra.targets import TargetError, open_lock
 from catbench.core.server.process import Server
-from support.faultkit import ENV, RUN, scratch_dirs, snakemake_cmd, tiny_config
+from support.faultkit import RUN
+from support.shared_run import UMASK, shared_tiny_run
 
 NOBODY = pwd.getpwnam("nobody")
 
@@ -110,20 +111,18 @@ def test_the_private_server_keeps_to_its_own_files_whatever_the_umask(tmp, umask
 
 @pytest.mark.slow
 @pytest.mark.server
-def test_a_whole_run_passes_under_a_careless_umask(tmp_path):
-    """Every stage of the tiny config under umask 000, where MariaDB ignores a world-writable
-    my.cnf; no server ever read the system's files (its error log would name /var/lib/mysql).
-    A strict umask is the server's own test above: every file a job writes is its user's."""
-    umask = 0o000
-    with scratch_dirs() as (disk, _):
-        tiny_config(tmp_path, {"disk": disk})
-        r = subprocess.run(snakemake_cmd(tmp_path), env=ENV, capture_output=True, text=True, timeout=900,
-                           preexec_fn=lambda: os.umask(umask))
-        assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
-        logs = [p for p in (tmp_path / "results" / RUN / "logs").rglob("*.log")] + list(disk.rglob("*.log"))
-        said = [p for p in logs if re.search(r"/var/lib/mysql|World-writable config", p.read_text(errors="replace"))]
-        assert logs and not said, said
-        assert (tmp_path / "results" / RUN / "report" / "index.html").is_file()
+def test_a_whole_run_passes_under_a_careless_umask():
+    """Every stage of the tiny config under umask 000 (the session's shared run), where MariaDB
+    ignores a world-writable my.cnf; no server ever read the system's files (its error log would
+    name /var/lib/mysql). A strict umask is the server's own test above: every file a job writes
+    is its user's."""
+    run = shared_tiny_run()
+    assert UMASK == 0o000
+    logs = [p for p in (run["wd"] / "results" / RUN / "logs").rglob("*.log")] + list(run["disk"].rglob("*.log"))
+    said = [p for p in logs if re.search(r"/var/lib/mysql|World-writable config", p.read_text(errors="replace"))]
+    assert logs and not said, said
+    assert (run["wd"] / "results" / RUN / "report" / "index.html").is_file()
+    assert list((run["wd"] / "results" / RUN / "restart").glob("*/summary.json"))
 
 
 @pytest.mark.parametrize("said", [

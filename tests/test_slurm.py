@@ -45,7 +45,7 @@ def _checked(results: Path) -> None:
     for s in sorted((results / "load").glob("*/*/*/*/summary.json")):
         d = json.loads(s.read_text())
         loads[(d["target"], d["variant"], d["strategy"])] = d
-    assert len(loads) == 2 and all(d["checksum_ok"] and d["checksum_input"] == d["checksum_table"]
+    assert len(loads) == 1 and all(d["checksum_ok"] and d["checksum_input"] == d["checksum_table"]
                                    for d in loads.values()), loads
     check = json.loads((results / "queries/check.json").read_text())
     assert check["ok"] and check["queries"], check
@@ -89,6 +89,6 @@ def test_workflow_on_real_slurm_matches_local(tmp_path):
     assert leftover_daemons(base) == []
     assert _products(local_dir / f"results/{LOCAL}") == _products(slurm_dir / f"results/{SLURM}")
     _checked(slurm_dir / f"results/{SLURM}")
-    # fio, the 2 loads, the MySQL and DuckDB query suites, restart: each alone on the node
-    assert len(check_isolation(slurm_dir / f"results/{SLURM}", tmp_path)) == 1 + 2 + 3
+    # fio, the load, the MySQL and DuckDB query suites, restart: each alone on the node
+    assert len(check_isolation(slurm_dir / f"results/{SLURM}", tmp_path)) == 1 + 1 + 3
     assert leftover_daemons(base) == []

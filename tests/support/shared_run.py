@@ -1,24 +1,27 @@
-"""One tiny run (catalog -> partition -> load_index -> queries on one target) that the whole
-test session shares: the first worker to ask builds it under a file lock, its servers'
-listeners watched while they run; the others wait and read it. Read-only for the tests: a
-test that changes it copies it first (faultkit.copy_workdir)."""
+"""One tiny run (every stage of tests/configs/tiny.yaml on one target) that the whole test
+session shares: the first worker to ask builds it under a file lock, under umask 000 (what a
+careless shell gives: MariaDB ignores a world-writable my.cnf), its servers' listeners watched
+while they run; the others wait and read it. Read-only for the tests: a test that changes it
+copies it first (faultkit.copy_workdir)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import psutil
 
-from .faultkit import fingerprint, snakemake, tiny_config
+from .faultkit import ENV, fingerprint, snakemake_cmd, tiny_config
 from .servers import kill_servers, server_procs
 
 # set by conftest.py before the workers start; removed by it once they have all finished
 SHARED_ENV = "CATBENCH_TEST_SHARED"
+UMASK = 0o000
 
 
 class ListenWatch:
@@ -76,7 +79,9 @@ def shared_tiny_run() -> dict:
             tiny_config(wd, {"disk": disk})
             try:
                 with ListenWatch(disk) as watch:
-                    snakemake(wd, "load_index", "queries")
+                    r = subprocess.run(snakemake_cmd(wd), env=ENV, capture_output=True, text=True,
+                                       timeout=600, preexec_fn=lambda: os.umask(UMASK))
+                assert r.returncode == 0, f"the shared tiny run failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
             finally:
                 kill_servers(disk)
             doc = {"seen": _seen_json(watch.seen), "fp": fingerprint(wd)}

@@ -258,6 +258,8 @@ def check_slurm_requests():
     cb_slurm.cancel_on_signal(getattr(getattr(workflow.scheduler, "_executor", None), "run_uuid", None))
     jobs = []
     for job in workflow.dag.needrun_jobs():
+        if job.is_local:    # localrules run where Snakemake runs
+            continue
         req, res = JOB_REQUESTS.get(job.rule.name), job.resources
         asked = {"threads": job.threads, "mem_mb": res.get("mem_mb"), "runtime": res.get("runtime") or 0}
         target = job.wildcards_dict.get("target")

@@ -91,6 +91,10 @@ LOADS = [
 ]
 
 
+localrules:
+    load_compare,
+
+
 rule load_compare:
     input:
         LOADS,

@@ -112,12 +112,12 @@ def joining(node: Node):
 def own_listeners() -> set[tuple[str, int, str]]:
     """(address, port, process name) of every TCP socket listening in a descendant of this
     process: the nodes and their SST helpers. All must be on 127.0.0.1."""
-    procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
     out = set()
-    for c in psutil.net_connections(kind="inet"):
-        if c.status == psutil.CONN_LISTEN and c.pid in procs:
-            with contextlib.suppress(psutil.Error):
-                out.add((c.laddr.ip, c.laddr.port, procs[c.pid].name()))
+    # each descendant's own sockets: the machine-wide table reads every process's fds
+    for p in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            out |= {(c.laddr.ip, c.laddr.port, p.name()) for c in p.net_connections(kind="inet")
+                    if c.status == psutil.CONN_LISTEN}
     return out
 
 
