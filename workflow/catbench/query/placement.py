@@ -1,10 +1,10 @@
 """Where a chunk's tables live when the mysql engine has several workers (``queries.workers``):
-round-robin over the chunks in chunkId order, so neighbouring chunks (a box's) fall on
-different workers, as Qserv's replication spreads them. The czar (``engines.MysqlEngine``)
-sends each chunk query to the worker this names."""
+core/sky/placement.py's round-robin. The czar (``engines.MysqlEngine``) sends each chunk query
+to the worker this names."""
 
 from __future__ import annotations
 
+from ..core.sky.placement import round_robin
 from .suite import QueryError
 
 
@@ -14,7 +14,7 @@ def place(chunk_ids, workers: int) -> dict[int, int]:
     if workers > len(ids):
         raise QueryError(f"config key 'queries.workers': {workers} workers for {len(ids)} chunks with Objects; "
                          f"each worker must hold a chunk: at most {len(ids)}")
-    return {c: k % workers for k, c in enumerate(ids)}
+    return round_robin(ids, workers)
 
 
 def held_by(placement: dict[int, int], worker: int) -> set[int]:

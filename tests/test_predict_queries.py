@@ -1,0 +1,101 @@
+"""Queries at the user's scale (predict/queries): the chunk-query fit recovers a known law, the
+chunks spread round-robin over the nodes with the slowest node and the largest chunk bounding a
+class, a node past its memory is priced from cold repetitions or refused, and `catbench predict
+--nodes` answers from a real run's query results."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+
+import numpy as np
+import pytest
+from catbench.predict.queries.model import Catalog, predict_class, predict_queries
+from catbench.predict.queries.runs import ChunkObs, QueryRung
+from support.paths import VENV_BIN
+from support.shared_run import shared_tiny_run
+
+D, S = 0.002, 1e-8          # a chunk query's dispatch (s) and seconds a byte
+
+
+def _rung(chunks: int = 12, caches=("warm",), skew: float = 1.0, bpr: float = 100.0) -> QueryRung:
+    """Chunks of 1,000 to 1,000 × (1 + skew) Objects whose HV2 follows D + S × bytes (cold: 5×)."""
+    rng = np.random.default_rng(3)
+    rows = 1000 * (1 + skew * np.arange(chunks) / chunks)
+    r = QueryRung("r1", "disk", pool_bytes=64 * 2**20, connections=2)
+    r.chunk_rows = {"Object": {c: float(n) for c, n in enumerate(rows)},
+                    "Source": {c: float(3 * n) for c, n in enumerate(rows)}}
+    r.chunk_bytes = {t: {c: n * bpr for c, n in v.items()} for t, v in r.chunk_rows.items()}
+    for cache in caches:
+        slow = 1.0 if cache == "warm" else 5.0
+        for rep in (1, 2):
+            for c, n in enumerate(rows):
+                for q in ("HV2", "LV1"):
+                    b = r.chunk_bytes["Object"][c]
+                    t = D + (S * slow * b if q == "HV2" else 0.0)
+                    r.obs.append(ChunkObs("r1", q, cache, rep, c, t * (1 + 0.01 * rng.standard_normal()), n, b))
+    return r
+
+
+def test_the_fit_recovers_the_law_and_the_nodes_share_the_chunks():
+    rung = _rung()
+    cat = Catalog(objects=1.2e6, sources_per_object=None, nodes=1, chunks=48, ram_bytes=2**40)
+    p = predict_class([rung], "HV2", cat, "warm")
+    # one node: its 48 chunk queries 2 at a time, each D + S × its bytes (1.2e6 Objects × 100 bytes in all)
+    assert p["seconds"] == pytest.approx((48 * D + S * 1.2e8) / 2, rel=0.05)
+    assert p["ci_low"] <= p["seconds"] <= p["ci_high"] and p["n"] == 24 and p["slope_told"]
+    assert p["dispatch_s"] == pytest.approx(D, rel=0.2) and p["slope"] == pytest.approx(S, rel=0.05)
+    # four nodes: a quarter, the slowest node a little over it (the sky's skew)
+    four = predict_class([rung], "HV2", dataclasses.replace(cat, nodes=4), "warm")["seconds"]
+    assert p["seconds"] / 4 <= four <= 1.1 * p["seconds"] / 4
+
+
+def test_chunks_of_one_size_carry_the_whole_cost_as_growth():
+    """Equal chunks cannot tell dispatch from scan: the answer for 100× larger chunks is planned
+    on the slope through the origin, never on a dispatch that would stay fixed."""
+    p = predict_class([_rung(skew=0.0)], "HV2", Catalog(1.2e6, None, 12, None, 2**40), "warm")
+    assert not p["slope_told"] and p["dispatch_s"] == 0.0
+    assert p["seconds"] == pytest.approx((D + S * 1e5) * 100, rel=0.05)    # one chunk a node, 100× its bytes
+
+
+def test_a_skewed_sky_puts_its_densest_chunks_on_the_slowest_node_and_one_chunk_can_bound_it():
+    rung = _rung(skew=3.0)
+    even = predict_class([_rung(skew=0.2)], "HV2", Catalog(1.2e6, None, 3, None, 2**40), "warm")
+    skewed = predict_class([rung], "HV2", Catalog(1.2e6, None, 3, None, 2**40), "warm")
+    assert skewed["seconds"] > even["seconds"]
+    # as many nodes as chunks: each node one chunk; the densest chunk is the whole time
+    one = predict_class([rung], "HV2", Catalog(1.2e6, None, 12, None, 2**40), "warm")
+    assert one["bound"] == "tail chunk" and one["seconds"] == pytest.approx(one["tail_chunk_s"])
+
+
+def test_a_node_past_its_memory_is_priced_from_the_cold_repetitions_or_refused():
+    big = Catalog(objects=1e9, sources_per_object=None, nodes=2, chunks=None, ram_bytes=2**30)
+    refused = predict_queries([_rung()], big)
+    assert refused["cache"] == "cold" and "queries.cold: true" in refused["classes"]["HV2"]["refused"]
+    cold = predict_queries([_rung(caches=("warm", "cold"))], big)
+    warm_rate = predict_queries([_rung()], Catalog(1e9, None, 2, None, 2**50))["classes"]["HV2"]
+    assert cold["classes"]["HV2"]["cache"] == "cold"
+    assert cold["classes"]["HV2"]["seconds"] == pytest.approx(5 * warm_rate["seconds"], rel=0.1)
+    assert predict_queries([_rung()], Catalog(1e6, None, 13, None, None))["refused"].startswith("--nodes 13 for 12")
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_predict_nodes_answers_from_a_real_runs_query_results(tmp_path):
+    run = shared_tiny_run()
+    res = run["wd"] / "results" / "faults"
+    out = tmp_path / "p.json"
+    base = [str(VENV_BIN / "catbench"), "predict", "--config", str(run["wd"] / "config.yaml"),
+            "--results", str(res), "--loads-only", "--nodes", "2"]
+    r = subprocess.run([*base, "--objects", "2400", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    q = json.loads(out.read_text())["queries"]["disk"]
+    assert q["cache"] == "warm" and q["validated"] is False and q["nodes"] == 2
+    for name in ("HV1", "HV2", "HV3"):
+        p = q["classes"][name]
+        assert 0 < p["ci_low"] <= p["seconds"] <= p["ci_high"] and p["chunks"] == q["chunks"], (name, p)
+    assert "HV2:" in r.stdout and "bound:" in r.stdout
+    # 10^9 objects on two nodes leave their memory: the run measured no cold query
+    r = subprocess.run([*base, "--objects", "1e9"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "no rung measured a cold query" in r.stdout, r.stdout + r.stderr

@@ -1,0 +1,190 @@
+"""Each query class's time on N nodes holding the user's catalog, from the rungs' chunk queries.
+
+A chunk query costs a fixed dispatch plus a slope times what drives it (CLASSES: the chunk
+table's bytes for a scan, its rows squared for a self-join, nothing for an index lookup), fitted
+per class and cache state over every chunk query of every rung. The user's catalog is the
+rungs' sky at the user's density: each chunk's share of the rows kept (the skew of the sky),
+cycled over the user's chunk count, its bytes at the rungs' bytes a row. Chunks go round-robin
+over the nodes in chunkId order (core/sky/placement.py, Qserv's spread); a node runs its
+chunk queries ``connections`` at a time, so a class takes its slowest node's sum ÷ that, and
+never less than its largest single chunk at one stream (the tail). A node whose data outgrows
+its RAM reads from the device: priced from the rungs' cold repetitions (caches dropped), or
+refused naming the rung it needs. Intervals: the chunk queries resampled and the fit redone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.sky.placement import node_sums
+from .runs import CLASSES, QueryRung
+
+BOOTSTRAP, CONFIDENCE, SEED = 200, 0.95, 11
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The user's catalog and cluster."""
+    objects: float
+    sources_per_object: float | None     # None: the rungs'
+    nodes: int
+    chunks: int | None                   # None: the rungs' chunk count
+    ram_bytes: float | None              # a node's memory for the server and its page cache; None: the rungs' pool
+    device_ratio: float = 1.0            # the user's device's seconds a byte ÷ the rungs' (sequential)
+
+
+def _driver(query: str, rows: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    kind = CLASSES[query][1]
+    return {"bytes": nbytes, "pairs": rows ** 2, "lookup": np.zeros_like(rows)}[kind]
+
+
+def fit(x: np.ndarray, t: np.ndarray) -> tuple[float, float, bool]:
+    """(dispatch s, slope s a unit, whether the chunks' spread told the two apart), both ≥ 0.
+    Chunks all of one size cannot tell them apart: the whole cost is then carried as slope (the
+    figure a larger chunk is planned by), never as a dispatch that would not grow."""
+    if len(t) >= 2 and np.ptp(x) > 0.05 * np.max(x):
+        slope, d = np.polyfit(x, t, 1)
+        if slope > 0 and d >= 0:
+            return float(d), float(slope), True
+    if np.any(x > 0):
+        return 0.0, float((x @ t) / (x @ x)), False
+    return float(np.mean(t)), 0.0, True
+
+
+def _rows_of(rung: QueryRung, table: str, objects: np.ndarray, cat: Catalog) -> np.ndarray:
+    if table == "Object":
+        return objects
+    return objects * (cat.sources_per_object or rung.data_rows("Source") / rung.data_rows("Object"))
+
+
+def user_chunks(rung: QueryRung, table: str, cat: Catalog) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, bytes) of the user's chunks of ``table``: the rung's shares of the rows cycled."""
+    ids = sorted(rung.chunk_rows.get("Object", {}))
+    rows_o = np.array([rung.chunk_rows["Object"][c] for c in ids], float)
+    s = (rows_o / rows_o.sum())[np.arange(cat.chunks or len(ids)) % len(ids)]
+    rows = _rows_of(rung, table, cat.objects * s / s.sum(), cat)
+    return rows, rows * rung.data_bytes(table) / max(rung.data_rows(table), 1.0)
+
+
+def box_chunks(rung: QueryRung, table: str, cat: Catalog, box: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, bytes) of a box's chunks at the user's density (objects a chunk): the same patch of sky."""
+    k = len(rung.chunk_rows["Object"])
+    density = (cat.objects / (cat.chunks or k)) / (rung.data_rows("Object") / k)
+    rows = _rows_of(rung, table, np.array([rung.chunk_rows["Object"].get(c, 0.0) for c in box]) * density, cat)
+    return rows, rows * rung.data_bytes(table) / max(rung.data_rows(table), 1.0)
+
+
+def _class_time(t_chunk: np.ndarray, nodes: int, connections: int) -> tuple[float, int]:
+    """(seconds, index of the slowest node) over the chunks placed round-robin."""
+    per_node = node_sums(t_chunk, nodes)
+    slow = int(np.argmax(per_node))
+    return float(max(per_node[slow] / connections, t_chunk.max())), slow
+
+
+def _obs(rungs: list[QueryRung], query: str, cache: str):
+    o = [x for r in rungs for x in r.obs if x.query == query and x.cache == cache]
+    return (np.array([x.rows for x in o], float), np.array([x.nbytes for x in o], float),
+            np.array([x.seconds for x in o], float))
+
+
+def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) -> dict:
+    """One class's answer at ``cat`` from the chunk queries of ``cache``."""
+    rows, nbytes, t = _obs(rungs, query, cache)
+    if len(t) < 2:
+        return {"refused": f"{query}: {len(t)} chunk queries measured {cache} in the rungs; "
+                           f"2 or more are needed (queries.repetitions, queries.cold)"}
+    big = max(rungs, key=lambda r: r.data_bytes())
+    table = CLASSES[query][0]
+    box = sorted({x.chunk for x in big.obs if x.query == query})
+    whole_sky = len(box) >= len(big.chunk_rows.get("Object", {})) and CLASSES[query][1] == "bytes"
+    u_rows, u_bytes = user_chunks(big, table, cat) if whole_sky else box_chunks(big, table, cat, box)
+    x_user = _driver(query, u_rows, u_bytes)
+    ratio = cat.device_ratio if cache != "warm" else 1.0
+
+    def at(d: float, s: float, _told: bool = True) -> tuple[float, np.ndarray]:
+        tc = d + s * ratio * x_user
+        return _class_time(tc, cat.nodes, big.connections)[0], tc
+
+    d, s, told = fit(_driver(query, rows, nbytes), t)
+    seconds, tc = at(d, s)
+    rng, boot = np.random.default_rng(SEED), []
+    for _ in range(BOOTSTRAP):
+        i = rng.integers(0, len(t), len(t))
+        boot.append(at(*fit(_driver(query, rows[i], nbytes[i]), t[i]))[0])
+    a = (1 - CONFIDENCE) / 2
+    lo, hi = np.quantile(boot, [a, 1 - a])
+    slowest = _class_time(tc, cat.nodes, big.connections)
+    node_s = node_sums(tc, cat.nodes)[slowest[1]] / big.connections
+    dispatch = d * len(tc) / cat.nodes / big.connections
+    driver = CLASSES[query][1]
+    bound = ("dispatch" if driver == "lookup" else
+             "tail chunk" if tc.max() >= node_s else
+             "dispatch" if dispatch >= 0.5 * seconds else
+             {"bytes": "device sequential" if cache != "warm" else "CPU (scan from memory)",
+              "pairs": "CPU (pairs compared)"}[driver])
+    return {"seconds": seconds, "ci_low": float(min(lo, seconds)), "ci_high": float(max(hi, seconds)),
+            "n": int(len(t)), "cache": cache, "bound": bound, "dispatch_s": d, "slope": s, "slope_told": told,
+            "driver": CLASSES[query][1], "chunks": int(len(tc)), "slowest_node": slowest[1],
+            "tail_chunk_s": float(tc.max()), "x_past_rungs": _past(query, rows, nbytes, x_user)}
+
+
+def _past(query, rows, nbytes, x_user) -> float | None:
+    x = _driver(query, rows, nbytes)
+    return None if x.max() <= 0 else float(x_user.max() / x.max())
+
+
+def node_data(rungs: list[QueryRung], cat: Catalog) -> float:
+    """Bytes of Object and Source chunk tables a node holds (the slowest-placed node's)."""
+    big = max(rungs, key=lambda r: r.data_bytes())
+    held = np.zeros(cat.nodes)
+    for table in ("Object", "Source"):
+        if big.chunk_bytes.get(table):
+            b = user_chunks(big, table, cat)[1]
+            held += node_sums(b, cat.nodes)
+    return float(held.max())
+
+
+def predict_queries(rungs: list[QueryRung], cat: Catalog) -> dict:
+    """Every class at ``cat``: warm where a node's data fits its memory, else from the cold
+    repetitions; refused, naming what is missing, where the rungs cannot price it."""
+    if not rungs:
+        return {"refused": "no query results in --results (results/<run>/queries/<target>/mysql)"}
+    big = max(rungs, key=lambda r: r.data_bytes())
+    k = cat.chunks or len(big.chunk_rows.get("Object", {}))
+    if cat.nodes > k:
+        return {"refused": f"--nodes {cat.nodes} for {k} chunks: each node must hold a chunk (--chunks)"}
+    ram = cat.ram_bytes or big.pool_bytes
+    held = node_data(rungs, cat)
+    cache = "warm" if held <= ram else "cold"
+    out = {"nodes": cat.nodes, "objects": cat.objects, "chunks": k, "node_data_bytes": held, "ram_bytes": ram,
+           "cache": cache, "rungs": sorted(r.run for r in rungs), "validated": False,
+           "priced": "the chunk queries (dispatch and what each reads); the czar's secondary-index lookup, "
+                     "merge and result transfer are not", "classes": {}}
+    colds = sorted({x.cache for r in rungs for x in r.obs if x.cache != "warm"})
+    for q in CLASSES:
+        if cache == "cold" and not colds:
+            out["classes"][q] = {"refused": f"{q}: a node holds {held / 2**30:.1f} GiB past its "
+                                            f"{ram / 2**30:.1f} GiB of memory, and no rung measured a cold "
+                                            "query (queries.cold: true; a rung whose chunk tables are ≥ 10× "
+                                            "server.ram)"}
+            continue
+        out["classes"][q] = predict_class(rungs, q, cat, cache if cache == "warm" else colds[0])
+    out["own_check"] = own_check(rungs)
+    return out
+
+
+def own_check(rungs: list[QueryRung]) -> dict:
+    """The largest rung predicted at its own size on one server, ÷ its measured median: the
+    model's in-sample miss (not a validation)."""
+    big = max(rungs, key=lambda r: r.data_bytes())
+    objects = big.data_rows("Object")
+    cat = Catalog(objects, None, 1, None, None)
+    out = {}
+    for (q, cache), secs in sorted(big.query_s.items()):
+        if cache != "warm" or q not in CLASSES:
+            continue
+        p = predict_class([big], q, cat, cache)
+        if "seconds" in p and np.median(secs) > 0:
+            out[q] = p["seconds"] / float(np.median(secs))
+    return out
