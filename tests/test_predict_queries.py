@@ -99,3 +99,28 @@ def test_predict_nodes_answers_from_a_real_runs_query_results(tmp_path):
     # 10^9 objects on two nodes leave their memory: the run measured no cold query
     r = subprocess.run([*base, "--objects", "1e9"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "no rung measured a cold query" in r.stdout, r.stdout + r.stderr
+
+
+def _rung_files(d, seconds: float):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"connections": 2, "server": {"variables": {
+        "innodb_buffer_pool_size": str(2**26)}}}))
+    pq.write_table(pa.Table.from_pylist([{"target": "disk", "kind": "Object", "chunkId": c, "rows": 100,
+                                          "bytes": 1e4, "seconds": 0.01} for c in (1, 2)]), d / "chunk_loads.parquet")
+    pq.write_table(pa.Table.from_pylist([{"target": "disk", "query_engine": "mysql", "query": "HV2", "cache": "warm",
+                                          "run": 1, "chunkId": c, "seconds": s, "result_rows": 1}
+                                         for c, s in ((1, 0.01), (2, seconds))]), d / "chunk_times.parquet")
+    pq.write_table(pa.Table.from_pylist([{"query": "HV2", "cache": "warm", "seconds": 0.03}]), d / "results.parquet")
+
+
+def test_a_chunk_time_that_is_not_a_figure_is_named_with_its_file_and_row(tmp_path):
+    from catbench.predict.queries.runs import QueryRunError, read_rung
+    _rung_files(tmp_path / "ok" / "queries" / "disk" / "mysql", 0.02)
+    rung = read_rung(tmp_path / "ok", "disk")
+    assert rung.pool_bytes == 2**26 and rung.data_bytes() == 2e4 and len(rung.obs) == 2
+    assert read_rung(tmp_path / "ok", "ssd") is None
+    _rung_files(tmp_path / "bad" / "queries" / "disk" / "mysql", float("nan"))
+    with pytest.raises(QueryRunError, match=r"chunk_times\.parquet row 2: nan is not a finite figure"):
+        read_rung(tmp_path / "bad", "disk")
