@@ -102,7 +102,7 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) 
     x_user = _driver(query, u_rows, u_bytes)
     ratio = cat.device_ratio if cache != "warm" else 1.0
 
-    def at(d: float, s: float, _told: bool = True) -> tuple[float, np.ndarray]:
+    def at(d: float, s: float) -> tuple[float, np.ndarray]:
         tc = d + s * ratio * x_user
         return _class_time(tc, cat.nodes, big.connections)[0], tc
 
@@ -111,7 +111,7 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) 
     rng, boot = np.random.default_rng(SEED), []
     for _ in range(BOOTSTRAP):
         i = rng.integers(0, len(t), len(t))
-        boot.append(at(*fit(_driver(query, rows[i], nbytes[i]), t[i]))[0])
+        boot.append(at(*fit(_driver(query, rows[i], nbytes[i]), t[i])[:2])[0])
     a = (1 - CONFIDENCE) / 2
     lo, hi = np.quantile(boot, [a, 1 - a])
     slowest = _class_time(tc, cat.nodes, big.connections)
