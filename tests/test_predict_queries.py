@@ -77,6 +77,9 @@ def test_a_node_past_its_memory_is_priced_from_the_cold_repetitions_or_refused()
     warm_rate = predict_queries([_rung()], Catalog(1e9, None, 2, None, 2**50))["classes"]["HV2"]
     assert cold["classes"]["HV2"]["cache"] == "cold"
     assert cold["classes"]["HV2"]["seconds"] == pytest.approx(5 * warm_rate["seconds"], rel=0.1)
+    # a device twice as slow a byte (--device): the scan's part doubles, the dispatch does not
+    slower = predict_queries([_rung(caches=("warm", "cold"))], dataclasses.replace(big, device_ratio=2.0))
+    assert 1.8 < slower["classes"]["HV2"]["seconds"] / cold["classes"]["HV2"]["seconds"] <= 2.0
     assert predict_queries([_rung()], Catalog(1e6, None, 13, None, None))["refused"].startswith("--nodes 13 for 12")
 
 

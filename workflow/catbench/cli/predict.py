@@ -208,12 +208,18 @@ def _queries(a, figures: dict | None) -> dict:
             out.setdefault(t, []).append(rung) if rung else None
     if not out:
         raise ConfigError(f"--nodes: no query results in {', '.join(a.results)} (results/<run>/queries/<target>/mysql)")
+    def read_s(fig: dict):      # a sequential read's seconds a byte: the spill pass less its write
+        return fig["seq_s_per_byte"] - fig.get("seq_write_s_per_byte", 0.0) if fig.get("seq_s_per_byte") else None
+
     answers = {}
     for target, rungs in out.items():
-        mine = device(Path(a.results[0]), target).get("seq_s_per_byte")
-        ratio = (figures or {}).get("seq_s_per_byte", mine) / mine if mine else 1.0
+        mine, theirs = read_s(device(Path(a.results[0]), target)), read_s(figures or {})
+        if theirs and not mine:
+            raise ConfigError(f"--device: the rungs of {target} ran no fio (stage fio): no sequential read "
+                              "to set the device's against")
+        ratio = theirs / mine if theirs else 1.0
         cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, a.ram, ratio)
-        answers[target] = predict_queries(rungs, cat)
+        answers[target] = {**predict_queries(rungs, cat), "device_ratio": ratio}
         print(f"queries on {a.nodes} nodes, {a.objects:.3g} objects ({target}; not yet checked far past its rungs):")
         for q, p in answers[target]["classes"].items():
             print(f"  {q}: " + (p["refused"] if "refused" in p else
