@@ -201,13 +201,15 @@ def _queries(a, figures: dict | None) -> dict:
     from ..predict.queries.model import Catalog, predict_queries
     from ..predict.queries.runs import read_rung
     from ..predict.runs import device
-    out = {}
-    for d in map(Path, a.results):
+    out: dict = {}
+    for d in dict.fromkeys(Path(r).resolve() for r in a.results):     # a run named twice is read once
         for t in sorted(p.name for p in (d / "queries").glob("*") if (p / "mysql").is_dir()):
             rung = read_rung(d, t)
-            out.setdefault(t, []).append(rung) if rung else None
+            if rung:
+                out.setdefault(t, []).append(rung)
     if not out:
         raise ConfigError(f"--nodes: no query results in {', '.join(a.results)} (results/<run>/queries/<target>/mysql)")
+
     def read_s(fig: dict):      # a sequential read's seconds a byte: the spill pass less its write
         return fig["seq_s_per_byte"] - fig.get("seq_write_s_per_byte", 0.0) if fig.get("seq_s_per_byte") else None
 
