@@ -204,9 +204,8 @@ def test_the_rungs_scatter_about_the_fit_sets_the_run_noise():
 
 @pytest.mark.slow
 def test_the_same_ladder_run_twice_predicts_within_each_others_interval():
-    # the rungs of each run are off by a between-run noise of 5 %; the repetitions within a
-    # run agree, so only the run noise in the interval can hold the other run's prediction (the
-    # ladder's own-miss widening left out: it would hold it too)
+    # the rungs of each run are off by a between-run noise of 5 %; the repetitions within a run
+    # agree, so only the run noise can hold the other run's prediction (no own-miss widening)
     rng, t, hits, pairs = np.random.default_rng(7), Target(1e8, 1.2e9), 0, 12
     opts = OPTS.replace(bootstrap=60, run_noise=0.05, own_check=False)
     for _ in range(pairs):
