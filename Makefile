@@ -9,7 +9,7 @@ CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: env system system-all run test test-fast restart-ladder bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast restart-ladder query-ladder bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench system-tools, which needs the venv; the config
 # read as the workflow reads it), installed by install-system.sh when missing.
@@ -117,6 +117,24 @@ ladder: $(STAMP)
 RESTART ?= config/restart-study.yaml
 restart-ladder: $(STAMP)
 	$(MAKE) ladder LADDER=$(RESTART)
+
+# Queries on a cluster (workflow/catbench/predict/queries/model.md): the query ladder's rungs
+# (configs written to results/<run>-rungs/), then each query class on NODES nodes of RAM each
+# holding OBJECTS objects in CHUNKS chunks (the full sky at 85 stripes: 8,983), from their chunk
+# queries (results/<run>-rungs/queries-prediction.json).
+QUERY_LADDER ?= config/query-ladder.yaml
+NODES ?= 25
+OBJECTS ?= 1.9e9
+CHUNKS ?= 8983
+RAM ?= 16G
+QUERY_RUN = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(QUERY_LADDER)')['run'])" 2>/dev/null)
+query-ladder: $(STAMP)
+	@$(call install_system,$(QUERY_LADDER))
+	catbench ladder --config $(QUERY_LADDER) --out results/$(QUERY_RUN)-rungs
+	for rung in results/$(QUERY_RUN)-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
+	catbench predict --config $(QUERY_LADDER) $$(for r in results/$(QUERY_RUN)-rungs/*.yaml; do \
+	  echo --results results/$$(basename $$r .yaml); done) --loads-only --nodes $(NODES) --objects $(OBJECTS) --chunks $(CHUNKS) --ram $(RAM) \
+	  --out results/$(QUERY_RUN)-rungs/queries-prediction.json
 
 # The scale model held against a run far past its rungs (config/far-bigint-300m.yaml: 3 x 10^8
 # rows, 30x the largest rung; predict/model.md's validation protocol) in two steps, so that the

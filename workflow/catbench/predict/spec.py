@@ -167,6 +167,10 @@ def _rung_config(cfg: dict, spec: PredictSpec, k: int, rows: int) -> dict:
         load["time_limit_s"] = round(spec.time_limit_s * factor, 3)
     if {"restart", "cluster"} & set(cfg["stages"]):
         _rung_restart(out, spec, factor, k, objects)
+    elif "queries" in cfg["stages"] and "load_index" not in cfg["stages"]:
+        # a query ladder: the query server's pool and redo × the rows, so that each rung's chunk
+        # tables outgrow its cache as a node's do (the loads' own servers keep load.settings)
+        out["server"]["settings"] = _scaled_settings(out["server"]["settings"], spec, factor, k, objects)
     out["predict"] = {**cfg["predict"], "rung": k}
     return out
 
