@@ -20,7 +20,7 @@ from catbench.core.infra.jobs.isolation import measuring
 from catbench.core.infra.targets import TargetError, open_lock
 from catbench.core.server.process import Server
 from support.faultkit import RUN
-from support.shared_run import UMASK, shared_tiny_run
+from support.shared_run import shared_tiny_run
 
 NOBODY = pwd.getpwnam("nobody")
 
@@ -116,8 +116,7 @@ def test_a_whole_run_passes_under_a_careless_umask():
     ignores a world-writable my.cnf; no server ever read the system's files (its error log would
     name /var/lib/mysql). A strict umask is the server's own test above: every file a job writes
     is its user's."""
-    run = shared_tiny_run()
-    assert UMASK == 0o000
+    run = shared_tiny_run()     # made under support/shared_run.py's UMASK, 000
     logs = [p for p in (run["wd"] / "results" / RUN / "logs").rglob("*.log")] + list(run["disk"].rglob("*.log"))
     said = [p for p in logs if re.search(r"/var/lib/mysql|World-writable config", p.read_text(errors="replace"))]
     assert logs and not said, said
