@@ -1,7 +1,6 @@
-# Shared by all the .smk files: config validation (before any job runs), the results
+# Shared by all the .smk files: the checks before any job (one package call), the results
 # folder and the DAG's sizes derived from the config.
 import json
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -12,139 +11,27 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importab
 from catbench.core.sky import copies as cb_copies  # noqa: E402
 from catbench.core.infra import metrics as cb_metrics  # noqa: E402
 from catbench.core.infra import config as cb_config  # noqa: E402
-from catbench.core.infra import targets as cb_targets  # noqa: E402
 from catbench.core.index import table as cb_index_table  # noqa: E402
-from catbench.core.infra import sources as cb_sources  # noqa: E402
 from catbench.core.infra.jobs import plan as cb_plan  # noqa: E402
-from catbench.core.infra.targets import TargetError  # noqa: E402
-from catbench.core.server import memory as cb_memory  # noqa: E402
 from catbench.core.infra.jobs import requests as cb_requests  # noqa: E402
 from catbench.core.infra.jobs.sizing import RunSizes  # noqa: E402
 from catbench.core.infra.jobs import slurm as cb_slurm  # noqa: E402
-from catbench.core.infra.jobs import system as cb_system  # noqa: E402
 from catbench.load.spec import LoadSpec  # noqa: E402
 from catbench.cli import ladder as cb_ladder  # noqa: E402
 from catbench.core.server.loaddata import LoadError  # noqa: E402
 from catbench.prepare import spec as cb_prepare_spec  # noqa: E402
-from catbench.prepare.own import patch as cb_patch_file  # noqa: E402
 from catbench.prepare.own import manifest as cb_patch_manifest  # noqa: E402
-from catbench.prepare.own import spec as cb_patch_spec  # noqa: E402
 
-def _config_warning(line):
-    """An old name mapped by the validation (core/infra/config RENAMED), said once per run."""
-    if workflow.is_main_process:
-        print(f"catbench: warning: {line}", file=sys.stderr)
-
-
-# A user's --configfile over its base (config key 'base': the default run unless it says
-# null), then the --config overrides typed as YAML, last.
+# Every check before any job (cli/ladder.py preflight): the config validated in place, the
+# targets, the run's folders, the user's files, the space estimate, the system tools.
 try:
-    # Snakemake's own reading lets a repeated key silently win: each file read again strictly.
-    for _file in workflow.overwrite_configfiles or ():
-        cb_config.read_file(_file, "--configfile")
-    _validated = cb_config.validate(cb_config.typed_overrides(
-        cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)),
-        warn=_config_warning,   # catalog.patch.file: every row checked, once (its manifest)
-        resolve=lambda c: cb_patch_spec.resolve(c, results=Path("results")))
-except cb_config.ConfigError as e:
+    PREFLIGHT = cb_ladder.preflight(workflow, config, sys.argv)
+except cb_ladder.PreflightError as e:
     raise WorkflowError(str(e))
-config.clear()
-config.update(_validated)
-
-# Targets without a SLURM node are checked now, before any job runs (exists or can be
-# created: a writable directory or nearest existing parent). Free space is checked by each target's first job
-# (target_info, on its node), so a full target fails its own jobs and, with
-# --keep-going, the other targets still finish.
-try:
-    cb_targets.check_targets(
-        config, [t for t, v in config["targets"].items() if not v.get("node")], space=False,
-        create=False,  # jobs create their directories: a dry run creates nothing outside results/
-    )
-    if workflow.is_main_process:    # no run folder followed through a link, no rung's folder taken
-        cb_ladder.preflight_folders(config, sys.argv, Path.cwd())
-except TargetError as e:
-    raise WorkflowError(str(e))
-# server.ram: a memory cgroup must be settable here (as root), or nothing starts
-if config["server"]["ram"] and workflow.is_main_process:
-    try:
-        cb_memory.check()
-    except cb_memory.MemoryLimitError as e:
-        raise WorkflowError(f"catbench: nothing was started: {e}")
-
 RES = f"results/{config['run']}"
-# index.source: file: the user's files, their columns checked now (a footer or a header
-# each), and a file changed since the index input was read from it said before it is read again.
-OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = [], [], f"{RES}/index/sources.json"
-if config["index"]["source"] == "file":
-    try:
-        _own = cb_sources.sources(config["index"]["file"])
-        for _src in _own:
-            cb_sources.check_columns(_src, cb_sources.column_map(config["index"]["file"]))
-    except cb_sources.SourceError as e:
-        raise WorkflowError(f"catbench: nothing was started: {e}")
-    OWN_FILES = [str(s.path) for s in _own]
-    _read = json.loads(Path(OWN_SOURCES).read_text())["files"] if Path(OWN_SOURCES).is_file() else []
-    OWN_FINGERPRINT = cb_sources.fingerprint(_own, _read, content=workflow.is_main_process)
-    if workflow.is_main_process and _read:
-        for _line in cb_sources.changed(_read, OWN_FINGERPRINT):
-            print(f"catbench: index.file: {_line} since the index input was read: it is read again",
-                  file=sys.stderr)
-# catalog.patch.file: the user's patch files (read and checked above, their rows and extent in
-# catalog.patch); a file changed since the patch was read from it is said before it is read again.
-PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = [], [], f"{RES}/catalog/patch/files.json"
-if config["catalog"]["patch"]["file"]["paths"]:
-    _patch = cb_sources.sources(config["catalog"]["patch"]["file"], key=cb_patch_file.KEY)
-    PATCH_FILES = [str(s.path) for s in _patch]
-    _read = json.loads(Path(PATCH_RECORD).read_text())["files"] if Path(PATCH_RECORD).is_file() else []
-    _manifest = cb_patch_manifest.read(cb_patch_manifest.path_of("results", config["run"]),
-                                       cb_prepare_spec.PrepareSpec.of(config).catalog.patch_file, _patch)
-    PATCH_FINGERPRINT = cb_sources.fingerprint(_patch, (_manifest or {}).get("files", _read),
-                                             content=workflow.is_main_process)
-    if workflow.is_main_process and _read:
-        for _line in cb_sources.changed(_read, PATCH_FINGERPRINT):
-            print(f"catbench: {cb_patch_file.KEY}: {_line} since the patch was read: it is read again",
-                  file=sys.stderr)
-# Before any job: what the run will need on each target (load/estimate.py, estimate.md),
-# printed, and a target with less free space refused, naming it, its path, the need and the
-# free bytes (only in the main process: a job's own re-parse would see its siblings' data).
-# Targets on a SLURM node are checked by their jobs there. With --keep-going a too small
-# target only warns here: its own jobs refuse (each load checks its room at its start) or
-# fail, and the other targets finish.
-if workflow.is_main_process:
-    try:   # the predict stage's rungs counted
-        ESTIMATE = cb_ladder.preflight_estimate(config, Path(RES))
-    except cb_config.ConfigError as e:
-        raise WorkflowError(str(e))
-    for _line in cb_ladder.preflight_lines(ESTIMATE):
-        print(f"catbench: {_line}", file=sys.stderr)
-    # --unlock starts no job: a target's room must not keep a stale lock in place
-    if config["index"]["space_check"] and "--unlock" not in sys.argv:
-        try:
-            cb_targets.check_targets(
-                config, [t for t, v in config["targets"].items() if not v.get("node")], create=False,
-                need={t: (e["need_bytes"], f"estimate, largest job: {e['largest_job']}; `catbench estimate`, "
-                                           "index.space_check") for t, e in ESTIMATE["targets"].items()})
-        except TargetError as e:
-            # Snakemake sets its execution settings after parsing: --keep-going from the command line
-            if not (getattr(workflow.execution_settings, "keep_going", False) or "--keep-going" in sys.argv
-                    or any(re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", a) for a in sys.argv[1:])):
-                raise WorkflowError(f"catbench: nothing was started: {e}")
-            print(f"catbench: warning: {e}", file=sys.stderr)
-# The system tools the config's stages use, checked before any job (a target on a SLURM
-# node has the node's tools, checked by its jobs): a missing one would fail the first job
-# that needs it, after the work before it.
-if workflow.is_main_process and not any(v.get("node") for v in config["targets"].values()):
-    _missing = cb_system.missing_packages(config)
-    if _missing:
-        _how = (f"not installed: {' '.join(_missing)}; `make run CONFIG=<this config>` installs them as "
-                f"root, or: bash workflow/scripts/install-system.sh {' '.join(cb_system.needed_tools(config))}")
-        # a dry run (-n, -np, --dry-run) only says so: Snakemake sets it after parsing
-        if workflow.dryrun or any(a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a)
-                                  for a in sys.argv[1:]):
-            print(f"catbench: warning: {_how}", file=sys.stderr)
-        else:
-            raise WorkflowError(f"catbench: nothing was started: the stages {', '.join(config['stages'])} need "
-                                f"packages {_how}")
+OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = PREFLIGHT.own_files, PREFLIGHT.own_fingerprint, PREFLIGHT.own_sources
+PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = (PREFLIGHT.patch_files, PREFLIGHT.patch_fingerprint,
+                                                PREFLIGHT.patch_record)
 ENV_PY = "../../envs/python.yaml"
 ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"
