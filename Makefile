@@ -8,6 +8,10 @@ CORES ?= all
 CONFIG ?= config/config.yaml
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# Snakemake, pytest and their helpers import numpy but no BLAS-bound code: OpenBLAS's thread
+# pool, started and spinning at import, costs ~0.15 CPU-s a process (a job's own threads
+# Snakemake sets again for the job).
+export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: env system system-all run test test-fast restart-ladder query-ladder bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
