@@ -208,11 +208,7 @@ def test_the_report_made_again_and_another_configs_results_left_out(tmp_path):
         r = snakemake(wd, cfgfile, *args, "--cores", "2")
         assert r.returncode == 0, r.stderr[-3000:]
     assert (report / "index.html").is_file() and (report / "summary.md").is_file()
-    (report / "notes.txt").write_text("mine")    # someone else's file there: refused, and kept
-    r = snakemake(wd, cfgfile, "report_html", "--forcerun", "report_html", "--cores", "2")
-    assert r.returncode != 0 and "holds other files than a report" in (report.parent / "logs" / "report.log").read_text()
-    assert (report / "notes.txt").read_text() == "mine"
-    (report / "notes.txt").unlink()
+    # someone else's file in the report's folder: refused and kept (test_report.py, in-process)
     # the target renamed: its results under the old name stay on disk, left out and named
     cfgfile.write_text(yaml.safe_dump({**cfg, "targets": {"ssd": {"path": str(tmp_path / "t")}}}))
     r = snakemake(wd, cfgfile, "report_html", "--cores", "2")
