@@ -31,7 +31,7 @@ from support.runs import REPORT
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "48M"}
 SMALL = {"gcache_size": "32M", "settings": SETTINGS, "lookup_count": 500, "start_timeout_s": 120,
-         "load": {"before_s": 1, "down_s": 1, "after_s": 1, "lookup_rate": 100}}
+         "load": {"before_s": 1, "down_s": 1, "after_s": 1, "lookup_rate": 100, "insert_rate": 300}}
 HELPERS = ("mariadbd", "socat", "mbstream", "mariadb-backup", "mariabackup", "rsync", "wsrep_sst")
 
 needs_galera = pytest.mark.skipif(not os.path.exists("/usr/lib/galera/libgalera_smm.so")
