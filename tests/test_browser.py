@@ -7,7 +7,7 @@ import pytest
 from catbench.report.html import PLOTS, make_report
 from catbench.report.tables import make_tables
 from support.browser import WIDTH, check_page, chromium
-from support.predict import write_prediction
+from support.predict import add_queries, queries_section, write_prediction
 from support.runs import FAST, OVERLAPS_FAST, SLOW, make_run, write_repeated_load
 from support.runs import REPORT
 
@@ -20,7 +20,7 @@ def test_report_in_a_real_browser(tmp_path):
     for tg, strategy, secs in (("a", "sorted", FAST), ("a", "bulk", OVERLAPS_FAST),
                                ("b", "sorted", SLOW)):
         write_repeated_load(run, tg, strategy, secs)  # and some repeated loads
-    write_prediction(run)                       # and its prediction from a ladder
+    add_queries(write_prediction(run), queries_section())    # its prediction from a ladder, queries too
     make_tables(run, report=REPORT)
     index = make_report(run, report=REPORT)
     shot = index.parent / "screenshot.png"

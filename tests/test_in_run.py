@@ -127,3 +127,80 @@ def test_predict_answers_for_the_targets_asked_alone(tmp_path):
     assert {p["key"]["target"] for p in doc["predictions"]} == {"ssd"}
     doc = json.loads(write_prediction(run, targets=["disk"], loads_only=True).read_text())
     assert {p["key"]["target"] for p in doc["predictions"]} == {"disk"} and "restarts" not in doc
+
+
+def test_a_run_with_queries_answers_them_at_predict_queries_in_the_predict_stage():
+    """The predict rule's query flags (predict.queries; objects null = predict.target_rows), as
+    `catbench predict` parses them; none without stage queries; the rule waits for the queries."""
+    import argparse
+    import shlex
+    from catbench.cli.predict import add_subcommands
+    from catbench.predict.spec import query_args
+    assert query_args(DEFAULT) == "--nodes 25 --objects 10000000000"
+    mine = _with(predict__queries={"nodes": 150, "objects": 1.7e9, "chunks": 9000, "sources_per_object": 20.5,
+                                   "ram": "16G"})
+    validate(mine)
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_subcommands(sub)
+    a = sub.choices["predict"].parse_args(["--config", "c", "--results", "r", *shlex.split(query_args(mine))])
+    assert (a.nodes, a.objects, a.chunks, a.sources_per_object, a.node_ram, a.ram) == \
+        (150, 1.7e9, 9000, 20.5, 16 * 2**30, None)
+    assert query_args(_with(stages=["fio", "load_index", "predict"])) == ""
+    rule = (REPO / "workflow" / "rules" / "predict.smk").read_text()
+    predict_loads = rule[rule.index("rule predict_loads:"):rule.index("rule predict:")]
+    assert 'queries=expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "queries" in STAGES' in predict_loads
+    assert "query_args=cb_predict_spec.query_args(config)" in predict_loads
+    (shell,) = [line for line in predict_loads.splitlines() if "{params.query_args}" in line]
+    assert "--no-time-limit" in shell    # one command line: the loads' flags and the queries'
+
+
+def _query_rung(caches=("warm",)):
+    """12 chunks of 1,000 to 2,000 Objects, 100 bytes a row; HV2 2 ms + 10 ns a byte (cold 5×), LV1 2 ms."""
+    from catbench.predict.queries.runs import ChunkObs, QueryRung
+    rows = [1000 * (1 + c / 12) for c in range(12)]
+    r = QueryRung("run", "disk", pool_bytes=64 * 2**20, connections=2)
+    r.chunk_rows = {"Object": dict(enumerate(rows)), "Source": {c: 3 * n for c, n in enumerate(rows)}}
+    r.chunk_bytes = {t: {c: 100 * n for c, n in v.items()} for t, v in r.chunk_rows.items()}
+    for cache in caches:
+        for rep in (1, 2):
+            for c, n in enumerate(rows):
+                b = 100 * n
+                r.obs.append(ChunkObs("run", "HV2", cache, rep, c, (0.002 + 1e-8 * b * (1 if cache == "warm" else 5))
+                                      * (1 + 0.01 * rep), n, b))
+                r.obs.append(ChunkObs("run", "LV1", cache, rep, c, 0.002 * (1 + 0.01 * rep), n, b))
+    return r
+
+
+def _ask(monkeypatch, rungs, cfg, **kw):
+    import argparse
+    from catbench.cli import predict_node
+    monkeypatch.setattr(predict_node, "_rungs", lambda results: {"disk": rungs})
+    a = argparse.Namespace(**{**dict(results=["results/run"], objects=1.2e6, sources_per_object=None, nodes=5,
+                                     chunks=None, ram=None, node_ram=2**40), **kw})
+    return predict_node.predict_queries_at(a, None, cfg)["disk"]
+
+
+def test_the_answer_carries_each_class_at_a_few_node_counts_up_to_one_chunk_a_node(monkeypatch):
+    got = _ask(monkeypatch, [_query_rung()], DEFAULT)
+    assert got["classes"]["HV2"]["cache"] == "warm" and got["nodes"] == 5
+    assert list(got["by_nodes"]) == ["1", "5", "12"]       # 25 and 150 are past the 12 chunks: 12 closes it
+    hv2 = [got["by_nodes"][n]["HV2"] for n in ("1", "5", "12")]
+    assert hv2[0] > hv2[1] > hv2[2] and got["by_nodes"]["5"]["HV2"] == got["classes"]["HV2"]["seconds"]
+    # the asked count past the grid's first entries is kept; a grid below the chunks ends at 150
+    assert list(_ask(monkeypatch, [_query_rung()], DEFAULT, nodes=40, chunks=400)["by_nodes"]) == \
+        ["1", "5", "25", "40", "150"]
+
+
+def test_a_node_past_its_memory_without_cold_queries_is_refused_naming_the_run_that_gives_them(monkeypatch):
+    warm_only = _with(queries__cold=False)
+    got = _ask(monkeypatch, [_query_rung()], warm_only, objects=1e9, node_ram=2**30, nodes=2)
+    hv2 = got["classes"]["HV2"]
+    assert got["cache"] == "cold" and "refused" in hv2
+    assert "set `queries.cold: true` in the config of run default" in hv2["run"] and "make query-ladder" in hv2["run"]
+    assert set(got["by_nodes"]["2"].values()) == {None}
+    # a run that asked for cold repetitions and has none: the query ladder
+    assert _ask(monkeypatch, [_query_rung()], DEFAULT, objects=1e9, node_ram=2**30,
+                nodes=2)["classes"]["HV2"]["run"].startswith("run `make query-ladder`")
+    # with cold repetitions the node is priced, and nothing to run
+    priced = _ask(monkeypatch, [_query_rung(("warm", "cold"))], warm_only, objects=1e9, node_ram=2**30, nodes=2)
+    assert priced["classes"]["HV2"]["cache"] == "cold" and "run" not in priced["classes"]["HV2"]

@@ -1,7 +1,8 @@
 """Queries at the user's scale (predict/queries): the chunk-query fit recovers a known law, the
 chunks spread round-robin over the nodes with the slowest node and the largest chunk bounding a
 class, a node past its memory is priced from cold repetitions or refused, and `catbench predict
---nodes` answers from a real run's query results."""
+--nodes` answers from a real run's query results; the czar's part (whole query less its chunk
+part) is recovered, carried past the rungs, and in the interval."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from support.shared_run import shared_tiny_run
 D, S = 0.002, 1e-8          # a chunk query's dispatch (s) and seconds a byte
 
 
-def _rung(chunks: int = 12, caches=("warm",), skew: float = 1.0, bpr: float = 100.0) -> QueryRung:
-    """Chunks of 1,000 to 1,000 × (1 + skew) Objects whose HV2 follows D + S × bytes (cold: 5×)."""
+def _rung(chunks: int = 12, caches=("warm",), skew: float = 1.0, bpr: float = 100.0, scale: float = 1.0) -> QueryRung:
+    """Chunks of 1,000 to 1,000 × (1 + skew) Objects (× scale) whose HV2 follows D + S × bytes (cold: 5×)."""
     rng = np.random.default_rng(3)
-    rows = 1000 * (1 + skew * np.arange(chunks) / chunks)
-    r = QueryRung("r1", "disk", pool_bytes=64 * 2**20, connections=2)
+    rows = scale * 1000 * (1 + skew * np.arange(chunks) / chunks)
+    r = QueryRung(f"r{scale:g}x{chunks}", "disk", pool_bytes=64 * 2**20, connections=2)
     r.chunk_rows = {"Object": {c: float(n) for c, n in enumerate(rows)},
                     "Source": {c: float(3 * n) for c, n in enumerate(rows)}}
     r.chunk_bytes = {t: {c: n * bpr for c, n in v.items()} for t, v in r.chunk_rows.items()}
@@ -34,7 +35,7 @@ def _rung(chunks: int = 12, caches=("warm",), skew: float = 1.0, bpr: float = 10
                 for q in ("HV2", "LV1"):
                     b = r.chunk_bytes["Object"][c]
                     t = D + (S * slow * b if q == "HV2" else 0.0)
-                    r.obs.append(ChunkObs("r1", q, cache, rep, c, t * (1 + 0.01 * rng.standard_normal()), n, b))
+                    r.obs.append(ChunkObs(r.run, q, cache, rep, c, t * (1 + 0.01 * rng.standard_normal()), n, b))
     return r
 
 
@@ -83,6 +84,84 @@ def test_a_node_past_its_memory_is_priced_from_the_cold_repetitions_or_refused()
     assert predict_queries([_rung()], Catalog(1e6, None, 13, None, None))["refused"].startswith("--nodes 13 for 12")
 
 
+
+def _chunk_part(rung: QueryRung, q: str) -> float:
+    """The true chunk part of ``q`` at the rung's own size on one server (LV1: dispatch only)."""
+    t = np.array([D + (S * b if q == "HV2" else 0.0) for b in rung.chunk_bytes["Object"].values()])
+    return float(max(t.sum() / rung.connections, t.max()))
+
+
+def _timed(rung: QueryRung, czar: dict, spread: float = 0.0) -> QueryRung:
+    """Whole queries = the chunk part + czar[q](rung) (× 1 - spread, 1, 1 + spread: three repetitions)."""
+    for q, law in czar.items():
+        rung.query_s[(q, "warm")] = [_chunk_part(rung, q) + law(rung) * (1 + e) for e in (-spread, 0.0, spread)]
+    return rung
+
+
+def _lv1_law(r):        # seconds = 0.01 + 0.002 × log2(Object rows): the index's depth
+    return 0.01 + 0.002 * np.log2(r.data_rows("Object"))
+
+
+def _hv2_law(r):        # seconds = 0.002 + 0.002 × chunk queries sent
+    return 0.002 + 0.002 * len(r.chunk_rows["Object"])
+
+
+def _ladder(spread: float = 0.0) -> list[QueryRung]:
+    return [_timed(_rung(chunks=c, scale=k), {"LV1": _lv1_law, "HV2": _hv2_law}, spread)
+            for c, k in ((8, 1), (12, 2), (16, 4))]
+
+
+def test_the_czar_law_is_recovered_from_the_whole_queries_and_added_at_the_users_catalog():
+    cat = Catalog(objects=1e9, sources_per_object=None, nodes=4, chunks=48, ram_bytes=2**40)
+    lv1 = predict_class(_ladder(), "LV1", cat, "warm")
+    assert lv1["czar_slope_told"] and lv1["czar_unit"] == "log2 index row"
+    assert lv1["czar_slope"] == pytest.approx(0.002, rel=0.02) and lv1["czar_intercept_s"] == pytest.approx(0.01, abs=1e-3)
+    assert lv1["czar_s"] == pytest.approx(0.01 + 0.002 * np.log2(1e9), rel=0.02)
+    # the box's 16 chunk queries of D each, 4 a node, 2 at a time
+    assert lv1["chunk_s"] == pytest.approx(2 * D, rel=0.05)
+    assert lv1["seconds"] == pytest.approx(lv1["chunk_s"] + lv1["czar_s"])
+    assert lv1["bound"] == "czar (index lookup, dispatch and merge)"
+    hv2 = predict_class(_ladder(), "HV2", cat, "warm")
+    assert hv2["czar_slope_told"] and hv2["czar_unit"] == "chunk query" and hv2["chunks"] == 48
+    assert hv2["czar_s"] == pytest.approx(0.002 + 0.002 * 48, rel=0.05)
+    bare = predict_class([_rung(chunks=c, scale=k) for c, k in ((8, 1), (12, 2), (16, 4))], "HV2", cat, "warm")
+    assert hv2["chunk_s"] == pytest.approx(bare["seconds"]) and bare["czar_s"] == 0.0 and bare["czar_rungs"] == 0
+
+
+def test_lv1_grows_with_the_users_objects():
+    at = {n: predict_class(_ladder(), "LV1", Catalog(n, None, 4, None, 2**40), "warm") for n in (1e8, 1e10)}
+    assert at[1e10]["chunk_s"] == pytest.approx(at[1e8]["chunk_s"])
+    assert at[1e10]["seconds"] - at[1e8]["seconds"] == pytest.approx(0.002 * np.log2(100), rel=0.05)
+
+
+def test_rungs_that_cannot_tell_the_czar_slope_carry_the_largest_rungs_cost_a_unit():
+    one = _timed(_rung(), {"LV1": lambda r: 0.05, "HV2": lambda r: 0.024})
+    rows = one.data_rows("Object")
+    cat = Catalog(rows * 2**10, None, 4, 48, 2**40)
+    lv1 = predict_class([one], "LV1", cat, "warm")
+    assert lv1["czar_slope_told"] is False and lv1["czar_intercept_s"] == 0.0
+    assert lv1["czar_s"] == pytest.approx(0.05 * np.log2(rows * 2**10) / np.log2(rows), rel=0.02)
+    hv2 = predict_class([one], "HV2", cat, "warm")    # 0.002 s a chunk query, 48 of them
+    assert hv2["czar_slope_told"] is False and hv2["czar_s"] == pytest.approx(0.002 * 48, rel=0.05)
+    # a czar part falling with size: no slope told, the largest rung's unit carried
+    falling = [_timed(_rung(scale=1), {"LV1": lambda r: 0.06}), _timed(_rung(scale=4), {"LV1": lambda r: 0.05})]
+    big = falling[1].data_rows("Object")
+    p = predict_class(falling, "LV1", dataclasses.replace(cat, objects=big * 2**10), "warm")
+    assert p["czar_slope_told"] is False and p["czar_s"] == pytest.approx(0.05 * np.log2(big * 2**10) / np.log2(big), rel=0.02)
+    assert p["czar_miss"] > 0 and p["ci_high"] >= p["seconds"] + p["czar_miss"] * p["czar_s"] - 1e-12
+
+
+def test_the_interval_carries_the_czar_parts_spread_and_the_own_check_is_in_sample():
+    cat = Catalog(1e9, None, 4, None, 2**40)
+    tight = predict_class(_ladder(), "LV1", cat, "warm")
+    loose = predict_class(_ladder(spread=0.3), "LV1", cat, "warm")
+    assert loose["ci_low"] <= loose["seconds"] <= loose["ci_high"]
+    assert loose["ci_high"] - loose["ci_low"] > 5 * (tight["ci_high"] - tight["ci_low"])
+    q = predict_queries(_ladder(), cat)
+    assert "in-sample" in q["own_check_in_sample"] and "czar" in q["priced"] and "shared scans" in q["priced"]
+    assert q["own_check"]["LV1"] == pytest.approx(1.0, rel=0.02) and q["own_check"]["HV2"] == pytest.approx(1.0, rel=0.02)
+    assert q["own_check_chunk_part"]["LV1"] < 0.5 < q["own_check_chunk_part"]["HV2"] < 1.0
+
 @pytest.mark.slow
 @pytest.mark.server
 def test_predict_nodes_answers_from_a_real_runs_query_results(tmp_path):
@@ -98,6 +177,8 @@ def test_predict_nodes_answers_from_a_real_runs_query_results(tmp_path):
     for name in ("HV1", "HV2", "HV3"):
         p = q["classes"][name]
         assert 0 < p["ci_low"] <= p["seconds"] <= p["ci_high"] and p["chunks"] == q["chunks"], (name, p)
+        assert p["seconds"] == pytest.approx(p["chunk_s"] + p["czar_s"]) and p["czar_rungs"] == 1, (name, p)
+    assert "in-sample" in q["own_check_in_sample"] and set(q["own_check"]) == set(q["own_check_chunk_part"])
     assert "HV2:" in r.stdout and "bound:" in r.stdout
     # 10^9 objects on two nodes leave their memory: the run measured no cold query
     r = subprocess.run([*base, "--objects", "1e9"], capture_output=True, text=True, timeout=120)

@@ -15,7 +15,7 @@ from catbench.report.compare import compare
 from catbench.report.html import PLOTS, make_report, referenced_files
 from catbench.report.plots import ALWAYS
 from catbench.report.tables import MetricsError, make_tables
-from support.predict import write_prediction
+from support.predict import add_queries, queries_section, write_prediction
 from support.runs import make_run, myrocks_load
 from support.runs import REPORT
 from support.servers import mounted, tmpfs
@@ -56,7 +56,7 @@ def shown_plots(html: str) -> set:
 @pytest.mark.slow
 def test_report_with_every_stage(tmp_path):
     run = make_run(tmp_path)
-    write_prediction(run)                    # and this run predicted from a ladder
+    add_queries(write_prediction(run), queries_section())    # predicted from a ladder, its queries too
     assert cli("tables", "--results", run) == 0
     assert cli("report", "--results", run) == 0
     index = run / "report" / "index.html"

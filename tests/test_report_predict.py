@@ -10,7 +10,7 @@ import pytest
 from catbench.report.html import make_report
 from catbench.report.inputs import MetricsError
 from catbench.report.tables import make_tables
-from support.predict import write_prediction
+from support.predict import add_queries, queries_section, write_prediction
 from support.runs import make_run
 from support.runs import REPORT
 
@@ -146,3 +146,81 @@ def test_a_restart_prediction_answers_at_the_nodes_size_without_the_loads_how_to
     assert "80.0× the largest rung's" in table[3][0][3] and table[3][1][4] == "refused: no rung ran an SST"
     loads = answer(Tables(loads=[{"target": "disk"}], restart_at_scale=rows), REPORT)
     assert "No prediction at your scale" in json.dumps(loads)  # a run that loaded is told how to predict it
+
+
+@pytest.mark.slow
+def test_the_answer_gains_each_query_class_at_the_users_nodes_with_its_csv_and_plot(tmp_path):
+    """Without "queries" the answer is the loads' alone (and one sentence naming what would give
+    the queries'); with them, a table of the classes, its CSV and the plot against the nodes."""
+    run = make_run(tmp_path, with_optional=False)
+    pp = write_prediction(run)
+    index = make_report(run, report=REPORT)
+    before = index.read_text()
+    answer = _section(before, 'id="answer"', 'id="findings"')
+    assert "char28/innodb/one-file-at-a-time/random" in answer and "Queries on" not in answer
+    assert answer.count("No query answer at your scale") == 1 and "stage <code>queries</code>" in answer
+    assert not (index.parent / "queries_at_scale.png").exists()
+    assert not (index.parent / "tables" / "queries_at_scale.csv").exists()
+
+    add_queries(pp, queries_section())
+    index = make_report(run, report=REPORT)
+    html = index.read_text()
+    answer = _section(html, 'id="answer"', 'id="findings"')
+    assert "No query answer" not in answer
+    assert "disk: <strong>Queries on 25 nodes, 10,000,000,000 Objects in 105 chunks</strong>; a node holds 300.0 GiB " \
+           "of chunk tables, past its 16.0 GiB of memory: cold. From LV1 <strong>4 ms</strong> to SHV1 " \
+           "<strong>40 s</strong> (tail chunk)." in answer
+    assert "<td>HV2</td><td>400 ms</td><td>320 ms – 500 ms</td><td>31</td><td>cold</td><td>device sequential</td>" \
+           "<td>40 ms</td>" in answer, answer[-6000:-4000]
+    # the loads' answer is still there, above it; the plot in the answer too, after the loads'
+    assert answer.index("char28/innodb/one-file-at-a-time/random") < answer.index("Queries on")
+    assert answer.index('data-name="at_scale"') < answer.index('data-name="queries_at_scale"')
+    assert (index.parent / "queries_at_scale.png").read_bytes()[:8] == PNG
+    csv = (index.parent / "tables" / "queries_at_scale.csv").read_text().splitlines()
+    assert csv[0].split(",")[:12] == ["target", "query", "nodes", "objects", "chunks", "node_data_bytes", "ram_bytes",
+                                      "cache", "seconds", "ci_low_s", "ci_high_s", "n_chunk_queries"]
+    assert len(csv) == 4 and csv[2].startswith("disk,HV2,25,")
+    by_nodes = (index.parent / "tables" / "queries_by_nodes.csv").read_text().splitlines()
+    assert by_nodes[0] == "target,query,nodes,seconds,asked" and len(by_nodes) == 1 + 4 * 3
+    make_tables(run, report=REPORT)
+    md = (run / "tables" / "summary.md").read_text()
+    assert "| HV2 | 400 ms | 320 ms – 500 ms | 31 | cold | device sequential | 40 ms |" in md
+
+
+def test_a_refused_query_answer_is_one_sentence_naming_the_run_that_gives_it():
+    from catbench.report.at_scale import answer
+    from catbench.report.at_scale import by_nodes_rows, query_rows
+    from catbench.report.summary import Tables
+    from pathlib import Path
+    why = "a node holds 300.0 GiB past its 16.0 GiB of memory, and no rung measured a cold query"
+    run = "run `make query-ladder` (config/query-ladder.yaml)"
+    doc = queries_section(refused=why, run=run)
+    blocks = answer(Tables(queries_at_scale=query_rows(Path("p.json"), doc),
+                           queries_by_nodes=by_nodes_rows(doc)), REPORT)
+    said = [b[1] for b in blocks if b[0] == "p" and "Queries on" in b[1]]
+    assert said == [f"disk: **Queries on 25 nodes, 10,000,000,000 Objects in 105 chunks**; a node holds 300.0 GiB of "
+                    f"chunk tables, past its 16.0 GiB of memory: cold. No class could be answered: {why}. To answer "
+                    f"it, {run}."]
+    assert not [b for b in blocks if b[0] == "table"] and by_nodes_rows(doc) == []
+    # one class refused among answered ones: its row says why, once, and the run after the table
+    doc = queries_section()
+    doc["disk"]["classes"]["SHV1"] = {"refused": "SHV1: 1 chunk queries measured cold in the rungs; 2 or more are "
+                                                 "needed (queries.repetitions, queries.cold)", "run": run}
+    blocks = answer(Tables(queries_at_scale=query_rows(Path("p.json"), doc)), REPORT)
+    (table,) = [b for b in blocks if b[0] == "table"]
+    assert table[3][2] == ["SHV1", "no answer", "–", "–", "–", "refused: 1 chunk queries measured cold in the rungs; "
+                           "2 or more are needed (queries.repetitions, queries.cold)", "–"]
+    assert ("p", f"To answer the refused classes, {run}.") in blocks
+    # a cluster the model refuses whole: its sentence, no table
+    doc = {"disk": {"nodes": 200, "objects": 1e10, "refused": "--nodes 200 for 105 chunks: each node must hold a chunk "
+                                                              "(--chunks)"}}
+    blocks = answer(Tables(queries_at_scale=query_rows(Path("p.json"), doc)), REPORT)
+    assert ("p", "disk: **Queries on 200 nodes, 10,000,000,000 Objects**. No class could be answered: --nodes 200 "
+                 "for 105 chunks: each node must hold a chunk (--chunks).") in blocks
+
+
+def test_a_malformed_query_answer_is_named():
+    from catbench.report.at_scale import query_rows
+    from pathlib import Path
+    with pytest.raises(MetricsError, match=r"p.json: queries.disk is not an object"):
+        query_rows(Path("p.json"), {"disk": {"classes": ["HV2"]}})

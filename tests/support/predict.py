@@ -85,3 +85,32 @@ def write_prediction(run: Path, out: Path | None = None, read=None, **flags) -> 
         mp.setattr("catbench.cli.predict.read_runs", lambda paths, skipped=None: (read or (lambda _p: groups()))(paths))
         assert cmd_predict(args) == 0
     return out
+
+
+QUERY_CLASSES = ("LV1", "HV2", "SHV1")
+
+
+def queries_section(refused: str | None = None, run: str | None = None, nodes: int = 25) -> dict:
+    """A "queries" section as `catbench predict --nodes` writes it, for one target (disk): LV1,
+    HV2 and SHV1 on ``nodes`` of 105 chunks at 10^10 Objects, a node past its memory (cold); or
+    each class refused with ``refused`` (the model's sentence, after its class's name) and the
+    ``run`` that would lift it."""
+    def answered(i: int, q: str) -> dict:
+        s = 0.004 * 100 ** i        # 4 ms, 0.4 s, 40 s
+        return {"seconds": s, "ci_low": 0.8 * s, "ci_high": 1.25 * s, "n": 30 + i, "cache": "cold",
+                "bound": ("dispatch", "device sequential", "tail chunk")[i], "tail_chunk_s": s / 10,
+                "chunk_s": 0.9 * s, "czar_s": 0.1 * s}
+    classes = {q: {"refused": f"{q}: {refused}", **({"run": run} if run else {})} if refused else answered(i, q)
+               for i, q in enumerate(QUERY_CLASSES)}
+    by_nodes = {str(n): {q: None if refused else 0.004 * 100 ** i * 25 / n for i, q in enumerate(QUERY_CLASSES)}
+                for n in (1, 5, nodes, 105)}
+    return {"disk": {"nodes": nodes, "objects": 1e10, "chunks": 105, "node_data_bytes": 300 * 2 ** 30,
+                     "ram_bytes": 16 * 2 ** 30, "cache": "cold", "classes": classes, "by_nodes": by_nodes}}
+
+
+def add_queries(prediction: Path, section: dict) -> Path:
+    """``prediction`` (a prediction.json) with ``section`` as its "queries"."""
+    import json
+    doc = json.loads(prediction.read_text())
+    prediction.write_text(json.dumps({**doc, "queries": section}))
+    return prediction

@@ -1,7 +1,8 @@
 # Stage `predict`: the run's own loads laddered (workflow/catbench/predict/spec.py, InRun). Each
 # rung is a run of its own at a multiple of the run's rows (results/<run>-rung<k>, its loads
 # alone), started by a job that holds the measuring slot; then every load of the ladder's
-# targets predicted at predict.target_rows, which the report opens with.
+# targets predicted at predict.target_rows, which the report opens with. With stage queries, the
+# run's own mysql chunk queries answer each query class on predict.queries.nodes too.
 from catbench.predict import spec as cb_predict_spec  # noqa: E402
 
 if "predict" in STAGES:
@@ -38,13 +39,16 @@ rule predict_loads:
         rungs=expand(rules.ladder_rung.output, rung=RUNG_NUMBERS),
         loads=rules.load_index.input,
         fio=[rules.fio.input] if "fio" in STAGES else [],
+        queries=expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "queries" in STAGES else [],
     output:
         PREDICTION,
     params:
-        cfg=cfg_json("run", "stages", "catalog", "partition", "index", "targets", "server", "load", "predict"),
+        cfg=cfg_json("run", "stages", "catalog", "partition", "index", "targets", "server", "load", "queries",
+                     "predict"),
         results=[RES, *(f"results/{r}" for r in (IN_RUN.rung_runs() if IN_RUN else []))],
         targets=list(IN_RUN.targets) if IN_RUN else [],
         pool_args=f"--pool {IN_RUN.pool}" if IN_RUN and IN_RUN.pool else "",
+        query_args=cb_predict_spec.query_args(config),
     log:
         f"{RES}/logs/predict/predict.log",
     conda:
@@ -53,7 +57,7 @@ rule predict_loads:
         **job_resources("predict_loads"),
     shell:
         "catbench predict --config {params.cfg:q} --results {params.results:q} "
-        "--targets {params.targets:q} {params.pool_args} --no-time-limit --loads-only --out {output:q} > {log:q} 2>&1"
+        "--targets {params.targets:q} {params.pool_args} {params.query_args} --no-time-limit --loads-only --out {output:q} > {log:q} 2>&1"
 
 
 rule predict:

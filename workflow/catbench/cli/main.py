@@ -23,7 +23,7 @@ from ..core.infra.metrics import setup_logging
 from .common import interrupted, on_signal
 
 log = logging.getLogger("catbench")
-NOT_FAMILIES = ("main", "common", "predict_restart")   # helpers a family imports
+NOT_FAMILIES = ("main", "common", "predict_node")   # helpers a family imports
 _COMMANDS = re.compile(r"^COMMANDS = (\([^)]*\))", re.M)
 
 

@@ -17,8 +17,8 @@ from ..predict.ladder import not_one_ladder
 from ..predict.runs import device_figures, read_runs
 from ..predict.spec import Fitting, PredictSpec
 from .common import guarded, out_path, read_config
-from .predict_restart import add_arguments as add_restart_arguments
-from .predict_restart import predict_restarts
+from .predict_node import add_arguments as add_restart_arguments
+from .predict_node import add_query_arguments, predict_queries_at, predict_restarts
 
 log = logging.getLogger(__name__)
 COMMANDS = ("predict", "coverage")
@@ -171,7 +171,7 @@ def cmd_predict(a) -> int:
     skipped: list = []
     groups = {k: v for k, v in read_runs(a.results, skipped).items() if not a.targets or k[0] in a.targets}
     restarts = None if a.loads_only else predict_restarts(a, cfg, fitting, figures, required=not groups)
-    queries = _queries(a, figures) if getattr(a, "nodes", None) else None
+    queries = predict_queries_at(a, figures, cfg) if getattr(a, "nodes", None) else None
     if not groups and restarts is None and queries is None:
         raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)"
                           + (f" that ran alone: {_not_alone_text(skipped)}" if skipped else "")
@@ -194,42 +194,6 @@ def cmd_predict(a) -> int:
         with atomic_path(a.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
-
-
-def _queries(a, figures: dict | None) -> dict:
-    """Each query class at --nodes and --objects, per target, from the rungs' chunk queries."""
-    from ..predict.queries.model import Catalog, predict_queries
-    from ..predict.queries.runs import read_rung
-    from ..predict.runs import device
-    out: dict = {}
-    for d in dict.fromkeys(Path(r).resolve() for r in a.results):     # a run named twice is read once
-        for t in sorted(p.name for p in (d / "queries").glob("*") if (p / "mysql").is_dir()):
-            rung = read_rung(d, t)
-            if rung:
-                out.setdefault(t, []).append(rung)
-    if not out:
-        raise ConfigError(f"--nodes: no query results in {', '.join(a.results)} (results/<run>/queries/<target>/mysql)")
-
-    def read_s(fig: dict):      # a sequential read's seconds a byte: the spill pass less its write
-        return fig["seq_s_per_byte"] - fig.get("seq_write_s_per_byte", 0.0) if fig.get("seq_s_per_byte") else None
-
-    answers = {}
-    for target, rungs in out.items():
-        mine, theirs = read_s(device(Path(a.results[0]), target)), read_s(figures or {})
-        if theirs and not mine:
-            raise ConfigError(f"--device: the rungs of {target} ran no fio (stage fio): no sequential read "
-                              "to set the device's against")
-        ratio = theirs / mine if theirs else 1.0
-        cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, a.ram, ratio)
-        answers[target] = {**predict_queries(rungs, cat), "device_ratio": ratio}
-        print(f"queries on {a.nodes} nodes, {a.objects:.3g} objects ({target}; not yet checked far past its rungs):")
-        for q, p in answers[target]["classes"].items():
-            print(f"  {q}: " + (p["refused"] if "refused" in p else
-                                f"{p['seconds']:.3g} s [{p['ci_low']:.3g}, {p['ci_high']:.3g}], n = {p['n']} "
-                                f"chunk queries, {p['cache']}; bound: {p['bound']}; largest chunk {p['tail_chunk_s']:.3g} s"
-                                + (f"; {p['x_past_rungs']:.3g}x past the rungs' largest chunk"
-                                   if p.get("x_past_rungs") else "")))
-    return answers
 
 
 def _loads(a, spec: PredictSpec, fitting: Fitting, found: tuple, out: dict) -> None:
@@ -433,11 +397,7 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--targets", nargs="+", help="predict these targets' loads alone (default: every target's)")
     p.add_argument("--loads-only", action="store_true", help="the loads alone: restart results in --results "
                    "are not read")
-    p.add_argument("--nodes", type=_at_least_one, help="the query classes' times on this many worker nodes "
-                   "(from the rungs' query results; with --objects)")
-    p.add_argument("--objects", type=_rows, default=1.7e9, help="with --nodes: the catalog's Objects (default 1.7e9)")
-    p.add_argument("--sources-per-object", type=_positive, help="with --nodes: Sources an Object (default the rungs')")
-    p.add_argument("--chunks", type=_at_least_one, help="with --nodes: the catalog's chunks (default the rungs')")
+    add_query_arguments(p, _rows, _positive, _at_least_one, _pool)
     add_restart_arguments(p)
     p.set_defaults(func=guarded(cmd_predict, (ConfigError, FileNotFoundError, ValueError), "predict"))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import shlex
 from dataclasses import dataclass
 
 from ..core.index.engines import btrees
@@ -318,6 +319,18 @@ class InRun:
     def rung_runs(self) -> list[str]:
         """The rungs' runs past the run itself (rung 1), smallest first."""
         return [f"{self.run}-rung{k}" for k in range(2, 2 + len(self.factors))]
+
+
+def query_args(cfg: dict) -> str:
+    """The predict stage's query flags of ``catbench predict`` (predict.queries; the run's own
+    mysql chunk queries are its rung): '' where the run has no stage ``queries``."""
+    if "queries" not in cfg["stages"]:
+        return ""
+    own = cfg["predict"]["queries"]
+    objects = own["objects"] if own["objects"] is not None else cfg["predict"]["target_rows"]
+    flags = {"--nodes": own["nodes"], "--objects": f"{objects:.17g}", "--chunks": own["chunks"],
+             "--sources-per-object": own["sources_per_object"], "--node-ram": own["ram"]}
+    return " ".join(f"{k} {shlex.quote(str(v))}" for k, v in flags.items() if v is not None)
 
 
 def _check_least(spec: PredictSpec) -> None:

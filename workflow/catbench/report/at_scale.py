@@ -2,7 +2,12 @@
 the rows a ladder's prediction was made for (``predict/prediction.json``); without one, how
 to get it. After it, each restart kind's total and dominant phase at the node's size the
 prediction was made for (its "restarts", from a restart ladder: predict/restarts/model.md), also
-``tables/restart_at_scale.csv``. Its plot (time against rows) is ``plots/at_scale.py``.
+``tables/restart_at_scale.csv``. Then each query class on the user's nodes and catalog from its
+"queries" (``catbench predict --nodes``, predict/queries/model.md): its time with interval and n,
+the cache it runs from, what bounds it and its largest chunk query, or the model's refusal with
+the run that would lift it (``tables/queries_at_scale.csv``); each class at a few node counts
+(its "by_nodes") is ``queries_by_nodes``, drawn by ``plots/queries_at_scale.py``. Its plot (time
+against rows) is ``plots/at_scale.py``.
 
 Before it, ``your_catalog``: the user's catalog as this run made it — its files, rows,
 footprint, density, copies, chunks and bytes a row — from what the stages wrote: the patch
@@ -106,7 +111,7 @@ def answer(t, report: ReportSpec) -> list:
     (where a second run of the same ladder would put it), its regime, the table's size."""
     if not t.prediction:    # the loads' how-to where the run loaded, or has no restart answer either
         how = [("p", HOW_TO)] if t.loads or not t.restart_at_scale else []
-        return [("h2", "At your scale"), *how, *restart_section(t)]
+        return [("h2", "At your scale"), *how, *restart_section(t), *query_section(t), ("plot", "queries_at_scale")]
     n = next((r.get("target_rows") for r in t.prediction if r.get("target_rows")), None)
     pools = {r.get("pool_bytes") for r in t.prediction if r.get("pool_bytes")}
     pool = pools.pop() if len(pools) == 1 else None    # one cache for every engine, or none named
@@ -119,7 +124,8 @@ def answer(t, report: ReportSpec) -> list:
                              "of the same ladder would fall in, what bounds it and the table's size "
                              "(workflow/catbench/predict/model.md).",
                     ["method", "all rows in", "interval", "regime", "table", "note"], [_row(r) for r in mine]))
-    return out + restart_section(t)
+    # ("plot", name): where the report draws that plot, each beside the table it plots
+    return out + [("plot", "at_scale")] + restart_section(t) + query_section(t) + [("plot", "queries_at_scale")]
 
 
 # ---------------------------------------------------------------- restarts
@@ -275,4 +281,147 @@ def curve_rows(pp: Path, curve) -> list:
                 row = {**q, "target_rows": c.get("target_rows")}
                 prediction_row(pp, f"curve[{i}].{kind}[{j}]", {**row, "key": c["key"]}, CURVE_NUMBERS)
                 out.append({**c["key"], **row, "kind": kind})
+    return out
+
+
+# ---------------------------------------------------------------- queries
+QUERY_HOW_TO = ("No query answer at your scale in this run: with stage `queries` in `stages` the predict stage "
+                "answers each query class on `predict.queries.nodes` nodes from the run's own chunk queries "
+                "(`make query-ladder` for rungs at a node's scale; workflow/catbench/predict/queries/model.md).")
+QUERY_AGAIN = ("No query answer at your scale in this run's prediction, though the run measured queries: make it "
+               "again (`snakemake --forcerun predict_loads`, stage `predict`), or "
+               "`catbench predict … --nodes N --objects X --out results/<run>/predict/prediction.json`.")
+# the CSV's columns, units in their names; a class the model refused has its figures empty
+QUERY_COLUMNS = ("target", "query", "nodes", "objects", "chunks", "node_data_bytes", "ram_bytes", "cache", "seconds",
+                 "ci_low_s", "ci_high_s", "n_chunk_queries", "bound", "tail_chunk_s", "chunk_s", "czar_s", "refused",
+                 "run")
+
+
+def _query_number(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _query_answer(pp: Path, target: str, a) -> dict:
+    if not isinstance(a, dict) or not isinstance(a.get("classes", {}), dict) \
+            or not all(isinstance(p, dict) for p in a.get("classes", {}).values()):
+        raise MetricsError(f"{pp}: queries.{target} is not an object with \"classes\" objects "
+                           "(catbench predict --nodes)")
+    return a
+
+
+def query_rows(pp: Path, doc) -> list[dict]:
+    """A row per (target, class) of a prediction's "queries" (QUERY_COLUMNS), a target the model
+    refused whole as one row without a class; none: []."""
+    if doc is None:
+        return []
+    if not isinstance(doc, dict):
+        raise MetricsError(f"{pp}: \"queries\" is not an object of targets (catbench predict --nodes)")
+    out = []
+    for target, a in doc.items():
+        a = _query_answer(pp, target, a)
+        at = {"target": target, **{k: _query_number(a.get(k)) for k in ("nodes", "objects", "chunks", "node_data_bytes",
+                                                                   "ram_bytes")}}
+        if a.get("refused"):
+            out.append({**dict.fromkeys(QUERY_COLUMNS), **at, "refused": str(a["refused"])})
+        for q, p in (a.get("classes") or {}).items():
+            out.append({**dict.fromkeys(QUERY_COLUMNS), **at, "query": q, "cache": p.get("cache"),
+                        "seconds": _query_number(p.get("seconds")), "ci_low_s": _query_number(p.get("ci_low")),
+                        "ci_high_s": _query_number(p.get("ci_high")), "n_chunk_queries": _query_number(p.get("n")),
+                        "bound": p.get("bound"), "tail_chunk_s": _query_number(p.get("tail_chunk_s")),
+                        "chunk_s": _query_number(p.get("chunk_s")), "czar_s": _query_number(p.get("czar_s")),
+                        "refused": p.get("refused"), "run": p.get("run")})
+    return out
+
+
+def by_nodes_rows(doc) -> list[dict]:
+    """A row per (target, class, node count) of each answer's "by_nodes" (a refused class: left out)."""
+    out = []
+    for target, a in (doc or {}).items():
+        for n, classes in ((a or {}).get("by_nodes") or {}).items():
+            for q, s in (classes or {}).items():
+                if _query_number(s) is not None and str(n).isdigit():
+                    out.append({"target": target, "query": q, "nodes": int(n), "seconds": float(s),
+                                "asked": int(n) == a.get("nodes")})
+    return out
+
+
+def qdur(s) -> str:
+    """A query's time as a person reads it: 3.4 ms, 8.2 s, 3.7 min, 4.4 h."""
+    if not isinstance(s, (int, float)) or not math.isfinite(s):
+        return "–"
+    if s < 1:
+        return f"{s * 1e3:.3g} ms"
+    for div, unit, cut in ((86400, "days", 2 * 86400), (3600, "h", 2 * 3600), (60, "min", 120)):
+        if s >= cut:
+            return f"{s / div:,.1f} {unit}"
+    return f"{s:.3g} s"
+
+
+def _query_reason(r: dict) -> str:
+    """A refusal without its class's name (the model's sentence opens with it)."""
+    text = r.get("refused") or ""
+    head = f"{r.get('query')}: "
+    return text[len(head):] if r.get("query") and text.startswith(head) else text
+
+
+def _query_row(r: dict) -> list:
+    if r.get("refused"):
+        return [r["query"], "no answer", "–", "–", "–", f"refused: {_query_reason(r)}", "–"]
+    n = "–" if r.get("n_chunk_queries") is None else f"{r['n_chunk_queries']:,.0f}"
+    return [r["query"], qdur(r.get("seconds")), f"{qdur(r.get('ci_low_s'))} – {qdur(r.get('ci_high_s'))}", n,
+            r.get("cache") or "–", r.get("bound") or "–", qdur(r.get("tail_chunk_s"))]
+
+
+def _query_where(first: dict) -> str:
+    """'25 nodes, 10,000,000,000 Objects in 105 chunks'."""
+    objects = f", {first['objects']:,.0f} Objects" if first.get("objects") else ""
+    chunks = f" in {first['chunks']:,.0f} chunks" if first.get("chunks") else ""
+    nodes = f"{first['nodes']:,.0f}" if first.get("nodes") else "?"
+    return f"{nodes} nodes{objects}{chunks}"
+
+
+def _query_memory(first: dict) -> str:
+    """How a node's data stands to its memory: what decides warm or cold."""
+    held, ram = first.get("node_data_bytes"), first.get("ram_bytes")
+    if not held or not ram:
+        return ""
+    return (f"; a node holds {human(held)} of chunk tables, " +
+            (f"within its {human(ram)} of memory: warm" if held <= ram else f"past its {human(ram)} of memory: cold"))
+
+
+def _query_lead(tg: str, rows: list) -> str:
+    done = sorted((r for r in rows if r.get("seconds") is not None), key=lambda r: r["seconds"])
+    head = f"{tg}: **Queries on {_query_where(rows[0])}**{_query_memory(rows[0])}"
+    if not done:
+        return head + "."
+    fast, slow = done[0], done[-1]
+    text = f"{head}. From {fast['query']} **{qdur(fast['seconds'])}** to {slow['query']} **{qdur(slow['seconds'])}**"
+    return text + (f" ({slow['bound']})." if slow.get("bound") else ".")
+
+
+def query_section(t) -> list:
+    """Per target: the lead, then its classes' table (or the one refusal shared by every class);
+    where the prediction has no queries, the one sentence that would give them."""
+    rows = t.queries_at_scale
+    if not rows:
+        return [("p", QUERY_AGAIN if t.queries else QUERY_HOW_TO)]
+    out = []
+    for tg in dict.fromkeys(r["target"] for r in rows):
+        mine = [r for r in rows if r["target"] == tg]
+        whole = next((r for r in mine if r.get("query") is None), None)
+        classes = [r for r in mine if r.get("query") is not None]
+        reasons = {(_query_reason(r), r.get("run")) for r in classes if r.get("refused")}
+        if whole or (classes and len(reasons) == 1 and all(r.get("refused") for r in classes)):
+            r = whole or classes[0]
+            run = f" To answer it, {r['run']}." if r.get("run") else ""
+            out.append(("p", f"{_query_lead(tg, mine)} No class could be answered: {_query_reason(r)}.{run}"))
+            continue
+        out.append(("p", _query_lead(tg, mine)))
+        out.append(("table", f"{tg}: each query class on {_query_where(mine[0])}: its time with the interval of "
+                             "its chunk queries resampled, n the chunk queries it was fitted on, the cache it runs "
+                             "from, what bounds it and its largest chunk query (workflow/catbench/predict/queries/model.md).",
+                    ["class", "time", "interval", "n", "cache", "bound", "largest chunk"],
+                    [_query_row(r) for r in classes]))
+        runs = {r["run"] for r in classes if r.get("run")}
+        out += [("p", f"To answer the refused classes, {run}.") for run in sorted(runs)]
     return out

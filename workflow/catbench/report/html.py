@@ -16,7 +16,8 @@ Writes into ``results/<run>/report/``::
     chunk_sky.png         Objects per chunk on the sky (log colour) and their distribution
     prediction.png        a ladder's largest rungs predicted from the smaller ones against measured
     at_scale.png          each method's time to load N rows, 10^7…10^11, measured loads on it
-    (the last two only where the run has a prediction: predict/prediction.json)
+    queries_at_scale.png  each query class's time against the worker nodes, at the user's catalog
+    (the last three only where the run has a prediction: predict/prediction.json)
     tables/*.csv, summary.md, provenance.json, columns.md   copies, so the directory stands alone
 
 Every other PNG is always written (a figure saying "no ... in this run" when a stage is absent), so
@@ -59,7 +60,7 @@ TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), ever
                 "isolation": "Did each measuring job run alone",
                 "stages": "Data preparation stages"}
 MAX_HTML_ROWS = 300
-ANSWER_PLOT = "at_scale"   # drawn in the first section, beside the table it plots
+ANSWER_PLOTS = ("at_scale", "queries_at_scale")   # drawn in the first section, beside the tables they plot
 
 
 def report_dir() -> Path:
@@ -169,7 +170,7 @@ def _figure(name: str, out: Path) -> str:
 def _plots_html(drawn: dict, out: Path) -> list:
     body = ['<section id="plots"><h2>Plots</h2>']
     for name in PLOTS:
-        if name == ANSWER_PLOT:
+        if name in ANSWER_PLOTS:
             continue
         if drawn[name]:
             body.append(_figure(name, out))
@@ -179,10 +180,18 @@ def _plots_html(drawn: dict, out: Path) -> list:
 
 
 def _answer_html(blocks: list, drawn: dict, out: Path) -> list:
-    """The first section: the time to load the user's rows by each method, and its plot."""
+    """The first section: the time to load the user's rows by each method, each query class's
+    on the user's nodes, and their plots."""
     title = blocks[0][1] if blocks and blocks[0][0] == "h2" else "At your scale"
-    return ['<section id="answer">', f"<h2>{html.escape(title)}</h2>", sections_html(blocks[1:]),
-            _figure(ANSWER_PLOT, out) if drawn.get(ANSWER_PLOT) else "", "</section>"]
+    body, text = ['<section id="answer">', f"<h2>{html.escape(title)}</h2>"], []
+    for block in blocks[1:]:
+        if block[0] != "plot":
+            text.append(block)
+            continue
+        body.append(sections_html(text))
+        text = []
+        body += [_figure(block[1], out)] if drawn.get(block[1]) else []
+    return [*body, sections_html(text), "</section>"]
 
 
 def _tables_html(tabs: dict, out: Path) -> list:
@@ -269,8 +278,9 @@ def _build(run: Path, out: Path, tables_dir: Path, report: ReportSpec, only=None
     inp = collect(run, only=only)
     tabs, tdir = _tables(run, tables_dir, out, inp, report)
     tabs = {**tabs, **inp.prediction}   # predict/prediction.json, when this run was predicted
-    if tabs.get("restart_at_scale"):
-        T.write_csv(pa.Table.from_pylist(tabs["restart_at_scale"]), out / "tables" / "restart_at_scale.csv")
+    for name in ("restart_at_scale", "queries_at_scale", "queries_by_nodes"):   # a prediction's, beside the tables
+        if tabs.get(name):
+            T.write_csv(pa.Table.from_pylist(tabs[name]), out / "tables" / f"{name}.csv")
     note = [("p", stale_note(inp))] if inp.stale else []
     sections = note + summary_sections(tabs, inp.targets, report, own=inp.own)
     prov_text = _copy_texts(run, tdir, out, sections, inp)

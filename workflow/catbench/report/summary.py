@@ -28,7 +28,8 @@ TABLE_OF = {"storage": "storage", "loads": "load_time", "rate": "load_rate", "qu
             "chunk_load_chunks": "chunk_load_chunks", "query_chunks": "query_chunks",
             "prediction": "prediction",   # predict/prediction.json, a row per load
             "prediction_validation": "prediction_validation", "load_io": "load_io", "curve": "load_curve",
-            "restart_at_scale": "restart_at_scale"}   # predict/prediction.json "restarts"
+            "restart_at_scale": "restart_at_scale",   # predict/prediction.json "restarts"
+            "queries_at_scale": "queries_at_scale", "queries_by_nodes": "queries_by_nodes"}   # its "queries"
 
 
 class Tables:

@@ -1,4 +1,4 @@
-"""Each query class's time on N nodes holding the user's catalog, from the rungs' chunk queries.
+"""Each query class's time on N nodes holding the user's catalog: its chunk queries and the czar's part.
 
 A chunk query costs a fixed dispatch plus a slope times what drives it (CLASSES: the chunk
 table's bytes for a scan, its rows squared for a self-join, nothing for an index lookup), fitted
@@ -9,7 +9,9 @@ over the nodes in chunkId order (core/sky/placement.py, Qserv's spread); a node 
 chunk queries ``connections`` at a time, so a class takes its slowest node's sum ÷ that, and
 never less than its largest single chunk at one stream (the tail). A node whose data outgrows
 its RAM reads from the device: priced from the rungs' cold repetitions (caches dropped), or
-refused naming the rung it needs. Intervals: the chunk queries resampled and the fit redone."""
+refused naming the rung it needs. To that the czar's part is added (czar.py: the rungs' whole
+queries less their chunk part, fitted on the index's depth or the chunk queries sent). Intervals:
+the chunk queries and the whole-query repetitions resampled and both fits redone."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.sky.placement import node_sums
+from . import czar
+from .czar import CzarLaw, RungCzar
 from .runs import CLASSES, QueryRung
 
 BOOTSTRAP, CONFIDENCE, SEED = 200, 0.95, 11
@@ -88,45 +92,111 @@ def _obs(rungs: list[QueryRung], query: str, cache: str):
             np.array([x.seconds for x in o], float))
 
 
+def _class_chunks(rung: QueryRung, query: str, cat: Catalog) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, bytes) of the chunks ``query`` reads at ``cat`` on ``rung``'s sky: every chunk for
+    a scan that read them all, else the box it read in ``rung``."""
+    table = CLASSES[query][0]
+    box = sorted({x.chunk for x in rung.obs if x.query == query})
+    whole_sky = len(box) >= len(rung.chunk_rows.get("Object", {})) and CLASSES[query][1] == "bytes"
+    return user_chunks(rung, table, cat) if whole_sky else box_chunks(rung, table, cat, box)
+
+
+def _own_size(rung: QueryRung) -> Catalog:
+    return Catalog(rung.data_rows("Object"), None, 1, None, None)
+
+
+def _index_rows(query: str, rung: QueryRung, cat: Catalog) -> float:
+    """The rows of the index a lookup descends at ``cat`` (Objects; Sources for a Source lookup)."""
+    if CLASSES[query][0] == "Object":
+        return cat.objects
+    return cat.objects * (cat.sources_per_object or rung.data_rows("Source") / max(rung.data_rows("Object"), 1.0))
+
+
+def _czar_rungs(rungs: list[QueryRung], query: str, cache: str) -> list[RungCzar]:
+    """The rungs that timed whole ``query``s of ``cache``, each at its own size on one server."""
+    out = []
+    for r in rungs:
+        reps = r.query_s.get((query, cache))
+        rows, nbytes = _class_chunks(r, query, _own_size(r))
+        if reps and len(rows):
+            x = czar.quantity(query, _index_rows(query, r, _own_size(r)), len(rows))
+            out.append(RungCzar(x, np.array(reps, float), _driver(query, rows, nbytes), r.connections, r.data_bytes()))
+    return out
+
+
+def _czar_at(rungs: list[RungCzar], d: float, s: float, x_user: float,
+             rng: np.random.Generator | None = None) -> tuple[float, CzarLaw | None]:
+    """(czar seconds at ``x_user``, its law) with the chunk fit (d, s) taken off each rung's whole query."""
+    if not rungs:
+        return 0.0, None
+    # at the rungs' own device: no --device ratio
+    chunk = np.array([_class_time(d + s * r.driver, 1, r.connections)[0] for r in rungs])
+    x = np.array([r.x for r in rungs])
+    law = czar.fit_czar(x, czar.residuals(rungs, chunk, rng), int(np.argmax([r.size for r in rungs])))
+    return law.at(x_user), law
+
+
+def _interval(draw, seconds: float, widen: float) -> tuple[float, float]:
+    """The bootstrap's quantiles of ``draw(rng)``, holding ``seconds`` ± ``widen``."""
+    rng = np.random.default_rng(SEED)
+    boot = [draw(rng) for _ in range(BOOTSTRAP)]
+    a = (1 - CONFIDENCE) / 2
+    lo, hi = np.quantile(boot, [a, 1 - a])
+    return float(max(0.0, min(lo, seconds - widen))), float(max(hi, seconds + widen))
+
+
 def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) -> dict:
-    """One class's answer at ``cat`` from the chunk queries of ``cache``."""
+    """One class's answer at ``cat``: its chunk queries of ``cache`` plus the czar's part."""
     rows, nbytes, t = _obs(rungs, query, cache)
     if len(t) < 2:
         return {"refused": f"{query}: {len(t)} chunk queries measured {cache} in the rungs; "
                            f"2 or more are needed (queries.repetitions, queries.cold)"}
     big = max(rungs, key=lambda r: r.data_bytes())
-    table = CLASSES[query][0]
-    box = sorted({x.chunk for x in big.obs if x.query == query})
-    whole_sky = len(box) >= len(big.chunk_rows.get("Object", {})) and CLASSES[query][1] == "bytes"
-    u_rows, u_bytes = user_chunks(big, table, cat) if whole_sky else box_chunks(big, table, cat, box)
+    u_rows, u_bytes = _class_chunks(big, query, cat)
     x_user = _driver(query, u_rows, u_bytes)
     ratio = cat.device_ratio if cache != "warm" else 1.0
+    cz = _czar_rungs(rungs, query, cache)
+    cx_user = czar.quantity(query, _index_rows(query, big, cat), len(x_user))
 
     def at(d: float, s: float) -> tuple[float, np.ndarray]:
         tc = d + s * ratio * x_user
         return _class_time(tc, cat.nodes, big.connections)[0], tc
 
-    d, s, told = fit(_driver(query, rows, nbytes), t)
-    seconds, tc = at(d, s)
-    rng, boot = np.random.default_rng(SEED), []
-    for _ in range(BOOTSTRAP):
+    def draw(rng: np.random.Generator) -> float:
+        # the chunk queries and each rung's whole-query repetitions resampled, both fits redone
         i = rng.integers(0, len(t), len(t))
-        boot.append(at(*fit(_driver(query, rows[i], nbytes[i]), t[i])[:2])[0])
-    a = (1 - CONFIDENCE) / 2
-    lo, hi = np.quantile(boot, [a, 1 - a])
+        db, sb = fit(_driver(query, rows[i], nbytes[i]), t[i])[:2]
+        return at(db, sb)[0] + _czar_at(cz, db, sb, cx_user, rng)[0]
+
+    d, s, told = fit(_driver(query, rows, nbytes), t)
+    chunk_s, tc = at(d, s)
+    czar_s, law = _czar_at(cz, d, s, cx_user)
+    seconds = chunk_s + czar_s
+    lo, hi = _interval(draw, seconds, law.miss * czar_s if law else 0.0)
     slowest = _class_time(tc, cat.nodes, big.connections)
     node_s = node_sums(tc, cat.nodes)[slowest[1]] / big.connections
     dispatch = d * len(tc) / cat.nodes / big.connections
     driver = CLASSES[query][1]
-    bound = ("dispatch" if driver == "lookup" else
+    bound = ("czar (index lookup, dispatch and merge)" if czar_s > chunk_s else
+             "dispatch" if driver == "lookup" else
              "tail chunk" if tc.max() >= node_s else
-             "dispatch" if dispatch >= 0.5 * seconds else
+             "dispatch" if dispatch >= 0.5 * chunk_s else
              {"bytes": "device sequential" if cache != "warm" else "CPU (scan from memory)",
               "pairs": "CPU (pairs compared)"}[driver])
-    return {"seconds": seconds, "ci_low": float(min(lo, seconds)), "ci_high": float(max(hi, seconds)),
+    return {"seconds": seconds, "ci_low": lo, "ci_high": hi, "chunk_s": chunk_s, "czar_s": czar_s,
             "n": int(len(t)), "cache": cache, "bound": bound, "dispatch_s": d, "slope": s, "slope_told": told,
             "driver": CLASSES[query][1], "chunks": int(len(tc)), "slowest_node": slowest[1],
-            "tail_chunk_s": float(tc.max()), "x_past_rungs": _past(query, rows, nbytes, x_user)}
+            "tail_chunk_s": float(tc.max()), "x_past_rungs": _past(query, rows, nbytes, x_user),
+            **_czar_fields(query, law, cx_user, cz)}
+
+
+def _czar_fields(query: str, law: CzarLaw | None, x_user: float, rungs: list[RungCzar]) -> dict:
+    out = {"czar_rungs": len(rungs), "czar_unit": czar.unit(query), "czar_x": x_user}
+    if law is None:
+        return {**out, "czar_slope_told": None,
+                "czar_unpriced": "no rung timed the whole query (results.parquet): the czar's part is 0 here"}
+    return {**out, "czar_intercept_s": law.intercept, "czar_slope": law.slope, "czar_slope_told": law.told,
+            "czar_miss": law.miss, "czar_x_rungs": [r.x for r in rungs]}
 
 
 def _past(query, rows, nbytes, x_user) -> float | None:
@@ -145,7 +215,7 @@ def node_data(rungs: list[QueryRung], cat: Catalog) -> float:
     return float(held.max())
 
 
-def predict_queries(rungs: list[QueryRung], cat: Catalog) -> dict:
+def predict_queries(rungs: list[QueryRung], cat: Catalog, with_own_check: bool = True) -> dict:
     """Every class at ``cat``: warm where a node's data fits its memory, else from the cold
     repetitions; refused, naming what is missing, where the rungs cannot price it."""
     if not rungs:
@@ -159,8 +229,10 @@ def predict_queries(rungs: list[QueryRung], cat: Catalog) -> dict:
     cache = "warm" if held <= ram else "cold"
     out = {"nodes": cat.nodes, "objects": cat.objects, "chunks": k, "node_data_bytes": held, "ram_bytes": ram,
            "cache": cache, "rungs": sorted(r.run for r in rungs), "validated": False,
-           "priced": "the chunk queries (dispatch and what each reads); the czar's secondary-index lookup, "
-                     "merge and result transfer are not", "classes": {}}
+           "priced": "the chunk queries (dispatch and what each reads) and the czar's part (its secondary-index "
+                     "lookup, dispatch, merge and result transfer: the rungs' whole queries less their chunk part, "
+                     "where the rungs timed whole queries); shared scans and concurrency between user queries "
+                     "are not", "classes": {}}
     colds = sorted({x.cache for r in rungs for x in r.obs if x.cache != "warm"})
     for q in CLASSES:
         if cache == "cold" and not colds:
@@ -170,21 +242,25 @@ def predict_queries(rungs: list[QueryRung], cat: Catalog) -> dict:
                                             "server.ram)"}
             continue
         out["classes"][q] = predict_class(rungs, q, cat, cache if cache == "warm" else colds[0])
-    out["own_check"] = own_check(rungs)
+    if not with_own_check:     # the same rungs at another node count: their own check is the same
+        return out
+    out["own_check"], out["own_check_chunk_part"] = own_check(rungs)
+    out["own_check_in_sample"] = ("the whole answer (chunk + czar) ÷ the measured median at the largest rung's "
+                                  "own size on one server; the czar part is fitted to these same whole queries, "
+                                  "so it is in-sample and near 1 by construction: not a validation")
     return out
 
 
-def own_check(rungs: list[QueryRung]) -> dict:
-    """The largest rung predicted at its own size on one server, ÷ its measured median: the
-    model's in-sample miss (not a validation)."""
+def own_check(rungs: list[QueryRung]) -> tuple[dict, dict]:
+    """The answer at the largest rung's own size on one server ÷ its measured median, warm:
+    (the whole answer's, the chunk part's). In-sample: the czar part is fitted to those times."""
     big = max(rungs, key=lambda r: r.data_bytes())
-    objects = big.data_rows("Object")
-    cat = Catalog(objects, None, 1, None, None)
-    out = {}
+    whole, chunk = {}, {}
     for (q, cache), secs in sorted(big.query_s.items()):
         if cache != "warm" or q not in CLASSES:
             continue
-        p = predict_class([big], q, cat, cache)
+        p = predict_class(rungs, q, _own_size(big), cache)
         if "seconds" in p and np.median(secs) > 0:
-            out[q] = p["seconds"] / float(np.median(secs))
-    return out
+            whole[q] = p["seconds"] / float(np.median(secs))
+            chunk[q] = p["chunk_s"] / float(np.median(secs))
+    return whole, chunk

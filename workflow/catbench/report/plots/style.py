@@ -89,8 +89,8 @@ def _query_order(q: str) -> tuple:
 
 
 def _si(v: float, _pos=None) -> str:
-    """Axis labels without exponents: 950, 1.5k, 540k, 1.2M."""
-    for div, suffix in ((1e6, "M"), (1e3, "k")):
+    """Axis labels without exponents: 950, 1.5k, 540k, 1.2M, 10G."""
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(v) >= div:
             return f"{v / div:.3g}{suffix}"
     return f"{v:.3g}"

@@ -1,11 +1,19 @@
-"""``catbench predict``'s restart half: each restart kind's phases and total at the user's node
-(--data, --pool, --redo, --checkpoint-age, --write-rate, --downtime, --gcache, --device) from
-the rungs' restart and cluster results (predict/restarts/model.md), and the rungs' own prediction
-held against a measured run (--measured)."""
+"""``catbench predict``'s answers for the user's nodes, beside the loads'.
+
+The restart half: each restart kind's phases and total at the user's node (--data, --pool,
+--redo, --checkpoint-age, --write-rate, --downtime, --gcache, --device) from the rungs' restart
+and cluster results (predict/restarts/model.md), and the rungs' own prediction held against a
+measured run (--measured).
+
+The query half: each query class on --nodes worker nodes holding --objects (predict/queries/model.md)
+from the rungs' mysql chunk queries, at a few node counts besides (``by_nodes``: the report's plot),
+and, where the model refuses for want of cold repetitions, the run that would give them."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from pathlib import Path
 
 from ..core.infra.config import ConfigError
 from ..core.infra.sizes import duration, human, parse_size
@@ -134,3 +142,109 @@ def add_arguments(p) -> None:
                    "2M; default the rungs' insert load)")
     g.add_argument("--downtime", type=_seconds, help="seconds a Galera node is down (default cluster.load.down_s)")
     g.add_argument("--gcache", type=_size, help="the donor's gcache.size (default cluster.gcache_size)")
+
+
+# ---------------------------------------------------------------- queries
+# the node counts every answer is also given at (and the asked one): one server, a small
+# cluster, Qserv's 25-node test bed and a production-sized one; none past the chunks
+NODE_GRID = (1, 5, 25, 150)
+
+
+def _rungs(results: list) -> dict:
+    """{target: [QueryRung]} of every run in ``results`` with mysql query results."""
+    from ..predict.queries.runs import read_rung
+    out: dict = {}
+    for d in dict.fromkeys(Path(r).resolve() for r in results):     # a run named twice is read once
+        for t in sorted(p.name for p in (d / "queries").glob("*") if (p / "mysql").is_dir()):
+            rung = read_rung(d, t)
+            if rung:
+                out.setdefault(t, []).append(rung)
+    if not out:
+        raise ConfigError(f"--nodes: no query results in {', '.join(results)} (results/<run>/queries/<target>/mysql)")
+    return out
+
+
+def _read_s(fig: dict):
+    """A sequential read's seconds a byte: the spill pass less its write."""
+    return fig["seq_s_per_byte"] - fig.get("seq_write_s_per_byte", 0.0) if fig.get("seq_s_per_byte") else None
+
+
+def _by_nodes(rungs: list, cat, chunks: int) -> dict:
+    """{nodes: {class: seconds or None (refused)}} at NODE_GRID and the asked count, up to one
+    chunk a node (the chunk count itself closes the curve when the grid passes it)."""
+    from ..predict.queries.model import predict_queries
+    counts = {n for n in (*NODE_GRID, cat.nodes) if n <= chunks} | ({chunks} if NODE_GRID[-1] > chunks else set())
+    out = {}
+    for n in sorted(counts):
+        classes = predict_queries(rungs, dataclasses.replace(cat, nodes=n), with_own_check=False).get("classes") or {}
+        out[str(n)] = {q: p.get("seconds") for q, p in classes.items()}
+    return out
+
+
+def _cold_run(cfg: dict) -> str:
+    """What gives the cold repetitions a node past its memory is priced from."""
+    ladder = ("`make query-ladder` (config/query-ladder.yaml: rungs whose chunk tables outgrow their pool as a "
+              "node's do, measured warm and cold)")
+    if not cfg.get("queries", {}).get("cold", True):
+        return (f"set `queries.cold: true` in the config of run {cfg.get('run')} and run its queries and predict "
+                f"stages again (each cold repetition drops the caches first), or run {ladder}")
+    return f"run {ladder}"
+
+
+def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
+    """Each query class at --nodes and --objects, per target, from the rungs' chunk queries."""
+    from ..predict.queries.model import Catalog, predict_queries
+    from ..predict.runs import device
+    answers = {}
+    for target, rungs in _rungs(a.results).items():
+        mine, theirs = _read_s(device(Path(a.results[0]), target)), _read_s(figures or {})
+        if theirs and not mine:
+            raise ConfigError(f"--device: the rungs of {target} ran no fio (stage fio): no sequential read "
+                              "to set the device's against")
+        ratio = theirs / mine if theirs else 1.0
+        cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, getattr(a, "node_ram", None) or a.ram,
+                      ratio)
+        # the asked cluster is kept where the model refuses it whole (more nodes than chunks)
+        answer = {"nodes": a.nodes, "objects": a.objects, **predict_queries(rungs, cat), "device_ratio": ratio}
+        no_cold = all(x.cache == "warm" for r in rungs for x in r.obs)
+        for p in (answer.get("classes") or {}).values():
+            if "refused" in p and answer.get("cache") == "cold" and no_cold:
+                p["run"] = _cold_run(cfg)
+        if "classes" in answer:
+            answer["by_nodes"] = _by_nodes(rungs, cat, answer["chunks"])
+        answers[target] = answer
+        _print(a, target, answer)
+    return answers
+
+
+def _print(a, target: str, answer: dict) -> None:
+    print(f"queries on {a.nodes} nodes, {a.objects:.3g} objects ({target}; not yet checked far past its rungs):")
+    if "refused" in answer:
+        print(f"  {answer['refused']}")
+    for q, p in (answer.get("classes") or {}).items():
+        print(f"  {q}: " + (p["refused"].removeprefix(f"{q}: ") + (f"; {p['run']}" if p.get("run") else "")
+                            if "refused" in p else
+                            f"{p['seconds']:.3g} s [{p['ci_low']:.3g}, {p['ci_high']:.3g}], n = {p['n']} "
+                            f"chunk queries, {p['cache']}; bound: {p['bound']}; largest chunk {p['tail_chunk_s']:.3g} s"
+                            + (f"; chunks {p['chunk_s']:.3g} s + czar {p['czar_s']:.3g} s" if "czar_s" in p else "")
+                            + ("; the czar's growth not told by the rungs: planned on the largest's cost a "
+                               + p["czar_unit"] if p.get("czar_slope_told") is False else "")
+                            + (f"; {p['x_past_rungs']:.3g}x past the rungs' largest chunk"
+                               if p.get("x_past_rungs") else "")))
+    for n, classes in (answer.get("by_nodes") or {}).items():
+        if all(v is None for v in classes.values()):
+            continue
+        print(f"  on {n} nodes: " + ", ".join(f"{q} {s:.3g} s" if s is not None else f"{q} refused"
+                                                for q, s in classes.items()))
+
+
+def add_query_arguments(p, rows, positive, at_least_one, size) -> None:
+    """The query flags of ``catbench predict`` (``rows``, ``positive``, ``at_least_one``, ``size``:
+    the command's argument types)."""
+    p.add_argument("--nodes", type=at_least_one, help="the query classes' times on this many worker nodes "
+                   "(from the rungs' query results; with --objects), and at 1, 5, 25 and 150 nodes besides")
+    p.add_argument("--objects", type=rows, default=1.7e9, help="with --nodes: the catalog's Objects (default 1.7e9)")
+    p.add_argument("--sources-per-object", type=positive, help="with --nodes: Sources an Object (default the rungs')")
+    p.add_argument("--chunks", type=at_least_one, help="with --nodes: the catalog's chunks (default the rungs')")
+    p.add_argument("--node-ram", type=size, help="with --nodes: a node's memory for its server and page cache "
+                   "(e.g. 16G; default --ram, else the rungs' pool); --ram alone would set the loads' target too")
