@@ -136,7 +136,7 @@ def test_a_run_with_queries_answers_them_at_predict_queries_in_the_predict_stage
     import shlex
     from catbench.cli.predict import add_subcommands
     from catbench.predict.spec import query_args
-    assert query_args(DEFAULT) == "--nodes 25 --objects 10000000000 --node-ram 16G"
+    assert query_args(DEFAULT) == "--nodes 25 --objects 10000000000 --chunks 8983 --node-ram 16G"
     mine = _with(predict__queries={"nodes": 150, "objects": 1.7e9, "chunks": 9000, "sources_per_object": 20.5,
                                    "ram": "16G"})
     validate(mine)
