@@ -182,6 +182,9 @@ def test_the_answer_gains_each_query_class_at_the_users_nodes_with_its_csv_and_p
     assert len(csv) == 4 and csv[2].startswith("disk,HV2,25,")
     by_nodes = (index.parent / "tables" / "queries_by_nodes.csv").read_text().splitlines()
     assert by_nodes[0] == "target,query,nodes,seconds,asked" and len(by_nodes) == 1 + 4 * 3
+    from test_tables import documented_columns      # every column of both files in columns.md, in order
+    doc = documented_columns()
+    assert doc["queries_at_scale"] == csv[0].split(",") and doc["queries_by_nodes"] == by_nodes[0].split(",")
     make_tables(run, report=REPORT)
     md = (run / "tables" / "summary.md").read_text()
     assert "| HV2 | 400 ms | 320 ms – 500 ms | 31 | cold | device sequential | 40 ms |" in md
