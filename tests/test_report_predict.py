@@ -11,7 +11,7 @@ from catbench.report.html import make_report
 from catbench.report.inputs import MetricsError
 from catbench.report.tables import make_tables
 from support.predict import add_queries, queries_section, write_prediction
-from support.runs import make_run
+from support.runs import documented_columns, make_run
 from support.runs import REPORT
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -182,8 +182,7 @@ def test_the_answer_gains_each_query_class_at_the_users_nodes_with_its_csv_and_p
     assert len(csv) == 4 and csv[2].startswith("disk,HV2,25,")
     by_nodes = (index.parent / "tables" / "queries_by_nodes.csv").read_text().splitlines()
     assert by_nodes[0] == "target,query,nodes,seconds,asked" and len(by_nodes) == 1 + 4 * 3
-    from test_tables import documented_columns      # every column of both files in columns.md, in order
-    doc = documented_columns()
+    doc = documented_columns()      # every column of both files in columns.md, in order
     assert doc["queries_at_scale"] == csv[0].split(",") and doc["queries_by_nodes"] == by_nodes[0].split(",")
     make_tables(run, report=REPORT)
     md = (run / "tables" / "summary.md").read_text()

@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 from catbench.cli import report as cli_report
-from catbench.core.infra.resources import resources_dir
 from catbench.report.tables import TABLES, MetricsError, collect, make_tables
-from support.runs import make_run, write_csv, write_json
+from support.runs import documented_columns, make_run, write_csv, write_json
 from support.runs import REPORT
 
-COLUMNS_MD = resources_dir() / "report" / "columns.md"
 
 
 def read(path: Path) -> list:
@@ -23,23 +21,6 @@ def read(path: Path) -> list:
 def header(path: Path) -> list:
     with open(path, newline="") as fh:
         return next(csv.reader(fh))
-
-
-def documented_columns() -> dict:
-    """{table: [columns]} from the '## <table>.csv' sections of columns.md."""
-    out, current = {}, None
-    for line in COLUMNS_MD.read_text().splitlines():
-        m = re.match(r"^## (\w+)\.csv\s*$", line)
-        if m:
-            current = out.setdefault(m.group(1), [])
-            continue
-        if line.startswith("## "):
-            current = None
-        elif current is not None:
-            m = re.match(r"^\| `([^`]+)` \|", line)
-            if m:
-                current.append(m.group(1))
-    return out
 
 
 @pytest.fixture

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from catbench.cli.report import report_spec
+from catbench.core.infra.resources import resources_dir
 from catbench.report.tables import make_tables
 from catbench.restart.cluster.rows import LOAD_KEYS, ROW_KEYS
 
@@ -252,3 +254,23 @@ def myrocks_load(run: Path) -> Path:
         "Rocksdb_block_cache_index_bytes_insert": [i * 256_000_000 for i in range(5)]}),
         d / "samples.parquet")
     return d
+
+
+COLUMNS_MD = resources_dir() / "report" / "columns.md"
+
+
+def documented_columns() -> dict:
+    """{table: [columns]} from the '## <table>.csv' sections of columns.md."""
+    out, current = {}, None
+    for line in COLUMNS_MD.read_text().splitlines():
+        m = re.match(r"^## (\w+)\.csv\s*$", line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+            continue
+        if line.startswith("## "):
+            current = None
+        elif current is not None:
+            m = re.match(r"^\| `([^`]+)` \|", line)
+            if m:
+                current.append(m.group(1))
+    return out
