@@ -333,6 +333,11 @@ def query_rows(pp: Path, doc) -> list[dict]:
     return out
 
 
+def query_tables(pp: Path, doc) -> dict:
+    """A prediction's "queries" as the report's two tables: the answer and its node-count curve."""
+    return {"queries_at_scale": query_rows(pp, doc), "queries_by_nodes": by_nodes_rows(doc)}
+
+
 def by_nodes_rows(doc) -> list[dict]:
     """A row per (target, class, node count) of each answer's "by_nodes" (a refused class: left out)."""
     out = []

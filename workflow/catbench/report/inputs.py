@@ -65,7 +65,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
-from .at_scale import by_nodes_rows, curve_rows, prediction_row, query_rows, restart_rows
+from .at_scale import curve_rows, prediction_row, query_tables, restart_rows
 from .spec import MetricsError
 from .views import I, REQUIRED, S, VIEWS, current_names
 
@@ -402,8 +402,7 @@ class _Reader:
                                for name, rows in zip(("prediction", "prediction_validation"), parts)}
         self.inp.prediction["prediction_curve"] = curve_rows(pp, doc.get("curve") or [])
         self.inp.prediction["restart_at_scale"] = restart_rows(doc.get("restarts"))
-        self.inp.prediction["queries_at_scale"] = query_rows(pp, doc.get("queries"))
-        self.inp.prediction["queries_by_nodes"] = by_nodes_rows(doc.get("queries"))
+        self.inp.prediction.update(query_tables(pp, doc.get("queries")))
 
 
 def _stage_rows(pj: Path, doc) -> list:
