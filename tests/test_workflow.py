@@ -16,6 +16,8 @@ from catbench.core.infra.config import n_groups, validate
 from catbench.core.sky.copies import map_batches
 from catbench.prepare.catalog import part_copies
 from catbench.prepare.chunker import Chunker
+from support.faultkit import RUN, copy_workdir, tiny_config
+from support.shared_run import shared_tiny_run
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -153,10 +155,11 @@ def test_full_sky_dry_run_builds_dag_quickly(tmp_path):
     cfg["run"] = "fullsky"
     cfg["catalog"]["sky"] = {"ra_min_deg": 0, "ra_max_deg": 360,
                              "dec_min_deg": -90, "dec_max_deg": 90}
+    cfg["run_limit_h"] = 1000   # the full sky takes days: planned here, never run
     cfgfile = tmp_path / "full.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
     t0 = time.monotonic()
-    r = snakemake(tmp_path / "wd", cfgfile, "partition", "-n")
+    r = snakemake(tmp_path / "wd", cfgfile, "all", "-n")     # every stage's jobs
     dt = time.monotonic() - t0
     print(f"full-sky 85x12 dry run: {dt:.1f} s")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -171,6 +174,7 @@ def test_full_sky_dry_run_builds_dag_quickly(tmp_path):
     assert counts["partition_map"] == len(map_batches(valid)) < parts
     assert counts["partition_reduce"] == n_groups(valid)
     assert 1 < counts["partition_reduce"] < Chunker(85, 12).num_chunks // 10
+    assert counts["load_index_run"] >= 1 and counts["queries_mysql"] >= 1
     assert dt < 30
 
 
@@ -198,19 +202,19 @@ def test_user_config_replaces_the_default_targets_and_a_dry_run_creates_nothing(
 @pytest.mark.slow
 def test_the_report_made_again_and_another_configs_results_left_out(tmp_path):
     # the README's next step after a prediction, `snakemake report_html --forcerun report_html`: Snakemake
-    # removes the rule's outputs first, and the report's copies it leaves are the report's own
-    cfg = {**yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text()), "stages": [],
-           "targets": {"disk": {"path": str(tmp_path / "t")}}}
-    cfgfile = tmp_path / "c.yaml"
-    cfgfile.write_text(yaml.safe_dump(cfg))
-    wd, report = tmp_path / "wd", tmp_path / "wd" / "results" / "tiny" / "report"
-    for args in (["report_html"], ["report_html", "--forcerun", "report_html"]):
-        r = snakemake(wd, cfgfile, *args, "--cores", "2")
-        assert r.returncode == 0, r.stderr[-3000:]
+    # removes the rule's outputs first, and the report's copies it leaves are the report's own. On a copy
+    # of the session's finished tiny run (support/shared_run.py), its measuring stages dropped from the
+    # config: their results stay on disk and are left out
+    shared = shared_tiny_run()
+    wd, report = tmp_path / "wd", tmp_path / "wd" / "results" / RUN / "report"
+    copy_workdir(shared["wd"], wd)
+    cfgfile = tiny_config(wd, {"disk": tmp_path / "t"}, stages=[])
+    r = snakemake(wd, cfgfile, "report_html", "--forcerun", "report_html", "--cores", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
     assert (report / "index.html").is_file() and (report / "summary.md").is_file()
     # someone else's file in the report's folder: refused and kept (test_report.py, in-process)
     # the target renamed: its results under the old name stay on disk, left out and named
-    cfgfile.write_text(yaml.safe_dump({**cfg, "targets": {"ssd": {"path": str(tmp_path / "t")}}}))
+    tiny_config(wd, {"ssd": tmp_path / "t"}, stages=[])
     r = snakemake(wd, cfgfile, "report_html", "--cores", "2")
     assert r.returncode == 0, r.stderr[-3000:]
     md = (report.parent / "tables" / "summary.md").read_text()
