@@ -193,6 +193,7 @@ def test_full_target_fails_its_jobs_and_other_targets_finish(baseline, tmp_path)
     other target's loads and queries finish; nothing on the small target looks complete."""
     with scratch_dirs() as (disk, _), tmpfs("40M") as small:
         wd = tmp_path / "wd"
+        copy_workdir(baseline.wd, wd)      # the catalog and partition done: the targets' jobs run
         tiny_config(wd, {"disk": disk, "small": small})
         r = snakemake(wd, "--keep-going", "load_index", "queries", check=False)
         out = r.stdout + r.stderr
