@@ -138,13 +138,13 @@ def test_a_run_with_queries_answers_them_at_predict_queries_in_the_predict_stage
     from catbench.predict.spec import query_args
     assert query_args(DEFAULT) == "--nodes 25 --objects 10000000000 --chunks 8983 --node-ram 16G"
     mine = _with(predict__queries={"nodes": 150, "objects": 1.7e9, "chunks": 9000, "sources_per_object": 20.5,
-                                   "ram": "16G"})
+                                   "object_bytes": 1073, "ram": "16G"})
     validate(mine)
     sub = argparse.ArgumentParser().add_subparsers()
     add_subcommands(sub)
     a = sub.choices["predict"].parse_args(["--config", "c", "--results", "r", *shlex.split(query_args(mine))])
-    assert (a.nodes, a.objects, a.chunks, a.sources_per_object, a.node_ram, a.ram) == \
-        (150, 1.7e9, 9000, 20.5, 16 * 2**30, None)
+    assert (a.nodes, a.objects, a.chunks, a.sources_per_object, a.object_bytes, a.node_ram, a.ram) == \
+        (150, 1.7e9, 9000, 20.5, 1073, 16 * 2**30, None)
     assert query_args(_with(stages=["fio", "load_index", "predict"])) == ""
     rule = (REPO / "workflow" / "rules" / "predict.smk").read_text()
     predict_loads = rule[rule.index("rule predict_loads:"):rule.index("rule predict:")]

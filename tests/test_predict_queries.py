@@ -52,6 +52,18 @@ def test_the_fit_recovers_the_law_and_the_nodes_share_the_chunks():
     assert p["seconds"] / 4 <= four <= 1.1 * p["seconds"] / 4
 
 
+def test_the_users_object_row_bytes_price_the_scan_and_not_the_lookup():
+    """--object-bytes: a catalog of wider rows (the published tests' ~1.1–1.3 KB against the rungs')
+    is priced on the bytes a scan reads; a lookup by id reads one row either way."""
+    rung, cat = _rung(), Catalog(objects=1.2e6, sources_per_object=None, nodes=1, chunks=48, ram_bytes=2**40)
+    wide = dataclasses.replace(cat, object_bytes=300.0)          # 3× the rung's 100 bytes a row
+    assert predict_class([rung], "HV2", wide, "warm")["seconds"] == pytest.approx((48 * D + S * 3.6e8) / 2, rel=0.05)
+    assert predict_class([rung], "LV1", wide, "warm")["seconds"] == \
+        pytest.approx(predict_class([rung], "LV1", cat, "warm")["seconds"], rel=0.01)
+    answer = predict_queries([rung], dataclasses.replace(wide, ram_bytes=None))
+    assert answer["object_bytes"] == 300.0 and "object_bytes" not in predict_queries([rung], cat)
+
+
 def test_chunks_of_one_size_carry_the_whole_cost_as_growth():
     """Equal chunks cannot tell dispatch from scan: the answer for 100× larger chunks is planned
     on the slope through the origin, never on a dispatch that would stay fixed."""

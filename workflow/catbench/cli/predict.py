@@ -391,8 +391,8 @@ def add_subcommands(subparsers) -> None:
                    "no longer give it")
     p.add_argument("--min-rungs", type=_at_least_one, help="rungs needed (default predict.min_rungs)")
     p.add_argument("--device", help="a device's published figures (YAML: page_read_us, page_write_us, "
-                   "seq_read_MBps, seq_write_MBps; resources/devices/ has an NVMe, a SATA SSD and a RAID6 of "
-                   "disks) in place of the rungs' fio: the answer for a disk this machine does not have")
+                   "seq_read_MBps, seq_write_MBps; resources/devices/ has an NVMe, a SATA SSD, a RAID6 of disks "
+                   "and the Qserv test clusters' nodes) in place of the rungs' fio: the answer for a disk this machine does not have")
     p.add_argument("--out", help="write the predictions and the validation as JSON here")
     p.add_argument("--targets", nargs="+", help="predict these targets' loads alone (default: every target's)")
     p.add_argument("--loads-only", action="store_true", help="the loads alone: restart results in --results "

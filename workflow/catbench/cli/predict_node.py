@@ -203,7 +203,7 @@ def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
                               "to set the device's against")
         ratio = theirs / mine if theirs else 1.0
         cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, getattr(a, "node_ram", None) or a.ram,
-                      ratio)
+                      ratio, getattr(a, "object_bytes", None))
         # the asked cluster is kept where the model refuses it whole (more nodes than chunks)
         answer = {"nodes": a.nodes, "objects": a.objects, **predict_queries(rungs, cat), "device_ratio": ratio}
         no_cold = all(x.cache == "warm" for r in rungs for x in r.obs)
@@ -246,5 +246,7 @@ def add_query_arguments(p, rows, positive, at_least_one, size) -> None:
     p.add_argument("--objects", type=rows, default=1.7e9, help="with --nodes: the catalog's Objects (default 1.7e9)")
     p.add_argument("--sources-per-object", type=positive, help="with --nodes: Sources an Object (default the rungs')")
     p.add_argument("--chunks", type=at_least_one, help="with --nodes: the catalog's chunks (default the rungs')")
+    p.add_argument("--object-bytes", type=positive, help="with --nodes: an Object row's bytes on disk, the table's "
+                   "data file ÷ its rows (default the rungs'): a scan reads them")
     p.add_argument("--node-ram", type=size, help="with --nodes: a node's memory for its server and page cache "
                    "(e.g. 16G; default --ram, else the rungs' pool); --ram alone would set the loads' target too")

@@ -329,7 +329,8 @@ def query_args(cfg: dict) -> str:
     own = cfg["predict"]["queries"]
     objects = own["objects"] if own["objects"] is not None else cfg["predict"]["target_rows"]
     flags = {"--nodes": own["nodes"], "--objects": f"{objects:.17g}", "--chunks": own["chunks"],
-             "--sources-per-object": own["sources_per_object"], "--node-ram": own["ram"]}
+             "--sources-per-object": own["sources_per_object"], "--object-bytes": own["object_bytes"],
+             "--node-ram": own["ram"]}
     return " ".join(f"{k} {shlex.quote(str(v))}" for k, v in flags.items() if v is not None)
 
 

@@ -4,7 +4,8 @@ A chunk query costs a fixed dispatch plus a slope times what drives it (CLASSES:
 table's bytes for a scan, its rows squared for a self-join, nothing for an index lookup), fitted
 per class and cache state over every chunk query of every rung. The user's catalog is the
 rungs' sky at the user's density: each chunk's share of the rows kept (the skew of the sky),
-cycled over the user's chunk count, its bytes at the rungs' bytes a row. Chunks go round-robin
+cycled over the user's chunk count, its bytes at the rungs' bytes a row (an Object row's: the
+user's where given). Chunks go round-robin
 over the nodes in chunkId order (core/sky/placement.py, Qserv's spread); a node runs its
 chunk queries ``connections`` at a time, so a class takes its slowest node's sum ÷ that, and
 never less than its largest single chunk at one stream (the tail). A node whose data outgrows
@@ -36,6 +37,7 @@ class Catalog:
     chunks: int | None                   # None: the rungs' chunk count
     ram_bytes: float | None              # a node's memory for the server and its page cache; None: the rungs' pool
     device_ratio: float = 1.0            # the user's device's seconds a byte ÷ the rungs' (sequential)
+    object_bytes: float | None = None    # an Object row's bytes on disk; None: the rungs'
 
 
 def _driver(query: str, rows: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -62,13 +64,19 @@ def _rows_of(rung: QueryRung, table: str, objects: np.ndarray, cat: Catalog) -> 
     return objects * (cat.sources_per_object or rung.data_rows("Source") / rung.data_rows("Object"))
 
 
+def _row_bytes(rung: QueryRung, table: str, cat: Catalog) -> float:
+    if table == "Object" and cat.object_bytes:
+        return cat.object_bytes
+    return rung.data_bytes(table) / max(rung.data_rows(table), 1.0)
+
+
 def user_chunks(rung: QueryRung, table: str, cat: Catalog) -> tuple[np.ndarray, np.ndarray]:
     """(rows, bytes) of the user's chunks of ``table``: the rung's shares of the rows cycled."""
     ids = sorted(rung.chunk_rows.get("Object", {}))
     rows_o = np.array([rung.chunk_rows["Object"][c] for c in ids], float)
     s = (rows_o / rows_o.sum())[np.arange(cat.chunks or len(ids)) % len(ids)]
     rows = _rows_of(rung, table, cat.objects * s / s.sum(), cat)
-    return rows, rows * rung.data_bytes(table) / max(rung.data_rows(table), 1.0)
+    return rows, rows * _row_bytes(rung, table, cat)
 
 
 def box_chunks(rung: QueryRung, table: str, cat: Catalog, box: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +84,7 @@ def box_chunks(rung: QueryRung, table: str, cat: Catalog, box: list[int]) -> tup
     k = len(rung.chunk_rows["Object"])
     density = (cat.objects / (cat.chunks or k)) / (rung.data_rows("Object") / k)
     rows = _rows_of(rung, table, np.array([rung.chunk_rows["Object"].get(c, 0.0) for c in box]) * density, cat)
-    return rows, rows * rung.data_bytes(table) / max(rung.data_rows(table), 1.0)
+    return rows, rows * _row_bytes(rung, table, cat)
 
 
 def _class_time(t_chunk: np.ndarray, nodes: int, connections: int) -> tuple[float, int]:
@@ -229,6 +237,7 @@ def predict_queries(rungs: list[QueryRung], cat: Catalog, with_own_check: bool =
     cache = "warm" if held <= ram else "cold"
     out = {"nodes": cat.nodes, "objects": cat.objects, "chunks": k, "node_data_bytes": held, "ram_bytes": ram,
            "cache": cache, "rungs": sorted(r.run for r in rungs), "validated": False,
+           **({"object_bytes": cat.object_bytes} if cat.object_bytes else {}),
            "priced": "the chunk queries (dispatch and what each reads) and the czar's part (its secondary-index "
                      "lookup, dispatch, merge and result transfer: the rungs' whole queries less their chunk part, "
                      "where the rungs timed whole queries); shared scans and concurrency between user queries "
