@@ -90,9 +90,15 @@ def test_a_node_past_its_memory_is_priced_from_the_cold_repetitions_or_refused()
     warm_rate = predict_queries([_rung()], Catalog(1e9, None, 2, None, 2**50))["classes"]["HV2"]
     assert cold["classes"]["HV2"]["cache"] == "cold"
     assert cold["classes"]["HV2"]["seconds"] == pytest.approx(5 * warm_rate["seconds"], rel=0.1)
-    # a device twice as slow a byte (--device): the scan's part doubles, the dispatch does not
+    # a device twice as slow a byte (--device): what the cold repetitions added to the warm slope (4 S
+    # of the cold 5 S a byte: the rungs' reads) doubles, the CPU a byte (S) and the dispatch do not
     slower = predict_queries([_rung(caches=("warm", "cold"))], dataclasses.replace(big, device_ratio=2.0))
-    assert 1.8 < slower["classes"]["HV2"]["seconds"] / cold["classes"]["HV2"]["seconds"] <= 2.0
+    assert slower["classes"]["HV2"]["seconds"] / cold["classes"]["HV2"]["seconds"] == pytest.approx(9 / 5, rel=0.03)
+    # and never faster than the slowest node's bytes read once at the device's rate
+    crawl = dataclasses.replace(big, device_ratio=2.0, read_s_per_byte=1e-5)
+    floor = predict_queries([_rung(caches=("warm", "cold"))], crawl)["classes"]["HV2"]
+    assert floor["bound"] == "device sequential" and floor["seconds"] >= 1e9 * 100 / 2 * 1e-5
+    assert floor["seconds"] == pytest.approx(1e9 * 100 / 2 * 1e-5, rel=0.1)
     assert predict_queries([_rung()], Catalog(1e6, None, 13, None, None))["refused"].startswith("--nodes 13 for 12")
 
 

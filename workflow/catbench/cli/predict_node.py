@@ -203,7 +203,7 @@ def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
                               "to set the device's against")
         ratio = theirs / mine if theirs else 1.0
         cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, getattr(a, "node_ram", None) or a.ram,
-                      ratio, getattr(a, "object_bytes", None))
+                      ratio, getattr(a, "object_bytes", None), theirs or mine)
         # the asked cluster is kept where the model refuses it whole (more nodes than chunks)
         answer = {"nodes": a.nodes, "objects": a.objects, **predict_queries(rungs, cat), "device_ratio": ratio}
         no_cold = all(x.cache == "warm" for r in rungs for x in r.obs)

@@ -38,6 +38,7 @@ class Catalog:
     ram_bytes: float | None              # a node's memory for the server and its page cache; None: the rungs' pool
     device_ratio: float = 1.0            # the user's device's seconds a byte ÷ the rungs' (sequential)
     object_bytes: float | None = None    # an Object row's bytes on disk; None: the rungs'
+    read_s_per_byte: float | None = None  # the user's device's sequential read (s a byte); None: not floored
 
 
 def _driver(query: str, rows: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -163,12 +164,16 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) 
     u_rows, u_bytes = _class_chunks(big, query, cat)
     x_user = _driver(query, u_rows, u_bytes)
     ratio = cat.device_ratio if cache != "warm" else 1.0
+    cpu_s = _warm_slope(rungs, query) if ratio != 1.0 else None
+    floor = _device_floor(query, u_bytes, cat) if cache != "warm" else 0.0
     cz = _czar_rungs(rungs, query, cache)
     cx_user = czar.quantity(query, _index_rows(query, big, cat), len(x_user))
 
     def at(d: float, s: float) -> tuple[float, np.ndarray]:
-        tc = d + s * ratio * x_user
-        return _class_time(tc, cat.nodes, big.connections)[0], tc
+        # another device scales what the cold repetitions added to the warm ones' slope (the
+        # rungs' reads), never the CPU a byte they share; and it reads a node's bytes at its rate
+        tc = d + (s if cpu_s is None else cpu_s + max(s - cpu_s, 0.0) * ratio) * x_user
+        return max(_class_time(tc, cat.nodes, big.connections)[0], floor), tc
 
     def draw(rng: np.random.Generator) -> float:
         # the chunk queries and each rung's whole-query repetitions resampled, both fits redone
@@ -187,15 +192,30 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) 
     driver = CLASSES[query][1]
     bound = ("czar (index lookup, dispatch and merge)" if czar_s > chunk_s else
              "dispatch" if driver == "lookup" else
+             "device sequential" if floor and floor >= max(node_s, tc.max()) else
              "tail chunk" if tc.max() >= node_s else
              "dispatch" if dispatch >= 0.5 * chunk_s else
-             {"bytes": "device sequential" if cache != "warm" else "CPU (scan from memory)",
-              "pairs": "CPU (pairs compared)"}[driver])
+             {"bytes": ("device sequential" if not floor else "CPU (scan)")
+              if cache != "warm" else "CPU (scan from memory)", "pairs": "CPU (pairs compared)"}[driver])
     return {"seconds": seconds, "ci_low": lo, "ci_high": hi, "chunk_s": chunk_s, "czar_s": czar_s,
             "n": int(len(t)), "cache": cache, "bound": bound, "dispatch_s": d, "slope": s, "slope_told": told,
             "driver": CLASSES[query][1], "chunks": int(len(tc)), "slowest_node": slowest[1],
             "tail_chunk_s": float(tc.max()), "x_past_rungs": _past(query, rows, nbytes, x_user),
             **_czar_fields(query, law, cx_user, cz)}
+
+
+def _warm_slope(rungs: list[QueryRung], query: str) -> float | None:
+    """The seconds a unit of ``query``'s warm chunk queries (the CPU a byte, nothing read)."""
+    rows, nbytes, t = _obs(rungs, query, "warm")
+    return fit(_driver(query, rows, nbytes), t)[1] if len(t) >= 2 else None
+
+
+def _device_floor(query: str, u_bytes: np.ndarray, cat: Catalog) -> float:
+    """A cold scan's least time: its slowest node's bytes read once at the device's sequential
+    rate, however many chunk queries share the device."""
+    if CLASSES[query][1] != "bytes" or not cat.read_s_per_byte:
+        return 0.0
+    return float(node_sums(u_bytes, cat.nodes).max() * cat.read_s_per_byte)
 
 
 def _czar_fields(query: str, law: CzarLaw | None, x_user: float, rungs: list[RungCzar]) -> dict:
