@@ -195,8 +195,9 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) 
              "device sequential" if floor and floor >= max(node_s, tc.max()) else
              "tail chunk" if tc.max() >= node_s else
              "dispatch" if dispatch >= 0.5 * chunk_s else
-             {"bytes": ("device sequential" if not floor else "CPU (scan)")
-              if cache != "warm" else "CPU (scan from memory)", "pairs": "CPU (pairs compared)"}[driver])
+             {"bytes": ("CPU (scan)" if cpu_s is not None and cpu_s >= max(s - cpu_s, 0.0) * ratio
+                        else "device sequential") if cache != "warm" else "CPU (scan from memory)",
+              "pairs": "CPU (pairs compared)"}[driver])
     return {"seconds": seconds, "ci_low": lo, "ci_high": hi, "chunk_s": chunk_s, "czar_s": czar_s,
             "n": int(len(t)), "cache": cache, "bound": bound, "dispatch_s": d, "slope": s, "slope_told": told,
             "driver": CLASSES[query][1], "chunks": int(len(tc)), "slowest_node": slowest[1],
