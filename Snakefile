@@ -36,6 +36,10 @@ include: "workflow/rules/predict.smk"
 include: "workflow/rules/report.smk"
 
 
+# the small aggregations run where Snakemake runs (the `localrules:` directive, from the one list)
+workflow.localrules(*cb_requests.LOCAL)
+
+
 # The run's rows and expected time per stage, before any job; over run_limit_h it stops.
 check_plan(LOAD_PAIRS)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from catbench.core.infra.jobs import plan as cb_plan
+from catbench.core.infra.jobs.requests import LOCAL
 from catbench.core.infra.jobs.sizing import QueryWork, RunSizes
 from catbench.core.infra.config import ConfigError, layered, typed_overrides, validate
 from catbench.load.spec import LoadSpec
@@ -148,6 +149,13 @@ def test_snakemake_plans_the_default_run_on_the_users_one_target(tmp_path):
     assert re.search(r"catbench: plan: 148,000 objects, 296,000 sources, 148,000 index rows", out), out[-3000:]
     assert re.search(r"catbench: plan: expected ~\d+ min \(catalog .*load_index .*\)", out)
     assert not (tmp_path / "x").exists()
+    # the small aggregations run where Snakemake runs and hold the measure domain: under Slurm a
+    # measuring job never meets one, even on a node that also runs Snakemake
+    for name in LOCAL:
+        job = re.search(rf"^(?:local)?rule {name}:\n(.*?)\n\[", out, re.S | re.M)
+        assert job and re.search(r"resources: .*measure_host=1", job.group(1)), (name, out[-3000:])
+    partition = re.search(r"^rule chunk_list:\n(.*?)\n\[", out, re.S | re.M)
+    assert partition and "measure_host" not in partition.group(1)
 
 
 @pytest.mark.slow

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from support.paths import REPO
 from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 from support.slurm_run import LOCAL, PROFILE, SLURM, check_isolation, run_config, run_snakemake, slurm_queue
@@ -41,7 +40,7 @@ def _products(results: Path) -> dict:
 def _checked(results: Path) -> None:
     """Every later product passes its own check: each load's table equals its input (rows,
     checksum), the two query engines agree, no restart lost a row, each load's rate intervals
-    add up to its rows, and every table of the report is there."""
+    add up to its rows, fio wrote its figures, and every table of the report is there."""
     loads = {}
     for s in sorted((results / "load").glob("*/*/*/*/summary.json")):
         d = json.loads(s.read_text())
@@ -61,7 +60,8 @@ def _checked(results: Path) -> None:
             rate[key] = rate.get(key, 0) + int(float(row["rows_loaded"] or 0))
     # each repetition of a load (load.repetitions) passes every input row once
     assert set(rate) == set(loads) and all(n and n % loads[k]["rows"] == 0 for k, n in rate.items()), rate
-    for name in ("load_time.csv", "load_runs.csv", "queries.csv", "query_runs.csv", "restart.csv"):
+    assert [f for f in (results / "fio").glob("*/fio.csv") if len(f.read_text().splitlines()) > 1]
+    for name in ("load_time.csv", "load_runs.csv", "queries.csv", "query_runs.csv", "restart.csv", "storage.csv"):
         assert len((results / "tables" / name).read_text().splitlines()) > 1, name
 
 
@@ -78,12 +78,7 @@ def test_workflow_on_real_slurm_matches_local(tmp_path):
     # A site's partition: a 30-minute MaxTime, which every job of this run fits.
     with slurm_cluster(max_time="00:30:00") as env:
         base = env["CBSLURM_BASE"]
-        # the measuring stages but fio (whose Slurm jobs test_slurm_site.py runs), one restart kind
-        cfg = run_config(tmp_path, SLURM, stages=["load_index", "queries", "restart"])
-        over = yaml.safe_load(cfg.read_text())
-        over["restart"]["kinds"] = ["clean"]
-        cfg.write_text(yaml.safe_dump(over))
-        r = run_snakemake(slurm_dir, cfg, env, *PROFILE)
+        r = run_snakemake(slurm_dir, run_config(tmp_path, SLURM), env, *PROFILE)
         # Every job but the local aggregation went through sbatch.
         submitted = r.stdout.count("has been submitted with SLURM jobid") + \
             r.stderr.count("has been submitted with SLURM jobid")
@@ -94,6 +89,6 @@ def test_workflow_on_real_slurm_matches_local(tmp_path):
     assert leftover_daemons(base) == []
     assert _products(local_dir / f"results/{LOCAL}") == _products(slurm_dir / f"results/{SLURM}")
     _checked(slurm_dir / f"results/{SLURM}")
-    # the load, the MySQL and DuckDB query suites, restart: each alone on the node
-    assert len(check_isolation(slurm_dir / f"results/{SLURM}", tmp_path)) == 1 + 3
+    # fio, the load, the MySQL and DuckDB query suites, restart: each alone on the node
+    assert len(check_isolation(slurm_dir / f"results/{SLURM}", tmp_path)) == 1 + 1 + 3
     assert leftover_daemons(base) == []

@@ -131,6 +131,8 @@ def job_resources(rule):
         for domain in cb_requests.measure_domains(JOB_SIZES):
             res[domain] = lambda wildcards, d=domain: int(
                 cb_requests.measure_domain(JOB_SIZES, wildcards.get("target")) == d)
+    elif req.local:     # every domain: no measuring job runs beside it
+        res.update({domain: 1 for domain in cb_requests.measure_domains(JOB_SIZES)})
     return res
 
 

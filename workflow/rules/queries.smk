@@ -56,10 +56,6 @@ rule queries_duckdb:
 QUERY_RUNS = [*expand(rules.queries_mysql.output, target=QUERY_TARGETS), *rules.queries_duckdb.output]
 
 
-localrules:
-    queries_check,
-
-
 rule queries_check:
     input:
         QUERY_RUNS,

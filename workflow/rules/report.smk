@@ -20,12 +20,6 @@ TABLE_INPUTS = [
 ]
 
 
-# aggregations of small result files: run where Snakemake runs, not as a cluster job each
-localrules:
-    tables,
-    report_html,
-
-
 rule tables:
     input:
         TABLE_INPUTS,

@@ -91,10 +91,6 @@ LOADS = [
 ]
 
 
-localrules:
-    load_compare,
-
-
 rule load_compare:
     input:
         LOADS,

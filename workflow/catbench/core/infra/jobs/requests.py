@@ -27,6 +27,10 @@ START_S = 3
 # Rules that measure a target (or the engine under test): they run alone (see measure_domain).
 MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run",
              "ladder_rung")
+# Aggregations of small result files: they run where Snakemake runs (its localrules), not as a
+# cluster job each, and hold every measure domain while they run: a measuring job never meets
+# one, even where Snakemake runs on a node it measures (a one-node Slurm, a workstation).
+LOCAL = ("load_compare", "queries_check", "tables", "report_html")
 # Rules that are not measuring but use jobs.cpus worker processes or threads (a map job
 # shares them with the other map jobs: _map_threads).
 PARALLEL = ("index_generate_part", "partition_map", "index_read")
@@ -44,6 +48,7 @@ class Request:
     runtime: int
     keys: dict = field(default_factory=dict)
     measuring: bool = False
+    local: bool = False          # runs where Snakemake runs (LOCAL)
 
     def as_dict(self) -> dict:
         return {"threads": self.threads, "mem_mb": self.mem_mb, "runtime": self.runtime}
@@ -277,7 +282,7 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
         many = measuring or rule in PARALLEL
         threads = (map_threads if rule == "partition_map" else cpus) if many else 1
         out[rule] = Request(threads=threads, mem_mb=int(mb), runtime=_minutes(seconds),
-                            measuring=measuring,
+                            measuring=measuring, local=rule in LOCAL,
                             keys={"threads": "jobs.cpus" if many else None,
                                   "mem_mb": mem_key, "runtime": runtime_key})
     return out
