@@ -9,6 +9,7 @@ import time
 import zlib
 from pathlib import Path
 
+import psutil
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.index.table import VARIANTS, LoadError
@@ -157,6 +158,18 @@ def test_old_names_on_the_command_line_load_the_new_variant_and_strategy(root):
     assert (s["variant"], s["strategy"], s["rows"], s["checksum_ok"]) == ("char28", "one-file-at-a-time", 600, True)
 
 
+def _holding(path) -> list[str]:
+    """The processes that have ``path`` open (the killed load's own and its children's output)."""
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if any(f.path == str(path) for f in p.open_files()):
+                out.append(f"{p.pid} {' '.join(p.info['cmdline'] or [])[:100]}")
+        except psutil.Error:
+            continue
+    return out
+
+
 def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
     files = write_files(root / "in" / "kill", "char28", 40, 5000)
     out = root / "results" / "kill"
@@ -176,6 +189,11 @@ def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
     assert proc.poll() is None, "the load finished before it could be killed; make the input bigger"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    # its worker processes (a forkserver's, which keep each other waiting) exit with it
+    deadline = time.time() + 15
+    while _holding(log) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not _holding(log), f"processes of the killed load still running: {_holding(log)}"
     assert not out.exists()
     basedir = target / "catbench-load_index-char28-innodb-bulk"
     assert basedir.exists()  # a stale datadir, removed by the re-run

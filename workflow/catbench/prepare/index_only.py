@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.index.input import MANIFEST, write_manifest
 from ..core.infra.files import atomic_path, write_all
+from ..core.infra.jobs.workers import forkserver_pool
 from ..core.sky.copies import copy_layout
 from .catalog import _band, generate_patch, layer
 from .chunker import Chunker, check_coordinates
@@ -138,7 +139,7 @@ def write_positions(spec: PrepareSpec, n_files: int, out, workers: int = 1) -> d
     b = bounds(total, n_files)
     Path(out).mkdir(parents=True, exist_ok=True)
     tasks = [(k, b[k], b[k + 1], str(out)) for k in range(len(b) - 1)]
-    with mp.get_context("forkserver").Pool(max(1, workers), initializer=_setup, initargs=(spec,)) as pool:
+    with forkserver_pool(max(1, workers), _setup, (spec,)) as pool:
         written = sum(n for _, n in pool.imap(_write_positions, tasks))
     seconds = time.monotonic() - t0
     log.info("positions: %d files, %d rows in %.1f s", len(tasks), written, seconds)
@@ -173,9 +174,7 @@ def generate_index(spec: PrepareSpec, n_files: int, out_numeric, out_char, rows:
     tasks = [(k, b[k], b[k + 1], str(out_numeric), str(out_char)) for k in part_files(len(b) - 1, part, parts)]
     total = sum(t[2] - t[1] for t in tasks)
     done, written = [], 0
-    # not fork: Arrow's thread pools do not survive a fork of a process that used them
-    ctx = mp.get_context("forkserver")
-    with ctx.Pool(max(1, workers), initializer=_setup, initargs=(spec,)) as pool:
+    with forkserver_pool(max(1, workers), _setup, (spec,)) as pool:
         for name, n, num_bytes, chr_bytes in pool.imap(_write_file, tasks):
             done.append((name, n, num_bytes, chr_bytes))
             written += n

@@ -8,7 +8,6 @@ the input to name both places of a duplicate. ``variant`` is an ``index_table.Va
 from __future__ import annotations
 
 import bisect
-import concurrent.futures as cf
 import functools
 import itertools
 import json
@@ -201,8 +200,8 @@ def scan_files(files: list[Path], variant, workers: int | None = None) -> list[F
     workers = workers or min(os.cpu_count() or 1, 4)
     if workers <= 1 or len(files) < 8:
         return [scan_file(f, variant) for f in files]
-    import multiprocessing as mp
-    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("forkserver")) as ex:
+    from ..infra.jobs.workers import forkserver_executor
+    with forkserver_executor(workers) as ex:
         return _logged(ex.map(_scan_one, [(f, variant) for f in files], chunksize=max(1, len(files) // (64 * workers))),
                        len(files))
 
