@@ -443,3 +443,26 @@ def test_restart_rungs_of_two_configs_are_not_fitted_as_one_ladder(tmp_path, cap
     assert main([*base, "--results", rungs[0], "--results", rungs[1]]) != 0
     err = capsys.readouterr().err
     assert "the restart rungs on disk are not one ladder: r1 had" in err and "pool bytes a row, r2" in err, err
+
+
+def test_the_score_names_the_measured_dominant_phase_and_a_mismatch_is_a_miss():
+    """An IST predicted 4.5 s with its start as the dominant phase (1.9 s, right) while the transfer
+    the model priced at 0.5 s took 12.5 s: the transfer is scored too, and the mismatch said."""
+    p = {"key": {"target": "disk", "kind": "node-restart-ist"}, "total_s": 4.5, "total_ci_low": 3.4,
+         "total_ci_high": 30.9, "dominant": "start",
+         "phases": [{"phase": "start", "seconds": 1.9, "ci_low": 1.5, "ci_high": 2.5, "quantity_bytes": 1.0},
+                    {"phase": "transfer", "seconds": 0.5, "ci_low": 0.2, "ci_high": 1.0, "quantity_bytes": 2.0}]}
+    seen = {"disk/node-restart-ist": {"total_s": 17.1, "n": 2, "phases": {"start": 1.9, "transfer": 12.5},
+                                      "quantities": {"start": 1.0, "transfer": 2.0}}}
+    (s,) = model.score([p], seen)
+    assert s["dominant"] == "start" and s["dominant_ratio"] == pytest.approx(1.0) and s["dominant_inside"]
+    assert s["measured_dominant"] == "transfer" and not s["dominant_agrees"]
+    assert s["measured_dominant_ratio"] == pytest.approx(0.5 / 12.5) and not s["measured_dominant_inside"]
+    # a measured phase the prediction has no figure for: a miss, not skipped
+    seen["disk/node-restart-ist"]["phases"]["gap"] = 14.0
+    (s,) = model.score([p], seen)
+    assert s["measured_dominant"] == "gap" and s["measured_dominant_predicted_s"] is None
+    assert s["measured_dominant_ratio"] == 0.0 and not s["measured_dominant_inside"]
+    # the same phase both ways: it agrees
+    seen["disk/node-restart-ist"]["phases"] = {"start": 9.0, "transfer": 1.0}
+    assert model.score([p], seen)[0]["dominant_agrees"]

@@ -107,7 +107,13 @@ def predict_restarts(a, cfg: dict, fitting, device: dict | None, required: bool 
             print(f"  {'/'.join(m['key'].values())}: total {m['total_ratio']:.2f} predicted ÷ measured "
                   f"({'inside' if m['total_inside'] else 'outside'} its interval, n = {m['n']}); dominant "
                   f"{m['dominant']} {m['dominant_ratio'] or float('nan'):.2f} "
-                  f"({'inside' if m['dominant_inside'] else 'outside'})")
+                  f"({'inside' if m['dominant_inside'] else 'outside'})"
+                  + ("" if m["dominant_agrees"] else
+                     f"; MISS: the measured dominant phase is {m['measured_dominant']} "
+                     f"({m['measured_dominant_measured_s']:.3g} s), predicted "
+                     + (f"{m['measured_dominant_predicted_s']:.3g} s, {m['measured_dominant_ratio']:.2f} "
+                        f"({'inside' if m['measured_dominant_inside'] else 'outside'})"
+                        if m["measured_dominant_predicted_s"] is not None else "nothing")))
     return out
 
 

@@ -371,22 +371,42 @@ def measured(obs: list[Obs]) -> dict:
     return out
 
 
+def _phase_score(p: dict, m: dict, phase: str) -> dict:
+    """One phase, predicted ÷ measured and inside its interval or not; a phase the prediction
+    has no figure for scores as a miss (ratio 0)."""
+    pred = next((x for x in p["phases"] if x["phase"] == phase), None)
+    md = m["phases"].get(phase)
+    if pred is None:
+        return {"predicted_s": None, "measured_s": md, "ratio": 0.0, "inside": False}
+    return {"predicted_s": pred["seconds"], "measured_s": md, "ratio": pred["seconds"] / md if md else None,
+            "inside": md is not None and pred["ci_low"] <= md <= pred["ci_high"],
+            "quantity_predicted": pred.get("quantity_bytes")}
+
+
 def score(predictions: list[dict], seen: dict) -> list[dict]:
-    """Each predicted kind against the measured run: predicted ÷ measured of the total and of
-    the dominant phase, each inside its interval or not."""
+    """Each predicted kind against the measured run: predicted ÷ measured of the total, of the
+    phase the prediction called dominant and of the one that took longest when measured, each
+    inside its interval or not. Two dominant phases that differ are a miss (``dominant_agrees``):
+    a phase that took most of the time must be scored, not only the one the model expected."""
     out = []
     for p in predictions:
         name = f"{p['key']['target']}/{p['key']['kind']}"
         m = seen.get(name)
         if m is None or "refused" in p or not m["total_s"]:
             continue
-        dom = next(x for x in p["phases"] if x["phase"] == p["dominant"])
-        md = m["phases"].get(p["dominant"])
+        dom = _phase_score(p, m, p["dominant"])
+        measured_dom = max((ph for ph, v in m["phases"].items() if v is not None), key=m["phases"].get,
+                           default=p["dominant"])
+        mdom = _phase_score(p, m, measured_dom)
         out.append({"key": p["key"], "total_predicted_s": p["total_s"], "total_measured_s": m["total_s"],
                     "total_ratio": p["total_s"] / m["total_s"], "n": m["n"],
                     "total_inside": p["total_ci_low"] <= m["total_s"] <= p["total_ci_high"],
-                    "dominant": p["dominant"], "dominant_predicted_s": dom["seconds"], "dominant_measured_s": md,
-                    "dominant_ratio": dom["seconds"] / md if md else None,
-                    "dominant_inside": md is not None and dom["ci_low"] <= md <= dom["ci_high"],
-                    "quantity_predicted": dom["quantity_bytes"], "quantity_measured": m["quantities"].get(p["dominant"])})
+                    "dominant": p["dominant"], "dominant_predicted_s": dom["predicted_s"],
+                    "dominant_measured_s": dom["measured_s"], "dominant_ratio": dom["ratio"],
+                    "dominant_inside": dom["inside"],
+                    "quantity_predicted": dom.get("quantity_predicted"),
+                    "quantity_measured": m["quantities"].get(p["dominant"]),
+                    "measured_dominant": measured_dom, "measured_dominant_predicted_s": mdom["predicted_s"],
+                    "measured_dominant_measured_s": mdom["measured_s"], "measured_dominant_ratio": mdom["ratio"],
+                    "measured_dominant_inside": mdom["inside"], "dominant_agrees": measured_dom == p["dominant"]})
     return out
