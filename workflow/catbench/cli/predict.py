@@ -11,14 +11,14 @@ from pathlib import Path
 
 from ..core.infra.config import ConfigError, yamlfile
 from ..core.infra.files import atomic_path
-from ..core.infra.targets import human, parse_size
+from ..core.infra.targets import human
 from ..predict import sealed as sealed_doc
-from ..predict.ladder import not_one_ladder
+from ..predict.ladder import check_one_ladder
 from ..predict.runs import device_figures, read_runs
 from ..predict.spec import Fitting, PredictSpec
 from .common import guarded, out_path, read_config
 from .predict_node import add_arguments as add_restart_arguments
-from .predict_node import add_query_arguments, predict_queries_at, predict_restarts
+from .predict_node import add_query_arguments, predict_queries_at, predict_restarts, size_type
 
 log = logging.getLogger(__name__)
 COMMANDS = ("predict", "coverage")
@@ -119,13 +119,8 @@ def _finite(o):
 def _one_ladder(key: tuple, reps: list):
     """The rungs of one load share their cache per row (a ladder scales it with the rows): rungs
     of two configs fitted together would read a pool's effect as the scale's."""
-    per = {r.run: r.pool / r.rung_rows for r in reps if r.pool and r.rung_rows}
-    apart = not_one_ladder(per)
-    if apart:
-        lo, hi = apart
-        raise ConfigError(f"--results: the rungs of {'/'.join(key)} are not one ladder: {lo} had "
-                          f"{per[lo]:.1f} cache bytes a row, {hi} {per[hi]:.1f}; give the rungs of one config "
-                          f"(catbench ladder)")
+    check_one_ladder({r.run: r.pool / r.rung_rows for r in reps if r.pool and r.rung_rows},
+                     f"the rungs of {'/'.join(key)}", "cache bytes", ".1f")
 
 
 def _same_pool(key: tuple, measured: list, pool: float):
@@ -347,15 +342,9 @@ def _rows(text: str) -> float:
     return v
 
 
-def _pool(text: str) -> int:
-    """--pool: a size (128G, 512M) between MIN_POOL and MAX_POOL: a cache a server can have."""
-    try:
-        v = parse_size(text)
-    except (ValueError, TypeError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 128G, 512M)") from None
-    if not MIN_POOL <= v <= MAX_POOL:
-        raise argparse.ArgumentTypeError(f"{text!r}: a cache between {human(MIN_POOL)} and {human(MAX_POOL)}")
-    return v
+# --pool, --ram: a cache a server can have
+_pool = size_type("128G, 512M", MIN_POOL, MAX_POOL,
+                  f"a cache between {human(MIN_POOL)} and {human(MAX_POOL)}", int)
 
 
 def _at_least_one(text: str) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.infra.config import ConfigError
 from ..core.infra.sizes import duration, human, parse_size
 from ..predict.restarts import model
-from ..predict.ladder import not_one_ladder
+from ..predict.ladder import check_one_ladder
 from ..predict.restarts.age import max_checkpoint_age
 from ..predict.restarts.runs import PAGE, read_restarts
 from ..predict.spec import RestartTarget
@@ -55,13 +55,8 @@ def _one_ladder(sizes: dict) -> None:
     for target in sorted({t for _, t in sizes}):
         rungs = [s for (_, t), s in sizes.items() if t == target and s.rows]
         for what, attr in (("pool", "pool_bytes"), ("redo log", "redo_log_bytes")):
-            per = {s.run: getattr(s, attr) / s.rows for s in rungs if getattr(s, attr)}
-            apart = not_one_ladder(per)
-            if apart:
-                lo, hi = apart
-                raise ConfigError(f"--results: the restart rungs on {target} are not one ladder: {lo} had "
-                                  f"{per[lo]:,.0f} {what} bytes a row, {hi} {per[hi]:,.0f}; give the rungs of one "
-                                  f"config (catbench ladder)")
+            check_one_ladder({s.run: getattr(s, attr) / s.rows for s in rungs if getattr(s, attr)},
+                             f"the restart rungs on {target}", f"{what} bytes")
 
 
 def line(p: dict) -> str:
@@ -117,14 +112,20 @@ def predict_restarts(a, cfg: dict, fitting, device: dict | None, required: bool 
     return out
 
 
-def _size(text: str) -> float:
-    try:
-        v = parse_size(text)
-    except (ValueError, TypeError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 600G, 8G)") from None
-    if not 0 < v <= 1 << 60:
-        raise argparse.ArgumentTypeError(f"{text!r}: a size over 0 and at most an exbibyte")
-    return float(v)
+def size_type(example: str, lo: float, hi: float, what: str, cast=float):
+    """An argparse type: a size (600G, 512M) in [lo, hi], else one line naming ``what`` it must be."""
+    def parse(text: str):
+        try:
+            v = parse_size(text)
+        except (ValueError, TypeError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. {example})") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what}")
+        return cast(v)
+    return parse
+
+
+_size = size_type("600G, 8G", 1, 1 << 60, "a size over 0 and at most an exbibyte")
 
 
 def _seconds(text: str) -> float:

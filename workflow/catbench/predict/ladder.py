@@ -121,11 +121,13 @@ def buffered(engine: str, flush_method) -> bool:
 ONE_LADDER = 1.25   # the most a per-row setting may differ between rungs of one ladder
 
 
-def not_one_ladder(per_row: dict) -> tuple | None:
-    """(the run with the least, the run with the most) of a setting a row (``{run: value}``) where
-    they differ by over :data:`ONE_LADDER`: rungs of two configs, whose fit would read the
-    setting's effect as the scale's; None where they are one ladder."""
+def check_one_ladder(per_row: dict, rungs: str, what: str, fmt: str = ",.0f") -> None:
+    """A ConfigError where a setting a row (``{run: value}``) differs between the rungs by over
+    :data:`ONE_LADDER`: rungs of two configs, whose fit would read the setting's effect as the
+    scale's. ``rungs`` names them, ``what`` the setting's unit."""
     if not per_row:
-        return None
+        return
     lo, hi = min(per_row, key=per_row.get), max(per_row, key=per_row.get)
-    return (lo, hi) if per_row[hi] > ONE_LADDER * per_row[lo] else None
+    if per_row[hi] > ONE_LADDER * per_row[lo]:
+        raise ConfigError(f"--results: {rungs} are not one ladder: {lo} had {per_row[lo]:{fmt}} {what} a row, "
+                          f"{hi} {per_row[hi]:{fmt}}; give the rungs of one config (catbench ladder)")
