@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Snakemake sets again for the job).
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: env system system-all run test test-fast restart-ladder query-ladder bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast restart-ladder query-ladder query-far-seal query-far-check bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
 
 # The system tools of a config's stages (catbench system-tools, which needs the venv; the config
 # read as the workflow reads it), installed by install-system.sh when missing.
@@ -139,6 +139,41 @@ query-ladder: $(STAMP)
 	catbench predict --config $(QUERY_LADDER) $$(for r in results/$(QUERY_RUN)-rungs/*.yaml; do \
 	  echo --results results/$$(basename $$r .yaml); done) --loads-only --nodes $(NODES) --objects $(OBJECTS) --chunks $(CHUNKS) --ram $(RAM) \
 	  --out results/$(QUERY_RUN)-rungs/queries-prediction.json
+
+# The query model held against a run far past its rungs, sealed before that run's first query
+# (QUERY_FAR: the rungs' density over ~10x their sky, a node's pool scaled to its rows, its server
+# and page cache in its server.ram). Two steps, so that the prediction's hash is committed first:
+#   make query-far-seal   the query ladder (make query-ladder), the target's catalog and chunks
+#                         (Snakemake target chunk_list: no query runs), then each class on one node
+#                         at the target's Objects and chunks, written and hashed (results/sealed/)
+#   make query-far-check  refuses a changed seal, runs the target, scores the sealed figures
+QUERY_FAR ?= docs/results/configs/query-far-wide.yaml
+QUERY_FAR_RUN = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(QUERY_FAR)')['run'])" 2>/dev/null)
+QUERY_FAR_RAM = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(QUERY_FAR)')['server']['ram'])" 2>/dev/null)
+QUERY_RUNGS = $$(for r in results/$(QUERY_RUN)-rungs/*.yaml; do echo --results results/$$(basename $$r .yaml); done)
+# the target's Objects and chunks, as its partition wrote them (chunks.tsv: a chunk a line)
+QUERY_FAR_AT = --nodes 1 --node-ram $(QUERY_FAR_RAM) \
+  --objects $$(awk -F'\t' 'NR > 1 {n += $$2} END {print n}' results/$(QUERY_FAR_RUN)/chunks/chunks.tsv) \
+  --chunks $$(awk 'END {print NR - 1}' results/$(QUERY_FAR_RUN)/chunks/chunks.tsv)
+query-far-seal: $(STAMP)
+	@$(call install_system,$(QUERY_FAR))
+	@if [ -e results/$(QUERY_FAR_RUN)/queries ]; then echo "results/$(QUERY_FAR_RUN)/queries exists: a sealed prediction comes before its target's queries"; exit 1; fi
+	[ -e results/$(QUERY_RUN)-rungs/queries-prediction.json ] || $(MAKE) query-ladder
+	$(SNAKEMAKE_RUN) --configfile $(QUERY_FAR) chunk_list
+	mkdir -p results/sealed
+	catbench predict --config $(QUERY_FAR) $(QUERY_RUNGS) --loads-only $(QUERY_FAR_AT) \
+	  --out results/sealed/$(QUERY_FAR_RUN).json
+	cd results/sealed && sha256sum $(QUERY_FAR_RUN).json | tee $(QUERY_FAR_RUN).json.sha256
+
+query-far-check: $(STAMP)
+	@$(call install_system,$(QUERY_FAR))
+	cd results/sealed && sha256sum --check $(QUERY_FAR_RUN).json.sha256
+	catbench predict --config $(QUERY_FAR) $(QUERY_RUNGS) --loads-only $(QUERY_FAR_AT) \
+	  --sealed results/sealed/$(QUERY_FAR_RUN).json
+	$(SNAKEMAKE_RUN) --configfile $(QUERY_FAR)
+	catbench predict --config $(QUERY_FAR) $(QUERY_RUNGS) --loads-only $(QUERY_FAR_AT) \
+	  --sealed results/sealed/$(QUERY_FAR_RUN).json --measured results/$(QUERY_FAR_RUN) \
+	  --out results/$(QUERY_FAR_RUN)/queries-scored.json
 
 # The scale model held against a run far past its rungs (config/far-bigint-300m.yaml: 3 x 10^8
 # rows, 30x the largest rung; predict/model.md's validation protocol) in two steps, so that the

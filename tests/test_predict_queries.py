@@ -226,3 +226,32 @@ def test_a_chunk_time_that_is_not_a_figure_is_named_with_its_file_and_row(tmp_pa
     _rung_files(tmp_path / "bad" / "queries" / "disk" / "mysql", float("nan"))
     with pytest.raises(QueryRunError, match=r"chunk_times\.parquet row 2: nan is not a finite figure"):
         read_rung(tmp_path / "bad", "disk")
+
+
+def _measured(rung: QueryRung, seconds: dict) -> QueryRung:
+    """``rung`` as a measured run whose whole queries took ``seconds`` ({(query, cache): [s]})."""
+    m = dataclasses.replace(rung, run="far", obs=[], query_s=dict(seconds))
+    return m
+
+
+def test_a_sealed_answer_is_scored_against_the_run_that_measured_it():
+    from catbench.predict.queries.score import ScoreError, lines, score
+    rung = _rung(caches=("warm", "cold"))
+    objects = rung.data_rows("Object")
+    answer = predict_queries([rung], Catalog(objects, None, 1, None, ram_bytes=1.0), with_own_check=False)
+    hv2 = answer["classes"]["HV2"]
+    assert hv2["cache"] == "cold"
+    hit = score(answer, _measured(rung, {("HV2", "cold"): [hv2["seconds"] * 1.2, hv2["seconds"] * 1.3]}))
+    v = hit["classes"]["HV2"]
+    assert v["within_band"] and v["predicted_over_measured"] == pytest.approx(1 / 1.25) and v["n_measured"] == 2
+    assert hit["headline_within_band"]["HV2"] and hit["headline_within_band"]["HV3"] is None
+    assert not hit["classes"]["LV1"]["scored"] and "timed no cold LV1" in hit["classes"]["LV1"]["why"]
+    miss = score(answer, _measured(rung, {("HV2", "cold"): [hv2["seconds"] * 3]}))["classes"]["HV2"]
+    assert not miss["within_band"] and not miss["inside_interval"]
+    assert any("HV2 (cold)" in ln and "MISS" in ln for ln in lines(score(answer, _measured(
+        rung, {("HV2", "cold"): [hv2["seconds"] * 3]}))))
+    # a run of another size, or an answer for a cluster, is never scored
+    with pytest.raises(ScoreError, match="holds 17,500 Objects, the answer is for 35,000"):
+        score({**answer, "objects": 2 * objects}, _measured(rung, {}))
+    with pytest.raises(ScoreError, match="the answer is for 4 nodes"):
+        score({**answer, "nodes": 4}, _measured(rung, {}))

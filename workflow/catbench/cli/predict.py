@@ -185,6 +185,8 @@ def cmd_predict(a) -> int:
             print(f"not predicted: {m['variant']}/{m['engine']}/{m['strategy']}, which no rung measured: {m['how']}")
     elif a.sealed:
         _check_seal(a.sealed, sealed_doc.read(a.sealed), out)
+    if queries is not None and a.measured:
+        out["queries_measured"] = _score_queries(a.measured, queries)
     if a.out:
         with atomic_path(a.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
@@ -264,7 +266,7 @@ def _not_alone_text(skipped: list) -> str:
 
 def _check_seal(path, sealed: dict, out: dict) -> None:
     """Refuse, naming what changed, when the prediction made now is not the sealed one."""
-    keys = ("rows", "pool_bytes", "ram_bytes", "predictions")
+    keys = ("rows", "pool_bytes", "ram_bytes", "predictions", *(("queries",) if "queries" in out else ()))
     now = json.loads(json.dumps(_finite({**{k: out[k] for k in keys},
                                          **({"restarts": {k: out["restarts"][k] for k in ("at", "predictions")}}
                                             if "restarts" in out else {})}), default=str))
@@ -275,6 +277,25 @@ def _check_seal(path, sealed: dict, out: dict) -> None:
     if found:
         raise ConfigError(sealed_doc.refusal(path, found))
     print(f"the sealed prediction {path}: the rungs and the config give it still; its figures are scored")
+
+
+def _score_queries(measured: list, answers: dict) -> dict:
+    """Each target's query answer (the sealed one's, the seal checked) against each --measured run."""
+    from ..predict.queries.runs import read_rung
+    from ..predict.queries.score import ScoreError, lines, score
+    out = {}
+    for run in measured:
+        for target, answer in answers.items():
+            rung = read_rung(Path(run), target)
+            if rung is None or "classes" not in answer:
+                continue
+            try:
+                result = score(answer, rung)
+            except ScoreError as e:
+                raise ConfigError(str(e)) from None
+            out.setdefault(target, []).append(result)
+            print("\n".join(lines(result)))
+    return out
 
 
 def _score(a, out: dict, measured: dict, pools: dict, sealed: dict | None) -> None:
