@@ -159,7 +159,7 @@ query-far-seal: $(STAMP)
 	@$(call install_system,$(QUERY_FAR))
 	@if [ -e results/$(QUERY_FAR_RUN)/queries ]; then echo "results/$(QUERY_FAR_RUN)/queries exists: a sealed prediction comes before its target's queries"; exit 1; fi
 	[ -e results/$(QUERY_RUN)-rungs/queries-prediction.json ] || $(MAKE) query-ladder
-	$(SNAKEMAKE_RUN) --configfile $(QUERY_FAR) chunk_list
+	$(SNAKEMAKE_RUN) chunk_list --configfile $(QUERY_FAR)
 	mkdir -p results/sealed
 	catbench predict --config $(QUERY_FAR) $(QUERY_RUNGS) --loads-only $(QUERY_FAR_AT) \
 	  --out results/sealed/$(QUERY_FAR_RUN).json
