@@ -20,9 +20,9 @@ wildcard_constraints:
     part=r"\d{5}",
     group=r"\d{5}",
     target=r"[A-Za-z][A-Za-z0-9_]*",
-    variant="|".join(cb_index_table.VARIANTS),
+    variant="|".join(RUN.variants),
     strategy=r"[a-z-]+",
-    engine="|".join(cb_index_table.ENGINES),
+    engine="|".join(RUN.engines),
 
 
 include: "workflow/rules/catalog.smk"
@@ -37,11 +37,7 @@ include: "workflow/rules/report.smk"
 
 
 # the small aggregations run where Snakemake runs (the `localrules:` directive, from the one list)
-workflow.localrules(*cb_requests.LOCAL)
-
-
-# The run's rows and expected time per stage, before any job; over run_limit_h it stops.
-check_plan(LOAD_PAIRS)
+workflow.localrules(*RUN.local_rules)
 
 
 rule all:
@@ -61,4 +57,4 @@ rule all:
 
 
 onerror:
-    print_failed_jobs(log)
+    RUN.print_failed_jobs(log)

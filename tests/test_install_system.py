@@ -171,7 +171,7 @@ def test_make_run_accepts_a_patch_file_the_workflow_accepts(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_is_refused_before_any_job_when_its_tools_are_missing(tmp_path):
-    # the workflow's check before any job (workflow/rules/common.smk) reads this
+    # the workflow's check before any job (cli/workflow/preflight.py) reads this
     cfg = _cfg(stages=["fio", "load_index"])
     assert "fio" in missing_packages(cfg, env={**os.environ, "PATH": str(_bare_path(tmp_path))})
     assert missing_packages(_cfg(stages=[])) == []   # no stage starts a server or fio

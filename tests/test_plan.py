@@ -25,7 +25,7 @@ MINE = {"run": "mine", "targets": {"nvme": {"path": "/tmp/catbench-plan-test"}},
 
 
 def as_run(raw: dict, overrides: dict | None = None) -> dict:
-    """The validated config as the workflow makes it (common.smk)."""
+    """The validated config as the workflow makes it (cli/dag.py Dag.of)."""
     return validate(typed_overrides(layered(raw, REPO), overrides or {}))
 
 

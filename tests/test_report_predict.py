@@ -148,6 +148,30 @@ def test_a_restart_prediction_answers_at_the_nodes_size_without_the_loads_how_to
     assert "No prediction at your scale" in json.dumps(loads)  # a run that loaded is told how to predict it
 
 
+def test_a_far_checks_measured_restart_sits_beside_the_prediction_and_a_miss_is_said():
+    """After `catbench predict --measured`, restart_at_scale carries the measured total, the ratio
+    and the phase that took longest; a dominant phase other than the predicted one is a miss."""
+    from catbench.report.at_scale import answer, restart_rows
+    from catbench.report.summary import Tables
+    key = {"target": "disk", "kind": "node-restart-ist"}
+    doc = {"at": {"data_bytes": 2**30, "pool_bytes": 2**28, "redo_log_bytes": 2**28},
+           "predictions": [{"key": key, "total_s": 4.5, "total_ci_low": 3.4, "total_ci_high": 30.9,
+                            "confidence": 0.95, "dominant": "start_to_transfer", "phases": []},
+                           {"key": {"target": "disk", "kind": "clean/dump-on"}, "total_s": 1.9, "total_ci_low": 1.2,
+                            "total_ci_high": 2.8, "confidence": 0.95, "dominant": "buffer_pool_load", "phases": []}],
+           "measured": [{"key": key, "total_measured_s": 17.1, "total_ratio": 4.5 / 17.1, "total_inside": True,
+                         "n": 2, "measured_dominant": "state_transfer", "measured_dominant_measured_s": 12.5,
+                         "measured_dominant_ratio": 0.0, "dominant_agrees": False}]}
+    rows = restart_rows(doc)
+    assert rows[0]["total_measured_s"] == 17.1 and rows[0]["n_measured"] == 2
+    assert rows[0]["measured_dominant"] == "state_transfer" and rows[1]["total_measured_s"] is None
+    (table,) = [b for b in answer(Tables(restart_at_scale=rows), REPORT) if b[0] == "table"]
+    assert table[2][-1] == "measured (predicted ÷ measured)"
+    ist, clean = table[3]
+    assert ist[-1].startswith("17.1 s (n = 2): 0.26, inside") and "state_transfer 12.5 s, not the predicted" in ist[-1]
+    assert ist[-1].endswith("MISS") and clean[-1] == "–"
+
+
 @pytest.mark.slow
 def test_the_answer_gains_each_query_class_at_the_users_nodes_with_its_csv_and_plot(tmp_path):
     """Without "queries" the answer is the loads' alone (and one sentence naming what would give

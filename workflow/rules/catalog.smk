@@ -4,7 +4,7 @@
 # core/sky/copies.py PART_TEXT); the partition stage glues them (prepare/rowtext.py).
 TEXT = "tsv" in config["partition"]["formats"]
 # {"objects": "Object", ...}: the tables with part text files, by their output name
-PART_TEXT = {f"{t.lower()}s": t for t in cb_copies.PART_TEXT} if TEXT else {}
+PART_TEXT = RUN.part_text(TEXT)
 # Spatial ids (catalog.id_layout) hold each object's chunk: the catalog reads the chunker's
 # stripes too, not the rest of the partition section (a change there re-runs no catalog job).
 # catalog.id_layout: source: the parts name Objects by the patch file's own ids
@@ -36,7 +36,7 @@ rule catalog_patch:
             f"--text {shlex.join([output.objects_text, output.sources_text])}" if TEXT else ""),
         file_args=lambda wildcards, output: (
             f"--own-ids {shlex.quote(output.own_ids)} --files {shlex.quote(output.files)} "
-            f"--manifest {shlex.quote(str(cb_patch_manifest.path_of('results', config['run'])))}" if PATCH_OUT else ""),
+            f"--manifest {shlex.quote(RUN.patch_manifest)}" if PATCH_OUT else ""),
     log:
         f"{RES}/logs/catalog/patch.log",
     benchmark:

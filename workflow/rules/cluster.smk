@@ -13,7 +13,7 @@ rule cluster_restart_run:
         f"{RES}/cluster/{{target}}/summary.json",
     params:
         env_args=target_env,
-        path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        path=lambda wildcards: target_dir(wildcards.target),
         cfg=cfg_json("cluster", "server", "seed"),
         out=lambda wildcards, output: Path(output[0]).parent,
     threads: job_threads("cluster_restart_run")

@@ -65,7 +65,7 @@ rule index_working_set:
     output:
         WORKING_SET,
     params:
-        setup=json.dumps(cb_prepare_spec.PoolSetup.of(config).as_dict(), sort_keys=True),
+        setup=RUN.pool_setup,
     log:
         f"{RES}/logs/index/working_set.log",
     conda:

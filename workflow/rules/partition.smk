@@ -14,7 +14,7 @@ ARROW_HEAP = ("ARROW_DEFAULT_MEMORY_POOL=system MALLOC_ARENA_MAX=1 MALLOC_MMAP_T
 # TSV partition: 0.89x the CPU, 0.90x the wall, peak RSS 318 against 360 MiB (n=8 alternated,
 # tmpfs). The map gained nothing measurable and stays on glibc's heap.
 REDUCE_HEAP = ARROW_HEAP.replace("ARROW_DEFAULT_MEMORY_POOL=system", "ARROW_DEFAULT_MEMORY_POOL=mimalloc")
-MAPS = {f"{m:05d}": [PARTS[p] for p in parts] for m, parts in enumerate(cb_copies.map_batches(config))}
+MAPS = RUN.maps
 # Every part's staging dir, in part order: inside the dir of the map job that wrote it.
 STAGING = [f"{RES}/partition/staging/map-{m}/part-{p}" for m, parts in MAPS.items() for p in parts]
 

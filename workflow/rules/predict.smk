@@ -3,13 +3,9 @@
 # alone), started by a job that holds the measuring slot; then every load of the ladder's
 # targets predicted at predict.target_rows, which the report opens with. With stage queries, the
 # run's own mysql chunk queries answer each query class on predict.queries.nodes too.
-from catbench.predict import spec as cb_predict_spec  # noqa: E402
 
-if "predict" in STAGES:
-    IN_RUN = cb_predict_spec.InRun.of(config)
-    RUNG_NUMBERS = [str(k) for k in range(2, 2 + len(IN_RUN.factors))]
-else:
-    IN_RUN, RUNG_NUMBERS = None, []
+IN_RUN = RUN.in_run
+RUNG_NUMBERS = [str(k) for k in range(2, 2 + len(IN_RUN.factors))] if IN_RUN else []
 PREDICTION = f"{RES}/predict/prediction.json"
 
 
@@ -48,7 +44,7 @@ rule predict_loads:
         results=[RES, *(f"results/{r}" for r in (IN_RUN.rung_runs() if IN_RUN else []))],
         targets=list(IN_RUN.targets) if IN_RUN else [],
         pool_args=f"--pool {IN_RUN.pool}" if IN_RUN and IN_RUN.pool else "",
-        query_args=cb_predict_spec.query_args(config),
+        query_args=RUN.query_args,
     log:
         f"{RES}/logs/predict/predict.log",
     conda:

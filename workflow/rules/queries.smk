@@ -13,7 +13,7 @@ rule queries_mysql:
         directory(f"{RES}/queries/{{target}}/mysql"),
     params:
         cfg=cfg_json("run", "seed", "partition", "server", "queries"),
-        path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        path=lambda wildcards: target_dir(wildcards.target),
         env_args=target_env,
         results=lambda wildcards, input: Path(input.chunks).parent.parent,
     threads: job_threads("queries_mysql")

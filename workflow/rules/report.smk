@@ -1,8 +1,8 @@
 # Stages `tables` and `report`: the metrics files of this config's jobs aggregated with DuckDB
 # (SQL in resources/sql/), then plots and a single self-contained HTML page.
 
-from catbench.report.tables import TABLES as TABLE_NAMES  # noqa: E402  (one list: the tables module)
-from catbench.report.plots import ALWAYS as PLOT_NAMES  # noqa: E402  (one list: the plots module)
+# one list each: the tables module's and the plots module's
+TABLE_NAMES, PLOT_NAMES = RUN.table_names, RUN.plot_names
 
 
 # What the tables read: the results this config's jobs write. Another config's results (a

@@ -12,7 +12,7 @@ rule restart_run:
         f"{RES}/restart/{{target}}/summary.json",
     params:
         env_args=target_env,
-        path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        path=lambda wildcards: target_dir(wildcards.target),
         cfg=cfg_json("restart", "server", "seed"),
         out=lambda wildcards, output: Path(output[0]).parent,
     threads: job_threads("restart_run")

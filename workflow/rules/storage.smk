@@ -1,7 +1,6 @@
 # Stages `fio` and `load_index`: each storage target characterised with fio, and the
 # secondary index loaded on a private server per target x variant x engine x strategy.
 # Measuring jobs take every core, so nothing else runs beside them on a workstation.
-from catbench.load import strategies as cb_strategies  # noqa: E402
 
 
 rule target_info:
@@ -27,7 +26,7 @@ rule fio_run:
         csv=f"{RES}/fio/{{target}}/fio.csv",
         json=directory(f"{RES}/fio/{{target}}/json"),
     params:
-        path=lambda wildcards: cb_config.target_dir(config, wildcards.target) / "fio",
+        path=lambda wildcards: target_dir(wildcards.target) / "fio",
         cfg=cfg_json("fio"),
         out=lambda wildcards, output: Path(output.csv).parent,
     threads: job_threads("fio_run")
@@ -56,7 +55,7 @@ rule load_index_run:
     output:
         directory(f"{RES}/load/{{target}}/{{variant}}/{{engine}}/{{strategy}}"),
     params:
-        path=lambda wildcards: cb_config.target_dir(config, wildcards.target),
+        path=lambda wildcards: target_dir(wildcards.target),
         env_args=target_env,
         cfg=LOAD_CFG,
     threads: job_threads("load_index_run")
@@ -77,12 +76,7 @@ rule load_index_run:
 # load.engines x load.strategies: only the pairs a strategy supports run (its registry
 # entry says which engines it cannot run on, and why); load_compare writes the others
 # with their reason to load/not_run.json for the report.
-try:
-    LOAD_PAIRS, LOAD_NOT_RUN = cb_strategies.load_pairs(
-        config["load"]["strategies"], config["load"]["engines"], config["load"]["skip"]
-    )
-except cb_strategies.LoadError as e:
-    raise WorkflowError(str(e))
+LOAD_PAIRS, LOAD_NOT_RUN = RUN.load_pairs, RUN.load_not_run
 LOADS = [
     f"{RES}/load/{t}/{v}/{e}/{s}"
     for t in TARGETS

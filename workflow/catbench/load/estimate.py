@@ -1,7 +1,7 @@
 """What a run will need on each storage target, said before any job starts: the index
 input, and per variant x strategy the table and the peak bytes of its load, from a model
 fitted to measured loads (``estimate.md``: the figures, where they came from, how to refit
-them). ``workflow/rules/common.smk`` prints it and refuses, while the DAG is built, a
+them). The pre-flight (``cli/workflow/preflight.py``) prints it and refuses, while the DAG is built, a
 target whose free space is smaller; ``catbench estimate`` prints and writes it by hand.
 
 A target's need is its largest job, not the sum: measuring jobs run one at a time per

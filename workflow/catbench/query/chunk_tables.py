@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from ..core.index.table import DATABASE as INDEX_DATABASE
 from ..core.index.table import create_table as create_index_table
 from ..core.index.table import get_variant, load_files
+from ..core.infra.metrics import Progress
 from ..core.infra.resources import split_statements
 from ..core.server.loaddata import Into, LoadError, line_count, load_data
 from ..core.server.rowsize import NOT_NULL, SQL_TYPES
@@ -134,15 +135,21 @@ def load_chunk_tables(server, chunks_dir, chunks: list[ChunkInfo], connections: 
     pool = [server.connect() for _ in range(max(1, connections))]
     free = list(pool)
     lock = threading.Lock()
+    progress, done = Progress("chunk tables", len(tasks)), {"files": 0, "rows": 0}
 
     def work(task):
         with lock:
             c = free.pop()
         try:
-            return _load_one(c, *task)
+            out = _load_one(c, *task)
         finally:
             with lock:
                 free.append(c)
+        with lock:      # a large catalog's load takes minutes: rows/s and ETA in the job's log
+            done["files"] += 1
+            done["rows"] += out["rows"]
+            progress(done["files"], rows=done["rows"])
+        return out
 
     try:
         with cf.ThreadPoolExecutor(len(pool), thread_name_prefix="catbench-chunkload") as ex:

@@ -16,6 +16,8 @@ files read (catalog/patch/files.json), the catalog's shape beside the partition'
 
 from __future__ import annotations
 
+import json
+
 import math
 from pathlib import Path
 
@@ -138,10 +140,14 @@ def restart_rows(doc) -> list[dict]:
     """One row per (target, kind) of a prediction's "restarts" (none: [])."""
     out = []
     at = (doc or {}).get("at") or {}
+    # a far check's scores (catbench predict --measured): its measured figures beside the predicted
+    seen = {json.dumps(m["key"], sort_keys=True): m for m in (doc or {}).get("measured") or []
+            if isinstance(m, dict) and isinstance(m.get("key"), dict)}
     for p in (doc or {}).get("predictions") or []:
         if not isinstance(p, dict) or not isinstance(p.get("key"), dict):
             continue
         dom = next((x for x in p.get("phases") or [] if x.get("phase") == p.get("dominant")), {})
+        m = seen.get(json.dumps(p["key"], sort_keys=True), {})
         out.append({"target": p["key"].get("target"), "kind": p["key"].get("kind"), "total_s": p.get("total_s"),
                     "total_ci_low": p.get("total_ci_low"), "total_ci_high": p.get("total_ci_high"),
                     "at_most_s": p.get("at_most_s"), "confidence": p.get("confidence"), "dominant": p.get("dominant"), "dominant_s": dom.get("seconds"),
@@ -149,8 +155,15 @@ def restart_rows(doc) -> list[dict]:
                     "quantity_bytes": dom.get("quantity_bytes"), "quantity_in_bytes": dom.get("quantity_in_bytes"),
                     "past_rungs": dom.get("past_rungs"),
                     "regime": "; ".join(p.get("regime") or []) or None, "refused": p.get("refused"),
-                    **{k: at.get(k) for k in ("data_bytes", "pool_bytes", "redo_log_bytes")}})
+                    **{k: at.get(k) for k in ("data_bytes", "pool_bytes", "redo_log_bytes")},
+                    **{("n_measured" if k == "n" else k): m.get(k) for k in MEASURED}})
     return out
+
+
+# the columns a far check's score adds (predict/restarts/model.py score)
+MEASURED = ("total_measured_s", "total_ratio", "total_inside", "n", "dominant_ratio", "dominant_inside",
+            "measured_dominant", "measured_dominant_measured_s", "measured_dominant_ratio",
+            "measured_dominant_inside", "dominant_agrees")
 
 
 def _restart_row(r: dict) -> list:
@@ -162,6 +175,18 @@ def _restart_row(r: dict) -> list:
         dom += f" ({r['driver']}{size}, {r['past_rungs']:,.1f}× the largest rung's)"
     return [r["kind"], duration(r["total_s"]), f"{duration(r['total_ci_low'])} – {duration(r['total_ci_high'])}", dom,
             r.get("regime") or "–"]
+
+
+def _measured_cell(r: dict) -> str:
+    """A far check's measured total beside the predicted one; a miss said (outside [0.67, 1.5], or
+    another phase dominant than the one predicted)."""
+    if r.get("total_measured_s") is None:
+        return "–"
+    miss = not (0.67 <= r["total_ratio"] <= 1.5) or not r.get("dominant_agrees")
+    return (f"{duration(r['total_measured_s'])} (n = {r['n_measured']}): {r['total_ratio']:.2f}, "
+            f"{'inside' if r['total_inside'] else 'outside'} the interval; dominant {r['measured_dominant']} "
+            f"{duration(r['measured_dominant_measured_s'])}" + ("" if r.get("dominant_agrees") else ", not the predicted")
+            + (" — MISS" if miss else ""))
 
 
 def restart_section(t) -> list:
@@ -176,10 +201,13 @@ def restart_section(t) -> list:
     out = []
     for tg in dict.fromkeys(r["target"] for r in t.restart_at_scale):
         mine = [r for r in t.restart_at_scale if r["target"] == tg]
+        checked = any(r.get("total_measured_s") is not None for r in mine)
         out.append(("table", f"{tg}: how long {node} is out, each restart kind's total with its "
                              f"{level or 0.95:.0%} interval and the phase that dominates it "
                              "(workflow/catbench/predict/restarts/model.md).",
-                    ["restart", "total", "interval", "dominant phase", "regime"], [_restart_row(r) for r in mine]))
+                    ["restart", "total", "interval", "dominant phase", "regime"]
+                    + (["measured (predicted ÷ measured)"] if checked else []),
+                    [_restart_row(r) + ([_measured_cell(r)] if checked else []) for r in mine]))
     return out
 
 

@@ -1,5 +1,5 @@
 """Where the catalog's copies of the base patch go on the sky, how they are split into
-parts, and which parts each partition map job takes: the DAG's shape (common.smk,
+parts, and which parts each partition map job takes: the DAG's shape (cli/workflow/dag.py,
 partition.smk), the config check and the catalog stage all need it, so it lives in core
 (see prepare/catalog.md for the duplication itself), with the density the copies are
 thinned or thickened to (``catalog.density``, density.md)."""

@@ -1,6 +1,6 @@
 """Every rule's request — threads, memory (MiB), time limit (minutes) — from the config
 alone (as ``sizing.RunSizes`` holds it), never from the machine that parses the workflow:
-the ONE place the rules (``workflow/rules/common.smk``), the SLURM profile and the limit
+the ONE place the rules (through ``cli/workflow/dag.py``), the SLURM profile and the limit
 check read.
 
 Time limits are the job's work at the config's scale divided by deliberately slow rates
