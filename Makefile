@@ -145,16 +145,14 @@ query-ladder: $(STAMP)
 # and page cache in its server.ram). Two steps, so that the prediction's hash is committed first:
 #   make query-far-seal   the query ladder (make query-ladder), the target's catalog and chunks
 #                         (Snakemake target chunk_list: no query runs), then each class on one node
-#                         at the target's Objects and chunks, written and hashed (results/sealed/)
+#                         at the target's own chunks, written and hashed (results/sealed/)
 #   make query-far-check  refuses a changed seal, runs the target, scores the sealed figures
 QUERY_FAR ?= docs/results/configs/query-far-wide.yaml
 QUERY_FAR_RUN = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(QUERY_FAR)')['run'])" 2>/dev/null)
 QUERY_FAR_RAM = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(QUERY_FAR)')['server']['ram'])" 2>/dev/null)
 QUERY_RUNGS = $$(for r in results/$(QUERY_RUN)-rungs/*.yaml; do echo --results results/$$(basename $$r .yaml); done)
-# the target's Objects and chunks, as its partition wrote them (chunks.tsv: a chunk a line)
-QUERY_FAR_AT = --nodes 1 --node-ram $(QUERY_FAR_RAM) \
-  --objects $$(awk -F'\t' 'NR > 1 {n += $$2} END {print n}' results/$(QUERY_FAR_RUN)/chunks/chunks.tsv) \
-  --chunks $$(awk 'END {print NR - 1}' results/$(QUERY_FAR_RUN)/chunks/chunks.tsv)
+# the target's own chunks, as its partition wrote them (its Objects and chunk count with them)
+QUERY_FAR_AT = --nodes 1 --node-ram $(QUERY_FAR_RAM) --chunk-rows results/$(QUERY_FAR_RUN)/chunks/chunks.tsv
 query-far-seal: $(STAMP)
 	@$(call install_system,$(QUERY_FAR))
 	@if [ -e results/$(QUERY_FAR_RUN)/queries ]; then echo "results/$(QUERY_FAR_RUN)/queries exists: a sealed prediction comes before its target's queries"; exit 1; fi

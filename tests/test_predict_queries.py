@@ -255,3 +255,48 @@ def test_a_sealed_answer_is_scored_against_the_run_that_measured_it():
         score({**answer, "objects": 2 * objects}, _measured(rung, {}))
     with pytest.raises(ScoreError, match="the answer is for 4 nodes"):
         score({**answer, "nodes": 4}, _measured(rung, {}))
+
+
+def test_the_users_own_chunks_price_a_box_at_its_own_rows_and_a_scan_at_theirs(tmp_path):
+    """--chunk-rows: a sky whose mean density grew where a box's did not prices the box at its
+    own chunks' rows (the rungs' mean would scale its pairs by the mean's square); a scan reads
+    every one of the user's chunks; a malformed file is named with its line."""
+    from catbench.predict.queries.runs import QueryRunError, read_user_chunks
+    rung = _rung(caches=("warm",))
+    for c in (0, 1):     # a pair query over the rung's first two chunks
+        for rep in (1, 2):
+            n = rung.chunk_rows["Object"][c]
+            rung.obs.append(ChunkObs(rung.run, "SHV1", "warm", rep, c, D + 1e-9 * n * n, n, n * 100))
+    own = {c: n for c, n in rung.chunk_rows["Object"].items()}
+    own.update({100 + c: 10 * n for c, n in own.items()})      # ten times denser beside the box
+    f = tmp_path / "chunks.tsv"
+    f.write_text("chunkId\tobject_rows\tsource_rows\n" + "".join(f"{c}\t{int(n)}\t{3 * int(n)}\n" for c, n in own.items()))
+    sky = read_user_chunks(f)
+    objects = sum(sky["Object"].values())
+    mine = Catalog(objects, None, 1, len(own), 2**40, sky=sky)
+    mean = Catalog(objects, None, 1, len(own), 2**40)
+    shv1 = predict_class([rung], "SHV1", mine, "warm")
+    assert shv1["tail_chunk_s"] == pytest.approx(D + 1e-9 * rung.chunk_rows["Object"][1] ** 2, rel=0.05)
+    assert predict_class([rung], "SHV1", mean, "warm")["seconds"] > 5 * shv1["seconds"]   # the mean: 5.5x the rows
+    hv2 = predict_class([rung], "HV2", mine, "warm")
+    assert hv2["chunks"] == 24 and hv2["seconds"] == pytest.approx((24 * D + S * objects * 100) / 2, rel=0.05)
+    f.write_text("chunkId\tobject_rows\n7\t10\n7\t12\n")
+    with pytest.raises(QueryRunError, match=r"chunks.tsv line 3: chunk 7 is given twice"):
+        read_user_chunks(f)
+    f.write_text("chunk\trows\n7\t10\n")
+    with pytest.raises(QueryRunError, match=r"line 1 lacks chunkId or object_rows"):
+        read_user_chunks(f)
+
+
+def test_the_interval_widens_by_the_forms_error_grown_with_the_distance_past_the_rungs():
+    from catbench.predict.queries.model import _widened, form_error
+    rungs = [_rung(caches=("warm",), scale=k) for k in (1, 2, 4)]
+    assert form_error(rungs[:2], "HV2", "warm") is None          # two rungs: nothing left out to check
+    for r, whole in zip(rungs, (1.0, 2.0, 8.0)):                  # the largest's whole query twice the law's
+        r.query_s[("HV2", "warm")] = [whole, whole]
+    err = form_error(rungs, "HV2", "warm")
+    assert err > 0.3
+    lo, hi = _widened(9.0, 11.0, 10.0, err, 16.0)                 # four doublings past the largest rung
+    assert hi == pytest.approx(10.0 * np.exp(4 * err)) and lo == pytest.approx(10.0 / np.exp(4 * err))
+    assert _widened(9.0, 11.0, 10.0, err, 0.5) == pytest.approx((10.0 / np.exp(err), 10.0 * np.exp(err)))
+    assert _widened(9.0, 11.0, 10.0, None, 16.0) == (9.0, 11.0)

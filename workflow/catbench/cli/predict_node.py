@@ -155,6 +155,7 @@ def add_arguments(p) -> None:
 # the node counts every answer is also given at (and the asked one): one server, a small
 # cluster, Qserv's 25-node test bed and a production-sized one; none past the chunks
 NODE_GRID = (1, 5, 25, 150)
+OBJECTS = 1.7e9      # --objects' default: DMTR-21's Objects
 
 
 def _rungs(results: list) -> dict:
@@ -203,6 +204,7 @@ def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
     from ..predict.queries.model import Catalog, predict_queries
     from ..predict.runs import device
     answers = {}
+    sky = _user_chunks(a)
     for target, rungs in _rungs(a.results).items():
         mine, theirs = _read_s(device(Path(a.results[0]), target)), _read_s(figures or {})
         if theirs and not mine:
@@ -210,7 +212,7 @@ def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
                               "to set the device's against")
         ratio = theirs / mine if theirs else 1.0
         cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, getattr(a, "node_ram", None) or a.ram,
-                      ratio, getattr(a, "object_bytes", None), theirs or mine)
+                      ratio, getattr(a, "object_bytes", None), theirs or mine, sky)
         # the asked cluster is kept where the model refuses it whole (more nodes than chunks)
         answer = {"nodes": a.nodes, "objects": a.objects, **predict_queries(rungs, cat), "device_ratio": ratio}
         no_cold = all(x.cache == "warm" for r in rungs for x in r.obs)
@@ -224,8 +226,24 @@ def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
     return answers
 
 
+def _user_chunks(a) -> dict | None:
+    """--chunk-rows: the user's own chunks, which then give --objects and --chunks (refused where
+    those were given otherwise)."""
+    from ..predict.queries.runs import read_user_chunks
+    if not getattr(a, "chunk_rows", None):
+        a.objects = a.objects if a.objects is not None else OBJECTS
+        return None
+    sky = read_user_chunks(a.chunk_rows)
+    objects, chunks = sum(sky["Object"].values()), len(sky["Object"])
+    for flag, given, theirs in (("--objects", a.objects, objects), ("--chunks", a.chunks, chunks)):
+        if given is not None and abs(given - theirs) > 1e-9 * theirs:
+            raise ConfigError(f"{flag} {given:g}: --chunk-rows {a.chunk_rows} holds {theirs:g}; give one of the two")
+    a.objects, a.chunks = objects, chunks
+    return sky
+
+
 def _print(a, target: str, answer: dict) -> None:
-    print(f"queries on {a.nodes} nodes, {a.objects:.3g} objects ({target}; not yet checked far past its rungs):")
+    print(f"queries on {a.nodes} nodes, {a.objects:.3g} objects ({target}; its far checks: predict/queries/model.md):")
     if "refused" in answer:
         print(f"  {answer['refused']}")
     for q, p in (answer.get("classes") or {}).items():
@@ -250,9 +268,14 @@ def add_query_arguments(p, rows, positive, at_least_one, size) -> None:
     the command's argument types)."""
     p.add_argument("--nodes", type=at_least_one, help="the query classes' times on this many worker nodes "
                    "(from the rungs' query results; with --objects), and at 1, 5, 25 and 150 nodes besides")
-    p.add_argument("--objects", type=rows, default=1.7e9, help="with --nodes: the catalog's Objects (default 1.7e9)")
+    p.add_argument("--objects", type=rows, help=f"with --nodes: the catalog's Objects (default {OBJECTS:g}, or "
+                   "--chunk-rows' sum)")
     p.add_argument("--sources-per-object", type=positive, help="with --nodes: Sources an Object (default the rungs')")
-    p.add_argument("--chunks", type=at_least_one, help="with --nodes: the catalog's chunks (default the rungs')")
+    p.add_argument("--chunks", type=at_least_one, help="with --nodes: the catalog's chunks (default the rungs', or "
+                   "--chunk-rows' count)")
+    p.add_argument("--chunk-rows", help="with --nodes: the catalog's own chunks, a partition's chunks.tsv (chunkId, "
+                   "object_rows, source_rows; results/<run>/chunks/chunks.tsv): each chunk at its own rows, a box "
+                   "at its own chunks' (default: the rungs' chunks at the mean objects a chunk)")
     p.add_argument("--object-bytes", type=positive, help="with --nodes: an Object row's bytes on disk, the table's "
                    "data file ÷ its rows (default the rungs'): a scan reads them")
     p.add_argument("--node-ram", type=size, help="with --nodes: a node's memory for its server and page cache "

@@ -39,6 +39,7 @@ class Catalog:
     device_ratio: float = 1.0            # the user's device's seconds a byte ÷ the rungs' (sequential)
     object_bytes: float | None = None    # an Object row's bytes on disk; None: the rungs'
     read_s_per_byte: float | None = None  # the user's device's sequential read (s a byte); None: not floored
+    sky: dict | None = None              # the user's own chunks ({"Object": {chunkId: rows}, ...}); None: the rungs' shares
 
 
 def _driver(query: str, rows: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -71,8 +72,20 @@ def _row_bytes(rung: QueryRung, table: str, cat: Catalog) -> float:
     return rung.data_bytes(table) / max(rung.data_rows(table), 1.0)
 
 
+def _sky_rows(rung: QueryRung, table: str, cat: Catalog, ids) -> np.ndarray:
+    """The user's own rows of ``table`` in chunks ``ids`` (Sources from the Objects where the
+    user's chunks do not count them)."""
+    if table in cat.sky:
+        return np.array([cat.sky[table].get(c, 0.0) for c in ids], float)
+    return _rows_of(rung, table, np.array([cat.sky["Object"].get(c, 0.0) for c in ids], float), cat)
+
+
 def user_chunks(rung: QueryRung, table: str, cat: Catalog) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, bytes) of the user's chunks of ``table``: the rung's shares of the rows cycled."""
+    """(rows, bytes) of the user's chunks of ``table``: their own where given (``sky``), else the
+    rung's shares of the rows cycled."""
+    if cat.sky:
+        rows = _sky_rows(rung, table, cat, sorted(cat.sky["Object"]))
+        return rows, rows * _row_bytes(rung, table, cat)
     ids = sorted(rung.chunk_rows.get("Object", {}))
     rows_o = np.array([rung.chunk_rows["Object"][c] for c in ids], float)
     s = (rows_o / rows_o.sum())[np.arange(cat.chunks or len(ids)) % len(ids)]
@@ -81,7 +94,11 @@ def user_chunks(rung: QueryRung, table: str, cat: Catalog) -> tuple[np.ndarray, 
 
 
 def box_chunks(rung: QueryRung, table: str, cat: Catalog, box: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, bytes) of a box's chunks at the user's density (objects a chunk): the same patch of sky."""
+    """(rows, bytes) of a box's chunks at the user's density: the user's own rows of those chunks
+    where given and the box lies in their sky, else the rung's scaled by the mean objects a chunk."""
+    if cat.sky and all(c in cat.sky["Object"] for c in box):
+        rows = _sky_rows(rung, table, cat, box)
+        return rows, rows * _row_bytes(rung, table, cat)
     k = len(rung.chunk_rows["Object"])
     density = (cat.objects / (cat.chunks or k)) / (rung.data_rows("Object") / k)
     rows = _rows_of(rung, table, np.array([rung.chunk_rows["Object"].get(c, 0.0) for c in box]) * density, cat)
@@ -154,8 +171,31 @@ def _interval(draw, seconds: float, widen: float) -> tuple[float, float]:
     return float(max(0.0, min(lo, seconds - widen))), float(max(hi, seconds + widen))
 
 
-def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) -> dict:
-    """One class's answer at ``cat``: its chunk queries of ``cache`` plus the czar's part."""
+def form_error(rungs: list[QueryRung], query: str, cache: str) -> float | None:
+    """The form's own error: the largest rung's whole query (median) predicted from the smaller
+    rungs alone at its own size, |ln(predicted ÷ measured)|; None with under three rungs or no
+    whole query timed there. The interval widens by it (``_widened``)."""
+    big = max(rungs, key=lambda r: r.data_bytes())
+    rest = [r for r in rungs if r is not big]
+    reps = big.query_s.get((query, cache))
+    if len(rest) < 2 or not reps or float(np.median(reps)) <= 0:
+        return None
+    p = predict_class(rest, query, _own_size(big), cache, err=None)
+    return abs(float(np.log(p["seconds"] / np.median(reps)))) if p.get("seconds") else None
+
+
+def _widened(lo: float, hi: float, seconds: float, err: float | None, distance: float) -> tuple[float, float]:
+    """The interval held at least ``seconds`` ×÷ e^(err × the doublings past the largest rung), one
+    doubling at least: the form's error at one step past the rungs, grown with the distance."""
+    if not err:
+        return lo, hi
+    f = float(np.exp(err * max(1.0, np.log2(max(distance, 1.0)))))
+    return min(lo, seconds / f), max(hi, seconds * f)
+
+
+def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str, err: float | None = None) -> dict:
+    """One class's answer at ``cat``: its chunk queries of ``cache`` plus the czar's part;
+    ``err`` the form's error (form_error) its interval widens by; None: the bootstrap alone."""
     rows, nbytes, t = _obs(rungs, query, cache)
     if len(t) < 2:
         return {"refused": f"{query}: {len(t)} chunk queries measured {cache} in the rungs; "
@@ -186,6 +226,9 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str) 
     czar_s, law = _czar_at(cz, d, s, cx_user)
     seconds = chunk_s + czar_s
     lo, hi = _interval(draw, seconds, law.miss * czar_s if law else 0.0)
+    # a node's data past the largest rung's: the doublings the form's error grows over
+    distance = cat.objects / max(big.data_rows("Object"), 1.0) / cat.nodes
+    lo, hi = _widened(lo, hi, seconds, err, distance)
     slowest = _class_time(tc, cat.nodes, big.connections)
     node_s = node_sums(tc, cat.nodes)[slowest[1]] / big.connections
     dispatch = d * len(tc) / cat.nodes / big.connections
@@ -258,6 +301,7 @@ def predict_queries(rungs: list[QueryRung], cat: Catalog, with_own_check: bool =
     cache = "warm" if held <= ram else "cold"
     out = {"nodes": cat.nodes, "objects": cat.objects, "chunks": k, "node_data_bytes": held, "ram_bytes": ram,
            "cache": cache, "rungs": sorted(r.run for r in rungs), "validated": False,
+           "sky": "the user's chunks (--chunk-rows)" if cat.sky else "the rungs' sky at the user's mean objects a chunk",
            **({"object_bytes": cat.object_bytes} if cat.object_bytes else {}),
            "priced": "the chunk queries (dispatch and what each reads) and the czar's part (its secondary-index "
                      "lookup, dispatch, merge and result transfer: the rungs' whole queries less their chunk part, "
@@ -271,7 +315,11 @@ def predict_queries(rungs: list[QueryRung], cat: Catalog, with_own_check: bool =
                                             "query (queries.cold: true; a rung whose chunk tables are ≥ 10× "
                                             "server.ram)"}
             continue
-        out["classes"][q] = predict_class(rungs, q, cat, cache if cache == "warm" else colds[0])
+        state = cache if cache == "warm" else colds[0]
+        err = form_error(rungs, q, state)
+        out["classes"][q] = predict_class(rungs, q, cat, state, err=err)
+        if "seconds" in out["classes"][q]:
+            out["classes"][q]["form_error"] = err
     if not with_own_check:     # the same rungs at another node count: their own check is the same
         return out
     out["own_check"], out["own_check_chunk_part"] = own_check(rungs)
