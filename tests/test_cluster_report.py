@@ -112,20 +112,20 @@ def test_a_measuring_job_that_did_not_run_alone_is_named(cluster_run):
     # the isolation record beside the cluster results is not a restart kind
     assert "isolation" not in {r["kind"] for r in read(cluster_run / "tables" / "cluster_restart.csv")}
 
-    write_isolation(cluster_run / "load/b/char28/one-file-at-a-time", "b", alone=False,
+    write_isolation(cluster_run / "load/b/char28/innodb/one-file-at-a-time", "b", alone=False,
                     others=["4242 catbench fio --target b"], slurm=["77 other-job"])
     write_isolation(cluster_run / "fio/a", "a", alone=False, locks=["/tmp/catbench-measure-0.lock: {\"pid\": 9}"])
     make_tables(cluster_run, report=REPORT)
     iso = read(cluster_run / "tables" / "isolation.csv")
-    assert [r["job"] for r in iso[:2]] == ["fio/a", "load/b/char28/one-file-at-a-time"]          # not alone first
+    assert [r["job"] for r in iso[:2]] == ["fio/a", "load/b/char28/innodb/one-file-at-a-time"]          # not alone first
     assert iso[1]["other_catbench_jobs"] == "4242 catbench fio --target b" and iso[1]["other_slurm_jobs"] == "77 other-job"
     checks = section((cluster_run / "tables" / "summary.md").read_text(), "## Checks")
-    assert "Measuring job load/b/char28/one-file-at-a-time did NOT run alone (met catbench command(s) 4242 catbench fio " \
+    assert "Measuring job load/b/char28/innodb/one-file-at-a-time did NOT run alone (met catbench command(s) 4242 catbench fio " \
            "--target b; Slurm job(s) 77 other-job): do not trust its figures." in checks
     assert "Measuring job fio/a did NOT run alone (met a lock held by /tmp/catbench-measure-0.lock" in checks
     assert "ran alone (isolation.csv)" not in checks and "check(s) FAILED" in checks
     html = make_report(cluster_run, report=REPORT).read_text()
-    assert "Measuring job load/b/char28/one-file-at-a-time did NOT run alone" in html
+    assert "Measuring job load/b/char28/innodb/one-file-at-a-time did NOT run alone" in html
 
 
 @pytest.mark.slow

@@ -123,59 +123,20 @@ def test_bad_config_names_the_key(key, value, named):
         validate(with_change(key, value))
 
 
-# -- old names of the index variants and of the one-file-at-a-time strategy ------------
-
-OLD_NAMES = {"load": {"variants": ["seed", "qserv"], "strategies": ["sequential", "sorted"],
-                      "engines": ["innodb", "rocksdb"], "skip": ["rocksdb/sequential"]},
-             "queries": {"index_variant": "seed"}, "restart": {"variant": "qserv"},
-             "cluster": {"variant": "seed"}}
-
-
-def test_old_names_in_a_config_map_to_the_new_names_with_one_warning_each():
-    warned = []
-    cfg = validate({**copy.deepcopy(DEFAULT), **OLD_NAMES}, warn=warned.append)
-    assert cfg["load"]["variants"] == ["char28", "bigint"]
-    assert cfg["load"]["strategies"] == ["one-file-at-a-time", "sorted"]
-    assert cfg["load"]["skip"] == ["rocksdb/one-file-at-a-time"]
-    assert (cfg["queries"]["index_variant"], cfg["restart"]["variant"], cfg["cluster"]["variant"]) == \
-        ("char28", "bigint", "char28")
-    assert warned == [
-        "load.variants: 'seed' is now 'char28'; the old name is accepted for one release",
-        "load.variants: 'qserv' is now 'bigint'; the old name is accepted for one release",
-        "load.strategies: 'sequential' is now 'one-file-at-a-time'; the old name is accepted for one release",
-        "load.skip: 'sequential' is now 'one-file-at-a-time'; the old name is accepted for one release",
-        "queries.index_variant: 'seed' is now 'char28'; the old name is accepted for one release",
-        "restart.variant: 'qserv' is now 'bigint'; the old name is accepted for one release",
-        "cluster.variant: 'seed' is now 'char28'; the old name is accepted for one release",
-    ]
-    # the new names, and the RNG key seed, pass without a word
-    again = []
-    assert validate(cfg, warn=again.append) == cfg and again == [] and cfg["seed"] == DEFAULT["seed"]
-
-
-def test_old_names_through_the_log_and_in_a_jobs_section(caplog):
-    from catbench.core.infra.config import check_section
-    with caplog.at_level("WARNING", logger="catbench.core.infra.config"):
-        validate({"load": {"strategies": ["sequential"]}})
-    assert caplog.messages == ["load.strategies: 'sequential' is now 'one-file-at-a-time'; "
-                               "the old name is accepted for one release"]
-    section = {"variant": "qserv"}
-    check_section("restart", section)   # a hand-run restart's --config
-    assert section == {"variant": "bigint"}
-
+# -- names: a wrong one (an old name included) fails naming the key ----------------------
 
 @pytest.mark.parametrize("key,value,named", [
     ("load.variants", ["char"], "load.variants.0"),
-    ("load.variants", ["sequential"], "load.variants.0"),        # an old name of another key
-    ("load.strategies", ["seed"], "load.strategies.0"),
+    ("load.variants", ["seed"], "load.variants.0"),              # the variants' names before char28/bigint
+    ("load.variants", ["sequential"], "load.variants.0"),        # a name of another key
+    ("load.strategies", ["sequential"], "load.strategies.0"),    # one-file-at-a-time's name before
     ("queries.index_variant", "bigint28", "queries.index_variant"),
-    ("restart.variant", "one-file-at-a-time", "restart.variant"),
+    ("restart.variant", "qserv", "restart.variant"),
+    ("cluster.variant", "one-file-at-a-time", "cluster.variant"),
 ])
-def test_a_wrong_name_still_fails_naming_the_key(key, value, named):
-    warned = []
+def test_a_wrong_name_fails_naming_the_key(key, value, named):
     with pytest.raises(ConfigError, match=rf"config key '{re.escape(named)}': '[^']+' is not one of"):
-        validate(with_change(key, value), warn=warned.append)
-    assert warned == []
+        validate(with_change(key, value))
 
 
 def test_a_ram_and_a_held_page_cache_together_are_refused_naming_both():
@@ -191,28 +152,9 @@ def test_a_ram_and_a_held_page_cache_together_are_refused_naming_both():
 def test_a_wrong_skip_pair_still_names_load_skip():
     from catbench.core.server.loaddata import LoadError
     from catbench.load.strategies import load_pairs
-    cfg = validate(with_change("load.skip", ["innodb/sequentail"]), warn=lambda line: None)
-    with pytest.raises(LoadError, match="config key load.skip names innodb/sequentail"):
+    cfg = validate(with_change("load.skip", ["innodb/sequential"]))
+    with pytest.raises(LoadError, match="config key load.skip names innodb/sequential"):
         load_pairs(cfg["load"]["strategies"], cfg["load"]["engines"], cfg["load"]["skip"])
-
-
-@pytest.mark.parametrize("family,command,flags,dest,new", [
-    ("storage", "load-index", ["--variant", "seed"], "variant", "char28"),
-    ("storage", "load-index", ["--variant", "qserv"], "variant", "bigint"),
-    ("storage", "load-index", ["--strategy", "sequential"], "strategy", "one-file-at-a-time"),
-    ("restart", "restart", ["--variant", "qserv"], "variant", "bigint"),
-    ("cluster", "cluster", ["--variant", "seed"], "variant", "char28"),
-])
-def test_an_old_name_on_the_command_line_is_its_new_name(tmp_path, caplog, family, command, flags, dest, new):
-    import argparse
-    import importlib
-    parser = argparse.ArgumentParser()
-    importlib.import_module(f"catbench.cli.{family}").add_subcommands(parser.add_subparsers(dest="cmd"))
-    base = [command, "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path), "--out", str(tmp_path)]
-    with caplog.at_level("WARNING", logger="catbench.core.infra.config"):
-        a = parser.parse_args(base + flags)
-    assert getattr(a, dest) == new
-    assert caplog.messages == [f"{flags[0]}: {flags[1]!r} is now {new!r}; the old name is accepted for one release"]
 
 
 def test_a_wrong_name_on_the_command_line_fails_naming_the_option(tmp_path, capsys):
@@ -222,21 +164,10 @@ def test_a_wrong_name_on_the_command_line_fails_naming_the_option(tmp_path, caps
     parser = argparse.ArgumentParser()
     add_subcommands(parser.add_subparsers(dest="cmd"))
     base = ["load-index", "--target", "t", "--path", str(tmp_path), "--input-dir", str(tmp_path), "--out", str(tmp_path)]
-    for flags in (["--variant", "seeds"], ["--strategy", "seed"]):
+    for flags in (["--variant", "seeds"], ["--variant", "seed"], ["--strategy", "sequential"]):
         with pytest.raises(SystemExit):
             parser.parse_args(base + flags)
         assert f"argument {flags[0]}: invalid choice: '{flags[1]}'" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_snakemake_maps_an_old_name_and_says_so_once(tmp_path):
-    text = yaml.safe_dump(with_change("run", "ok")).replace("variants:\n  - char28", "variants:\n  - seed")
-    assert "- seed" in text
-    r = snakemake_dry_run(tmp_path, text)
-    err = r.stdout + r.stderr
-    assert r.returncode == 0, err[-3000:]
-    line = "catbench: warning: load.variants: 'seed' is now 'char28'; the old name is accepted for one release"
-    assert err.count(line) == 1, err[-3000:]
 
 
 def test_missing_sections_take_the_schema_defaults():

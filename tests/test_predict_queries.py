@@ -300,3 +300,19 @@ def test_the_interval_widens_by_the_forms_error_grown_with_the_distance_past_the
     assert hi == pytest.approx(10.0 * np.exp(4 * err)) and lo == pytest.approx(10.0 / np.exp(4 * err))
     assert _widened(9.0, 11.0, 10.0, err, 0.5) == pytest.approx((10.0 / np.exp(err), 10.0 * np.exp(err)))
     assert _widened(9.0, 11.0, 10.0, None, 16.0) == (9.0, 11.0)
+
+
+def test_a_box_chunk_is_priced_on_its_own_time_at_the_largest_rung():
+    """Two box chunks of one size that the box covers unequally (3 s and 20 s at the rung): at
+    twice the density each keeps its own law, the slow one 4x its pairs' time, where one slope
+    over both would price them alike; the czar's part is then what the chunks leave."""
+    rung = _rung(caches=("warm",))
+    for c, t in ((0, 3.0), (1, 20.0)):
+        rung.chunk_rows["Object"][c] = 1000.0
+        for rep in (1, 2):
+            rung.obs.append(ChunkObs(rung.run, "SHV1", "warm", rep, c, t, 1000.0, 1000.0 * 100))
+    rung.query_s[("SHV1", "warm")] = [20.0, 20.0]
+    sky = {"Object": {c: 2 * n for c, n in rung.chunk_rows["Object"].items()}}
+    cat = Catalog(sum(sky["Object"].values()), None, 1, None, 2**40, sky=sky)
+    p = predict_class([rung], "SHV1", cat, "warm")
+    assert p["tail_chunk_s"] == pytest.approx(80.0, rel=0.01) and p["czar_s"] == pytest.approx(0.0, abs=0.01)

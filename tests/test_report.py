@@ -213,9 +213,9 @@ def test_compare_gives_ratios_b_over_a(tmp_path, capsys):
     assert _rows(tmp_path / "c.csv") == _rows(out)
 
 
-def test_compare_matches_a_run_tabled_under_the_old_names(tmp_path):
-    """A run whose tables say seed / sequential (before the renames) compares key by key with
-    one that says char28 / one-file-at-a-time."""
+def test_compare_sets_no_figure_beside_another_names(tmp_path):
+    """A run whose tables name a variant and a strategy otherwise (seed / sequential, the names
+    before char28 / one-file-at-a-time) is not mapped onto today's: its rows are only in A."""
     a = make_run(tmp_path, "runA")
     b = make_run(tmp_path, "runB", factor=0.5)
     make_tables(a, report=REPORT)
@@ -224,9 +224,16 @@ def test_compare_matches_a_run_tabled_under_the_old_names(tmp_path):
     old.write_text(old.read_text().replace("char28", "seed").replace("one-file-at-a-time", "sequential"))
     assert "seed" in old.read_text()
     rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b, REPORT)}
-    key = "target=a, variant=char28, engine=innodb, strategy=parallel"
-    assert rows[("load_time", key, "seconds")]["ratio"] == 0.5
-    assert not [k for k in rows if k[0] == "load_time" and k[2] == "(row)"]
+    assert rows[("load_time", "target=a, variant=seed, engine=innodb, strategy=parallel", "(row)")]["note"] == "only in A"
+    assert rows[("load_time", "target=a, variant=char28, engine=innodb, strategy=parallel", "(row)")]["note"] == "only in B"
+
+
+def test_a_load_folder_of_the_layout_before_engines_is_refused_naming_the_version_that_reads_it(tmp_path):
+    from catbench.report.inputs import MetricsError, collect
+    run = make_run(tmp_path, "runA")
+    (run / "load" / "a" / "char28" / "sorted").mkdir(parents=True)   # load/<target>/<variant>/<strategy>/
+    with pytest.raises(MetricsError, match=r"char28/sorted: not a storage engine's folder; .* before commit 3df751e"):
+        collect(run)
 
 
 def test_compare_without_tables_fails_clearly(tmp_path, capsys):

@@ -141,23 +141,6 @@ def test_duplicates_are_caught_and_named(root, strategy, where):
     assert not (root / "results" / name).exists()
 
 
-def test_old_names_on_the_command_line_load_the_new_variant_and_strategy(root):
-    """`--variant seed --strategy sequential` (the names before char28 and one-file-at-a-time)
-    still load, under the new names, each with one warning line naming the option."""
-    files = write_files(root / "in" / "old-names", "char28", 2, 300)
-    out = root / "results" / "old-names"
-    r = subprocess.run([str(VENV_BIN / "catbench"), "load-index", "--target", "tmpdisk", "--path",
-                        str(root / "target-old-names"), "--out", str(out), "--input-dir", str(files[0].parent),
-                        "--variant", "seed", "--strategy", "sequential", "--optimize-limit-s", "0",
-                        "--lookup-count", "10", "--repetitions", "1"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    for old, new, flag in (("seed", "char28", "--variant"), ("sequential", "one-file-at-a-time", "--strategy")):
-        assert (r.stderr + r.stdout).count(f"{flag}: '{old}' is now '{new}'; the old name is accepted for one "
-                                           f"release") == 1, r.stderr
-    s = json.loads((out / "summary.json").read_text())
-    assert (s["variant"], s["strategy"], s["rows"], s["checksum_ok"]) == ("char28", "one-file-at-a-time", 600, True)
-
-
 def _holding(path) -> list[str]:
     """The processes that have ``path`` open (the killed load's own and its children's output)."""
     out = []

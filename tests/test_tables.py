@@ -137,7 +137,7 @@ def _corrupt(path: Path, text: bytes = b"\x00\x01 not what it should be \xff"):
 @pytest.mark.parametrize("rel, action", [
     ("load/a/char28/innodb/parallel/trace.parquet", "delete"),
     ("load/a/char28/innodb/parallel/summary.json", "delete"),
-    ("load/b/char28/one-file-at-a-time/samples.parquet", "corrupt"),
+    ("load/b/char28/innodb/one-file-at-a-time/samples.parquet", "corrupt"),
     ("load/a/char28/innodb/one-file-at-a-time/summary.json", "corrupt"),
     ("fio/a/fio.csv", "delete"),
     ("fio/b/fio.csv", "header-only-wrong"),

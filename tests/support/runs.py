@@ -46,11 +46,9 @@ def write_json(path: Path, doc):
 
 def write_load(run: Path, target, variant, strategy, seconds, rows, checksum_ok, stopped,
                intervals_csv=False):
-    # target b: the layout of results from before storage engines (no <engine>/ level: InnoDB)
-    d = run / "load" / target / variant / strategy if target == "b" else \
-        run / "load" / target / variant / "innodb" / strategy
+    d = run / "load" / target / variant / "innodb" / strategy
     write_json(d / "summary.json", {
-        "target": target, "variant": variant, "strategy": strategy, "files": 4, "rows": rows,
+        "target": target, "variant": variant, "engine": "innodb", "strategy": strategy, "files": 4, "rows": rows,
         "seconds": seconds, "rows_per_s": rows / seconds, "table_bytes": 2**20 * int(seconds),
         "checksum_ok": checksum_ok, "optimize_seconds": 1.5, "optimize_stopped": stopped,
         "lookup_qps": 1000.0, "lookup_p50_s": 0.001, "lookup_p99_s": 0.0025,
@@ -238,7 +236,7 @@ def myrocks_load(run: Path) -> Path:
                                                                    ("rocksdb", "one-file-at-a-time")))
     shutil.move(src, d)
     s = json.loads((d / "summary.json").read_text())
-    write_json(d / "summary.json", {**s, "strategy": "one-file-at-a-time", "optimize_stopped": False})
+    write_json(d / "summary.json", {**s, "engine": "rocksdb", "strategy": "one-file-at-a-time", "optimize_stopped": False})
     pq.write_table(pa.table({
         "time": [1000.0 + i for i in range(5)], "table_bytes": [i * 2**16 for i in range(5)],
         "Handler_write": [0, 250, 500, 750, 1000], "dev_read_bytes": [0] * 5,

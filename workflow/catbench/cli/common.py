@@ -76,15 +76,6 @@ def measured(func, target_dir=lambda args: getattr(args, "path", None)):
     return run
 
 
-def renamed_choice(option: str, choices):
-    """argparse ``type`` of an option whose values were renamed: an old name
-    (``core.infra.config.RENAMED``) becomes its new one, with a warning line naming the option."""
-    def convert(value: str) -> str:
-        from ..core.infra.config import renamed   # jsonschema: only when such an option is given
-        return renamed(option, value, choices)
-    return convert
-
-
 def settings_arg(text: str | None) -> dict:
     """--settings-json: server options as a JSON object."""
     if not text:
@@ -180,8 +171,7 @@ _SCALARS = {"integer": int, "number": float, "string": str}
 
 def _flag_keywords(flag: str, sub: dict) -> dict | None:
     """argparse keywords of ``--flag`` for a schema key: a number, a string, a boolean or a
-    list of them, an enum's names as its choices (an old name becomes its new one:
-    :func:`renamed_choice`); None for what a flag cannot give (objects)."""
+    list of them, an enum's names as its choices; None for what a flag cannot give (objects)."""
     kinds = [t for t in (sub.get("type") if isinstance(sub.get("type"), list) else [sub.get("type")])
              if t not in (None, "null")]
     if kinds == ["boolean"]:
@@ -189,10 +179,10 @@ def _flag_keywords(flag: str, sub: dict) -> dict | None:
     if kinds == ["array"]:
         items = sub.get("items") or {}
         if "enum" in items:
-            return {"nargs": "+", "choices": items["enum"], "type": renamed_choice(f"--{flag}", items["enum"])}
+            return {"nargs": "+", "choices": items["enum"]}
         return {"nargs": "+", "type": _SCALARS[items["type"]]} if items.get("type") in _SCALARS else None
     if "enum" in sub:
-        return {"choices": sub["enum"], "type": renamed_choice(f"--{flag}", sub["enum"])}
+        return {"choices": sub["enum"]}
     return {"type": _SCALARS[kinds[0]]} if len(kinds) == 1 and kinds[0] in _SCALARS else None
 
 

@@ -22,7 +22,7 @@ from ..fio.spec import TESTS, FioSpec
 from ..load.load_index import run_load_index
 from ..load.spec import LoadCase, LoadSpec
 from ..load.strategies import STRATEGIES
-from .common import (command, config_arg, flagged_config, guarded, measured, overrides, read_config, renamed_choice,
+from .common import (command, config_arg, flagged_config, guarded, measured, overrides, read_config,
                      section_flags, settings_arg)
 
 log = logging.getLogger(__name__)
@@ -170,10 +170,8 @@ def add_subcommands(subparsers) -> None:
                               description=cmd_load_index.__doc__)
     _target_args(p)
     p.add_argument("--input-dir", required=True, help="directory of index input TSV files (key, chunkId, subChunkId)")
-    p.add_argument("--variant", choices=sorted(VARIANTS), default="char28",
-                   type=renamed_choice("--variant", VARIANTS))
-    p.add_argument("--strategy", choices=STRATEGIES, default="one-file-at-a-time",
-                   type=renamed_choice("--strategy", STRATEGIES))
+    p.add_argument("--variant", choices=sorted(VARIANTS), default="char28")
+    p.add_argument("--strategy", choices=STRATEGIES, default="one-file-at-a-time")
     p.add_argument("--engine", choices=sorted(ENGINES), default="innodb",
                    help="storage engine of the index table (one of the config's load.engines)")
     p.add_argument("--config", help="config as JSON text or a YAML file: its load and server sections "

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from ..core.infra.files import atomic_path
+from ..core.infra.metrics import OLD_LOAD_LAYOUT
 
 COLUMNS = ("target", "variant", "engine", "strategy", "files", "rows", "seconds", "rows_per_s", "sort_seconds",
            "table_bytes", "lookup_qps", "lookup_p50_s", "lookup_p99_s", "optimize_seconds", "optimize_stopped")
@@ -26,7 +27,9 @@ def _read_summary(f) -> dict:
         s = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ValueError(f"{p}: unreadable load summary ({e}); re-run that load") from e
-    return {**{k: s.get(k) for k in COLUMNS}, "engine": s.get("engine") or "innodb"}  # before engines: InnoDB
+    if "engine" not in s:
+        raise ValueError(f"{p}: a load summary without its engine, {OLD_LOAD_LAYOUT}")
+    return {**{k: s.get(k) for k in COLUMNS}, "engine": s["engine"]}
 
 
 def compare_loads(summary_files, out_path):

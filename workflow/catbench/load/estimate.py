@@ -174,7 +174,7 @@ def fit_tables(summaries: list) -> dict:
     for p in summaries:
         s = json.loads(Path(p).read_text())
         if s.get("table_bytes") and s.get("rows"):
-            key = (s["variant"], s.get("engine") or "innodb", s["strategy"])
+            key = (s["variant"], s["engine"], s["strategy"])
             points.setdefault(key, []).append((s["rows"], s["table_bytes"]))
     out = {}
     for key, pts in sorted(points.items()):

@@ -1,23 +1,19 @@
-"""The report's first section: how long the user's catalog takes to load by each method, at
-the rows a ladder's prediction was made for (``predict/prediction.json``); without one, how
-to get it. After it, each restart kind's total and dominant phase at the node's size the
-prediction was made for (its "restarts", from a restart ladder: predict/restarts/model.md), also
-``tables/restart_at_scale.csv``. Then each query class on the user's nodes and catalog from its
-"queries" (``catbench predict --nodes``, predict/queries/model.md): its time with interval and n,
-the cache it runs from, what bounds it and its largest chunk query, or the model's refusal with
-the run that would lift it (``tables/queries_at_scale.csv``); each class at a few node counts
-(its "by_nodes") is ``queries_by_nodes``, drawn by ``plots/queries_at_scale.py``. Its plot (time
-against rows) is ``plots/at_scale.py``.
+"""The report's first section: how long the user's catalog takes to load by each method at the
+rows a ladder's prediction was made for (``predict/prediction.json``; without one, how to get it;
+its plot ``plots/at_scale.py``). Then each restart kind's total and dominant phase at the node's
+size (its "restarts": predict/restarts/model.md; ``tables/restart_at_scale.csv``, a far check's
+measured figures beside). Then each query class on the user's nodes and catalog (its "queries":
+predict/queries/model.md): time, interval and n, cache, bound and largest chunk query, or the
+refusal with the run that would lift it (``tables/queries_at_scale.csv``); at a few node counts
+``queries_by_nodes``, drawn by ``plots/queries_at_scale.py``.
 
-Before it, ``your_catalog``: the user's catalog as this run made it — its files, rows,
-footprint, density, copies, chunks and bytes a row — from what the stages wrote: the patch
-files read (catalog/patch/files.json), the catalog's shape beside the partition's figures
-(metrics/partition.json "catalog", core/sky/chunking.py ``facts``) and chunks/chunks.tsv."""
+Before it, ``your_catalog``: the user's catalog as this run made it (files, rows, footprint, density,
+copies, chunks, bytes a row) from what the stages wrote: catalog/patch/files.json, the catalog's shape
+beside the partition's figures (metrics/partition.json "catalog", core/sky/chunking.py ``facts``), chunks.tsv."""
 
 from __future__ import annotations
 
 import json
-
 import math
 from pathlib import Path
 
@@ -82,7 +78,7 @@ ENGINE_NAMES = {name: e.label for name, e in ENGINES.items()}
 
 def _protocol(r: dict) -> str:
     """'on InnoDB with random ids': the engine and the key order of a one-file-at-a-time load."""
-    engine = r.get("engine") or "innodb"
+    engine = r["engine"]
     layout = r.get("id_layout")
     name, _, order = (layout or "").partition(" (")    # "spatial (chunk order)": ids, then their order
     ids = "" if not layout else " with your own ids" if name == "source" else f" with {name} ids"
@@ -101,7 +97,7 @@ def _lead(rows: list, n, pool) -> str:
             f"{best.get('regime')}")
     # the protocol as the 2017 study loaded it: on InnoDB when one was predicted, else the fastest
     slow = sorted((r for r in done if r.get("strategy") == ONE_FILE_AT_A_TIME and r is not best),
-                  key=lambda r: (r.get("engine") or "innodb") != "innodb")
+                  key=lambda r: r["engine"] != "innodb")
     if slow:
         t = _all_rows(slow[0])[0]
         text += f"; the one-file-at-a-time protocol {_protocol(slow[0])} **{short(t)}**, {t / s:,.0f}× as long"
@@ -137,10 +133,9 @@ RESTART_HOW_TO = ("No restart at your scale in this run: `make restart-ladder` r
 
 
 def restart_rows(doc) -> list[dict]:
-    """One row per (target, kind) of a prediction's "restarts" (none: [])."""
-    out = []
-    at = (doc or {}).get("at") or {}
-    # a far check's scores (catbench predict --measured): its measured figures beside the predicted
+    """One row per (target, kind) of a prediction's "restarts" (none: []), with a far check's
+    measured figures beside it where ``catbench predict --measured`` scored it."""
+    out, at = [], (doc or {}).get("at") or {}
     seen = {json.dumps(m["key"], sort_keys=True): m for m in (doc or {}).get("measured") or []
             if isinstance(m, dict) and isinstance(m.get("key"), dict)}
     for p in (doc or {}).get("predictions") or []:
@@ -148,12 +143,10 @@ def restart_rows(doc) -> list[dict]:
             continue
         dom = next((x for x in p.get("phases") or [] if x.get("phase") == p.get("dominant")), {})
         m = seen.get(json.dumps(p["key"], sort_keys=True), {})
-        out.append({"target": p["key"].get("target"), "kind": p["key"].get("kind"), "total_s": p.get("total_s"),
-                    "total_ci_low": p.get("total_ci_low"), "total_ci_high": p.get("total_ci_high"),
-                    "at_most_s": p.get("at_most_s"), "confidence": p.get("confidence"), "dominant": p.get("dominant"), "dominant_s": dom.get("seconds"),
-                    "dominant_bound": dom.get("bound"), "driver": dom.get("driver"),
-                    "quantity_bytes": dom.get("quantity_bytes"), "quantity_in_bytes": dom.get("quantity_in_bytes"),
-                    "past_rungs": dom.get("past_rungs"),
+        out.append({"target": p["key"].get("target"), "kind": p["key"].get("kind"), **{k: p.get(k) for k in (
+                        "total_s", "total_ci_low", "total_ci_high", "at_most_s", "confidence", "dominant")},
+                    "dominant_s": dom.get("seconds"), "dominant_bound": dom.get("bound"),
+                    **{k: dom.get(k) for k in ("driver", "quantity_bytes", "quantity_in_bytes", "past_rungs")},
                     "regime": "; ".join(p.get("regime") or []) or None, "refused": p.get("refused"),
                     **{k: at.get(k) for k in ("data_bytes", "pool_bytes", "redo_log_bytes")},
                     **{("n_measured" if k == "n" else k): m.get(k) for k in MEASURED}})
@@ -161,9 +154,8 @@ def restart_rows(doc) -> list[dict]:
 
 
 # the columns a far check's score adds (predict/restarts/model.py score)
-MEASURED = ("total_measured_s", "total_ratio", "total_inside", "n", "dominant_ratio", "dominant_inside",
-            "measured_dominant", "measured_dominant_measured_s", "measured_dominant_ratio",
-            "measured_dominant_inside", "dominant_agrees")
+MEASURED = ("total_measured_s", "total_ratio", "total_inside", "n", "dominant_ratio", "dominant_inside", "measured_dominant",
+            "measured_dominant_measured_s", "measured_dominant_ratio", "measured_dominant_inside", "dominant_agrees")
 
 
 def _restart_row(r: dict) -> list:
@@ -178,8 +170,7 @@ def _restart_row(r: dict) -> list:
 
 
 def _measured_cell(r: dict) -> str:
-    """A far check's measured total beside the predicted one; a miss said (outside [0.67, 1.5], or
-    another phase dominant than the one predicted)."""
+    """A far check's measured total; a miss said (outside [0.67, 1.5], or another phase dominant)."""
     if r.get("total_measured_s") is None:
         return "–"
     miss = not (0.67 <= r["total_ratio"] <= 1.5) or not r.get("dominant_agrees")
@@ -321,8 +312,7 @@ QUERY_AGAIN = ("No query answer at your scale in this run's prediction, though t
                "`catbench predict … --nodes N --objects X --out results/<run>/predict/prediction.json`.")
 # the CSV's columns, units in their names; a class the model refused has its figures empty
 QUERY_COLUMNS = ("target", "query", "nodes", "objects", "chunks", "node_data_bytes", "ram_bytes", "cache", "seconds",
-                 "ci_low_s", "ci_high_s", "n_chunk_queries", "bound", "tail_chunk_s", "chunk_s", "czar_s", "refused",
-                 "run")
+                 "ci_low_s", "ci_high_s", "n_chunk_queries", "bound", "tail_chunk_s", "chunk_s", "czar_s", "refused", "run")
 
 
 def _query_number(v):
@@ -393,8 +383,7 @@ def qdur(s) -> str:
 def _query_reason(r: dict) -> str:
     """A refusal without its class's name (the model's sentence opens with it)."""
     text = r.get("refused") or ""
-    head = f"{r.get('query')}: "
-    return text[len(head):] if r.get("query") and text.startswith(head) else text
+    return text.removeprefix(f"{r['query']}: ") if r.get("query") else text
 
 
 def _query_row(r: dict) -> list:

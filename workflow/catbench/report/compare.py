@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..core.infra.config import RENAMED
 from ..core.infra.jobs.isolation import ran_alone
 from . import noise
 from .inputs import MetricsError
@@ -179,7 +178,7 @@ def met_other_work(results) -> list | None:
     for r in rows:
         if not ran_alone(r):
             stage, *segs = r["job"].split("/")
-            out.append((stage, tuple(str(RENAMED.get(x, x)) for x in segs)))
+            out.append((stage, tuple(segs)))
     return out
 
 
@@ -277,9 +276,7 @@ def compare(results_a, results_b, report: ReportSpec | None, floor: dict | None 
 
 
 def _key_of(row: dict, keys: list) -> tuple:
-    """A row's key; a variant or strategy under its old name (core.infra.config.RENAMED) as its new
-    one, so that a run from before the renames compares with one after."""
-    return tuple(str(RENAMED.get(row[k], row[k]) if k in ("variant", "strategy") else row[k]) for k in keys)
+    return tuple(str(row[k]) for k in keys)
 
 
 def _raw(column: str) -> bool:

@@ -8,7 +8,7 @@ the right header; a file that a present stage needs but is missing or unreadable
     fio/<target>/fio.csv                       target,test,MBps,iops,clat_p50_us,clat_p99_us,direct,
                                                numjobs,size_bytes,runtime_s,json,[repetition]
     load/<target>/<variant>/<engine>/<strategy>/  one directory per load, all four files required
-                                               (before engines: load/<target>/<variant>/<strategy>/, innodb):
+                                               (an older layout is refused: OLD_LOAD_LAYOUT):
         summary.json                           target, variant, engine, strategy, files, rows, seconds,
                                                rows_per_s, table_bytes, lookup_p50_s, lookup_p99_s,
                                                lookup_qps, optimize_seconds, optimize_stopped,
@@ -65,6 +65,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
+from ..core.infra.metrics import OLD_LOAD_LAYOUT
 from .at_scale import curve_rows, prediction_row, query_tables, restart_rows
 from .spec import MetricsError
 from .views import I, REQUIRED, S, VIEWS, current_names
@@ -197,7 +198,7 @@ def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
     variables = server.get("variables") if isinstance(server.get("variables"), dict) else {}
     row["server_version"] = variables.get("version") or server.get("version")
     # the engine's page cache: InnoDB's buffer pool, MyRocks' block cache
-    engine = ENGINES.get(row.get("engine") or "innodb")
+    engine = ENGINES.get(row["engine"])
     row["buffer_pool_bytes"] = variables.get(engine.cache_variable if engine else "innodb_buffer_pool_size")
     row["summary_path"] = str(path)
     reps = s.get("repetitions") if isinstance(s.get("repetitions"), list) else None
@@ -249,11 +250,8 @@ class _Reader:
         for tdir in self.dirs(self.run / "load"):
             for vdir in self.dirs(tdir):
                 for edir in self.dirs(vdir):
-                    if edir.name not in ENGINES:   # results from before storage engines: InnoDB
-                        self.inp.present.add("load")
-                        self._load(edir, {"target": tdir.name, "variant": vdir.name, "engine": "innodb",
-                                          "strategy": edir.name})
-                        continue
+                    if edir.name not in ENGINES:
+                        raise MetricsError(f"{edir}: not a storage engine's folder; a load folder {OLD_LOAD_LAYOUT}")
                     for sdir in self.dirs(edir):
                         self.inp.present.add("load")
                         self._load(sdir, {"target": tdir.name, "variant": vdir.name, "engine": edir.name,

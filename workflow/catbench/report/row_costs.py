@@ -16,7 +16,7 @@ INDEX_KB_WORTH_SAYING = 1.0    # KiB of SST index blocks read a row below which 
 
 
 def _key(r: dict) -> tuple:
-    return r["target"], r["variant"], r.get("engine") or "innodb", r["strategy"]
+    return r["target"], r["variant"], r["engine"], r["strategy"]
 
 
 def _page_read_us(storage: list, target: str) -> float | None:

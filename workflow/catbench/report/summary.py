@@ -53,7 +53,7 @@ class Tables:
 # ---------------------------------------------------------------- formatting
 def _column(r: dict) -> str:
     """A load's column in the side-by-side tables: its strategy, with its engine when not InnoDB."""
-    e = r.get("engine") or "innodb"
+    e = r["engine"]
     return r["strategy"] if e == "innodb" else f"{r['strategy']} ({e})"
 
 

@@ -71,16 +71,12 @@ def preflight(workflow, config: dict, argv: list[str]) -> Preflight:
     from ...core.infra.targets import TargetError
     from ...prepare.own import spec as patch_spec
     main = workflow.is_main_process
-
-    def warn(line):     # an old name mapped by the validation, said once per run
-        if main:
-            _say(f"warning: {line}")
     try:
         for file in workflow.overwrite_configfiles or ():   # Snakemake lets a repeated key win silently
             cb_config.read_file(file, "--configfile")
         valid = cb_config.validate(cb_config.typed_overrides(
             cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)),
-            warn=warn, resolve=lambda c: patch_spec.resolve(c, results=Path("results")))
+            resolve=lambda c: patch_spec.resolve(c, results=Path("results")))
     except cb_config.ConfigError as e:
         raise PreflightError(str(e)) from None
     config.clear()

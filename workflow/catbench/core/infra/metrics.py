@@ -20,6 +20,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+# A load's results folder of the layout before storage engines (load/<target>/<variant>/<strategy>/),
+# refused wherever results are read, naming the version that reads it.
+OLD_LOAD_LAYOUT = ("written before storage engines (load/<target>/<variant>/<strategy>/): catbench before "
+                   "commit 3df751e reads it (git checkout 3df751e~1); or run its loads again")
+
 class Progress:
     """Log 'done/total, rows/s, ETA' at most every ``every`` seconds."""
 

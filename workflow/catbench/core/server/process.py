@@ -80,6 +80,10 @@ class Launch:
                       "ram": ram, "page_cache_hold": page, **over})
 
 
+
+class ServerGone(ServerError):
+    """A connection asked of a server that is not running."""
+
 class Server:
     """A private server; use as ``with Server(...) as srv:`` (initialises if needed).
     catbench's own options (Galera provider, cluster address, ports) go into ``internal``
@@ -407,7 +411,7 @@ class Server:
     def connect(self, **kw):
         """A mysql.connector connection over the socket (LOCAL INFILE allowed)."""
         if not self.running:
-            raise ServerError(f"target {self.name}: server is not running")
+            raise ServerGone(f"target {self.name}: server is not running")
         return self._raw_connect(**kw)
 
     def __enter__(self):
@@ -433,7 +437,8 @@ class Server:
         except Exception:  # noqa: BLE001 - never leave a server behind
             self.kill()
             raise
-        if died and isinstance(exc, Exception) and not isinstance(exc, ServerError):
+        # a connection asked after the death says only "not running": the death is the news
+        if died and isinstance(exc, Exception) and (not isinstance(exc, ServerError) or isinstance(exc, ServerGone)):
             how = (f"killed by signal {-rc}" if rc is not None and rc < 0
                    else f"exit code {rc}" if rc is not None else "gone")
             how += oom

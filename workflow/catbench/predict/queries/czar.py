@@ -25,6 +25,7 @@ class RungCzar:
     driver: np.ndarray      # its own chunks' drivers, for the chunk part at its own size
     connections: int
     size: float             # its data bytes: the largest rung carries its cost a unit
+    med: np.ndarray | None = None   # a box class's own chunk medians (NaN: not timed), else None
 
 
 @dataclass(frozen=True)

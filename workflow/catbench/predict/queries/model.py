@@ -127,6 +127,32 @@ def _class_chunks(rung: QueryRung, query: str, cat: Catalog) -> tuple[np.ndarray
     return user_chunks(rung, table, cat) if whole_sky else box_chunks(rung, table, cat, box)
 
 
+def box_medians(rung: QueryRung, query: str, cache: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """A box class's chunks at ``rung`` in box order: (each one's median seconds in ``cache``, NaN
+    where not timed; its own driver); None for a class that read every chunk. The box covers a
+    different share of each chunk, so chunks of one size take different times: each is priced on
+    its own time, scaled by its driver at the user's density (``_box_scale``)."""
+    box = sorted({x.chunk for x in rung.obs if x.query == query})
+    if len(box) >= len(rung.chunk_rows.get("Object", {})) and CLASSES[query][1] == "bytes":
+        return None
+    table = CLASSES[query][0]
+    rows = np.array([rung.chunk_rows.get(table, {}).get(c, 0.0) for c in box])
+    nbytes = np.array([rung.chunk_bytes.get(table, {}).get(c, 0.0) for c in box])
+    med = np.array([np.median(v) if (v := [x.seconds for x in rung.obs if x.query == query and x.cache == cache
+                                           and x.chunk == c]) else np.nan for c in box])
+    return med, _driver(query, rows, nbytes)
+
+
+def _box_scale(own, d: float, s: float) -> np.ndarray | float:
+    """Each box chunk's slope ÷ the fit's: its own time less the dispatch ÷ (s × its driver) at the
+    largest rung; 1 where it was not timed or has no driver (the fit's slope then)."""
+    if own is None or s <= 0:
+        return 1.0
+    med, x = own
+    ok = np.isfinite(med) & (x > 0)
+    return np.where(ok, np.maximum(np.nan_to_num(med) - d, 0.0) / (s * np.where(ok, x, 1.0)), 1.0)
+
+
 def _own_size(rung: QueryRung) -> Catalog:
     return Catalog(rung.data_rows("Object"), None, 1, None, None)
 
@@ -146,7 +172,9 @@ def _czar_rungs(rungs: list[QueryRung], query: str, cache: str) -> list[RungCzar
         rows, nbytes = _class_chunks(r, query, _own_size(r))
         if reps and len(rows):
             x = czar.quantity(query, _index_rows(query, r, _own_size(r)), len(rows))
-            out.append(RungCzar(x, np.array(reps, float), _driver(query, rows, nbytes), r.connections, r.data_bytes()))
+            own = box_medians(r, query, cache)
+            out.append(RungCzar(x, np.array(reps, float), _driver(query, rows, nbytes), r.connections, r.data_bytes(),
+                                None if own is None else own[0]))
     return out
 
 
@@ -156,7 +184,10 @@ def _czar_at(rungs: list[RungCzar], d: float, s: float, x_user: float,
     if not rungs:
         return 0.0, None
     # at the rungs' own device: no --device ratio
-    chunk = np.array([_class_time(d + s * r.driver, 1, r.connections)[0] for r in rungs])
+    # a box class's chunk part at a rung is its own chunks' times (their dispatch at least)
+    chunk = np.array([_class_time(d + s * r.driver if r.med is None else
+                                  np.where(np.isfinite(r.med), np.maximum(np.nan_to_num(r.med), d), d + s * r.driver),
+                                  1, r.connections)[0] for r in rungs])
     x = np.array([r.x for r in rungs])
     law = czar.fit_czar(x, czar.residuals(rungs, chunk, rng), int(np.argmax([r.size for r in rungs])))
     return law.at(x_user), law
@@ -208,11 +239,12 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str, 
     floor = _device_floor(query, u_bytes, cat) if cache != "warm" else 0.0
     cz = _czar_rungs(rungs, query, cache)
     cx_user = czar.quantity(query, _index_rows(query, big, cat), len(x_user))
+    own = box_medians(big, query, cache)
 
     def at(d: float, s: float) -> tuple[float, np.ndarray]:
         # another device scales what the cold repetitions added to the warm ones' slope (the
         # rungs' reads), never the CPU a byte they share; and it reads a node's bytes at its rate
-        tc = d + (s if cpu_s is None else cpu_s + max(s - cpu_s, 0.0) * ratio) * x_user
+        tc = d + (s if cpu_s is None else cpu_s + max(s - cpu_s, 0.0) * ratio) * x_user * _box_scale(own, d, s)
         return max(_class_time(tc, cat.nodes, big.connections)[0], floor), tc
 
     def draw(rng: np.random.Generator) -> float:

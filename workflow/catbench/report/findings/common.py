@@ -25,17 +25,13 @@ def _secs(r: dict) -> Figure:
     return Figure.from_row(r, "seconds")
 
 
-def _engine(r: dict) -> str:
-    return r.get("engine") or "innodb"
-
-
 def _label(r: dict) -> str:
     """A load's name in a sentence: its strategy, and its engine when not InnoDB (the 2017 study's)."""
-    return f"`{r['strategy']}`" + ("" if _engine(r) == "innodb" else f" on {_engine(r)}")
+    return f"`{r['strategy']}`" + ("" if r['engine'] == "innodb" else f" on {r['engine']}")
 
 
 def _is_one_file_at_a_time(r: dict) -> bool:
-    return r["strategy"] == ONE_FILE_AT_A_TIME and _engine(r) == "innodb"
+    return r["strategy"] == ONE_FILE_AT_A_TIME and r["engine"] == "innodb"
 
 
 def _stopped(r: dict) -> bool:

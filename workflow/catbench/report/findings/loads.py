@@ -7,7 +7,7 @@ from ...core.index.table import ENGINES
 from ..stats import Figure, verdict
 
 from ..wording import fmt, interval_text, versus
-from .common import (ONE_FILE_AT_A_TIME, _engine, _input_rows, _label, _mb, _order, _rate, _runner_up,
+from .common import (ONE_FILE_AT_A_TIME, _input_rows, _label, _mb, _order, _rate, _runner_up,
                      _secs, _speedup_text, _stopped, _stopped_text, _server_bound, _is_one_file_at_a_time,
                      lead)
 
@@ -49,18 +49,18 @@ def collapse(rows: list, loads: list) -> list:
     same order, so only the engine differs) against table size / cache."""
     out, best, told, misses = [], {}, 0, 0
     for r in sorted((r for r in loads if r.get("seconds")), key=lambda r: r["seconds"]):
-        best.setdefault((r["target"], r["variant"], _engine(r)), r["strategy"])
+        best.setdefault((r["target"], r["variant"], r["engine"]), r["strategy"])
     for r in rows:
         if r["strategy"] != ONE_FILE_AT_A_TIME:
             continue
-        key = (r["target"], r["variant"], _engine(r))
+        key = (r["target"], r["variant"], r["engine"])
         half = Figure.from_row(r, "half_table_over_pool")
-        pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"], _engine(x)) == key
+        pool = next((x.get("buffer_pool_bytes") for x in loads if (x["target"], x["variant"], x["engine"]) == key
                      and x["strategy"] == ONE_FILE_AT_A_TIME), None)
-        cache = ENGINES[_engine(r)].cache_words if _engine(r) in ENGINES else f"{_engine(r)} cache"
+        cache = ENGINES[r['engine']].cache_words if r['engine'] in ENGINES else f"{r['engine']} cache"
         head = f"{r['target']} ({r['variant']} table): " + (
-            f"the `{ONE_FILE_AT_A_TIME}` protocol" if _engine(r) == "innodb"
-            else f"`{ONE_FILE_AT_A_TIME}` on {_engine(r)}")
+            f"the `{ONE_FILE_AT_A_TIME}` protocol" if r['engine'] == "innodb"
+            else f"`{ONE_FILE_AT_A_TIME}` on {r['engine']}")
         final = r.get("final_over_initial")
         if r.get("n_halved") and final is not None and final >= 0.5:
             # a dip on a load too short or small to collapse: its rate came back
@@ -77,7 +77,7 @@ def collapse(rows: list, loads: list) -> list:
                     f"n={r['n']})")
         text += (f"; it ended at {fmt(r.get('final_rows_per_s'), 'rows/s')}, "
                  f"{fmt(100 * (r.get('final_over_initial') or 0), '%')} of its initial rate")
-        other = next((x for x in rows if (x["target"], x["variant"], _engine(x)) == key
+        other = next((x for x in rows if (x["target"], x["variant"], x["engine"]) == key
                       and x["strategy"] == best.get(key) and x["strategy"] != ONE_FILE_AT_A_TIME), None)
         if other is not None:
             text += f" (`{other['strategy']}` ended at {fmt(other.get('final_rows_per_s'), 'rows/s')})"
@@ -95,7 +95,7 @@ def _prediction(r: dict, collapsed: bool) -> tuple[str, bool]:
     """What index/working_set.json predicted for the input (prepare/working_set.md), and whether
     the load contradicted it (a miss, named)."""
     ratio = r.get("predicted_working_set_over_pool")
-    if ratio in (None, "") or _engine(r) != "innodb":
+    if ratio in (None, "") or r["engine"] != "innodb":
         return "", False
     expected = float(ratio) > 1
     miss = expected != collapsed
@@ -136,17 +136,17 @@ def engines(loads: list, rows: list, thr: dict) -> list:
     the verdict on seconds, and how much of its initial rate each kept to the end."""
     out = []
     for r in loads:
-        if _engine(r) == "innodb" or not r.get("seconds"):
+        if r["engine"] == "innodb" or not r.get("seconds"):
             continue
         key = (r["target"], r["variant"], r["strategy"])
         inno = next((x for x in loads if (x["target"], x["variant"], x["strategy"]) == key
-                     and _engine(x) == "innodb" and x.get("seconds")), None)
+                     and x["engine"] == "innodb" and x.get("seconds")), None)
         if inno is None:
             continue
-        head = f"{r['target']} ({r['variant']} table), `{r['strategy']}`: {_engine(r)} "
+        head = f"{r['target']} ({r['variant']} table), `{r['strategy']}`: {r['engine']} "
         if _stopped(r) or _stopped(inno):   # seconds of a stopped load are its limit: compare rates
             v = verdict(_rate(r), _rate(inno), higher_is_better=True, **thr)
-            cut = " and ".join(f"{_engine(x)} after {fmt(x['rows'] / 1e6, 'M')} rows"
+            cut = " and ".join(f"{x['engine']} after {fmt(x['rows'] / 1e6, 'M')} rows"
                                for x in (r, inno) if _stopped(x))
             text = (f"{head}{interval_text(_rate(r), 'rows/s')} is {versus('InnoDB', v, unit='rows/s')} "
                     f"(stopped at the time limit: {cut})")
@@ -154,9 +154,9 @@ def engines(loads: list, rows: list, thr: dict) -> list:
             v = verdict(_secs(r), _secs(inno), **thr)
             text = f"{head}{interval_text(_secs(r), 's')} is {versus('InnoDB', v, unit='s')}"
         kept = {e: next((c.get("final_over_initial") for c in rows if (c["target"], c["variant"], c["strategy"])
-                         == key and _engine(c) == e), None) for e in (_engine(r), "innodb")}
+                         == key and c["engine"] == e), None) for e in (r["engine"], "innodb")}
         if all(x is not None for x in kept.values()):
-            text += (f"; at the end it loaded at {fmt(100 * kept[_engine(r)], '%')} of its initial rate, "
+            text += (f"; at the end it loaded at {fmt(100 * kept[r['engine']], '%')} of its initial rate, "
                      f"InnoDB at {fmt(100 * kept['innodb'], '%')}")
         if r.get("table_bytes") and inno.get("table_bytes") and r.get("rows") and inno.get("rows"):
             ratio = (r["table_bytes"] / r["rows"]) / (inno["table_bytes"] / inno["rows"])

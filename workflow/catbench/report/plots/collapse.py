@@ -9,7 +9,6 @@ from .style import (
     ENGINE_STYLE,
     _best,
     _empty,
-    _engine,
     _legend_from,
     _median_repetition,
     _name,
@@ -35,8 +34,8 @@ def draw(plt, curve: list, loads: list, collapse: list, path: Path) -> bool:
     variants, col, best = _order(r["variant"] for r in pts), colours(r["target"] for r in loads), _best(loads)
     fig, axes = plt.subplots(1, len(variants), figsize=(11, 4.6), squeeze=False, layout="constrained")
     for ax, var in zip(axes[0], variants):
-        for tg, eng in _order((r["target"], _engine(r)) for r in pts if r["variant"] == var):
-            line = _median_repetition([r for r in pts if (r["target"], r["variant"], _engine(r)) == (tg, var, eng)])
+        for tg, eng in _order((r["target"], r["engine"]) for r in pts if r["variant"] == var):
+            line = _median_repetition([r for r in pts if (r["target"], r["variant"], r["engine"]) == (tg, var, eng)])
             xs = [p["table_over_pool"] for p in line]
             innodb = eng == "innodb"
             style, mark = ENGINE_STYLE.get(eng, ("-.", "^"))
@@ -47,7 +46,7 @@ def draw(plt, curve: list, loads: list, collapse: list, path: Path) -> bool:
             if innodb and b is not None and _num(b.get("rows_per_s")):
                 ax.plot([0, max(xs)], [b["rows_per_s"]] * 2, "--", color=col[tg], lw=2,
                         label=f"{tg}: {_name(b)} (fastest; end-to-end mean)")
-            half = next((c for c in collapse if (c["target"], c["variant"], c["strategy"], _engine(c)) ==
+            half = next((c for c in collapse if (c["target"], c["variant"], c["strategy"], c["engine"]) ==
                          (tg, var, ONE_FILE_AT_A_TIME, eng) and _num(c.get("half_table_over_pool"))), None)
             if half:
                 ax.plot([half["half_table_over_pool"]], [0.5 * half["initial_rows_per_s"]], "X" if innodb else "P",

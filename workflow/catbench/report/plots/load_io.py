@@ -52,7 +52,7 @@ def _bars(rs: list, a, b, col: dict) -> None:
 def _over_load(curve: list, axes) -> bool:
     """The one-file-at-a-time protocol on InnoDB, one colour per target (its median repetition):
     per window of files, the rate and the device's reads (dotted) and writes (solid)."""
-    pts = [r for r in curve if r["strategy"] == ONE_FILE_AT_A_TIME and (r.get("engine") or "innodb") == "innodb"
+    pts = [r for r in curve if r["strategy"] == ONE_FILE_AT_A_TIME and r["engine"] == "innodb"
            and _num(r.get("table_over_pool")) is not None and _num(r.get("rows_per_s"))]
     on_disk = {(r["target"], r["variant"]) for r in pts if _num(r.get("write_MBps")) is not None}
     col = colours(r["target"] for r in pts)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ...core.index.table import ENGINES
 from ..findings import PREDICTION_BAND
-from .style import _engine, _legend_from, _num, _save, colours
+from .style import _legend_from, _num, _save, colours
 
 ORDER = 7   # its place in the report
 TABLES = ('prediction_validation',)   # draw()'s arguments, in order
@@ -30,12 +30,12 @@ def draw(plt, validation: list, path: Path) -> bool:
     ax.axvspan(lo, hi, color="grey", alpha=0.15, label=f"within [{lo}, {hi}]")
     ax.axvline(1.0, color="grey", lw=1)
     for i, (r, unit, ratio) in enumerate(pts):
-        eng = _engine(r)
+        eng = r["engine"]
         ax.plot(ratio, i, ENGINE_MARKER.get(eng, "D"), ms=9, mew=2, color=col[r["target"]],
                 mfc="white" if unit == "rows" else col[r["target"]],
                 label=f"{r['target']} · {eng}" + (" (rows by its time limit)" if unit == "rows" else " (seconds)"))
         ax.annotate(f"{ratio:.2f}", (ratio, i), xytext=(8, -3), textcoords="offset points", fontsize=8)
-    ax.set_yticks(range(len(pts)), [f"{_engine(r)} {r['strategy']}" for r, _, _ in pts])
+    ax.set_yticks(range(len(pts)), [f"{r['engine']} {r['strategy']}" for r, _, _ in pts])
     ax.set(xscale="log", xlim=(min(0.4, min(p[2] for p in pts) / 1.3), max(2.5, max(p[2] for p in pts) * 1.3)),
            ylim=(-0.7, len(pts) - 0.3))
     ax.set_xticks(t := [0.5, lo, 1, hi, 2], [f"{v:g}" for v in t], minor=False), ax.minorticks_off()

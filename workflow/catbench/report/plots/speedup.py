@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..findings import ONE_FILE_AT_A_TIME
-from .style import _empty, _engine, _legend_from, _name, _num, _order, _save, colours
+from .style import _empty, _legend_from, _name, _num, _order, _save, colours
 
 ORDER = 1   # its place in the report
 TABLES = ('load_time',)   # draw()'s arguments, in order
@@ -44,7 +44,7 @@ def draw(plt, loads: list, path: Path) -> bool:
                     top=max(r.get("speedup_ci_high") or r["speedup_vs_one_file_at_a_time"] for r in vr) * 4)
         ax.set_xticks(range(len(strategies)), strategies)
         ax.set_title(f"{var} table: speed-up over `{ONE_FILE_AT_A_TIME}` (1x"
-                     + (", same engine)" if len({_engine(r) for r in vr}) > 1 else ")"))
+                     + (", same engine)" if len({r["engine"] for r in vr}) > 1 else ")"))
         ax.set_xlabel("loading strategy")
         ax.set_ylabel("speed-up (x, log scale)")
     handles, labels = _legend_from(axes[0])

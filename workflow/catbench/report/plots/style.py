@@ -106,13 +106,9 @@ def _median_repetition(rows: list) -> list:
     return sorted(reps[ranked[(len(ranked) - 1) // 2]], key=lambda p: p["files_done"])
 
 
-def _engine(r: dict) -> str:
-    return r.get("engine") or "innodb"
-
-
 def _name(r: dict) -> str:
     """A load's label: its strategy, with its engine when not InnoDB (the 2017 study's)."""
-    return r["strategy"] if _engine(r) == "innodb" else f"{r['strategy']} ({_engine(r)})"
+    return r["strategy"] if r['engine'] == "innodb" else f"{r['strategy']} ({r['engine']})"
 
 
 def _best(loads: list) -> dict:

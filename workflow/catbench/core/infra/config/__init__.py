@@ -27,39 +27,6 @@ from .owner import foreign_owner, user_name
 log = logging.getLogger(__name__)
 
 
-# Names a user may still give for one release, each with the name that replaced it: the
-# index table's variants (load.variants, queries.index_variant, restart.variant,
-# cluster.variant) and the one-file-at-a-time strategy (load.strategies, load.skip). A name
-# is mapped where the schema lists its new name; the CLI's options map theirs here too.
-RENAMED = {"seed": "char28", "qserv": "bigint", "sequential": "one-file-at-a-time"}
-
-
-def renamed(key: str, value, allowed=None, warn=None):
-    """``value`` of config key (or option) ``key``, an old name of :data:`RENAMED` replaced by
-    its new one (only where ``allowed`` lists it), with one warning line naming the key."""
-    new = RENAMED.get(value) if isinstance(value, str) else None
-    if new is None or (allowed is not None and new not in allowed):
-        return value
-    (warn or log.warning)(f"{key}: {value!r} is now {new!r}; the old name is accepted for one release")
-    return new
-
-
-def _renamed_values(schema: dict, value, path: list, warn):
-    """``value`` (of the config key at ``path``) with the old names mapped wherever its
-    schema's enum lists the new name; load.skip's engine/strategy pairs by their strategy."""
-    key = _key(path)
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        return {k: _renamed_values(props[k], v, [*path, k], warn) if k in props else v for k, v in value.items()}
-    if isinstance(value, list):
-        return [_renamed_values(schema.get("items", {}), v, path, warn) for v in value]
-    if key == "load.skip" and isinstance(value, str) and "/" in value:
-        engine, _, strategy = value.partition("/")
-        strategies = load_schema()["properties"]["load"]["properties"]["strategies"]["items"]["enum"]
-        return f"{engine}/{renamed(key, strategy, strategies, warn)}"
-    return renamed(key, value, schema.get("enum", ()), warn)
-
-
 def _key(path) -> str:
     return ".".join(str(p) for p in path) or "(top level)"
 
@@ -200,9 +167,8 @@ def _check_values(value, path: list) -> None:
         raise ConfigError(f"config key '{_key(path)}': {value!r} holds a line break or a NUL; give it on one line")
 
 
-def validate(config: dict, whole: bool = True, warn=None, resolve=None) -> dict:
-    """A validated copy of ``config`` with defaults filled in and old names mapped
-    (:data:`RENAMED`, each with a line to ``warn``, default the log); raises ConfigError.
+def validate(config: dict, whole: bool = True, resolve=None) -> dict:
+    """A validated copy of ``config`` with defaults filled in; raises ConfigError.
     ``whole`` False: the sections a job was given (its rule's JSON); checks across stages
     then apply only if ``stages`` is among them (the run's own validation did them).
     ``resolve``: given the schema-valid config, returns it with what only the user's files
@@ -212,7 +178,7 @@ def validate(config: dict, whole: bool = True, warn=None, resolve=None) -> dict:
     across_stages = whole or "stages" in config
     _check_size(config, "the configuration")
     _check_values(config, [])
-    cfg = _renamed_values(schema, copy.deepcopy(dict(config)), [], warn)
+    cfg = copy.deepcopy(dict(config))
     if isinstance(cfg, dict):
         _fill_defaults(schema, cfg)
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(cfg),
@@ -357,12 +323,11 @@ def section(name: str, given: dict | None = None) -> dict:
 
 
 def check_section(name: str, value: dict):
-    """One config section (e.g. from a job's --config JSON) against its schema, its old
-    names mapped in place (:data:`RENAMED`); the error names every bad key."""
+    """One config section (e.g. from a job's --config JSON) against its schema; the error
+    names every bad key."""
     schema = load_schema()["properties"][name]
     _check_size(value, f"config key '{name}'")
     _check_values(value, [name])
-    value.update(_renamed_values(schema, value, [name], None))
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value),
                     key=lambda e: list(e.absolute_path))
     if errors:
