@@ -155,7 +155,9 @@ def test_the_schema_and_the_workflow_take_every_engine_and_variant_of_the_regist
     load = load_schema()["properties"]["load"]
     assert load["properties"]["engines"]["items"]["enum"] == list(ENGINES)
     assert load["properties"]["variants"]["items"]["enum"] == list(VARIANTS)
-    assert '"|".join(cb_index_table.ENGINES)' in (root / "Snakefile").read_text()
+    from catbench.cli.workflow.dag import Dag
+    assert (Dag.engines, Dag.variants) == (tuple(ENGINES), tuple(VARIANTS))
+    assert '"|".join(RUN.engines)' in (root / "Snakefile").read_text()
 
 
 def test_every_engines_plugin_is_one_the_server_knows_how_to_load():

@@ -149,7 +149,11 @@ def test_a_run_with_queries_answers_them_at_predict_queries_in_the_predict_stage
     rule = (REPO / "workflow" / "rules" / "predict.smk").read_text()
     predict_loads = rule[rule.index("rule predict_loads:"):rule.index("rule predict:")]
     assert 'queries=expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "queries" in STAGES' in predict_loads
-    assert "query_args=cb_predict_spec.query_args(config)" in predict_loads
+    assert "query_args=RUN.query_args," in predict_loads
+    from catbench.cli.workflow.dag import Dag
+    dag = object.__new__(Dag)       # the rules' value for this config: predict/spec.py's, the one maker
+    dag.config = mine
+    assert dag.query_args == query_args(mine)
     (shell,) = [line for line in predict_loads.splitlines() if "{params.query_args}" in line]
     assert "--no-time-limit" in shell    # one command line: the loads' flags and the queries'
 

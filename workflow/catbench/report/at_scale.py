@@ -441,8 +441,8 @@ def query_section(t) -> list:
         out.append(("p", _query_lead(tg, mine)))
         out.append(("table", f"{tg}: each query class on {_query_where(mine[0])}: its time with the interval of "
                              "its chunk queries resampled, n the chunk queries it was fitted on, the cache it runs "
-                             "from, what bounds it and its largest chunk query; not yet checked far past its rungs "
-                             "(workflow/catbench/predict/queries/model.md).",
+                             "from, what bounds it and its largest chunk query; held on one node far past its rungs, "
+                             "not yet on more (workflow/catbench/predict/queries/model.md).",
                     ["class", "time", "interval", "n", "cache", "bound", "largest chunk"],
                     [_query_row(r) for r in classes]))
         runs = {r["run"] for r in classes if r.get("run")}
