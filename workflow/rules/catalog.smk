@@ -9,8 +9,7 @@ PART_TEXT = RUN.part_text(TEXT)
 # stripes too, not the rest of the partition section (a change there re-runs no catalog job).
 # catalog.id_layout: source: the parts name Objects by the patch file's own ids
 OWN_ID_LAYOUT = config["catalog"]["id_layout"] == "source"
-CATALOG_CFG = json.dumps({"seed": config["seed"], "catalog": config["catalog"], "partition": {
-    k: config["partition"][k] for k in ("num_stripes", "num_sub_stripes_per_stripe")}}, sort_keys=True)
+CATALOG_CFG = RUN.catalog_cfg
 
 
 # catalog.patch.file: the patch read from the user's files (prepare/own/patch.py); the files
@@ -31,12 +30,12 @@ rule catalog_patch:
         **PATCH_OUT,
     params:
         cfg=CATALOG_CFG,
-        files=json.dumps(PATCH_FINGERPRINT),
+        files=RUN.as_json(PATCH_FINGERPRINT),
         text_args=lambda wildcards, output: (
-            f"--text {shlex.join([output.objects_text, output.sources_text])}" if TEXT else ""),
+            RUN.flag("text", [output.objects_text, output.sources_text]) if TEXT else ""),
         file_args=lambda wildcards, output: (
-            f"--own-ids {shlex.quote(output.own_ids)} --files {shlex.quote(output.files)} "
-            f"--manifest {shlex.quote(RUN.patch_manifest)}" if PATCH_OUT else ""),
+            " ".join([RUN.flag("own-ids", output.own_ids), RUN.flag("files", output.files),
+                      RUN.flag("manifest", RUN.patch_manifest)]) if PATCH_OUT else ""),
     log:
         f"{RES}/logs/catalog/patch.log",
     benchmark:
@@ -63,8 +62,8 @@ rule catalog_part:
         **{f"{n}_text": f"{RES}/catalog/{t}/part-{{part}}.text.arrow" for n, t in PART_TEXT.items()},
     params:
         cfg=CATALOG_CFG,
-        text_args=lambda wildcards, output: " ".join(f"--text-{n} {shlex.quote(getattr(output, n + '_text'))}" for n in PART_TEXT),
-        own_args=lambda wildcards, input: f"--own-ids {shlex.quote(input.own_ids)}" if OWN_ID_LAYOUT else "",
+        text_args=lambda wildcards, output: " ".join(RUN.flag(f"text-{n}", getattr(output, f"{n}_text")) for n in PART_TEXT),
+        own_args=lambda wildcards, input: RUN.flag("own-ids", input.own_ids) if OWN_ID_LAYOUT else "",
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",
     benchmark:

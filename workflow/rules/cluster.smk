@@ -15,7 +15,7 @@ rule cluster_restart_run:
         env_args=target_env,
         path=lambda wildcards: target_dir(wildcards.target),
         cfg=cfg_json("cluster", "server", "seed"),
-        out=lambda wildcards, output: Path(output[0]).parent,
+        out=lambda wildcards, output: RUN.folder(output[0]),
     threads: job_threads("cluster_restart_run")
     log:
         f"{RES}/logs/cluster/{{target}}.log",

@@ -1,20 +1,9 @@
 # Shared by the .smk files: the one call before any job (workflow/catbench/cli/workflow/dag.py: every
-# check, then each value the rules read of the run), and the names the rules read it by.
-import json
-import shlex
-import sys
-from pathlib import Path
+# check, then each value the rules read of the run; a refusal is Snakemake's own error), and the
+# names the rules read it by.
+from catbench.cli.workflow.dag import Dag
 
-from snakemake.exceptions import WorkflowError
-
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # package importable uninstalled
-from catbench.cli.workflow.dag import Dag, PreflightError  # noqa: E402
-
-try:
-    RUN = Dag.of(workflow, config, sys.argv)
-except PreflightError as e:
-    raise WorkflowError(str(e))
-
+RUN = Dag.of(workflow, config)
 RES = RUN.res
 OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = RUN.files.own_files, RUN.files.own_fingerprint, RUN.files.own_sources
 PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = (RUN.files.patch_files, RUN.files.patch_fingerprint,
@@ -51,7 +40,4 @@ target_dir = RUN.target_dir
 
 
 onstart:
-    try:    # under the slurm executor, every job's request against its partition
-        RUN.check_slurm()
-    except PreflightError as e:
-        raise WorkflowError(str(e))
+    RUN.check_slurm()   # under the slurm executor, every job's request against its partition

@@ -14,8 +14,8 @@ rule index_generate_part:
         cfg=cfg_json("seed", "catalog", "partition"),
         parts=len(INDEX_JOBS),
         # a part's folders are named as the merged ones (index_only.merge_parts)
-        numeric=Path(INDEX_INPUT["bigint"]).name,
-        char28=Path(INDEX_INPUT["char28"]).name,
+        numeric=RUN.index_folders["bigint"],
+        char28=RUN.index_folders["char28"],
     threads: job_threads("index_generate_part")
     log:
         f"{RES}/logs/index/generate-{{part}}.log",
@@ -91,7 +91,7 @@ rule index_read:
         sources=OWN_SOURCES,
     params:
         cfg=cfg_json("partition", "index"),
-        files=json.dumps(OWN_FINGERPRINT),
+        files=RUN.as_json(OWN_FINGERPRINT),
     threads: job_threads("index_read")
     log:
         f"{RES}/logs/index/read.log",

@@ -65,13 +65,13 @@ rule partition_reduce:
         manifest=f"{RES}/chunks/groups/group-{{group}}.tsv",
         metrics=f"{RES}/metrics/jobs/partition_reduce-{{group}}.json",
     params:
-        chunks=lambda wildcards, output: Path(output.manifest).parent.parent,
+        chunks=lambda wildcards, output: RUN.folder(output.manifest, 2),
         heap_args=REDUCE_HEAP,
         staging=STAGING,
         formats=config["partition"]["formats"],
         text_args=lambda wildcards, input: " ".join(
-            [f"--text-{n} {shlex.join(getattr(input, f'text_{n}'))}" for n in PART_TEXT]
-            + ([f"--patch-text {shlex.join(input.patch_text)}"] if TEXT else [])),
+            [RUN.flag(f"text-{n}", getattr(input, f"text_{n}")) for n in PART_TEXT]
+            + ([RUN.flag("patch-text", input.patch_text)] if TEXT else [])),
     log:
         f"{RES}/logs/partition/reduce-{{group}}.log",
     benchmark:

@@ -15,7 +15,7 @@ rule queries_mysql:
         cfg=cfg_json("run", "seed", "partition", "server", "queries"),
         path=lambda wildcards: target_dir(wildcards.target),
         env_args=target_env,
-        results=lambda wildcards, input: Path(input.chunks).parent.parent,
+        results=lambda wildcards, input: RUN.folder(input.chunks, 2),
     threads: job_threads("queries_mysql")
     log:
         f"{RES}/logs/queries/{{target}}-mysql.log",
@@ -38,7 +38,7 @@ rule queries_duckdb:
         directory(f"{RES}/queries/parquet/duckdb"),
     params:
         cfg=cfg_json("run", "seed", "partition", "server", "queries"),
-        results=lambda wildcards, input: Path(input.chunks).parent.parent,
+        results=lambda wildcards, input: RUN.folder(input.chunks, 2),
     threads: job_threads("queries_duckdb")
     log:
         f"{RES}/logs/queries/duckdb.log",

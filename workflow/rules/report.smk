@@ -35,7 +35,7 @@ rule tables:
         summary=f"{RES}/tables/summary.md",
         provenance=f"{RES}/tables/provenance.json",
     params:
-        results=lambda wildcards, output: Path(output.summary).parent.parent,
+        results=lambda wildcards, output: RUN.folder(output.summary, 2),
         require=TABLE_REQUIRE,
         cfg=cfg_json("report"),
     log:
@@ -72,7 +72,7 @@ rule report_html:
             for p in PLOT_NAMES
         },
     params:
-        results=lambda wildcards, output: Path(output.index).parent.parent,
+        results=lambda wildcards, output: RUN.folder(output.index, 2),
         cfg=cfg_json("report"),
     log:
         f"{RES}/logs/report.log",

@@ -14,7 +14,7 @@ rule restart_run:
         env_args=target_env,
         path=lambda wildcards: target_dir(wildcards.target),
         cfg=cfg_json("restart", "server", "seed"),
-        out=lambda wildcards, output: Path(output[0]).parent,
+        out=lambda wildcards, output: RUN.folder(output[0]),
     threads: job_threads("restart_run")
     log:
         f"{RES}/logs/restart/{{target}}.log",

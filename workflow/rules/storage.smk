@@ -28,7 +28,7 @@ rule fio_run:
     params:
         path=lambda wildcards: target_dir(wildcards.target) / "fio",
         cfg=cfg_json("fio"),
-        out=lambda wildcards, output: Path(output.csv).parent,
+        out=lambda wildcards, output: RUN.folder(output.csv),
     threads: job_threads("fio_run")
     log:
         f"{RES}/logs/fio/{{target}}.log",
@@ -92,7 +92,7 @@ rule load_compare:
         csv=f"{RES}/load/comparison.csv",
         not_run=f"{RES}/load/not_run.json",
     params:
-        not_run=json.dumps(LOAD_NOT_RUN),
+        not_run=RUN.as_json(LOAD_NOT_RUN),
     log:
         f"{RES}/logs/load/comparison.log",
     conda:

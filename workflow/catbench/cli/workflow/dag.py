@@ -1,9 +1,10 @@
-"""What the rule files read of a run, made once before any job: ``Dag.of(workflow, config, argv)``
+"""What the rule files read of a run, made once before any job: ``Dag.of(workflow, config)``
 is the one call in workflow/rules/common.smk. It runs every check (preflight.py), then
 derives the DAG's values from the validated config (folders, parts, groups, loads, rungs, each
 rule's request), registers the measuring resources and prints the run's plan. The rules only
-read it. Snakemake is never imported: ``workflow`` is the object the Snakefile hands in, and a
-refusal is a PreflightError whose message the Snakefile raises as its own error."""
+read it, with the few helpers their params need (``flag``, ``folder``, ``as_json``). ``workflow`` is
+the object the Snakefile hands in; Snakemake is imported only inside its own process, for its
+command line's parser and its error, which a refusal is raised as (``_refused``)."""
 
 from __future__ import annotations
 
@@ -53,9 +54,17 @@ class Dag:
     load_not_run: list
 
     @classmethod
-    def of(cls, workflow, config: dict, argv: list[str]) -> Dag:
+    def of(cls, workflow, config: dict, argv: list[str] | None = None) -> Dag:
         """Every check before any job (the config validated in place), the DAG's values, the
-        measuring resources registered and the plan printed; PreflightError on a refusal."""
+        measuring resources registered and the plan printed; a refusal is Snakemake's WorkflowError.
+        ``argv``: the command line (default this process's)."""
+        try:
+            return cls._of(workflow, config, sys.argv if argv is None else argv)
+        except PreflightError as e:
+            raise _refused(e) from None
+
+    @classmethod
+    def _of(cls, workflow, config: dict, argv: list[str]) -> Dag:
         files = preflight(workflow, config, argv)
         if config["index"]["source"] != "partition" and "queries" in config["stages"]:
             raise PreflightError(f"config key 'index.source': {config['index']['source']} writes no chunk files, "
@@ -155,6 +164,33 @@ class Dag:
     variants = tuple(index_table.VARIANTS)
     engines = tuple(index_table.ENGINES)
 
+    @property
+    def catalog_cfg(self) -> str:
+        """The catalog jobs' config: the catalog, the seed and the chunker's stripes (spatial ids hold
+        each object's chunk), not the rest of the partition section."""
+        part = {k: self.config["partition"][k] for k in ("num_stripes", "num_sub_stripes_per_stripe")}
+        return json.dumps({"seed": self.config["seed"], "catalog": self.config["catalog"], "partition": part},
+                          sort_keys=True)
+
+    @property
+    def index_folders(self) -> dict:
+        """Each schema variant's index input folder name."""
+        return {v.name: v.folder for v in index_table.VARIANTS.values()}
+
+    @staticmethod
+    def flag(name: str, values) -> str:
+        """``--name`` with its value or values, shell-quoted."""
+        return f"--{name} {shlex.join([values] if isinstance(values, str) else list(values))}"
+
+    @staticmethod
+    def folder(path, up: int = 1) -> str:
+        """The folder ``up`` levels above ``path``."""
+        return str(Path(path).parents[up - 1])
+
+    @staticmethod
+    def as_json(value) -> str:
+        return json.dumps(value)
+
     def cfg_json(self, *sections) -> str:
         """The config sections a job depends on, as JSON: a change re-runs only the rules that
         read the changed section (Snakemake's params rerun trigger)."""
@@ -229,6 +265,12 @@ class Dag:
         """onstart, under the slurm executor only: every job's request must fit its partition
         (MaxTime, CPUs, memory, a pinned node inside it), else stop naming the rule, the request,
         the limit and the key to edit; SIGTERM then cancels the submitted jobs, like Ctrl-C."""
+        try:
+            self._check_slurm()
+        except PreflightError as e:
+            raise _refused(e) from None
+
+    def _check_slurm(self) -> None:
         wf = self.workflow
         if wf.executor_plugin is None or wf.executor_plugin.name != "slurm":
             return
@@ -265,6 +307,13 @@ class Dag:
                 continue
             for line in metrics.failed_jobs(text):
                 _say(line)
+
+
+def _refused(e: PreflightError) -> Exception:
+    """A refusal as Snakemake's own error (its one line on the console, no traceback); only ever
+    raised inside the snakemake process that parses the Snakefile."""
+    from snakemake.exceptions import WorkflowError
+    return WorkflowError(str(e))
 
 
 def _cli_targets(argv: list[str]) -> list | None:
