@@ -12,6 +12,7 @@ import json
 import shlex
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ...core.index import table as index_table
@@ -117,15 +118,15 @@ class Dag:
         ix = self.config["index"]
         return f"--order {shlex.quote(ix['order'])} --sort-memory {shlex.quote(str(ix['sort_memory']))}"
 
-    @property
+    @cached_property
     def parts(self) -> list:
         return [f"{p:05d}" for p in range(len(copies.part_copies(self.config["catalog"])))]
 
-    @property
+    @cached_property
     def groups(self) -> list:
         return [f"{g:05d}" for g in range(cb_config.n_groups(self.config))]
 
-    @property
+    @cached_property
     def maps(self) -> dict:
         """The parts of each map job: {"00000": ["00000", "00001", ...], ...}."""
         parts = self.parts
@@ -150,7 +151,7 @@ class Dag:
         load = {k: v for k, v in self.config["load"].items() if k not in ("variants", "strategies", "engines")}
         return json.dumps({"load": load, "server": self.config["server"]}, sort_keys=True)
 
-    @property
+    @cached_property
     def in_run(self):
         return predict_spec.InRun.of(self.config) if "predict" in self.stages else None
 
