@@ -40,13 +40,13 @@ def test_a_new_module_is_a_new_name(tmp_path, monkeypatch):
 
 TOY = '''"""A toy strategy: sorted's load under another name, with facts of its own."""
 
-from .base import Fit, Strategy
+from .base import BytesPerRow, Strategy
 from .sorted_keys import load
 
 NAME = "toy"
 ORDER = 99
 
-STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": Fit(70.0, 90.0), "bigint": Fit(40.0, 50.0)},
+STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": BytesPerRow(70.0, 90.0), "bigint": BytesPerRow(40.0, 50.0)},
                     scratch_copies=3, steady=True, in_file_order=False)
 '''
 CHECK = '''

@@ -29,15 +29,15 @@ MIN_POOL, MAX_POOL = 2 << 20, 1 << 50   # --pool: InnoDB's least; more memory th
 
 
 def _target(spec: PredictSpec, engine: str, rows: float, reps: list, pool: int | None = None,
-            limit: bool = True, ram: int | None = None) -> Target:
+            limit: bool = True, ram: int | None = None) -> PredictTarget:
     """The target of one load: ``pool`` (--pool) or the config's, and the page cache beside it
     that ``ram`` (--ram, or server.ram) leaves; load.time_limit_s only where the rungs had one
     (a strategy that loads in one stream ignores it: its summary's time_limit_s is null) and
     ``limit`` (--no-time-limit: the time to load every row)."""
-    from ..predict.scale import Target
+    from ..predict.scale import PredictTarget
     limited = limit and any(r.time_limit_s is not None for r in reps)
     pool = pool or spec.target_pool(engine, rows)
-    return Target(rows, pool, spec.sort_memory, spec.time_limit_s if limited else None, spec.below_rate,
+    return PredictTarget(rows, pool, spec.sort_memory, spec.time_limit_s if limited else None, spec.below_rate,
                   spec.index_files, spec.page_cache(engine, pool, ram), spec.sst_file)
 
 

@@ -15,7 +15,7 @@ from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
 from ..core.infra.config import ConfigError, section, validate
 from ..core.infra.files import atomic_path
-from ..core.infra.targets import Target, TargetError
+from ..core.infra.targets import StorageTarget, TargetError
 from ..core.server.process import ServerError
 from ..fio.bench import FioError, run_fio
 from ..fio.spec import TESTS, FioSpec
@@ -63,7 +63,7 @@ def cmd_load_index(args) -> int:
     where absent); a flag overrides its config key."""
     files = list_input(args.input_dir)
     spec = load_spec(_load_index_config(args), keep_data=args.keep_data)
-    summary = run_load_index(spec, Target(args.target, Path(args.path)), files, args.out,
+    summary = run_load_index(spec, StorageTarget(args.target, Path(args.path)), files, args.out,
                              LoadCase(args.variant, args.strategy, args.engine))
     print(json.dumps({k: summary.get(k) for k in (
         "target", "variant", "engine", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",

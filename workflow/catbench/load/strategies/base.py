@@ -20,7 +20,7 @@ def plain_table(variant, database: str, table: str, engine: Engine = INNODB) -> 
 
 
 @dataclass(frozen=True)
-class Fit:
+class BytesPerRow:
     """Bytes per index row (slopes over rows, so a table's fixed first extents do not count;
     fitted to measured loads: load/estimate.md)."""
     table: float    # the final table's files
@@ -34,7 +34,7 @@ class Strategy:
     name: str
     load: Callable[[LoadJob], Outcome]
     table_ddl: Callable = plain_table    # (variant, database, table, engine) -> CREATE TABLE
-    # The plan's space model (load/estimate.py): index variant -> its Fit
+    # The plan's space model (load/estimate.py): index variant -> its BytesPerRow
     bytes_per_row: dict = field(default_factory=dict, hash=False)
     scratch_copies: int = 0              # input-sized copies on the target: sorted chunks + DuckDB spill
     # Its rate holds as the table grows (key-ordered or unindexed appends), so a short load
