@@ -78,7 +78,7 @@ print("toy strategy: valid")
 def test_a_toy_strategy_is_its_module_alone(tmp_path):
     """A copy of the package with one more strategy module, nothing else touched: the schema
     takes its name, the estimate its bytes per row, scratch and steadiness, the plan its job,
-    and the prediction its regime from its fact (as summary.json carries it)."""
+    and the prediction its form from its fact (as summary.json carries it)."""
     import os
     import shutil
     import subprocess

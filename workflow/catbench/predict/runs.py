@@ -426,7 +426,7 @@ def _summary(path: Path) -> dict:
         raise ValueError(f"{path}: not a load summary ({exc}); run the load again") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("repetitions", []), list):
         raise ValueError(f"{path}: not a load summary (a JSON object with its repetitions); run the load again")
-    if "in_file_order" not in doc:   # the strategy's fact the model's regime rests on
+    if "in_file_order" not in doc:   # the strategy's fact the model's form rests on
         raise ValueError(f"{path}: does not say whether its load inserts in the input's order (in_file_order), "
                          "as an older catbench wrote it; run the load again")
     return doc

@@ -31,7 +31,7 @@ class Refusal(ValueError):
 
 
 def form_of(key: tuple, reps: list[LoadRepetition]) -> str:
-    """The regime a load can have: ``misses`` (filled in input order: a B-tree's inserts miss
+    """The form a load's rate follows over the rungs: ``misses`` (filled in input order: a B-tree's inserts miss
     its pool, an LSM's key checks its block cache), ``steady`` (a load that sorts first or
     builds its key after the rows: each row appended)."""
     if not all(r.in_file_order for r in reps) or any(r.sorts for r in reps):
@@ -205,7 +205,8 @@ def point(f: LoadFit, t: PredictTarget) -> dict:
 
 
 def regime(f: LoadFit, p: dict, t: PredictTarget, reps: list[LoadRepetition]) -> str:
-    """sort / index-build bound, I/O bound (page misses, or an LSM's compactions), else
+    """The prediction's regime at ``t`` (what bounds it there, not its form over the rungs):
+    sort / index-build bound, I/O bound (page misses, or an LSM's compactions), else
     server-CPU bound or steady."""
     if p["pre_s"] + p["post_s"] >= SORT_BOUND * p["all_rows_seconds"]:
         return "sort bound" if any(r.sorts for r in reps) else "index-build bound"
@@ -390,7 +391,7 @@ def _widen(p: dict, own: dict) -> None:
 
 def _parameters(f: LoadFit) -> int:
     """Continuous parameters fitted for this load (model.md's table): the cached cost, the
-    regime's (misses: x_c, p and K), the sort's coefficient, the
+    form's (misses: x_c, p and K), the sort's coefficient, the
     build's two (its intercept where fitted), the table's bytes per row (slope and intercept),
     the pool overhead, the depth term and the page cache's share η where kept."""
     return (1 + {"steady": 0, "misses": 3}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2

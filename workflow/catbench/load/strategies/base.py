@@ -41,7 +41,7 @@ class Strategy:
     # tells its time (the plan's calibration); a random-order load's rate collapses past the pool.
     steady: bool = False
     # It inserts in the input's order, one row at a time into the final key: the B-tree pays a
-    # page miss per insert once its working set outgrows the pool (the scale model's regime;
+    # page miss per insert once its working set outgrows the pool (the scale model's `misses` form;
     # written into the load's summary.json, which predict reads).
     in_file_order: bool = False
     # File by file with a ledger (load/ledger.py): an interrupted load resumes, and
