@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from catbench.report import noise
 from catbench.report.compare import diffs, judge, rule_of
-from catbench.report.stats import Between, Figure, kind_of, log_diff, t_test
+from catbench.report.stats import RunSpread, Figure, kind_of, log_diff, t_test
 from catbench.cli.report import report_spec
 from support.runs import REPORT
 
@@ -60,7 +60,7 @@ def _kinds(logs, floor: dict, rule: dict) -> np.ndarray:
     c, _lo, _hi, c_var = noise.offset_of(d)
     pick = [floor.get(noise.family(t, col), floor.get(noise.ALL, rule["fallback"])) for t, col in COLS]
     var, df = (np.array([p[i] for p in pick]) for i in (0, 1))
-    p, _df, _se = t_test(d, w, df_w, Between(var, df, c[:, None], c_var[:, None]))
+    p, _df, _se = t_test(d, w, df_w, RunSpread(var, df, c[:, None], c_var[:, None]))
     return kind_of(p, -(d - c[:, None]), rule["threshold"], rule["alpha"])
 
 

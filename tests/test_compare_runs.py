@@ -8,7 +8,7 @@ import json
 import pytest
 
 from catbench.report.compare import compare, tally, write
-from catbench.report.stats import Between, Figure, verdict
+from catbench.report.stats import RunSpread, Figure, verdict
 from catbench.report.wording import sentence, short
 from catbench.report.tables import make_tables
 from support.runs import FAST, OVERLAPS_FAST, run_with_loads
@@ -38,7 +38,7 @@ def test_within_noise_says_what_it_could_not_see():
     assert "could not see a difference under" in short(v) and f"{v.n_see} repetitions each would see 1.30x" in short(v)
     assert 3 < v.n_see < 100
     # more repetitions never beat a between-run spread that alone is larger than 1.3x
-    wide = verdict(Figure.of(FAST), Figure.of(OVERLAPS_FAST), between=Between(0.05, 10.0))
+    wide = verdict(Figure.of(FAST), Figure.of(OVERLAPS_FAST), between=RunSpread(0.05, 10.0))
     assert wide.mdr > v.mdr and "no number of repetitions would see 1.30x" in short(wide)
 
 

@@ -40,13 +40,13 @@ def test_a_new_module_is_a_new_name(tmp_path, monkeypatch):
 
 TOY = '''"""A toy strategy: sorted's load under another name, with facts of its own."""
 
-from .base import Fit, Strategy
+from .base import BytesPerRow, Strategy
 from .sorted_keys import load
 
 NAME = "toy"
 ORDER = 99
 
-STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": Fit(70.0, 90.0), "bigint": Fit(40.0, 50.0)},
+STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": BytesPerRow(70.0, 90.0), "bigint": BytesPerRow(40.0, 50.0)},
                     scratch_copies=3, steady=True, in_file_order=False)
 '''
 CHECK = '''
@@ -78,7 +78,7 @@ print("toy strategy: valid")
 def test_a_toy_strategy_is_its_module_alone(tmp_path):
     """A copy of the package with one more strategy module, nothing else touched: the schema
     takes its name, the estimate its bytes per row, scratch and steadiness, the plan its job,
-    and the prediction its regime from its fact (as summary.json carries it)."""
+    and the prediction its form from its fact (as summary.json carries it)."""
     import os
     import shutil
     import subprocess

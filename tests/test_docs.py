@@ -162,7 +162,7 @@ def test_model_md_notation_names_code_that_exists_and_json_keys_the_code_writes(
     predict package writes: renaming one side alone fails here."""
     import dataclasses
     import importlib
-    classes = {"RateCurve": "rate", "Fit": "fitted", "Rep": "runs"}
+    classes = {"RateCurve": "rate", "LoadFit": "fitted", "LoadRepetition": "runs"}
     schema = SCHEMA.read_text()
     source = "\n".join(p.read_text() for p in PREDICT_PKG.rglob("*.py"))
     rows = _notation_rows()

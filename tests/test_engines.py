@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from catbench.cli.storage import load_spec
 from catbench.core.index.table import ENGINES, LoadError
-from catbench.core.infra.targets import Target
+from catbench.core.infra.targets import StorageTarget
 from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.strategies import REGISTRY, STRATEGIES
@@ -27,7 +27,7 @@ OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", tr
 
 def run(root: Path, name: str, files, variant: str, strategy: str, engine: str):
     load = {**OPTS, "settings": {CACHE[engine]: "8M", "innodb_buffer_pool_size": "8M"}}
-    return run_load_index(load_spec({"load": load}, checked=False), Target("tmpdisk", root / "target"), files,
+    return run_load_index(load_spec({"load": load}, checked=False), StorageTarget("tmpdisk", root / "target"), files,
                           root / "results" / name, LoadCase(variant, strategy, engine))
 
 

@@ -18,7 +18,7 @@ from catbench.core.index.table import (
 )
 from catbench.core.server.process import Server
 from catbench.cli.storage import load_spec
-from catbench.core.infra.targets import Target
+from catbench.core.infra.targets import StorageTarget
 from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.measure import default_interval, interval_table, optimize_table
@@ -71,7 +71,7 @@ def test_run_load_index_exact(tmp, variant):
     target = tmp / "target"
     s = run_load_index(load_spec({"load": {"sample_interval_s": 0.2, "optimize_limit_s": 30, "lookup_threads": 2,
                                            "lookup_count": 400, "repetitions": 1}}, checked=False),
-                       Target("tmpdisk", target), files, out, LoadCase(variant, "one-file-at-a-time"))
+                       StorageTarget("tmpdisk", target), files, out, LoadCase(variant, "one-file-at-a-time"))
     assert s["rows"] == 10_000 and s["files"] == 4
     assert s["checksum_ok"] and s["checksum_input"] == s["checksum_table"]
     assert s["rows_per_s"] > 0 and s["table_bytes"] > 0
@@ -103,7 +103,7 @@ def test_failed_load_leaves_nothing_finished(tmp):
     replace_line(files[2], 50, f"{make_key('char28', 10)}\t1\t2")  # key of file 0, line 11
     out = tmp / "results" / "load"
     with pytest.raises(LoadError) as err:
-        run_load_index(load_spec({"load": {"lookup_count": 0}}, checked=False), Target("tmpdisk", tmp / "target"), files, out,
+        run_load_index(load_spec({"load": {"lookup_count": 0}}, checked=False), StorageTarget("tmpdisk", tmp / "target"), files, out,
                        LoadCase("char28", "one-file-at-a-time"))
     msg = str(err.value)
     assert "part-00002.tsv" in msg and "line 50" in msg and "part-00000.tsv line 11" in msg
@@ -224,7 +224,7 @@ def test_repetitions_in_one_job_each_from_an_empty_table(tmp):
                                            "lookup_threads": 1, "lookup_count": 50,
                                            "settings": {"innodb_buffer_pool_size": "6M"}},
                                   "server": {"settings": {"innodb_buffer_pool_size": "64M"}}}, checked=False),
-                       Target("tmpdisk", tmp / "target"), files, out, LoadCase("bigint", "one-file-at-a-time"))
+                       StorageTarget("tmpdisk", tmp / "target"), files, out, LoadCase("bigint", "one-file-at-a-time"))
     assert s["n"] == 2 and [r["repetition"] for r in s["repetitions"]] == [0, 1]
     assert all(r["checksum_ok"] and r["rows"] == 3000 for r in s["repetitions"])
     assert s["seconds"] == pytest.approx(sum(r["seconds"] for r in s["repetitions"]) / 2)
@@ -247,7 +247,7 @@ def test_adaptive_loads_keep_the_loads_after_their_pilot(tmp):
     s = run_load_index(load_spec({"load": {"repetitions": 2, "max_repetitions": 4, "precision": 10.0,
                                            "optimize_limit_s": 0, "lookup_threads": 1, "lookup_count": 10,
                                            "sample_interval_s": 0.2}}, checked=False),
-                       Target("tmpdisk", tmp / "target"), files, out, LoadCase("bigint", "one-file-at-a-time"))
+                       StorageTarget("tmpdisk", tmp / "target"), files, out, LoadCase("bigint", "one-file-at-a-time"))
     assert s["n"] == 2 and [r["repetition"] for r in s["repetitions"]] == [2, 3]
     assert [r["repetition"] for r in s["pilot"]] == [0, 1] and s["max_repetitions"] == 4
     assert s["seconds"] == pytest.approx(sum(r["seconds"] for r in s["repetitions"]) / 2)
@@ -258,6 +258,6 @@ def test_a_long_repetition_stops_the_repeating(tmp):
     files = write_files(tmp / "in", "bigint", 2, 500)
     s = run_load_index(load_spec({"load": {"repetitions": 3, "repetition_limit_s": 1e-6, "optimize_limit_s": 0,
                                            "lookup_threads": 1, "lookup_count": 10, "sample_interval_s": 0.2}}, checked=False),
-                       Target("tmpdisk", tmp / "target"), files, tmp / "results" / "one",
+                       StorageTarget("tmpdisk", tmp / "target"), files, tmp / "results" / "one",
                        LoadCase("bigint", "one-file-at-a-time"))
     assert s["n"] == 1 and s["repetitions_requested"] == 3

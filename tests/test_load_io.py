@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from catbench.cli.storage import load_spec
-from catbench.core.infra.targets import Target, device_for
+from catbench.core.infra.targets import StorageTarget, device_for
 from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.report.tables import make_tables
@@ -26,7 +26,7 @@ MISS_TOLERANCE = (0.5, 2.0)
 
 def _load(root: Path, engine: str, strategy: str, files) -> dict:
     out = root / "results" / "io" / "load" / "disk" / "bigint" / engine / strategy
-    run_load_index(load_spec({"load": OPTS}, checked=False), Target("disk", root / "target"), files, out,
+    run_load_index(load_spec({"load": OPTS}, checked=False), StorageTarget("disk", root / "target"), files, out,
                    LoadCase("bigint", strategy, engine))
     make_tables(root / "results" / "io", report=REPORT)
     with open(root / "results" / "io" / "tables" / "load_io.csv") as fh:

@@ -45,7 +45,7 @@ def test_every_column_type_a_survey_table_has_comes_back_from_a_chunk_table(tmp)
     widest), flags, NaN and ±inf floats, NULLs and uint16: read from a Parquet patch as the patch
     reader does, written as the chunk files' text and loaded into a chunk table's DDL on a real
     server; what comes back is the file's values, NaN and ±inf as NULL."""
-    from catbench.core.server.loaddata import Into, load_data
+    from catbench.core.server.loaddata import LoadDestination, load_data
     from catbench.core.server.process import Server
     from catbench.prepare.rowtext import text_of
     from catbench.query.chunk_tables import columns_ddl
@@ -65,7 +65,7 @@ def test_every_column_type_a_survey_table_has_comes_back_from_a_chunk_table(tmp)
         cur = conn.cursor()
         cur.execute("CREATE DATABASE d")
         cur.execute(f"CREATE TABLE d.t ({columns_ddl(table.schema)}) ENGINE=InnoDB")
-        assert load_data(conn, tmp / "t.tsv", n, Into("d", "t"), escaped=True) == n
+        assert load_data(conn, tmp / "t.tsv", n, LoadDestination("d", "t"), escaped=True) == n
         cur.execute("SELECT refBand, detect_isPrimary, nChild, refExtendedness FROM d.t")
         back = cur.fetchall()
         conn.close()

@@ -11,7 +11,7 @@ import pytest
 
 from catbench.core.infra.config import ConfigError, validate
 from catbench.predict.rate import RateCurve, fit_rate, load_seconds, rows_by
-from catbench.predict.scale import Target, fit, predict, validate as validate_ladder
+from catbench.predict.scale import PredictTarget, fit, predict, validate as validate_ladder
 from catbench.predict.spec import Fitting, PredictSpec, rungs
 from support.predict import DEVICE, TRUE, curve_rates, ladder, rung_rep
 
@@ -44,7 +44,7 @@ def test_a_ladder_predicts_its_largest_rung_and_the_target_within_its_interval()
     reps = ladder()
     v = validate_ladder(reps, OPTS)
     assert v["compared"] == "seconds" and v["predicted_over_measured"] == pytest.approx(1.0, abs=0.1)
-    t = Target(1e8, 1.2e9)
+    t = PredictTarget(1e8, 1.2e9)
     p = predict(reps, t, OPTS)
     truth = load_seconds(TRUE, 1e8, reps[0].bytes_per_row, 1.2e9)
     assert p["seconds_ci_low"] <= p["seconds"] <= p["seconds_ci_high"]
@@ -56,7 +56,7 @@ def test_a_ladder_predicts_its_largest_rung_and_the_target_within_its_interval()
 def test_the_users_scale_and_pool_are_answered_from_rungs_past_the_collapse():
     # 10^10 rows, a 128 GiB pool: 1,000x the largest rung, a table ÷ pool the rungs reached
     reps = ladder()
-    t = Target(1e10, 128 * 2**30)
+    t = PredictTarget(1e10, 128 * 2**30)
     p = predict(reps, t, OPTS)
     bpr = reps[0].bytes_per_row
     truth = load_seconds(TRUE, 1e10, bpr, t.pool)
@@ -70,9 +70,9 @@ def test_the_users_scale_and_pool_are_answered_from_rungs_past_the_collapse():
 
 
 @pytest.mark.parametrize("reps, target, why", [
-    ("one", Target(1e8, 1.2e9), "the model needs 2"),
-    ("short", Target(1e8, 1.2e9), "not 2× it"),
-    ("nofio", Target(1e8, 1.2e9), "no fio page-read figure"),
+    ("one", PredictTarget(1e8, 1.2e9), "the model needs 2"),
+    ("short", PredictTarget(1e8, 1.2e9), "not 2× it"),
+    ("nofio", PredictTarget(1e8, 1.2e9), "no fio page-read figure"),
 ])
 def test_predictions_refuse_beyond_what_the_model_supports_and_name_the_rung(reps, target, why):
     given = {"one": lambda: [r for r in ladder() if r.rows == 1_000_000],
@@ -87,7 +87,7 @@ def test_a_working_set_that_fit_in_every_rung_refuses_a_target_it_outgrows():
     flat = RateCurve("steady", 2.5e-6)
     reps = [rung_rep(n, n * 6, f"r{n}", 0, x_final=0.8, curve=flat, ws_over_pool=0.9, collapse_expected=False)
             for n in (1_000_000, 3_000_000)]
-    p = predict(reps, Target(1e7, 1e7 * 6 / 1.2), OPTS)
+    p = predict(reps, PredictTarget(1e7, 1e7 * 6 / 1.2), OPTS)
     assert "working set" in p["refused"] and "a rung of 3,000,000 rows" in p["refused"]
 
 
@@ -99,11 +99,11 @@ def test_a_sorted_load_is_steady_with_its_sort_a_line_in_n_and_a_spill_pass_at_n
                     key=("disk", "char28", "innodb", "sorted", "random"), in_file_order=False,
                     pre_s=0.12 + 3.5e-6 * n, sort_memory=2**40)
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
-    in_memory = predict(reps, Target(1e10, 128 * 2**30, sort_memory=2**50), OPTS)
+    in_memory = predict(reps, PredictTarget(1e10, 128 * 2**30, sort_memory=2**50), OPTS)
     assert in_memory["fit"]["form"] == "steady" and in_memory["regime"] == "sort bound"
     truth = 3e-6 * 1e10 + 0.12 + 3.5e-6 * 1e10
     assert in_memory["seconds"] == pytest.approx(truth, rel=0.05)
-    spilled = predict(reps, Target(1e10, 128 * 2**30, sort_memory=2**30), OPTS)
+    spilled = predict(reps, PredictTarget(1e10, 128 * 2**30, sort_memory=2**30), OPTS)
     one_pass = 38 * 1e10 * DEVICE["seq_s_per_byte"]          # written once, read back once
     assert spilled["seconds"] - in_memory["seconds"] == pytest.approx(one_pass, rel=0.01)
 
@@ -116,11 +116,11 @@ def test_a_key_builds_cost_per_row_grows_with_log_n_past_the_depth_a_cache_sorts
                         key=("disk", "bigint", "myisam", "deferred-pk", "random"), in_file_order=False,
                         post_s=2e-7 * n * (np.log2(n) - 17) * (1 + 0.01 * rep))
     reps = [rung(n, rep) for n in (2_000_000, 4_000_000, 8_000_000) for rep in range(2)]
-    p = predict(reps, Target(1e10, 128 * 2**30), OPTS)
+    p = predict(reps, PredictTarget(1e10, 128 * 2**30), OPTS)
     assert p["post_s"] == pytest.approx(2e-7 * 1e10 * (np.log2(1e10) - 17), rel=0.03)
     assert p["regime"] == "index-build bound"
     flat = [dataclasses.replace(r, post_s=1e-8 * r.rows * np.log2(r.rows)) for r in reps]
-    assert predict(flat, Target(1e10, 128 * 2**30), OPTS)["post_s"] == pytest.approx(1e-8 * 1e10 * np.log2(1e10), rel=0.01)
+    assert predict(flat, PredictTarget(1e10, 128 * 2**30), OPTS)["post_s"] == pytest.approx(1e-8 * 1e10 * np.log2(1e10), rel=0.01)
     one = [r for r in reps if r.rung_rows == 8_000_000]     # one size: its own per N log2 N
     assert fit(one, "steady").post == (0.0, pytest.approx(2e-7 * (23 - 17) / 23, rel=0.02))
 
@@ -178,7 +178,7 @@ def test_the_interval_holds_every_leave_one_rung_out_prediction():
         r = rung_rep(n, n * 12, f"r{n}", rep)
         return dataclasses.replace(r, rate=r.rate * (0.7 if n == 3_000_000 else 1.0))
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
-    t = Target(1e8, 1.2e9)
+    t = PredictTarget(1e8, 1.2e9)
     p = predict(reps, t, OPTS)
     for n in (1_000_000, 3_000_000, 10_000_000):
         q = predict([r for r in reps if r.rung_rows != n], t, OPTS.replace(bootstrap=0))
@@ -206,7 +206,7 @@ def test_the_rungs_scatter_about_the_fit_sets_the_run_noise():
 def test_the_same_ladder_run_twice_predicts_within_each_others_interval():
     # the rungs of each run are off by a between-run noise of 5 %; the repetitions within a run
     # agree, so only the run noise can hold the other run's prediction (no own-miss widening)
-    rng, t, hits, pairs = np.random.default_rng(7), Target(1e8, 1.2e9), 0, 12
+    rng, t, hits, pairs = np.random.default_rng(7), PredictTarget(1e8, 1.2e9), 0, 12
     opts = OPTS.replace(bootstrap=60, run_noise=0.05, own_check=False)
     for _ in range(pairs):
         a, b = (predict(_noisy_ladder(rng, 0.05), t, opts) for _ in range(2))
@@ -269,8 +269,8 @@ def test_a_windows_x_is_the_tables_size_then_where_the_sampler_has_it():
 
 def test_the_rows_by_a_limit_never_reach_past_the_inputs_rows():
     reps = ladder()
-    full = predict(reps, Target(1e8, 1.2e9), OPTS)["seconds"]
-    p = predict(reps, Target(1e8, 1.2e9, time_limit_s=0.995 * full), OPTS)
+    full = predict(reps, PredictTarget(1e8, 1.2e9), OPTS)["seconds"]
+    p = predict(reps, PredictTarget(1e8, 1.2e9, time_limit_s=0.995 * full), OPTS)
     assert p["stopped"] and p["rows"] < 1e8
     assert p["all_rows_seconds"] == pytest.approx(full)          # and the time to load them all
     assert p["rows_ci_low"] < p["rows"] <= p["rows_ci_high"] <= 1e8
@@ -280,7 +280,7 @@ def test_myrocks_filled_in_input_order_is_a_misses_load_over_its_block_cache():
     # its rate follows the block cache's misses, not the LSM's levels (docs/results: two shapes
     # 256x apart alike at the same misses)
     reps = ladder(key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
-    assert predict(reps, Target(1e8, 1.2e9), OPTS)["fit"]["form"] == "misses"
+    assert predict(reps, PredictTarget(1e8, 1.2e9), OPTS)["fit"]["form"] == "misses"
 
 
 def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
@@ -290,8 +290,8 @@ def test_each_interval_carries_the_ladders_own_miss_on_its_largest_rung():
         return dataclasses.replace(r, rate=r.rate * (0.8 if n == 10_000_000 else 1.0),
                                    seconds=r.seconds / (0.8 if n == 10_000_000 else 1.0))
     reps = [rung(n, rep) for n in (1_000_000, 3_000_000, 10_000_000) for rep in range(2)]
-    p = predict(reps, Target(1e8, 1.2e9), OPTS)
-    bare = predict(reps, Target(1e8, 1.2e9), OPTS.replace(own_check=False))
+    p = predict(reps, PredictTarget(1e8, 1.2e9), OPTS)
+    bare = predict(reps, PredictTarget(1e8, 1.2e9), OPTS.replace(own_check=False))
     own = p["fit"]["own_check"]["predicted_over_measured"]
     assert own < 0.9
     assert p["seconds_rungs_ci_low"] == pytest.approx(bare["seconds_rungs_ci_low"] * own, rel=1e-6)
@@ -332,7 +332,7 @@ def test_level_rows_scale_an_lsms_sizes_for_more_rows_than_the_target():
 def test_the_curve_at_n_is_the_prediction_of_every_row_at_n():
     from catbench.predict.curve import GRID, curve
     reps = ladder()
-    targets = [Target(n, n * 12) for n in GRID]
+    targets = [PredictTarget(n, n * 12) for n in GRID]
     got = curve(reps, targets, OPTS)
     for t, c in zip(targets, got):
         p = predict(reps, t, OPTS)
@@ -439,15 +439,15 @@ def test_a_myrocks_target_whose_sst_index_block_outgrows_a_cache_shard_is_refuse
     reps = ladder(key=("disk", "char28", "rocksdb", "one-file-at-a-time", "random"))
     for r in reps:
         r.table_files = {"data_bytes": 45_966_803, "index_bytes": 1_391_129}
-    fits = predict(reps, Target(1e8, 1.2e9), OPTS)     # 64 MiB files: a 1.9 MiB index, shards of 18.75 MiB
+    fits = predict(reps, PredictTarget(1e8, 1.2e9), OPTS)     # 64 MiB files: a 1.9 MiB index, shards of 18.75 MiB
     assert "refused" not in fits
-    lost = predict(reps, Target(1e8, 32 * 2**20), OPTS)
+    lost = predict(reps, PredictTarget(1e8, 32 * 2**20), OPTS)
     assert "1.94 MiB index block" in lost["refused"] and "512 KiB shard of the 32 MiB block cache" in lost["refused"]
     assert "at least 124 MiB, or SST files of at most 16 MiB" in lost["refused"]
-    small = predict(reps, Target(1e8, 32 * 2**20, sst_file=8 * 2**20), OPTS)
+    small = predict(reps, PredictTarget(1e8, 32 * 2**20, sst_file=8 * 2**20), OPTS)
     assert "index block" not in small.get("refused", "")
     bulk = [dataclasses.replace(r, key=r.key[:3] + ("bulk",) + r.key[4:], sorts=True) for r in reps]
-    assert "index block" not in predict(bulk, Target(1e8, 32 * 2**20), OPTS).get("refused", "")
+    assert "index block" not in predict(bulk, PredictTarget(1e8, 32 * 2**20), OPTS).get("refused", "")
 
 
 def test_an_lsms_misses_pass_one_a_row_and_the_device_adds_its_read_to_a_miss_not_a_multiple():

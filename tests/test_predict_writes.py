@@ -11,7 +11,7 @@ import pytest
 
 from catbench.predict.rate import RateCurve, fit_rate, load_seconds
 from catbench.predict.runs import _window_writes
-from catbench.predict.scale import Target, predict
+from catbench.predict.scale import PredictTarget, predict
 from catbench.predict.spec import Fitting
 from catbench.predict.writes import fit_writes
 from support.predict import DEVICE, rung_rep
@@ -33,13 +33,13 @@ def _in_order(n, rep, depth_s=0.0, writes=None, device=DEVICE):
 
 def test_a_rows_cost_that_grows_with_the_trees_depth_is_fitted_and_carried_to_the_target():
     reps = [_in_order(n, rep, depth_s=0.1e-6) for n in (4_000_000, 8_000_000, 16_000_000) for rep in range(2)]
-    p = predict(reps, Target(1e10, 2**50), OPTS)
+    p = predict(reps, PredictTarget(1e10, 2**50), OPTS)
     assert p["fit"]["depth_s_per_row_per_doubling"] == pytest.approx(0.1e-6, rel=0.2)
     truth = load_seconds(RateCurve("steady", 2e-6, depth_s=0.1e-6, depth_ref=17.0), 1e10, 1.0, 1.0)
     assert p["seconds"] == pytest.approx(truth, rel=0.1)
     assert p["seconds"] > 1.3 * 2e-6 * 1e10            # the depth's cost at 10^10 rows, not the rungs'
     flat = [_in_order(n, rep) for n in (4_000_000, 8_000_000, 16_000_000) for rep in range(2)]
-    q = predict(flat, Target(1e10, 2**50), OPTS)
+    q = predict(flat, PredictTarget(1e10, 2**50), OPTS)
     assert q["fit"]["depth_s_per_row_per_doubling"] == 0.0   # no trend: the term is not kept
     assert q["seconds"] == pytest.approx(2e-6 * 1e10, rel=0.05)
 
@@ -63,7 +63,7 @@ def test_what_a_row_writes_is_read_from_the_rungs_counters_and_given_at_the_targ
     w = fit_writes(reps)
     assert (w.redo, w.pages, w.device) == (pytest.approx(90.0), pytest.approx(0.006), pytest.approx(200.0))
     assert w.checkpoint_share == pytest.approx(7e6 / (10 * 2**20))
-    p = predict(reps, Target(1e10, 2**50), OPTS)
+    p = predict(reps, PredictTarget(1e10, 2**50), OPTS)
     assert p["writes"]["device_write_bytes_per_row"] == pytest.approx(200.0)
     assert p["writes"]["device_write_MBps"] == pytest.approx(200.0 * 1e10 / p["load_s"] / 1e6)
     assert p["regime"] != "write bound (redo log and page cleaners)"
@@ -73,7 +73,7 @@ def test_a_device_too_slow_for_what_a_row_writes_bounds_the_load():
     slow = {**DEVICE, "seq_write_s_per_byte": 1 / 20e6}      # 20 MB/s: 200 B a row take 10 µs
     reps = [dataclasses.replace(_in_order(n, rep, writes=_writes(n), device=slow), log_bytes=10 * 2**20)
             for n in (4_000_000, 8_000_000, 16_000_000) for rep in range(2)]
-    p = predict(reps, Target(1e10, 2**50), OPTS)
+    p = predict(reps, PredictTarget(1e10, 2**50), OPTS)
     floor = 200.0 / 20e6
     assert p["fit"]["write_floor_s_per_row"] == pytest.approx(floor)
     assert p["regime"] == "write bound (redo log and page cleaners)"
@@ -116,5 +116,5 @@ def test_a_load_that_does_not_sort_gets_no_spill_pass_whatever_its_input():
     # start and a cost a row; it sorts nothing, so an input past the sort memory adds no pass
     reps = [dataclasses.replace(_in_order(n, rep), pre_s=0.3 + 2e-7 * n) for n in (4_000_000, 8_000_000)
             for rep in range(2)]
-    small, big = (predict(reps, Target(1e10, 2**50, sort_memory=m), OPTS) for m in (2**50, 2**20))
+    small, big = (predict(reps, PredictTarget(1e10, 2**50, sort_memory=m), OPTS) for m in (2**50, 2**20))
     assert big["pre_s"] == pytest.approx(small["pre_s"]) == pytest.approx(0.3 + 2e-7 * 1e10, rel=0.01)

@@ -26,7 +26,7 @@ from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
 from catbench.query.chunk_tables import ChunkInfo
 from catbench.query.engines import DuckdbEngine
-from catbench.query.query_engines import Where
+from catbench.query.query_engines import QueryLocation
 from catbench.query.run_queries import QueryPaths, run_queries, run_queries_duckdb
 from catbench.query.spec import Concurrency, QuerySpec
 from catbench.query.suite import (
@@ -47,10 +47,10 @@ def queried():
         cfg = small_config()
         objects = build(cfg, root)
         duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"),
-                                  Where("parquet"))
+                                  QueryLocation("parquet"))
         my = run_queries(QuerySpec.of(cfg, {"settings": cfg["server"]["settings"]}),
                          QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"),
-                         Where("t1", root / "target"))
+                         QueryLocation("t1", root / "target"))
         yield {"cfg": cfg, "root": root, "objects": objects, "duck": duck, "mysql": my}
     finally:
         leftover = servers_under(root)
@@ -166,7 +166,7 @@ def test_server_section_reaches_the_session(queried, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="no server"):
         run_queries(QuerySpec.of(cfg, {"params": queried["mysql"]["params"]}),
                     QueryPaths(root / "chunks", root / "index/input", tmp_path / "out"),
-                    Where("t1", tmp_path / "target"))
+                    QueryLocation("t1", tmp_path / "target"))
     assert seen["name"] == "queries" and seen["launch"].start_timeout_s == 33 and seen["launch"].binary is None
     assert seen["settings"]["innodb_buffer_pool_load_at_startup"] == 0
     assert seen["settings"]["innodb_buffer_pool_size"] == "64M"

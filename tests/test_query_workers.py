@@ -12,7 +12,7 @@ from catbench.core.infra.config import section
 from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
 from catbench.query.placement import place
-from catbench.query.query_engines import Where
+from catbench.query.query_engines import QueryLocation
 from catbench.query.run_queries import QueryPaths, run_queries, run_queries_duckdb
 from catbench.query.spec import QuerySpec
 from catbench.query.suite import QUERY_NAMES, QueryError
@@ -45,12 +45,12 @@ def workers_catalog():
 def test_three_workers_answer_as_one_server_and_duckdb(workers_catalog):
     root = workers_catalog
     paths = lambda out: QueryPaths(root / "chunks", root / "index/input", root / out)  # noqa: E731
-    one = run_queries(QuerySpec.of(_config(1)), paths("out/one/mysql"), Where("one", root / "t-one"))
+    one = run_queries(QuerySpec.of(_config(1)), paths("out/one/mysql"), QueryLocation("one", root / "t-one"))
     cfg = _config(3)
     three = run_queries(QuerySpec.of(cfg, {"params": one["params"]}), paths("out/three/mysql"),
-                        Where("three", root / "t-three"))
+                        QueryLocation("three", root / "t-three"))
     duck = run_queries_duckdb(QuerySpec.of(cfg, {"params": one["params"]}), QueryPaths(root / "chunks", None,
-                              root / "out/parquet/duckdb"), Where("parquet"))
+                              root / "out/parquet/duckdb"), QueryLocation("parquet"))
     res = check_answers([root / "out/parquet/duckdb", root / "out/one/mysql", root / "out/three/mysql"])
     assert res["ok"] and set(res["queries"]) == set(QUERY_NAMES)
     assert three["digests"] == one["digests"] == duck["digests"]
@@ -70,7 +70,7 @@ def test_every_worker_stops_when_the_stage_fails_after_they_started(workers_cata
     monkeypatch.setattr(query_run, "_measure_on_server", fail)
     with pytest.raises(RuntimeError, match="stopped in the middle"):
         run_queries(QuerySpec.of(_config(3)), QueryPaths(workers_catalog / "chunks", workers_catalog / "index/input",
-                    workers_catalog / "out/fail"), Where("fail", workers_catalog / "t-fail"))
+                    workers_catalog / "out/fail"), QueryLocation("fail", workers_catalog / "t-fail"))
     assert not servers_under(workers_catalog / "t-fail") and not (workers_catalog / "out/fail").exists()
 
 

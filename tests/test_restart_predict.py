@@ -14,7 +14,7 @@ import pytest
 from catbench.cli.main import main
 from catbench.predict.restarts import model
 from catbench.predict.restarts.age import max_checkpoint_age
-from catbench.predict.restarts.runs import Obs, RungSizes, read_restarts
+from catbench.predict.restarts.runs import PhaseObservation, RungSizes, read_restarts
 
 G = 2 ** 30
 
@@ -64,7 +64,7 @@ def test_a_measured_share_of_nothing_is_nothing_and_an_unknown_one_the_whole_log
     sh = model.Shares(checkpoint_age=0.0, age_range=None, redo_per_touch=None, crash_share=1.0, dump=0.9,
                       sst=None, sst_redo=0.0, sst_redo_range=None, copy_per_byte=[], ist_per_down_s=None, moved={},
                       single_batch_up_to=0.3, multi_batch_from=math.inf, page=16384)
-    at = model.At(40 * G, 80 * G, 8 * G)
+    at = model.UserNode(40 * G, 80 * G, 8 * G)
     assert model.checkpoint_age(at, sh) == 0.0
     q, _, words = model.quantities(at, sh, "node-restart-sst")
     assert q["sst_prepare"] == 0.0 and "0.00 of the redo log" in words[0]
@@ -75,7 +75,7 @@ def test_a_measured_share_of_nothing_is_nothing_and_an_unknown_one_the_whole_log
     assert q["sst_prepare"] == pytest.approx(min(8 * G, whole)) and "no rung's backup said" in words[0]
 
 
-def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungSizes]:
+def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[PhaseObservation], RungSizes]:
     data, log = 1e8 * scale, 5e7 * scale
     s = RungSizes(run, "disk", rows=int(1e6 * scale), data_bytes=data, pool_bytes=2 * data, redo_log_bytes=log,
                   checkpoint_age=[0.7 * log] * 2, recovered_pages=[(0.7 * log, 0.5 * data / 16384, 0.8, None)] * 2,
@@ -85,7 +85,7 @@ def _rung(run: str, scale: float, multi: bool = False) -> tuple[list[Obs], RungS
     obs = []
     for rep, e in ((0, 0.01), (1, -0.01)):
         def add(kind, phase, seconds, q=None):
-            obs.append(Obs(run, "disk", kind, phase, rep, seconds * (1 + e), q))
+            obs.append(PhaseObservation(run, "disk", kind, phase, rep, seconds * (1 + e), q))
         for kind in ("node-restart-sst", "node-restart-ist"):
             add(kind, "shutdown", 0.1)
             add(kind, "start_to_transfer", 1.5)
@@ -114,23 +114,23 @@ def _ladder(multi: bool = False):
 
 def test_ist_whose_missed_writes_outgrow_the_gcache_is_answered_by_sst():
     obs, sizes = _ladder()
-    at = model.At(40 * G, 80 * G, 8 * G, downtime_s=3600.0, gcache=128 * 2 ** 20)
+    at = model.UserNode(40 * G, 80 * G, 8 * G, downtime_s=3600.0, gcache=128 * 2 ** 20)
     got = {p["key"]["kind"]: p for p in model.predict_all(obs, sizes, at, 0.95, 0.05)}
     ist = got["node-restart-ist"]
     assert ist["transfer"] == "SST" and "outgrow the donor's" in ist["regime"][-1]
     assert ist["total_s"] == pytest.approx(got["node-restart-sst"]["total_s"])
-    within = {p["key"]["kind"]: p for p in model.predict_all(obs, sizes, model.At(40 * G, 80 * G, 8 * G, None, None,
+    within = {p["key"]["kind"]: p for p in model.predict_all(obs, sizes, model.UserNode(40 * G, 80 * G, 8 * G, None, None,
                                                                                  60.0, 8 * G), 0.95, 0.05)}
     assert within["node-restart-ist"]["transfer"] == "IST"
     assert within["node-restart-ist"]["total_s"] < got["node-restart-sst"]["total_s"]
 
 
 def test_crash_recovery_in_several_batches_is_refused_unless_a_rung_ran_it():
-    at = model.At(600 * G, 8 * G, 64 * G)      # 0.7 x 64 GiB of redo against an 8 GiB pool
+    at = model.UserNode(600 * G, 8 * G, 64 * G)      # 0.7 x 64 GiB of redo against an 8 GiB pool
     obs, sizes = _ladder()
     crash = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     assert "several batches" in crash["refused"] and "innodb_buffer_pool_size" in crash["refused"]
-    inside = model.At(600 * G, 8 * G, 64 * G, checkpoint_age=0.1 * 8 * G)   # as the rungs: one batch
+    inside = model.UserNode(600 * G, 8 * G, 64 * G, checkpoint_age=0.1 * 8 * G)   # as the rungs: one batch
     crash = next(p for p in model.predict_all(obs, sizes, inside, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     assert "refused" not in crash
     obs, sizes = _ladder(multi=True)
@@ -142,7 +142,7 @@ def test_a_kills_checkpoint_age_is_a_draw_the_crash_interval_spans_and_the_serve
     """The rungs' kills left 0.4-0.8 of the log: the interval spans the recovery at both ends,
     the median share stays the figure, and no age passes MariaDB's ~0.81 of the log."""
     obs, sizes = _ladder()
-    at = model.At(40 * G, 80 * G, 8 * G)
+    at = model.UserNode(40 * G, 80 * G, 8 * G)
     one = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     for s in sizes.values():
         s.checkpoint_age = [0.4 * s.redo_log_bytes, 0.7 * s.redo_log_bytes, 0.8 * s.redo_log_bytes]
@@ -288,13 +288,13 @@ def test_the_first_touch_past_the_probes_warm_part_is_priced_at_its_slow_rate():
     assert sec == pytest.approx(excess(curve, rss)) and low == sec == high and "recovery fills ~4.2 GiB" in words
     capped = memory_excess(rungs, 2 * G, 1 * G)      # no more than the pool beside the server's own
     assert capped[0] == pytest.approx(excess(curve, 200 * 2 ** 20 + G)) and "recovery fills ~1.2 GiB" in capped[3]
-    crash = next(p for p in model.predict_all(obs, sizes, model.At(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G),
+    crash = next(p for p in model.predict_all(obs, sizes, model.UserNode(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G),
                                               0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     added = sum(ph["memory_s"] for ph in crash["phases"])
     assert added > 5 and any("first touch past the rungs' rate adds" in w for w in crash["regime"])
     for s in rungs:    # the pools on large pages reserved ahead: the memory was backed before recovery
         s.large_pages = True
-    crash = next(p for p in model.predict_all(obs, sizes, model.At(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G),
+    crash = next(p for p in model.predict_all(obs, sizes, model.UserNode(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G),
                                               0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     assert sum(ph["memory_s"] for ph in crash["phases"]) == 0 and any("large pages" in w for w in crash["regime"])
 
@@ -317,11 +317,11 @@ def test_an_sst_stream_is_priced_at_its_copy_rate_where_its_totals_are_flat():
     each took ~2.1 s whatever their bytes, where 2 GB took 12 s. The rate while the joiner's
     staging grew prices the bytes; the totals give the fixed part."""
     obs, sizes = _ladder()
-    flat = [Obs(o.run, o.target, o.kind, o.phase, o.rep, 2.1 + 0.01 * o.rep, o.quantity)
+    flat = [PhaseObservation(o.run, o.target, o.kind, o.phase, o.rep, 2.1 + 0.01 * o.rep, o.quantity)
             if (o.kind, o.phase) == ("node-restart-sst", "sst_stream") else o for o in obs]
     for s in sizes.values():
         s.sst_copy_s_per_byte = [1 / 190e6, 1 / 210e6]
-    at = model.At(2 * G, 4 * G, 1 * G, checkpoint_age=0.0)
+    at = model.UserNode(2 * G, 4 * G, 1 * G, checkpoint_age=0.0)
     sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
     stream = next(x for x in sst["phases"] if x["phase"] == "sst_stream")
     q = stream["quantity_bytes"]
@@ -340,11 +340,11 @@ def test_an_sst_is_never_predicted_faster_than_the_device_writes_its_bytes():
     """Rungs whose stream took a flat ~2 s tell no slope; 600 GB must still be written: the
     interval's low end is the bytes at the device's sequential rate."""
     obs, sizes = _ladder()
-    flat = [Obs(o.run, o.target, o.kind, o.phase, o.rep, 2.0 + 0.1 * o.rep, o.quantity)
+    flat = [PhaseObservation(o.run, o.target, o.kind, o.phase, o.rep, 2.0 + 0.1 * o.rep, o.quantity)
             if (o.kind, o.phase) == ("node-restart-sst", "sst_stream") else o for o in obs]
     for s in sizes.values():
         s.sst_copy_s_per_byte = []
-    at = model.At(600 * G, 128 * G, 8 * G)
+    at = model.UserNode(600 * G, 128 * G, 8 * G)
     sst = next(p for p in model.predict_all(flat, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-sst")
     phase = next(x for x in sst["phases"] if x["phase"] == "sst_stream")
     assert phase["ci_low"] >= 600 * G * 1e-9 and phase["quantity_bytes"] > 600 * G   # at the rungs' least redo
@@ -359,7 +359,7 @@ def test_the_redo_scan_grows_by_the_lookup_probe_past_the_rungs_map():
     obs, sizes = _ladder()
     rungs = list(sizes.values())
     assert lookup_factor(rungs, 1e6) is None                            # no probe in the rungs: nothing scaled
-    at = model.At(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G)
+    at = model.UserNode(40 * G, 80 * G, 8 * G, checkpoint_age=2 * G)
     before = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
     for s in rungs:
         s.lookup = curve

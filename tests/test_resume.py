@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from catbench.core.index.input import scan_file
 from catbench.cli.storage import load_spec
-from catbench.core.infra.targets import Target
+from catbench.core.infra.targets import StorageTarget
 from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from support.indexinput import write_files
@@ -141,7 +141,7 @@ def test_time_limit_stops_the_load_and_reports_it_stopped(scratch, strategy):
     out = scratch / "results" / strategy
     s = run_load_index(load_spec({"load": {"time_limit_s": 0.4, "optimize_limit_s": 0, "lookup_count": 50,
                                            "repetitions": 3, "batch_files": 4}}, checked=False),
-                       Target("tmpdisk", scratch / "target"), files, out, LoadCase("bigint", strategy))
+                       StorageTarget("tmpdisk", scratch / "target"), files, out, LoadCase("bigint", strategy))
     # each repetition stopped, and repeated: the rows by the limit are a figure with its n
     assert s["stopped"] and s["n"] == 3 and all(r["stopped"] for r in s["repetitions"])
     assert all(0 < r["files_loaded"] < len(files) for r in s["repetitions"])
@@ -158,7 +158,7 @@ def test_time_limit_is_not_applied_to_one_stream_strategies(scratch):
     files = write_files(scratch / "in", "bigint", 4, 2000)
     s = run_load_index(load_spec({"load": {"time_limit_s": 0.001, "optimize_limit_s": 0, "lookup_count": 10,
                                            "repetitions": 1, "sort_memory": "64MB"}}, checked=False),
-                       Target("tmpdisk", scratch / "target"), files, scratch / "results" / "b", LoadCase("bigint", "bulk"))
+                       StorageTarget("tmpdisk", scratch / "target"), files, scratch / "results" / "b", LoadCase("bigint", "bulk"))
     assert not s["stopped"] and s["time_limit_s"] is None and s["rows"] == 8000
 
 

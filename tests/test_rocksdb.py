@@ -13,7 +13,7 @@ from catbench.core.infra.settings import ServerError
 from catbench.core.server.binaries import plugin_options
 from catbench.load.comparison import write_not_run
 from catbench.cli.storage import load_spec
-from catbench.core.infra.targets import Target
+from catbench.core.infra.targets import StorageTarget
 from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.strategies import REGISTRY, STRATEGIES, load_pairs
@@ -30,7 +30,7 @@ OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", tr
 
 
 def run(root: Path, name: str, files, variant: str, strategy: str, engine: str = "rocksdb", out=None, **kw):
-    return run_load_index(load_spec({"load": {**OPTS, **kw}}, checked=False), Target("tmpdisk", root / "target"), files,
+    return run_load_index(load_spec({"load": {**OPTS, **kw}}, checked=False), StorageTarget("tmpdisk", root / "target"), files,
                           out or root / "results" / name, LoadCase(variant, strategy, engine))
 
 

@@ -15,7 +15,7 @@ import pytest
 from catbench.core.index.table import VARIANTS, LoadError
 from catbench.core.infra.config import section
 from catbench.cli.storage import load_spec
-from catbench.core.infra.targets import Target
+from catbench.core.infra.targets import StorageTarget
 from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from catbench.load.job import LoadOptions
@@ -42,7 +42,7 @@ OPTS = dict(connections=3, batch_files=2, chunk_rows=700, sort_memory="64MB", tr
 def run(root: Path, name: str, files, variant, strategy, **kw):
     load = {**OPTS, "sample_interval_s": 0.2, "lookup_threads": 2, "lookup_count": 200, "optimize_limit_s": 0,
             **kw}
-    return run_load_index(load_spec({"load": load}, checked=False), Target("tmpdisk", root / "target"), files,
+    return run_load_index(load_spec({"load": load}, checked=False), StorageTarget("tmpdisk", root / "target"), files,
                           root / "results" / name, LoadCase(variant, strategy))
 
 
@@ -223,6 +223,6 @@ def test_a_key_with_quotes_and_backslashes_loads_with_every_strategy(root, engin
     for k, key in enumerate(odd):
         replace_line(files[k], 3 + k, f"{key}\t{k + 1}\t{k + 2}")
     load = {**OPTS, "sample_interval_s": 0.2, "lookup_threads": 2, "lookup_count": 200, "optimize_limit_s": 0}
-    s = run_load_index(load_spec({"load": load}, checked=False), Target("tmpdisk", root / "target"), files, root / "results" / name,
+    s = run_load_index(load_spec({"load": load}, checked=False), StorageTarget("tmpdisk", root / "target"), files, root / "results" / name,
                        LoadCase("char28", strategy, engine))
     assert s["rows"] == 800 and s["checksum_ok"]

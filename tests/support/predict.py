@@ -12,7 +12,7 @@ import pytest
 import yaml
 from catbench.cli.predict import cmd_predict
 from catbench.predict.rate import RateCurve, load_seconds, rows_by
-from catbench.predict.runs import Rep
+from catbench.predict.runs import LoadRepetition
 
 DEVICE = {"page_read_s": 100e-6, "page_write_s": 50e-6, "seq_s_per_byte": 1 / 200e6 + 1 / 400e6}
 # a B-tree load: 2.5 µs a row while cached, a miss costing K = 1.2 × (read + write) = 180 µs
@@ -35,7 +35,7 @@ def rung_rep(rows, pool, run, rep=0, x_final=8.0, curve=TRUE, **kw):
                 x=x, rate=rate,
                 weight=np.full(32, rows / 32), ws_over_pool=13.0, collapse_expected=True, rung_rows=rows,
                 device=DEVICE)
-    return Rep(**{**base, **kw})
+    return LoadRepetition(**{**base, **kw})
 
 
 def ladder(**kw):

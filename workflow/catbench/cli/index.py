@@ -18,62 +18,62 @@ log = logging.getLogger("catbench")
 COMMANDS = ("index-input", "index-generate", "index-merge", "index-read", "index-positions", "index-working-set")
 
 
-def cmd_index_input(a):
+def cmd_index_input(args):
     from ..prepare.index_order import written_in_order
-    with JobTimer("index_input", a.metrics) as t:
-        r = written_in_order(a.order, lambda num, char: partition_mod.write_index_input(
-            a.staging, a.files, num, char), a.out, a.out_char28, a.sort_memory)
+    with JobTimer("index_input", args.metrics) as t:
+        r = written_in_order(args.order, lambda num, char: partition_mod.write_index_input(
+            args.staging, args.files, num, char), args.out, args.out_char28, args.sort_memory)
         t.extra.update(**r)
 
 
-def cmd_index_generate(a):
+def cmd_index_generate(args):
     """The index input straight from the catalog generator (no catalog, no chunk files)."""
     from ..prepare.index_only import generate_index
-    spec = PrepareSpec.of(read_config(a.config))
-    with JobTimer("index_generate", a.metrics) as t:
-        r = generate_index(spec, a.files or spec.partition.index_files, a.out, a.out_char28,
-                           rows=a.rows, workers=a.workers, part=a.part, parts=a.parts)
-        t.extra.update(r, part=a.part, parts=a.parts)
+    spec = PrepareSpec.of(read_config(args.config))
+    with JobTimer("index_generate", args.metrics) as t:
+        r = generate_index(spec, args.files or spec.partition.index_files, args.out, args.out_char28,
+                           rows=args.rows, workers=args.workers, part=args.part, parts=args.parts)
+        t.extra.update(r, part=args.part, parts=args.parts)
 
 
-def cmd_index_merge(a):
+def cmd_index_merge(args):
     """The index parts' files linked into one folder per variant, with one manifest each."""
     from ..prepare.index_order import written_in_order
     from ..prepare.index_only import merge_parts
-    r = written_in_order(a.order, lambda num, char: merge_parts(a.staging, num, char), a.out,
-                         a.out_char28, a.sort_memory)
-    log.info("index input: %d files, %d rows in %s and %s", r["files"], r["rows"], a.out, a.out_char28)
-    if a.job_metrics:
-        summarise(a.job_metrics, a.summary, rows_stage="index_generate")
+    r = written_in_order(args.order, lambda num, char: merge_parts(args.staging, num, char), args.out,
+                         args.out_char28, args.sort_memory)
+    log.info("index input: %d files, %d rows in %s and %s", r["files"], r["rows"], args.out, args.out_char28)
+    if args.job_metrics:
+        summarise(args.job_metrics, args.summary, rows_stage="index_generate")
 
 
-def cmd_index_read(a):
+def cmd_index_read(args):
     """The index input from the user's own files (index.source: file; prepare/own/index.py)."""
     from ..core.infra.sources import sources
     from ..prepare.own.index import read_index, setup_from
-    spec = PrepareSpec.of(read_config(a.config))
-    setup = setup_from(spec, sources(spec.index.file.section), a.threads)
-    with JobTimer("index_read", a.metrics) as t:
-        r = read_index(setup, a.out, a.out_char28, a.sources)
+    spec = PrepareSpec.of(read_config(args.config))
+    setup = setup_from(spec, sources(spec.index.file.section), args.threads)
+    with JobTimer("index_read", args.metrics) as t:
+        r = read_index(setup, args.out, args.out_char28, args.sources)
         t.extra.update(r)
     log.info("index input: %d files, %d rows from %d source files in %s and %s", r["files"], r["rows"],
-             r["source_files"], a.out, a.out_char28)
-    if a.summary:
-        summarise([a.metrics], a.summary, rows_stage="index_read")
+             r["source_files"], args.out, args.out_char28)
+    if args.summary:
+        summarise([args.metrics], args.summary, rows_stage="index_read")
 
 
-def cmd_index_positions(a):
+def cmd_index_positions(args):
     """The generator's objectId, ra, dec as Parquet files (a catalog to read with index.source: file)."""
     from ..prepare.index_only import write_positions
-    spec = PrepareSpec.of(read_config(a.config))
-    with JobTimer("index_positions", a.metrics or Path(a.out) / "positions.json") as t:
-        t.extra.update(write_positions(spec, a.files, a.out, a.workers))
+    spec = PrepareSpec.of(read_config(args.config))
+    with JobTimer("index_positions", args.metrics or Path(args.out) / "positions.json") as t:
+        t.extra.update(write_positions(spec, args.files, args.out, args.workers))
 
 
-def cmd_index_working_set(a):
+def cmd_index_working_set(args):
     """The insert working set of the index input against the loads' buffer pool (JSON)."""
     from ..prepare.working_set import write
-    doc = write(a.input, PoolSetup(**json.loads(a.setup)), a.out)
+    doc = write(args.input, PoolSetup(**json.loads(args.setup)), args.out)
     for v, w in doc["variants"].items():
         log.info("%s: working set %d pages, pool %d pages (x%.2f)", v, w["working_set_pages"],
                  doc["pool_pages"], w["working_set_over_pool"])

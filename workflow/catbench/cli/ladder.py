@@ -24,24 +24,24 @@ from .common import command, guarded, out_path, read_config
 COMMANDS = ("ladder", "ladder-rung")
 
 
-def cmd_ladder(a) -> int:
+def cmd_ladder(args) -> int:
     """The rungs of the config's ladder (predict.rows): one config file per rung in --out,
     named by its run (``<run>-rung<k>``); without --out, their names and scaled settings."""
-    out_path(a.out, directory=True)
-    ladder = [Rung.of(r) for r in rungs(read_config(a.config))]
+    out_path(args.out, directory=True)
+    ladder = [Rung.of(r) for r in rungs(read_config(args.config))]
     for r in ladder:    # each rung's file must be a config the workflow takes
         try:
             validate_config(r.file)
         except ConfigError as e:
-            raise ConfigError(f"the rung {r.run!r} of {a.config} would be refused by the workflow "
+            raise ConfigError(f"the rung {r.run!r} of {args.config} would be refused by the workflow "
                               f"(its run is config key 'run' + '-rung<k>'): {e}") from None
-    if a.out:
-        _only_this_ladder(Path(a.out), {f"{r.run}.yaml" for r in ladder})
+    if args.out:
+        _only_this_ladder(Path(args.out), {f"{r.run}.yaml" for r in ladder})
     for r in ladder:
         print(f"{r.run}: catalog.patch.objects {r.objects}, partition.index_files {r.index_files}, load.settings "
               f"{json.dumps(r.settings)}, sort_memory {r.sort_memory}, time_limit_s {r.time_limit_s}")
-        if a.out:
-            (Path(a.out) / f"{r.run}.yaml").write_text(yaml.safe_dump(r.file, sort_keys=False))
+        if args.out:
+            (Path(args.out) / f"{r.run}.yaml").write_text(yaml.safe_dump(r.file, sort_keys=False))
     return 0
 
 

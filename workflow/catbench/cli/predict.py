@@ -29,15 +29,15 @@ MIN_POOL, MAX_POOL = 2 << 20, 1 << 50   # --pool: InnoDB's least; more memory th
 
 
 def _target(spec: PredictSpec, engine: str, rows: float, reps: list, pool: int | None = None,
-            limit: bool = True, ram: int | None = None) -> Target:
+            limit: bool = True, ram: int | None = None) -> PredictTarget:
     """The target of one load: ``pool`` (--pool) or the config's, and the page cache beside it
     that ``ram`` (--ram, or server.ram) leaves; load.time_limit_s only where the rungs had one
     (a strategy that loads in one stream ignores it: its summary's time_limit_s is null) and
     ``limit`` (--no-time-limit: the time to load every row)."""
-    from ..predict.scale import Target
+    from ..predict.scale import PredictTarget
     limited = limit and any(r.time_limit_s is not None for r in reps)
     pool = pool or spec.target_pool(engine, rows)
-    return Target(rows, pool, spec.sort_memory, spec.time_limit_s if limited else None, spec.below_rate,
+    return PredictTarget(rows, pool, spec.sort_memory, spec.time_limit_s if limited else None, spec.below_rate,
                   spec.index_files, spec.page_cache(engine, pool, ram), spec.sst_file)
 
 
@@ -152,43 +152,43 @@ def _on_device(groups: dict, figures: dict) -> dict:
     return {k: [dataclasses.replace(r, device={**r.device, **figures}) for r in reps] for k, reps in groups.items()}
 
 
-def cmd_predict(a) -> int:
+def cmd_predict(args) -> int:
     """Per target and method: the predicted load time and table bytes at --rows with an
     interval and its regime (or why the model refuses), then every ladder's prediction of
     its own largest rung from the smaller ones (predicted ÷ measured). A load whose job did
     not run alone (its isolation.json) is neither fitted nor scored, and named. Where
     --results hold restart or cluster results, each restart kind at the node's size too."""
-    out_path(a.out)
-    cfg = read_config(a.config)
+    out_path(args.out)
+    cfg = read_config(args.config)
     spec = PredictSpec.of(cfg)
-    fitting = spec.fitting.replace(min_rungs=a.min_rungs) if a.min_rungs else spec.fitting
-    figures = _device_file(a.device) if a.device else None
+    fitting = spec.fitting.replace(min_rungs=args.min_rungs) if args.min_rungs else spec.fitting
+    figures = _device_file(args.device) if args.device else None
     skipped: list = []
-    groups = {k: v for k, v in read_runs(a.results, skipped).items() if not a.targets or k[0] in a.targets}
-    restarts = None if a.loads_only else predict_restarts(a, cfg, fitting, figures, required=not groups)
-    queries = predict_queries_at(a, figures, cfg) if getattr(a, "nodes", None) else None
+    groups = {k: v for k, v in read_runs(args.results, skipped).items() if not args.targets or k[0] in args.targets}
+    restarts = None if args.loads_only else predict_restarts(args, cfg, fitting, figures, required=not groups)
+    queries = predict_queries_at(args, figures, cfg) if getattr(args, "nodes", None) else None
     if not groups and restarts is None and queries is None:
-        raise ConfigError(f"no loads in {', '.join(a.results)} (results/<run>/load/*/*/*/*/summary.json)"
+        raise ConfigError(f"no loads in {', '.join(args.results)} (results/<run>/load/*/*/*/*/summary.json)"
                           + (f" that ran alone: {_not_alone_text(skipped)}" if skipped else "")
                           + " and no restarts (results/<run>/restart/*/*.json, results/<run>/cluster/*/*.json)")
-    rows = float(a.rows if a.rows is not None else spec.target_rows)
-    out = {"rows": rows, "pool_bytes": a.pool, "ram_bytes": a.ram or spec.ram, "device": a.device,
+    rows = float(args.rows if args.rows is not None else spec.target_rows)
+    out = {"rows": rows, "pool_bytes": args.pool, "ram_bytes": args.ram or spec.ram, "device": args.device,
            "predictions": [], "validation": [], "measured": [], "not_alone": []}
     if restarts is not None:
         out["restarts"] = restarts
     if queries is not None:
         out["queries"] = queries
     if groups:
-        _loads(a, spec, fitting, (groups, skipped, figures), out)
-        out["not_measured"] = _not_measured(cfg, groups, a.config)
+        _loads(args, spec, fitting, (groups, skipped, figures), out)
+        out["not_measured"] = _not_measured(cfg, groups, args.config)
         for m in out["not_measured"]:
             print(f"not predicted: {m['variant']}/{m['engine']}/{m['strategy']}, which no rung measured: {m['how']}")
-    elif a.sealed:
-        _check_seal(a.sealed, sealed_doc.read(a.sealed), out)
-    if queries is not None and a.measured:
-        out["queries_measured"] = _score_queries(a.measured, queries)
-    if a.out:
-        with atomic_path(a.out) as tmp:
+    elif args.sealed:
+        _check_seal(args.sealed, sealed_doc.read(args.sealed), out)
+    if queries is not None and args.measured:
+        out["queries_measured"] = _score_queries(args.measured, queries)
+    if args.out:
+        with atomic_path(args.out) as tmp:
             tmp.write_text(json.dumps(_finite(out), indent=1, default=str))
     return 0
 
@@ -329,14 +329,14 @@ def _curves(spec: PredictSpec, fitting: Fitting, groups: dict, measured: dict, p
     return out
 
 
-def cmd_coverage(a) -> int:
+def cmd_coverage(args) -> int:
     """Per form and in all, over the out-of-sample figures of the record of sealed checks: how
     many fell inside the interval printed then, inside that interval widened by the form's error
     measured on the other checks (what predict states now), and within [0.67, 1.5]."""
     from ..predict import coverage as cov
-    checks = cov.read(Path(a.record) if a.record else None)
-    print(f"{len(checks)} sealed figures out of sample ({a.confidence:.0%} intervals):")
-    for form, c in cov.coverage(checks, a.confidence).items():
+    checks = cov.read(Path(args.record) if args.record else None)
+    print(f"{len(checks)} sealed figures out of sample ({args.confidence:.0%} intervals):")
+    for form, c in cov.coverage(checks, args.confidence).items():
         pct = lambda k, n: f"{c[k]}/{c[n]}" + (f" ({c[k] / c[n]:.0%})" if c[n] else "")  # noqa: E731
         err = f", error {math.exp(c['error']):.2f}x" if c["error"] is not None else ""
         print(f"  {form}: {c['figures']} figures{err}; inside as printed {pct('inside', 'printed')}, "

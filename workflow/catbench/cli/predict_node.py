@@ -24,7 +24,7 @@ from ..predict.restarts.runs import PAGE, read_restarts
 from ..predict.spec import RestartTarget
 
 
-def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
+def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.UserNode:
     """The user's node: the flags, else the config's target (its rows × the rungs' bytes a row)."""
     data = a.data or model.data_of(target.rows, [(s.rows, s.data_bytes) for s in sizes.values()
                                                  if s.data_bytes and s.rows])
@@ -43,7 +43,7 @@ def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.At:
         raise ConfigError(f"restart prediction: --checkpoint-age {human(a.checkpoint_age)} is past what a "
                           f"{human(redo)} redo log lets stand before the server checkpoints ({human(most)}, ~0.81 of "
                           f"the log): give at most that, or a larger --redo")
-    return model.At(float(data), float(pool), float(redo), a.checkpoint_age, a.write_rate,
+    return model.UserNode(float(data), float(pool), float(redo), a.checkpoint_age, a.write_rate,
                     a.downtime if a.downtime is not None else target.downtime_s,
                     float(a.gcache or target.gcache), device)
 

@@ -22,100 +22,100 @@ log = logging.getLogger("catbench")
 COMMANDS = ("validate", "system-tools", "patch", "catalog-part", "partition-map", "partition-reduce", "chunk-list")
 
 
-def cmd_validate(a):
+def cmd_validate(args):
     from ..core.infra.config import estimated_rows, n_groups
-    cfg = read_config(a.config)
+    cfg = read_config(args.config)
     print(json.dumps({"run": cfg["run"], "copies": catalog_mod.n_copies(cfg["catalog"]),
                       "parts": len(catalog_mod.part_copies(cfg["catalog"])),
                       "groups": n_groups(cfg), "estimated_rows": estimated_rows(cfg)}))
 
 
-def cmd_system_tools(a):
+def cmd_system_tools(args):
     """The system tools the config's stages need (``make run`` and ``make env`` install them):
     the config read as the workflow reads it, its patch file's footprint and manifest
     (results/) included; ``--config all``: every tool."""
     from ..core.infra.jobs.system import TOOLS, needed_tools
-    tools = TOOLS if a.config == "all" else needed_tools(read_config(a.config, results=Path("results")))
+    tools = TOOLS if args.config == "all" else needed_tools(read_config(args.config, results=Path("results")))
     print(" ".join(tools))
 
 
-def cmd_patch(a):
+def cmd_patch(args):
     """The base patch: generated, or read from catalog.patch.file (prepare/own/patch.py)."""
-    spec = PrepareSpec.of(read_config(a.config))
+    spec = PrepareSpec.of(read_config(args.config))
     own, files = None, spec.catalog.patch_file
     if not files.paths:
         IdLayout(spec)  # the id layout fits int64 (catalog.id_layout), before any work
-    with JobTimer("patch", a.metrics) as t:
+    with JobTimer("patch", args.metrics) as t:
         if files.paths:
             from ..prepare.own import patch as patch_file
             rows = patch_file.read_rows(files, patch_file.sources(files.section, key=patch_file.KEY))
-            patch_file.check_unchanged(spec.catalog, rows, a.manifest and Path(a.manifest))
+            patch_file.check_unchanged(spec.catalog, rows, args.manifest and Path(args.manifest))
             patch, own = patch_file.build_patch(spec.catalog, rows)
             IdLayout(spec, own)
         else:
             patch = catalog_mod.generate_patch(spec.catalog)
-        for table, path in ((patch.objects, a.objects), (patch.sources, a.sources)):
+        for table, path in ((patch.objects, args.objects), (patch.sources, args.sources)):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write_parquet(table, path)
-        if a.text:  # the TSV text of the columns every copy shares (partition.formats: tsv)
-            catalog_mod.write_shared_text(patch, *a.text)
+        if args.text:  # the TSV text of the columns every copy shares (partition.formats: tsv)
+            catalog_mod.write_shared_text(patch, *args.text)
         if own is not None:
-            if not (a.own_ids and a.files):
+            if not (args.own_ids and args.files):
                 raise ValueError("catalog.patch.file: give --own-ids and --files (where the file's ids and "
                                  "each file's path, bytes and checksum go)")
             import pyarrow as pa
-            write_parquet(pa.table({"objectId": own}), a.own_ids)
-            patch_file.write_record(rows, files, a.files)
+            write_parquet(pa.table({"objectId": own}), args.own_ids)
+            patch_file.write_record(rows, files, args.files)
         t.extra.update(rows=patch.objects.num_rows + patch.sources.num_rows,
                        objects=patch.objects.num_rows, sources=patch.sources.num_rows)
 
 
-def cmd_catalog_part(a):
-    spec = PrepareSpec.of(read_config(a.config))
-    patch = catalog_mod.Patch(read_parquet(a.patch_objects), read_parquet(a.patch_sources))
-    own = numpy(read_parquet(a.own_ids).column("objectId")) if a.own_ids else None
-    copies = catalog_mod.part_copies(spec.catalog.section)[a.part]
+def cmd_catalog_part(args):
+    spec = PrepareSpec.of(read_config(args.config))
+    patch = catalog_mod.Patch(read_parquet(args.patch_objects), read_parquet(args.patch_sources))
+    own = numpy(read_parquet(args.own_ids).column("objectId")) if args.own_ids else None
+    copies = catalog_mod.part_copies(spec.catalog.section)[args.part]
     layout = catalog_mod.copy_layout(spec.catalog.section)
-    for p in (a.objects, a.sources):
+    for p in (args.objects, args.sources):
         Path(p).parent.mkdir(parents=True, exist_ok=True)
-    with JobTimer("catalog", a.metrics) as t:
-        prog = Progress(f"catalog part {a.part} (copies)", len(copies))
-        texts = {t: p for t, p in (("Object", a.text_objects), ("Source", a.text_sources)) if p}
-        counts = catalog_mod.write_part(patch, layout, copies, a.objects, a.sources, IdLayout(spec, own),
+    with JobTimer("catalog", args.metrics) as t:
+        prog = Progress(f"catalog part {args.part} (copies)", len(copies))
+        texts = {t: p for t, p in (("Object", args.text_objects), ("Source", args.text_sources)) if p}
+        counts = catalog_mod.write_part(patch, layout, copies, args.objects, args.sources, IdLayout(spec, own),
                                         prog, texts)
-        t.extra.update(rows=counts["objects"] + counts["sources"], part=a.part, **counts)
+        t.extra.update(rows=counts["objects"] + counts["sources"], part=args.part, **counts)
 
 
-def cmd_partition_map(a):
-    spec = PrepareSpec.of(read_config(a.config))
-    with JobTimer("partition_map", a.metrics) as t:
-        if len(a.objects) != len(a.sources):
-            raise ValueError(f"{len(a.objects)} --objects but {len(a.sources)} --sources: give "
+def cmd_partition_map(args):
+    spec = PrepareSpec.of(read_config(args.config))
+    with JobTimer("partition_map", args.metrics) as t:
+        if len(args.objects) != len(args.sources):
+            raise ValueError(f"{len(args.objects)} --objects but {len(args.sources)} --sources: give "
                              f"each catalog part's pair, in the same order")
-        r = partition_mod.map_parts(spec, list(zip(a.objects, a.sources)), a.out, a.groups,
-                                     a.threads)
+        r = partition_mod.map_parts(spec, list(zip(args.objects, args.sources)), args.out, args.groups,
+                                     args.threads)
         t.extra.update(rows=r["objects"] + r["sources"], **r)
 
 
-def cmd_partition_reduce(a):
-    with JobTimer("partition_reduce", a.metrics) as t:
-        n = len(a.objects)  # a table without part text files has its varying text made here
-        texts = list(zip(a.text_objects or [None] * n, a.text_sources or [None] * n))
-        r = partition_mod.reduce_group(a.staging, list(zip(a.objects, a.sources)), a.group, a.chunks,
-                                       a.manifest, a.formats, partition_mod.Prepared(texts, a.patch_text, a.patch))
-        t.extra.update(group=a.group, **r)
+def cmd_partition_reduce(args):
+    with JobTimer("partition_reduce", args.metrics) as t:
+        n = len(args.objects)  # a table without part text files has its varying text made here
+        texts = list(zip(args.text_objects or [None] * n, args.text_sources or [None] * n))
+        r = partition_mod.reduce_group(args.staging, list(zip(args.objects, args.sources)), args.group, args.chunks,
+                                       args.manifest, args.formats, partition_mod.Prepared(texts, args.patch_text, args.patch))
+        t.extra.update(group=args.group, **r)
 
 
-def cmd_chunk_list(a):
+def cmd_chunk_list(args):
     """chunks.tsv: rows and bytes per chunk from the reduces' manifests, with each chunk's
     centre on the sky (for the report's map of chunk rows)."""
     import duckdb
     import pyarrow as pa
-    cfg = read_config(a.config)
+    cfg = read_config(args.config)
     geometry = PrepareSpec.of(cfg).partition.geometry
     con = duckdb.connect()
     # The relation API reads and writes the files: no path is pasted into SQL text.
-    con.read_csv([str(m) for m in a.manifests], delimiter="\t", header=True).create_view("manifests")
+    con.read_csv([str(m) for m in args.manifests], delimiter="\t", header=True).create_view("manifests")
     ids = con.sql("SELECT DISTINCT chunkId::BIGINT AS chunkId FROM manifests ORDER BY 1").fetchnumpy()["chunkId"]
     ch = Chunker(geometry.num_stripes, geometry.num_sub_stripes_per_stripe)
     centres = pa.table({"chunkId": ids, "ra_centre": ch.chunk_ra_centre(ids).round(4),
@@ -129,9 +129,9 @@ def cmd_chunk_list(a):
                SUM(parquet_bytes) AS parquet_bytes, SUM(tsv_bytes) AS tsv_bytes,
                any_value(c.ra_centre) AS ra_centre, any_value(c.dec_centre) AS dec_centre
         FROM manifests AS m JOIN centres AS c ON m.chunkId = c.chunkId
-        GROUP BY m.chunkId ORDER BY m.chunkId""").write_csv(str(a.out), sep="\t", header=True)
+        GROUP BY m.chunkId ORDER BY m.chunkId""").write_csv(str(args.out), sep="\t", header=True)
     # the catalog's shape beside the stages' figures: the report's first screen reads it
-    summarise(a.job_metrics, a.summary, extra={"catalog": chunking.facts(cfg)})
+    summarise(args.job_metrics, args.summary, extra={"catalog": chunking.facts(cfg)})
 
 
 def add_subcommands(sub) -> None:

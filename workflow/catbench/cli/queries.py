@@ -15,7 +15,7 @@ from ..core.infra.targets import TargetError
 from ..core.server.loaddata import LoadError
 from ..core.server.process import ServerError
 from ..query.chunk_tables import ChunkLoadError
-from ..query.query_engines import QUERY_ENGINES, Where, run_query_engine
+from ..query.query_engines import QUERY_ENGINES, QueryLocation, run_query_engine
 from ..query.suite import QueryError
 from .common import config_arg, guarded, measured, overrides, read_config, section_flags
 
@@ -52,9 +52,9 @@ def cmd_queries(args) -> int:
     if QUERY_ENGINES[args.query_engine].on_target:
         if not args.target or not args.path:
             raise SystemExit(f"--query-engine {args.query_engine} needs --target and --path")
-        where = Where(args.target, Path(args.path), args.keep_data)
+        where = QueryLocation(args.target, Path(args.path), args.keep_data)
     else:
-        where = Where(args.target or "parquet")
+        where = QueryLocation(args.target or "parquet")
     s = run_query_engine(args.query_engine, spec, paths, where)
     warm = {q: round(v["warm"]["p50_s"], 6) for q, v in s["stats"].items() if "warm" in v}
     print(json.dumps({"target": s["target"], "query_engine": s["query_engine"], "cold_method": s["cold_method"],

@@ -15,7 +15,7 @@ from ..core.index.input import list_input
 from ..core.index.table import ENGINES, VARIANTS, LoadError
 from ..core.infra.config import ConfigError, section, validate
 from ..core.infra.files import atomic_path
-from ..core.infra.targets import Target, TargetError
+from ..core.infra.targets import StorageTarget, TargetError
 from ..core.server.process import ServerError
 from ..fio.bench import FioError, run_fio
 from ..fio.spec import TESTS, FioSpec
@@ -63,7 +63,7 @@ def cmd_load_index(args) -> int:
     where absent); a flag overrides its config key."""
     files = list_input(args.input_dir)
     spec = load_spec(_load_index_config(args), keep_data=args.keep_data)
-    summary = run_load_index(spec, Target(args.target, Path(args.path)), files, args.out,
+    summary = run_load_index(spec, StorageTarget(args.target, Path(args.path)), files, args.out,
                              LoadCase(args.variant, args.strategy, args.engine))
     print(json.dumps({k: summary.get(k) for k in (
         "target", "variant", "engine", "strategy", "rows", "seconds", "rows_per_s", "sort_seconds", "load_seconds",
@@ -72,61 +72,61 @@ def cmd_load_index(args) -> int:
     return 0
 
 
-def cmd_estimate(a):
+def cmd_estimate(args):
     """What the run will need on each target (input, tables, scratch), before it starts."""
     from ..load.load_index import calibrate
     from ..load.estimate import estimate, fit_tables, lines, time_lines
     from ..load.spec import EstimateSpec
-    if a.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
-        print(json.dumps(fit_tables(a.fit), indent=1))
+    if args.fit:   # refit the model's table figures from loads of several sizes (estimate.md)
+        print(json.dumps(fit_tables(args.fit), indent=1))
         return
-    if not a.config:
+    if not args.config:
         raise ValueError("give --config (the run to estimate) or --fit (loads to refit the model from)")
-    cfg = read_config(a.config)
+    cfg = read_config(args.config)
     run = EstimateSpec.of(cfg)
-    est = estimate(run, Path(a.results) if a.results else None)
+    est = estimate(run, Path(args.results) if args.results else None)
     for line in lines(est):
         print(line)
-    if a.calibrate:
+    if args.calibrate:
         import tempfile
-        if not a.results:
+        if not args.results:
             raise ValueError("--calibrate loads the run's index input: give --results results/<run>")
         from ..core.server.loaddata import LoadError
         from ..core.infra.settings import ServerError
         with tempfile.TemporaryDirectory(prefix="catbench-calibrate-") as tmp:
             try:
-                est["time"] = calibrate(run, LoadSpec.of(cfg), a.calibrate, Path(a.results), a.calibrate_files,
+                est["time"] = calibrate(run, LoadSpec.of(cfg), args.calibrate, Path(args.results), args.calibrate_files,
                                         Path(tmp))
             except (LoadError, ServerError) as exc:   # named, not a traceback
-                raise ValueError(f"calibration load on target {a.calibrate}: {exc}") from None
+                raise ValueError(f"calibration load on target {args.calibrate}: {exc}") from None
         for line in time_lines(est["time"]):
             print(line)
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(a.out) as tmp:
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(args.out) as tmp:
             tmp.write_text(json.dumps(est, indent=1) + "\n")
 
 
-def cmd_target_info(a):
+def cmd_target_info(args):
     """Check one storage target (exists or can be created, writable, room for the
     estimated data) and record its filesystem, device and size."""
     from ..core.infra.config import target_dir
     from ..core.infra.targets import check_targets
-    cfg = read_config(a.config)
-    info = check_targets(cfg, [a.target])[a.target]
-    info["run_dir"] = str(target_dir(cfg, a.target))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(a.out) as tmp:
+    cfg = read_config(args.config)
+    info = check_targets(cfg, [args.target])[args.target]
+    info["run_dir"] = str(target_dir(cfg, args.target))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(args.out) as tmp:
         tmp.write_text(json.dumps(info, indent=1, default=str) + "\n")
 
 
-def cmd_load_compare(a):
+def cmd_load_compare(args):
     """One row per load (target, variant, engine, strategy) with speed-up vs one-file-at-a-time; the
     engine x strategy pairs not run, with their reason, to --not-run-out."""
     from ..load.comparison import compare_loads, write_not_run
-    compare_loads(a.summaries, a.out)
-    if a.not_run_out:
-        write_not_run(json.loads(a.not_run or "[]"), a.not_run_out)
+    compare_loads(args.summaries, args.out)
+    if args.not_run_out:
+        write_not_run(json.loads(args.not_run or "[]"), args.not_run_out)
 
 
 _OVERRIDES = "overrides of config keys (default: the key's value in --config)"

@@ -22,7 +22,7 @@ from ..core.server.session import load_server, restart_server, server_dir
 from ..core.sky.copies import COPY_STRIDE   # objectId = local id * COPY_STRIDE + copy
 from .spec import EstimateSpec
 from .strategies import REGISTRY
-from .strategies.base import Fit
+from .strategies.base import BytesPerRow
 
 
 # Each strategy's bytes per row (its module's ``bytes_per_row``) were fitted to loads of
@@ -30,7 +30,7 @@ from .strategies.base import Fit
 # 10.11: the slope of bytes over rows between the two (estimate.md has every load's figures
 # and how to measure them again on another filesystem or server). bulk wrote the same bytes
 # as sorted at every size measured (200k, 500k, 1M rows).
-MODEL: dict[tuple[str, str], Fit] = {(v, name): fit for name, s in REGISTRY.items()
+MODEL: dict[tuple[str, str], BytesPerRow] = {(v, name): fit for name, s in REGISTRY.items()
                                      for v, fit in s.bytes_per_row.items()}
 MARGIN = 1.10        # InnoDB grows files in steps, purge lags behind, and a fit is a fit
 FIXED_BYTES = 16 << 20   # a table's first extents, above the slope (the fits' intercepts: 9-16 MB)

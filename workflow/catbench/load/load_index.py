@@ -38,7 +38,7 @@ from ..core.index.table import DATABASE, Variant, files_figures, get_engine, get
 from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.jobs.repeat import Repeats
 from ..core.infra.resources import read_sql
-from ..core.infra.targets import Target, check_target, describe_target, device_for
+from ..core.infra.targets import StorageTarget, check_target, describe_target, device_for
 from ..core.server.loaddata import LoadError
 from ..core.server.logs import out_of_space
 from ..core.server.session import Datadir, execute_alone, load_server, private_server, server_dir
@@ -79,7 +79,7 @@ class _Load:
     path: Path                # the target's run directory
 
 
-def run_load_index(spec: LoadSpec, target: Target, files: list, out_dir, case: LoadCase) -> dict:
+def run_load_index(spec: LoadSpec, target: StorageTarget, files: list, out_dir, case: LoadCase) -> dict:
     """Load ``files`` into a private server on ``target`` with ``case.strategy`` into a table
     of storage ``case.engine`` (its plugin loaded, its settings under ``load.settings``),
     verify, measure, as ``spec`` says. Writes trace.parquet, samples.parquet, intervals.parquet/.csv,
@@ -422,7 +422,7 @@ def calibrate(run: EstimateSpec, spec: LoadSpec, target: str, results: Path, fil
         part = list_input(results / "index" / get_variant(v).folder)[:files]
         for e, s in run.loads.pairs():
             if s in STEADY:
-                done = run_load_index(spec, Target(target, run.targets[target].path / "calibrate"), part,
+                done = run_load_index(spec, StorageTarget(target, run.targets[target].path / "calibrate"), part,
                                       out_dir / f"{v}-{e}-{s}", LoadCase(v, s, e))
                 rate = done["rows_per_s"] or 0
                 out.append({"job": f"load {v}/{e}/{s}", "target": target, "calibration_files": len(part),

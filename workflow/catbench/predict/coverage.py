@@ -22,7 +22,7 @@ from ..core.index.table import ENGINES
 from ..core.infra.config.yamlfile import read_bytes
 from ..core.infra.jobs.repeat import z_ppf
 from ..core.infra.resources import resources_dir
-from .runs import Rep
+from .runs import LoadRepetition
 
 FORMS = ("btree-misses", "lsm-misses", "sort-bound", "key-build", "restart")
 MIN_FORM = 5        # figures a form needs for its own spread; fewer take every form's
@@ -152,7 +152,7 @@ def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
 
 
 # ---------------------------------------------------------------- the rungs' own interval
-def resample(reps: list[Rep], rng, sigma: float = 0.0) -> list[Rep]:
+def resample(reps: list[LoadRepetition], rng, sigma: float = 0.0) -> list[LoadRepetition]:
     """The repetitions resampled with replacement within each rung (every rung stays), and
     each rung as a whole made faster or slower by exp(N(0, sigma)): a rung run again."""
     out = []

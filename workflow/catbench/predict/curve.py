@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .runs import Rep
+from .runs import LoadRepetition
 from .coverage import interval, load_form, resample, widen_prediction
-from .scale import (Refusal, Target, _leave_one_rung_out, _own_check, _widen, check, fit, form_of, point, regime,
+from .scale import (Refusal, PredictTarget, _leave_one_rung_out, _own_check, _widen, check, fit, form_of, point, regime,
                     run_noise)
 from .spec import Fitting
 
@@ -17,11 +17,11 @@ from .spec import Fitting
 GRID = tuple(float(round(10 ** (7 + k / 2))) for k in range(9))
 
 
-def curve(reps: list[Rep], targets: list[Target], fitting: Fitting) -> list[dict]:
+def curve(reps: list[LoadRepetition], targets: list[PredictTarget], fitting: Fitting) -> list[dict]:
     """Per target (its ``time_limit_s`` ignored: every row): rows, pool, the seconds to load
     them with an interval as ``scale.predict`` gives it, table bytes and regime; or
     ``refused``."""
-    targets = [Target(t.rows, t.pool, t.sort_memory, None, None, t.files, sst_file=t.sst_file)
+    targets = [PredictTarget(t.rows, t.pool, t.sort_memory, None, None, t.files, sst_file=t.sst_file)
                for t in targets]
     form = form_of(reps[0].key, reps)
     try:
@@ -62,7 +62,7 @@ def curve(reps: list[Rep], targets: list[Target], fitting: Fitting) -> list[dict
     return [out[t.rows] for t in targets]
 
 
-def measured_points(reps: list[Rep]) -> list[dict]:
+def measured_points(reps: list[LoadRepetition]) -> list[dict]:
     """What the runs measured of one load, a point per run: its input's rows, the median
     seconds and rows loaded over its n repetitions, its cache, and whether a time limit
     stopped it (then the point is the rows it loaded by then)."""

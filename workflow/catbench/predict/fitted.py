@@ -1,5 +1,5 @@
-"""What one fit of a load holds (``Fit``: its rate curve, bytes per row, phases, the target's
-device figures) and the target it is asked about (``Target``: rows, cache, page cache)."""
+"""What one fit of a load holds (``LoadFit``: its rate curve, bytes per row, phases, the target's
+device figures) and the target it is asked about (``PredictTarget``: rows, cache, page cache)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .rate import RateCurve
-from .runs import Rep
+from .runs import LoadRepetition
 from .writes import Writes
 
 
 @dataclass
-class Target:
+class PredictTarget:
     rows: float
     pool: float                    # the engine's cache, bytes
     sort_memory: float | None = None
@@ -26,7 +26,7 @@ class Target:
 
 
 @dataclass
-class Fit:
+class LoadFit:
     curve: RateCurve
     bpr_slope: float               # table bytes per row (over the rungs' sizes)
     bpr_intercept: float
@@ -64,7 +64,7 @@ class Fit:
     def table_bytes(self, rows: float) -> float:
         return self.bpr_intercept + self.bpr_slope * rows
 
-    def phase_s(self, t: Target) -> tuple[float, float]:
+    def phase_s(self, t: PredictTarget) -> tuple[float, float]:
         """Seconds before the first row and after the last at ``t``: the rungs' line d + e·N
         before (``pre_line``; plus, for a load that sorts, one pass of the input written and
         read back where ``t``'s sort spills and no rung's did, at fio's sequential rates on the
@@ -78,7 +78,7 @@ class Fit:
         return pre, max(0.0, t.rows * (c + alpha * math.log2(max(t.rows, 2))))
 
 
-def pre_line(reps: list[Rep]) -> tuple[float, float]:
+def pre_line(reps: list[LoadRepetition]) -> tuple[float, float]:
     """(d, e) of the seconds before the first row, d + e·N, a line through every repetition's
     pre_s over its input rows: DuckDB's sort of fixed-width keys (a radix sort) and the input's
     scan cost a row the same at every N, after a start of their own. Measured on this project's
@@ -94,7 +94,7 @@ def pre_line(reps: list[Rep]) -> tuple[float, float]:
     return 0.0, float(max(0.0, (rows @ pre) / (rows @ rows))) if rows.any() else 0.0
 
 
-def build_per_row(reps: list[Rep]) -> tuple[float, float]:
+def build_per_row(reps: list[LoadRepetition]) -> tuple[float, float]:
     """(c, α) of a key build's seconds per row, c + α log2 N, through the rungs' builds: a merge
     sort's depth in log2 N, with the intercept for the depth a CPU cache sorts almost free. One
     rung size, or a slope ≤ 0 the rungs' noise made: the rungs' median per N log2 N, through the

@@ -3,14 +3,14 @@ the RAM beside the server serves the engine's misses. ρ = pool ÷ (pool + η ×
 adds the page cache to the pool, η = 0 gives it none of the table (it holds the log, the input
 files, compaction's and the page cleaners' writes, and copies of what the pool holds). η is
 fitted on the rungs' own device reads against the page cache each rung really had
-(``Rep.page_cache_seen``: its memory cgroup's limit less the server's own bytes, sampled)."""
+(``LoadRepetition.page_cache_seen``: its memory cgroup's limit less the server's own bytes, sampled)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .rate import RateCurve
-from .runs import Rep
+from .runs import LoadRepetition
 
 SHARES = np.linspace(0.0, 1.0, 101)
 # The rungs tell η apart only where η = 0 and η = 1 put a window's device reads this far apart
@@ -18,7 +18,7 @@ SHARES = np.linspace(0.0, 1.0, 101)
 MIN_SPLIT = 0.05
 
 
-def _windows(reps: list[Rep], overhead: float):
+def _windows(reps: list[LoadRepetition], overhead: float):
     """Per window of the rungs that say where their misses were served: x, the device reads a
     row, the rung's pool and its page cache, and the rows."""
     use = [r for r in reps if r.buffered and r.page_cache_seen is not None and r.misses is not None
@@ -32,7 +32,7 @@ def _windows(reps: list[Rep], overhead: float):
             per_window(lambda r: r.weight))
 
 
-def fit_share(curve: RateCurve, reps: list[Rep], overhead: float = 0.0) -> float | None:
+def fit_share(curve: RateCurve, reps: list[LoadRepetition], overhead: float = 0.0) -> float | None:
     """η in [0, 1], least squares of the rungs' windows' device reads a row against the curve's
     m(ρx) (rows-weighted); None where no rung measured it or η = 0 and 1 predict the same."""
     if curve.form != "misses":

@@ -1,7 +1,7 @@
 """A load's rate as the cost of one row, and its integral over the table's growth
 (model.md). Pure numerics: no files, no config.
 
-Seconds per row = a (the cached cost: CPU, log) + what the regime adds:
+Seconds per row = a (the cached cost: CPU, log) + what its form adds (the law its rate follows over the rungs):
 
     steady   nothing                                  (key-ordered, sorted, build-bound loads)
     misses   cache_s × (m(x) − m(ρx)) + miss_s × m(ρx),  m(x) = max(0, 1 − (x_c/x)^p)  (a B-tree
@@ -117,7 +117,7 @@ def _linear(cols, inv, w, r):
     point's error counts as its relative error (d log r ≈ r × d(1/r))."""
     sw = np.sqrt(w) * r
     coef, *_ = np.linalg.lstsq(np.column_stack(cols) * sw[:, None], inv * sw, rcond=None)
-    if np.any(coef < 0):     # the cost a regime adds cannot be negative: refit without it
+    if np.any(coef < 0):     # the cost a form adds cannot be negative: refit without it
         coef = np.zeros(len(cols))
         coef[0] = np.sum(w * r * r * inv) / np.sum(w * r * r)
     return coef
@@ -156,7 +156,7 @@ def fit_rate(x, rate, weight=None, form: str = "steady", misses=None, served: tu
         raise ValueError(f"{len(x)} rate points: a rate curve needs at least 2")
     y, inv = np.log(r), 1.0 / r
     steady = RateCurve("steady", float(np.exp(-np.average(y, weights=w))), n=len(x))
-    term = None                  # per window, what the regime adds per unit of its coefficient
+    term = None                  # per window, what the form adds per unit of its coefficient
     if form == "misses" and misses is not None and np.count_nonzero(misses > 0.05) >= 3:
         c = _fit_measured_misses(x, misses, inv, w, r, device, cache_share, runs)
         term = misses if device is None else (misses - device) * cache_share + device
@@ -174,7 +174,7 @@ def fit_rate(x, rate, weight=None, form: str = "steady", misses=None, served: tu
 
 
 def _with_depth(c: RateCurve, term, depth, pts) -> RateCurve:
-    """``c`` refitted with depth_s × (log2 n − the shallowest window's): a, the regime's
+    """``c`` refitted with depth_s × (log2 n − the shallowest window's): a, the form's
     coefficient (its shape kept) and depth_s by least squares together, kept where the BIC over
     the windows pays for the parameter and every coefficient is positive; else ``c``."""
     x, y, inv, w, r = pts

@@ -31,7 +31,7 @@ WRITE_COUNTERS = {"redo_bytes": "Innodb_os_log_written", "pages_flushed": "Innod
 
 
 @dataclass
-class Rep:
+class LoadRepetition:
     """One repetition of one load at one rung."""
     key: tuple                 # (target, variant, engine, strategy, id_layout)
     run: str
@@ -279,8 +279,8 @@ def working_set(results: Path) -> dict:
 
 
 def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int, ws: dict,
-         dev: dict | None = None) -> Rep | None:
-    """One repetition's Rep; ``series``: its (trace, samples) columns (samples may be None)."""
+         dev: dict | None = None) -> LoadRepetition | None:
+    """One repetition's LoadRepetition; ``series``: its (trace, samples) columns (samples may be None)."""
     trace, samples = series
     rows, tb = int(r.get("rows") or 0), int(r.get("table_bytes") or summary.get("table_bytes") or 0)
     if rows <= 0 or tb <= 0 or trace is None or len(trace["end"]) == 0:
@@ -302,7 +302,7 @@ def _rep(summary: dict, r: dict, series: tuple, key: tuple, run: str, pool: int,
     server = summary.get("server") or {}
     settings, ram, held = server.get("settings") or {}, server.get("ram"), server.get("page_cache")
     n_mid, writes = _window_writes(trace, first, samples)
-    rep = Rep(key=key, run=run, rows=rows, seconds=seconds, stopped=bool(r.get("stopped")), time_limit_s=limit,
+    rep = LoadRepetition(key=key, run=run, rows=rows, seconds=seconds, stopped=bool(r.get("stopped")), time_limit_s=limit,
               table_bytes=tb, pool=pool, input_bytes=int(summary.get("input_bytes") or 0),
               sort_memory=parse_size(opts.get("sort_memory") or "1GB"), pre_s=pre, post_s=post,
               server_cpu_s=r.get("server_cpu_s"), sorts=float(r.get("sort_seconds") or 0) > 0,
@@ -358,7 +358,7 @@ def _of_rep(table: dict | None, rep_no: int) -> dict | None:
     return {c: np.asarray(v)[sel] for c, v in table.items() if c != "repetition"} if sel else None
 
 
-def read_run(results, skipped: list | None = None) -> list[Rep]:
+def read_run(results, skipped: list | None = None) -> list[LoadRepetition]:
     """Every load repetition of one run's results directory (``results/<run>``) whose job ran
     alone (its isolation.json, judged as compare judges it); each load that did not is left
     out and named in ``skipped`` ({run, load, met})."""
@@ -370,7 +370,7 @@ def read_run(results, skipped: list | None = None) -> list[Rep]:
     if ws.get("order") not in (None, "generation"):   # the key order is the ids' layout and their arrival
         layout = f"{layout} ({ws['order']} order)"
     devices: dict = {}
-    out: list[Rep] = []
+    out: list[LoadRepetition] = []
     for path in sorted(results.glob("load/*/*/*/*/summary.json")):
         target, variant, engine, strategy = path.parent.parts[-4:]
         if any(part.startswith(".") for part in (target, variant, engine, strategy)):
@@ -426,17 +426,17 @@ def _summary(path: Path) -> dict:
         raise ValueError(f"{path}: not a load summary ({exc}); run the load again") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("repetitions", []), list):
         raise ValueError(f"{path}: not a load summary (a JSON object with its repetitions); run the load again")
-    if "in_file_order" not in doc:   # the strategy's fact the model's regime rests on
+    if "in_file_order" not in doc:   # the strategy's fact the model's form rests on
         raise ValueError(f"{path}: does not say whether its load inserts in the input's order (in_file_order), "
                          "as an older catbench wrote it; run the load again")
     return doc
 
 
-def read_runs(paths, skipped: list | None = None) -> dict[tuple, list[Rep]]:
+def read_runs(paths, skipped: list | None = None) -> dict[tuple, list[LoadRepetition]]:
     """The repetitions of several runs, grouped by (target, variant, engine, strategy, id_layout).
     A run named twice is read once: its repetitions are not more evidence the second time.
     ``skipped``: the loads that did not run alone (``read_run``)."""
-    groups: dict[tuple, list[Rep]] = {}
+    groups: dict[tuple, list[LoadRepetition]] = {}
     seen: set = set()
     for p in paths:
         real = Path(p).resolve()

@@ -11,12 +11,12 @@ from scipy.integrate import trapezoid
 from scipy.optimize import least_squares
 
 from .coverage import interval, load_form, resample, widen_prediction
-from .fitted import Fit, Target, build_per_row, cache_share, pre_line
+from .fitted import LoadFit, PredictTarget, build_per_row, cache_share, pre_line
 from .rate import RateCurve, cumulative_seconds, fit_rate, load_seconds, miss_ratio, rows_by, rows_until_rate
 from .ladder import page_cache_left
 from .lsm import index_block_refusal, index_ratio, lsm_fit
 from .page_cache import fit_share
-from .runs import Rep
+from .runs import LoadRepetition
 from .spec import Fitting
 from .writes import fit_writes
 
@@ -30,8 +30,8 @@ class Refusal(ValueError):
     """The model does not support this prediction; the message says why."""
 
 
-def form_of(key: tuple, reps: list[Rep]) -> str:
-    """The regime a load can have: ``misses`` (filled in input order: a B-tree's inserts miss
+def form_of(key: tuple, reps: list[LoadRepetition]) -> str:
+    """The form a load's rate follows over the rungs: ``misses`` (filled in input order: a B-tree's inserts miss
     its pool, an LSM's key checks its block cache), ``steady`` (a load that sorts first or
     builds its key after the rows: each row appended)."""
     if not all(r.in_file_order for r in reps) or any(r.sorts for r in reps):
@@ -44,16 +44,16 @@ def _median(values, default=None):
     return float(np.median(v)) if v else default
 
 
-def _device(reps: list[Rep]) -> dict:
+def _device(reps: list[LoadRepetition]) -> dict:
     keys = sorted({k for r in reps for k in r.device})   # in order: the JSON's bytes whatever the hash seed
     return {k: _median(r.device.get(k) for r in reps) for k in keys}
 
 
-def _measured(reps: list[Rep]) -> bool:
+def _measured(reps: list[LoadRepetition]) -> bool:
     return all(r.misses is not None and len(r.misses) == len(r.x) for r in reps)
 
 
-def _miss_fit(reps: list[Rep], with_overhead: bool) -> tuple[float, float]:
+def _miss_fit(reps: list[LoadRepetition], with_overhead: bool) -> tuple[float, float]:
     """(u, rung-level residual sum of squares) of m(x) through the measured misses per row,
     x = table ÷ (pool − u): u fitted (``with_overhead``) or 0. The residual is each rung's
     rows-weighted mean miss residual, squared and summed: the rungs are the independent units."""
@@ -77,7 +77,7 @@ def _miss_fit(reps: list[Rep], with_overhead: bool) -> tuple[float, float]:
     return u, float(np.sum(np.square(per)))
 
 
-def pool_overhead(reps: list[Rep]) -> float:
+def pool_overhead(reps: list[LoadRepetition]) -> float:
     """Bytes of the cache the table cannot use (a transaction's undo pages, the pool's own
     parts): the same in every rung, so a larger share of a small rung's pool, where the
     server counts more misses per row at one table ÷ pool. Fitted through the measured misses
@@ -92,7 +92,7 @@ def pool_overhead(reps: list[Rep]) -> float:
     return u if bic1 < bic0 else 0.0
 
 
-def fit(reps: list[Rep], form: str) -> Fit:
+def fit(reps: list[LoadRepetition], form: str) -> LoadFit:
     """One fit from the repetitions of every rung (each rung's windows over its own x): x
     over the cache the table can use (``pool_overhead``), the curve of ``form`` through every
     window; a misses curve whose fall is not seen (the fitted rate at the largest x seen above
@@ -128,7 +128,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
             slope, icpt = float(s), float(i)
     cpu = [r.server_cpu_s / r.seconds for r in reps if r.server_cpu_s and r.seconds > 0]
     per_row = [r.server_cpu_s / r.rows for r in reps if r.server_cpu_s and r.rows > 0]
-    return Fit(curve, slope, icpt,
+    return LoadFit(curve, slope, icpt,
                pre_line(reps),
                build_per_row(reps),
                _median(cpu), device,
@@ -138,7 +138,7 @@ def fit(reps: list[Rep], form: str) -> Fit:
 
 
 
-def _curve(f: Fit, t: Target) -> RateCurve:
+def _curve(f: LoadFit, t: PredictTarget) -> RateCurve:
     """The fitted curve at the target's cache: the page cache beside the pool (ρ = the pool the
     table can use ÷ that and η × the page cache)."""
     c = f.curve
@@ -159,7 +159,7 @@ def _per_row_average(curve: RateCurve, rows: float, bpr: float, pool: float) -> 
     return float(trapezoid(m, n) / rows), float(trapezoid(d, n) / rows)
 
 
-def _rows_at_limit(f: Fit, t: Target, bpr: float) -> float | None:
+def _rows_at_limit(f: LoadFit, t: PredictTarget, bpr: float) -> float | None:
     if not t.time_limit_s:
         return None
     pre, _ = f.phase_s(t)
@@ -176,7 +176,7 @@ def _later_half(curve: RateCurve, rows: float, bpr: float, pool: float, shown: f
             "later_half_x": [rows / 2 * bpr / shown, rows * bpr / shown]}
 
 
-def point(f: Fit, t: Target) -> dict:
+def point(f: LoadFit, t: PredictTarget) -> dict:
     """The figures of one fit at the target: seconds (to all rows, or the limit), rows
     loaded, table bytes, the phases, the rate over the later half of the rows, and the rows
     where the rate falls below ``below_rate``."""
@@ -204,8 +204,9 @@ def point(f: Fit, t: Target) -> dict:
     return out
 
 
-def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
-    """sort / index-build bound, I/O bound (page misses, or an LSM's compactions), else
+def regime(f: LoadFit, p: dict, t: PredictTarget, reps: list[LoadRepetition]) -> str:
+    """The prediction's regime at ``t`` (what bounds it there, not its form over the rungs):
+    sort / index-build bound, I/O bound (page misses, or an LSM's compactions), else
     server-CPU bound or steady."""
     if p["pre_s"] + p["post_s"] >= SORT_BOUND * p["all_rows_seconds"]:
         return "sort bound" if any(r.sorts for r in reps) else "index-build bound"
@@ -220,7 +221,7 @@ def regime(f: Fit, p: dict, t: Target, reps: list[Rep]) -> str:
     return "server-CPU bound" if (f.cpu_share or 0) >= 0.5 else "steady (client or input bound)"
 
 
-def _rung_needed(f: Fit, reps: list[Rep], x_goal: float) -> str:
+def _rung_needed(f: LoadFit, reps: list[LoadRepetition], x_goal: float) -> str:
     """The rung that would let the model answer: the largest rung's rows with a pool its table
     outgrows ``x_goal`` times, and a time limit long enough to get there."""
     top = max(reps, key=lambda r: r.rung_rows)
@@ -230,7 +231,7 @@ def _rung_needed(f: Fit, reps: list[Rep], x_goal: float) -> str:
             f"with a time limit that lets it get there")
 
 
-def check(reps: list[Rep], t: Target, f: Fit, fitting: Fitting) -> None:
+def check(reps: list[LoadRepetition], t: PredictTarget, f: LoadFit, fitting: Fitting) -> None:
     """Raise Refusal when the target is beyond what the rungs support, naming the rung that
     would let the model answer."""
     rungs = sorted({r.rung_rows for r in reps})
@@ -269,7 +270,7 @@ def check(reps: list[Rep], t: Target, f: Fit, fitting: Fitting) -> None:
                           f"{_rung_needed(f, reps, x_end)}")
 
 
-def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
+def run_noise(reps: list[LoadRepetition], f: LoadFit, floor: float) -> float:
     """σ of a rung's log rate between runs: the rungs' scatter about the fit (rungs − 1
     degrees of freedom) or ``floor`` (``predict.run_noise``), the larger. Repetitions
     within one run share the server, disk and hour; they do not show it."""
@@ -290,7 +291,7 @@ def run_noise(reps: list[Rep], f: Fit, floor: float) -> float:
     return max(floor, math.sqrt(sum(v * v for v in res) / (len(res) - 1)))
 
 
-def _miss_cost(f: Fit, reps: list[Rep], x) -> np.ndarray:
+def _miss_cost(f: LoadFit, reps: list[LoadRepetition], x) -> np.ndarray:
     """Per window, the misses a row paid in units of a device miss: the counted ones, those the
     page cache served at its share of the cost, where the rungs counted both; else m(x)."""
     share = f.cache_share
@@ -302,7 +303,7 @@ def _miss_cost(f: Fit, reps: list[Rep], x) -> np.ndarray:
     return (m - d) * share + d
 
 
-def _leave_one_rung_out(reps: list[Rep], t: Target, form: str) -> list[dict]:
+def _leave_one_rung_out(reps: list[LoadRepetition], t: PredictTarget, form: str) -> list[dict]:
     """The point from every set of rungs but one (three rungs or more): how much the
     prediction leans on any one rung, which the repetitions' bootstrap cannot show."""
     sizes = sorted({r.rung_rows for r in reps})
@@ -318,7 +319,7 @@ def _leave_one_rung_out(reps: list[Rep], t: Target, form: str) -> list[dict]:
 INTERVALS = ("seconds", "rows", "table_bytes", "all_rows_seconds", "later_half_rate")
 
 
-def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
+def predict(reps: list[LoadRepetition], t: PredictTarget, fitting: Fitting) -> dict:
     """The prediction for one load at ``t``: the point, its interval (where a second run of the
     ladder would put it: bootstrap over the repetitions and each rung's between-run noise, the
     fit redone each time, widened to every leave-one-rung-out point), the regime and the fit;
@@ -363,7 +364,7 @@ def predict(reps: list[Rep], t: Target, fitting: Fitting) -> dict:
             "bytes_per_row_slope": f.bpr_slope, "server_cpu_share": f.cpu_share}
 
 
-def _own_check(reps: list[Rep], fitting: Fitting) -> dict:
+def _own_check(reps: list[LoadRepetition], fitting: Fitting) -> dict:
     """The ladder's own miss: its largest rung predicted from the smaller ones (three rungs or
     more, so that two are behind it), predicted ÷ measured for the total and the later half's
     rate. A re-run interval does not hold the model's own error; this is a measure of it."""
@@ -388,20 +389,20 @@ def _widen(p: dict, own: dict) -> None:
                 p[f"{k}_ci_high"] *= f
 
 
-def _parameters(f: Fit) -> int:
+def _parameters(f: LoadFit) -> int:
     """Continuous parameters fitted for this load (model.md's table): the cached cost, the
-    regime's (misses: x_c, p and K), the sort's coefficient, the
+    form's (misses: x_c, p and K), the sort's coefficient, the
     build's two (its intercept where fitted), the table's bytes per row (slope and intercept),
     the pool overhead, the depth term and the page cache's share η where kept."""
     return (1 + {"steady": 0, "misses": 3}[f.curve.form] + 1 + 1 + (f.post[0] != 0.0) + 2
             + (f.overhead > 0) + (f.curve.depth_s > 0) + (f.page_cache_share is not None))
 
 
-def _measured_later(reps: list[Rep]) -> float | None:
+def _measured_later(reps: list[LoadRepetition]) -> float | None:
     return _median(r.later[0] if r.later else None for r in reps)
 
 
-def compare(p: dict, measured: list[Rep]) -> dict:
+def compare(p: dict, measured: list[LoadRepetition]) -> dict:
     """A prediction against a measured run of the same load: the totals (seconds, or the rows
     of a load its limit stopped) and the rate over the later half of the rows, predicted ÷
     measured (medians of the repetitions), and whether each fell in its interval."""
@@ -428,7 +429,7 @@ def compare(p: dict, measured: list[Rep]) -> dict:
     return out
 
 
-def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
+def validate(reps: list[LoadRepetition], fitting: Fitting) -> dict | None:
     """The largest rung predicted from the smaller ones, against its measured median."""
     rungs = sorted({r.rung_rows for r in reps})
     if len(rungs) < 2:
@@ -438,7 +439,7 @@ def validate(reps: list[Rep], fitting: Fitting) -> dict | None:
     ram, seen = top[0].ram, _median(r.page_cache_seen for r in top)
     page = (0.0 if not top[0].buffered else seen if seen is not None
             else page_cache_left(ram, pool=pool, memtable_bytes=top[0].memtables, own=fitting.ram_own) if ram else 0.0)
-    t = Target(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
+    t = PredictTarget(rungs[-1], pool, float(np.median([r.sort_memory for r in top])), top[0].time_limit_s,
                files=top[0].files, sst_file=top[0].sst_file, page_cache=page)
     p = predict([r for r in reps if r.rung_rows < rungs[-1]], t, fitting.replace(min_rungs=1))
     return {"rung_rows": rungs[-1], "from_rungs": rungs[:-1], **compare(p, top)}

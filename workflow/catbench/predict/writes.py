@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .runs import PAGE, Rep
+from .runs import PAGE, LoadRepetition
 
 CACHED = 0.05     # a window whose counted misses a row are below this: its leaves were in the pool
 
@@ -47,7 +47,7 @@ class Writes:
                 "checkpoint_age_share": self.checkpoint_share}
 
 
-def _stack(reps: list[Rep], name: str):
+def _stack(reps: list[LoadRepetition], name: str):
     got = [(r.writes[name], r.weight, r.misses) for r in reps if name in r.writes and len(r.writes[name]) == len(r.x)]
     if not got:
         return None
@@ -58,7 +58,7 @@ def _stack(reps: list[Rep], name: str):
     return v[ok], w[ok], m[ok]
 
 
-def _per_row(reps: list[Rep], name: str) -> tuple[float | None, float]:
+def _per_row(reps: list[LoadRepetition], name: str) -> tuple[float | None, float]:
     """(a row's ``name`` while cached, its addition per counted miss): the rows-weighted mean over
     cached windows where no window missed, else least squares on the counted misses (both ≥ 0)."""
     got = _stack(reps, name)
@@ -75,7 +75,7 @@ def _per_row(reps: list[Rep], name: str) -> tuple[float | None, float]:
     return float(coef[0]), float(coef[1])
 
 
-def fit_writes(reps: list[Rep]) -> Writes:
+def fit_writes(reps: list[LoadRepetition]) -> Writes:
     """The writes of one load, from every rung's windows."""
     redo, _ = _per_row(reps, "redo_bytes")
     pages, pages_m = _per_row(reps, "pages_flushed")

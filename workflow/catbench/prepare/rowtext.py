@@ -176,7 +176,7 @@ def tabbed(pieces: list) -> list:
     return [q for k, piece in enumerate(pieces) for q in ((TAB, piece) if k else (piece,))]
 
 
-class Glue:
+class ChunkLines:
     """Full chunk-file lines of rows: ``piece[index]`` of every (array, index) of
     ``pieces`` (a piece's text may be a list of arrays, taken as their concatenation), as
     they are (a piece after the first begins with its tab: ``tabbed``, or text made with
@@ -200,8 +200,8 @@ class Glue:
 
 
 def located(pieces: list[tuple[pa.Array, np.ndarray]], chunk_id, sub_id) -> Lines:
-    """Full chunk-file lines of every row at once (``Glue``)."""
-    return Glue(pieces, chunk_id, sub_id).lines()
+    """Full chunk-file lines of every row at once (``ChunkLines``)."""
+    return ChunkLines(pieces, chunk_id, sub_id).lines()
 
 
 def formatted(table: pa.Table, chunk_id, sub_id) -> Lines:
@@ -285,15 +285,15 @@ class PartText:
     def _shared(self, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
         return self.tabbed, patch_rows(rows, len(self.shared), self.sizes_of_copies)
 
-    def glue(self, rows: np.ndarray, chunk_id, sub_id) -> Glue:
+    def glue(self, rows: np.ndarray, chunk_id, sub_id) -> ChunkLines:
         """The lines of the part's rows ``rows``, made from the varying text file (only the
         batches holding them are pooled), to be gathered a batch at a time."""
         batch = np.searchsorted(self.starts, rows, side="right") - 1
         needed = np.flatnonzero(np.bincount(batch, minlength=len(self.sizes)))
         base = np.zeros(len(self.sizes), np.int64)
         base[needed] = np.cumsum(np.r_[0, self.sizes[needed[:-1]]])
-        own = [self.batches[i] for i in needed]   # pooled once, by Glue
-        return Glue([(own, rows - self.starts[batch] + base[batch]), self._shared(rows)], chunk_id, sub_id)
+        own = [self.batches[i] for i in needed]   # pooled once, by ChunkLines
+        return ChunkLines([(own, rows - self.starts[batch] + base[batch]), self._shared(rows)], chunk_id, sub_id)
 
 
 # ---- index rows ----------------------------------------------------------------------------

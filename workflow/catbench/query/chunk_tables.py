@@ -23,7 +23,7 @@ from ..core.index.table import create_table as create_index_table
 from ..core.index.table import get_variant, load_files
 from ..core.infra.metrics import Progress
 from ..core.infra.resources import split_statements
-from ..core.server.loaddata import Into, LoadError, line_count, load_data
+from ..core.server.loaddata import LoadDestination, LoadError, line_count, load_data
 from ..core.server.rowsize import NOT_NULL, SQL_TYPES
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def _load_one(conn, kind: str, chunk_id: int, path: Path, expected: int) -> dict
     if lines != expected:
         raise ChunkLoadError(f"{path}: {lines} lines, chunks.tsv says {expected} rows; re-run the partition step")
     t0 = time.monotonic()
-    affected = load_data(conn, path, lines, Into(DATABASE, table_name(kind, chunk_id)), escaped=True,
+    affected = load_data(conn, path, lines, LoadDestination(DATABASE, table_name(kind, chunk_id)), escaped=True,
                          what=f"{path} (table {table_name(kind, chunk_id)})")
     return {"kind": kind, "chunkId": chunk_id, "rows": affected, "bytes": path.stat().st_size,
             "seconds": time.monotonic() - t0}

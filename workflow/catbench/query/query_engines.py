@@ -19,7 +19,7 @@ class QueryEngine:
 
 
 @dataclass(frozen=True)
-class Where:
+class QueryLocation:
     """Where a query job runs: its storage target's name (for an engine over the Parquet files
     a label, ``parquet``), and for an engine on a target its directory there and whether the
     server's datadir is kept afterwards."""
@@ -34,7 +34,7 @@ QUERY_ENGINES = {e.name: e for e in (
 )}
 
 
-def run_query_engine(name: str, spec, paths, where: Where) -> dict:
+def run_query_engine(name: str, spec, paths, where: QueryLocation) -> dict:
     """The suite with query engine ``name``: its runner's summary."""
     module, _, function = QUERY_ENGINES[name].runner.partition(":")
     return getattr(importlib.import_module(f"{__package__}.{module}"), function)(spec, paths, where)

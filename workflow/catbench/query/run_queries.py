@@ -40,7 +40,7 @@ from .chunk_tables import (
 from .engines import Deadline, DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters
 from .placement import held_by, place
-from .query_engines import Where
+from .query_engines import QueryLocation
 from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
 from .spec import QuerySpec
 from .suite import QueryError, load_suite
@@ -72,7 +72,7 @@ class QueryPaths:
     out_dir: Path
 
 
-def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: Where, engine_class=DuckdbEngine) -> dict:
+def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation, engine_class=DuckdbEngine) -> dict:
     """The suite over the Parquet chunk files with DuckDB (no server); ``engine_class``: a
     query engine built on :class:`DuckdbEngine`, its ``name`` the summary's."""
     import duckdb
@@ -212,7 +212,7 @@ def _server_name(worker: int, workers: int) -> str:
     return "queries" if workers == 1 else f"queries-w{worker}"
 
 
-def run_queries(spec: QuerySpec, paths: QueryPaths, where: Where) -> dict:
+def run_queries(spec: QuerySpec, paths: QueryPaths, where: QueryLocation) -> dict:
     """The suite on one storage target with the mysql engine (see the module docstring)."""
     deadline = Deadline.of(spec.time_limit_min)
     params = spec.params

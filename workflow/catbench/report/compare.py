@@ -24,7 +24,7 @@ from ..core.infra.jobs.isolation import ran_alone
 from . import noise
 from .inputs import MetricsError
 from .spec import ReportSpec
-from .stats import Between, Figure, holm, holm_cutoff, verdict
+from .stats import RunSpread, Figure, holm, holm_cutoff, verdict
 from .wording import fmt, short
 from .tables import check_numbers, write_csv
 from .views import current_names
@@ -150,7 +150,7 @@ def judge(pairs, rule: dict) -> tuple:
         floor = rule["floor"]
         var, df = floor.get(noise.family(table, column), floor.get(noise.ALL, rule["fallback"]))
         c = 0.0 if off is None else (-off.log if higher else off.log)   # log B - log A expected
-        between = Between(var, df, c, 0.0 if off is None else off.var)
+        between = RunSpread(var, df, c, 0.0 if off is None else off.var)
         verdicts.append(verdict(fb, fa, higher_is_better=higher, threshold=rule["threshold"],
                                 alpha=rule["alpha"], between=between))
     return off, verdicts

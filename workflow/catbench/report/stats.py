@@ -75,7 +75,7 @@ def median_interval(values, confidence: float = DEFAULT_CONFIDENCE) -> tuple[flo
 
 
 @dataclass(frozen=True)
-class Between:
+class RunSpread:
     """What comparing two runs adds to a figure's test (log scale): ``var``, the variance one run
     adds to a figure beyond the runs' common offset, known to ``df`` degrees of freedom (inf:
     exactly); ``offset``, the common offset taken off the difference (log A - log B as the test
@@ -86,10 +86,10 @@ class Between:
     offset_var: float = 0.0
 
 
-WITHIN = Between()      # two figures of one run: nothing between them
+WITHIN = RunSpread()      # two figures of one run: nothing between them
 
 
-def spread(w, df_w, between: Between = WITHIN):
+def spread(w, df_w, between: RunSpread = WITHIN):
     """(variance, degrees of freedom) of a difference of log means whose within-run part ``w``
     is known to ``df_w`` degrees of freedom, plus 2 x the between-run variance and the offset's
     variance: Welch–Satterthwaite, so an estimated between-run variance costs degrees of
@@ -110,7 +110,7 @@ def log_diff(la, lb):
     return la.mean(axis=-1) - lb.mean(axis=-1), pooled * (1 / na + 1 / nb), df_w, pooled
 
 
-def t_test(d, w, df_w, between: Between = WITHIN):
+def t_test(d, w, df_w, between: RunSpread = WITHIN):
     """(p, df, se) of the two-sided test of d (log A - log B, the offset taken off) against 0.
     Works on arrays."""
     v, df = spread(w, df_w, between)
@@ -140,7 +140,7 @@ class Test:
     se: float = 0.0
 
 
-def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between: Between = WITHIN) -> Test | None:
+def log_test(a, b, confidence: float = DEFAULT_CONFIDENCE, between: RunSpread = WITHIN) -> Test | None:
     """Test A against B on log values (pooled within-run variance, plus ``between`` when A and
     B come from different runs). None unless both have >= MIN_N positive values."""
     la, lb = _logs(_clean(a)), _logs(_clean(b))
@@ -161,7 +161,7 @@ MAX_SEE_N = 100
 MDR_SAID = 100          # a smaller ratio a test could not see is said as such, a larger one as "even 100x"
 
 
-def detectable(pooled, n, between: Between = WITHIN, alpha: float = DEFAULT_ALPHA):
+def detectable(pooled, n, between: RunSpread = WITHIN, alpha: float = DEFAULT_ALPHA):
     """The smallest ratio the rule calls at ``POWER`` with ``n`` repetitions a side of this
     within-run variance ``pooled`` (log scale) and ``between``. Works on arrays of n."""
     n = np.asarray(n, dtype=float)
@@ -265,7 +265,7 @@ class Verdict:
     threshold: float = DEFAULT_THRESHOLD
     mdr: float | None = None
     pooled: float = field(default=0.0, compare=False)
-    between: Between = field(default=WITHIN, compare=False)
+    between: RunSpread = field(default=WITHIN, compare=False)
     alpha: float = field(default=DEFAULT_ALPHA, compare=False)
 
     @property
@@ -329,7 +329,7 @@ def holds_under_holm(v: Verdict) -> bool:
 
 
 def verdict(a: Figure, b: Figure, *, higher_is_better: bool = False, threshold: float = DEFAULT_THRESHOLD,
-            alpha: float = DEFAULT_ALPHA, between: Between = WITHIN) -> Verdict:
+            alpha: float = DEFAULT_ALPHA, between: RunSpread = WITHIN) -> Verdict:
     """Is A better than B? See the module docstring for the rule."""
     v = _verdict(a, b, higher_is_better, Rule(threshold, alpha), between)
     for got in _TALLY:
@@ -343,7 +343,7 @@ class Rule:
     alpha: float = DEFAULT_ALPHA
 
 
-def _verdict(a: Figure, b: Figure, higher_is_better: bool, rule: Rule, between: Between) -> Verdict:
+def _verdict(a: Figure, b: Figure, higher_is_better: bool, rule: Rule, between: RunSpread) -> Verdict:
     base = {"a": a, "b": b, "threshold": rule.threshold, "alpha": rule.alpha, "between": between}
     if a.median is None or b.median is None:
         return Verdict("single", None, **base)

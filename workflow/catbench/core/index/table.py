@@ -19,7 +19,7 @@ from pathlib import Path
 import mysql.connector
 
 from ..infra.resources import read_sql
-from ..server.loaddata import Into, LoadError, load_data
+from ..server.loaddata import LoadDestination, LoadError, load_data
 from .engines import ENGINES, Engine
 from .input import explain_duplicate, scan_file, shared_key
 
@@ -167,7 +167,7 @@ def load_file(conn, into: IndexInto, path: Path, rows: int, *, what: str | None 
 
     def load() -> int:
         try:
-            return load_data(conn, path, rows, Into(into.database, into.table, variant.load_columns(), set_sql),
+            return load_data(conn, path, rows, LoadDestination(into.database, into.table, variant.load_columns(), set_sql),
                              what=what, explain_duplicate=explain)
         except mysql.connector.Error as exc:
             # MyRocks: another connection committed one of this file's keys after this

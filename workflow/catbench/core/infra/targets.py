@@ -19,7 +19,7 @@ from .sizes import human, parse_size  # noqa: F401 - where most callers find the
 
 
 @dataclass(frozen=True)
-class Target:
+class StorageTarget:
     """A job's storage target: its name in the config and the directory on it the job uses."""
     name: str
     path: Path

@@ -23,7 +23,7 @@ class LoadError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Into:
+class LoadDestination:
     """Where a LOAD DATA puts its rows: ``database.table``, into ``columns`` (None: all of
     them in order), with a ``SET`` clause when given."""
     database: str
@@ -32,7 +32,7 @@ class Into:
     set_sql: str | None = None
 
 
-def load_data(conn, path, rows: int, into: Into, *, what: str | None = None, escaped: bool = False,
+def load_data(conn, path, rows: int, into: LoadDestination, *, what: str | None = None, escaped: bool = False,
               explain_duplicate: Callable[[str, str, str], str] | None = None) -> int:
     """Load ``path`` into ``into``; returns the rows affected (== ``rows``).
 

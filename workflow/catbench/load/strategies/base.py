@@ -20,7 +20,7 @@ def plain_table(variant, database: str, table: str, engine: Engine = INNODB) -> 
 
 
 @dataclass(frozen=True)
-class Fit:
+class BytesPerRow:
     """Bytes per index row (slopes over rows, so a table's fixed first extents do not count;
     fitted to measured loads: load/estimate.md)."""
     table: float    # the final table's files
@@ -34,14 +34,14 @@ class Strategy:
     name: str
     load: Callable[[LoadJob], Outcome]
     table_ddl: Callable = plain_table    # (variant, database, table, engine) -> CREATE TABLE
-    # The plan's space model (load/estimate.py): index variant -> its Fit
+    # The plan's space model (load/estimate.py): index variant -> its BytesPerRow
     bytes_per_row: dict = field(default_factory=dict, hash=False)
     scratch_copies: int = 0              # input-sized copies on the target: sorted chunks + DuckDB spill
     # Its rate holds as the table grows (key-ordered or unindexed appends), so a short load
     # tells its time (the plan's calibration); a random-order load's rate collapses past the pool.
     steady: bool = False
     # It inserts in the input's order, one row at a time into the final key: the B-tree pays a
-    # page miss per insert once its working set outgrows the pool (the scale model's regime;
+    # page miss per insert once its working set outgrows the pool (the scale model's `misses` form;
     # written into the load's summary.json, which predict reads).
     in_file_order: bool = False
     # File by file with a ledger (load/ledger.py): an interrupted load resumes, and

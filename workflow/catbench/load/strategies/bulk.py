@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..job import LoadJob, Outcome
 from ..sorted_stream import load_sorted
-from .base import Fit, Strategy
+from .base import BytesPerRow, Strategy
 
 NAME = "bulk"   # the config's load.strategies value
 ORDER = 4   # its place in the registry
@@ -19,7 +19,7 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": Fit(61.3, 61.3), "bigint": Fit(37.4, 37.4)},
+STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": BytesPerRow(61.3, 61.3), "bigint": BytesPerRow(37.4, 37.4)},
                     scratch_copies=2, steady=True, unsupported={
     "myisam": "MyISAM has no bulk path for a unique key: DISABLE KEYS, bulk_insert_buffer_size and its "
               "batch index build of an empty table cover non-unique indexes only, and the director "

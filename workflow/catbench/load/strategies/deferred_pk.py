@@ -13,7 +13,7 @@ from ...core.index.table import Engine
 from ...core.server.loaddata import LoadError
 from ..job import LoadJob, Outcome
 from . import parallel
-from .base import INNODB, Fit, Strategy, sql
+from .base import INNODB, BytesPerRow, Strategy, sql
 
 NAME = "deferred-pk"   # the config's load.strategies value
 ORDER = 5   # its place in the registry
@@ -38,8 +38,8 @@ def table_without_pk(variant, database: str, table: str, engine: Engine = INNODB
     return variant.ddl(table, database, engine.sql_name, primary_key=False)
 
 
-STRATEGY = Strategy(NAME, load, table_without_pk, bytes_per_row={"char28": Fit(60.3, 127.8),
-                                                              "bigint": Fit(36.4, 80.0)},
+STRATEGY = Strategy(NAME, load, table_without_pk, bytes_per_row={"char28": BytesPerRow(60.3, 127.8),
+                                                              "bigint": BytesPerRow(36.4, 80.0)},
                     steady=True, unsupported={
     "rocksdb": "MyRocks builds the primary key by copying the table in one transaction that holds "
                "every row in server memory (measured: 1.7 GB for 2.9 M rows, 4.6x the load's time), "

@@ -6,7 +6,7 @@ import time
 
 from ...core.index.table import load_files
 from ..job import LoadJob, Outcome
-from .base import Fit, Strategy
+from .base import BytesPerRow, Strategy
 
 NAME = "one-file-at-a-time"   # the config's load.strategies value
 ORDER = 0   # its place in the registry
@@ -21,5 +21,5 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": Fit(63.4, 63.4), "bigint": Fit(38.5, 38.5)},
+STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": BytesPerRow(63.4, 63.4), "bigint": BytesPerRow(38.5, 38.5)},
                     resumable=True, in_file_order=True)

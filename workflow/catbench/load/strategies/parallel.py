@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..job import LoadJob, Outcome
-from .base import Fit, Strategy, parallel_files
+from .base import BytesPerRow, Strategy, parallel_files
 
 NAME = "parallel"   # the config's load.strategies value
 ORDER = 1   # its place in the registry
@@ -19,5 +19,5 @@ def load(job: LoadJob) -> Outcome:
     return out
 
 
-STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": Fit(76.9, 76.9), "bigint": Fit(55.1, 55.1)},
+STRATEGY = Strategy(NAME, load, bytes_per_row={"char28": BytesPerRow(76.9, 76.9), "bigint": BytesPerRow(55.1, 55.1)},
                     resumable=True, in_file_order=True)

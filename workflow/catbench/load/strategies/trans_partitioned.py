@@ -10,7 +10,7 @@ from ...core.index.table import Engine
 from ...core.infra.resources import read_sql
 from ...core.server.loaddata import LoadError
 from ..job import LoadJob, LoadProgress, Outcome
-from .base import INNODB, Fit, Strategy, parallel_files, sql
+from .base import INNODB, BytesPerRow, Strategy, parallel_files, sql
 
 NAME = "trans-partitioned"   # the config's load.strategies value
 ORDER = 6   # its place in the registry
@@ -73,6 +73,6 @@ def mysql_partitioned_table(variant, database: str, table: str, engine: Engine =
         engine=engine.sql_name)
 
 
-STRATEGY = Strategy(NAME, load, mysql_partitioned_table, bytes_per_row={"char28": Fit(102.9, 260.9),
-                                                                     "bigint": Fit(59.2, 167.3)},
+STRATEGY = Strategy(NAME, load, mysql_partitioned_table, bytes_per_row={"char28": BytesPerRow(102.9, 260.9),
+                                                                     "bigint": BytesPerRow(59.2, 167.3)},
                     resumable=True, in_file_order=True)

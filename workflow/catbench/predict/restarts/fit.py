@@ -15,7 +15,7 @@ from ...core.infra.jobs.repeat import t_ppf, z_ppf
 
 
 @dataclass(frozen=True)
-class Fit:
+class PhaseFit:
     a: float
     b: float            # seconds a byte of the driver (0: fixed)
     s: float            # residual σ, seconds
@@ -37,14 +37,14 @@ class Fit:
 SPAN = 1.2   # the least ratio of the rungs' largest quantity to their smallest that tells a slope
 
 
-def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> Fit:
+def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> PhaseFit:
     """a + b·q by least squares over the rungs' repetitions; a fixed cost (their mean) where
     no quantity drives the phase, or where the slope is not above zero at the confidence
     (then ``b_high`` carries the growth the rungs cannot exclude into the interval). A driven
     phase whose rungs span less than :data:`SPAN` is refused (ValueError)."""
     y = np.array([p[1] for p in points], float)
     qs = [p[0] for p in points if p[0] is not None]
-    fixed = Fit(float(y.mean()), 0.0, float(y.std(ddof=1)) if len(y) > 1 else 0.0, len(y), 0.0, 0.0,
+    fixed = PhaseFit(float(y.mean()), 0.0, float(y.std(ddof=1)) if len(y) > 1 else 0.0, len(y), 0.0, 0.0,
                 max(qs, default=0.0))
     if not qs:
         return fixed
@@ -59,13 +59,13 @@ def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> F
     se = s / math.sqrt(sxx)
     t = float(t_ppf(0.5 + confidence / 2, len(y) - 2))
     if b <= t * se:
-        return Fit(fixed.a, 0.0, fixed.s, fixed.n, qm, sxx, float(q.max()), max(0.0, b + t * se),
+        return PhaseFit(fixed.a, 0.0, fixed.s, fixed.n, qm, sxx, float(q.max()), max(0.0, b + t * se),
                    "no growth with its quantity told from noise over the rungs: the figure at the slope as "
                    "fitted, the interval from none to the most they cannot exclude", max(0.0, b))
-    return Fit(a, b, s, len(y), qm, sxx, float(q.max()))
+    return PhaseFit(a, b, s, len(y), qm, sxx, float(q.max()))
 
 
-def interval(f: Fit, q: float | None, confidence: float, floor: float) -> tuple[float, float, float]:
+def interval(f: PhaseFit, q: float | None, confidence: float, floor: float) -> tuple[float, float, float]:
     """(seconds, low, high): the fit's prediction interval at ``q`` (its leverage grows past
     the rungs), with at least ``floor`` × the figure (a run's own noise at the target). A slope
     not told from noise: the figure at the slope as fitted (a quantity that must move still
@@ -81,7 +81,7 @@ def interval(f: Fit, q: float | None, confidence: float, floor: float) -> tuple[
     return max(0.0, y + f.b_point * past), max(0.0, low), y + half + f.b_high * past
 
 
-def rate_fit(points: list[tuple[float, float]], per_byte: list[float]) -> Fit:
+def rate_fit(points: list[tuple[float, float]], per_byte: list[float]) -> PhaseFit:
     """A phase whose cost a byte was measured while it moved them (an SST's copy rate), not
     fitted over totals that a fixed part with steps of its own hides: b the median of those
     costs, a the mean of what each repetition took beyond its bytes at b; the interval's ends
@@ -89,7 +89,7 @@ def rate_fit(points: list[tuple[float, float]], per_byte: list[float]) -> Fit:
     b = statistics.median(per_byte)
     rest = np.array([y - b * q for q, y in points], float)
     q = np.array([p[0] for p in points], float)
-    return Fit(float(rest.mean()), b, float(rest.std(ddof=1)) if len(rest) > 1 else 0.0, len(rest), float(q.mean()),
+    return PhaseFit(float(rest.mean()), b, float(rest.std(ddof=1)) if len(rest) > 1 else 0.0, len(rest), float(q.mean()),
                0.0, float(q.max()), b_high=max(per_byte) - b, b_low=min(per_byte),
                note=f"its cost a byte measured while it copied ({1 / max(per_byte) / 1e6:.0f}–"
                     f"{1 / min(per_byte) / 1e6:.0f} MB/s over {len(per_byte)} repetition(s)), its fixed part "

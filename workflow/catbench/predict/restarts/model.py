@@ -14,10 +14,10 @@ import numpy as np
 
 from ...core.infra.sizes import duration, human
 from .age import age_spread, max_checkpoint_age
-from .fit import Fit, fit, interval, rate_fit
+from .fit import PhaseFit, fit, interval, rate_fit
 from .lookup import lookup_factor
 from .memory import memory_phases
-from .runs import Obs, RungSizes
+from .runs import PhaseObservation, RungSizes
 
 # kind -> its phases in order; the total is their sum (a clean restart: the shutdown, the start
 # and the pool's load from its dump or the first answer; a crash: the start, the redo scan and
@@ -60,7 +60,7 @@ def driver(kind: str, phase: str) -> Driver | None:
 
 
 @dataclass(frozen=True)
-class At:
+class UserNode:
     """The user's node: data it holds, pool, redo log, checkpoint age at the crash (None: the
     rungs' share of the log), write sets a second (None: the rungs'), downtime, gcache, and
     a device's figures (None: the rungs' own fio)."""
@@ -155,7 +155,7 @@ def data_of(rows: int, rungs: list[tuple[int, float]]) -> float | None:
     return rows * statistics.median(b / r for r, b in rungs)
 
 
-def checkpoint_age(at: At, sh: Shares, share: float | None = None) -> float:
+def checkpoint_age(at: UserNode, sh: Shares, share: float | None = None) -> float:
     """The redo since the checkpoint (a crash's to recover; a donor's that its backup copies): as
     given, else the rungs' share of the redo log (at most what the server lets stand)."""
     if at.checkpoint_age is not None:
@@ -164,13 +164,13 @@ def checkpoint_age(at: At, sh: Shares, share: float | None = None) -> float:
     return min((1.0 if share is None else share) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
 
 
-def recovery_bytes(at: At, sh: Shares) -> tuple[float, float]:
+def recovery_bytes(at: UserNode, sh: Shares) -> tuple[float, float]:
     """(redo since the checkpoint, bytes of pages recovered) of a crash at the user's node."""
     age = checkpoint_age(at, sh)
     return age, sh.recovered(age, at.data * (sh.crash_share or 1.0))
 
 
-def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
+def quantities(at: UserNode, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
     """Each phase's driving quantity at the user's node, the bytes it moves a unit of it (1 where
     the quantity is bytes), and the regime's words."""
     held = min(at.pool, at.data)
@@ -203,7 +203,7 @@ def quantities(at: At, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
     return out, moved, words
 
 
-def bound(f: Fit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) -> str:
+def bound(f: PhaseFit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) -> str:
     """What bounds a phase on the rungs' target: the device where a byte (a page) costs at most
     twice the device's own time for it (fio's sequential write, its 16 KiB random read at
     queue depth 1; reads issued together cost less than that), the CPU or one thread where it
@@ -222,7 +222,7 @@ def bound(f: Fit, drv: Driver | None, dev: dict, page: int, moved: float = 1.0) 
     return {"memory": "memory", "thread": "one thread"}.get(drv.work, "CPU")
 
 
-def on_device(f: Fit, how: str, devices: tuple[dict, dict | None], moved: float = 1.0) -> Fit:
+def on_device(f: PhaseFit, how: str, devices: tuple[dict, dict | None], moved: float = 1.0) -> PhaseFit:
     """The fit with its per-byte cost on another device (--device): a device-bound phase's cost
     × the devices' ratio; a CPU-bound one's at least the other device's sequential cost."""
     here, there = devices
@@ -230,7 +230,7 @@ def on_device(f: Fit, how: str, devices: tuple[dict, dict | None], moved: float 
     if not there or not b:
         return f
 
-    def per(x: float) -> Fit:
+    def per(x: float) -> PhaseFit:
         return replace(f, b=x) if f.b else replace(f, b_point=x)
     if how == "device (random pages)" and here.get("page_read_s") and there.get("page_read_s"):
         return per(b * there["page_read_s"] / here["page_read_s"])
@@ -242,7 +242,7 @@ def on_device(f: Fit, how: str, devices: tuple[dict, dict | None], moved: float 
     return f
 
 
-def _refusal(kind: str, at: At, sh: Shares) -> str | None:
+def _refusal(kind: str, at: UserNode, sh: Shares) -> str | None:
     """A regime no rung ran: crash recovery in several batches (MariaDB parses the redo into the
     buffer pool and applies a batch once the parsed records fill its share of it). The rungs
     say where the branch lies: a checkpoint age ÷ pool within what a rung recovered in one batch
@@ -261,7 +261,7 @@ def _refusal(kind: str, at: At, sh: Shares) -> str | None:
             f"(restart.settings), or give a --pool over {over}")
 
 
-def predict_kind(kind: str, obs: list[Obs], sizes: list[RungSizes], at: At, confidence: float,
+def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes], at: UserNode, confidence: float,
                  floor: float) -> dict:
     """One kind's phases and total at ``at``: seconds, interval, the dominant phase, what bounds
     each; ``refused`` where the rungs do not reach the user's regime."""
@@ -328,7 +328,7 @@ def _median_device(sizes: list[RungSizes]) -> dict:
     return {k: _median([s.device.get(k) for s in sizes]) for k in keys}
 
 
-def predict_all(obs: list[Obs], sizes: dict, at: At, confidence: float, floor: float) -> list[dict]:
+def predict_all(obs: list[PhaseObservation], sizes: dict, at: UserNode, confidence: float, floor: float) -> list[dict]:
     """Every (target, kind) the rungs ran, at ``at``; IST past the gcache answered by SST."""
     out = []
     targets = sorted({o.target for o in obs})
@@ -356,7 +356,7 @@ def predict_all(obs: list[Obs], sizes: dict, at: At, confidence: float, floor: f
     return out
 
 
-def measured(obs: list[Obs]) -> dict:
+def measured(obs: list[PhaseObservation]) -> dict:
     """A run's own restarts: per (target, kind) its totals (median over repetitions) and each
     phase's median."""
     out: dict = {}

@@ -19,7 +19,7 @@ PAGE = 16384   # InnoDB's page when the run did not record innodb_page_size
 
 
 @dataclass(frozen=True)
-class Obs:
+class PhaseObservation:
     """One phase of one repetition: its seconds and its driving quantity (None: a fixed phase)."""
     run: str
     target: str
@@ -121,7 +121,7 @@ def _clean(doc: dict, sizes: RungSizes, out: list) -> None:
             if data_pages:
                 sizes.data_bytes = max(sizes.data_bytes or 0.0, float(data_pages * pg))
             obs = lambda phase, s, q=None: s is not None and out.append(  # noqa: E731
-                Obs(sizes.run, sizes.target, kind, phase, rep, float(s), q))
+                PhaseObservation(sizes.run, sizes.target, kind, phase, rep, float(s), q))
             obs("shutdown", _seconds(rows, rep, "shutdown", buffer_pool_load=on))
             ready = _seconds(rows, rep, "process_start_to_engine_ready", buffer_pool_load=on)
             obs("start_to_engine_ready", ready, sizes.pool_bytes)
@@ -170,7 +170,7 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
         for phase, s, q in (("start_to_recovery", start, None), ("redo_scan", scan, work), ("redo_apply", apply_, work),
                             ("ready_to_first_answer", _sub(first, (start or 0) + (scan or 0) + (apply_ or 0)), None)):
             if s is not None:
-                out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
+                out.append(PhaseObservation(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
 
 
 def _sst_parts(rows: list, rep: int, tr: dict, sizes: RungSizes, log_bytes: float | None) -> list[tuple]:
@@ -216,16 +216,16 @@ def _node(doc: dict, sizes: RungSizes, out: list) -> None:
                             ("start_to_transfer", start, None), *transfer,
                             ("transfer_end_to_synced", _sub(synced, end), None)):
             if s is not None:
-                out.append(Obs(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
+                out.append(PhaseObservation(sizes.run, sizes.target, kind, phase, rep, float(s), None if q is None else float(q)))
 
 
 READERS = {"clean": _clean, "crash-during-load": _crash, "node-restart-ist": _node, "node-restart-sst": _node}
 
 
-def read_restarts(results: list) -> tuple[list[Obs], dict]:
+def read_restarts(results: list) -> tuple[list[PhaseObservation], dict]:
     """Every restart phase observed in the ``results/<run>`` directories, and each (run,
     target)'s :class:`RungSizes`."""
-    obs: list[Obs] = []
+    obs: list[PhaseObservation] = []
     sizes: dict = {}
     seen: dict = {}
     for res in map(Path, results):

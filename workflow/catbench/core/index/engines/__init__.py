@@ -25,7 +25,7 @@ class Engine:
     bulk_transactions: bool = True  # bulk commits (load.transaction_rows); else the end statement does
     cache_variable: str = ""     # server variable sizing its page/block cache (table/cache ratios)
     # status counter of the cache's reads from disk (a sampled counter, core/server/status.py STATUS_COUNTERS):
-    # the page misses of an insert, which the scale model's I/O-bound regime is made of
+    # the page misses of an insert, which the scale model's `misses` form is fitted to
     miss_counter: str = ""
     # A file's rows and its ledger row commit together (load/ledger.py); without transactions
     # a resumed load first checks that the table holds exactly the ledger's files
