@@ -81,21 +81,22 @@ bench-index: $(STAMP)
 	$(SNAKEMAKE_RUN) --configfile config/index-bench.yaml
 
 # index.source: file at 10^8 ids from 128 Parquet files beside the generator on the same
-# ids (config/bench-own-ids.yaml): the files, the read, the generation, then a table of both.
+# ids (docs/results/configs/bench-own-ids.yaml): the files, the read, the generation, then a
+# table of both.
 bench-own-ids: $(STAMP)
-	catbench index-positions --config config/bench-own-ids.yaml --files 128 --workers $$(nproc) \
-		--out results/bench-own-ids-files
-	$(SNAKEMAKE_RUN) index_read --configfile config/bench-own-ids.yaml
-	$(SNAKEMAKE_RUN) index_generate --configfile config/bench-own-ids.yaml \
+	catbench index-positions --config docs/results/configs/bench-own-ids.yaml --files 128 \
+		--workers $$(nproc) --out results/bench-own-ids-files
+	$(SNAKEMAKE_RUN) index_read --configfile docs/results/configs/bench-own-ids.yaml
+	$(SNAKEMAKE_RUN) index_generate --configfile docs/results/configs/bench-own-ids.yaml \
 		--config run=bench-own-ids-generated 'index={source: generate}'
 	python workflow/scripts/bench_own_ids.py results/bench-own-ids results/bench-own-ids-generated \
 		results/bench-own-ids-files
 
 # The partition stage against a peer partitioner on the same rows, alternated, on tmpfs and
-# disk (config/bench-partition.yaml); without PEER, against this machine's copy and write
-# bandwidth. The table goes to results/bench-partition/partition.md.
+# disk (docs/results/configs/bench-partition.yaml); without PEER, against this machine's copy
+# and write bandwidth. The table goes to results/bench-partition/partition.md.
 bench-partition: $(STAMP)
-	python workflow/scripts/bench_partition.py --config config/bench-partition.yaml \
+	python workflow/scripts/bench_partition.py --config docs/results/configs/bench-partition.yaml \
 		--galactic $(if $(PEER),--peer $(PEER)) --out results/bench-partition
 
 # The scale model checked on this machine (workflow/catbench/predict/model.md): the rungs of
@@ -173,15 +174,17 @@ query-far-check: $(STAMP)
 	  --sealed results/sealed/$(QUERY_FAR_RUN).json --measured results/$(QUERY_FAR_RUN) \
 	  --out results/$(QUERY_FAR_RUN)/queries-scored.json
 
-# The scale model held against a run far past its rungs (config/far-bigint-300m.yaml: 3 x 10^8
-# rows, 30x the largest rung; predict/model.md's validation protocol) in two steps, so that the
-# prediction's hash is committed before the target run exists:
+# The scale model held against a run far past its rungs (predict/model.md's validation protocol)
+# in two steps, so that the prediction's hash is committed before the target run exists. FAR:
+# config/far-check.yaml, the template to copy; the recorded checks' configs are
+# docs/results/configs/far-*.yaml (e.g. FAR=docs/results/configs/far-bigint-300m.yaml: 3 x 10^8
+# rows, 30x the largest rung), their scores in docs/results/README.md.
 #   make far-seal   the rungs (2 repetitions each), the prediction written and hashed
 #                   (results/sealed/<run>.json and .sha256); commit the hash
 #   make far-check  refuses a changed seal, or rungs or a config that no longer give the sealed
 #                   prediction (--sealed), runs the target, scores the sealed figures against it
 #                   (--measured) into results/<run>/predict/prediction.json, makes its report again
-FAR ?= config/far-bigint-300m.yaml
+FAR ?= config/far-check.yaml
 FAR_RUN = $(shell $(VENV)/bin/python -c "from catbench.cli.common import read_config; print(read_config('$(FAR)')['run'])" 2>/dev/null)
 FAR_RUNGS = $$(for r in results/$(FAR_RUN)-rungs/*.yaml; do echo --results results/$$(basename $$r .yaml); done)
 far-seal: $(STAMP)
@@ -204,16 +207,20 @@ far-check: $(STAMP)
 	$(SNAKEMAKE_RUN) --configfile $(FAR) --forcerun report_html
 
 # What bounds MyRocks' one-file-at-a-time load: two LSM shapes at the same rows, one at twice the
-# rows (config/lsm-shapes*.yaml); then what a row cost each in the server's own counters.
-LSM_SHAPES := config/lsm-shapes.yaml config/lsm-shapes-small.yaml config/lsm-shapes-6m.yaml
+# rows (docs/results/configs/lsm-shapes*.yaml); then what a row cost each in the server's own
+# counters.
+LSM_SHAPES := docs/results/configs/lsm-shapes.yaml docs/results/configs/lsm-shapes-small.yaml \
+	docs/results/configs/lsm-shapes-6m.yaml
 bench-lsm: $(STAMP)
-	@$(call install_system,config/lsm-shapes.yaml)
+	@$(call install_system,docs/results/configs/lsm-shapes.yaml)
 	for c in $(LSM_SHAPES); do $(SNAKEMAKE_RUN) --configfile $$c || exit 1; done
 	python workflow/scripts/lsm_shapes.py $(foreach c,$(LSM_SHAPES),results/$(basename $(notdir $(c))))
 
-# The Insert Benchmark's three setups (config/insert-bench*.yaml): InnoDB and MyRocks filled in
+# The Insert Benchmark's three setups (config/insert-bench.yaml, then
+# docs/results/configs/insert-bench-os.yaml and insert-bench-io.yaml): InnoDB and MyRocks filled in
 # input order, cached by the engine, by the OS only, and IO-bound; then their figures side by side.
-INSERT_BENCH := config/insert-bench.yaml config/insert-bench-os.yaml config/insert-bench-io.yaml
+INSERT_BENCH := config/insert-bench.yaml docs/results/configs/insert-bench-os.yaml \
+	docs/results/configs/insert-bench-io.yaml
 bench-insert: $(STAMP)
 	@$(call install_system,config/insert-bench.yaml)
 	for c in $(INSERT_BENCH); do $(SNAKEMAKE_RUN) --configfile $$c || exit 1; done
@@ -221,42 +228,43 @@ bench-insert: $(STAMP)
 
 # An SST index block larger than a block-cache shard: MyRocks' one-file-at-a-time load with a 32 MiB
 # and a 256 MiB block cache, alternately (A B A B), then what a row cost each.
-INDEX_BLOCKS := config/myrocks-index-blocks.yaml config/myrocks-index-blocks-256m.yaml
+INDEX_BLOCKS := docs/results/configs/myrocks-index-blocks.yaml \
+	docs/results/configs/myrocks-index-blocks-256m.yaml
 bench-index-blocks: $(STAMP)
-	@$(call install_system,config/myrocks-index-blocks.yaml)
+	@$(call install_system,docs/results/configs/myrocks-index-blocks.yaml)
 	for i in 1 2; do for c in $(INDEX_BLOCKS); do \
 	  $(SNAKEMAKE_RUN) --configfile $$c --config run=$$(basename $$c .yaml)-$$i || exit 1; done; done
 	python workflow/scripts/lsm_shapes.py $(foreach i,1 2,$(foreach c,$(INDEX_BLOCKS),results/$(basename $(notdir $(c)))-$(i)))
 
-# The 2017 storage study (seed 000) predicted (config/seed-2017.yaml): the ladders of its key
-# orders (each a config), the prediction at its 1.06 x 10^10 rows, 128 GiB pool and 500 GiB of
-# RAM, the orders its evidence allows chosen from their reads, table and regime alone and sealed
+# The 2017 storage study (seed 000) predicted (docs/results/configs/seed-2017.yaml): the ladders of
+# its key orders (each a config), the prediction at its 1.06 x 10^10 rows, 128 GiB pool and
+# 500 GiB of RAM, the orders its evidence allows chosen from their reads, table and regime alone and sealed
 # (results/sealed/seed-2017*.json and their hashes), then its hours and its curve against the seed's.
-SEED_2017 := config/seed-2017.yaml config/seed-2017-chunk-sorted.yaml config/seed-2017-random.yaml \
-	config/seed-2017-spatial-generation.yaml
+SEED_2017 := docs/results/configs/seed-2017.yaml docs/results/configs/seed-2017-chunk-sorted.yaml \
+	docs/results/configs/seed-2017-random.yaml docs/results/configs/seed-2017-spatial-generation.yaml
 SEED_2017_RUNGS = $$(for c in $(SEED_2017); do r=$$(basename $$c .yaml); \
 	for f in results/$$r-rungs/*.yaml; do echo --results results/$$(basename $$f .yaml); done; done)
 seed-2017: $(STAMP)
-	@$(call install_system,config/seed-2017.yaml)
+	@$(call install_system,docs/results/configs/seed-2017.yaml)
 	for c in $(SEED_2017); do r=$$(basename $$c .yaml); catbench ladder --config $$c --out results/$$r-rungs || exit 1; \
 	  for rung in results/$$r-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done; done
 	mkdir -p results/sealed
-	catbench predict --config config/seed-2017.yaml $(SEED_2017_RUNGS) --rows 1.06e10 --pool 128G --ram 500G \
-	  --no-time-limit --out results/sealed/seed-2017.json
+	catbench predict --config docs/results/configs/seed-2017.yaml $(SEED_2017_RUNGS) --rows 1.06e10 \
+	  --pool 128G --ram 500G --no-time-limit --out results/sealed/seed-2017.json
 	python workflow/scripts/seed_2017.py choose results/sealed/seed-2017.json results/sealed/seed-2017-choice.json
 	cd results/sealed && sha256sum seed-2017.json seed-2017-choice.json | tee seed-2017.sha256
 
-# The chosen key order's ladder alone (config/seed-2017-chunk-sorted.yaml), predicted on this
-# VM's fio and on each device class's published figures (resources/devices/), sealed; then the
+# The chosen key order's ladder alone (docs/results/configs/seed-2017-chunk-sorted.yaml), predicted
+# on this VM's fio and on each device class's published figures (resources/devices/), sealed; then the
 # shape of its load (table growth, CPU a GiB, bytes written a byte) against the seed's stamps.
 SEED_2017_CHOSEN := seed-2017-chunk-sorted
 SEED_2017_DEVICES := nvme-intel-p4500-2tb sata-ssd-intel-s4500 raid6-hdd-7200rpm
 SEED_2017_CHOSEN_RUNGS = $$(for f in results/$(SEED_2017_CHOSEN)-rungs/*.yaml; do echo --results results/$$(basename $$f .yaml); done)
-SEED_2017_PREDICT = catbench predict --config config/$(SEED_2017_CHOSEN).yaml $(SEED_2017_CHOSEN_RUNGS) --rows 1.06e10 \
-	--pool 128G --ram 500G --no-time-limit
+SEED_2017_PREDICT = catbench predict --config docs/results/configs/$(SEED_2017_CHOSEN).yaml \
+	$(SEED_2017_CHOSEN_RUNGS) --rows 1.06e10 --pool 128G --ram 500G --no-time-limit
 seed-2017-shape: $(STAMP)
-	@$(call install_system,config/seed-2017.yaml)
-	catbench ladder --config config/$(SEED_2017_CHOSEN).yaml --out results/$(SEED_2017_CHOSEN)-rungs
+	@$(call install_system,docs/results/configs/seed-2017.yaml)
+	catbench ladder --config docs/results/configs/$(SEED_2017_CHOSEN).yaml --out results/$(SEED_2017_CHOSEN)-rungs
 	for rung in results/$(SEED_2017_CHOSEN)-rungs/*.yaml; do $(SNAKEMAKE_RUN) --configfile $$rung || exit 1; done
 	mkdir -p results/sealed
 	$(SEED_2017_PREDICT) --out results/sealed/seed-2017-shape.json

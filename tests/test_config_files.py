@@ -1,9 +1,12 @@
 """Config files read one strict way (core/infra/config/yamlfile.py): a key given twice, an alias bomb, a
 base that is a device, not UTF-8 or not a config at all: each refused in one line naming
-the file (and the lines), quickly, with no content of a foreign file echoed."""
+the file (and the lines), quickly, with no content of a foreign file echoed. And where configs
+live: config/ holds the presets a user starts from, each check's config sits beside its page in
+docs/results/configs/, and every path the Makefile and the docs name there exists."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -11,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from catbench.core.infra.config import ConfigError, layered, load
+from catbench.core.infra.config import ConfigError, layered, load, read_file
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -96,3 +99,50 @@ def test_a_cli_config_that_is_missing_bad_json_or_a_list_is_one_line(tmp_path):
                             "--config", given], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
         assert "catbench compare: error: --config: " in p.stderr and says in p.stderr, p.stderr
+
+
+# -- where configs live ------------------------------------------------------------------
+
+PRESETS_MAX = 15
+CHECKS = REPO / "docs" / "results" / "configs"
+# A config path as the Makefile and the docs name it; names are lowercase, so a placeholder
+# (`config/C.yaml`, `config/x.yaml`) or a make variable (`$(FAR)`) is not taken for one. A `*`
+# is a glob that must match at least one file.
+NAMED = re.compile(r"(?<![\w./-])((?:config|docs/results/configs)/[a-z0-9*][a-z0-9*.-]*\.yaml)")
+
+
+def named_config_paths() -> list[tuple[str, str]]:
+    """(where, path) for every config path the Makefile and the Markdown pages name (README.md,
+    ARCHITECTURE.md, docs/ with its results pages, config/README.md, the models' pages)."""
+    files = [REPO / "Makefile", REPO / "README.md", REPO / "ARCHITECTURE.md", REPO / "config" / "README.md",
+             *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "workflow").rglob("*.md"))]
+    return [(f"{f.relative_to(REPO)}:{n}", m) for f in files
+            for n, line in enumerate(f.read_text().split("\n"), 1) for m in NAMED.findall(line)]
+
+
+def test_config_holds_only_the_presets_a_user_starts_from():
+    presets = sorted(p.name for p in (REPO / "config").glob("*.y*ml"))
+    assert "config.yaml" in presets and len(presets) <= PRESETS_MAX, \
+        f"config/ holds {len(presets)} configs, more than {PRESETS_MAX} presets: " \
+        "a check's config goes beside its page in docs/results/configs/"
+
+
+def test_every_config_path_the_makefile_and_the_docs_name_exists():
+    named = named_config_paths()
+    assert any(p.startswith("docs/results/configs/") for _, p in named), "the pattern finds nothing"
+    missing = [f"{where}: {p}" for where, p in named if not list(REPO.glob(p))]
+    assert not missing, "config paths named that do not exist:\n" + "\n".join(missing)
+
+
+def test_named_config_paths_pattern():
+    text = "make far-check FAR=docs/results/configs/far-x.yaml `config/C.yaml` $(FAR) myconfig/a.yaml\n" \
+           "(docs/results/configs/lsm-*.yaml) tests/configs/tiny.yaml config/a.yaml."
+    assert NAMED.findall(text) == ["docs/results/configs/far-x.yaml", "docs/results/configs/lsm-*.yaml",
+                                  "config/a.yaml"]
+
+
+@pytest.mark.parametrize("path", sorted([*(REPO / "config").glob("*.yaml"), *CHECKS.glob("*.yaml")]),
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_every_preset_and_check_config_reads_over_its_base(path):
+    """A config that names another as its base still finds it where it now lives."""
+    assert layered(read_file(path, "config file"), REPO)["run"]

@@ -8,7 +8,7 @@ by one each round. Each run's previous output is deleted before it, outside the 
 ratio of each run to the peer's in the same round. Without a peer: rows/s and output
 bytes/s against this machine's memory-copy and write bandwidth.
 
-    python workflow/scripts/bench_partition.py --config config/bench-partition.yaml \
+    python workflow/scripts/bench_partition.py --config docs/results/configs/bench-partition.yaml \
         [--peer PATH] [--pairs 6] [--out results/bench-partition]
 """
 
@@ -301,7 +301,7 @@ def machine() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", default="config/bench-partition.yaml")
+    ap.add_argument("--config", default="docs/results/configs/bench-partition.yaml")
     ap.add_argument("--peer", help="a peer partitioner, e.g. Qserv's sph-partition")
     ap.add_argument("--pairs", type=int, default=6)
     ap.add_argument("--cores", type=int, default=os.cpu_count())
