@@ -304,6 +304,8 @@ aa: $(STAMP)
 	catbench compare results/aa2 results/aa3 --noise-floor results/noise-floor.json
 
 lint: $(STAMP)
+	ruff check .
+	snakefmt --check Snakefile workflow/rules
 	snakemake --lint
 
 clean-results:

@@ -44,7 +44,9 @@ rule all:
     default_target: True
     input:
         # the index study alone (index.source: generate or file) has no catalog and no chunks
-        [rules.catalog.input, rules.partition.input] if INDEX_SOURCE == "partition" else [],
+        [rules.catalog.input, rules.partition.input]
+        if INDEX_SOURCE == "partition"
+        else [],
         [rules.index_generate.output] if INDEX_SOURCE == "generate" else [],
         [rules.index_read.output] if INDEX_SOURCE == "file" else [],
         [rules.fio.input] if "fio" in STAGES else [],

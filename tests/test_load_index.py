@@ -16,7 +16,6 @@ from catbench.core.index.table import (
     load_files,
     table_checksum,
 )
-from catbench.core.server.process import Server
 from catbench.cli.storage import load_spec
 from catbench.core.infra.targets import StorageTarget
 from catbench.load.load_index import run_load_index

@@ -11,8 +11,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from catbench.core.infra.config import validate
-from catbench.core.infra.files import write_parquet
-from catbench.core.sky.copies import PART_TEXT
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare import partition as part_mod
 from catbench.prepare import staging as staging_mod

@@ -224,7 +224,7 @@ def test_shared_columns_from_the_patch_are_the_decoded_bytes(runs, patched, deco
 def test_a_part_that_is_not_made_of_the_patch_is_refused(runs, tmp_path):
     """A catalog part whose rows are not whole copies of the patch given is named, with
     what to do, before anything is written (its shared columns would be wrong)."""
-    cfg, parts = runs["cfg"], runs["parts"]
+    parts = runs["parts"]
     patch = pq.read_table(parts[0][0].parent.parent / "patch/Object.parquet")
     short = tmp_path / "patch/Object.parquet"
     short.parent.mkdir()

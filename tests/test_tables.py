@@ -2,7 +2,6 @@
 
 import csv
 import json
-import re
 from pathlib import Path
 
 import pytest

@@ -15,27 +15,29 @@ CATALOG_CFG = RUN.catalog_cfg
 # catalog.patch.file: the patch read from the user's files (prepare/own/patch.py); the files
 # are its input (a newer file re-runs it) and their sizes and mtimes its params (so does a
 # file replaced by an older one); files.json records each file's bytes, mtime, CRC-32 and rows.
-PATCH_OUT = {"own_ids": f"{RES}/catalog/patch/own_ids.parquet", "files": PATCH_RECORD} if PATCH_FILES else {}
+PATCH_OUT = (
+    {"own_ids": f"{RES}/catalog/patch/own_ids.parquet", "files": PATCH_RECORD}
+    if PATCH_FILES
+    else {}
+)
 
 
 rule catalog_patch:
     input:
         PATCH_FILES,
     output:
+        **(
+            {
+                "objects_text": f"{RES}/catalog/patch/Object.text.arrow",
+                "sources_text": f"{RES}/catalog/patch/Source.text.arrow",
+            }
+            if TEXT
+            else {}
+        ),
+        **PATCH_OUT,
         objects=f"{RES}/catalog/patch/Object.parquet",
         sources=f"{RES}/catalog/patch/Source.parquet",
         metrics=f"{RES}/metrics/jobs/patch.json",
-        **({"objects_text": f"{RES}/catalog/patch/Object.text.arrow",
-            "sources_text": f"{RES}/catalog/patch/Source.text.arrow"} if TEXT else {}),
-        **PATCH_OUT,
-    params:
-        cfg=CATALOG_CFG,
-        files=RUN.as_json(PATCH_FINGERPRINT),
-        text_args=lambda wildcards, output: (
-            RUN.flag("text", [output.objects_text, output.sources_text]) if TEXT else ""),
-        file_args=lambda wildcards, output: (
-            " ".join([RUN.flag("own-ids", output.own_ids), RUN.flag("files", output.files),
-                      RUN.flag("manifest", RUN.patch_manifest)]) if PATCH_OUT else ""),
     log:
         f"{RES}/logs/catalog/patch.log",
     benchmark:
@@ -44,6 +46,25 @@ rule catalog_patch:
         ENV_PY
     resources:
         **job_resources("catalog_patch"),
+    params:
+        cfg=CATALOG_CFG,
+        files=RUN.as_json(PATCH_FINGERPRINT),
+        text_args=lambda wildcards, output: (
+            RUN.flag("text", [output.objects_text, output.sources_text])
+            if TEXT
+            else ""
+        ),
+        file_args=lambda wildcards, output: (
+            " ".join(
+                [
+                    RUN.flag("own-ids", output.own_ids),
+                    RUN.flag("files", output.files),
+                    RUN.flag("manifest", RUN.patch_manifest),
+                ]
+            )
+            if PATCH_OUT
+            else ""
+        ),
     shell:
         "catbench patch --config {params.cfg:q} --objects {output.objects:q} "
         "--sources {output.sources:q} --metrics {output.metrics:q} {params.text_args} {params.file_args} "
@@ -52,18 +73,17 @@ rule catalog_patch:
 
 rule catalog_part:
     input:
+        **({"own_ids": PATCH_OUT["own_ids"]} if OWN_ID_LAYOUT else {}),
         objects=rules.catalog_patch.output.objects,
         sources=rules.catalog_patch.output.sources,
-        **({"own_ids": PATCH_OUT["own_ids"]} if OWN_ID_LAYOUT else {}),
     output:
+        **{
+            f"{n}_text": f"{RES}/catalog/{t}/part-{{part}}.text.arrow"
+            for n, t in PART_TEXT.items()
+        },
         objects=f"{RES}/catalog/Object/part-{{part}}.parquet",
         sources=f"{RES}/catalog/Source/part-{{part}}.parquet",
         metrics=f"{RES}/metrics/jobs/catalog-{{part}}.json",
-        **{f"{n}_text": f"{RES}/catalog/{t}/part-{{part}}.text.arrow" for n, t in PART_TEXT.items()},
-    params:
-        cfg=CATALOG_CFG,
-        text_args=lambda wildcards, output: " ".join(RUN.flag(f"text-{n}", getattr(output, f"{n}_text")) for n in PART_TEXT),
-        own_args=lambda wildcards, input: RUN.flag("own-ids", input.own_ids) if OWN_ID_LAYOUT else "",
     log:
         f"{RES}/logs/catalog/part-{{part}}.log",
     benchmark:
@@ -72,6 +92,14 @@ rule catalog_part:
         ENV_PY
     resources:
         **job_resources("catalog_part"),
+    params:
+        cfg=CATALOG_CFG,
+        text_args=lambda wildcards, output: " ".join(
+            RUN.flag(f"text-{n}", getattr(output, f"{n}_text")) for n in PART_TEXT
+        ),
+        own_args=lambda wildcards, input: (
+            RUN.flag("own-ids", input.own_ids) if OWN_ID_LAYOUT else ""
+        ),
     shell:
         "OPENBLAS_NUM_THREADS=1 catbench catalog-part --config {params.cfg:q} --part {wildcards.part:q} "
         "--patch-objects {input.objects:q} --patch-sources {input.sources:q} "

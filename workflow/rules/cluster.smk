@@ -11,20 +11,20 @@ rule cluster_restart_run:
         # summary.json is written last: a directory without it is an unfinished run, and
         # the <kind>.error.json / node<i>-error.log evidence of a failure is kept.
         f"{RES}/cluster/{{target}}/summary.json",
-    params:
-        env_args=target_env,
-        path=lambda wildcards: target_dir(wildcards.target),
-        cfg=cfg_json("cluster", "server", "seed"),
-        out=lambda wildcards, output: RUN.folder(output[0]),
-    threads: job_threads("cluster_restart_run")
     log:
         f"{RES}/logs/cluster/{{target}}.log",
     benchmark:
         f"{RES}/benchmarks/cluster/{{target}}.tsv"
     conda:
         ENV_SERVER
+    threads: job_threads("cluster_restart_run")
     resources:
         **job_resources("cluster_restart_run"),
+    params:
+        env_args=target_env,
+        path=lambda wildcards: target_dir(wildcards.target),
+        cfg=cfg_json("cluster", "server", "seed"),
+        out=lambda wildcards, output: RUN.folder(output[0]),
     shell:
         "{params.env_args} catbench cluster --target {wildcards.target:q} --path {params.path:q} "
         "--input-dir {input.index:q} --config {params.cfg:q} --out {params.out:q} > {log:q} 2>&1"

@@ -5,9 +5,16 @@ from catbench.cli.workflow.dag import Dag
 
 RUN = Dag.of(workflow, config)
 RES = RUN.res
-OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = RUN.files.own_files, RUN.files.own_fingerprint, RUN.files.own_sources
-PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = (RUN.files.patch_files, RUN.files.patch_fingerprint,
-                                                RUN.files.patch_record)
+OWN_FILES, OWN_FINGERPRINT, OWN_SOURCES = (
+    RUN.files.own_files,
+    RUN.files.own_fingerprint,
+    RUN.files.own_sources,
+)
+PATCH_FILES, PATCH_FINGERPRINT, PATCH_RECORD = (
+    RUN.files.patch_files,
+    RUN.files.patch_fingerprint,
+    RUN.files.patch_record,
+)
 ENV_PY = "../../envs/python.yaml"
 ENV_FIO = "../../envs/fio.yaml"
 ENV_SERVER = "../../envs/server.yaml"
@@ -40,4 +47,4 @@ target_dir = RUN.target_dir
 
 
 onstart:
-    RUN.check_slurm()   # under the slurm executor, every job's request against its partition
+    RUN.check_slurm()  # under the slurm executor, every job's request against its partition

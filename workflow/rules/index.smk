@@ -10,21 +10,21 @@ rule index_generate_part:
     output:
         staging=temp(directory(f"{RES}/index/staging/part-{{part}}")),
         metrics=f"{RES}/metrics/jobs/index_generate-{{part}}.json",
-    params:
-        cfg=cfg_json("seed", "catalog", "partition"),
-        parts=len(INDEX_JOBS),
-        # a part's folders are named as the merged ones (index_only.merge_parts)
-        numeric=RUN.index_folders["bigint"],
-        char28=RUN.index_folders["char28"],
-    threads: job_threads("index_generate_part")
     log:
         f"{RES}/logs/index/generate-{{part}}.log",
     benchmark:
         f"{RES}/benchmarks/index/generate-{{part}}.tsv"
     conda:
         ENV_PY
+    threads: job_threads("index_generate_part")
     resources:
         **job_resources("index_generate_part"),
+    params:
+        cfg=cfg_json("seed", "catalog", "partition"),
+        parts=len(INDEX_JOBS),
+        # a part's folders are named as the merged ones (index_only.merge_parts)
+        numeric=RUN.index_folders["bigint"],
+        char28=RUN.index_folders["char28"],
     shell:
         # worker processes = job threads; one BLAS thread each (numpy's pool is unused here)
         "OPENBLAS_NUM_THREADS=1 catbench index-generate --config {params.cfg:q} --part {wildcards.part:q} "
@@ -40,8 +40,6 @@ rule index_generate:
         numeric=directory(INDEX_INPUT["bigint"]),
         char28=directory(INDEX_INPUT["char28"]),
         summary=f"{RES}/metrics/index.json",
-    params:
-        order_args=INDEX_ORDER,
     log:
         f"{RES}/logs/index/generate.log",
     benchmark:
@@ -50,6 +48,8 @@ rule index_generate:
         ENV_PY
     resources:
         **job_resources("index_generate"),
+    params:
+        order_args=INDEX_ORDER,
     shell:
         "catbench index-merge --staging {input.staging:q} --out {output.numeric:q} --out-char28 {output.char28:q} "
         "--job-metrics {input.metrics:q} --summary {output.summary:q} {params.order_args} > {log:q} 2>&1"
@@ -64,14 +64,14 @@ rule index_working_set:
         INDEX_INPUT["bigint"],
     output:
         WORKING_SET,
-    params:
-        setup=RUN.pool_setup,
     log:
         f"{RES}/logs/index/working_set.log",
     conda:
         ENV_PY
     resources:
         **job_resources("index_working_set"),
+    params:
+        setup=RUN.pool_setup,
     shell:
         "catbench index-working-set --input {input:q} --setup {params.setup:q} --out {output:q} > {log:q} 2>&1"
 
@@ -89,18 +89,18 @@ rule index_read:
         summary=f"{RES}/metrics/index.json",
         metrics=f"{RES}/metrics/jobs/index_read.json",
         sources=OWN_SOURCES,
-    params:
-        cfg=cfg_json("partition", "index"),
-        files=RUN.as_json(OWN_FINGERPRINT),
-    threads: job_threads("index_read")
     log:
         f"{RES}/logs/index/read.log",
     benchmark:
         f"{RES}/benchmarks/index/read.tsv"
     conda:
         ENV_PY
+    threads: job_threads("index_read")
     resources:
         **job_resources("index_read"),
+    params:
+        cfg=cfg_json("partition", "index"),
+        files=RUN.as_json(OWN_FINGERPRINT),
     shell:
         "catbench index-read --config {params.cfg:q} --threads {threads} --out {output.numeric:q} "
         "--out-char28 {output.char28:q} --sources {output.sources:q} --metrics {output.metrics:q} "

@@ -12,19 +12,30 @@ PREDICTION = f"{RES}/predict/prediction.json"
 rule ladder_rung:
     output:
         f"{RES}/predict/rung{{rung}}.json",
-    params:
-        cfg=cfg_json("run", "seed", "stages", "catalog", "partition", "index", "targets", "server", "load",
-                     "predict", "jobs"),
-        snakefile=workflow.main_snakefile,
-    threads: job_threads("ladder_rung")
     log:
         f"{RES}/logs/predict/rung{{rung}}.log",
     benchmark:
         f"{RES}/benchmarks/predict/rung{{rung}}.tsv"
     conda:
         ENV_PY
+    threads: job_threads("ladder_rung")
     resources:
         **job_resources("ladder_rung"),
+    params:
+        cfg=cfg_json(
+            "run",
+            "seed",
+            "stages",
+            "catalog",
+            "partition",
+            "index",
+            "targets",
+            "server",
+            "load",
+            "predict",
+            "jobs",
+        ),
+        snakefile=workflow.main_snakefile,
     shell:
         "catbench ladder-rung --config {params.cfg:q} --rung {wildcards.rung:q} --snakefile {params.snakefile:q} --cores {threads} "
         "--out {output:q} > {log:q} 2>&1"
@@ -35,22 +46,36 @@ rule predict_loads:
         rungs=expand(rules.ladder_rung.output, rung=RUNG_NUMBERS),
         loads=rules.load_index.input,
         fio=[rules.fio.input] if "fio" in STAGES else [],
-        queries=expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "queries" in STAGES else [],
+        queries=(
+            expand(rules.queries_mysql.output, target=QUERY_TARGETS)
+            if "queries" in STAGES
+            else []
+        ),
     output:
         PREDICTION,
-    params:
-        cfg=cfg_json("run", "stages", "catalog", "partition", "index", "targets", "server", "load", "queries",
-                     "predict"),
-        results=[RES, *(f"results/{r}" for r in (IN_RUN.rung_runs() if IN_RUN else []))],
-        targets=list(IN_RUN.targets) if IN_RUN else [],
-        pool_args=f"--pool {IN_RUN.pool}" if IN_RUN and IN_RUN.pool else "",
-        query_args=RUN.query_args,
     log:
         f"{RES}/logs/predict/predict.log",
     conda:
         ENV_PY
     resources:
         **job_resources("predict_loads"),
+    params:
+        cfg=cfg_json(
+            "run",
+            "stages",
+            "catalog",
+            "partition",
+            "index",
+            "targets",
+            "server",
+            "load",
+            "queries",
+            "predict",
+        ),
+        results=[RES, *(f"results/{r}" for r in (IN_RUN.rung_runs() if IN_RUN else []))],
+        targets=list(IN_RUN.targets) if IN_RUN else [],
+        pool_args=f"--pool {IN_RUN.pool}" if IN_RUN and IN_RUN.pool else "",
+        query_args=RUN.query_args,
     shell:
         "catbench predict --config {params.cfg:q} --results {params.results:q} "
         "--targets {params.targets:q} {params.pool_args} {params.query_args} --no-time-limit --loads-only --out {output:q} > {log:q} 2>&1"

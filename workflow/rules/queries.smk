@@ -11,20 +11,20 @@ rule queries_mysql:
         target=rules.target_info.output,
     output:
         directory(f"{RES}/queries/{{target}}/mysql"),
-    params:
-        cfg=cfg_json("run", "seed", "partition", "server", "queries"),
-        path=lambda wildcards: target_dir(wildcards.target),
-        env_args=target_env,
-        results=lambda wildcards, input: RUN.folder(input.chunks, 2),
-    threads: job_threads("queries_mysql")
     log:
         f"{RES}/logs/queries/{{target}}-mysql.log",
     benchmark:
         f"{RES}/benchmarks/queries/{{target}}-mysql.tsv"
     conda:
         ENV_SERVER
+    threads: job_threads("queries_mysql")
     resources:
         **job_resources("queries_mysql"),
+    params:
+        cfg=cfg_json("run", "seed", "partition", "server", "queries"),
+        path=lambda wildcards: target_dir(wildcards.target),
+        env_args=target_env,
+        results=lambda wildcards, input: RUN.folder(input.chunks, 2),
     shell:
         "{params.env_args} catbench queries --query-engine mysql --target {wildcards.target:q} --path {params.path:q} "
         "--results {params.results:q} --config {params.cfg:q} --time-limit-min {resources.runtime:q} "
@@ -36,24 +36,27 @@ rule queries_duckdb:
         chunks=rules.chunk_list.output.chunks,
     output:
         directory(f"{RES}/queries/parquet/duckdb"),
-    params:
-        cfg=cfg_json("run", "seed", "partition", "server", "queries"),
-        results=lambda wildcards, input: RUN.folder(input.chunks, 2),
-    threads: job_threads("queries_duckdb")
     log:
         f"{RES}/logs/queries/duckdb.log",
     benchmark:
         f"{RES}/benchmarks/queries/duckdb.tsv"
     conda:
         ENV_PY
+    threads: job_threads("queries_duckdb")
     resources:
         **job_resources("queries_duckdb"),
+    params:
+        cfg=cfg_json("run", "seed", "partition", "server", "queries"),
+        results=lambda wildcards, input: RUN.folder(input.chunks, 2),
     shell:
         "catbench queries --query-engine duckdb --results {params.results:q} "
         "--config {params.cfg:q} --time-limit-min {resources.runtime:q} --out {output:q} > {log:q} 2>&1"
 
 
-QUERY_RUNS = [*expand(rules.queries_mysql.output, target=QUERY_TARGETS), *rules.queries_duckdb.output]
+QUERY_RUNS = [
+    *expand(rules.queries_mysql.output, target=QUERY_TARGETS),
+    *rules.queries_duckdb.output,
+]
 
 
 rule queries_check:

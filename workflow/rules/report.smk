@@ -10,7 +10,11 @@ TABLE_NAMES, PLOT_NAMES = RUN.table_names, RUN.plot_names
 # out and name them (catbench tables/report --inputs).
 TABLE_INPUTS = [
     # an index-only run's stage summary, by name: index_generate or index_read writes it
-    rules.chunk_list.output if INDEX_SOURCE == "partition" else f"{RES}/metrics/index.json",
+    (
+        rules.chunk_list.output
+        if INDEX_SOURCE == "partition"
+        else f"{RES}/metrics/index.json"
+    ),
     expand(rules.target_info.output, target=TARGETS),
     [rules.fio.input] if "fio" in STAGES else [],
     [rules.load_index.input] if "load_index" in STAGES else [],
@@ -34,10 +38,6 @@ rule tables:
         },
         summary=f"{RES}/tables/summary.md",
         provenance=f"{RES}/tables/provenance.json",
-    params:
-        results=lambda wildcards, output: RUN.folder(output.summary, 2),
-        require=TABLE_REQUIRE,
-        cfg=cfg_json("report"),
     log:
         f"{RES}/logs/tables.log",
     benchmark:
@@ -46,6 +46,10 @@ rule tables:
         ENV_PY
     resources:
         **job_resources("tables"),
+    params:
+        results=lambda wildcards, output: RUN.folder(output.summary, 2),
+        require=TABLE_REQUIRE,
+        cfg=cfg_json("report"),
     shell:
         "catbench tables --results {params.results:q} --require {params.require:q} "
         "--config {params.cfg:q} --inputs {input:q} > {log:q} 2>&1"
@@ -58,11 +62,6 @@ rule report_html:
         # the answer at scale the report opens with (predict/prediction.json)
         prediction=[PREDICTION] if "predict" in STAGES else [],
     output:
-        index=report(
-            f"{RES}/report/index.html",
-            caption="../../resources/report/report.rst",
-            category="Report",
-        ),
         **{
             p: report(
                 f"{RES}/report/{p}.png",
@@ -71,9 +70,11 @@ rule report_html:
             )
             for p in PLOT_NAMES
         },
-    params:
-        results=lambda wildcards, output: RUN.folder(output.index, 2),
-        cfg=cfg_json("report"),
+        index=report(
+            f"{RES}/report/index.html",
+            caption="../../resources/report/report.rst",
+            category="Report",
+        ),
     log:
         f"{RES}/logs/report.log",
     benchmark:
@@ -82,6 +83,9 @@ rule report_html:
         ENV_PY
     resources:
         **job_resources("report_html"),
+    params:
+        results=lambda wildcards, output: RUN.folder(output.index, 2),
+        cfg=cfg_json("report"),
     shell:
         "catbench report --results {params.results:q} --config {params.cfg:q} "
         "--inputs {input.results:q} > {log:q} 2>&1"

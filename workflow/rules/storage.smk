@@ -6,14 +6,14 @@
 rule target_info:
     output:
         f"{RES}/targets/{{target}}.json",
-    params:
-        cfg=cfg_json("run", "seed", "catalog", "targets", "fio"),
     log:
         f"{RES}/logs/targets/{{target}}.log",
     conda:
         ENV_PY
     resources:
         **job_resources("target_info"),
+    params:
+        cfg=cfg_json("run", "seed", "catalog", "targets", "fio"),
     shell:
         "catbench target-info --config {params.cfg:q} --target {wildcards.target:q} "
         "--out {output:q} > {log:q} 2>&1"
@@ -25,19 +25,19 @@ rule fio_run:
     output:
         csv=f"{RES}/fio/{{target}}/fio.csv",
         json=directory(f"{RES}/fio/{{target}}/json"),
-    params:
-        path=lambda wildcards: target_dir(wildcards.target) / "fio",
-        cfg=cfg_json("fio"),
-        out=lambda wildcards, output: RUN.folder(output.csv),
-    threads: job_threads("fio_run")
     log:
         f"{RES}/logs/fio/{{target}}.log",
     benchmark:
         f"{RES}/benchmarks/fio/{{target}}.tsv"
     conda:
         ENV_FIO
+    threads: job_threads("fio_run")
     resources:
         **job_resources("fio_run"),
+    params:
+        path=lambda wildcards: target_dir(wildcards.target) / "fio",
+        cfg=cfg_json("fio"),
+        out=lambda wildcards, output: RUN.folder(output.csv),
     shell:
         "catbench fio --target {wildcards.target:q} --path {params.path:q} --config {params.cfg:q} "
         "--out {params.out:q} > {log:q} 2>&1"
@@ -54,19 +54,19 @@ rule load_index_run:
         target=rules.target_info.output,
     output:
         directory(f"{RES}/load/{{target}}/{{variant}}/{{engine}}/{{strategy}}"),
-    params:
-        path=lambda wildcards: target_dir(wildcards.target),
-        env_args=target_env,
-        cfg=LOAD_CFG,
-    threads: job_threads("load_index_run")
     log:
         f"{RES}/logs/load/{{target}}-{{variant}}-{{engine}}-{{strategy}}.log",
     benchmark:
         f"{RES}/benchmarks/load/{{target}}-{{variant}}-{{engine}}-{{strategy}}.tsv"
     conda:
         ENV_SERVER
+    threads: job_threads("load_index_run")
     resources:
         **job_resources("load_index_run"),
+    params:
+        path=lambda wildcards: target_dir(wildcards.target),
+        env_args=target_env,
+        cfg=LOAD_CFG,
     shell:
         "{params.env_args} catbench load-index --target {wildcards.target:q} --path {params.path:q} "
         "--input-dir {input.index:q} --variant {wildcards.variant:q} --engine {wildcards.engine:q} "
@@ -91,14 +91,14 @@ rule load_compare:
     output:
         csv=f"{RES}/load/comparison.csv",
         not_run=f"{RES}/load/not_run.json",
-    params:
-        not_run=RUN.as_json(LOAD_NOT_RUN),
     log:
         f"{RES}/logs/load/comparison.log",
     conda:
         ENV_PY
     resources:
         **job_resources("load_compare"),
+    params:
+        not_run=RUN.as_json(LOAD_NOT_RUN),
     shell:
         "catbench load-compare --summaries {input:q} --not-run {params.not_run:q} "
         "--not-run-out {output.not_run:q} --out {output.csv:q} > {log:q} 2>&1"

@@ -8,6 +8,7 @@ import json
 import logging
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.infra.config import ConfigError, yamlfile
 from ..core.infra.files import atomic_path
@@ -19,6 +20,9 @@ from ..predict.spec import Fitting, PredictSpec
 from .common import guarded, out_path, read_config
 from .predict_node import add_arguments as add_restart_arguments
 from .predict_node import add_query_arguments, predict_queries_at, predict_restarts, size_type
+
+if TYPE_CHECKING:   # imported where it is built: the scale model's imports cost every other command
+    from ..predict.scale import PredictTarget
 
 log = logging.getLogger(__name__)
 COMMANDS = ("predict", "coverage")

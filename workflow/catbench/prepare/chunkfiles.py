@@ -177,7 +177,7 @@ def passes(counts: dict[int, int], max_rows: int | None) -> list[tuple[int, int,
         return []
     if max_rows is None:
         return [(ids[0], ids[-1], 1 << 62)]
-    out, start, held = [], ids[0], 0
+    out, start, held, prev = [], ids[0], 0, ids[0]
     for c in ids:
         if held and held + counts[c] > max_rows:
             out.append((start, prev, max_rows))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path

@@ -5,7 +5,6 @@ Reads files only: the restart stage is never imported."""
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field

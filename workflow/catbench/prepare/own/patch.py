@@ -33,8 +33,7 @@ import pyarrow.parquet as pq
 
 from ...core.infra.files import atomic_path
 from ...core.infra.sources import (
-    ROLES, TEXT_WIDTH, Source, SourceError, check_columns, comment_lines, csv_header, csv_line, ecsv_header,
-    sources)
+    ROLES, TEXT_WIDTH, Source, SourceError, check_columns, comment_lines, csv_header, csv_line, ecsv_header)
 from ...core.infra.resources import resource
 from ...core.server.rowsize import too_wide
 from ..arrays import numpy
