@@ -18,7 +18,6 @@ from catbench.core.index.input import list_input
 from catbench.load import estimate as est
 from catbench.load.spec import EstimateSpec
 from catbench.core.infra.config import load_schema
-from catbench.load.strategies import REGISTRY
 from catbench.prepare.index_order import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
 from catbench.prepare.spec import PrepareSpec
