@@ -45,6 +45,7 @@ from .inputs import MetricsError, collect, stale_note
 from .plots import ALWAYS, PLOTS, draw_all
 from .spec import ReportSpec
 from .summary import FIRST_SCREEN, HEADLINE_SECTIONS, SECTIONS, summary_sections, to_markdown
+from .wording import note_cell
 
 TABLE_TITLES = {"storage": "Storage (fio)", "storage_runs": "Storage (fio), every repetition",
                 "load_time": "Load time", "load_runs": "Load time, every repetition",
@@ -197,14 +198,16 @@ def _answer_html(blocks: list, drawn: dict, out: Path) -> list:
 def _tables_html(tabs: dict, out: Path) -> list:
     body = ['<section id="tables"><h2>Tables</h2>'
             '<p>Every column is described in <a href="columns.md">columns.md</a>; the CSV files are '
-            'beside this page in <code>tables/</code>.</p>']
+            'beside this page in <code>tables/</code>. A <code>…ci_note…</code> cell marks a figure whose '
+            'repetitions cannot bound its interval at their spread, with the repetitions that would.</p>']
     for n in T.TABLES:
         rows = tabs[n]
         header = _header(out / "tables" / f"{n}.csv")
         shown = rows[:MAX_HTML_ROWS]
         more = (f"<p>Showing {len(shown)} of {len(rows)} rows; all in the CSV.</p>"
                 if len(rows) > len(shown) else "")
-        table = (f'<div class="scroll">{_html_table(header, [[r.get(c) for c in header] for r in shown])}</div>'
+        cells = [[note_cell(r.get(c)) if "ci_note" in c else r.get(c) for c in header] for r in shown]
+        table = (f'<div class="scroll">{_html_table(header, cells)}</div>'
                  if rows else "<p class=\"missing\">No rows in this run.</p>")
         body.append(f'<details id="table-{n}"><summary>{TABLE_TITLES[n]} — {len(rows)} rows '
                     f'(<a href="tables/{n}.csv">{n}.csv</a>)</summary>' + caption(n) + table + more
@@ -217,9 +220,9 @@ def _header_html(report: ReportSpec) -> str:
             f'{report.confidence:.0%} interval of its typical value. "A is faster than B" only when a '
             f't-test on the log values tells them apart at α = {report.alpha:g} and they differ by more '
             f'than {report.practical_threshold:.0%}; otherwise they are "within noise". Fewer than two '
-            f"repetitions are never a finding; where the repetitions cannot bound a figure it says so in "
-            f"words, and the config's fio, load, queries and restart max_repetitions repeat until they can "
-            f"(docs/noise.md).</p>")
+            f"repetitions are never a finding; a figure they give no interval shows only its n (why, once a "
+            f"section), and the config's fio, load, queries and restart max_repetitions repeat until they "
+            f"give one (docs/noise.md).</p>")
 
 
 def _twin_html(run: Path) -> str:

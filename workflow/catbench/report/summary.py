@@ -17,7 +17,7 @@ from .findings import PREDICTION_BAND, acked_lost
 from .findings.checks import checks, index_only
 from .findings import findings as _findings
 from .spec import ReportSpec
-from .wording import num
+from .wording import num, unbounded_once
 
 
 # Tables' attribute -> the final table it holds
@@ -320,7 +320,7 @@ def summary_sections(t: dict, targets: dict | None, report: ReportSpec, sections
     """Every section's blocks for the final tables ``t`` ({table: [row dicts]}); ``targets`` =
     {name: targets/<name>.json}; ``own``: the user's files read (inputs.RunInputs.own)."""
     view = Tables.of(t, targets, own)
-    return [block for sec in sections for block in sec(view, report)]
+    return unbounded_once([block for sec in sections for block in sec(view, report)])
 
 
 # ---------------------------------------------------------------- summary.md

@@ -5,6 +5,7 @@ sentences the findings, the summary and ``catbench compare`` are made of."""
 from __future__ import annotations
 
 import math
+import re
 
 from .stats import MAX_SEE_N, MDR_SAID, MIN_N, SEE, Figure, Verdict, ci_note, holds_under_holm
 
@@ -147,3 +148,71 @@ def short(v: Verdict, a_name: str = "A", b_name: str = "B", better: str = "bette
         return f"below the {v.threshold:.0%} threshold (n={v.a.n} vs {v.b.n}; {reach(v)})"
     name = a_name if v.kind == "better" else b_name
     return f"{name} {_ratio_text(v, better)} ({p_text(v)})"
+
+
+# A figure's own note when its repetitions cannot bound it (core/infra/jobs/repeat.py ``unbounded``),
+# as ``interval_text`` writes it after the median: "(n = 2 cannot bound this (its interval spans
+# 40x); n = 5 would give ±38 %)".
+_UNBOUNDED = re.compile(r" \(n = (\d+) cannot bound this(?: \(its interval spans [^()]*\))?(?:; ([^()]*))?\)")
+_WOULD = re.compile(r"n = (\d+) would give ±(\d+) %")
+
+
+def _shorten(text: str, cures: list) -> str:
+    """``text`` with each unbounded figure's note cut to ", n = N"; what each note said would
+    bound it added to ``cures``."""
+    def cut(m: re.Match) -> str:
+        cures.append(m.group(2) or "")
+        return f", n = {m.group(1)}"
+    return _UNBOUNDED.sub(cut, text)
+
+
+def _cure(cures: list) -> str:
+    """One sentence for a section's unbounded figures: why they show only their n, and the
+    repetitions that would bound them."""
+    asks = sorted({int(n) for c in cures for n, _ in _WOULD.findall(c)})
+    would = (f"; n = {asks[0]}" + (f" to {asks[-1]}" if len(asks) > 1 else "") + " would" if asks else "")
+    never = "; for some, no n up to 30 would at their spread" if any("no n up to" in c for c in cures) else ""
+    return (f"Figures shown as “value, n = N” ({len(cures)} in this section) have no interval: their "
+            f"repetitions cannot bound one at their spread{would}{never} (each figure's own reason in its "
+            "table's `…ci_note…` column).")
+
+
+def unbounded_once(blocks: list) -> list:
+    """The report's blocks with every "n = 2 cannot bound this; …" note cut to its n, and the
+    reason and the cure said once at the end of each section (an ``h2`` and what follows it)."""
+    out, cures = [], []
+
+    def close():
+        if cures:
+            out.append(("p", _cure(cures)))
+            cures.clear()
+
+    for block in blocks:
+        kind = block[0]
+        if kind == "h2":
+            close()
+            out.append(block)
+        elif kind in ("p", "h3"):
+            out.append((kind, _shorten(block[1], cures)))
+        elif kind == "ul":
+            out.append((kind, [_shorten(item, cures) for item in block[1]]))
+        elif kind == "table":
+            _, caption, header, rows = block
+            out.append((kind, _shorten(caption, cures), header,
+                        [[_shorten(c, cures) if isinstance(c, str) else c for c in r] for r in rows]))
+        else:
+            out.append(block)
+    close()
+    return out
+
+
+_NOTE = re.compile(r"^n = \d+ cannot bound this(?: \(its interval (spans [^()]*)\))?(?:; (.*))?$")
+
+
+def note_cell(note):
+    """A ``ci_note_…`` table cell without its "n = N cannot bound this" (the table's section
+    says it once): the interval's span where one was drawn, and what would bound it."""
+    m = _NOTE.match(note) if isinstance(note, str) else None
+    if not m:
+        return note
+    return "; ".join(p for p in (m.group(1), m.group(2)) if p) or "unbounded"
