@@ -32,13 +32,14 @@ def test_rows_types_and_defaults():
         "s": {"type": "object", "description": "S", "properties": {
             "e": {"enum": ["x", "y"], "default": "x", "description": "E"},
             "l": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}}},
-                  "default": [], "description": "L"},
+                  "default": [], "description": "L", "x-advanced": True},
             "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {
                 "p": {"type": ["string", "null"], "default": None}}}}}}}}
     rows = readme.keys(schema)
     assert [(r.key, r.section) for r in rows] == [
         ("a", "top"), ("s.e", "s"), ("s.l", "s"), ("s.l[].n", "s"), ("s.m.<name>.p", "s")]
     assert readme.undescribed(schema) == ["s.l[].n", "s.m", "s.m.<name>.p"]
+    assert [r.advanced for r in rows] == [True, False, True, True, False]   # a list's fields as the list
     assert readme.type_of(rows[0].node) == "integer ≥ 1"
     assert readme.type_of(rows[1].node) == "one of `x`, `y`"
     assert readme.type_of(rows[4].node) == "string or null"

@@ -24,24 +24,25 @@ class Row:
     key: str
     node: dict
     section: str
+    advanced: bool = False      # x-advanced on the key or on the list or map that holds it
 
 
-def keys(node: dict, prefix: str = "", section: str | None = None) -> list[Row]:
+def keys(node: dict, prefix: str = "", section: str | None = None, advanced: bool = False) -> list[Row]:
     """The table rows: every key that holds a value, as config/README.md names it (a map of named
     entries as ``<name>``, a list of mappings' fields as ``[]``; a free-form mapping one key)."""
     out = []
     for name, sub in node.get("properties", {}).items():
         path, sect = f"{prefix}{name}", section or (name if _is_section(sub) else TOP)
-        extra = sub.get("additionalProperties")
+        extra, adv = sub.get("additionalProperties"), advanced or bool(sub.get("x-advanced"))
         if "properties" in sub:
-            out += keys(sub, path + ".", sect)
+            out += keys(sub, path + ".", sect, adv)
         elif isinstance(extra, dict) and "properties" in extra:
-            out += keys(extra, path + ".<name>.", sect)
+            out += keys(extra, path + ".<name>.", sect, adv)
         elif isinstance(sub.get("items"), dict) and "properties" in sub["items"]:
-            out.append(Row(path, sub, sect))
-            out += keys(sub["items"], path + "[].", sect)
+            out.append(Row(path, sub, sect, adv))
+            out += keys(sub["items"], path + "[].", sect, adv)
         else:
-            out.append(Row(path, sub, sect))
+            out.append(Row(path, sub, sect, adv))
     return out
 
 
@@ -137,8 +138,8 @@ def section_block(name: str, schema: dict, config: dict) -> list[str]:
     rows = [r for r in keys(schema) if r.section == name]
     if not rows:
         raise ValueError(f"config/README.md: marker keys:begin {name}: the schema has no such section")
-    main = [r for r in rows if not r.node.get("x-advanced")]
-    advanced = [r for r in rows if r.node.get("x-advanced")]
+    main = [r for r in rows if not r.advanced]
+    advanced = [r for r in rows if r.advanced]
     out = []
     whole = schema["properties"].get(name, {})
     if name != TOP and isinstance(whole.get("default"), dict) and whole["default"]:
