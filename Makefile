@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Snakemake sets again for the job).
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: env system system-all run test test-fast restart-ladder query-ladder query-far-seal query-far-check bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint clean-results
+.PHONY: env system system-all run test test-fast restart-ladder query-ladder query-far-seal query-far-check bench bench-index bench-own-ids bench-partition bench-lsm bench-index-blocks bench-insert index-study ladder far-seal far-check seed-2017 seed-2017-compare seed-2017-shape seed-2017-shape-compare aa lint config-readme clean-results
 
 # The system tools of a config's stages (catbench system-tools, which needs the venv; the config
 # read as the workflow reads it), installed by install-system.sh when missing.
@@ -307,6 +307,11 @@ lint: $(STAMP)
 	ruff check .
 	snakefmt --check Snakefile workflow/rules
 	snakemake --lint
+
+# config/README.md's key tables, written from the schema's descriptions and defaults (between
+# its keys:begin/keys:end markers; tests/test_config_readme.py fails when they are stale).
+config-readme: $(STAMP)
+	catbench config-readme
 
 clean-results:
 	rm -rf results/*/ .snakemake

@@ -56,8 +56,9 @@ def test_relative_links_resolve(md):
 
 def schema_keys(node: dict, prefix: str = "") -> list[str]:
     """Dotted key paths as config/README.md names them: a section's keys one by one,
-    a map of named entries as `<name>` (`targets.<name>.path`), and a free-form mapping
-    (`server.settings`, `queries.parameters`) as one key."""
+    a map of named entries as `<name>` (`targets.<name>.path`), a list of mappings and each
+    of their fields (`catalog.density.clouds`, `catalog.density.clouds[].peak`), and a
+    free-form mapping (`server.settings`, `queries.parameters`) as one key."""
     keys = []
     for name, sub in node.get("properties", {}).items():
         path = f"{prefix}{name}"
@@ -66,6 +67,8 @@ def schema_keys(node: dict, prefix: str = "") -> list[str]:
         elif isinstance(sub.get("additionalProperties"), dict) \
                 and "properties" in sub["additionalProperties"]:
             keys += schema_keys(sub["additionalProperties"], path + ".<name>.")
+        elif isinstance(sub.get("items"), dict) and "properties" in sub["items"]:
+            keys += [path] + schema_keys(sub["items"], path + "[].")
         else:
             keys.append(path)
     return keys

@@ -253,6 +253,20 @@ def test_parameters_are_drawn_only_for_the_queries_asked_for(tmp_path):
     assert both == {"LV1": got["LV1"], "LV2": got["LV1"]}
 
 
+def test_query_files_declare_what_is_drawn_and_dmtr21s_defaults():
+    """What the draw does for each query is its file's header (params.py names no query):
+    DMTR-21's box sizes, cuts and SHV2's half-arcsecond radius as the defaults."""
+    suite = load_suite()
+    assert {n: q.draw for n, q in suite.items() if q.draw} == {
+        "LV1": ("object",), "LV2": ("object",), "LV3": ("box", "sized"),
+        "SHV1": ("box", "sized", "radius"), "SHV2": ("box",)}
+    assert {n: q.defaults for n, q in suite.items() if q.defaults} == {
+        "LV3": {"box_deg": 1.0, "z_min": 20.0, "z_max": 23.0, "gr_min": 0.2, "gr_max": 1.0,
+                "iz_min": 0.0, "iz_max": 0.4},
+        "HV2": {"min_color": 4.0}, "SHV1": {"box_deg": 2.0},
+        "SHV2": {"box_deg": 1.0, "radius_deg": 0.5 / 3600.0}}
+
+
 # ---- a patch at survey density: the draw sized to it, bounded, and stopped by a signal --------
 
 def dense_patch(root: Path, n: int, width_deg: float = 0.1, fluxes: bool = False) -> list[ChunkInfo]:

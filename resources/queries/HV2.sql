@@ -1,6 +1,7 @@
 -- HV2: full-sky colour filter, i - z > min_color (DMTR-21 3.3.5); returns rows.
 -- place: 5
 -- params: min_color
+-- defaults: min_color=4.0
 -- dispatch: all
 -- order: objectId
 -- @query

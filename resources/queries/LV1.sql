@@ -1,6 +1,7 @@
 -- LV1: object retrieval by id (LDM-135; DMTR-21 3.3.1).
 -- place: 1
 -- params: object_id
+-- draw: object
 -- dispatch: index
 -- order: objectId
 -- @query

@@ -1,6 +1,7 @@
 -- LV2: time series of one object's Sources (DMTR-21 3.3.2).
 -- place: 2
 -- params: object_id
+-- draw: object
 -- dispatch: index
 -- order: sourceId
 -- @query

@@ -1,6 +1,8 @@
 -- LV3: spatially restricted filter, a 1 x 1 deg box with magnitude and colour cuts (DMTR-21 3.3.3).
 -- place: 3
 -- params: ra_min, ra_max, dec_min, dec_max, z_min, z_max, gr_min, gr_max, iz_min, iz_max
+-- defaults: box_deg=1.0, z_min=20.0, z_max=23.0, gr_min=0.2, gr_max=1.0, iz_min=0.0, iz_max=0.4
+-- draw: box, sized
 -- dispatch: box
 -- order: n
 -- @query

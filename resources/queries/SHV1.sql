@@ -5,6 +5,8 @@
 -- sub-chunks appears from both sides; o1.objectId < o2.objectId keeps exactly one.
 -- place: 7
 -- params: ra_min, ra_max, dec_min, dec_max, radius_deg
+-- defaults: box_deg=2.0
+-- draw: box, sized, radius
 -- dispatch: subchunks
 -- order: n
 -- @query

@@ -2,6 +2,8 @@
 -- Sources live in their Object's chunk, so the join is chunk-local.
 -- place: 8
 -- params: ra_min, ra_max, dec_min, dec_max, radius_deg
+-- defaults: box_deg=1.0, radius_deg=0.0001388888888888889
+-- draw: box
 -- dispatch: box
 -- order: sourceId
 -- @query

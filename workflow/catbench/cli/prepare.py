@@ -1,10 +1,12 @@
 """CLI sub-commands of the catalog and partition stages: the config check, the patch, the
-catalog parts, the partition's map and reduce, and the list of chunks."""
+catalog parts, the partition's map and reduce, and the list of chunks; and config/README.md's
+key tables written from the schema."""
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 
 from ..core.infra.files import read_parquet, write_parquet
@@ -19,7 +21,7 @@ from ..prepare.spec import PrepareSpec
 from .common import command, read_config
 
 log = logging.getLogger("catbench")
-COMMANDS = ("validate", "system-tools", "patch", "catalog-part", "partition-map", "partition-reduce", "chunk-list")
+COMMANDS = ("validate", "system-tools", "config-readme", "patch", "catalog-part", "partition-map", "partition-reduce", "chunk-list")
 
 
 def cmd_validate(args):
@@ -28,6 +30,24 @@ def cmd_validate(args):
     print(json.dumps({"run": cfg["run"], "copies": catalog_mod.n_copies(cfg["catalog"]),
                       "parts": len(catalog_mod.part_copies(cfg["catalog"])),
                       "groups": n_groups(cfg), "estimated_rows": estimated_rows(cfg)}))
+
+
+def cmd_config_readme(args) -> int:
+    """write config/README.md's key tables from the schema (--check: only say where they differ)"""
+    from ..core.infra.config import readme
+    path = Path(args.readme) if args.readme else readme.readme_path()
+    text = path.read_text()
+    try:
+        want = readme.render(text)
+    except ValueError as exc:
+        print(f"catbench config-readme: error: {exc}", file=sys.stderr)
+        return 1
+    diff = readme.first_difference(want, text)
+    if args.check and diff:
+        print(diff, file=sys.stderr)
+    elif diff:
+        path.write_text(want)
+    return 1 if args.check and diff else 0
 
 
 def cmd_system_tools(args):
@@ -140,6 +160,10 @@ def add_subcommands(sub) -> None:
 
     add("validate", cmd_validate)
     add("system-tools", cmd_system_tools)
+    p = sub.add_parser("config-readme", help=cmd_config_readme.__doc__)
+    p.add_argument("--readme", help="the README to write (default: config/README.md)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 naming the first differing key")
+    p.set_defaults(func=cmd_config_readme)
     text = ("--text", {"nargs": 2, "required": False, "metavar": ("OBJECTS", "SOURCES"),
                        "help": "also write the rows' TSV text (Arrow IPC), for the partition stage"})
     own_ids = ("--own-ids", {"required": False, "help": "catalog.patch.file: the file's ids by local id (Parquet)"})

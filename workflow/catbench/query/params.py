@@ -3,10 +3,10 @@
 Parameters (object id, boxes, radii, cuts) come from ``queries.parameters.<Q>`` in the
 config or are drawn with the run seed from the data, checked with DuckDB so every query
 returns data; the same data, seed and config give the same parameters on every target
-and engine. The query-parameter defaults below (box sizes and cuts) are not config
-knobs of their own: they are DMTR-21's values, overridable per query through
-``queries.parameters``; a drawn box and SHV1's radius shrink from them to the patch's
-density (``sizing.py``), within the draw's time budget.
+and engine. A query file's header says what is drawn for it (``-- draw:``, ``suite.py``) and
+its parameters' defaults (``-- defaults:``: DMTR-21's box sizes and cuts, overridable per
+query through ``queries.parameters``); a drawn box and SHV1's radius shrink from them to the
+patch's density (``sizing.py``), within the draw's time budget.
 """
 
 from __future__ import annotations
@@ -22,19 +22,10 @@ from .chunk_tables import ChunkInfo, chunk_file
 from .engines import DuckdbEngine
 from .sizing import Sizer, tests_per_object
 from .spec import Draw, QuerySpec
-from .suite import QUERY_NAMES, QueryError, load_suite
+from .suite import QUERY_NAMES, Query, QueryError, load_suite
 
 log = logging.getLogger(__name__)
 
-ARCSEC = 1.0 / 3600.0
-# DMTR-21's query parameters (not in the schema: queries.parameters.<Q> overrides any of them).
-PARAM_DEFAULTS = {
-    "LV3": {"box_deg": 1.0, "z_min": 20.0, "z_max": 23.0, "gr_min": 0.2, "gr_max": 1.0,
-            "iz_min": 0.0, "iz_max": 0.4},
-    "HV2": {"min_color": 4.0},
-    "SHV1": {"box_deg": 2.0},          # radius_deg defaults to the partition overlap
-    "SHV2": {"box_deg": 1.0, "radius_deg": 0.5 * ARCSEC},
-}
 BOX_KEYS = ("ra_min", "ra_max", "dec_min", "dec_max")
 _SEED_STREAM = 3_2013  # the parameter draw's own random stream of the run seed
 
@@ -75,7 +66,7 @@ class _Draw:
                               columns=["ra_PS", "decl_PS"])
             k = int(self.rng.integers(t.num_rows))
             ra, dec = float(t["ra_PS"][k].as_py()), float(t["decl_PS"][k].as_py())
-            cand, found = self._sized(query.name, p, (ra, dec, size), sized)
+            cand, found = self._sized(query, p, (ra, dec, size), sized)
             if found is None:   # no pair in the sample: the query itself says whether it returns data
                 ans = self.sizer.run(query, cand)
                 found = ans.rows[0][0] if ans.columns == ["n"] else len(ans.rows)
@@ -86,10 +77,11 @@ class _Draw:
         raise QueryError(f"query {query.name}: no box of {size} deg in {self.tries} draws returns data; set "
                          f"queries.parameters.{query.name} (a box, or looser cuts) in the config")
 
-    def _sized(self, name: str, p: dict, at: tuple[float, float, float], sized: tuple[bool, bool]):
+    def _sized(self, query: Query, p: dict, at: tuple[float, float, float], sized: tuple[bool, bool]):
         """The candidate parameters around ``at`` (ra, dec, box size), and what says it returns
         data without running the query: SHV1's sampled pairs when any (None: run the query)."""
         ra, dec, size = at
+        name = query.name
 
         def box_of(s):
             return clamp_box(ra, dec, s)
@@ -98,7 +90,7 @@ class _Draw:
         else:
             box, rows = box_of(size), None
         cand = {**p, **box}
-        if name != "SHV1":
+        if "radius" not in query.draw:
             return cand, None
         if rows is None:
             rows = self.sizer.count(name, box)
@@ -115,8 +107,8 @@ class _Draw:
                 cand.update(box)
                 sampled, est = self.sizer.pairs(box, rows, radius)
         density = _density(rows, size, dec)
-        log.info("SHV1: %d Objects in a %.4g deg box (~%.0f /deg²), radius %.4g deg: ~%.0f pairs "
-                 "(from %d sampled)", rows, size, density, radius, est, sampled)
+        log.info("%s: %d Objects in a %.4g deg box (~%.0f /deg²), radius %.4g deg: ~%.0f pairs "
+                 "(from %d sampled)", name, rows, size, density, radius, est, sampled)
         return cand, (1 if est > 0 else None)
 
 
@@ -125,14 +117,15 @@ def _density(rows: int, size: float, dec: float) -> float:
     return rows / max(size * size * math.cos(math.radians(dec)), 1e-12)
 
 
-def _box_parameters(name: str, given: dict, overlap: float) -> tuple[dict, float]:
-    """A box query's parameters over its defaults, and the box size to draw (the most it may
-    have: a size not given shrinks to the density, sizing.py)."""
-    p = {**PARAM_DEFAULTS[name], **given}
-    if name == "SHV1":
+def _box_parameters(query: Query, given: dict, overlap: float) -> tuple[dict, float]:
+    """A box query's parameters over its file's defaults, and the box size to draw (the most it
+    may have: a size not given shrinks to the density, sizing.py)."""
+    name = query.name
+    p = {**query.defaults, **given}
+    if "radius" in query.draw:      # a pair radius: at most the overlap, which it defaults to
         p.setdefault("radius_deg", overlap)
         if float(p["radius_deg"]) > overlap:
-            raise QueryError(f"config key 'queries.parameters.SHV1.radius_deg': {p['radius_deg']} is "
+            raise QueryError(f"config key 'queries.parameters.{name}.radius_deg': {p['radius_deg']} is "
                              f"larger than partition.overlap_deg ({overlap}); pairs across sub-chunks "
                              f"would be missed")
     size = float(p.pop("box_deg"))
@@ -142,36 +135,39 @@ def _box_parameters(name: str, given: dict, overlap: float) -> tuple[dict, float
     return p, size
 
 
+def _query(suite: dict, name: str) -> Query:
+    return suite[name] if name in suite else load_suite((name,))[name]
+
+
 def _draw_all(spec: QuerySpec, suite: dict, draw: _Draw) -> dict[str, dict]:
     """The parameters of the queries ``spec`` runs, and no others: a query not asked for may
-    need columns the patch lacks (LV3's fluxes). The draws keep one stream in one order (LV1
-    and LV2's object, then LV3, SHV1, SHV2), so the whole suite draws what it always drew."""
+    need columns the patch lacks (LV3's fluxes). What each draws is its file's ``-- draw:``. The
+    draws keep one stream in one order (the objects, then the boxes, each in the suite's order:
+    LV1 and LV2's object, then LV3, SHV1, SHV2), so the whole suite draws what it always drew."""
     given = spec.draw.given
     bad = set(given) - set(QUERY_NAMES)
     if bad:
         raise QueryError(f"config key 'queries.parameters': unknown queries {sorted(bad)}")
-    asked = set(spec.names)
-    out: dict[str, dict] = {}
-    shared_id = None  # one object with Sources for LV1 and LV2 (unless given)
-    for name in ("LV1", "LV2"):
-        if name not in asked:
-            continue
-        p = given.get(name, {})
+    asked = [_query(suite, n) for n in QUERY_NAMES if n in set(spec.names)]
+    objects: dict[str, dict] = {}
+    shared_id = None  # one object with Sources for every object query (unless given)
+    for q in (q for q in asked if "object" in q.draw):
+        p = given.get(q.name, {})
         if "object_id" not in p:
             shared_id = draw.object_with_sources() if shared_id is None else shared_id
             p = {**p, "object_id": shared_id}
-        out[name] = {"object_id": int(p["object_id"])}
-    if "HV2" in asked:
-        out["HV2"] = {**PARAM_DEFAULTS["HV2"], **given.get("HV2", {})}
+        objects[q.name] = {"object_id": int(p["object_id"])}
+    # a query that draws nothing but has defaults (HV2's cut): those under its given ones
+    fixed = {q.name: {**q.defaults, **given.get(q.name, {})} for q in asked if not q.draw and q.defaults}
+    boxes: dict[str, dict] = {}
     overlap = spec.geometry.overlap_deg
-    for name in ("LV3", "SHV1", "SHV2"):
-        if name not in asked:
-            continue
-        p, size = _box_parameters(name, given.get(name, {}), overlap)
-        mine = given.get(name, {})
-        # SHV2's box and radius stay DMTR-21's: only LV3's and SHV1's are sized (sizing.py)
-        sized = (name != "SHV2" and "box_deg" not in mine, name == "SHV1" and "radius_deg" not in mine)
-        out[name] = p if all(k in p for k in BOX_KEYS) else draw.box(suite[name], p, size, sized)
+    for q in (q for q in asked if "box" in q.draw):
+        mine = given.get(q.name, {})
+        p, size = _box_parameters(q, mine, overlap)
+        # only a "sized" box (LV3's, SHV1's) and a "radius" shrink to the density (sizing.py)
+        sized = ("sized" in q.draw and "box_deg" not in mine, "radius" in q.draw and "radius_deg" not in mine)
+        boxes[q.name] = p if all(k in p for k in BOX_KEYS) else draw.box(q, p, size, sized)
+    out = objects | fixed | boxes
     # the rest draw nothing (HV1, HV3, a new query file): their given parameters, if any
     return out | {name: dict(given.get(name, {})) for name in spec.names if name not in out}
 

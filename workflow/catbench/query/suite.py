@@ -6,6 +6,13 @@ A query file has a comment header and up to three sections::
     -- place: 1                     its place in the suite (unique, sorted: the schema's
                                     queries.queries and QUERY_NAMES are these files' names)
     -- params: object_id            named parameters, written :name in the SQL
+    -- defaults: z_min=20, ...       optional: parameters' defaults (numbers; box_deg: a drawn
+                                    box's size), under the config's queries.parameters.<Q>
+    -- draw: box, sized             optional: what params.py draws from the data: object (an
+                                    Object with Sources, one for every such query), box (a box
+                                    of box_deg around an Object, where the query returns data),
+                                    sized (the box shrinks to the density), radius (radius_deg:
+                                    at most partition.overlap_deg, its default; shrinks too)
     -- dispatch: index              mysql engine: index | all | box | subchunks
     -- order: objectId              key column(s) a canonical answer is sorted by
     -- @query                       the logical query (DuckDB over the Parquet chunk files)
@@ -33,6 +40,7 @@ from ..core.infra.config.registries import placed
 from ..core.infra.resources import resources_dir
 
 DISPATCH = ("index", "all", "box", "subchunks")
+DRAW = ("object", "box", "sized", "radius")
 REL_TOL = 1e-9
 DIGITS = 9          # significant digits of a double in the digest
 FLOAT32_DIGITS = 6  # ... and of a FLOAT column
@@ -54,6 +62,12 @@ class Query:
     chunk_sql: str      # per-chunk query (template)
     merge_sql: str | None
     path: Path
+    draw: tuple[str, ...] = ()
+    default_items: tuple[tuple[str, float], ...] = ()   # a tuple: the query stays hashable
+
+    @property
+    def defaults(self) -> dict[str, float]:
+        return dict(self.default_items)
 
     def param_names(self, text: str) -> list[str]:
         return list(dict.fromkeys(_PARAM.findall(text)))
@@ -83,7 +97,7 @@ def parse_query(path) -> Query:
             sections[current] = []
             continue
         if current is None:
-            m = re.fullmatch(r"--\s*(params|dispatch|order):\s*(.*)", s)
+            m = re.fullmatch(r"--\s*(params|dispatch|order|defaults|draw):\s*(.*)", s)
             if m:
                 meta[m.group(1)] = m.group(2).strip()
             elif s.startswith("--") and not title:
@@ -103,12 +117,35 @@ def parse_query(path) -> Query:
     if not order:
         raise QueryError(f"{path}: '-- order:' names no key column")
     body = {k: "\n".join(v).strip().rstrip(";") for k, v in sections.items()}
-    q = Query(name, title, params, dispatch, order, body["query"], body["chunk"], body.get("merge") or None, path)
+    draw, defaults = _draw_header(path, meta, params)
+    q = Query(name, title, params, dispatch, order, body["query"], body["chunk"], body.get("merge") or None, path,
+              draw, defaults)
     for text in (q.sql, q.chunk_sql):
         unknown = set(q.param_names(text)) - set(params)
         if unknown:
             raise QueryError(f"{path}: parameters {sorted(unknown)} are used but not listed in '-- params:'")
     return q
+
+
+def _draw_header(path: Path, meta: dict, params: tuple[str, ...]):
+    """The ``-- draw:`` words and the ``-- defaults:`` (name, number) pairs of a query file."""
+    draw = tuple(w.strip() for w in meta.get("draw", "").split(",") if w.strip())
+    unknown = set(draw) - set(DRAW)
+    if unknown:
+        raise QueryError(f"{path}: '-- draw:' words must be among {', '.join(DRAW)}, not {sorted(unknown)}")
+    defaults = []
+    for item in (i.strip() for i in meta.get("defaults", "").split(",") if i.strip()):
+        key, _, value = item.partition("=")
+        key = key.strip()
+        if key not in params and key != "box_deg":
+            raise QueryError(f"{path}: '-- defaults:' names {key!r}, which '-- params:' does not list")
+        try:
+            defaults.append((key, float(value)))
+        except ValueError:
+            raise QueryError(f"{path}: '-- defaults:' {item!r} is no name=number") from None
+    if "box" in draw and "box_deg" not in dict(defaults):
+        raise QueryError(f"{path}: '-- draw: box' needs a box_deg in '-- defaults:'")
+    return draw, tuple(defaults)
 
 
 def load_suite(names=QUERY_NAMES, directory=None) -> dict[str, Query]:
