@@ -197,7 +197,7 @@ def test_only_loopback_listeners_and_nothing_left(galera_run):
 
 def test_a_cluster_of_one_node_is_refused_naming_the_key(tmp_path):
     files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
-    with pytest.raises(ConfigError, match=r"config key 'cluster.nodes': 1 is less than the minimum of 2"):
+    with pytest.raises(ConfigError, match=r"config key 'cluster\.nodes': 1 .*minimum of 2"):   # the key, value, bound
         run_cluster("t1", tmp_path / "target", files, tmp_path / "out", cluster_spec({"nodes": 1}, None))
     assert not (tmp_path / "target").exists()
 
@@ -216,8 +216,9 @@ def test_a_port_already_taken_is_named_with_its_key(tmp_path):
         s.bind(("127.0.0.1", 0))
         s.listen()
         taken = s.getsockname()[1]
-        with pytest.raises(ClusterError, match=rf"config key 'cluster.base_port': port {taken} \(node1 group "
-                                               rf"communication\) on 127.0.0.1 is already in use"):
+        # the key, the port, the node and its use, the address
+        with pytest.raises(ClusterError, match=rf"config key 'cluster\.base_port': port {taken} \(node1 .*\) "
+                                               r"on 127\.0\.0\.1 .*in use"):
             run_cluster("t1", tmp_path / "target", files, tmp_path / "out",
                         cluster_spec({**SMALL, "base_port": taken}, None))
     assert not left_behind(tmp_path) and not list((tmp_path / "target").glob("catbench-*/data"))
@@ -226,7 +227,7 @@ def test_a_port_already_taken_is_named_with_its_key(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="rsync works for an ordinary user")
 def test_rsync_as_root_is_refused_before_anything_starts(tmp_path):
     files = indexinput.write_files(tmp_path / "in", "bigint", 1, 10)
-    with pytest.raises(ClusterError, match=r"config key 'cluster.sst_method': rsync does not work .* as root"):
+    with pytest.raises(ClusterError, match=r"config key 'cluster\.sst_method': rsync\b.*\broot\b"):
         run_cluster("t1", tmp_path / "target", files, tmp_path / "out",
                     cluster_spec({**SMALL, "sst_method": "rsync"}, None))
     assert not (tmp_path / "target").exists()

@@ -140,7 +140,7 @@ def test_a_wrong_name_fails_naming_the_key(key, value, named):
 
 
 def test_a_ram_and_a_held_page_cache_together_are_refused_naming_both():
-    with pytest.raises(ConfigError, match=r"config keys 'server.ram' and 'server.page_cache': give one"):
+    with pytest.raises(ConfigError, match=r"config keys 'server\.ram' and 'server\.page_cache'"):   # both named
         validate({"server": {"ram": "1G", "page_cache": "10M"}})
     assert validate({"server": {"page_cache": "10M"}})["server"]["page_cache"] == "10M"
     for key, value in (("ram", "0K"), ("ram", "48M"), ("page_cache", "0K"), ("page_cache", "512K")):
@@ -275,7 +275,8 @@ def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_pat
     ok = subprocess.run([*base, "load={repetitions: 3}"], capture_output=True, text=True, env=env, timeout=120)
     assert ok.returncode == 0, ok.stderr[-2000:]
     bad = subprocess.run([*base, "load={repetitions: 0}"], capture_output=True, text=True, env=env, timeout=120)
-    assert "config key 'load.repetitions': 0 is less than the minimum of 1" in bad.stdout + bad.stderr
+    said = bad.stdout + bad.stderr
+    assert "config key 'load.repetitions': 0 " in said and "minimum of 1" in said, said[-2000:]   # key, value, bound
 
 
 def _one_run(tmp_path, *command, timeout=120):

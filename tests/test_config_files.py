@@ -66,12 +66,12 @@ def test_a_base_that_is_no_file_is_refused_at_once(base, says):
 def test_a_base_that_is_not_utf8_or_too_large_is_refused_naming_it(tmp_path):
     bad = tmp_path / "latin1.yaml"
     bad.write_bytes("run: caf\xe9\n".encode("latin-1"))
-    with pytest.raises(ConfigError, match=r"config key 'base': .*latin1.yaml is not UTF-8 text"):
+    with pytest.raises(ConfigError, match=r"config key 'base': .*latin1\.yaml .*UTF-8"):
         layered({"base": str(bad)}, REPO)
     big = tmp_path / "big.yaml"
     with open(big, "wb") as f:
         f.truncate(17 * 2**20)
-    with pytest.raises(ConfigError, match=r"big.yaml has 17,825,792 bytes, more than a config's"):
+    with pytest.raises(ConfigError, match=r"big\.yaml has 17,825,792 bytes, .*16,777,216"):      # its size, the bound
         layered({"base": str(big)}, REPO)
 
 

@@ -1,6 +1,7 @@
 """The schema's kind lists come from the registries' modules: a new restart kind or loading
 strategy is its module alone, and a config naming it validates."""
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,53 @@ def test_a_new_module_is_a_new_name(tmp_path, monkeypatch):
     with pytest.raises(registries.RegistryError, match="two modules share an ORDER"):
         registries.declared(kinds, "KIND")
     (kinds / "odd.py").write_text('KIND = "odd"\n')
-    with pytest.raises(registries.RegistryError, match="odd.py: KIND must be a string and ORDER an integer"):
+    with pytest.raises(registries.RegistryError, match=r"odd\.py: KIND .*ORDER"):
         registries.declared(kinds, "KIND")
+
+
+def _module_registries(node, where=()) -> list:
+    """Every ``{x-registry: [folder, CONSTANT]}`` of a loaded (not expanded) schema over a folder of
+    modules (not of SQL files), with where in the schema it stands."""
+    if isinstance(node, dict):
+        if registries.KEY in node and not node[registries.KEY][0].startswith("resources/"):
+            return [(where, *node[registries.KEY])]
+        return [r for k, v in node.items() for r in _module_registries(v, (*where, k))]
+    return []
+
+
+def test_a_toy_module_is_in_the_schema_and_a_name_no_module_declares_is_refused(tmp_path, monkeypatch):
+    """The mechanism, not today's lists (which the schema derives from the same modules): the
+    registries' folders copied with one toy module added to each; the whole schema takes every
+    toy name where its registry stands, a config naming the toy restart kind validates, and once
+    the module is gone the same config is refused, naming the key and the value."""
+    import shutil
+
+    import yaml
+    from catbench.core.infra.resources import SCHEMA_PATH
+    found = _module_registries(yaml.safe_load(SCHEMA_PATH.read_text()))
+    assert {f for _, f, _ in found} >= {"restart/kinds", "load/strategies", "core/index/engines"}, found
+    for folder, constant in {(f, c) for _, f, c in found}:
+        shutil.copytree(registries.PACKAGE / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        (tmp_path / folder / "toy.py").write_text(f'{constant} = "toy-{constant.lower()}"\nORDER = 10000\n')
+    kinds = ["clean", "toy-kind"]
+    monkeypatch.setattr(registries, "PACKAGE", tmp_path)
+    load_schema.cache_clear()       # read once a process: read it again, from the copy
+    try:
+        schema = load_schema()
+        for where, _, constant in found:
+            node = functools.reduce(lambda n, k: n[k], where, schema)
+            listed = node if isinstance(node, list) else node["enum"]
+            assert listed[-1] == f"toy-{constant.lower()}", (where, listed)     # last: its ORDER
+        assert validate({"restart": {"kinds": kinds}}, whole=False)["restart"]["kinds"] == kinds
+        (tmp_path / "restart" / "kinds" / "toy.py").unlink()
+        load_schema.cache_clear()
+        assert "toy-kind" not in load_schema()["properties"]["restart"]["properties"]["kinds"]["items"]["enum"]
+        with pytest.raises(ConfigError, match=r"config key 'restart\.kinds\.1': 'toy-kind'"):
+            validate({"restart": {"kinds": kinds}}, whole=False)
+    finally:
+        monkeypatch.undo()
+        load_schema.cache_clear()   # the next test reads the real schema
+    assert "toy-kind" not in load_schema()["properties"]["restart"]["properties"]["kinds"]["items"]["enum"]
 
 
 TOY = '''"""A toy strategy: sorted's load under another name, with facts of its own."""

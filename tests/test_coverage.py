@@ -72,7 +72,8 @@ def test_the_coverage_command_prints_each_form_and_the_level(capsys):
     from catbench.cli.main import main
     assert main(["coverage"]) == 0
     said = capsys.readouterr().out
-    assert said.startswith(f"{len(cov.read())} sealed figures out of sample (95% intervals):")
+    head = said.splitlines()[0]
+    assert head.startswith(f"{len(cov.read())} ") and "sealed" in head and "95%" in head   # the count and level
     assert all(f"  {form}: " in said for form in (*cov.FORMS, "all"))
     assert "widened" in said and "within [0.67, 1.5]" in said
 
@@ -84,8 +85,8 @@ def test_a_record_that_is_not_a_regular_file_or_has_a_bad_cell_is_refused_naming
     with pytest.raises(ValueError, match="is not a regular file"):
         cov.read(fifo)
     bad = _record(tmp_path, ["a,p,seconds,sort-bound,innodb,sorted,10,0.95,10,9,11,10,x,true,false,\n"])
-    with pytest.raises(ValueError, match="line 2: pred_over_meas is 'x', not a finite number"):
+    with pytest.raises(ValueError, match=r"line 2: pred_over_meas .*'x'"):
         cov.read(bad)
     (tmp_path / "short.csv").write_text("check,form\na,sort-bound\n")
-    with pytest.raises(ValueError, match="has no column high, in_sample, inside, low, pred_over_meas, predicted"):
+    with pytest.raises(ValueError, match=r"short\.csv .*high, in_sample, inside, low, pred_over_meas, predicted"):
         cov.read(tmp_path / "short.csv")

@@ -200,7 +200,8 @@ def test_a_node_past_its_memory_without_cold_queries_is_refused_naming_the_run_t
     got = _ask(monkeypatch, [_query_rung()], warm_only, objects=1e9, node_ram=2**30, nodes=2)
     hv2 = got["classes"]["HV2"]
     assert got["cache"] == "cold" and "refused" in hv2
-    assert "set `queries.cold: true` in the config of run default" in hv2["run"] and "make query-ladder" in hv2["run"]
+    # the key and value to set, the run whose config takes it, and the target that runs it
+    assert "`queries.cold: true`" in hv2["run"] and "run default" in hv2["run"] and "make query-ladder" in hv2["run"]
     assert set(got["by_nodes"]["2"].values()) == {None}
     # a run that asked for cold repetitions and has none: the query ladder
     assert _ask(monkeypatch, [_query_rung()], DEFAULT, objects=1e9, node_ram=2**30,

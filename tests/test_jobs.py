@@ -23,6 +23,7 @@ from catbench.core.infra.jobs.requests import (
 from catbench.core.infra.jobs.sizing import RunSizes
 from catbench.core.infra.jobs.slurm import check_jobs, minutes, nodelist, parse_slurm_partitions
 from catbench.core.sky.copies import map_batches
+from support.text import line_with
 
 REPO = Path(__file__).resolve().parent.parent
 SCONTROL = (
@@ -110,17 +111,18 @@ def test_partition_check_names_rule_request_limit_and_key():
     assert check_jobs([_job()], parts) == ([], [])
     problems, _ = check_jobs([_job(runtime=45), _job(runtime=45), _job(rule="fio_run", threads=9)], parts)
     assert len(problems) == 2, problems  # one message per rule and problem
-    assert "rule load_index_run: asks a time limit of 45 min, but partition 'batch' allows at most 30 min " \
-           "(MaxTime); edit config key 'jobs.index_rows_per_s'" in problems[0]
-    assert "rule fio_run: asks 9 CPUs per task, but partition 'batch' has at most 8 CPUs per node; " \
-           "set config key 'jobs.cpus' to at most 8" in problems[1]
+    # the rule, what it asks, the partition and its limit, and the key to change
+    assert line_with(problems[0], "rule load_index_run", "45 min", "partition 'batch'", "30 min (MaxTime)",
+                     "'jobs.index_rows_per_s'")
+    assert line_with(problems[1], "rule fio_run", "9 CPUs per task", "partition 'batch'", "8 CPUs per node",
+                     "'jobs.cpus'")
     problems, _ = check_jobs([_job(node="n1", threads=4, mem_mb=5000)], parts)
-    assert "node n1 of partition 'batch' has at most 2 CPUs" in problems[0]
+    assert line_with(problems[0], "node n1", "partition 'batch'", "2 CPUs")
     assert "asks 5000 MB of memory" in problems[1] and "server.settings.innodb_buffer_pool_size" in problems[1]
     problems, _ = check_jobs([_job(slurm_partition="long", threads=6, runtime=3000, mem_mb=9000)], parts)
     assert len(problems) == 3 and "at most 4 CPUs" in problems[1] and "at most 8000 MB" in problems[2]
     problems, _ = check_jobs([_job(node="n9")], parts)
-    assert "node n9 (config key 'targets.disk.node') is not in partition 'batch'" in problems[0]
+    assert line_with(problems[0], "node n9", "'targets.disk.node'", "not in partition 'batch'")
     problems, _ = check_jobs([_job(slurm_partition="gpu")], parts)
     assert "partition 'gpu' (resource slurm_partition) does not exist" in problems[0]
     problems, _ = check_jobs([_job(runtime=45, overridden={"runtime": True})], parts)

@@ -303,7 +303,7 @@ def test_columns_checked_before_any_row_is_read(tmp_path):
 def test_a_gz_that_is_not_or_is_cut_short_is_named(tmp_path):
     plain = tmp_path / "plain.csv.gz"
     plain.write_text("id,coord_ra,coord_dec\n1,2.0,3.0\n")
-    with pytest.raises(SourceError, match=rf"{plain}: not readable as a compressed CSV/TSV file"):
+    with pytest.raises(SourceError, match=rf"{plain}: not readable as .*CSV/TSV"):
         read(config([plain]), tmp_path / "out")
     whole = tmp_path / "whole.csv"
     pcsv.write_csv(pa.table(_good(30000)), whole)
@@ -434,7 +434,7 @@ def test_missing_column_refused_before_any_job(tmp_path):
     cfg["index"]["file"]["columns"] = COLUMNS
     cfgfile.write_text(yaml.safe_dump(cfg))
     r = snakemake(wd, cfgfile, "-n", "--cores", "1")
-    assert r.returncode != 0 and "config key 'index.source': file writes no chunk files" in r.stdout + r.stderr
+    assert r.returncode != 0 and all(s in r.stdout + r.stderr for s in ("config key 'index.source': file", "chunk files"))
 
 
 def test_preset_is_complete_and_plans_the_read_alone(tmp_path):

@@ -17,6 +17,7 @@ from catbench.core.infra.config import ConfigError, validate
 from catbench.prepare.own import patch as pf
 from catbench.prepare.own import spec as own_spec
 from support.patchfiles import COLUMNS, SKY, config, read, rows, write
+from support.text import line_with
 
 
 def test_ab_magnitudes_and_their_errors_are_read_as_fluxes(tmp_path):
@@ -29,8 +30,8 @@ def test_ab_magnitudes_and_their_errors_are_read_as_fluxes(tmp_path):
     assert np.allclose(got.other["rFlux_PS"].to_numpy(), erg, rtol=1e-5)
     assert np.allclose(got.other["rFlux_PS_Sigma"].to_numpy(), erg * 0.1 * np.log(10) / 2.5, rtol=1e-5)
     alone = {k: v for k, v in COLUMNS.items() if k != "rFlux_PS"}
-    with pytest.raises(ConfigError, match=r"columns.rFlux_PS_Sigma is a magnitude error \(flux_unit: mag\); its "
-                                          r"magnitude must be mapped too"):
+    # the error's key, the unit that makes it a magnitude, and the key left to map
+    with pytest.raises(ConfigError, match=r"columns\.rFlux_PS_Sigma .*\(flux_unit: mag\).*columns\.rFlux_PS\)"):
         config([tmp_path / "m.parquet"], flux_unit="mag", columns={**alone, "rFlux_PS_Sigma": "r_psfFluxErr"})
 
 
@@ -141,8 +142,8 @@ def test_text_past_its_width_is_refused_naming_the_row(tmp_path):
     cols = rows(30)
     cols["refBand"] = ["r"] * 29 + ["y" * (pf.TEXT_WIDTH + 1)]
     path = write(cols, tmp_path / "p.csv", "csv")
-    with pytest.raises(ConfigError, match=rf"{path}: column 'refBand' row 30 \(line 31\) holds 256 characters; "
-                                          rf"the chunk tables carry text of at most 255"):
+    # the file, column, row and line, its length and the width allowed
+    with pytest.raises(ConfigError, match=rf"{path}: column 'refBand' row 30 \(line 31\) holds 256 characters.* 255\b"):
         config([path])
 
 
@@ -196,8 +197,8 @@ def test_a_parse_that_reads_the_rows_again_names_the_file_and_why(tmp_path, monk
         write(cols, b)
         os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
         parse()
-        assert len(reads) == 1 and f"{b} changed (rewritten with its size and mtime kept (its ctime moved))" \
-            in caplog.text and str(a) not in caplog.text
+        assert len(reads) == 1 and line_with(caplog.text, f"{b} changed", "size and mtime kept", "ctime") \
+            and str(a) not in caplog.text
         write({k: v[:200] for k, v in cols.items()}, b)
         parse()
         assert len(reads) == 2 and re.search(rf"{re.escape(str(b))} changed \(\d+ bytes then, \d+ now; modified since",
@@ -289,11 +290,11 @@ def test_invalid_utf8_is_refused_naming_file_column_and_row(tmp_path):
     cols = rows(5)
     cols["name"] = pa.array([b"a", b"b", b"\xff\xfe", b"c", b"d"], pa.binary()).view(pa.string())
     path = write(cols, tmp_path / "p.parquet")
-    with pytest.raises(ConfigError, match=re.escape(f"{path}: column 'name' row 3 is not valid UTF-8 text; re-encode")):
+    with pytest.raises(ConfigError, match=re.escape(f"{path}: column 'name' row 3 ") + ".*UTF-8"):
         config([path])
     csv = _csv(tmp_path, {"name": ["a", "b", "c", "d", "e", "f"]})
     csv.write_bytes(csv.read_bytes().replace(b",d\n", b",\xe9\n"))
-    with pytest.raises(ConfigError, match=re.escape(f"{csv}: column 'name' row 4 (line 5) is not valid UTF-8 text")):
+    with pytest.raises(ConfigError, match=re.escape(f"{csv}: column 'name' row 4 (line 5) ") + ".*UTF-8"):
         config([csv], columns=ROLES)
 
 
@@ -304,7 +305,7 @@ def test_a_bom_and_a_column_empty_in_one_file_are_read(tmp_path):
     _shift_ids(b)
     got = read(config([a, b], columns=ROLES))
     assert got.other["size"].type == pa.float64() and got.other["size"].to_pylist()[6:] == [1.5, 2, None, 3, 4, 5]
-    with pytest.raises(ConfigError, match=re.escape(f"{a}: column 'size' has no value in any of the 1 file(s)")):
+    with pytest.raises(ConfigError, match=re.escape(f"{a}: column 'size' ") + r".*no value.* 1 file\(s\)"):
         config([a], columns=ROLES)
 
 

@@ -80,7 +80,7 @@ def test_predictions_refuse_beyond_what_the_model_supports_and_name_the_rung(rep
     p = predict(given, target, OPTS)
     assert "seconds" not in p and why in p["refused"]
     if reps == "short":
-        assert "a rung of 10,000,000 rows whose cache is at most" in p["refused"]
+        assert "10,000,000 rows" in p["refused"] and "predict.pool_per_row_bytes" in p["refused"]   # rung, key
 
 
 def test_a_working_set_that_fit_in_every_rung_refuses_a_target_it_outgrows():
@@ -154,10 +154,10 @@ def test_a_ladder_config_validates_and_names_its_rungs():
     with pytest.raises(ConfigError, match="config key .predict"):
         validate({**base, "predict": {"rows": [1000], "target_rows": 1e8}})
     own = {**cfg, "index": {**cfg["index"], "source": "file"}}
-    with pytest.raises(ConfigError, match="config key 'index.source': file: a ladder's rungs are smaller generated"):
+    with pytest.raises(ConfigError, match=r"config key 'index.source': file\b"):
         rungs(own)      # a rung would generate ids, not read the user's
     close = {**cfg, "predict": {**cfg["predict"], "rows": [5_044_000, 5_048_000]}}
-    with pytest.raises(ConfigError, match=r"predict.rows: .* make two rungs of the same 500 objects"):
+    with pytest.raises(ConfigError, match=r"predict\.rows: \[5044000(\.0)?, 5048000(\.0)?\] .*same 500 objects"):
         rungs(close)    # a rung is a whole number of objects
 
 
@@ -425,7 +425,7 @@ def test_a_ladder_written_over_an_earlier_one_leaves_only_its_own_rungs(tmp_path
     assert "removed " in capsys.readouterr().out
     (out / "mine.yaml").write_text("run: mine\n")             # not a rung catbench wrote: never removed
     (out / "x-rung1.yaml").write_text("run: y\n")
-    with pytest.raises(ConfigError, match=r"--out .* holds mine.yaml, x-rung1.yaml, not a rung config of this"):
+    with pytest.raises(ConfigError, match=r"--out \S*rungs holds mine\.yaml, x-rung1\.yaml\b"):
         ladder_of([2_017_600])
     assert sorted(p.name for p in out.iterdir()) == ["mine.yaml", "study-rung1.yaml", "study-rung2.yaml",
                                                      "x-rung1.yaml"]
@@ -442,8 +442,8 @@ def test_a_myrocks_target_whose_sst_index_block_outgrows_a_cache_shard_is_refuse
     fits = predict(reps, PredictTarget(1e8, 1.2e9), OPTS)     # 64 MiB files: a 1.9 MiB index, shards of 18.75 MiB
     assert "refused" not in fits
     lost = predict(reps, PredictTarget(1e8, 32 * 2**20), OPTS)
-    assert "1.94 MiB index block" in lost["refused"] and "512 KiB shard of the 32 MiB block cache" in lost["refused"]
-    assert "at least 124 MiB, or SST files of at most 16 MiB" in lost["refused"]
+    said = lost["refused"]      # the block, the shard and cache it outgrows; the cache or files that would do
+    assert all(f in said for f in ("1.94 MiB index", "512 KiB shard", "32 MiB block cache", "124 MiB", "at most 16 MiB"))
     small = predict(reps, PredictTarget(1e8, 32 * 2**20, sst_file=8 * 2**20), OPTS)
     assert "index block" not in small.get("refused", "")
     bulk = [dataclasses.replace(r, key=r.key[:3] + ("bulk",) + r.key[4:], sorts=True) for r in reps]

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from catbench.predict.runs import read_runs
+from support.text import line_with
 
 
 def _load(run: Path, strategy: str = "one-file-at-a-time", pool: int = 10_000, rows: int = 200) -> Path:
@@ -66,7 +67,7 @@ def test_a_measured_run_of_other_rows_than_the_predicted_is_refused(tmp_path):
     p = subprocess.run([sys.executable, "-m", "catbench", "predict", "--config", str(cfg), "--results",
                         str(tmp_path / "r1"), "--measured", str(tmp_path / "r1"), "--rows", "1e6"],
                        capture_output=True, text=True)
-    assert p.returncode != 0 and "loaded an input of 200 rows, not the 1,000,000 predicted" in p.stderr + p.stdout
+    assert p.returncode != 0 and line_with(p.stderr + p.stdout, "200 rows", "1,000,000")   # loaded, predicted
     assert "Traceback" not in p.stderr
 
 
@@ -96,7 +97,7 @@ def test_a_measured_run_with_another_cache_is_not_scored(tmp_path):
     _load(tmp_path / "m", pool=1 << 30, rows=200)
     p = _predict(tmp_path, "--results", tmp_path / "r1", "--measured", tmp_path / "m", "--rows", "200",
                  "--pool", "100M")
-    assert p.returncode == 1 and "ran with a 1.0 GiB cache, the prediction is for 100.0 MiB" in p.stderr, p.stderr
+    assert p.returncode == 1 and line_with(p.stderr, "1.0 GiB cache", "100.0 MiB"), p.stderr   # measured, predicted
     assert "give --pool 1024M" in p.stderr
     _load(tmp_path / "tiny", pool=600_000, rows=200)      # a cache under any --pool: never "--pool 0M"
     p = _predict(tmp_path, "--results", tmp_path / "r1", "--measured", tmp_path / "tiny", "--rows", "200",
@@ -119,13 +120,14 @@ def test_a_load_that_did_not_run_alone_is_neither_fitted_nor_scored_and_is_named
     p = _predict(tmp_path, "--results", tmp_path / "r1", "--results", tmp_path / "r2", "--measured", tmp_path / "r1",
                  "--rows", "200", "--out", out)
     assert p.returncode == 0, p.stderr
-    assert "not fitted: r1 disk/char28/innodb/one-file-at-a-time did not run alone (met catbench command(s) 123" \
-        in p.stdout and "not scored: r1 disk/char28/innodb/one-file-at-a-time did not run alone" in p.stdout
+    load = "r1 disk/char28/innodb/one-file-at-a-time"
+    assert line_with(p.stdout, "not fitted", load, "123 catbench load-index") and line_with(p.stdout, "not scored", load)
     doc = json.loads(out.read_text())
     assert [(s["run"], s["role"]) for s in doc["not_alone"]] == [("r1", "rung"), ("r1", "measured")]
     assert doc["measured"] == []
     p = _predict(tmp_path, "--results", tmp_path / "r1")
-    assert p.returncode == 1 and "that ran alone: r1 disk/char28/innodb/one-file-at-a-time did not" in p.stderr
+    assert p.returncode == 1 and line_with(p.stderr, "ran alone", "r1 disk/char28/innodb/one-file-at-a-time did not",
+                                           "123 catbench load-index")
     # how to run it again alone, not only that it should be (every later run once stopped there)
     assert f"--forcerun {where}`" in p.stderr and f"--forcerun {where}`" in _predict(
         tmp_path, "--results", tmp_path / "r1", "--results", tmp_path / "r2", "--rows", "200").stdout
@@ -164,7 +166,7 @@ def test_a_sealed_prediction_is_scored_and_refused_once_its_rungs_changed(tmp_pa
         write_prediction(run, read=_reads(faster, _far()), sealed=str(sealed), measured=[str(run)])
     # a rung's load left out (or another config's target) is named as well
     fewer = {k: v for k, v in groups().items() if k != FINISHES}
-    with pytest.raises(ConfigError, match="disk/char28/innodb/one-file-at-a-time/random: sealed, not predicted now"):
+    with pytest.raises(ConfigError, match="disk/char28/innodb/one-file-at-a-time/random: sealed, not predicted"):
         write_prediction(run, read=_reads(fewer, {}), sealed=str(sealed))
 
 

@@ -224,7 +224,7 @@ def test_a_chunk_time_that_is_not_a_figure_is_named_with_its_file_and_row(tmp_pa
     assert rung.pool_bytes == 2**26 and rung.data_bytes() == 2e4 and len(rung.obs) == 2
     assert read_rung(tmp_path / "ok", "ssd") is None
     _rung_files(tmp_path / "bad" / "queries" / "disk" / "mysql", float("nan"))
-    with pytest.raises(QueryRunError, match=r"chunk_times\.parquet row 2: nan is not a finite figure"):
+    with pytest.raises(QueryRunError, match=r"chunk_times\.parquet row 2: nan\b"):
         read_rung(tmp_path / "bad", "disk")
 
 
@@ -251,7 +251,7 @@ def test_a_sealed_answer_is_scored_against_the_run_that_measured_it():
     assert any("HV2 (cold)" in ln and "MISS" in ln for ln in lines(score(answer, _measured(
         rung, {("HV2", "cold"): [hv2["seconds"] * 3]}))))
     # a run of another size, or an answer for a cluster, is never scored
-    with pytest.raises(ScoreError, match="holds 17,500 Objects, the answer is for 35,000"):
+    with pytest.raises(ScoreError, match="17,500 Objects.* 35,000"):      # measured, predicted
         score({**answer, "objects": 2 * objects}, _measured(rung, {}))
     with pytest.raises(ScoreError, match="the answer is for 4 nodes"):
         score({**answer, "nodes": 4}, _measured(rung, {}))
@@ -281,7 +281,7 @@ def test_the_users_own_chunks_price_a_box_at_its_own_rows_and_a_scan_at_theirs(t
     hv2 = predict_class([rung], "HV2", mine, "warm")
     assert hv2["chunks"] == 24 and hv2["seconds"] == pytest.approx((24 * D + S * objects * 100) / 2, rel=0.05)
     f.write_text("chunkId\tobject_rows\n7\t10\n7\t12\n")
-    with pytest.raises(QueryRunError, match=r"chunks.tsv line 3: chunk 7 is given twice"):
+    with pytest.raises(QueryRunError, match=r"chunks\.tsv line 3: chunk 7\b.*twice"):
         read_user_chunks(f)
     f.write_text("chunk\trows\n7\t10\n")
     with pytest.raises(QueryRunError, match=r"line 1 lacks chunkId or object_rows"):

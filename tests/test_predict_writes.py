@@ -104,7 +104,7 @@ def test_a_devices_published_figures_replace_the_rungs_fio_and_a_bad_file_is_nam
         assert d["page_read_s"] > d["page_write_s"] / 10 and d["seq_write_s_per_byte"] > 0
     hdd = device_figures(yaml.safe_load(resource("devices/raid6-hdd-7200rpm.yaml").read_text()), "x")
     assert hdd["page_read_s"] == pytest.approx(7.4e-3 + 4.16e-3)
-    with pytest.raises(ValueError, match=r"bad.yaml: 'seq_write_MBps' must be a positive finite number"):
+    with pytest.raises(ValueError, match=r"bad\.yaml: 'seq_write_MBps' .*\(got None\)"):     # the file, key, value
         device_figures({"page_read_us": 80, "page_write_us": 20, "seq_read_MBps": 100}, "bad.yaml")
     with pytest.raises(ValueError, match=r"unknown key\(s\) page_read_ms"):
         device_figures({"page_read_us": 80, "page_write_us": 20, "seq_read_MBps": 1, "seq_write_MBps": 1,

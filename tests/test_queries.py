@@ -377,7 +377,7 @@ def test_a_query_past_the_stages_time_limit_is_stopped_naming_it(tmp_path):
                         "--params-json", json.dumps(shv1), "--time-limit-min", "0.05"],
                        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and time.monotonic() - t0 < 20, r.stderr
-    assert "query SHV1: the query stage passed its time limit of 0.05 min" in r.stderr, r.stderr
+    assert line_with(r.stderr, "query SHV1", "time limit", "0.05 min"), r.stderr     # the query, the limit
     assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
 
 
@@ -395,7 +395,7 @@ def test_a_mysql_statement_past_the_stages_time_limit_is_stopped_by_the_server(t
             engine.deadline = Deadline.of(1.5 / 60)
             engine._query = "query LV1"
             t0 = time.monotonic()
-            with pytest.raises(QueryTimeout, match="query LV1: the query stage passed its time limit"):
+            with pytest.raises(QueryTimeout, match="query LV1: .*time limit"):
                 engine._execute("SELECT SLEEP(20)", ())
             assert time.monotonic() - t0 < 5
             with pytest.raises(QueryTimeout):     # past it, nothing starts

@@ -77,7 +77,8 @@ def test_two_repetitions_print_words_not_a_range():
     assert interval_text(Figure.of(xs), "s").endswith(f" s ({note})")
     steady = [1.00, 1.05]
     assert median_interval(steady) == (None, None)
-    assert ci_note(steady).startswith("n = 2 cannot bound this; n = 5 would give ±")
+    said = ci_note(steady)
+    assert said.startswith("n = 2 ") and "n = 5 would give ±" in said    # the n it has, the n that would do
 
 
 def test_three_steady_repetitions_print_their_interval_and_a_wide_spread_is_worded():
@@ -109,5 +110,5 @@ def test_a_spread_past_ten_thousand_fold_is_said_by_its_power_of_ten():
     """Two repetitions 0.61 s and 0.00015 s (a flush with nothing to flush): the words give the
     interval's span as a power of ten, not a 37-digit number."""
     note = unbounded([0.610631, 0.000153])
-    assert note.startswith("n = 2 cannot bound this (its interval spans over 10^") and "," not in note.split("spans")[1].split(")")[0]
+    assert note.startswith("n = 2 ") and "spans over 10^" in note and "," not in note.split("spans")[1].split(")")[0]
     assert "(its interval spans 89x)" in unbounded([1.0, 2.0, 6.0])

@@ -313,8 +313,8 @@ def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(
 def test_a_ram_too_small_for_the_servers_start_names_the_oom_killer_and_the_key(tmp):
     s = Server("oomstart", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(ram=24 << 20))
     s.initialize()
-    with pytest.raises(ServerError, match=r"during start, by the kernel's OOM killer within its config key "
-                                          r"'server.ram' of 25,165,824 bytes"):
+    # when, what killed it, and the key and its value
+    with pytest.raises(ServerError, match=r"during start, .*OOM killer.*'server\.ram' of 25,165,824 bytes"):
         s.start()
     assert not s.running and not server_procs(s.datadir) and not _cgroup_paths("oomstart")
 

@@ -9,6 +9,7 @@ from catbench.cli import report as cli_report
 from catbench.report.tables import TABLES, MetricsError, collect, make_tables
 from support.runs import documented_columns, make_run, write_csv, write_json
 from support.runs import REPORT
+from support.text import line_with
 
 
 
@@ -64,7 +65,7 @@ def test_queries_restart_chunks_stages(built):
     assert q1["n"] == "3" and float(q1["p50_s"]) == 2.0 and float(q1["max_s"]) == 3.0
     # three runs from 1 to 3 s cannot bound the typical value within 10x: said in words, no range
     assert float(q1["min_s"]) == 1.0 and q1["ci_low_s"] == q1["ci_high_s"] == ""
-    assert q1["ci_note_s"].startswith("n = 3 cannot bound this (its interval spans")
+    assert q1["ci_note_s"].startswith("n = 3 ") and "interval spans" in q1["ci_note_s"]
     assert sorted(map(float, q1["values_s"].split(";"))) == [1.0, 2.0, 3.0]
     assert q[("a", "q2", "warm")]["ci_low_s"] == ""          # one run: no interval
     assert float(q1["p95_s"]) == pytest.approx(2.9)
@@ -104,13 +105,13 @@ def test_summary_opens_with_findings_and_names_failed_checks(built):
     md = (built / "summary.md").read_text()
     assert md.index("## Findings") < md.index("## Checks") < md.index("## Storage | load time")
     # single runs: the lowest median is named, never as the fastest nor as a finding
-    assert "a (char28 table): `parallel` has the lowest median, 4.00 s [single run]" in md
+    assert line_with(md, "a (char28 table): `parallel`", "lowest median", "4.00 s [single run]")
     assert "is fastest" not in md
     assert "too few repetitions to tell" in md and "not a finding" in md
     assert "Fastest target" not in md and "Fastest load of variant" not in md
-    assert "checksum of the loaded table does not match" in md and "b/char28/innodb/one-file-at-a-time" in md
+    assert line_with(md, "b/char28/innodb/one-file-at-a-time", "checksum", "does not match")
     assert "5 rows lost" in md
-    assert "Query q1 does not return the same result" in md
+    assert line_with(md, "Query q1", "same result", "rows, digest")     # the query, what each engine returned
     assert "OPTIMIZE TABLE was stopped" in md
     assert "| target | variant | filesystem |" in md and "ext4" in md       # storage | load time
     assert "Load rate per interval (char28/one-file-at-a-time)" in md

@@ -59,7 +59,7 @@ def test_too_little_sort_memory_names_the_key(tmp_path):
 def test_a_full_disk_during_the_chunk_sort_names_the_place_and_what_to_do():
     from catbench.prepare.index_order import written_in_order
     with tmpfs("40M") as d:    # room for the generation-order files, not for the sort too
-        with pytest.raises(ValueError, match=rf"out of space in {d} while sorting .* index.order: generation"):
+        with pytest.raises(ValueError, match=rf"out of space in {d}\b.*index\.order: generation"):   # where, the key
             written_in_order("chunk", _generation_order, d / "n", d / "c", "64MB")
         assert not (d / "n").exists() and not list(d.glob(".arrival-*"))   # nothing that looks complete
 
