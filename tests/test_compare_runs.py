@@ -115,21 +115,28 @@ def test_a_twin_with_no_repeated_figure_writes_no_floor_and_an_empty_one_is_the_
     assert "measured no figure" in out and "between-run spread assumed 10%" in out
 
 
-def test_an_earlier_run_s_engine_column_is_read_as_its_query_engine(tmp_path):
-    """A run from before ``query_engine``: its query tables and files say ``engine``; compare,
-    the report's tables and the views read it under today's name."""
+def test_an_earlier_run_s_engine_column_is_refused_naming_the_commit_that_reads_it(tmp_path):
+    """A run from before ``query_engine``: its query tables and files say ``engine``; the views,
+    the report's tables and compare refuse it, naming the file and the commit that reads it."""
+    from catbench.report.spec import MetricsError
     from catbench.report.tables import read_tables
     from support.runs import make_run
     a, b = make_run(tmp_path, "runA"), make_run(tmp_path, "runB", factor=0.5)
     make_tables(b, report=REPORT)
-    old = [{"target": "a", "engine": "mariadb", "query": "q1", "cache": "cold", "run": 0, "seconds": 1.0,
-            "result_rows": 1, "digest": "d42"}]
-    (a / "queries" / "a" / "mariadb" / "results.json").write_text(json.dumps({"rows": old}))
     make_tables(a, report=REPORT)
     for table in ("queries", "query_runs"):
         path = a / "tables" / f"{table}.csv"
         assert path.read_text().startswith("target,query_engine,")
         path.write_text(path.read_text().replace("target,query_engine,", "target,engine,", 1))
-    assert {r["query_engine"] for r in read_tables(a / "tables")["queries"]} == {"mariadb"}
-    rows = {(r["table"], r["key"], r["column"]): r for r in compare(a, b, REPORT)}
-    assert rows[("queries", "target=b, query_engine=mariadb, query=q1, cache=cold", "p50_s")]["ratio"] == 0.5
+    with pytest.raises(MetricsError) as err:
+        read_tables(a / "tables")
+    assert str(a / "tables") in str(err.value) and "eb0a633~1" in str(err.value)
+    with pytest.raises(MetricsError) as err:
+        compare(a, b, REPORT)
+    assert "queries.csv" in str(err.value) and "`engine`" in str(err.value) and "eb0a633" in str(err.value)
+    old = [{"target": "a", "engine": "mariadb", "query": "q1", "cache": "cold", "run": 0, "seconds": 1.0,
+            "result_rows": 1, "digest": "d42"}]
+    (a / "queries" / "a" / "mariadb" / "results.json").write_text(json.dumps({"rows": old}))
+    with pytest.raises(MetricsError) as err:
+        make_tables(a, report=REPORT)
+    assert "results.json" in str(err.value) and "query_engine" in str(err.value)

@@ -24,6 +24,7 @@ from catbench.prepare.chunker import Chunker
 from catbench.prepare.spec import PrepareSpec
 from catbench.query import run_queries as query_run
 from catbench.query.check import check_answers
+from support.text import line_with
 from catbench.query.chunk_tables import ChunkInfo
 from catbench.query.engines import DuckdbEngine
 from catbench.query.query_engines import QueryLocation

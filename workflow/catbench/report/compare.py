@@ -27,7 +27,7 @@ from .spec import ReportSpec
 from .stats import RunSpread, Figure, holm, holm_cutoff, verdict
 from .wording import fmt, short
 from .tables import check_numbers, write_csv
-from .views import current_names
+from .views import refuse_old_columns
 
 KEYS = {
     "storage": ("target", "test"),
@@ -93,9 +93,10 @@ def _read(con, path: Path, name: str):
         with path.open(newline="") as fh:
             header = next(csv.reader(fh), [])
         # names stay names: a target called `t` is not the boolean true, nor `1` a number
-        names = {k: "VARCHAR" for k, now in zip(header, current_names(name, header)) if now in KEYS.get(name, ())}
+        refuse_old_columns(name, header, path)
+        names = {k: "VARCHAR" for k in header if k in KEYS.get(name, ())}
         rel = con.read_csv(str(path), header=True, dtype=names or None)   # the relation API: no path in SQL text
-        cols = current_names(name, rel.columns)     # an earlier run's columns under today's names
+        cols = rel.columns
         types = [str(t).upper() for t in rel.types]
         rows = rel.fetchall()
     except (duckdb.Error, OSError, UnicodeDecodeError, csv.Error) as exc:

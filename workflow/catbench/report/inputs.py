@@ -68,7 +68,7 @@ from ..core.index.table import ENGINES
 from ..core.infra.metrics import OLD_LOAD_LAYOUT
 from .at_scale import curve_rows, prediction_row, query_tables, restart_rows
 from .spec import MetricsError
-from .views import I, REQUIRED, S, VIEWS, current_names
+from .views import I, REQUIRED, S, VIEWS, refuse_old_columns
 
 log = logging.getLogger(__name__)
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")
@@ -115,7 +115,7 @@ def _conform(table: pa.Table, view: str, path: Path, const: dict | None = None) 
     """Select/cast the columns of ``view`` from ``table``; constants fill key columns (a
     ``repetition`` column absent from the file is repetition 0)."""
     schema, const = VIEWS[view], const or {}
-    table = table.rename_columns(current_names(view, table.column_names))
+    refuse_old_columns(view, table.column_names, path)
     if "repetition" in schema.names and "repetition" not in table.column_names:
         table = table.append_column("repetition", pa.array([0] * len(table), I))
     missing = [c for c in REQUIRED[view] if c not in table.column_names]

@@ -35,7 +35,7 @@ from . import stats
 from .inputs import MetricsError, RunInputs, collect, stale_note
 from .spec import ReportSpec
 from .summary import summary_sections, to_markdown
-from .views import VIEWS, current_names
+from .views import VIEWS, refuse_old_columns
 
 
 def _build_order() -> tuple[str, ...]:
@@ -178,7 +178,8 @@ def read_tables(tables_dir) -> dict:
             continue
         try:
             table = pacsv.read_csv(p)
-            out[name] = table.rename_columns(current_names(name, table.column_names)).to_pylist()
+            refuse_old_columns(name, table.column_names, p)
+            out[name] = table.to_pylist()
         except pa.ArrowException as exc:
             raise MetricsError(f"{p}: not a readable CSV file ({exc})") from exc
         check_numbers(p, name, out[name])

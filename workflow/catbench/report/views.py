@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from .spec import MetricsError
+
 S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()  # noqa: E741
 KEY = [("target", S), ("variant", S), ("engine", S), ("strategy", S)]
 
@@ -98,15 +100,18 @@ VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LO
          "chunk_load_files": CHUNK_LOAD_FILES, "query_chunk_runs": QUERY_CHUNK_RUNS, "load_not_run": LOAD_NOT_RUN,
          "working_set": WORKING_SET, "cluster_phases": CLUSTER_PHASES, "cluster_load": CLUSTER_LOAD,
          "isolation": ISOLATION}
-# Columns under their names before, in a view's files or a final table's CSV (an earlier
-# run's): read as today's, so report and compare take that run.
-OLD_COLUMNS = {name: {"engine": "query_engine"} for name in ("query_runs", "query_chunk_runs", "queries")}
+# Columns an earlier layout wrote under another name: such a run is refused, naming the catbench
+# that reads it (no release reads two layouts).
+OLD_COLUMNS = {name: {"engine": ("query_engine", "eb0a633")} for name in ("query_runs", "query_chunk_runs", "queries")}
 
 
-def current_names(name: str, columns: list[str]) -> list[str]:
-    """``columns`` of view or table ``name`` with their old names (:data:`OLD_COLUMNS`) replaced."""
-    old = OLD_COLUMNS.get(name, {})
-    return [old[c] if c in old and old[c] not in columns else c for c in columns]
+def refuse_old_columns(name: str, columns: list[str], path) -> None:
+    """A MetricsError naming ``path`` where view or table ``name`` has a column of an earlier layout."""
+    for col, (now, commit) in OLD_COLUMNS.get(name, {}).items():
+        if col in columns and now not in columns:
+            raise MetricsError(f"{path}: column `{col}` is `{now}` since commit {commit}: a run written before it "
+                               f"is read by catbench at {commit}~1 (git checkout {commit}~1), or run its "
+                               f"stage again")
 
 
 # required columns of each file (the others of the schema may be absent -> NULL)
