@@ -147,8 +147,8 @@ def test_a_run_with_queries_answers_them_at_predict_queries_in_the_predict_stage
         (150, 1.7e9, 9000, 20.5, 1073, 16 * 2**30, None)
     assert query_args(_with(stages=["fio", "load_index", "predict"])) == ""
     rule = (REPO / "workflow" / "rules" / "predict.smk").read_text()
-    predict_loads = rule[rule.index("rule predict_loads:"):rule.index("rule predict:")]
-    assert 'queries=expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "queries" in STAGES' in predict_loads
+    predict_loads = " ".join(rule[rule.index("rule predict_loads:"):rule.index("rule predict:")].split())
+    assert 'expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "queries" in STAGES' in predict_loads
     assert "query_args=RUN.query_args," in predict_loads
     from catbench.cli.workflow.dag import Dag
     dag = object.__new__(Dag)       # the rules' value for this config: predict/spec.py's, the one maker

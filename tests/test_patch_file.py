@@ -22,7 +22,7 @@ import pytest
 import yaml
 from catbench.cli.main import main as catbench_main
 from catbench.core.infra.config import ConfigError, load, validate
-from catbench.core.infra.sources import changed, fingerprint
+from catbench.core.infra.sources import changed, fingerprint, sources
 from catbench.core.sky.copies import copy_layout, part_copies
 from catbench.prepare import catalog as cat_mod
 from catbench.prepare.ids import IdLayout
@@ -264,7 +264,7 @@ def test_a_file_changed_after_the_plan_fails_the_job_with_nothing_written(tmp_pa
     path = write(rows(700), tmp_path / "p.parquet")
     cfg = config([path])
     section = cfg["catalog"]["patch"]["file"]
-    was = fingerprint(pf.sources(section, key=pf.KEY))
+    was = fingerprint(sources(section, key=pf.KEY))
     out = tmp_path / "out"
     args = ["patch", "--config", json.dumps({k: cfg[k] for k in ("seed", "catalog", "partition")}),
             "--objects", str(out / "Object.parquet"), "--sources", str(out / "Source.parquet"),
@@ -276,8 +276,8 @@ def test_a_file_changed_after_the_plan_fails_the_job_with_nothing_written(tmp_pa
     cols = rows(700)
     cols["coord_dec"][99] = np.nan
     write(cols, path)
-    assert any("changed" in line for line in changed(record["files"], fingerprint(pf.sources(section, key=pf.KEY))))
-    assert was != fingerprint(pf.sources(section, key=pf.KEY))
+    assert any("changed" in line for line in changed(record["files"], fingerprint(sources(section, key=pf.KEY))))
+    assert was != fingerprint(sources(section, key=pf.KEY))
     assert catbench_main(args) != 0
     assert not any(p.suffix in (".parquet", ".json") and not p.name.startswith("m.") for p in out.rglob("*"))
     write(rows(650), path)       # good rows, but not those the catalog was laid out from

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
+from catbench.core.infra.sources import sources
 from catbench.core.infra.config import validate
 from catbench.prepare.own import patch as pf
 from catbench.prepare.own import spec as own_spec
@@ -63,4 +64,4 @@ def config(paths, stages=(), columns=COLUMNS, id_layout="source", sky=SKY, **ext
 
 def read(cfg: dict) -> pf.FileRows:
     section = cfg["catalog"]["patch"]["file"]
-    return pf.read_rows(OwnFiles.of(section), pf.sources(section, key=pf.KEY))
+    return pf.read_rows(OwnFiles.of(section), sources(section, key=pf.KEY))

@@ -67,8 +67,9 @@ def cmd_patch(args):
         IdLayout(spec)  # the id layout fits int64 (catalog.id_layout), before any work
     with JobTimer("patch", args.metrics) as t:
         if files.paths:
+            from ..core.infra.sources import sources
             from ..prepare.own import patch as patch_file
-            rows = patch_file.read_rows(files, patch_file.sources(files.section, key=patch_file.KEY))
+            rows = patch_file.read_rows(files, sources(files.section, key=patch_file.KEY))
             patch_file.check_unchanged(spec.catalog, rows, args.manifest and Path(args.manifest))
             patch, own = patch_file.build_patch(spec.catalog, rows)
             IdLayout(spec, own)
