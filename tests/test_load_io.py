@@ -17,7 +17,7 @@ from support.indexinput import write_files
 from support.runs import REPORT
 
 pytestmark = pytest.mark.server
-# a 6 MB pool (InnoDB's least with 16 KiB pages) against a ~14 MB table: the load misses
+# a 6 MB pool (InnoDB's least with 16 KiB pages) against a ~10 MB table: the load misses
 OPTS = dict(repetitions=1, sample_interval_s=0.2, lookup_threads=1, lookup_count=100, optimize_limit_s=0,
             settings={"innodb_buffer_pool_size": "6M", "rocksdb_block_cache_size": "6M"})
 # a miss is one 16 KiB read request; read-ahead and merged requests move the device's count
@@ -36,9 +36,9 @@ def _load(root: Path, engine: str, strategy: str, files) -> dict:
 def test_a_load_past_its_pool_writes_its_table_and_reads_its_misses_on_the_device(tmp):
     if device_for(tmp) is None:
         pytest.skip(f"{tmp} is on no block device")
-    files = write_files(tmp / "in", "bigint", 8, 40_000)
+    files = write_files(tmp / "in", "bigint", 6, 40_000)
     r = _load(tmp, "innodb", "one-file-at-a-time", files)
-    rows = 320_000
+    rows = 240_000
     table = next((tmp / "results" / "io" / "load").rglob("summary.json")).parent
     written = float(r["write_kb_per_row"]) * 1024 * rows
     assert written >= float(r["space_amp"]) * int(r["row_bytes"]) * rows     # at least the table's bytes
