@@ -55,21 +55,56 @@ def listening(ports: set[int]) -> list:
             if c.status == psutil.CONN_LISTEN and c.laddr.port in ports]
 
 
+def _listen_inodes() -> dict[int, tuple[str, int]]:
+    """{socket inode: (address, port)} of every TCP socket listening on this machine, from
+    /proc/net/tcp and tcp6: one read a sample, whatever the processes' threads and files."""
+    out = {}
+    for name, width in (("tcp", 8), ("tcp6", 32)):
+        try:
+            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[3] != "0A":                       # TCP_LISTEN
+                continue
+            addr, port = f[1].split(":")
+            raw = bytes.fromhex(addr)
+            ip = (socket.inet_ntop(socket.AF_INET, raw[::-1]) if width == 8 else
+                  socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))))
+            out[int(f[9])] = (ip.removeprefix("::ffff:"), int(port, 16))
+    return out
+
+
 class ListenerWatch(threading.Thread):
-    """Every TCP listener of this process's descendants, sampled every 0.1 s."""
+    """Every TCP listener of this process's descendants, sampled every 0.1 s: the machine's
+    listening sockets read each sample, their owner looked up once, when a socket first listens."""
 
     def __init__(self):
         super().__init__(daemon=True)
-        self.seen, self.halt = set(), threading.Event()
+        self.seen, self.halt, self.known = set(), threading.Event(), set()
+
+    def _owned(self, inodes: set[int]) -> set[int]:
+        names = {f"socket:[{i}]": i for i in inodes}
+        mine = set()
+        for p in psutil.Process().children(recursive=True):
+            try:
+                for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                    i = names.get(os.readlink(f"/proc/{p.pid}/fd/{fd}"))
+                    if i is not None:
+                        mine.add(i)
+            except OSError:
+                pass
+        return mine
 
     def run(self):
         while not self.halt.is_set():
-            for p in psutil.Process().children(recursive=True):
-                try:
-                    self.seen |= {(c.laddr.ip, c.laddr.port) for c in p.net_connections(kind="inet")
-                                  if c.status == psutil.CONN_LISTEN}
-                except psutil.Error:
-                    pass
+            now = _listen_inodes()
+            new = set(now) - self.known
+            if new:
+                owned = self._owned(new)
+                self.seen |= {now[i] for i in owned}
+                self.known |= new        # a socket's owner is who made it: a foreign one stays foreign
             self.halt.wait(0.1)
 
 
