@@ -53,10 +53,10 @@ run: $(STAMP)
 	@$(call install_system,$(CONFIG))
 	python workflow/scripts/one_run.py $(SNAKEMAKE_RUN) --configfile $(CONFIG)
 
-# Four workers more than cores: the suite waits a fifth of its CPU's time (servers starting,
+# Two workers more than cores: the suite waits a fifth of its CPU's time (servers starting,
 # Slurm's queue, polling), which they fill (docs/results/2026-11-29-test-suite-cpu.md).
 test: $(STAMP) system-all
-	pytest -n $$(( $$(nproc) + 4 )) --dist loadfile --no-loadscope-reorder --durations=10
+	pytest -n $$(( $$(nproc) + 2 )) --dist loadfile --no-loadscope-reorder --durations=10
 
 # The developer's loop: no private server, no Snakemake run (tests marked server or slow skipped).
 test-fast: $(STAMP)
