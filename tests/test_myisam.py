@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from catbench.core.infra.config import section
 from catbench.core.index.input import scan_file
-from catbench.core.index.table import DATABASE, ENGINES, IndexInto, get_variant, load_file
+from catbench.core.index.table import DATABASE, ENGINES, IndexDestination, get_variant, load_file
 from catbench.core.server.process import Server
 from catbench.load.job import LoadOptions
 from catbench.load.ledger import Ledger, ResumeState, load_key
@@ -77,7 +77,7 @@ def _interrupted(files, basedir: Path, in_flight: bool):
         ledger.create(conn)
         for f in files[:6 if in_flight else 5]:
             info = scan_file(f, variant)
-            load_file(conn, IndexInto(table, variant, tuple(files), DATABASE), f, info.rows)
+            load_file(conn, IndexDestination(table, variant, tuple(files), DATABASE), f, info.rows)
             if f != files[5]:
                 ledger.record(conn.cursor(), info, 0.0, 1.0)
                 conn.commit()

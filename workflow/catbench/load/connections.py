@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 from ..core.index.input import scan_file
-from ..core.index.table import IndexInto, load_file
+from ..core.index.table import IndexDestination, load_file
 from .job import LoadProgress, trace_row
 
 
-def load_files_parallel(server, into: IndexInto, files: list[Path], connections: int, *,
+def load_files_parallel(server, into: IndexDestination, files: list[Path], connections: int, *,
                         progress: LoadProgress | None = None, stop=None,
                         record=None) -> tuple[list[dict], list]:
     """Validate and load ``files`` (of ``into.files``) with ``connections`` connections (one file per

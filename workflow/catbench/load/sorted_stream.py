@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ..core.index.input import duplicate_message, scan_files
-from ..core.index.table import IndexInto, load_file
+from ..core.index.table import IndexDestination, load_file
 from ..core.infra.resources import read_sql
 from ..core.server.loaddata import LoadError
 from ..core.server.scratch import ScratchDir
@@ -335,7 +335,7 @@ def _load_chunks_parallel(job: LoadJob, stream: SortedStream, progress: LoadProg
 
 def _load_chunk(job: LoadJob, conn, path: Path, rows: int):
     try:
-        load_file(conn, IndexInto(job.table, job.variant, tuple(job.files), job.database), path, rows,
+        load_file(conn, IndexDestination(job.table, job.variant, tuple(job.files), job.database), path, rows,
                   what=f"sorted chunk {path.name}")
     except mysql.connector.Error as exc:
         if exc.errno != ER_KEYS_OUT_OF_ORDER:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..core.index.input import FileInfo, pick_lookup_keys
 from ..core.index.table import (
     DATABASE,
-    IndexInto,
+    IndexDestination,
     Variant,
     create_table,
     load_file,
@@ -105,7 +105,7 @@ class RestartRun:
         times = []
         for info in infos:
             t = time.perf_counter()
-            load_file(conn, IndexInto(TABLE, self.v, tuple(earlier + [x.path for x in infos])), info.path, info.rows)
+            load_file(conn, IndexDestination(TABLE, self.v, tuple(earlier + [x.path for x in infos])), info.path, info.rows)
             times.append(time.perf_counter() - t)
         return times
 

@@ -142,7 +142,7 @@ def table_checksum(conn, variant: Variant, table: str, database: str = DATABASE)
 
 
 @dataclass(frozen=True)
-class IndexInto:
+class IndexDestination:
     """Where index files load: ``database.table`` of ``variant``, the whole input ``files``
     (in load order: a duplicate key is named in them), each row's ``qserv_trans_id`` when given."""
     table: str
@@ -152,7 +152,7 @@ class IndexInto:
     trans_id: int | None = None
 
 
-def load_file(conn, into: IndexInto, path: Path, rows: int, *, what: str | None = None, record=None) -> int:
+def load_file(conn, into: IndexDestination, path: Path, rows: int, *, what: str | None = None, record=None) -> int:
     """``load_data`` one index file; a duplicate key is named with its file(s) and line(s)
     among ``into.files``. With ``record(cursor, rows)``
     the file's rows and whatever ``record`` writes commit together or not at all (the
@@ -204,7 +204,7 @@ def load_files(conn, table: str, files: list[Path], variant: Variant, database: 
     validated while the previous one loads. ``stop()`` is asked before each file (a time
     limit: the files after it are not loaded); ``record(cursor, info, start, end)`` commits
     with each file (see ``load_file``). Returns (trace rows, FileInfo per loaded file)."""
-    into = IndexInto(table, variant, tuple(files), database)
+    into = IndexDestination(table, variant, tuple(files), database)
     trace, infos = [], []
     cumulative, t_start, last_log = 0, time.time(), 0.0
     with cf.ThreadPoolExecutor(1, thread_name_prefix="catbench-scan") as ex:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...core.index.table import ENGINES, Engine, IndexInto
+from ...core.index.table import ENGINES, Engine, IndexDestination
 from ...core.infra.resources import read_sql
 from ..job import LoadJob, Outcome
 from ..connections import load_files_parallel
@@ -61,6 +61,6 @@ def sql(name: str, job: LoadJob, **kw) -> str:
 
 
 def parallel_files(job: LoadJob, files=None, trans_id: int | None = None, progress=None):
-    into = IndexInto(job.table, job.variant, tuple(job.files), job.database, trans_id)
+    into = IndexDestination(job.table, job.variant, tuple(job.files), job.database, trans_id)
     return load_files_parallel(job.server, into, job.todo if files is None else files, job.opts.connections,
                                progress=progress, stop=job.stop, record=job.record)

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from ...core.index.input import FileInfo
-from ...core.index.table import DATABASE, IndexInto, create_table, load_file
+from ...core.index.table import DATABASE, IndexDestination, create_table, load_file
 from ...core.infra.resources import read_sql
 from .. import errorlog
 from ..headlines import Headline, OverBaseline
@@ -51,7 +51,7 @@ def _diagnose(run, committed: list[FileInfo], inflight: FileInfo | None) -> dict
     chk = f"{TABLE}_expected"
     create_table(conn, run.v, chk)
     for info in committed:
-        load_file(conn, IndexInto(chk, run.v, (info.path,)), info.path, info.rows)
+        load_file(conn, IndexDestination(chk, run.v, (info.path,)), info.path, info.rows)
     names = dict(database=DATABASE, table=TABLE, expected=chk, key=run.v.key)
     cur.execute(read_sql("restart", "diagnose_missing.sql").format(**names))
     missing = int(cur.fetchone()[0])
@@ -78,7 +78,7 @@ def _load_in_thread(run, info: FileInfo, result: dict) -> threading.Thread:
             return
         try:
             result["t_start"] = time.time()
-            load_file(c, IndexInto(TABLE, run.v, (info.path,)), info.path, info.rows)
+            load_file(c, IndexDestination(TABLE, run.v, (info.path,)), info.path, info.rows)
             result["acked"] = time.time()
         except Exception as exc:  # noqa: BLE001 - the kill lands here
             result["error"] = str(exc)[:200]
