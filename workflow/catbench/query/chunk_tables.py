@@ -25,6 +25,7 @@ from ..core.infra.metrics import Progress
 from ..core.infra.resources import split_statements
 from ..core.server.loaddata import LoadDestination, LoadError, line_count, load_data
 from ..core.server.rowsize import NOT_NULL, SQL_TYPES
+from ..core.sky.chunk_list import COUNTS, ChunkListError, parse_chunk_list
 
 log = logging.getLogger(__name__)
 
@@ -51,24 +52,16 @@ class ChunkInfo:
 
 
 def read_chunk_list(chunks_dir) -> list[ChunkInfo]:
-    """Chunks with Objects, from ``chunks.tsv`` (overlap-only chunks hold no Object, so no
-    query ever starts from them; they are skipped)."""
+    """Chunks with Objects, from ``chunks.tsv`` (``core/sky/chunk_list.py``; overlap-only chunks
+    hold no Object, so no query ever starts from them; they are skipped)."""
     path = Path(chunks_dir) / "chunks.tsv"
     if not path.exists():
         raise ChunkLoadError(f"{path} not found; run the partition step first")
-    out = []
-    lines = path.read_text().splitlines()
-    head = lines[0].split("\t")
-    col = {n: head.index(n) for n in ("chunkId", "object_rows", "source_rows", "overlap_rows")}
-    for line in lines[1:]:
-        f = line.split("\t")
-
-        def num(n):
-            v = f[col[n]].strip()
-            return int(float(v)) if v else 0
-        if num("object_rows") > 0:
-            out.append(ChunkInfo(int(f[col["chunkId"]]), num("object_rows"), num("source_rows"),
-                                 num("overlap_rows")))
+    try:
+        chunks = parse_chunk_list(path.read_text(), str(path), need=("chunkId", *COUNTS))
+    except ChunkListError as e:
+        raise ChunkLoadError(f"{e}; re-run the partition step") from None
+    out = [ChunkInfo(c.chunk_id, c.objects, c.sources, c.overlap) for c in chunks if c.objects > 0]
     if not out:
         raise ChunkLoadError(f"{path} lists no chunk with Objects")
     return out

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ...core.infra.config.yamlfile import read_bytes, read_json, read_with
+from ...core.sky.chunk_list import ChunkListError, parse_chunk_list
 
 # The chunk table each class reads, and the quantity that drives a chunk query's time: the
 # table's bytes (a scan), its rows squared (a self-join within the chunk), or nothing (an
@@ -106,29 +107,16 @@ USER_CHUNKS_KIND = "a chunks.tsv as the partition writes it (chunkId, object_row
 
 def read_user_chunks(path) -> dict:
     """The user's chunks (``--chunk-rows``): {"Object": {chunkId: rows}, "Source": {...}} from a
-    partition's chunks.tsv; ValueError naming the file and line of a duplicate, a missing column
-    or a count that is not a whole number ≥ 0. Source rows only where the file has the column."""
+    partition's chunks.tsv (``core/sky/chunk_list.py``); QueryRunError naming the file and line.
+    Source rows only where the file has the column."""
     text = read_bytes(path, "--chunk-rows", USER_CHUNKS_MAX, USER_CHUNKS_KIND).decode("utf-8", "replace")
-    lines = text.splitlines()
-    head = lines[0].split("\t") if lines else []
-    if "chunkId" not in head or "object_rows" not in head:
-        raise QueryRunError(f"--chunk-rows {path}: line 1 lacks chunkId or object_rows; give {USER_CHUNKS_KIND}")
-    cols = {t: head.index(c) for t, c in (("chunkId", "chunkId"), ("Object", "object_rows"),
-                                         ("Source", "source_rows")) if c in head}
-    out: dict = {t: {} for t in cols if t != "chunkId"}
-    for n, line in enumerate(lines[1:], 2):
-        cells = line.split("\t")
-        try:
-            vals = {t: int(cells[i]) for t, i in cols.items()}
-        except (ValueError, IndexError):
-            raise QueryRunError(f"--chunk-rows {path} line {n}: {line[:80]!r} is not a chunk's whole counts; "
-                                f"give {USER_CHUNKS_KIND}") from None
-        if any(v < 0 for v in vals.values()):
-            raise QueryRunError(f"--chunk-rows {path} line {n}: a count below 0")
-        if vals["chunkId"] in out["Object"]:
-            raise QueryRunError(f"--chunk-rows {path} line {n}: chunk {vals['chunkId']} is given twice")
-        for t in out:
-            out[t][vals["chunkId"]] = float(vals[t])
-    if not out["Object"] or not sum(out["Object"].values()):
+    try:
+        chunks = parse_chunk_list(text, f"--chunk-rows {path}")
+    except ChunkListError as e:
+        raise QueryRunError(f"{e}; give {USER_CHUNKS_KIND}") from None
+    out = {"Object": {c.chunk_id: float(c.objects) for c in chunks}}
+    if chunks and chunks[0].sources is not None:
+        out["Source"] = {c.chunk_id: float(c.sources) for c in chunks}
+    if not sum(out["Object"].values()):
         raise QueryRunError(f"--chunk-rows {path}: no chunk holds an Object")
     return out
