@@ -177,14 +177,16 @@ def _read_s(fig: dict):
     return fig["seq_s_per_byte"] - fig.get("seq_write_s_per_byte", 0.0) if fig.get("seq_s_per_byte") else None
 
 
-def _by_nodes(rungs: list, cat, chunks: int) -> dict:
+def _by_nodes(rungs: list, cat, chunks: int, form_errors: dict) -> dict:
     """{nodes: {class: seconds or None (refused)}} at NODE_GRID and the asked count, up to one
-    chunk a node (the chunk count itself closes the curve when the grid passes it)."""
+    chunk a node (the chunk count itself closes the curve when the grid passes it); the rungs'
+    ``form_errors`` computed once for every count."""
     from ..predict.queries.model import predict_queries
     counts = {n for n in (*NODE_GRID, cat.nodes) if n <= chunks} | ({chunks} if NODE_GRID[-1] > chunks else set())
     out = {}
     for n in sorted(counts):
-        classes = predict_queries(rungs, dataclasses.replace(cat, nodes=n), with_own_check=False).get("classes") or {}
+        classes = predict_queries(rungs, dataclasses.replace(cat, nodes=n), with_own_check=False,
+                                  form_errors=form_errors).get("classes") or {}
         out[str(n)] = {q: p.get("seconds") for q, p in classes.items()}
     return out
 
@@ -214,13 +216,15 @@ def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
         cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, getattr(a, "node_ram", None) or a.ram,
                       ratio, getattr(a, "object_bytes", None), theirs or mine, sky)
         # the asked cluster is kept where the model refuses it whole (more nodes than chunks)
-        answer = {"nodes": a.nodes, "objects": a.objects, **predict_queries(rungs, cat), "device_ratio": ratio}
+        errors: dict = {}
+        answer = {"nodes": a.nodes, "objects": a.objects, **predict_queries(rungs, cat, form_errors=errors),
+                  "device_ratio": ratio}
         no_cold = all(x.cache == "warm" for r in rungs for x in r.obs)
         for p in (answer.get("classes") or {}).values():
             if "refused" in p and answer.get("cache") == "cold" and no_cold:
                 p["run"] = _cold_run(cfg)
         if "classes" in answer:
-            answer["by_nodes"] = _by_nodes(rungs, cat, answer["chunks"])
+            answer["by_nodes"] = _by_nodes(rungs, cat, answer["chunks"], errors)
         answers[target] = answer
         _print(a, target, answer)
     return answers

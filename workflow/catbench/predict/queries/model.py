@@ -319,9 +319,12 @@ def node_data(rungs: list[QueryRung], cat: Catalog) -> float:
     return float(held.max())
 
 
-def predict_queries(rungs: list[QueryRung], cat: Catalog, with_own_check: bool = True) -> dict:
+def predict_queries(rungs: list[QueryRung], cat: Catalog, with_own_check: bool = True,
+                    form_errors: dict | None = None) -> dict:
     """Every class at ``cat``: warm where a node's data fits its memory, else from the cold
-    repetitions; refused, naming what is missing, where the rungs cannot price it."""
+    repetitions; refused, naming what is missing, where the rungs cannot price it. ``form_errors``:
+    {(class, cache): form_error} of these rungs, filled as computed (the same at any ``cat``)."""
+    errors = {} if form_errors is None else form_errors
     if not rungs:
         return {"refused": "no query results in --results (results/<run>/queries/<target>/mysql)"}
     big = max(rungs, key=lambda r: r.data_bytes())
@@ -348,7 +351,9 @@ def predict_queries(rungs: list[QueryRung], cat: Catalog, with_own_check: bool =
                                             "server.ram)"}
             continue
         state = cache if cache == "warm" else colds[0]
-        err = form_error(rungs, q, state)
+        if (q, state) not in errors:
+            errors[(q, state)] = form_error(rungs, q, state)
+        err = errors[(q, state)]
         out["classes"][q] = predict_class(rungs, q, cat, state, err=err)
         if "seconds" in out["classes"][q]:
             out["classes"][q]["form_error"] = err
