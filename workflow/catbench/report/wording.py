@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 
+from ..core.infra.jobs.repeat import MAX_SUGGEST_N, UNBOUNDED
 from .stats import MAX_SEE_N, MDR_SAID, MIN_N, SEE, Figure, Verdict, ci_note, holds_under_holm
 
 
@@ -153,7 +154,7 @@ def short(v: Verdict, a_name: str = "A", b_name: str = "B", better: str = "bette
 # A figure's own note when its repetitions cannot bound it (core/infra/jobs/repeat.py ``unbounded``),
 # as ``interval_text`` writes it after the median: "(n = 2 cannot bound this (its interval spans
 # 40x); n = 5 would give ±38 %)".
-_UNBOUNDED = re.compile(r" \(n = (\d+) cannot bound this(?: \(its interval spans [^()]*\))?(?:; ([^()]*))?\)")
+_UNBOUNDED = re.compile(rf" \(n = (\d+) {UNBOUNDED}(?: \(its interval spans [^()]*\))?(?:; ([^()]*))?\)")
 _WOULD = re.compile(r"n = (\d+) would give ±(\d+) %")
 
 
@@ -171,7 +172,8 @@ def _cure(cures: list) -> str:
     repetitions that would bound them."""
     asks = sorted({int(n) for c in cures for n, _ in _WOULD.findall(c)})
     would = (f"; n = {asks[0]}" + (f" to {asks[-1]}" if len(asks) > 1 else "") + " would" if asks else "")
-    never = "; for some, no n up to 30 would at their spread" if any("no n up to" in c for c in cures) else ""
+    never = (f"; for some, no n up to {MAX_SUGGEST_N} would at their spread"
+             if any("no n up to" in c for c in cures) else "")
     return (f"Figures shown as “value, n = N” ({len(cures)} in this section) have no interval: their "
             f"repetitions cannot bound one at their spread{would}{never} (each figure's own reason in its "
             "table's `…ci_note…` column).")
@@ -206,7 +208,7 @@ def unbounded_once(blocks: list) -> list:
     return out
 
 
-_NOTE = re.compile(r"^n = \d+ cannot bound this(?: \(its interval (spans [^()]*)\))?(?:; (.*))?$")
+_NOTE = re.compile(rf"^n = \d+ {UNBOUNDED}(?: \(its interval (spans [^()]*)\))?(?:; (.*))?$")
 
 
 def note_cell(note):

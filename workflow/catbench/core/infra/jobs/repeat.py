@@ -39,6 +39,7 @@ def interval(values, confidence: float = 0.95) -> tuple[float, float] | None:
 BOUND_FACTOR = 10.0
 SUGGEST_N = 5          # the repetitions a note proposes, more where this spread needs more
 MAX_SUGGEST_N = 30
+UNBOUNDED = "cannot bound this"   # the words of a figure's note (report/wording.py finds them)
 
 
 def _wide(ci: tuple[float, float]) -> bool:
@@ -71,13 +72,13 @@ def unbounded(values, confidence: float = 0.95) -> str | None:
     logs = bool(np.all(xs > 0))
     span = f" (its interval spans {_factor(ci[1] / ci[0])})" if logs and _wide(ci) else ""
     if not logs:
-        return f"n = {n} cannot bound this{span}"
+        return f"n = {n} {UNBOUNDED}{span}"
     s = float(np.log(xs).std(ddof=1))
     for m in range(max(SUGGEST_N, n + 1), MAX_SUGGEST_N + 1):
         half = float(t_ppf(0.5 + confidence / 2, m - 1)) * s / math.sqrt(m)
         if math.exp(2 * half) <= BOUND_FACTOR:
-            return f"n = {n} cannot bound this{span}; n = {m} would give ±{100 * math.expm1(half):.0f} %"
-    return f"n = {n} cannot bound this{span}; no n up to {MAX_SUGGEST_N} would at this spread"
+            return f"n = {n} {UNBOUNDED}{span}; n = {m} would give ±{100 * math.expm1(half):.0f} %"
+    return f"n = {n} {UNBOUNDED}{span}; no n up to {MAX_SUGGEST_N} would at this spread"
 
 
 # Student's t from scipy.special's ufuncs, equal to scipy.stats.t's to 1e-12: a call costs ~0.6 µs
