@@ -21,6 +21,7 @@ import numpy as np
 from ..core.index.table import ENGINES
 from ..core.infra.config.yamlfile import read_bytes
 from ..core.infra.jobs.repeat import z_ppf
+from ..core.infra.metrics import PREDICTION_BAND
 from ..core.infra.resources import resources_dir
 from .runs import LoadRepetition
 
@@ -146,7 +147,7 @@ def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:
                    for c in widened)
         out[form] = {"figures": len(xs), "printed": len(printed), "inside": sum(c.inside for c in printed),
                      "widened": len(widened), "inside_widened": held,
-                     "within_band": sum(0.67 <= c.ratio <= 1.5 for c in xs),
+                     "within_band": sum(PREDICTION_BAND[0] <= c.ratio <= PREDICTION_BAND[1] for c in xs),
                      "error": error(checks, form) if form != "all" else None}
     return out
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..core.index.table import ENGINES
 from ..core.infra.sizes import duration, human
-from .findings import ONE_FILE_AT_A_TIME
+from .findings import ONE_FILE_AT_A_TIME, PREDICTION_BAND
 from .spec import MetricsError, ReportSpec
 
 HOW_TO = ("**No prediction at your scale in this run.** `make ladder` runs a ladder of smaller runs of this "
@@ -173,7 +173,7 @@ def _measured_cell(r: dict) -> str:
     """A far check's measured total; a miss said (outside [0.67, 1.5], or another phase dominant)."""
     if r.get("total_measured_s") is None:
         return "–"
-    miss = not (0.67 <= r["total_ratio"] <= 1.5) or not r.get("dominant_agrees")
+    miss = not (PREDICTION_BAND[0] <= r["total_ratio"] <= PREDICTION_BAND[1]) or not r.get("dominant_agrees")
     return (f"{duration(r['total_measured_s'])} (n = {r['n_measured']}): {r['total_ratio']:.2f}, "
             f"{'inside' if r['total_inside'] else 'outside'} the interval; dominant {r['measured_dominant']} "
             f"{duration(r['measured_dominant_measured_s'])}" + ("" if r.get("dominant_agrees") else ", not the predicted")

@@ -22,6 +22,8 @@ def peak_rss_mb() -> float:
 
 # A load's results folder of the layout before storage engines (load/<target>/<variant>/<strategy>/),
 # refused wherever results are read, naming the version that reads it.
+# A prediction's figure is a hit where predicted ÷ measured lies within this (every far check's rule).
+PREDICTION_BAND = (0.67, 1.5)
 OLD_LOAD_LAYOUT = ("written before storage engines (load/<target>/<variant>/<strategy>/): catbench before "
                    "commit 3df751e reads it (git checkout 3df751e~1); or run its loads again")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import statistics
 
+from ...core.infra.metrics import PREDICTION_BAND
 from .runs import QueryRung
 
-BAND = (0.67, 1.5)      # predicted ÷ measured within this: a hit
 SAME_SIZE = 0.02        # the measured run's Objects within 2 % of the answer's
 HEADLINE = ("LV1", "HV2", "HV3", "SHV1")   # the classes a check must hold
 
@@ -28,7 +28,7 @@ def score(answer: dict, measured: QueryRung) -> dict:
     if abs(rows - answer["objects"]) > SAME_SIZE * answer["objects"]:
         raise ScoreError(f"--measured {measured.run} holds {rows:,.0f} Objects, the answer is for "
                          f"{answer['objects']:,.0f}: predict at --objects {rows:.0f}")
-    out = {"measured_run": measured.run, "measured_objects": rows, "band": list(BAND), "classes": {}}
+    out = {"measured_run": measured.run, "measured_objects": rows, "band": list(PREDICTION_BAND), "classes": {}}
     for q, p in (answer.get("classes") or {}).items():
         secs = measured.query_s.get((q, p.get("cache")), [])
         if "seconds" not in p or not secs:
@@ -40,7 +40,7 @@ def score(answer: dict, measured: QueryRung) -> dict:
         out["classes"][q] = {"scored": True, "predicted_s": p["seconds"], "ci": [p["ci_low"], p["ci_high"]],
                              "measured_s": med, "n_measured": len(secs), "spread_s": [min(secs), max(secs)],
                              "cache": p["cache"], "predicted_over_measured": ratio,
-                             "within_band": BAND[0] <= ratio <= BAND[1],
+                             "within_band": PREDICTION_BAND[0] <= ratio <= PREDICTION_BAND[1],
                              "inside_interval": p["ci_low"] <= med <= p["ci_high"], "bound": p.get("bound")}
     scored = [v for v in out["classes"].values() if v["scored"]]
     out["inside_share"] = sum(v["inside_interval"] for v in scored) / len(scored) if scored else None
@@ -51,7 +51,7 @@ def score(answer: dict, measured: QueryRung) -> dict:
 def lines(result: dict) -> list[str]:
     """The score for a person: one line a class, misses said."""
     out = [f"against {result['measured_run']} ({result['measured_objects']:,.0f} Objects), "
-           f"predicted ÷ measured in [{BAND[0]}, {BAND[1]}] a hit:"]
+           f"predicted ÷ measured in [{PREDICTION_BAND[0]}, {PREDICTION_BAND[1]}] a hit:"]
     for q, v in result["classes"].items():
         if not v["scored"]:
             out.append(f"  {q}: not scored: {v['why']}")

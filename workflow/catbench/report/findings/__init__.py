@@ -16,7 +16,8 @@ from ..row_costs import row_costs
 from ..spec import ReportSpec
 from ..stats import holm, holm_cutoff, tally
 from ..wording import fmt
-from .common import ONE_FILE_AT_A_TIME, PREDICTION_BAND
+from ...core.infra.metrics import PREDICTION_BAND
+from .common import ONE_FILE_AT_A_TIME
 from .loads import collapse, engines, loading, table_size
 from .stages import acked_lost, cluster, fio, queries, restarts, skew
 

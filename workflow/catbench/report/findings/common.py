@@ -10,7 +10,6 @@ from ..wording import fmt, interval_text, p_text, versus
 # the 2017 storage study's protocol, every other strategy's yardstick
 ONE_FILE_AT_A_TIME = "one-file-at-a-time"
 # predicted ÷ measured within this band: the scale model held on this machine (predict/)
-PREDICTION_BAND = (0.67, 1.5)
 
 
 def _order(values) -> list:
