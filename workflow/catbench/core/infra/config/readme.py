@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from . import load_schema
+from . import load_schema, read_file
 from ..resources import repo_dir
 
 TOP = "top"             # the marker of the top-level keys that are no section
@@ -194,5 +194,4 @@ def readme_path():
 
 
 def _default_config() -> dict:
-    with open(repo_dir() / "config" / "config.yaml") as f:
-        return yaml.safe_load(f) or {}
+    return read_file(repo_dir() / "config" / "config.yaml", "the default config")
