@@ -12,6 +12,7 @@ import pytest
 import yaml
 from catbench.core.infra.config import ConfigError, load, n_groups, validate
 from catbench.prepare import catalog as cat_mod
+from support.preflight import check
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -223,14 +224,25 @@ SNAKEMAKE_BAD = [
 ]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("text,named", SNAKEMAKE_BAD, ids=[n for _, n in SNAKEMAKE_BAD])
-def test_snakemake_refuses_bad_config_naming_the_key(tmp_path, text, named):
+def test_the_workflows_checks_refuse_a_bad_config_naming_the_key(tmp_path, text, named):
+    cfgfile = tmp_path / "bad.yaml"
+    cfgfile.write_text(text)
+    refusal = check(tmp_path / "wd", cfgfile, "partition").refusal
+    assert f"config key '{named}'" in refusal, refusal
+    assert not (tmp_path / "wd" / "results").exists()  # nothing ran
+
+
+@pytest.mark.slow
+def test_snakemake_refuses_a_bad_config_naming_the_key_before_any_job(tmp_path):
+    """The checks' refusal is Snakemake's own error: non-zero, the key named, nothing run."""
+    text, named = SNAKEMAKE_BAD[0]
     r = snakemake_dry_run(tmp_path, text)
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
     assert f"config key '{named}'" in out, out
-    assert not (tmp_path / "wd" / "results").exists()  # nothing ran
+    assert "Traceback" not in out, out
+    assert not (tmp_path / "wd" / "results").exists()
 
 
 @pytest.mark.slow
@@ -241,25 +253,18 @@ def test_snakemake_accepts_a_good_config(tmp_path):
     assert "catalog_patch" in r.stdout and "partition_reduce" in r.stdout
 
 
-@pytest.mark.slow
-def test_snakemake_config_override_names_the_key(tmp_path):
-    """--config on top of a valid --configfile: a bad value names the key."""
+def test_a_config_override_names_the_key(tmp_path):
+    """--config on top of a valid --configfile (read by Snakemake's own parser): a bad value names the key."""
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(with_change("run", "ok")))
-    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-    base = [str(VENV_BIN / "snakemake"), "partition", "-n", "-s", str(REPO / "Snakefile"),
-            "-d", str(tmp_path / "wd"), "--configfile", str(good)]
     for override, named in (("partition={num_stripes: 0}", "partition.num_stripes"),
                             ("seed=-3", "seed"),
                             ("catalog={patch: {objects: 10}, sky: {}, colour: 1}",
                              "catalog.colour")):
-        r = subprocess.run([*base, "--config", override], capture_output=True, text=True,
-                           env=env, timeout=120)
-        assert r.returncode != 0, override
-        assert f"config key '{named}'" in r.stdout + r.stderr, r.stderr[-2000:]
+        refusal = check(tmp_path / "wd", good, "partition", overrides=(override,)).refusal
+        assert f"config key '{named}'" in refusal, (override, refusal)
 
 
-@pytest.mark.slow
 def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_path):
     """`--config 'load={repetitions: 3}'`: Snakemake reads the inner 3 as the string '3';
     catbench types it as YAML does, so the documented form works and errors are about values."""
@@ -269,14 +274,9 @@ def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_pat
     assert cfg["load"] == {"repetitions": 3, "strategies": ["one-file-at-a-time"], "x": {"y": True}} and cfg["run"] == "r"
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(with_change("run", "ok")))
-    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-    base = [str(VENV_BIN / "snakemake"), "partition", "-n", "-s", str(REPO / "Snakefile"),
-            "-d", str(tmp_path / "wd"), "--configfile", str(good), "--config"]
-    ok = subprocess.run([*base, "load={repetitions: 3}"], capture_output=True, text=True, env=env, timeout=120)
-    assert ok.returncode == 0, ok.stderr[-2000:]
-    bad = subprocess.run([*base, "load={repetitions: 0}"], capture_output=True, text=True, env=env, timeout=120)
-    said = bad.stdout + bad.stderr
-    assert "config key 'load.repetitions': 0 " in said and "minimum of 1" in said, said[-2000:]   # key, value, bound
+    assert check(tmp_path / "wd", good, "partition", overrides=("load={repetitions: 3}",)).refusal == ""
+    said = check(tmp_path / "wd", good, "partition", overrides=("load={repetitions: 0}",)).refusal
+    assert "config key 'load.repetitions': 0 " in said and "minimum of 1" in said, said   # key, value, bound
 
 
 def _one_run(tmp_path, *command, timeout=120):

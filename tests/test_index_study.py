@@ -22,6 +22,7 @@ from catbench.prepare.index_order import written_in_order
 from catbench.prepare.index_only import generate_index, merge_parts, part_files
 from catbench.prepare.spec import PrepareSpec
 from support.paths import ENV, REPO, VENV_BIN, snakemake
+from support.preflight import check
 from support.servers import kill_servers, server_procs
 from support.runs import REPORT
 
@@ -142,31 +143,29 @@ def test_a_target_too_small_for_the_estimate_is_refused_before_any_job(tmp_path)
         cfgfile = tmp_path / "c.yaml"
         cfgfile.write_text(yaml.safe_dump(_small(targets={"big": {"path": str(tmp_path / "big")},
                                                           "small": {"path": str(small / "cb")}})))
-        r = snakemake(wd, cfgfile, "-n", "--cores", "1")
-        out = r.stdout + r.stderr
-        assert r.returncode != 0
-        assert "nothing was started" in out and "storage target 'small'" in out, out[-3000:]
-        assert f"({small / 'cb' / 'index-study'})" in out and "MiB free but this step needs" in out
-        assert "largest job: load char28/innodb/" in out and "storage target 'big'" not in out
-        assert "estimate: target small" in out
+        r = check(wd, cfgfile, "--cores", "1")
+        refusal = r.refusal
+        assert "nothing was started" in refusal and "storage target 'small'" in refusal, r
+        assert f"({small / 'cb' / 'index-study'})" in refusal and "MiB free but this step needs" in refusal
+        assert "largest job: load char28/innodb/" in refusal and "storage target 'big'" not in refusal
+        assert "estimate: target small" in r.said
         assert not (wd / "results").exists() and not (small / "cb").exists()
         # --keep-going: a warning; the small target's jobs fail on their own, the others run
-        r = snakemake(wd, cfgfile, "-n", "--cores", "1", "--keep-going")
-        assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
-        assert "catbench: warning: storage target 'small'" in r.stdout + r.stderr
+        r = check(wd, cfgfile, "--cores", "1", "--keep-going")
+        assert r.refusal == "", r
+        assert "catbench: warning: storage target 'small'" in r.said
         # index.space_check: false lets it through (the estimate is still printed)
         cfgfile.write_text(yaml.safe_dump(_small(targets={"small": {"path": str(small / "cb")}},
                                                  index={"space_check": False})))
-        r = snakemake(wd, cfgfile, "-n", "--cores", "1")
-        assert r.returncode == 0 and "estimate: target small" in r.stdout + r.stderr
+        r = check(wd, cfgfile, "--cores", "1")
+        assert r.refusal == "" and "estimate: target small" in r.said
 
 
 @pytest.mark.slow
 def test_generate_with_queries_is_refused_naming_the_key(tmp_path):
     cfgfile = tmp_path / "c.yaml"
     cfgfile.write_text(yaml.safe_dump(_small(stages=["load_index", "queries"])))
-    r = snakemake(tmp_path / "wd", cfgfile, "-n", "--cores", "1")
-    assert r.returncode != 0 and "config key 'index.source'" in r.stdout + r.stderr
+    assert "config key 'index.source'" in check(tmp_path / "wd", cfgfile, "--cores", "1").refusal
 
 
 @pytest.mark.slow

@@ -30,6 +30,7 @@ from catbench.prepare.spec import PrepareSpec
 
 from support.catalog import INDEX_FILES, build_catalog, small_config
 from support.paths import REPO, snakemake
+from support.preflight import check
 from support.servers import kill_servers, server_procs
 
 COLUMNS = {"objectId": "id", "ra": "coord_ra", "dec": "coord_dec"}
@@ -426,15 +427,14 @@ def test_missing_column_refused_before_any_job(tmp_path):
     cfg["index"]["file"].update(paths=["cat/*.parquet"], columns={**COLUMNS, "dec": "decl"})
     cfgfile = tmp_path / "c.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
-    r = snakemake(wd, cfgfile, "-n", "--cores", "1")
-    out = r.stdout + r.stderr
-    assert r.returncode != 0 and "nothing was started" in out
-    assert f"{wd / 'cat' / 'a.parquet'}: no column 'decl' (index.file.columns.dec)" in out, out[-2000:]
+    refusal = check(wd, cfgfile, "--cores", "1").refusal
+    assert "nothing was started" in refusal
+    assert f"{wd / 'cat' / 'a.parquet'}: no column 'decl' (index.file.columns.dec)" in refusal, refusal
     cfg["stages"] = ["load_index", "queries"]
     cfg["index"]["file"]["columns"] = COLUMNS
     cfgfile.write_text(yaml.safe_dump(cfg))
-    r = snakemake(wd, cfgfile, "-n", "--cores", "1")
-    assert r.returncode != 0 and all(s in r.stdout + r.stderr for s in ("config key 'index.source': file", "chunk files"))
+    refusal = check(wd, cfgfile, "--cores", "1").refusal
+    assert all(s in refusal for s in ("config key 'index.source': file", "chunk files")), refusal
 
 
 def test_preset_is_complete_and_plans_the_read_alone(tmp_path):

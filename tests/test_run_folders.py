@@ -12,6 +12,7 @@ from catbench.cli.common import read_config
 from catbench.core.infra.errors import TargetError
 from catbench.core.infra.runfolders import MARKER, check_run, claim_rung
 from catbench.predict.spec import rung_config
+from support.preflight import check
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -101,9 +102,6 @@ def test_the_workflow_refuses_a_run_whose_folder_is_a_link_before_any_job(tmp_pa
     victim.mkdir()
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "X").symlink_to(victim)
-    r = subprocess.run([str(VENV_BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-n", "--configfile",
-                        str(cfgfile), "--cores", "1"], capture_output=True, text=True, env=ENV, cwd=tmp_path,
-                       timeout=300)
-    said = r.stdout + r.stderr
-    assert r.returncode != 0 and "results/X (the run's folder" in said and "is a symbolic link" in said
+    said = check(tmp_path, cfgfile, "--cores", "1").refusal
+    assert "results/X (the run's folder" in said and "is a symbolic link" in said, said
     assert list(victim.iterdir()) == []

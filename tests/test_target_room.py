@@ -17,6 +17,7 @@ import yaml
 from support.faultkit import snakemake, tiny_config
 from support.indexinput import write_files
 from support.paths import CATBENCH, ENV, REPO, SNAKEMAKE
+from support.preflight import check
 from support.servers import server_procs, tmpfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
@@ -40,29 +41,43 @@ def _bad_target_cases(tmp: Path):
     ]
 
 
-@pytest.mark.parametrize("case", range(7), ids=["file", "same-dir", "nested", "unknown-key", "wrong-type",
-                                                  "no-path", "uncreatable"])
-def test_bad_target_config_stops_snakemake_naming_the_key(tmp_path, case):
+CASES = ["file", "same-dir", "nested", "unknown-key", "wrong-type", "no-path", "uncreatable"]
+
+
+def _bad_target_config(tmp_path: Path, case: int) -> tuple[Path, str, str]:
     name, targets, key, why = _bad_target_cases(tmp_path)[case]
     wd = tmp_path / "wd"
     tiny_config(wd, {})
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
     cfg["targets"] = targets
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    return wd, key, why
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=CASES)
+def test_bad_target_config_is_refused_naming_the_key(tmp_path, case):
+    wd, key, why = _bad_target_config(tmp_path, case)
+    refusal = check(wd, wd / "config.yaml", "load_index").refusal
+    assert key in refusal and why in refusal, refusal
+    assert not (wd / "results").exists()
+    assert not (tmp_path / "shared").exists()  # no target directory was created
+
+
+def test_a_bad_target_stops_snakemake_naming_it_before_any_job(tmp_path):
+    """The targets' refusal is Snakemake's own error: non-zero, the target named, nothing made."""
+    wd, key, why = _bad_target_config(tmp_path, CASES.index("uncreatable"))
     r = snakemake(wd, "-n", "load_index", check=False)
     out = r.stdout + r.stderr
     assert r.returncode != 0, out[-2000:]
     assert key in out and why in out, out[-3000:]
     assert not (wd / "results").exists()
-    assert not (tmp_path / "shared").exists()  # no target directory was created
 
 
-def test_server_tcp_wrong_type_through_snakemake(tmp_path):
+def test_server_tcp_wrong_type_is_refused_naming_the_key(tmp_path):
     wd = tmp_path / "wd"
     tiny_config(wd, {"disk": tmp_path / "disk"}, server={"tcp": "yes"})
-    r = snakemake(wd, "-n", "load_index", check=False)
-    assert r.returncode != 0
-    assert "config key 'server.tcp': 'yes' is not of type 'boolean'" in r.stdout + r.stderr
+    refusal = check(wd, wd / "config.yaml", "load_index").refusal
+    assert "config key 'server.tcp': 'yes' is not of type 'boolean'" in refusal, refusal
     assert not (tmp_path / "disk").exists()
 
 

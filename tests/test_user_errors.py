@@ -16,6 +16,7 @@ import pytest
 
 from support.indexinput import write_files
 from support.servers import tmpfs
+from support.preflight import check
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -31,15 +32,13 @@ def _one_line_error(p, command: str) -> str:
     return line
 
 
-@pytest.mark.slow
 def test_a_target_tmpdir_that_is_a_file_stops_the_run_before_any_job(tmp_path):
     (tmp_path / "afile").write_text("x")
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"base: tests/configs/tiny.yaml\nrun: tmpcheck\nstages: [fio]\n"
                    f"targets: {{disk: {{path: {tmp_path / 'disk'}, tmpdir: {tmp_path / 'afile'}}}}}\n")
-    p = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(cfg)],
-                       cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert p.returncode != 0 and "targets.disk.tmpdir" in p.stdout + p.stderr, p.stdout + p.stderr
+    refusal = check(REPO, cfg, "--cores", "1").refusal
+    assert "targets.disk.tmpdir" in refusal, refusal
     assert not (REPO / "results" / "tmpcheck").exists()
 
 

@@ -31,7 +31,7 @@ from ...prepare import spec as prepare_spec
 from ...prepare.own import manifest as patch_manifest
 from ...report.plots import ALWAYS as PLOT_NAMES
 from ...report.tables import TABLES as TABLE_NAMES
-from .preflight import Preflight, PreflightError, preflight
+from .preflight import Invocation, Preflight, PreflightError, preflight
 
 # what a stage writes that the tables require
 _STAGE_RESULTS = {"fio": "fio", "load_index": "load", "queries": "queries", "restart": "restart", "cluster": "cluster"}
@@ -66,22 +66,11 @@ class Dag:
 
     @classmethod
     def _of(cls, workflow, config: dict, argv: list[str]) -> Dag:
-        files = preflight(workflow, config, argv)
-        if config["index"]["source"] != "partition" and "queries" in config["stages"]:
-            raise PreflightError(f"config key 'index.source': {config['index']['source']} writes no chunk files, "
-                                 "which the queries stage needs; remove queries from 'stages' or set index.source: "
-                                 "partition")
-        try:
-            pairs, not_run = strategies.load_pairs(config["load"]["strategies"], config["load"]["engines"],
-                                                   config["load"]["skip"])
-        except strategies.LoadError as e:
-            raise PreflightError(str(e)) from None
-        sizes = RunSizes.of(config)
+        files, sizes, pairs, not_run = checked(Invocation.of(workflow), config, argv)
         dag = cls(config, workflow, files, sizes, cb_requests.requests(sizes), cb_requests.measure_domains(sizes),
                   pairs, not_run)
         for domain in dag.domains:
             workflow.register_resource(domain, 1)   # one measuring job at a time per node (or host)
-        dag.check_plan(argv)
         return dag
 
     # -- what the rules name ------------------------------------------------------------------
@@ -242,26 +231,6 @@ class Dag:
         return res
 
     # -- before the first job, and after a failed one -----------------------------------------
-    def check_plan(self, argv: list[str]) -> None:
-        """The run's rows and expected minutes per stage, printed by the main process; a run expected
-        to take longer than run_limit_h stops here, naming it (core/infra/jobs/plan.py)."""
-        if not self.workflow.is_main_process:
-            return
-        per = len(self.targets) * len(self.config["load"]["variants"]) if "load_index" in self.stages else 0
-        loads = [(e, strategies.get_strategy(s).resumable) for e, s in self.load_pairs] * per
-        try:
-            # the load's own check of its options (sort_memory ...) fails here, before any job
-            spec = LoadSpec.of(self.config) if loads else None
-        except LoadError as e:
-            raise PreflightError(f"catbench: nothing was started: config key 'load': {e}") from None
-        plan = cb_plan.plan(self.sizes, loads, time_limit_s=spec and spec.time_limit_s)
-        for line in cb_plan.lines(plan):
-            _say(line)
-        try:
-            cb_plan.check_limit(plan, _cli_targets(argv))
-        except cb_config.ConfigError as e:
-            raise PreflightError(f"catbench: nothing was started: {e}") from None
-
     def check_slurm(self) -> None:
         """onstart, under the slurm executor only: every job's request must fit its partition
         (MaxTime, CPUs, memory, a pinned node inside it), else stop naming the rule, the request,
@@ -308,6 +277,46 @@ class Dag:
                 continue
             for line in metrics.failed_jobs(text):
                 _say(line)
+
+
+def checked(inv: Invocation, config: dict, argv: list[str]) -> tuple[Preflight, RunSizes, list, list]:
+    """Every check before any job (preflight.py, then the DAG's own: the index source the
+    queries need, the load pairs, the plan), ``config`` validated in place: the files, the
+    run's sizes, the load pairs run and those not run. PreflightError carries the first line."""
+    files = preflight(inv, config, argv)
+    if config["index"]["source"] != "partition" and "queries" in config["stages"]:
+        raise PreflightError(f"config key 'index.source': {config['index']['source']} writes no chunk files, "
+                             "which the queries stage needs; remove queries from 'stages' or set index.source: "
+                             "partition")
+    try:
+        pairs, not_run = strategies.load_pairs(config["load"]["strategies"], config["load"]["engines"],
+                                               config["load"]["skip"])
+    except strategies.LoadError as e:
+        raise PreflightError(str(e)) from None
+    sizes = RunSizes.of(config)
+    if inv.main:
+        _check_plan(config, sizes, pairs, argv)
+    return files, sizes, pairs, not_run
+
+
+def _check_plan(config: dict, sizes: RunSizes, pairs: list, argv: list[str]) -> None:
+    """The run's rows and expected minutes per stage, printed; a run expected to take longer
+    than run_limit_h stops here, naming it (core/infra/jobs/plan.py)."""
+    stages = config["stages"]
+    per = len(config["targets"]) * len(config["load"]["variants"]) if "load_index" in stages else 0
+    loads = [(e, strategies.get_strategy(s).resumable) for e, s in pairs] * per
+    try:
+        # the load's own check of its options (sort_memory ...) fails here, before any job
+        spec = LoadSpec.of(config) if loads else None
+    except LoadError as e:
+        raise PreflightError(f"catbench: nothing was started: config key 'load': {e}") from None
+    plan = cb_plan.plan(sizes, loads, time_limit_s=spec and spec.time_limit_s)
+    for line in cb_plan.lines(plan):
+        _say(line)
+    try:
+        cb_plan.check_limit(plan, _cli_targets(argv))
+    except cb_config.ConfigError as e:
+        raise PreflightError(f"catbench: nothing was started: {e}") from None
 
 
 def _refused(e: PreflightError) -> Exception:

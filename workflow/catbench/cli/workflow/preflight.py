@@ -45,6 +45,24 @@ class PreflightError(Exception):
     """A check before any job failed; its message is the run's first line (Snakemake's error)."""
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """What the checks read of the Snakemake command: plain values (``of`` takes them from the
+    workflow object), so the same checks run from the Snakefile and, in-process, from a test."""
+    basedir: Path
+    configfiles: tuple = ()
+    overrides: dict = field(default_factory=dict)   # --config, as Snakemake parsed it
+    main: bool = True                                # the snakemake process, not a job's re-parse
+    dryrun: bool = False
+    keep_going: bool = False
+
+    @classmethod
+    def of(cls, workflow) -> Invocation:
+        return cls(Path(workflow.basedir), tuple(workflow.overwrite_configfiles or ()),
+                   dict(workflow.config_settings.config), workflow.is_main_process, bool(workflow.dryrun),
+                   bool(getattr(workflow.execution_settings, "keep_going", False)))
+
+
 @dataclass
 class Preflight:
     """What the rules read of the checks before any job: the user's index and patch files,
@@ -61,7 +79,7 @@ def _say(line: str) -> None:
     print(f"catbench: {line}", file=sys.stderr)
 
 
-def preflight(workflow, config: dict, argv: list[str]) -> Preflight:
+def preflight(inv: Invocation, config: dict, argv: list[str]) -> Preflight:
     """Every check before any job, called once by dag.py ``Dag.of``: ``config``
     validated in place (a --configfile over its base, --config overrides typed as YAML, each
     file read strictly), the targets, the run's folders, server.ram's cgroup, the user's files,
@@ -70,12 +88,12 @@ def preflight(workflow, config: dict, argv: list[str]) -> Preflight:
     from ...core.infra import config as cb_config
     from ...core.infra.targets import TargetError
     from ...prepare.own import spec as patch_spec
-    main = workflow.is_main_process
+    main = inv.main
     try:
-        for file in workflow.overwrite_configfiles or ():   # Snakemake lets a repeated key win silently
+        for file in inv.configfiles:   # Snakemake lets a repeated key win silently
             cb_config.read_file(file, "--configfile")
         valid = cb_config.validate(cb_config.typed_overrides(
-            cb_config.layered(config, Path(workflow.basedir)), dict(workflow.config_settings.config)),
+            cb_config.layered(config, inv.basedir), dict(inv.overrides)),
             resolve=lambda c: patch_spec.resolve(c, results=Path("results")))
     except cb_config.ConfigError as e:
         raise PreflightError(str(e)) from None
@@ -90,8 +108,8 @@ def preflight(workflow, config: dict, argv: list[str]) -> Preflight:
     _own_files(config, main, out)
     _patch_files(config, main, out)
     if main:
-        _space(workflow, config, res, argv)
-        _system_tools(workflow, config, argv)
+        _space(inv, config, res, argv)
+        _system_tools(inv, config, argv)
     return out
 
 
@@ -151,7 +169,7 @@ def _patch_files(config: dict, main: bool, out: Preflight) -> None:
             _say(f"{patch.KEY}: {line} since the patch was read: it is read again")
 
 
-def _space(workflow, config: dict, res: str, argv: list[str]) -> None:
+def _space(inv: Invocation, config: dict, res: str, argv: list[str]) -> None:
     """What the run will need on each target (load/estimate.py), printed, and a target with less
     free space refused (targets on a Slurm node: by their jobs there). With --keep-going a too
     small target only warns: its own jobs refuse or fail, the other targets finish."""
@@ -173,13 +191,12 @@ def _space(workflow, config: dict, res: str, argv: list[str]) -> None:
                                        "index.space_check") for t, e in est["targets"].items()})
     except TargetError as e:
         # Snakemake sets its execution settings after parsing: --keep-going from the command line
-        if not (getattr(workflow.execution_settings, "keep_going", False) or "--keep-going" in argv
-                or any(re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", a) for a in argv[1:])):
+        if not (inv.keep_going or "--keep-going" in argv or any(re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", a) for a in argv[1:])):
             raise PreflightError(f"catbench: nothing was started: {e}") from None
         _say(f"warning: {e}")
 
 
-def _system_tools(workflow, config: dict, argv: list[str]) -> None:
+def _system_tools(inv: Invocation, config: dict, argv: list[str]) -> None:
     """The system tools the config's stages use (a target on a Slurm node has the node's, checked
     by its jobs): a missing one would fail the first job that needs it, after the work before it."""
     from ...core.infra.jobs import system
@@ -191,7 +208,7 @@ def _system_tools(workflow, config: dict, argv: list[str]) -> None:
     how = (f"not installed: {' '.join(missing)}; `make run CONFIG=<this config>` installs them as "
            f"root, or: bash workflow/scripts/install-system.sh {' '.join(system.needed_tools(config))}")
     # a dry run (-n, -np, --dry-run) only says so: Snakemake sets it after parsing
-    if workflow.dryrun or any(a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a)
+    if inv.dryrun or any(a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a)
                               for a in argv[1:]):
         _say(f"warning: {how}")
     else:
