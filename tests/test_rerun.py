@@ -1,6 +1,6 @@
 """Re-running single stages: which jobs Snakemake plans (from its own dry-run job
-table) after a full run, with --forcerun, with one output selected, after an
-interruption (the full-sky DAG's time: test_workflow.py)."""
+table) after the session's full tiny run (support/shared_run.py, copied), with --forcerun,
+with one output selected, after an interruption (the full-sky DAG's time: test_workflow.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.faultkit import foreground_signals
+from support.faultkit import RUN, copy_workdir, foreground_signals
+from support.shared_run import shared_tiny_run
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
@@ -62,29 +63,31 @@ def planned(tmp_path, *args) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
+    """A copy of the session's finished tiny run (every stage, one target, one variant and
+    strategy), its config as the run had it."""
     tmp = tmp_path_factory.mktemp("rerun")
-    _cfg(tmp)
-    _run(tmp, "load_index")
-    yield tmp
-    subprocess.run(["rm", "-rf", f"/dev/shm/cbrerun-{tmp.name}"])
+    shared = shared_tiny_run()
+    copy_workdir(shared["wd"], tmp)
+    (tmp / "config.yaml").write_text((shared["wd"] / "config.yaml").read_text())
+    return tmp
 
 
 def test_nothing_to_do_after_a_full_run(finished):
-    assert planned(finished, "load_index") == {}
+    assert planned(finished) == {}
 
 
 def test_forcerun_reruns_only_that_stage_and_downstream(finished):
     jobs = planned(finished, "load_index", "--forcerun", "load_index_run")
-    assert jobs == {"load_index_run": 2, "load_compare": 1, "load_index": 1}, jobs
+    assert jobs == {"load_index_run": 1, "load_compare": 1, "load_index": 1}, jobs
     jobs = planned(finished, "load_index", "--forcerun", "partition_map")
     assert "catalog_part" not in jobs and "catalog_patch" not in jobs, jobs
-    assert jobs["partition_map"] >= 1 and jobs["load_index_run"] == 2, jobs
+    assert jobs["partition_map"] >= 1 and jobs["load_index_run"] == 1, jobs
 
 
-def test_one_target_variant_strategy_selected_by_its_output(finished):
-    out = "results/rerun/load/tmpfs/bigint/innodb/one-file-at-a-time"
+def test_one_output_selected_runs_its_job_alone(finished):
+    out = f"results/{RUN}/load/disk/bigint/innodb/one-file-at-a-time"
     jobs = planned(finished, out, "--forcerun", "load_index_run")
-    assert jobs == {"load_index_run": 1}, jobs
+    assert jobs == {"load_index_run": 1}, jobs   # not load_compare, which reads it
 
 
 def test_config_change_reruns_only_what_reads_it(finished):
@@ -95,7 +98,7 @@ def test_config_change_reruns_only_what_reads_it(finished):
         jobs = planned(finished, "load_index")
         assert "index_input" in jobs and "catalog_part" not in jobs, jobs
     finally:
-        cfg["partition"]["index_files"] = 4
+        cfg["partition"]["index_files"] = 3
         (finished / "config.yaml").write_text(yaml.safe_dump(cfg))
 
 
