@@ -466,3 +466,26 @@ def test_the_score_names_the_measured_dominant_phase_and_a_mismatch_is_a_miss():
     # the same phase both ways: it agrees
     seen["disk/node-restart-ist"]["phases"] = {"start": 9.0, "transfer": 1.0}
     assert model.score([p], seen)[0]["dominant_agrees"]
+
+
+def test_growth_the_rungs_cannot_tell_is_planned_at_its_bound_not_assumed_away():
+    """An IST whose rungs' transfer seconds are flat in noise (12.5 s at a check where the
+    rungs priced ~1 s): the central figure keeps the fixed cost, the figure to plan by carries
+    the slope's upper bound to the user's write sets, and a far check is scored against both."""
+    obs, sizes = _ladder()
+    noisy = [replace(o, seconds=(0.8, 1.3, 1.1, 0.9, 1.2, 0.7)[i % 6]) if o.phase == "state_transfer" else o
+             for i, o in enumerate(obs)]
+    at = model.UserNode(40 * G, 80 * G, 8 * G, None, None, 600.0, 8 * G)
+    ist = next(p for p in model.predict_all(noisy, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-ist")
+    phase = next(ph for ph in ist["phases"] if ph["phase"] == "state_transfer")
+    assert phase["plan_s"] == phase["ci_high"] > 2 * phase["seconds"]
+    assert ist["plan_s"] == pytest.approx(sum(ph["plan_s"] for ph in ist["phases"]))
+    assert ist["plan_s"] > ist["total_s"] + (phase["ci_high"] - phase["seconds"]) * 0.99
+    assert any("planned at that bound" in w for w in ist["regime"])
+    told = next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "node-restart-ist")
+    assert told["plan_s"] is None      # a slope the rungs tell: the central figure is the one to plan by
+    for measured, covered in ((ist["plan_s"] * 0.9, True), (ist["plan_s"] * 1.1, False)):
+        seen = {"disk/node-restart-ist": {"total_s": measured, "n": 2, "phases": {"state_transfer": 10.0},
+                                          "quantities": {}}}
+        [scored] = model.score([ist], seen)
+        assert scored["plan_covers"] is covered and scored["total_ratio"] < 1

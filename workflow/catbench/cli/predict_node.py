@@ -64,8 +64,9 @@ def line(p: dict) -> str:
     if "refused" in p:
         return f"{name}: no prediction: {p['refused']}"
     dom = next(x for x in p["phases"] if x["phase"] == p["dominant"])
+    plan = f", plan for {duration(p['plan_s'])}" if p.get("plan_s") else ""
     return (f"{name}: {duration(p['total_s'])} [{duration(p['total_ci_low'])}, {duration(p['total_ci_high'])}] "
-            f"({p['confidence']:.0%}); dominant {p['dominant']} {duration(dom['seconds'])}, bound by {dom['bound']}"
+            f"({p['confidence']:.0%}){plan}; dominant {p['dominant']} {duration(dom['seconds'])}, bound by {dom['bound']}"
             + (f", {dom['driver']}" + (f" {human(dom['quantity_bytes'])}" if dom["quantity_in_bytes"] else "")
                + f" {dom['past_rungs']:,.1f}x the largest rung's" if dom["driver"] and dom["past_rungs"] else "")
             + ("; " + "; ".join(p["regime"]) if p.get("regime") else ""))

@@ -144,7 +144,7 @@ def restart_rows(doc) -> list[dict]:
         dom = next((x for x in p.get("phases") or [] if x.get("phase") == p.get("dominant")), {})
         m = seen.get(json.dumps(p["key"], sort_keys=True), {})
         out.append({"target": p["key"].get("target"), "kind": p["key"].get("kind"), **{k: p.get(k) for k in (
-                        "total_s", "total_ci_low", "total_ci_high", "at_most_s", "confidence", "dominant")},
+                        "total_s", "total_ci_low", "total_ci_high", "plan_s", "at_most_s", "confidence", "dominant")},
                     "dominant_s": dom.get("seconds"), "dominant_bound": dom.get("bound"),
                     **{k: dom.get(k) for k in ("driver", "quantity_bytes", "quantity_in_bytes", "past_rungs")},
                     "regime": "; ".join(p.get("regime") or []) or None, "refused": p.get("refused"),
@@ -154,7 +154,7 @@ def restart_rows(doc) -> list[dict]:
 
 
 # the columns a far check's score adds (predict/restarts/model.py score)
-MEASURED = ("total_measured_s", "total_ratio", "total_inside", "n", "dominant_ratio", "dominant_inside", "measured_dominant",
+MEASURED = ("total_measured_s", "total_ratio", "total_inside", "plan_covers", "n", "dominant_ratio", "dominant_inside", "measured_dominant",
             "measured_dominant_measured_s", "measured_dominant_ratio", "measured_dominant_inside", "dominant_agrees")
 
 
@@ -165,8 +165,8 @@ def _restart_row(r: dict) -> list:
     if r.get("driver") and r.get("past_rungs"):
         size = f" {human(r['quantity_bytes'])}" if r.get("quantity_in_bytes") else ""
         dom += f" ({r['driver']}{size}, {r['past_rungs']:,.1f}× the largest rung's)"
-    return [r["kind"], duration(r["total_s"]), f"{duration(r['total_ci_low'])} – {duration(r['total_ci_high'])}", dom,
-            r.get("regime") or "–"]
+    return [r["kind"], duration(r["total_s"]) + (f" (plan for {duration(r['plan_s'])})" if r.get("plan_s") else ""),
+            f"{duration(r['total_ci_low'])} – {duration(r['total_ci_high'])}", dom, r.get("regime") or "–"]
 
 
 def _measured_cell(r: dict) -> str:

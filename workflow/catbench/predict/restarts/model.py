@@ -300,12 +300,15 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
         add = mem.get(phase, (0.0, 0.0, 0.0))
         sec, low, high = sec + add[0], low + add[1], high + add[2]
         reach = qq / f.q_max if qq and f.q_max else None
-        if drv and f.b_high and qq and high - sec > sec:
+        # growth the rungs cannot exclude is not assumed away: a user plans by its upper bound
+        plan = high if drv and f.b_high and qq else sec
+        if plan - sec > sec:
             out["regime"] = [*out["regime"], f"{phase}: the rungs do not tell its growth with the {drv.words} "
-                                             f"(up to +{duration(high - sec)} at your size): larger rungs would"]
+                                             f"(up to +{duration(high - sec)} at your size): planned at that "
+                                             f"bound; larger rungs would tell it"]
         phases.append({"phase": phase, "driver": drv.words if drv else None, "quantity_bytes": qq,
                        "quantity_in_bytes": bool(drv and drv.in_bytes),
-                       "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high,
+                       "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high, "plan_s": plan,
                        "a_s": f.a, "b_s_per_byte": f.per_unit, "n": f.n, "memory_s": add[0],
                        "bound": "memory (first touch)" if add[0] > sec / 2 else how, "note": f.note})
         total += sec
@@ -313,7 +316,9 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
         up += (high - sec) ** 2
     dom = max(phases, key=lambda p: p["seconds"])
     got = {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
-           "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"]}
+           "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"],
+           # every phase at its plan figure (a sum, not the interval's root-sum-square); said where it adds a tenth
+           "plan_s": plan if (plan := sum(ph["plan_s"] for ph in phases)) > 1.1 * total else None}
     ages = {"crash-during-load": (sh.age_range, "kills left"),
             "node-restart-sst": (sh.sst_redo_range, "donors' backups copied")}.get(kind)
     if ages and ages[0] and at.checkpoint_age is None:
@@ -401,6 +406,7 @@ def score(predictions: list[dict], seen: dict) -> list[dict]:
         out.append({"key": p["key"], "total_predicted_s": p["total_s"], "total_measured_s": m["total_s"],
                     "total_ratio": p["total_s"] / m["total_s"], "n": m["n"],
                     "total_inside": p["total_ci_low"] <= m["total_s"] <= p["total_ci_high"],
+                    "plan_s": p.get("plan_s"), "plan_covers": (p.get("plan_s") or p["total_s"]) >= m["total_s"],
                     "dominant": p["dominant"], "dominant_predicted_s": dom["predicted_s"],
                     "dominant_measured_s": dom["measured_s"], "dominant_ratio": dom["ratio"],
                     "dominant_inside": dom["inside"],
