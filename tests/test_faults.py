@@ -87,65 +87,75 @@ STAGES = [
 ]
 
 
-@pytest.mark.parametrize("sig,group,stages", [
-    (signal.SIGINT, True, STAGES),        # Ctrl-C in the terminal: the whole foreground process group
-    (signal.SIGTERM, True, STAGES),       # kill -TERM -<pgid>, timeout(1), systemd, a batch system
-    # To snakemake alone: what it does with the signal (stop its jobs, or let them finish) is
-    # the same for any job, and both stages' servers are held above; one stage here.
-    (signal.SIGINT, False, STAGES[:1]),   # kill -INT <snakemake pid>
-    (signal.SIGTERM, False, STAGES[:1]),  # kill <snakemake pid>
-], ids=["SIGINT-group", "SIGTERM-group", "SIGINT-snakemake", "SIGTERM-snakemake"])
-def test_interrupt_during_load_index_and_queries_then_resume(baseline, tmp_path, sig, group, stages):
-    """Signal snakemake while a load_index job and then a queries job has its server up:
-    within 30 s no server is left, the job's output is absent or flagged incomplete (or,
-    when the signal let the job finish, complete and correct), and a --rerun-incomplete run
-    finishes with the checksums of the uninterrupted run."""
+# Each signal on the run the one before cut short (Ctrl-C, then a batch system's SIGTERM on the
+# attempt after): the second attempt starts from what the first left; one re-run after both.
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("group,stages", [
+    (True, STAGES),        # the whole foreground process group: Ctrl-C in the terminal; kill -TERM -<pgid>,
+                           # timeout(1), systemd, a batch system
+    # To snakemake alone (kill -INT / kill <snakemake pid>): what it does with the signal (stop its
+    # jobs, or let them finish) is the same for any job, and both stages' servers are held above.
+    (False, STAGES[:1]),
+], ids=["group", "snakemake"])
+def test_interrupt_during_load_index_and_queries_then_resume(baseline, tmp_path, group, stages):
+    """Signal snakemake while a load_index job and then a queries job has its server up, SIGINT
+    and then SIGTERM on the next attempt: within 30 s no server is left, the job's output is
+    absent or flagged incomplete (or, when the signal let the job finish, complete and correct),
+    and a --rerun-incomplete run finishes with the checksums of the uninterrupted run."""
     with scratch_dirs() as (disk, _):
         wd = _fresh_copy(baseline, tmp_path / "wd", disk)
         for target, server_dir, job_log, out_rel in stages:
-            proc = start_snakemake(wd, target, "--rerun-incomplete", log_name=f"{target}.out")
-            try:
-                wait_server_up(disk / RUN / server_dir, wd / job_log, proc=proc)
-                time.sleep(0.3)  # mid-job: loading / lookups / queries
-                if group:
-                    os.killpg(proc.pid, sig)
-                else:
-                    os.kill(proc.pid, sig)
-                t0 = time.monotonic()
-                left = wait_no_servers(disk, 30)
-                assert not left, f"servers still running {time.monotonic() - t0:.0f} s after " \
-                                 f"{sig.name}: {[p.pid for p in left]}"
-                proc.wait(60)
-                jobs = wait_no_jobs(wd, 30)
-                assert not jobs, f"jobs still running: {[p.cmdline() for p in jobs]}"
-            finally:
-                stop_run(proc)
-            out = wd / out_rel
-            # snakemake exits non-zero: the run was cut short
-            assert proc.returncode != 0, (wd / f"{target}.out").read_text()[-3000:]
-            if out.exists() and not incomplete_marked(wd, out_rel):
-                # only a signal to snakemake alone lets the running job finish (SIGTERM:
-                # "graceful"); then the output must be the real, complete one
-                assert not group and sig == signal.SIGTERM, f"{out_rel} survived {sig.name} as complete"
-                assert (out / "summary.json").exists()
-            # no half-written result directory of the job is left beside it
-            assert not list(out.parent.glob(f".{out.name}.partial-*"))
-            # the server dir keeps at most the logs and config of the interrupted server; a
-            # file-by-file load also its data and resume.json, for the re-run to resume
-            sdir = disk / RUN / server_dir
-            if sdir.exists() and group:
-                # a load that finished may be killed while its server folder is removed (my.cnf
-                # first): what is left the re-run removes and loads afresh (checked below)
-                if target == "load_index" and (sdir / "data").exists() and (sdir / "my.cnf").exists():
-                    assert (sdir / "resume.json").exists(), sorted(p.name for p in sdir.iterdir())
-                elif target != "load_index":
-                    assert not (sdir / "data").exists(), sorted(p.name for p in sdir.iterdir())
+            for sig in SIGNALS:
+                _interrupt(wd, disk, target, server_dir, job_log, out_rel, sig, group)
         # The stage outputs are named too: when the interrupted job failed (SIGTERM to the
         # group) Snakemake deleted its output, and the stage's summary file left by the
         # earlier complete run would otherwise hide that (see test_server_killed_during_load_index).
         snakemake(wd, "load_index", "queries", LOAD_OUT, QUERY_OUT, "--rerun-incomplete")
         assert fingerprint(wd) == baseline.fp
         assert not server_procs(disk)
+
+
+def _interrupt(wd: Path, disk: Path, target: str, server_dir: str, job_log: str, out_rel: str, sig, group: bool):
+    """One attempt of ``target`` cut short by ``sig`` once its server is up, and what it left."""
+    proc = start_snakemake(wd, target, "--rerun-incomplete", log_name=f"{target}-{sig.name}.out")
+    try:
+        wait_server_up(disk / RUN / server_dir, wd / job_log, proc=proc)
+        time.sleep(0.3)  # mid-job: loading / lookups / queries
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
+        t0 = time.monotonic()
+        left = wait_no_servers(disk, 30)
+        assert not left, f"servers still running {time.monotonic() - t0:.0f} s after " \
+                         f"{sig.name}: {[p.pid for p in left]}"
+        proc.wait(60)
+        jobs = wait_no_jobs(wd, 30)
+        assert not jobs, f"jobs still running: {[p.cmdline() for p in jobs]}"
+    finally:
+        stop_run(proc)
+    out = wd / out_rel
+    # snakemake exits non-zero: the run was cut short
+    assert proc.returncode != 0, (wd / f"{target}-{sig.name}.out").read_text()[-3000:]
+    if out.exists() and not incomplete_marked(wd, out_rel):
+        # only a signal to snakemake alone lets the running job finish (SIGTERM:
+        # "graceful"); then the output must be the real, complete one
+        assert not group and sig == signal.SIGTERM, f"{out_rel} survived {sig.name} as complete"
+        assert (out / "summary.json").exists()
+    # no half-written result directory of the job is left beside it
+    assert not list(out.parent.glob(f".{out.name}.partial-*"))
+    # the server dir keeps at most the logs and config of the interrupted server; a
+    # file-by-file load also its data and resume.json, for the re-run to resume
+    sdir = disk / RUN / server_dir
+    if sdir.exists() and group:
+        # a load that finished may be killed while its server folder is removed (my.cnf
+        # first): what is left the re-run removes and loads afresh (checked after the re-run)
+        if target == "load_index" and (sdir / "data").exists() and (sdir / "my.cnf").exists():
+            assert (sdir / "resume.json").exists(), sorted(p.name for p in sdir.iterdir())
+        elif target != "load_index":
+            assert not (sdir / "data").exists(), sorted(p.name for p in sdir.iterdir())
 
 
 def test_server_killed_during_load_index(baseline, tmp_path):

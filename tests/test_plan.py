@@ -16,6 +16,7 @@ from catbench.core.infra.config import ConfigError, layered, typed_overrides, va
 from catbench.load.spec import LoadSpec
 from catbench.load.strategies import get_strategy, load_pairs
 from support.text import line_with
+from support.preflight import check
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -160,13 +161,12 @@ def test_snakemake_plans_the_default_run_on_the_users_one_target(tmp_path):
     assert partition and "measure_host" not in partition.group(1)
 
 
-@pytest.mark.slow
-def test_snakemake_stops_a_run_over_its_limit_before_any_job(tmp_path):
-    r = dry_run(tmp_path, {**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}, "run_limit_h": 0.02})
-    out = r.stdout + r.stderr
-    assert r.returncode != 0
-    assert line_with(out, "config key 'run_limit_h'", "0.02 h"), out[-3000:]
-    assert not (tmp_path / "wd" / "results").exists() and "load_index_run" not in r.stdout
+def test_a_run_over_its_limit_is_stopped_before_any_job(tmp_path):
+    cfgfile = tmp_path / "my.yaml"
+    cfgfile.write_text(yaml.safe_dump({**MINE, "targets": {"nvme": {"path": str(tmp_path / "x")}}, "run_limit_h": 0.02}))
+    refusal = check(tmp_path / "wd", cfgfile).refusal
+    assert line_with(refusal, "config key 'run_limit_h'", "0.02 h"), refusal
+    assert not (tmp_path / "wd" / "results").exists()
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from catbench.core.server.process import Server
 from support.faultkit import LOAD_DIR, QUERY_DIR, RUN, copy_workdir, scratch_dirs, snakemake, tiny_config
 from support.servers import server_procs
 from support.shared_run import ListenWatch, shared_tiny_run
+from support.preflight import check
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
@@ -140,9 +141,20 @@ def test_unsafe_identifiers_are_rejected_naming_the_key(tmp_path, what, change, 
         validate(cfg)
 
 
-@pytest.mark.parametrize("what", ["target name SQL", "run ../../etc", "binary shell"])
-def test_unsafe_identifiers_stop_the_real_snakemake(tmp_path, what):
+@pytest.mark.parametrize("what", ["target name SQL", "run ../../etc"])
+def test_unsafe_identifiers_are_refused_before_any_job(tmp_path, what):
     _, change, key = next(c for c in BAD_IDENTIFIERS if c[0] == what)
+    wd = tmp_path / "wd"
+    cfg = _base(wd)
+    change(cfg)
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
+    refusal = check(wd, wd / "config.yaml", "load_index", dryrun=False).refusal
+    assert f"config key '{key}'" in refusal, refusal
+    assert not (wd / "results").exists() and not (wd / "disk").exists()
+
+
+def test_an_unsafe_identifier_stops_the_real_snakemake(tmp_path):
+    _, change, key = next(c for c in BAD_IDENTIFIERS if c[0] == "binary shell")
     wd = tmp_path / "wd"
     cfg = _base(wd)
     change(cfg)
