@@ -162,6 +162,9 @@ def test_every_kind_runs_in_order_and_transfers_as_expected(galera_run):
     tr = _kind(out, "node-restart-sst")["detail"][0]["transfer"]
     assert tr["sst_redo_bytes"] >= 0 and tr["sst_stream_bytes"] == tr["sst_estimate_bytes"] + tr["sst_redo_bytes"]
     assert sst["sst_prepare"]["transfer_bytes"] == tr["sst_redo_bytes"]   # the redo the joiner's prepare applies
+    got, fresh = tr["sst_parts"], tr["fresh_parts"]   # the joiner's files split, and the node's before the load
+    assert got["tables"] > fresh["tables"] and got["tables"] > 0 and got["server"] > 0, (got, fresh)
+    assert got["system"] + got["undo"] >= fresh["system"] + fresh["undo"] > 0, (got, fresh)
     copy = tr["sst_copy"]     # the joiner's staging grew while the donor streamed
     assert copy["bytes"] > 1e6 and 0 < copy["busy_s"] <= sst["sst_stream"]["seconds"] and copy["MBps"] > 0, copy
     crash = _kind(out, "node-crash")

@@ -199,8 +199,12 @@ def _write_rung(root, run: str, scale: float) -> str:
             ("shutdown", 0.1), ("node_down", 2.0 * scale), ("process_start_to_transfer_start", 1.5),
             ("process_start_to_transfer_end", 1.5 + xfer[rep]), ("process_start_to_synced", 1.6 + xfer[rep]),
             *parts[rep])]
+        data = data_pages * 16384     # the joiner's tables; its system tablespace grown 3x that by the load's undo
+        split = {"sst_parts": {"tables": data, "system": 12e6 + 3 * data, "undo": 0, "temp": 12e6, "server": 20e6},
+                 "fresh_parts": {"tables": 0, "system": 12e6, "undo": 0, "temp": 12e6, "server": 20e6}}
         det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes,
-                                                "sst_redo_bytes": redo[rep], "sst_copy": {"MBps": 200.0}}}
+                                                "sst_redo_bytes": redo[rep], "sst_copy": {"MBps": 200.0},
+                                                **(split if tr == "SST" else {})}}
                for rep in range(2)]
         (c / f"{kind}.json").write_text(json.dumps({"kind": kind, "gcache_size": f"{int(4 * scale)}M",
                                                     "server": {"settings": {"innodb_log_file_size": str(int(log))}},
@@ -240,7 +244,8 @@ def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):
     assert sst["age_range"] == [pytest.approx(0.2), pytest.approx(0.3)]
     stream, prepare = (next(p for p in sst["phases"] if p["phase"] == ph) for ph in ("sst_stream", "sst_prepare"))
     assert prepare["quantity_bytes"] == pytest.approx(0.25 * 8 * G)      # the rungs' median share of the user's log
-    assert stream["quantity_bytes"] > 600 * G + prepare["quantity_bytes"]
+    # a node at rest: its tables and what a datadir holds beside them, not the undo the rungs' load grew
+    assert stream["quantity_bytes"] == pytest.approx(600 * G + 44e6 + prepare["quantity_bytes"])
     assert "checkpoint age" in got["crash-during-load"]["regime"][0]
 
 
@@ -489,3 +494,35 @@ def test_growth_the_rungs_cannot_tell_is_planned_at_its_bound_not_assumed_away()
                                           "quantities": {}}}
         [scored] = model.score([ist], seen)
         assert scored["plan_covers"] is covered and scored["total_ratio"] < 1
+
+
+def test_an_sst_of_a_node_at_rest_streams_its_data_not_the_undo_the_rungs_load_grew():
+    """Rungs whose joiners held ~4× their data (the system tablespace grown by their own load's
+    undo): a user's 600 GiB node at rest streams its tables and what a datadir holds beside
+    them, not 2.3 TiB; the benchmark's own node, mid-load, streams that undo too; rungs that
+    recorded no split answer with the data alone and say so."""
+    _, sizes = _ladder()
+    for s in sizes.values():   # tables 1.02× the data, 40 MB beside them, undo 3× the data
+        s.sst_split = [(1.02 * s.data_bytes, 40e6, 3.0 * s.data_bytes)] * 2
+    sh = model.Shares.of(list(sizes.values()))
+    assert sh.sst == pytest.approx((1.02, 40e6, 3.0))
+    user = model.UserNode(600 * G, 128 * G, 8 * G)
+    q, _, words = model.quantities(user, sh, "node-restart-sst")
+    files = q["sst_stream"] - q["sst_prepare"]
+    assert files == pytest.approx(1.02 * 600 * G + 40e6) and "not the 3.00 a byte of undo" in words[0]
+    own = replace(user, at_rest=False)
+    q, _, words = model.quantities(own, sh, "node-restart-sst")
+    assert q["sst_stream"] - q["sst_prepare"] == pytest.approx(4.02 * 600 * G + 40e6) and "mid-load" in words[0]
+    q, _, words = model.quantities(user, replace(sh, sst=None), "node-restart-sst")
+    assert q["sst_stream"] - q["sst_prepare"] == 600 * G and "recorded no split" in words[0]
+
+
+def test_a_datadirs_state_is_split_into_tables_tablespaces_and_the_servers_own(tmp_path):
+    from catbench.restart.cluster.node import state_parts
+    files = {"ibdata1": 300, "undo001": 20, "undo002": 30, "ibtmp1": 7, "ib_logfile0": 999, "galera.cache": 999,
+             "aria_log.00000001": 5, "mysql/user.MAD": 11, "sys/sys_config.ibd": 13, "catbench/idx.ibd": 1000,
+             "catbench/idx.frm": 2, "grastate.dat": 1}
+    for name, size in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x" * size)
+    assert state_parts(tmp_path) == {"tables": 1002, "system": 300, "undo": 50, "temp": 7, "server": 5 + 11 + 13 + 1}

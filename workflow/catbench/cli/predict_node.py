@@ -43,9 +43,10 @@ def _at(a, target: RestartTarget, sizes: dict, device: dict | None) -> model.Use
         raise ConfigError(f"restart prediction: --checkpoint-age {human(a.checkpoint_age)} is past what a "
                           f"{human(redo)} redo log lets stand before the server checkpoints ({human(most)}, ~0.81 of "
                           f"the log): give at most that, or a larger --redo")
+    # --data is a user's node at rest; the config's target is the benchmark's own node, mid-load
     return model.UserNode(float(data), float(pool), float(redo), a.checkpoint_age, a.write_rate,
-                    a.downtime if a.downtime is not None else target.downtime_s,
-                    float(a.gcache or target.gcache), device)
+                          a.downtime if a.downtime is not None else target.downtime_s,
+                          float(a.gcache or target.gcache), device, at_rest=a.data is not None)
 
 
 def _one_ladder(sizes: dict) -> None:
@@ -141,8 +142,8 @@ def _seconds(text: str) -> float:
 
 def add_arguments(p) -> None:
     g = p.add_argument_group("restarts (when --results holds restart or cluster results)")
-    g.add_argument("--data", type=_size, help="the data a node holds (e.g. 600G; default predict.target_rows "
-                   "× the rungs' bytes a row)")
+    g.add_argument("--data", type=_size, help="the table bytes on a node's disk, at rest (e.g. 600G); default "
+                   "the config's target, predict.target_rows × the rungs' bytes a row, mid-load as the rungs ran")
     g.add_argument("--redo", type=_size, help="innodb_log_file_size (e.g. 8G; default the config's)")
     g.add_argument("--checkpoint-age", type=_size, help="redo since the last checkpoint at a crash (default the "
                    "rungs' share of the redo log, which the page cleaners' pace sets)")

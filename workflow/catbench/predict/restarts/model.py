@@ -72,6 +72,7 @@ class UserNode:
     downtime_s: float | None = None
     gcache: float | None = None
     device: dict | None = None
+    at_rest: bool = True        # not mid-load (the benchmark's own node is: its load's undo streams too)
 
 
 def _median(xs, default=None):
@@ -87,7 +88,9 @@ class Shares:
     redo_per_touch: float | None     # redo bytes a page touch costs (from pages recovered, below)
     crash_share: float | None        # the input committed at a kill
     dump: float | None               # pages in the dump ÷ min(pool, data)
-    sst: tuple[float, float] | None  # data files an SST streams = c0 + c1 · data
+    # an SST's files: the tables a byte of data, what a datadir at rest holds beside them, and
+    # the undo and system tablespace the benchmark's own load grew, a byte of data (None: not split)
+    sst: tuple[float, float, float] | None
     sst_redo: float | None           # redo an SST's backup copied ÷ the redo log
     sst_redo_range: tuple[float, float] | None
     copy_per_byte: list              # seconds a byte while an SST's stream copied (each repetition's)
@@ -107,13 +110,9 @@ class Shares:
                 n = sh * (s.data_bytes or 0) / s.page_bytes
                 if n and pages < 0.95 * n:   # random keys: R = N (1 - exp(-A / (r N)))
                     touch.append(redo / (n * -math.log(1 - pages / n)))
-        pts = [(s.data_bytes, b) for s in sizes if s.data_bytes for b in s.sst_bytes]
-        sst = None
-        if len({p[0] for p in pts}) >= 2:
-            c1, c0 = np.polyfit([p[0] for p in pts], [p[1] for p in pts], 1)
-            sst = (float(c0), float(c1))
-        elif pts:
-            sst = (0.0, _median([b / d for d, b in pts]))
+        split = [(t / s.data_bytes, rest, grown / s.data_bytes) for s in sizes if s.data_bytes
+                 for t, rest, grown in s.sst_split]
+        sst = tuple(_median(x) for x in zip(*split)) if split else None
         redo = [x for s in sizes for x in s.sst_redo_share]
         return cls(_median(age), (min(age), max(age)) if age else None, _median(touch), _median(share),
                    _median([x for s in sizes for x in s.dump_share]),
@@ -170,6 +169,21 @@ def recovery_bytes(at: UserNode, sh: Shares) -> tuple[float, float]:
     return age, sh.recovered(age, at.data * (sh.crash_share or 1.0))
 
 
+def sst_files(at: UserNode, sh: Shares) -> tuple[float, str]:
+    """The files an SST of ``at`` streams, and how they were told. A node at rest (``--data``, the
+    bytes on the user's disk) streams its tables and what any datadir holds beside them; the
+    undo and system tablespace the benchmark's own load grew are the rungs', not the user's, and
+    are added only for the benchmark's own node (mid-load: the config's target)."""
+    if sh.sst is None:
+        return at.data, "the data alone: the rungs recorded no split of their files; run them again"
+    tables, rest, grown = sh.sst
+    if at.at_rest:
+        return tables * at.data + rest, (f"the tables and {human(rest)} beside them; not the {grown:.2f} a byte "
+                                         f"of undo the rungs' own load left, which a node at rest does not hold")
+    return (tables + grown) * at.data + rest, (f"the tables, {human(rest)} beside them and the {grown:.2f} a byte "
+                                               f"of undo a node mid-load holds, as in the rungs")
+
+
 def quantities(at: UserNode, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:
     """Each phase's driving quantity at the user's node, the bytes it moves a unit of it (1 where
     the quantity is bytes), and the regime's words."""
@@ -188,15 +202,15 @@ def quantities(at: UserNode, sh: Shares, kind: str) -> tuple[dict, dict, list[st
             "the whole redo log: no rung's kill said" if sh.checkpoint_age is None
             else f"{sh.checkpoint_age:.2f} of the redo log, as in the rungs")
         words.append(f"checkpoint age {human(age)} at the kill ({told}), {human(pages)} of pages to recover")
-    if kind == "node-restart-sst":   # the data files, what the backup adds to them, and the redo
-        files = max(at.data, sh.sst[0] + sh.sst[1] * at.data) if sh.sst else at.data
+    if kind == "node-restart-sst":   # the data files, what a datadir holds beside them, and the redo
+        files, said = sst_files(at, sh)
         redo = checkpoint_age(at, sh, 1.0 if sh.sst_redo is None else sh.sst_redo)
         out.update(sst_stream=files + redo, sst_prepare=redo)
         told = "given" if at.checkpoint_age is not None else (
             "the whole redo log: no rung's backup said" if sh.sst_redo is None
             else f"{sh.sst_redo:.2f} of the redo log, as in the rungs")
-        words.append(f"{human(files)} of data files and {human(redo)} of redo since the donor's checkpoint "
-                     f"({told}) streamed; the joiner's prepare applies that redo")
+        words.append(f"{human(files)} of data files ({said}) and {human(redo)} of redo since the donor's "
+                     f"checkpoint ({told}) streamed; the joiner's prepare applies that redo")
     if kind == "node-restart-ist":
         rate = at.write_rate if at.write_rate is not None else sh.ist_per_down_s
         out["state_transfer"] = (rate or 0.0) * (at.downtime_s or 0.0)

@@ -46,6 +46,9 @@ class RungSizes:
     batches: list = field(default_factory=list)          # per kill: (checkpoint age, several batches or not)
     dump_share: list = field(default_factory=list)       # pages in the dump ÷ min(pool, data) pages
     sst_bytes: list = field(default_factory=list)        # data files an SST streamed (mariabackup's estimate)
+    # per SST: the joiner's files as (the tables, what a datadir at rest holds beside them, what
+    # the benchmark's own load grew the system and undo tablespaces by), in bytes
+    sst_split: list = field(default_factory=list)
     sst_redo_share: list = field(default_factory=list)   # redo it copied beside them ÷ the redo log
     sst_copy_s_per_byte: list = field(default_factory=list)   # seconds a byte while the stream copied
     ist_bytes_per_down_s: list = field(default_factory=list)
@@ -181,6 +184,11 @@ def _sst_parts(rows: list, rep: int, tr: dict, sizes: RungSizes, log_bytes: floa
         sizes.sst_bytes.append(float(est))
     if redo is not None and log_bytes:
         sizes.sst_redo_share.append(redo / log_bytes)
+    got, fresh = tr.get("sst_parts"), tr.get("fresh_parts")
+    if got and fresh:
+        grown, before = got["system"] + got["undo"], fresh["system"] + fresh["undo"]
+        sizes.sst_split.append((float(got["tables"]), float(got["server"] + got["temp"] + min(grown, before)),
+                                float(max(0, grown - before))))
     copy = tr.get("sst_copy") or {}
     if copy.get("MBps"):
         sizes.sst_copy_s_per_byte.append(1 / (copy["MBps"] * 1e6))

@@ -25,7 +25,7 @@ import mysql.connector
 from .. import errorlog
 from ..probe import Prober
 from . import galera_log
-from .node import state_bytes, wsrep_status
+from .node import state_parts, wsrep_status
 from .options import ClusterError
 from .rows import build
 from .session import joining, own_listeners
@@ -69,13 +69,14 @@ def _wait_synced(run, node, watcher, timeout: float) -> dict:
     """Until the joiner's log says Synced (and its status agrees); notes the node's state
     bytes the moment an SST is received."""
     deadline = time.monotonic() + timeout
-    seen_i, out = 0, {"sst_state_bytes": None, "t_synced_status": None}
+    seen_i, out = 0, {"sst_state_bytes": None, "sst_state_parts": None, "t_synced_status": None}
     while time.monotonic() < deadline:
         lines = watcher.lines[seen_i:]
         seen_i += len(lines)
         for _t, line in lines:
             if out["sst_state_bytes"] is None and _SST_RECEIVED.search(line):
-                out["sst_state_bytes"] = state_bytes(node.srv.datadir)
+                out["sst_state_parts"] = state_parts(node.srv.datadir)
+                out["sst_state_bytes"] = sum(out["sst_state_parts"].values())
             if _SYNCED.search(line):
                 st = run.cluster.wait_synced(node, timeout=max(1.0, deadline - time.monotonic()))
                 out["t_synced_status"] = time.time()
@@ -160,7 +161,7 @@ def restart_node(run, kind: str, rep: int) -> tuple[list[dict], list[dict], dict
                   run.seed * 1_000_003 + rep * 31 + len(kind))
     watchers = {n.name: errorlog.LogWatcher(n.srv.error_log, n.error_log_size()) for n in c.nodes}
     sampler = StatusSampler(run)
-    obs: dict = {"kind": kind, "repetition": rep, "node": node.name}
+    obs: dict = {"kind": kind, "repetition": rep, "node": node.name, "fresh_state_parts": run.fresh_parts}
     for w in watchers.values():
         w.start()
     sampler.start()

@@ -181,16 +181,34 @@ def wsrep_status(conn) -> dict[str, str]:
     return {k.lower(): (v.decode() if isinstance(v, (bytes, bytearray)) else v) for k, v in cur.fetchall()}
 
 
-def state_bytes(datadir: Path) -> int:
-    """Bytes of a node's state in its datadir (what a state transfer moves): every file but
-    the gcache, view state and SST logs."""
-    total = 0
+# the server's own schemas: what a datadir holds before any table of the user's
+SERVER_SCHEMAS = ("mysql", "performance_schema", "sys")
+# a datadir's state by part: the tables, the system tablespace (the undo too, where
+# innodb_undo_tablespaces is 0, MariaDB's default), undo tablespaces, the temporary tablespace,
+# and the rest (the server's schemas, Aria's files): what an SST streams beside the data
+PARTS = ("tables", "system", "undo", "temp", "server")
+
+
+def _part(rel: Path) -> str:
+    if len(rel.parts) > 1:
+        return "server" if rel.parts[0] in SERVER_SCHEMAS or rel.parts[0].startswith(".") else "tables"
+    name = rel.name
+    return ("system" if name.startswith("ibdata") else "undo" if re.fullmatch(r"undo\d+", name)
+            else "temp" if name.startswith("ibtmp") else "server")
+
+
+def state_parts(datadir: Path) -> dict[str, int]:
+    """Bytes of a node's state in its datadir (what a state transfer moves: every file but the
+    gcache, view state and SST logs) by :data:`PARTS`."""
+    out = dict.fromkeys(PARTS, 0)
     for root, _dirs, files in os.walk(datadir):
         for f in files:
             if any(Path(f).match(p) for p in NOT_STATE):
                 continue
+            path = Path(root, f)
             try:
-                total += os.stat(os.path.join(root, f)).st_size
+                out[_part(path.relative_to(datadir))] += path.stat().st_size
             except OSError:
                 pass  # moved or removed by the SST script meanwhile
-    return total
+    return out
+

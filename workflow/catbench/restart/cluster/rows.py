@@ -75,6 +75,9 @@ def transfer(obs: dict) -> dict:
             "ist_MBps": _rate(ist_bytes, ist_s), "sst_bytes": sst_bytes, "sst_s": sst_s,
             "sst_MBps": _rate(sst_bytes, sst_s), "sst_estimate_bytes": est, "sst_redo_bytes": redo,
             "sst_stream_bytes": est + redo if est is not None and redo is not None else None,
+            # the joiner's files by part once the SST arrived, and the node's before the index was loaded
+            "sst_parts": obs.get("sst_state_parts") if kind == "SST" else None,
+            "fresh_parts": obs.get("fresh_state_parts") if kind == "SST" else None,
             "sst_copy": stream.copy_rate(obs.get("sst_staging") or [], d["sst_stream"], d["sst_donor_done"]),
             "bytes": sst_bytes if kind == "SST" else ist_bytes,
             "MBps": _rate(sst_bytes, sst_s) if kind == "SST" else _rate(ist_bytes, ist_s),

@@ -23,6 +23,7 @@ from ...core.index.table import (
     table_checksum,
 )
 from ...core.infra.resources import read_sql
+from .node import state_parts
 from .options import ClusterError
 from .session import Cluster
 from .spec import ClusterSpec
@@ -46,6 +47,7 @@ class ClusterRun:
         self.in_doubt: list[tuple] = []   # rows of failed inserts (committed or not)
         self.kind: str | None = None
         self.load_info: dict = {}
+        self.fresh_parts: dict | None = None   # the restarted node's state before the index was loaded
         names = dict(key=variant.key, database=DATABASE, table=TABLE)
         self.inserted = f"`{variant.key}` LIKE 'CBINS%'" if variant.text_key else f"`{variant.key}` < 0"
         self._part_sql = read_sql("cluster", "part_checksum.sql")
@@ -69,6 +71,7 @@ class ClusterRun:
     def load(self) -> dict:
         """The index through node 1 (one LOAD DATA per file, one file at a time), then every node
         must hold the input's rows and checksum."""
+        self.fresh_parts = state_parts(self.restart_node.srv.datadir)
         conn = self.cluster.conn(self.insert_node)
         try:
             create_table(conn, self.v, TABLE)
