@@ -202,7 +202,9 @@ def _write_rung(root, run: str, scale: float) -> str:
         data = data_pages * 16384     # the joiner's tables; its system tablespace grown 3x that by the load's undo
         split = {"sst_parts": {"tables": data, "system": 12e6 + 3 * data, "undo": 0, "temp": 12e6, "server": 20e6},
                  "fresh_parts": {"tables": 0, "system": 12e6, "undo": 0, "temp": 12e6, "server": 20e6}}
-        det = [{"repetition": rep, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes,
+        # times from the restarted process's start, as the stage writes them: the node went down before it
+        det = [{"repetition": rep, "down_at_s": -2.0 * scale - 0.2, "exit_at_s": -2.0 * scale - 0.1,
+                "start_call_at_s": -0.004, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes,
                                                 "sst_redo_bytes": redo[rep], "sst_copy": {"MBps": 200.0},
                                                 **(split if tr == "SST" else {})}}
                for rep in range(2)]
@@ -497,22 +499,24 @@ def test_growth_the_rungs_cannot_tell_is_planned_at_its_bound_not_assumed_away()
 
 
 def test_an_sst_of_a_node_at_rest_streams_its_data_not_the_undo_the_rungs_load_grew():
-    """Rungs whose joiners held ~4× their data (the system tablespace grown by their own load's
-    undo): a user's 600 GiB node at rest streams its tables and what a datadir holds beside
-    them, not 2.3 TiB; the benchmark's own node, mid-load, streams that undo too; rungs that
+    """Rungs whose joiners held ~4× their data (the system tablespace grown by 64 MiB, its
+    autoextend step, by their own load's undo, at every rung alike): a user's 600 GiB node at rest
+    streams its tables and what a datadir holds beside them, not 2.3 TiB; the benchmark's own
+    node, mid-load, streams that undo too, as bytes, not as a share of its data; rungs that
     recorded no split answer with the data alone and say so."""
     _, sizes = _ladder()
-    for s in sizes.values():   # tables 1.02× the data, 40 MB beside them, undo 3× the data
-        s.sst_split = [(1.02 * s.data_bytes, 40e6, 3.0 * s.data_bytes)] * 2
+    for s in sizes.values():   # tables 1.02× the data, 40 MB beside them, 64 MiB of undo at every rung
+        s.sst_split = [(1.02 * s.data_bytes, 40e6, 64 * 2 ** 20)] * 2
     sh = model.Shares.of(list(sizes.values()))
-    assert sh.sst == pytest.approx((1.02, 40e6, 3.0))
+    assert sh.sst == pytest.approx((1.02, 40e6, 64 * 2 ** 20))
     user = model.UserNode(600 * G, 128 * G, 8 * G)
     q, _, words = model.quantities(user, sh, "node-restart-sst")
     files = q["sst_stream"] - q["sst_prepare"]
-    assert files == pytest.approx(1.02 * 600 * G + 40e6) and "not the 3.00 a byte of undo" in words[0]
+    assert files == pytest.approx(1.02 * 600 * G + 40e6) and "not the 64.0 MiB of undo" in words[0]
     own = replace(user, at_rest=False)
     q, _, words = model.quantities(own, sh, "node-restart-sst")
-    assert q["sst_stream"] - q["sst_prepare"] == pytest.approx(4.02 * 600 * G + 40e6) and "mid-load" in words[0]
+    assert q["sst_stream"] - q["sst_prepare"] == pytest.approx(1.02 * 600 * G + 40e6 + 64 * 2 ** 20)
+    assert "mid-load" in words[0]
     q, _, words = model.quantities(user, replace(sh, sst=None), "node-restart-sst")
     assert q["sst_stream"] - q["sst_prepare"] == 600 * G and "recorded no split" in words[0]
 

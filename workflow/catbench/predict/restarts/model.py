@@ -88,8 +88,9 @@ class Shares:
     redo_per_touch: float | None     # redo bytes a page touch costs (from pages recovered, below)
     crash_share: float | None        # the input committed at a kill
     dump: float | None               # pages in the dump ÷ min(pool, data)
-    # an SST's files: the tables a byte of data, what a datadir at rest holds beside them, and
-    # the undo and system tablespace the benchmark's own load grew, a byte of data (None: not split)
+    # an SST's files: the tables a byte of data, what a datadir at rest holds beside them, and what
+    # the benchmark's own load grew the system and undo tablespaces by (None: not split); the last
+    # follows the load's largest transaction (a file's rows), not the data: bytes, not a share
     sst: tuple[float, float, float] | None
     sst_redo: float | None           # redo an SST's backup copied ÷ the redo log
     sst_redo_range: tuple[float, float] | None
@@ -110,8 +111,7 @@ class Shares:
                 n = sh * (s.data_bytes or 0) / s.page_bytes
                 if n and pages < 0.95 * n:   # random keys: R = N (1 - exp(-A / (r N)))
                     touch.append(redo / (n * -math.log(1 - pages / n)))
-        split = [(t / s.data_bytes, rest, grown / s.data_bytes) for s in sizes if s.data_bytes
-                 for t, rest, grown in s.sst_split]
+        split = [(t / s.data_bytes, rest, grown) for s in sizes if s.data_bytes for t, rest, grown in s.sst_split]
         sst = tuple(_median(x) for x in zip(*split)) if split else None
         redo = [x for s in sizes for x in s.sst_redo_share]
         return cls(_median(age), (min(age), max(age)) if age else None, _median(touch), _median(share),
@@ -178,10 +178,10 @@ def sst_files(at: UserNode, sh: Shares) -> tuple[float, str]:
         return at.data, "the data alone: the rungs recorded no split of their files; run them again"
     tables, rest, grown = sh.sst
     if at.at_rest:
-        return tables * at.data + rest, (f"the tables and {human(rest)} beside them; not the {grown:.2f} a byte "
-                                         f"of undo the rungs' own load left, which a node at rest does not hold")
-    return (tables + grown) * at.data + rest, (f"the tables, {human(rest)} beside them and the {grown:.2f} a byte "
-                                               f"of undo a node mid-load holds, as in the rungs")
+        return tables * at.data + rest, (f"the tables and {human(rest)} beside them; not the {human(grown)} of "
+                                         f"undo the rungs' own load left, which a node at rest does not hold")
+    return tables * at.data + rest + grown, (f"the tables, {human(rest)} beside them and the {human(grown)} of "
+                                             f"undo a node mid-load holds, as in the rungs")
 
 
 def quantities(at: UserNode, sh: Shares, kind: str) -> tuple[dict, dict, list[str]]:

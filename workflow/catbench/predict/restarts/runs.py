@@ -72,15 +72,16 @@ def _json(path: Path) -> dict | None:
 
 
 def _check_values(doc, path: Path, at: str = "") -> None:
-    """Every number a restart wrote is finite and, but for times relative to an event (``*_rel_s``),
-    not negative: a tampered or broken value (NaN, -5 s, -1e12 redo bytes) is named, never fitted."""
+    """Every number a restart wrote is finite and, but for times relative to an event (``*_rel_s``)
+    or to the restarted process's start (``*_at_s``: the node went down before it), not negative:
+    a tampered or broken value (NaN, -5 s, -1e12 redo bytes) is named, never fitted."""
     items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
     for k, v in items:
         where = f"{at}.{k}" if isinstance(k, str) else f"{at}[{k}]"
         if isinstance(v, (dict, list)):
             _check_values(v, path, where)
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            relative = isinstance(k, str) and k.endswith("_rel_s")
+            relative = isinstance(k, str) and k.endswith(("_rel_s", "_at_s"))
             if not math.isfinite(v) or (v < 0 and not relative):
                 raise ValueError(f"a restart rung's results: {path}: {where.lstrip('.')} is {v!r}, not a finite "
                                  f"{'number' if relative else 'number of at least 0'}; run that restart again")
