@@ -1,7 +1,7 @@
 """The workflow's checks before any job that reach past one stage (``preflight``, called once by
-dag.py ``Dag.of``): the config, the targets, the run's folders, the user's files, the run's space
-estimate with the predict stage's rungs (which load on the ladder's targets after the run's own
-jobs), and the system tools."""
+dag.py ``checked``, which ``Dag.of`` calls): the config, the targets, the run's folders, the
+user's files, the run's space estimate with the predict stage's rungs (which load on the
+ladder's targets after the run's own jobs), and the system tools."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def _say(line: str) -> None:
 
 
 def preflight(inv: Invocation, config: dict, argv: list[str]) -> Preflight:
-    """Every check before any job, called once by dag.py ``Dag.of``: ``config``
+    """Every check before any job, called once by dag.py ``checked``: ``config``
     validated in place (a --configfile over its base, --config overrides typed as YAML, each
     file read strictly), the targets, the run's folders, server.ram's cgroup, the user's files,
     the space estimate and the system tools (the main process only where a job's re-parse would
