@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from catbench.cli.main import main
+from catbench.predict import coverage
 from catbench.predict.restarts import model
 from catbench.predict.restarts.age import max_checkpoint_age
 from catbench.predict.restarts.runs import PhaseObservation, read_restarts
@@ -201,9 +202,12 @@ def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):
     doc = json.loads(out.read_text())["restarts"]
     got = {p["key"]["kind"]: p for p in doc["predictions"]}
     assert set(got) == set(model.KINDS)
+    sigma = coverage.error(coverage.read(), "restart")   # the record's error widens the rungs' spread
     for p in got.values():
         assert "refused" not in p, p
         assert p["total_ci_low"] <= p["total_s"] <= p["total_ci_high"] and p["dominant"] in model.KINDS[p["key"]["kind"]]
+        assert p["model_error"] == sigma > 0 and p["total_ci_low"] <= p["total_rungs_ci_low"] <= p["total_s"]
+        assert p["total_ci_high"] / p["total_s"] >= math.exp(1.959 * sigma) and p["total_ci_high"] > p["total_rungs_ci_high"]
     sst = got["node-restart-sst"]
     assert sst["dominant"] == "sst_stream" and sst["dominant_bound"] == "CPU"
     assert sst["age_range"] == [pytest.approx(0.2), pytest.approx(0.3)]

@@ -114,6 +114,19 @@ def widen_prediction(p: dict, form: str, confidence: float) -> None:
             p[f"{k}_ci_low"], p[f"{k}_ci_high"] = widen(p[k], lo, hi, sigma, confidence)
 
 
+def widen_restart(p: dict, confidence: float) -> None:
+    """A restart kind's total interval widened by the restart form's measured error, as a
+    load's are (the rungs' own kept as ``total_rungs_ci_low``/``_high``); a refused kind is left."""
+    if "refused" in p:
+        return
+    sigma = error(read(), "restart")
+    p.update(form="restart", model_error=sigma, total_rungs_ci_low=p["total_ci_low"],
+             total_rungs_ci_high=p["total_ci_high"])
+    low, high = widen(p["total_s"], p["total_ci_low"], p["total_ci_high"], sigma, confidence)
+    # a side the rungs left at 0 (no log reach) is kept, never narrowed
+    p["total_ci_low"], p["total_ci_high"] = min(low, p["total_ci_low"]), max(high, p["total_ci_high"])
+
+
 def _sides(value: float, low: float | None, high: float | None) -> tuple[float, float]:
     """How far an interval reaches below and above ``value``, log scale (0 where it does not)."""
     return (math.log(value / low) if low and 0 < low < value else 0.0,
