@@ -102,29 +102,24 @@ def load_form(engine: str, strategy: str) -> str:
 WIDENED = ("seconds", "rows", "all_rows_seconds", "later_half_rate")
 
 
-def widen_prediction(p: dict, form: str, confidence: float) -> None:
+def widen_prediction(p: dict, form: str, confidence: float, figures: dict | None = None) -> None:
     """``p``'s intervals widened by the form's measured error (``widen``): the rungs' own kept
-    as ``<figure>_rungs_ci_low``/``_high``, the form, its error and the level stated."""
+    as ``<figure>_rungs_ci_low``/``_high``, the form, its error and the level stated. ``figures``:
+    interval prefix -> the key of its value (default a load's :data:`WIDENED`, each its own key)."""
     sigma = error(read(), form)
     p.update(form=form, model_error=sigma, level=confidence)
-    for k in WIDENED:
+    for k, value in (figures or {k: k for k in WIDENED}).items():
         lo, hi = p.get(f"{k}_ci_low"), p.get(f"{k}_ci_high")
         p[f"{k}_rungs_ci_low"], p[f"{k}_rungs_ci_high"] = lo, hi
-        if p.get(k) and lo is not None and hi is not None:
-            p[f"{k}_ci_low"], p[f"{k}_ci_high"] = widen(p[k], lo, hi, sigma, confidence)
+        if p.get(value) and lo is not None and hi is not None:
+            p[f"{k}_ci_low"], p[f"{k}_ci_high"] = widen(p[value], lo, hi, sigma, confidence)
 
 
 def widen_restart(p: dict, confidence: float) -> None:
     """A restart kind's total interval widened by the restart form's measured error, as a
-    load's are (the rungs' own kept as ``total_rungs_ci_low``/``_high``); a refused kind is left."""
-    if "refused" in p:
-        return
-    sigma = error(read(), "restart")
-    p.update(form="restart", model_error=sigma, total_rungs_ci_low=p["total_ci_low"],
-             total_rungs_ci_high=p["total_ci_high"])
-    low, high = widen(p["total_s"], p["total_ci_low"], p["total_ci_high"], sigma, confidence)
-    # a side the rungs left at 0 (no log reach) is kept, never narrowed
-    p["total_ci_low"], p["total_ci_high"] = min(low, p["total_ci_low"]), max(high, p["total_ci_high"])
+    load's are; a refused kind is left."""
+    if "refused" not in p:
+        widen_prediction(p, "restart", confidence, {"total": "total_s"})
 
 
 def _sides(value: float, low: float | None, high: float | None) -> tuple[float, float]:
@@ -142,7 +137,9 @@ def widen(value: float, low: float | None, high: float | None, sigma: float,
         return low, high
     z = float(z_ppf(0.5 + confidence / 2))
     down, up = _sides(value, low, high)
-    return value * math.exp(-math.hypot(down, z * sigma)), value * math.exp(math.hypot(up, z * sigma))
+    wide_low, wide_high = value * math.exp(-math.hypot(down, z * sigma)), value * math.exp(math.hypot(up, z * sigma))
+    # a side the rungs left at 0 or past the value (no log reach) is kept, never narrowed
+    return (wide_low if low is None else min(wide_low, low)), (wide_high if high is None else max(wide_high, high))
 
 
 def coverage(checks: list[Check], confidence: float = 0.95) -> dict[str, dict]:

@@ -332,7 +332,7 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
     got = {**out, "phases": phases, "total_s": total, "total_ci_low": max(0.0, total - math.sqrt(down)),
            "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"],
            # every phase at its plan figure (a sum, not the interval's root-sum-square); said where it adds a tenth
-           "plan_s": plan if (plan := sum(ph["plan_s"] for ph in phases)) > 1.1 * total else None}
+           "plan_s": planned if (planned := sum(ph["plan_s"] for ph in phases)) > 1.1 * total else None}
     ages = {"crash-during-load": (sh.age_range, "kills left"),
             "node-restart-sst": (sh.sst_redo_range, "donors' backups copied")}.get(kind)
     if ages and ages[0] and at.checkpoint_age is None:

@@ -69,14 +69,13 @@ def _wait_synced(run, node, watcher, timeout: float) -> dict:
     """Until the joiner's log says Synced (and its status agrees); notes the node's state
     bytes the moment an SST is received."""
     deadline = time.monotonic() + timeout
-    seen_i, out = 0, {"sst_state_bytes": None, "sst_state_parts": None, "t_synced_status": None}
+    seen_i, out = 0, {"sst_state_parts": None, "t_synced_status": None}
     while time.monotonic() < deadline:
         lines = watcher.lines[seen_i:]
         seen_i += len(lines)
         for _t, line in lines:
-            if out["sst_state_bytes"] is None and _SST_RECEIVED.search(line):
+            if out["sst_state_parts"] is None and _SST_RECEIVED.search(line):
                 out["sst_state_parts"] = state_parts(node.srv.datadir)
-                out["sst_state_bytes"] = sum(out["sst_state_parts"].values())
             if _SYNCED.search(line):
                 st = run.cluster.wait_synced(node, timeout=max(1.0, deadline - time.monotonic()))
                 out["t_synced_status"] = time.time()

@@ -68,7 +68,8 @@ def transfer(obs: dict) -> dict:
     ist_s = diff(s["ist_start"], s["ist_received"])
     d = {n: galera_log.seen(dv, n) for n in ("donor_start", "sst_sleep", "sst_stream", "sst_donor_done",
                                              "donor_synced")}
-    sst_bytes = obs.get("sst_state_bytes") if kind == "SST" else None
+    parts = obs.get("sst_state_parts") if kind == "SST" else None
+    sst_bytes = sum(parts.values()) if parts else None
     est, redo = galera_log.sst_estimate(dv), obs.get("sst_redo_bytes") if kind == "SST" else None
     return {"kind": kind, "times": s, "donor_times": d, "ist_writesets": writesets,
             "mean_writeset_bytes": ws_bytes, "ist_bytes": ist_bytes, "ist_s": ist_s,
@@ -76,7 +77,7 @@ def transfer(obs: dict) -> dict:
             "sst_MBps": _rate(sst_bytes, sst_s), "sst_estimate_bytes": est, "sst_redo_bytes": redo,
             "sst_stream_bytes": est + redo if est is not None and redo is not None else None,
             # the joiner's files by part once the SST arrived, and the node's before the index was loaded
-            "sst_parts": obs.get("sst_state_parts") if kind == "SST" else None,
+            "sst_parts": parts,
             "fresh_parts": obs.get("fresh_state_parts") if kind == "SST" else None,
             "sst_copy": stream.copy_rate(obs.get("sst_staging") or [], d["sst_stream"], d["sst_donor_done"]),
             "bytes": sst_bytes if kind == "SST" else ist_bytes,
