@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -163,6 +164,17 @@ def incomplete_marked(workdir: Path, rel: str) -> bool:
     """Snakemake's own flag of an output whose job did not finish."""
     name = base64.b64encode(rel.encode()).decode()
     return (workdir / ".snakemake" / "incomplete" / name).exists()
+
+
+def finished_before(console: str, rel: str) -> bool:
+    """Whether Snakemake's console output says the job writing ``rel`` finished: a job that
+    resumed from an earlier attempt can end before a signal aimed at it arrives."""
+    for block in re.split(r"\n(?=(?:local)?rule |checkpoint )", console):
+        outputs = re.search(r"^\s+output: (.*)$", block, re.M)
+        jobid = re.search(r"^\s+jobid: (\d+)$", block, re.M)
+        if outputs and jobid and rel in [o.strip() for o in outputs.group(1).split(",")]:
+            return re.search(rf"^Finished jobid: {jobid.group(1)} ", console, re.M) is not None
+    return False
 
 
 def _sha256(path: Path) -> str:
