@@ -92,6 +92,7 @@ def install(srv) -> None:
 
 
 POLL_S = 0.2
+GROUP_GONE_S = 10.0     # a killed group's last process reaped by init
 FULL_BYTES = 1 << 20     # free bytes under which a waiting install is taken to wait for room
 FULL_FOR_S = 1.0         # ... once they have stayed there this long
 
@@ -130,17 +131,26 @@ def _run_watched(srv, cmd: list, install_log: Path) -> int:
                                   f"last lines of {install_log}:\n{_tail(install_log)}")
         return rc
     finally:
-        if proc.poll() is None:
-            _kill_group(proc)
+        # the group even after the script ended: the server it started in bootstrap mode can
+        # outlive it (waiting for room on a full target)
+        _kill_group(proc)
         srv.start_budget = max(0.0, limit - (time.monotonic() - t0))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
+    """Every process of the install's group killed and gone (SIGKILL lands asynchronously)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.wait()
+    deadline = time.monotonic() + GROUP_GONE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(POLL_S / 5)
 
 
 def initialise(srv) -> None:
