@@ -67,6 +67,7 @@ def test_clean_restart_phases(restarted):
     assert det["on"]["shutdown"]["dump_file_bytes"] > 0
     assert det["off"]["checksum_equal"] and det["on"]["checksum_equal"]
     assert det["off"]["settle"]["dirty_pages_after"] <= max(16, det["off"]["settle"]["data_pages"] // 1000)
+    assert det["off"]["table_file_bytes"] >= 40_000 * 8       # the table at rest: its tablespace file
     names = [e["event"] for e in det["off"]["events"]]
     assert "engine_ready" in names and "ready" in names and "recovery_start" not in names
 

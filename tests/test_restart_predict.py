@@ -8,6 +8,7 @@ import json
 import math
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -187,6 +188,24 @@ def test_rung_files_are_read_with_each_phase_beside_its_quantity(tmp_path):
     assert len(scan) == 2 and scan[0].quantity == pytest.approx(0.7 * 32e6 * math.log2(3000))
     assert {o.kind for o in obs} == set(model.KINDS)
     assert s.transfers == {"node-restart-sst": ["SST", "SST"], "node-restart-ist": ["IST", "IST"]}
+
+
+def test_a_table_past_the_pool_is_its_file_not_the_pools_pages(tmp_path):
+    """The pool's data pages stop at the pool: a rung's table is its tablespace file where the
+    clean kind measured it, and the user's data follows those bytes."""
+    rungs = [_write_rung(tmp_path, f"r{k}", scale) for k, scale in enumerate((1, 2, 4), start=1)]
+    for r in rungs:
+        f = Path(r) / "restart" / "disk" / "clean.json"
+        doc = json.loads(f.read_text())
+        pages = doc["detail"][0]["modes"]["off"]["settle"]["data_pages"]
+        for det in doc["detail"]:
+            for m in det["modes"].values():
+                m["table_file_bytes"] = 3 * pages * 16384
+        f.write_text(json.dumps(doc))
+    sizes = read_restarts(rungs)[1]
+    assert [sizes[(f"r{k}", "disk")].data_bytes for k in (1, 2, 3)] == [3 * int(6000 * s) * 16384 for s in (1, 2, 4)]
+    data = model.data_of(8_000_000, [(s.rows, s.data_bytes) for s in sizes.values()])
+    assert data == pytest.approx(3 * 6000 * 16384 * 16, rel=0.01)
 
 
 def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):

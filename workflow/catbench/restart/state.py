@@ -97,6 +97,12 @@ class RestartRun:
         return RestartError(msg)
 
     # ---- table -------------------------------------------------------------------
+    def table_file_bytes(self) -> int | None:
+        """The table's tablespace file on the target: the data a node holds at rest, which the
+        pool's data pages tell only while the table fits the pool."""
+        f = self.srv.datadir / DATABASE / f"{TABLE}.ibd"
+        return f.stat().st_size if f.is_file() else None
+
     def checksum(self) -> tuple[int, int]:
         return table_checksum(self.conn_(), self.v, TABLE)
 

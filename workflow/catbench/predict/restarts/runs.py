@@ -35,7 +35,9 @@ class RungSizes:
     run: str
     target: str
     rows: int = 0
-    data_bytes: float | None = None      # the table's pages (clean: Innodb_buffer_pool_pages_data)
+    # the table's bytes at rest: its tablespace file (clean), else the pool's data pages, which
+    # stop at the pool once the table outgrows it
+    data_bytes: float | None = None
     pool_bytes: float | None = None
     redo_log_bytes: float | None = None
     page_bytes: int = PAGE
@@ -121,8 +123,8 @@ def _clean(doc: dict, sizes: RungSizes, out: list) -> None:
             kind, on = f"clean/dump-{mode}", mode == "on"
             settle = m.get("settle") or {}
             data_pages = settle.get("data_pages") or 0
-            if data_pages:
-                sizes.data_bytes = max(sizes.data_bytes or 0.0, float(data_pages * pg))
+            if m.get("table_file_bytes") or data_pages:
+                sizes.data_bytes = max(sizes.data_bytes or 0.0, float(m.get("table_file_bytes") or data_pages * pg))
             obs = lambda phase, s, q=None: s is not None and out.append(  # noqa: E731
                 PhaseObservation(sizes.run, sizes.target, kind, phase, rep, float(s), q))
             obs("shutdown", _seconds(rows, rep, "shutdown", buffer_pool_load=on))

@@ -66,6 +66,7 @@ def _restart_once(run, rep: int, mode: str) -> tuple[list[dict], dict]:
     run.set_buffer_pool(mode)
     n_before, sum_before = run.checksum()
     settled = settle(run)
+    table_bytes = run.table_file_bytes()
     warm = warm_p50(run, rng)
     stop_s, shut_ev, dump = _shutdown(run, mode)
     if mode == "off":
@@ -88,7 +89,7 @@ def _restart_once(run, rep: int, mode: str) -> tuple[list[dict], dict]:
         run.clean_first_answer_s.setdefault(mode, obs["t_answer"] - obs["t_spawn"])
     sts = {e.name: e.log_time for e in shut_ev}
     detail = {
-        **det, "warm_p50_before_s": warm, "warm": w, "settle": settled,
+        **det, "warm_p50_before_s": warm, "warm": w, "settle": settled, "table_file_bytes": table_bytes,
         "shutdown": {"client_s": stop_s, "dump_file_bytes": dump.stat().st_size if dump.exists() else None,
                      "dump_pages": _dump_pages(dump),
                      "log_timestamp_s": diff(sts.get("shutdown_start"), sts.get("shutdown_done")),
