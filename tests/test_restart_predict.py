@@ -36,6 +36,14 @@ def test_a_driven_phase_whose_rungs_span_too_little_is_refused():
         model.fit([(1e8, 1.0), (1.05e8, 1.1), (1.02e8, 1.0)])
 
 
+def test_a_repetition_without_its_quantity_is_left_out_counted_and_never_a_quantity_of_nothing():
+    pts = [(q, 0.2 + 3e-9 * q) for q in (1e8, 1e8, 2e8, 4e8, 4e8)] + [(None, 0.5)]
+    f = model.fit(pts)
+    assert f.left_out == 1 and f.n == 5 and f.b == pytest.approx(3e-9)
+    with pytest.raises(ValueError, match="2 repetition"):      # what is left must still tell the slope
+        model.fit([(1e8, 0.5), (4e8, 1.4), (None, 0.5), (None, 0.6)])
+
+
 def test_a_slope_not_told_from_noise_keeps_its_fitted_value_with_the_interval_from_none_to_the_most():
     f = model.fit([(1e8, 1.0), (1e8, 1.1), (2e8, 0.95), (2e8, 1.05), (4e8, 1.0), (4e8, 1.02)])
     assert f.b == 0 and f.b_point == 0 and f.b_high > 0 and "told from noise" in f.note   # flat: a fixed cost

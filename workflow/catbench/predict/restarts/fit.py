@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,6 +27,7 @@ class PhaseFit:
     note: str = ""
     b_point: float = 0.0  # a fixed cost's slope as fitted, when above zero but not told from noise
     b_low: float | None = None  # a measured rate's least cost a unit (the interval's low end past the rungs)
+    left_out: int = 0   # repetitions whose quantity the server's log did not give
 
     @property
     def per_unit(self) -> float:
@@ -48,7 +49,11 @@ def fit(points: list[tuple[float | None, float]], confidence: float = 0.95) -> P
                 max(qs, default=0.0))
     if not qs:
         return fixed
-    if len(qs) != len(points) or len(points) < 3 or max(qs) <= 0 or max(qs) < SPAN * min(qs):
+    if len(qs) != len(points):
+        # a kill whose log gave no pages to recover (MariaDB prints the count only on some
+        # recoveries): fitted on the others, and said, never counted as a quantity of nothing
+        return replace(fit([p for p in points if p[0] is not None], confidence), left_out=len(points) - len(qs))
+    if len(points) < 3 or max(qs) <= 0 or max(qs) < SPAN * min(qs):
         raise ValueError(f"its quantity spans {max(qs) / min(qs) if min(qs) > 0 else 0:.2f}x over "
                          f"{len(qs)} repetition(s); rungs {SPAN}x apart or more, 3 repetitions or more, tell its slope")
     q = np.array(qs, float)

@@ -301,6 +301,9 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
                  all(q is not None for q, _ in pts) else fit(pts if drv else [(None, y) for _, y in pts], confidence))
         except ValueError as exc:
             return {**out, "refused": f"phase {phase} ({drv.words}): {exc}"}
+        if f.left_out:
+            out["regime"] = [*out["regime"], f"{phase}: fitted on {f.n} of {f.n + f.left_out} repetitions (the "
+                                             f"others' logs gave no quantity: {drv.words})"]
         how = bound(f, drv, here, sh.page, sh.moved.get(phase, 1.0))   # as the rungs ran it
         f = on_device(f, how, (here, at.device), moved.get(phase, 1.0))
         qq = q.get(phase) if drv else None
