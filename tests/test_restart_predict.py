@@ -67,6 +67,14 @@ def test_pages_recovered_follow_random_touches_and_stop_at_every_page():
     assert replace(sh, redo_per_touch=None).recovered(1.0, 5.0) == 5.0
 
 
+def test_a_dump_is_never_priced_past_the_pool():
+    sh = model.Shares(checkpoint_age=0.5, age_range=None, redo_per_touch=None, crash_share=1.0, dump=1.2,
+                      sst=None, sst_redo=None, sst_redo_range=None, copy_per_byte=[], ist_per_down_s=None, moved={},
+                      single_batch_up_to=0.3, multi_batch_from=math.inf, page=16384)
+    assert model.quantities(model.UserNode(100 * G, 10 * G, 8 * G), sh, "clean/dump-on")[0]["buffer_pool_load"] == 10 * G
+    assert model.quantities(model.UserNode(5 * G, 10 * G, 8 * G), sh, "clean/dump-on")[0]["buffer_pool_load"] == 6 * G
+
+
 def test_a_measured_share_of_nothing_is_nothing_and_an_unknown_one_the_whole_log():
     """The redo a donor's backup copied or a kill left: a share the rungs measured at 0 gives 0
     bytes (not the whole log), one no rung measured gives the whole log (capped by the server),

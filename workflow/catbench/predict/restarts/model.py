@@ -189,7 +189,9 @@ def quantities(at: UserNode, sh: Shares, kind: str) -> tuple[dict, dict, list[st
     the quantity is bytes), and the regime's words."""
     held = min(at.pool, at.data)
     out = {"start_to_engine_ready": at.pool,
-           "buffer_pool_load": (sh.dump or 1.0) * held}
+           # a dump lists pages the pool held: never more than the pool (the rungs' share of their
+           # resident data pages passes 1 where small pools hold few)
+           "buffer_pool_load": min((sh.dump or 1.0) * held, at.pool)}
     words: list[str] = []
     moved: dict = {}
     if kind == "crash-during-load":
