@@ -75,6 +75,12 @@ def test_a_dump_is_never_priced_past_the_pool():
     assert model.quantities(model.UserNode(5 * G, 10 * G, 8 * G), sh, "clean/dump-on")[0]["buffer_pool_load"] == 6 * G
 
 
+def test_the_start_grows_with_the_pool_only_on_large_pages():
+    assert model.driver("clean/dump-off", "start_to_engine_ready", large_pages=True).words == "buffer pool"
+    assert model.driver("clean/dump-off", "start_to_engine_ready", large_pages=False) is None
+    assert model.driver("clean/dump-on", "buffer_pool_load", large_pages=False).words == "pages in the dump"
+
+
 def test_a_measured_share_of_nothing_is_nothing_and_an_unknown_one_the_whole_log():
     """The redo a donor's backup copied or a kill left: a share the rungs measured at 0 gives 0
     bytes (not the whole log), one no rung measured gives the whole log (capped by the server),
