@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.infra.sizes import human
-from .runs import RungSizes
+from .runs import RungSizes, on_large_pages
 
 
 def memory_of(sizes: list[RungSizes]) -> tuple[float, float] | None:
@@ -61,7 +61,7 @@ def memory_phases(sizes: list[RungSizes], age: float, pages: float, pool: float,
     """A crash recovery's memory touched past the rungs' rate, split between the scan (its
     parsed redo, ``age`` bytes) and the apply (the ``pages`` bytes it reads) by their bytes;
     its words added to ``out``'s regime."""
-    if sizes and all(s.large_pages for s in sizes):
+    if on_large_pages(sizes):
         out["regime"] = [*out["regime"], "the rungs' pools on large pages reserved ahead: the memory recovery fills "
                                          "was backed before it, no first touch priced (as yours, if set so)"]
         return {}

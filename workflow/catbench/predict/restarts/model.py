@@ -17,7 +17,7 @@ from .age import age_spread, max_checkpoint_age
 from .fit import PhaseFit, fit, interval, rate_fit
 from .lookup import lookup_factor
 from .memory import memory_phases
-from .runs import PhaseObservation, RungSizes
+from .runs import PhaseObservation, RungSizes, on_large_pages
 
 # kind -> its phases in order; the total is their sum (a clean restart: the shutdown, the start
 # and the pool's load from its dump or the first answer; a crash: the start, the redo scan and
@@ -55,7 +55,7 @@ DRIVERS = {
 }
 
 
-def driver(kind: str, phase: str, large_pages: bool = True) -> Driver | None:
+def driver(kind: str, phase: str, *, large_pages: bool) -> Driver | None:
     """What drives ``phase``; the start grows with the pool only where the pool is on large pages,
     which MariaDB backs as it starts (on 4 KiB pages it maps the pool and touches it as used: a
     fresh server started in 0.11-0.17 s at pools of 20 MiB to 1.5 GiB)."""
@@ -302,7 +302,7 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
         pts = [(o.quantity, o.seconds) for o in obs if o.phase == phase]
         if len(pts) < 2:
             return {**out, "refused": f"phase {phase}: {len(pts)} repetition(s) in the rungs, 2 or more needed"}
-        drv = driver(kind, phase, bool(sizes) and all(s.large_pages for s in sizes))
+        drv = driver(kind, phase, large_pages=on_large_pages(sizes))
         try:
             f = (rate_fit(pts, sh.copy_per_byte) if phase == "sst_stream" and sh.copy_per_byte and
                  all(q is not None for q, _ in pts) else fit(pts if drv else [(None, y) for _, y in pts], confidence))

@@ -62,6 +62,11 @@ class RungSizes:
     device: dict = field(default_factory=dict)           # the target's fio figures
 
 
+def on_large_pages(sizes: list[RungSizes]) -> bool:
+    """Whether every rung's pool was on large pages reserved ahead (backed as the server starts)."""
+    return bool(sizes) and all(s.large_pages for s in sizes)
+
+
 def _json(path: Path) -> dict | None:
     """A restart result file (None: not there); one that is not a regular JSON file of
     bounded size is a ValueError naming it, never a rung left out in silence."""
