@@ -90,3 +90,30 @@ def test_a_record_that_is_not_a_regular_file_or_has_a_bad_cell_is_refused_naming
     (tmp_path / "short.csv").write_text("check,form\na,sort-bound\n")
     with pytest.raises(ValueError, match=r"short\.csv .*high, in_sample, inside, low, pred_over_meas, predicted"):
         cov.read(tmp_path / "short.csv")
+
+
+def test_the_error_grows_with_the_distance_past_the_rungs_and_is_refused_past_the_records_reach(tmp_path):
+    rows = [f"c{i},p,restart total (s),restart,innodb,,{d},0.95,1,0.5,2,1,{r},,false,\n"
+            for i, (d, r) in enumerate([(2, 1.1), (4, 0.9), (8, 1.3), (16, 0.7), (32, 1.6)])]
+    checks = cov.read(_record(tmp_path, rows))
+    sigma = cov.error(checks, "restart")
+    ref = sum(math.log(d) for d in (2, 4, 8, 16, 32)) / 5
+    assert cov.error_at(checks, "restart", None) == cov.error_at(checks, "restart", 3) == sigma   # never below
+    assert cov.error_at(checks, "restart", 1000) == pytest.approx(sigma * math.sqrt(math.log(1000) / ref))
+    assert cov.error_at(checks, "restart", 1000) > cov.error_at(checks, "restart", 100) > sigma
+    assert cov.reach_limit(checks) == pytest.approx(32 * 32 / 2)   # farthest × the span the record covers
+    p = {"key": {}, "total_s": 10.0, "total_ci_low": 8.0, "total_ci_high": 12.0, "dominant": "a",
+         "phases": [{"phase": "a", "driver": "pages", "quantity_bytes": 1e9, "quantity_in_bytes": True,
+                     "past_rungs": 40.0, "seconds": 10.0}]}
+    cov.read.cache_clear()
+    try:
+        cov.record_path, keep = (lambda: tmp_path / "coverage.csv"), cov.record_path
+        near = {**p, "phases": [dict(p["phases"][0])]}
+        cov.widen_restart(near, 0.95)
+        assert "refused" not in near and near["model_error"] == pytest.approx(cov.error_at(checks, "restart", 40))
+        far = {**p, "phases": [{**p["phases"][0], "past_rungs": 600.0}]}
+        cov.widen_restart(far, 0.95)
+        assert "600x past" in far["refused"] and "total_s" not in far and far["phases"][0]["quantity_bytes"] == 1e9
+    finally:
+        cov.record_path = keep
+        cov.read.cache_clear()

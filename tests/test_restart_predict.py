@@ -17,7 +17,7 @@ from catbench.predict import coverage
 from catbench.predict.restarts import model
 from catbench.predict.restarts.age import max_checkpoint_age
 from catbench.predict.restarts.runs import PhaseObservation, read_restarts
-from support.restart_rungs import G, ladder as _ladder
+from support.restart_rungs import G, ladder as _ladder, write_rung as _write_rung
 
 
 
@@ -144,64 +144,6 @@ def test_a_kills_checkpoint_age_is_a_draw_the_crash_interval_spans_and_the_serve
     assert redo / 8 / G == pytest.approx(0.81, abs=0.005)
 
 
-def _write_rung(root, run: str, scale: float) -> str:
-    """A rung's result files as the restart and cluster stages write them (the fields read)."""
-    res = root / run
-    r, c = res / "restart" / "disk", res / "cluster" / "disk"
-    r.mkdir(parents=True)
-    c.mkdir(parents=True)
-    data_pages, log = int(6000 * scale), int(32e6 * scale)
-    variables = {"innodb_buffer_pool_size": str(2 * data_pages * 16384), "innodb_log_file_size": str(log),
-                 "innodb_page_size": "16384"}
-    (r / "summary.json").write_text(json.dumps({"rows": int(5e5 * scale)}))
-    rows, det = [], []
-    for rep in range(2):
-        for on in (False, True):
-            rows += [{"repetition": rep, "phase": p, "seconds": s, "buffer_pool_load": on} for p, s in (
-                ("shutdown", 0.03), ("process_start_to_engine_ready", 0.08),
-                ("process_start_to_first_answer", 0.1), ("process_start_to_buffer_pool_loaded", 0.08 + 0.01 * scale))]
-        det.append({"repetition": rep, "modes": {m: {"settle": {"seconds": 0.2 * scale, "data_pages": data_pages,
-                                                                 "dirty_pages_before": data_pages // 2},
-                                                      "shutdown": {"dump_pages": data_pages if m == "on" else None}}
-                                                  for m in ("off", "on")}})
-    (r / "clean.json").write_text(json.dumps({"server": {"variables": variables}, "rows": rows, "detail": det}))
-    rows, det = [], []
-    for rep in range(2):
-        redo = 0.7 * log * (1 + 0.01 * rep)
-        rows += [{"repetition": rep, "phase": p, "seconds": s} for p, s in (
-            ("process_start_to_recovery_start", 0.05), ("redo_scan", 0.01 + redo / 3e8),
-            ("redo_apply", 0.02 * scale), ("process_start_to_first_answer", 0.2 + redo / 3e8 + 0.02 * scale))]
-        det.append({"repetition": rep, "files": 10, "committed_files": 8,
-                    "recovery": {"redo_bytes": redo, "redo_batches": [
-                        {"event": "to_recover", "numbers": [int(0.5 * data_pages)]}]}})
-    (r / "crash-during-load.json").write_text(json.dumps({"server": {"variables": variables}, "rows": rows,
-                                                          "detail": det}))
-    for kind, tr in (("node-restart-sst", "SST"), ("node-restart-ist", "IST")):
-        nbytes = 1.1 * data_pages * 16384 if tr == "SST" else 2e5 * scale
-        redo = [(0.2 + 0.1 * rep) * log for rep in range(2)]      # the donor's checkpoint age as it streams
-        parts = [(("sst_donor_sleep", 10.0), ("sst_stream", 0.5 + (nbytes + redo[rep]) / 2e8),
-                  ("sst_prepare", 0.1 + redo[rep] / 1e8)) if tr == "SST" else () for rep in range(2)]
-        xfer = [sum(s for _, s in parts[rep]) + 0.3 if tr == "SST" else 0.05 + nbytes / 5e6 for rep in range(2)]
-        rows = [{"repetition": rep, "phase": p, "seconds": s} for rep in range(2) for p, s in (
-            ("shutdown", 0.1), ("node_down", 2.0 * scale), ("process_start_to_transfer_start", 1.5),
-            ("process_start_to_transfer_end", 1.5 + xfer[rep]), ("process_start_to_synced", 1.6 + xfer[rep]),
-            *parts[rep])]
-        data = data_pages * 16384     # the joiner's tables; its system tablespace grown 3x that by the load's undo
-        split = {"sst_parts": {"tables": data, "system": 12e6 + 3 * data, "undo": 0, "temp": 12e6, "server": 20e6},
-                 "fresh_parts": {"tables": 0, "system": 12e6, "undo": 0, "temp": 12e6, "server": 20e6}}
-        # times from the restarted process's start, as the stage writes them: the node went down before it
-        det = [{"repetition": rep, "down_at_s": -2.0 * scale - 0.2, "exit_at_s": -2.0 * scale - 0.1,
-                "start_call_at_s": -0.004, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes,
-                                                "sst_redo_bytes": redo[rep], "sst_copy": {"MBps": 200.0},
-                                                **(split if tr == "SST" else {})}}
-               for rep in range(2)]
-        (c / f"{kind}.json").write_text(json.dumps({"kind": kind, "gcache_size": f"{int(4 * scale)}M",
-                                                    "server": {"settings": {"innodb_log_file_size": str(int(log))}},
-                                                    "load_options": {"down_s": 2.0 * scale}, "rows": rows,
-                                                    "detail": det}))
-    return str(res)
-
-
 def test_rung_files_are_read_with_each_phase_beside_its_quantity(tmp_path):
     obs, sizes = read_restarts([_write_rung(tmp_path, "r1", 1)])
     s = sizes[("r1", "disk")]
@@ -233,19 +175,22 @@ def test_a_table_past_the_pool_is_its_file_not_the_pools_pages(tmp_path):
 def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):
     rungs = [_write_rung(tmp_path, f"r{k}", scale) for k, scale in enumerate((1, 2, 4), start=1)]
     out = tmp_path / "p.json"
-    args = ["predict", "--config", "config/restart-study.yaml", "--data", "600G", "--pool", "128G", "--redo", "8G",
+    args = ["predict", "--config", "config/restart-study.yaml", "--data", "60G", "--pool", "128G", "--redo", "8G",
             "--out", str(out)]
     for r in rungs:
         args += ["--results", r]
     assert main(args) == 0
     said = capsys.readouterr().out
-    assert all(s in said for s in ("restarts predicted", "600.0 GiB data", "128.0 GiB pool", "8.0 GiB redo log"))
+    assert all(s in said for s in ("restarts predicted", "60.0 GiB data", "128.0 GiB pool", "8.0 GiB redo log"))
     doc = json.loads(out.read_text())["restarts"]
     got = {p["key"]["kind"]: p for p in doc["predictions"]}
     assert set(got) == set(model.KINDS)
-    sigma = coverage.error(coverage.read(), "restart")   # the record's error widens the rungs' spread
     for p in got.values():
         assert "refused" not in p, p
+        # the record's error at the kind's farthest phase past the rungs widens the rungs' spread
+        past = max(ph["past_rungs"] or 1 for ph in p["phases"])
+        sigma = coverage.error_at(coverage.read(), "restart", past)
+        assert sigma >= coverage.error(coverage.read(), "restart")
         assert p["total_ci_low"] <= p["total_s"] <= p["total_ci_high"] and p["dominant"] in model.KINDS[p["key"]["kind"]]
         assert p["model_error"] == sigma > 0 and p["total_ci_low"] <= p["total_rungs_ci_low"] <= p["total_s"]
         assert p["total_ci_high"] / p["total_s"] >= math.exp(1.959 * sigma) and p["total_ci_high"] > p["total_rungs_ci_high"]
@@ -255,8 +200,17 @@ def test_predict_answers_every_kind_at_the_users_node(tmp_path, capsys):
     stream, prepare = (next(p for p in sst["phases"] if p["phase"] == ph) for ph in ("sst_stream", "sst_prepare"))
     assert prepare["quantity_bytes"] == pytest.approx(0.25 * 8 * G)      # the rungs' median share of the user's log
     # a node at rest: its tables and what a datadir holds beside them, not the undo the rungs' load grew
-    assert stream["quantity_bytes"] == pytest.approx(600 * G + 44e6 + prepare["quantity_bytes"])
+    assert stream["quantity_bytes"] == pytest.approx(60 * G + 44e6 + prepare["quantity_bytes"])
     assert "checkpoint age" in got["crash-during-load"]["regime"][0]
+    # past the record's reach an answer is refused, the quantities and their distance still said
+    assert main([*args[:4], "600G", *args[5:]]) == 0
+    said = capsys.readouterr().out
+    far = {p["key"]["kind"]: p for p in json.loads(out.read_text())["restarts"]["predictions"]}["node-restart-sst"]
+    assert "refused" in far and "total_s" not in far and "larger" in far["refused"], far
+    assert max(ph["past_rungs"] or 0 for ph in far["phases"]) > coverage.reach_limit(coverage.read())
+    stream = next(ph for ph in far["phases"] if ph["phase"] == "sst_stream")
+    assert stream["quantity_bytes"] == pytest.approx(600 * G + 44e6 + prepare["quantity_bytes"])   # the data's order
+    assert [ln for ln in said.splitlines() if "node-restart-sst" in ln] == [ln for ln in said.splitlines() if "sst_stream 60" in ln], said
 
 
 def test_files_named_on_predicts_command_line_are_read_guarded(tmp_path, capsys):

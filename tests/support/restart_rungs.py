@@ -3,6 +3,8 @@ per kind, at three scales."""
 
 from __future__ import annotations
 
+import json
+
 from catbench.predict.restarts.runs import PhaseObservation, RungSizes
 
 G = 2 ** 30
@@ -43,3 +45,61 @@ def ladder(multi: bool = False):
         obs += o
         sizes[(s.run, "disk")] = s
     return obs, sizes
+
+
+def write_rung(root, run: str, scale: float) -> str:
+    """A rung's result files as the restart and cluster stages write them (the fields read)."""
+    res = root / run
+    r, c = res / "restart" / "disk", res / "cluster" / "disk"
+    r.mkdir(parents=True)
+    c.mkdir(parents=True)
+    data_pages, log = int(6000 * scale), int(32e6 * scale)
+    variables = {"innodb_buffer_pool_size": str(2 * data_pages * 16384), "innodb_log_file_size": str(log),
+                 "innodb_page_size": "16384"}
+    (r / "summary.json").write_text(json.dumps({"rows": int(5e5 * scale)}))
+    rows, det = [], []
+    for rep in range(2):
+        for on in (False, True):
+            rows += [{"repetition": rep, "phase": p, "seconds": s, "buffer_pool_load": on} for p, s in (
+                ("shutdown", 0.03), ("process_start_to_engine_ready", 0.08),
+                ("process_start_to_first_answer", 0.1), ("process_start_to_buffer_pool_loaded", 0.08 + 0.01 * scale))]
+        det.append({"repetition": rep, "modes": {m: {"settle": {"seconds": 0.2 * scale, "data_pages": data_pages,
+                                                                 "dirty_pages_before": data_pages // 2},
+                                                      "shutdown": {"dump_pages": data_pages if m == "on" else None}}
+                                                  for m in ("off", "on")}})
+    (r / "clean.json").write_text(json.dumps({"server": {"variables": variables}, "rows": rows, "detail": det}))
+    rows, det = [], []
+    for rep in range(2):
+        redo = 0.7 * log * (1 + 0.01 * rep)
+        rows += [{"repetition": rep, "phase": p, "seconds": s} for p, s in (
+            ("process_start_to_recovery_start", 0.05), ("redo_scan", 0.01 + redo / 3e8),
+            ("redo_apply", 0.02 * scale), ("process_start_to_first_answer", 0.2 + redo / 3e8 + 0.02 * scale))]
+        det.append({"repetition": rep, "files": 10, "committed_files": 8,
+                    "recovery": {"redo_bytes": redo, "redo_batches": [
+                        {"event": "to_recover", "numbers": [int(0.5 * data_pages)]}]}})
+    (r / "crash-during-load.json").write_text(json.dumps({"server": {"variables": variables}, "rows": rows,
+                                                          "detail": det}))
+    for kind, tr in (("node-restart-sst", "SST"), ("node-restart-ist", "IST")):
+        nbytes = 1.1 * data_pages * 16384 if tr == "SST" else 2e5 * scale
+        redo = [(0.2 + 0.1 * rep) * log for rep in range(2)]      # the donor's checkpoint age as it streams
+        parts = [(("sst_donor_sleep", 10.0), ("sst_stream", 0.5 + (nbytes + redo[rep]) / 2e8),
+                  ("sst_prepare", 0.1 + redo[rep] / 1e8)) if tr == "SST" else () for rep in range(2)]
+        xfer = [sum(s for _, s in parts[rep]) + 0.3 if tr == "SST" else 0.05 + nbytes / 5e6 for rep in range(2)]
+        rows = [{"repetition": rep, "phase": p, "seconds": s} for rep in range(2) for p, s in (
+            ("shutdown", 0.1), ("node_down", 2.0 * scale), ("process_start_to_transfer_start", 1.5),
+            ("process_start_to_transfer_end", 1.5 + xfer[rep]), ("process_start_to_synced", 1.6 + xfer[rep]),
+            *parts[rep])]
+        data = data_pages * 16384     # the joiner's tables; its system tablespace grown 3x that by the load's undo
+        split = {"sst_parts": {"tables": data, "system": 12e6 + 3 * data, "undo": 0, "temp": 12e6, "server": 20e6},
+                 "fresh_parts": {"tables": 0, "system": 12e6, "undo": 0, "temp": 12e6, "server": 20e6}}
+        # times from the restarted process's start, as the stage writes them: the node went down before it
+        det = [{"repetition": rep, "down_at_s": -2.0 * scale - 0.2, "exit_at_s": -2.0 * scale - 0.1,
+                "start_call_at_s": -0.004, "transfer": {"kind": tr, "bytes": nbytes, "sst_estimate_bytes": nbytes,
+                                                "sst_redo_bytes": redo[rep], "sst_copy": {"MBps": 200.0},
+                                                **(split if tr == "SST" else {})}}
+               for rep in range(2)]
+        (c / f"{kind}.json").write_text(json.dumps({"kind": kind, "gcache_size": f"{int(4 * scale)}M",
+                                                    "server": {"settings": {"innodb_log_file_size": str(int(log))}},
+                                                    "load_options": {"down_s": 2.0 * scale}, "rows": rows,
+                                                    "detail": det}))
+    return str(res)

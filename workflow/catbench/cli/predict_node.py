@@ -64,7 +64,9 @@ def _one_ladder(sizes: dict) -> None:
 def line(p: dict) -> str:
     name = "/".join(p["key"].values())
     if "refused" in p:
-        return f"{name}: no prediction: {p['refused']}"
+        far = "; ".join(f"{ph['phase']} {human(ph['quantity_bytes']) if ph['quantity_in_bytes'] else ph['driver']} "
+                        f"{ph['past_rungs']:,.0f}x the largest rung's" for ph in p.get("phases") or [] if ph.get("past_rungs"))
+        return f"{name}: no prediction: {p['refused']}" + (f" ({far})" if far else "")
     dom = next(x for x in p["phases"] if x["phase"] == p["dominant"])
     plan = f", plan for {duration(p['plan_s'])}" if p.get("plan_s") else ""
     return (f"{name}: {duration(p['total_s'])} [{duration(p['total_ci_low'])}, {duration(p['total_ci_high'])}] "

@@ -28,7 +28,8 @@ PAGE = 4096     # one write a page: the kernel's own page size, which the server
 
 def touch_curve(total: int, chunk: int = CHUNK) -> dict:
     """Seconds to first-touch each ``chunk`` of ``total`` bytes of fresh anonymous memory, in
-    order (an anonymous map, as the server's buffer pool is: no huge-page advice)."""
+    order (an anonymous map, as the server's buffer pool is: no huge-page advice), and to give
+    all of it back (``release_s``: unmapped at once, as a server's exit unmaps its pool)."""
     import numpy as np
     total = max(chunk, total - total % chunk)
     mm = mmap.mmap(-1, total)
@@ -41,8 +42,10 @@ def touch_curve(total: int, chunk: int = CHUNK) -> dict:
             secs.append(round(time.perf_counter() - t, 6))
         del a
     finally:
-        mm.close()
-    return {"chunk_bytes": chunk, "seconds": secs}
+        t = time.perf_counter()
+        mm.close()   # what a server's exit pays for the pool it touched
+        released = round(time.perf_counter() - t, 6)
+    return {"chunk_bytes": chunk, "seconds": secs, "release_s": released}
 
 
 def large_pages_short(settings: dict, meminfo_path: str = "/proc/meminfo") -> str | None:

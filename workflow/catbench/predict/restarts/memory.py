@@ -74,3 +74,22 @@ def memory_phases(sizes: list[RungSizes], age: float, pages: float, pool: float,
     out["regime"] = [*out["regime"], words]
     w = age / (age + pages) if age + pages else 1.0
     return {"redo_scan": tuple(x * w for x in secs), "redo_apply": tuple(x * (1 - w) for x in secs)}
+
+
+def release_excess(sizes: list[RungSizes], held: float) -> tuple[float, float, float, str] | None:
+    """(seconds, low, high, words) a shutdown adds for giving back the ``held`` bytes of pool its
+    server touched, past what the rungs' own shutdowns gave back (their fixed cost carries theirs):
+    the kernel frees each page as the server exits, at the probe's ``release_s`` a byte (the median
+    over the rungs; low and high: the least and the most); None on large pages (reserved, not
+    given back) or where no rung's probe timed the release."""
+    if on_large_pages(sizes):
+        return None
+    rates = sorted(c["release_s"] / (len(c["seconds"]) * c["chunk_bytes"]) for s in sizes
+                   if (c := s.touch) and c.get("release_s") is not None and c.get("seconds"))
+    theirs = [min(s.pool_bytes, s.data_bytes) for s in sizes if s.pool_bytes and s.data_bytes]
+    if not rates or not theirs:
+        return None
+    past = max(0.0, held - float(np.median(theirs)))
+    secs = [r * past for r in (rates[len(rates) // 2], rates[0], rates[-1])]
+    return (*secs, f"the shutdown gives back ~{human(held)} of pool it touched: {secs[0]:.2f} s past the rungs' "
+                   f"(restart.memory_probe's release, {rates[len(rates) // 2] * 2**30:.2f} s a GiB)")

@@ -16,7 +16,7 @@ from ...core.infra.sizes import duration, human
 from .age import age_spread, max_checkpoint_age
 from .fit import PhaseFit, fit, interval, rate_fit
 from .lookup import lookup_factor
-from .memory import memory_phases
+from .memory import memory_phases, release_excess
 from .runs import PhaseObservation, RungSizes, on_large_pages
 
 # kind -> its phases in order; the total is their sum (a clean restart: the shutdown, the start
@@ -294,6 +294,9 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
     if refused:
         return {**out, "refused": refused}
     mem = memory_phases(sizes, *recovery_bytes(at, sh), at.pool, out) if kind == "crash-during-load" else {}
+    if "shutdown" in KINDS[kind] and (freed := release_excess(sizes, min(at.pool, at.data))):
+        mem["shutdown"] = freed[:3]
+        out["regime"] = [*out["regime"], freed[3]]
     look = lookup_factor(sizes, recovery_bytes(at, sh)[1] / sh.page) if kind == "crash-during-load" else None
     if look:
         out["regime"] = [*out["regime"], look[3]]
@@ -334,7 +337,8 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
                        "quantity_in_bytes": bool(drv and drv.in_bytes),
                        "past_rungs": reach, "seconds": sec, "ci_low": low, "ci_high": high, "plan_s": plan,
                        "a_s": f.a, "b_s_per_byte": f.per_unit, "n": f.n, "memory_s": add[0],
-                       "bound": "memory (first touch)" if add[0] > sec / 2 else how, "note": f.note})
+                       "bound": (("memory (release)" if phase == "shutdown" else "memory (first touch)")
+                                 if add[0] > sec / 2 else how), "note": f.note})
         total += sec
         down += (sec - low) ** 2
         up += (high - sec) ** 2

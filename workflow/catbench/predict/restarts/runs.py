@@ -112,6 +112,7 @@ def _server(doc: dict, sizes: RungSizes) -> None:
     if not 1024 <= sizes.page_bytes <= 65536:
         raise ValueError(f"server.variables.innodb_page_size is {sizes.page_bytes}, not a page size of 1 KiB to 64 KiB")
     sizes.large_pages = str(v.get("large_pages", "")).upper() in ("ON", "1")
+    sizes.touch = doc.get("memory_touch") or sizes.touch
     for attr, var in (("pool_bytes", "innodb_buffer_pool_size"), ("redo_log_bytes", "innodb_log_file_size")):
         if v.get(var):
             setattr(sizes, attr, float(v[var]))
@@ -153,7 +154,6 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
     redo apply (the pages it recovers) and the first answer after it."""
     rows, kind = doc.get("rows") or [], "crash-during-load"
     _server(doc, sizes)
-    sizes.touch = doc.get("memory_touch") or sizes.touch
     sizes.lookup = doc.get("page_lookup") or sizes.lookup
     for det in doc.get("detail") or []:
         rep = det.get("repetition", 0)
