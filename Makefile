@@ -40,8 +40,8 @@ $(STAMP): requirements.txt pyproject.toml
 system: $(STAMP)
 	@$(call install_system,$(CONFIG))
 
-# Every tool the tests use: the server and its plugin, fio, Galera, Slurm, chromium.
-system-all: $(STAMP)
+# Every tool the tests use: the server and its plugin, fio, Galera, Slurm, chromium (no venv needed).
+system-all:
 	@bash workflow/scripts/install-system.sh all
 
 # --rerun-incomplete: outputs are written atomically, so a job cut off by an
@@ -55,7 +55,10 @@ run: $(STAMP)
 
 # Two workers more than cores: the suite waits a fifth of its CPU's time (servers starting,
 # Slurm's queue, polling), which they fill (docs/results/2026-11-29-test-suite-cpu.md).
-test: $(STAMP) system-all
+# On a fresh machine the venv and the system tools are installed side by side (both mostly wait on
+# downloads).
+test:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) system-all
 	pytest -n $$(( $$(nproc) + 2 )) --dist loadfile --no-loadscope-reorder --durations=10
 
 # The developer's loop: no private server, no Snakemake run (tests marked server or slow skipped).
