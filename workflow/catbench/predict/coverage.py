@@ -101,9 +101,8 @@ def _log_past(xs: list[Check]) -> float | None:
 
 def error_at(checks: list[Check], form: str, past: float | None, leave_out: str | None = None) -> float:
     """The form's measured error at ``past`` × its rungs: the record's log error² grows about
-    linearly with the log distance (every form's out-of-sample figures: rms 0.13 under 3×, 0.50 at
-    8–15×, 0.64 at 15–25×, 0.68 at 25–35×), so σ grows as sqrt(log distance ÷ the form's mean log
-    distance on record); never below the form's own σ."""
+    linearly with the log distance (restarts/model.md, "Intervals"), so σ grows as sqrt(log
+    distance ÷ the form's mean log distance on record); never below the form's own σ."""
     sigma = error(checks, form, leave_out)
     kept = [c for c in checks if c.check != leave_out]
     ref = _log_past([c for c in kept if c.form == form]) or _log_past(kept)
