@@ -92,7 +92,7 @@ def test_a_record_that_is_not_a_regular_file_or_has_a_bad_cell_is_refused_naming
         cov.read(tmp_path / "short.csv")
 
 
-def test_the_error_grows_with_the_distance_past_the_rungs_and_is_refused_past_the_records_reach(tmp_path):
+def test_the_error_grows_with_the_distance_past_the_rungs_and_is_refused_past_the_records_reach(tmp_path, monkeypatch):
     rows = [f"c{i},p,restart total (s),restart,innodb,,{d},0.95,1,0.5,2,1,{r},,false,\n"
             for i, (d, r) in enumerate([(2, 1.1), (4, 0.9), (8, 1.3), (16, 0.7), (32, 1.6)])]
     checks = cov.read(_record(tmp_path, rows))
@@ -105,9 +105,9 @@ def test_the_error_grows_with_the_distance_past_the_rungs_and_is_refused_past_th
     p = {"key": {}, "total_s": 10.0, "total_ci_low": 8.0, "total_ci_high": 12.0, "dominant": "a",
          "phases": [{"phase": "a", "driver": "pages", "quantity_bytes": 1e9, "quantity_in_bytes": True,
                      "past_rungs": 40.0, "seconds": 10.0}]}
+    monkeypatch.setattr(cov, "record_path", lambda: tmp_path / "coverage.csv")   # widen_restart reads this record
     cov.read.cache_clear()
     try:
-        cov.record_path, keep = (lambda: tmp_path / "coverage.csv"), cov.record_path
         near = {**p, "phases": [dict(p["phases"][0])]}
         cov.widen_restart(near, 0.95)
         assert "refused" not in near and near["model_error"] == pytest.approx(cov.error_at(checks, "restart", 40))
@@ -115,5 +115,4 @@ def test_the_error_grows_with_the_distance_past_the_rungs_and_is_refused_past_th
         cov.widen_restart(far, 0.95)
         assert "600x past" in far["refused"] and "total_s" not in far and far["phases"][0]["quantity_bytes"] == 1e9
     finally:
-        cov.record_path = keep
-        cov.read.cache_clear()
+        cov.read.cache_clear()   # the next test reads the real record again
