@@ -55,8 +55,7 @@ run: $(STAMP)
 
 # Two workers more than cores: the suite waits a fifth of its CPU's time (servers starting,
 # Slurm's queue, polling), which they fill (docs/results/2026-11-29-test-suite-cpu.md).
-# On a fresh machine the venv and the system tools are installed side by side (both mostly wait on
-# downloads).
+# The venv and the system tools are installed side by side: neither needs the other.
 test:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) system-all
 	pytest -n $$(( $$(nproc) + 2 )) --dist loadfile --no-loadscope-reorder --durations=10
