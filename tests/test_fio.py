@@ -23,8 +23,10 @@ def test_fio_on_disk(tmp):
     for r in rows:
         assert COLUMNS <= set(r) and r["target"] == "disk"
         assert r["MBps"] > 0 and r["iops"] > 0 and r["clat_p99_us"] >= r["clat_p50_us"] > 0
-        # runtime_s is kept to the millisecond, not rounded up to whole seconds
-        assert 200 <= json.loads(Path(r["json"]).read_text())["jobs"][0]["job_runtime"] < 600, r["test"]
+        # runtime_s is kept to the millisecond, not rounded up to whole seconds; the end's fsync may add
+        # seconds on a busy disk, so the job file's figure is checked, not the wall time
+        doc = json.loads(Path(r["json"]).read_text())
+        assert doc["global options"]["runtime"] == "250ms" and doc["jobs"][0]["job_runtime"] >= 200, r["test"]
     assert {r["numjobs"] for r in rows if r["test"].startswith("rand")} == {2}
     # a page miss's cost: one job, 16 KiB, its mean latency (what predict reads)
     page = {r["test"]: r for r in rows if r["test"].startswith("page")}
