@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.infra.sizes import duration, human
-from .age import age_spread, max_checkpoint_age
+from .age import HELD_FROM_S, age_spread, held_band, max_checkpoint_age
 from .fit import PhaseFit, fit, interval, rate_fit
 from .lookup import lookup_factor
 from .memory import memory_phases, release_excess
@@ -105,6 +105,7 @@ class Shares:
     single_batch_up_to: float        # the largest checkpoint age ÷ pool a rung recovered in one batch
     multi_batch_from: float          # the least one a rung needed several batches for (inf: none did)
     page: int
+    redo_rate: float | None = None   # the rungs' loads' redo bytes a second up to their kills
 
     @classmethod
     def of(cls, sizes: list[RungSizes]) -> Shares:
@@ -128,7 +129,7 @@ class Shares:
                        default=0.0),
                    min([a / s.pool_bytes for s in sizes if s.pool_bytes for a, multi in s.batches if multi],
                        default=math.inf),
-                   sizes[0].page_bytes if sizes else 16384)
+                   sizes[0].page_bytes if sizes else 16384, _median([x for s in sizes for x in s.redo_rate]))
 
     def recovered(self, age: float, data_at_crash: float) -> float:
         """Pages (bytes) a recovery applies: the random keys' touches of the redo spread over
@@ -161,11 +162,26 @@ def data_of(rows: int, rungs: list[tuple[int, float]]) -> float | None:
 
 def checkpoint_age(at: UserNode, sh: Shares, share: float | None = None) -> float:
     """The redo since the checkpoint (a crash's to recover; a donor's that its backup copies): as
-    given, else the rungs' share of the redo log (at most what the server lets stand)."""
+    given; a crash's in the middle of the band a load holds it in where the user's log is large
+    enough for that (age.held_band); else the rungs' share of the redo log (at most what the
+    server lets stand)."""
     if at.checkpoint_age is not None:
         return at.checkpoint_age
+    if share is None and (band := held_band(at.redo_log, at.pool, sh.page, sh.redo_rate)):
+        return sum(band) / 2 * at.redo_log
     share = sh.checkpoint_age if share is None else share
     return min((1.0 if share is None else share) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
+
+
+def _age_told(at: UserNode, sh: Shares) -> str:
+    if at.checkpoint_age is not None:
+        return "given"
+    if band := held_band(at.redo_log, at.pool, sh.page, sh.redo_rate):
+        return (f"held at {band[0]:.2f}-{band[1]:.2f} of the redo log: the load writes up to the flush-ahead mark "
+                f"in {band[0] * at.redo_log / sh.redo_rate:.1f} s at the rungs' {human(sh.redo_rate)}/s of redo "
+                f"(held from {HELD_FROM_S} s)")
+    return ("the whole redo log: no rung's kill said" if sh.checkpoint_age is None
+            else f"{sh.checkpoint_age:.2f} of the redo log, as in the rungs' kills")
 
 
 def recovery_bytes(at: UserNode, sh: Shares) -> tuple[float, float]:
@@ -205,10 +221,8 @@ def quantities(at: UserNode, sh: Shares, kind: str) -> tuple[dict, dict, list[st
         out.update(redo_scan=work, redo_apply=work)
         if work:   # bytes read, pages applied a unit
             moved.update(redo_scan=age / work, redo_apply=pages / work)
-        told = "given" if at.checkpoint_age is not None else (
-            "the whole redo log: no rung's kill said" if sh.checkpoint_age is None
-            else f"{sh.checkpoint_age:.2f} of the redo log, as in the rungs")
-        words.append(f"checkpoint age {human(age)} at the kill ({told}), {human(pages)} of pages to recover")
+        words.append(f"checkpoint age {human(age)} at the kill ({_age_told(at, sh)}), {human(pages)} of pages "
+                     f"to recover")
     if kind == "node-restart-sst":   # the data files, what a datadir holds beside them, and the redo
         files, said = sst_files(at, sh)
         redo = checkpoint_age(at, sh, 1.0 if sh.sst_redo is None else sh.sst_redo)
@@ -347,8 +361,10 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
            "total_ci_high": total + math.sqrt(up), "dominant": dom["phase"], "dominant_bound": dom["bound"],
            # every phase at its plan figure (a sum, not the interval's root-sum-square); said where it adds a tenth
            "plan_s": planned if (planned := sum(ph["plan_s"] for ph in phases)) > 1.1 * total else None}
-    ages = {"crash-during-load": (sh.age_range, "kills left"),
-            "node-restart-sst": (sh.sst_redo_range, "donors' backups copied")}.get(kind)
+    held = held_band(at.redo_log, at.pool, sh.page, sh.redo_rate)
+    ages = {"crash-during-load": (held, "a load at the flush-ahead marks holds") if held
+            else (sh.age_range, "the rungs' kills left"),
+            "node-restart-sst": (sh.sst_redo_range, "the rungs' donors' backups copied")}.get(kind)
     if ages and ages[0] and at.checkpoint_age is None:
         age_spread(got, [predict_kind(kind, obs, sizes, replace(
             at, checkpoint_age=min(x * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))), confidence, floor)

@@ -43,6 +43,7 @@ class RungSizes:
     page_bytes: int = PAGE
     large_pages: bool = False            # the pool on large pages reserved ahead (backed before the run)
     checkpoint_age: list = field(default_factory=list)   # redo bytes at each kill
+    redo_rate: list = field(default_factory=list)        # the load's redo bytes a second up to each kill
     # per kill: (redo bytes since the checkpoint, pages to recover, the input's share committed, its LSN)
     recovered_pages: list = field(default_factory=list)
     batches: list = field(default_factory=list)          # per kill: (checkpoint age, several batches or not)
@@ -163,6 +164,8 @@ def _crash(doc: dict, sizes: RungSizes, out: list) -> None:
             sizes.data_bytes = float(det["data_pages_after_resume"] * sizes.page_bytes)
         batches = rec.get("redo_batches") or []
         pages = next((b["numbers"][0] for b in batches if b.get("event") == "to_recover" and b.get("numbers")), None)
+        if (det.get("load_pace") or {}).get("redo_Bps"):
+            sizes.redo_rate.append(float(det["load_pace"]["redo_Bps"]))
         if redo is not None:
             sizes.checkpoint_age.append(float(redo))
             sizes.batches.append((float(redo), any(b.get("event") == "multi_batch" for b in batches)))
