@@ -17,7 +17,7 @@ def max_checkpoint_age(redo_log: float, page: int) -> float:
 
 # A load holds its checkpoint age at the flush-ahead marks where it takes this long or more to
 # write up to the first: measured, not derived (the page cleaner's loop is a second; logs filled to
-# the mark in 0.81-1.55 s were held, in 0.08-0.57 s not: docs/results, the checkpoint age's regime)
+# the mark in 0.81-1.55 s were held, in 0.08-0.57 s not: docs/results/2026-12-06-checkpoint-age-regime.md)
 HELD_FROM_S = 0.7
 
 
