@@ -80,3 +80,13 @@ def test_restart_rungs_scale_the_cleaners_depth_and_span_the_time_down():
                    "server": {"settings": {"innodb_lru_scan_depth": 20000}}}, REPO)
     assert rungs(validate(own))[-1]["server"]["settings"]["innodb_lru_scan_depth"] == round(
         20000 * factors[-1])
+
+
+def test_an_age_under_a_third_of_the_pool_is_one_batch_past_the_rungs_own():
+    obs, sizes = ladder()      # the rungs recovered 0.7 of a log half their pool: 0.35 of it, in one batch
+    for s in sizes.values():
+        s.batches = [(0.2 * s.pool_bytes, False)] * 2      # ... here only 0.2 of it
+    node = model.UserNode(600 * G, 128 * G, 8 * G)
+    assert "refused" not in _crash(obs, sizes, replace(node, checkpoint_age=0.3 * 128 * G))   # a third: MariaDB's
+    refused = _crash(obs, sizes, replace(node, checkpoint_age=0.4 * 128 * G))["refused"]
+    assert "several batches" in refused and "a third of the pool" in refused and "0.20 of their pool" in refused

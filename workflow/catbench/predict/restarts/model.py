@@ -277,23 +277,31 @@ def on_device(f: PhaseFit, how: str, devices: tuple[dict, dict | None], moved: f
     return f
 
 
+# MariaDB applies a recovery batch once its parsed redo records fill a third of the pool
+# (recv_sys_t::is_memory_exhausted)
+RECV_POOL_SHARE = 1 / 3
+
+
 def _refusal(kind: str, at: UserNode, sh: Shares) -> str | None:
     """A regime no rung ran: crash recovery in several batches (MariaDB parses the redo into the
-    buffer pool and applies a batch once the parsed records fill its share of it). The rungs
-    say where the branch lies: a checkpoint age ÷ pool within what a rung recovered in one batch
-    is one batch, one at or past what a rung needed several for is several; between, no answer."""
+    buffer pool and applies a batch once the parsed records fill a third of it). A checkpoint age
+    ÷ pool under a third, or within what a rung recovered in one batch, is one batch (parsed
+    records take less memory than their redo: rungs recovered 0.36 of their pool, and the first
+    restart check's every rung more than a third, in one batch); one at or past what a rung
+    needed several for is several; between, no answer."""
     if kind != "crash-during-load":
         return None
     age = checkpoint_age(at, sh)
     ratio = age / at.pool
-    if ratio <= sh.single_batch_up_to or ratio >= sh.multi_batch_from:
+    one = max(sh.single_batch_up_to, RECV_POOL_SHARE)
+    if ratio <= one or ratio >= sh.multi_batch_from:
         return None
-    over = human(age / sh.single_batch_up_to) if sh.single_batch_up_to else "?"
     return (f"recovering {human(age)} of redo with a {human(at.pool)} pool (checkpoint age {ratio:.2f} of the pool) "
-            f"may take several batches: the rungs recovered in one batch up to {sh.single_batch_up_to:.2f} of their "
-            f"pool{'' if math.isinf(sh.multi_batch_from) else f' and needed several from {sh.multi_batch_from:.2f}'}; "
+            f"may take several batches: MariaDB starts one past a third of the pool, the rungs recovered in one "
+            f"batch up to {sh.single_batch_up_to:.2f} of their pool"
+            f"{'' if math.isinf(sh.multi_batch_from) else f' and needed several from {sh.multi_batch_from:.2f}'}; "
             f"run a rung whose checkpoint age is {ratio:.2f} of its innodb_buffer_pool_size or more "
-            f"(restart.settings), or give a --pool over {over}")
+            f"(restart.settings), or give a --pool over {human(age / one)}")
 
 
 def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes], at: UserNode, confidence: float,
