@@ -5,8 +5,9 @@ Two clocks are available for every marker line and both are kept:
 * ``log_time``: the timestamp the server wrote into the line (MariaDB: whole seconds,
   local time; MySQL 8: microseconds, UTC), as epoch seconds;
 * ``seen``: when catbench's ``LogWatcher`` saw the line appear in the file (``time.time()``,
-  polled every few milliseconds while the server starts). MariaDB writes its error log
-  unbuffered, so ``seen`` is the high-resolution clock of a phase boundary.
+  woken by the kernel as the line is written, ``filewake``; polled every few milliseconds where
+  inotify is not available). MariaDB writes its error log unbuffered, so ``seen`` is the
+  high-resolution clock of a phase boundary.
 
 ``parse_lines`` works on any log text; ``LogWatcher`` follows a growing log from an
 offset in a background thread.
@@ -20,6 +21,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .filewake import FileWake
 
 _TS_MARIADB = re.compile(r"^(\d{4}-\d\d-\d\d) +(\d{1,2}):(\d\d):(\d\d) ")
 _TS_MYSQL = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d) ")
@@ -124,7 +127,11 @@ def tail(path, n: int = 30) -> str:
 
 
 class LogWatcher:
-    """Follow ``path`` from byte ``offset`` in a thread; every marker line gets ``seen``."""
+    """Follow ``path`` from byte ``offset`` in a thread; every marker line gets ``seen``: read
+    as the kernel says the file was written, and every ``WAKE_S`` besides (a file system whose
+    writes inotify does not report); every ``poll_s`` where inotify is not available."""
+
+    WAKE_S = 0.05
 
     def __init__(self, path, offset: int | None = None, poll_s: float = 0.002):
         self.path = Path(path)
@@ -138,6 +145,7 @@ class LogWatcher:
         self._stop = threading.Event()
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="catbench-logwatch", daemon=True)
+        self._wake: FileWake | None = None
 
     def __enter__(self):
         self.start()
@@ -152,8 +160,13 @@ class LogWatcher:
 
     def stop(self):
         self._stop.set()
+        if self._wake is not None:
+            self._wake.interrupt()
         if self._thread.is_alive():
             self._thread.join(5)
+        if self._wake is not None and not self._thread.is_alive():
+            self._wake.close()      # here, not in the thread: interrupt() must never write to a reused fd
+            self._wake = None
         self._poll()  # whatever arrived last
 
     def _poll(self):
@@ -179,9 +192,13 @@ class LogWatcher:
             self._cond.notify_all()
 
     def _run(self):
+        self._wake = FileWake.of(self.path)     # before the first read: no write falls between
         while not self._stop.is_set():
             self._poll()
-            self._stop.wait(self.poll_s)
+            if self._wake is None:
+                self._stop.wait(self.poll_s)
+            else:
+                self._wake.wait(self.WAKE_S)
 
     def first(self, name: str) -> Event | None:
         with self._cond:
