@@ -7,8 +7,7 @@ import os
 import threading
 import time
 
-from catbench.restart.errorlog import LogWatcher
-from catbench.restart.filewake import FileWake
+from catbench.restart.errorlog import FileWake, LogWatcher
 
 LINE = "2026-12-06 20:00:00 0 [Note] InnoDB: Completed initialization of buffer pool\n"
 
