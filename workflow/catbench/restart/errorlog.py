@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 _TS_MARIADB = re.compile(r"^(\d{4}-\d\d-\d\d) +(\d{1,2}):(\d\d):(\d\d) ")
 _TS_MYSQL = re.compile(r"^(\d{4}-\d\d-\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d) ")
 
