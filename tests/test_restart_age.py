@@ -1,6 +1,6 @@
-"""The checkpoint age a crash finds: held at the flush-ahead marks where the user's log takes a
-page cleaner's loop or more to fill at the rungs' redo rate, the rungs' draw where it fills
-faster; and the restart ladder's rungs: the cleaners' free-page depth scaled with the pool, the
+"""The checkpoint age a crash finds: held at the flush-ahead marks where the load takes 0.7 s or
+more to fill the user's log to the mark at the rungs' redo rate (and the pool holds the limit's
+redo), the rungs' draw otherwise; a third of the pool recovered in one batch; and the restart ladder's rungs: the cleaners' free-page depth scaled with the pool, the
 time a node is down spanning the rungs' ratio from a share of the target's."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _crash(obs, sizes, at):
     return next(p for p in model.predict_all(obs, sizes, at, 0.95, 0.05) if p["key"]["kind"] == "crash-during-load")
 
 
-def test_a_log_the_load_fills_slower_than_a_cleaners_loop_holds_the_age_at_the_marks():
+def test_a_log_the_load_fills_in_0_7_s_or_more_holds_the_age_at_the_marks():
     obs, sizes = ladder()
     for s in sizes.values():
         s.checkpoint_age = [0.2 * s.redo_log_bytes, 0.4 * s.redo_log_bytes]   # the rungs' draw
