@@ -1,11 +1,16 @@
 """The checkpoint age a crash leaves, or a donor's backup copies (model.md, "The quantities at
-the user's node"): a draw on the sawtooth the page cleaners and MariaDB's checkpoint margins make
-during a load, at most what the server lets stand; the kind's interval spans the rungs' least
-and most."""
+the user's node"): held between MariaDB's flush-ahead marks where the load fills the log slowly
+enough, else a draw on the sawtooth the page cleaners and the writing threads make, the kind's
+interval spanning the rungs' least and most; at most what the server lets stand. And whether
+recovering that age takes several batches ("Regimes")."""
 
 from __future__ import annotations
 
-from ...core.infra.sizes import duration
+import math
+
+from ...core.infra.sizes import duration, human
+
+# ``at`` below is model.UserNode, ``sh`` model.Shares (model imports this module)
 
 
 def max_checkpoint_age(redo_log: float, page: int) -> float:
@@ -35,6 +40,57 @@ def held_band(redo_log: float, pool: float, page: int, redo_rate: float | None) 
     if not redo_rate or 7 / 8 * limit / redo_rate < HELD_FROM_S or pool < limit:
         return None
     return 7 / 8 * limit / redo_log, limit / redo_log
+
+
+def checkpoint_age(at, sh, share: float | None = None) -> float:
+    """The redo since the checkpoint (a crash's to recover; a donor's that its backup copies): as
+    given; a crash's in the middle of the band a load holds it in where the user's log is large
+    enough for that (age.held_band); else the rungs' share of the redo log (at most what the
+    server lets stand)."""
+    if at.checkpoint_age is not None:
+        return at.checkpoint_age
+    if share is None and (band := held_band(at.redo_log, at.pool, sh.page, sh.redo_rate)):
+        return sum(band) / 2 * at.redo_log
+    share = sh.checkpoint_age if share is None else share
+    return min((1.0 if share is None else share) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
+
+
+def age_told(at, sh) -> str:
+    if at.checkpoint_age is not None:
+        return "given"
+    if band := held_band(at.redo_log, at.pool, sh.page, sh.redo_rate):
+        return (f"held at {band[0]:.2f}-{band[1]:.2f} of the redo log: the load writes up to the flush-ahead mark "
+                f"in {band[0] * at.redo_log / sh.redo_rate:.1f} s at the rungs' {human(sh.redo_rate)}/s of redo "
+                f"(held from {HELD_FROM_S} s)")
+    return ("the whole redo log: no rung's kill said" if sh.checkpoint_age is None
+            else f"{sh.checkpoint_age:.2f} of the redo log, as in the rungs' kills")
+
+
+# MariaDB applies a recovery batch once its parsed redo records fill a third of the pool
+# (recv_sys_t::is_memory_exhausted)
+RECV_POOL_SHARE = 1 / 3
+
+
+def batch_refusal(kind: str, at, sh) -> str | None:
+    """A regime no rung ran: crash recovery in several batches (MariaDB parses the redo into the
+    buffer pool and applies a batch once the parsed records fill a third of it). A checkpoint age
+    ÷ pool under a third, or within what a rung recovered in one batch, is one batch (parsed
+    records take less memory than their redo: rungs recovered 0.36 of their pool, and the first
+    restart check's every rung more than a third, in one batch); one at or past what a rung
+    needed several for is several; between, no answer."""
+    if kind != "crash-during-load":
+        return None
+    age = checkpoint_age(at, sh)
+    ratio = age / at.pool
+    one = max(sh.single_batch_up_to, RECV_POOL_SHARE)
+    if ratio <= one or ratio >= sh.multi_batch_from:
+        return None
+    return (f"recovering {human(age)} of redo with a {human(at.pool)} pool (checkpoint age {ratio:.2f} of the pool) "
+            f"may take several batches: MariaDB starts one past a third of the pool, the rungs recovered in one "
+            f"batch up to {sh.single_batch_up_to:.2f} of their pool"
+            f"{'' if math.isinf(sh.multi_batch_from) else f' and needed several from {sh.multi_batch_from:.2f}'}; "
+            f"run a rung whose checkpoint age is {ratio:.2f} of its innodb_buffer_pool_size or more "
+            f"(restart.settings), or give a --pool over {human(age / one)}")
 
 
 def age_spread(got: dict, ends: list[dict], ages: tuple[float, float], event: str = "the rungs' kills left") -> None:

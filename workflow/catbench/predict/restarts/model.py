@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...core.infra.sizes import duration, human
-from .age import HELD_FROM_S, age_spread, held_band, max_checkpoint_age
+from .age import age_spread, age_told, batch_refusal, checkpoint_age, held_band, max_checkpoint_age
 from .fit import PhaseFit, fit, interval, rate_fit
 from .lookup import lookup_factor
 from .memory import memory_phases, release_excess
@@ -160,30 +160,6 @@ def data_of(rows: int, rungs: list[tuple[int, float]]) -> float | None:
     return rows * statistics.median(b / r for r, b in rungs)
 
 
-def checkpoint_age(at: UserNode, sh: Shares, share: float | None = None) -> float:
-    """The redo since the checkpoint (a crash's to recover; a donor's that its backup copies): as
-    given; a crash's in the middle of the band a load holds it in where the user's log is large
-    enough for that (age.held_band); else the rungs' share of the redo log (at most what the
-    server lets stand)."""
-    if at.checkpoint_age is not None:
-        return at.checkpoint_age
-    if share is None and (band := held_band(at.redo_log, at.pool, sh.page, sh.redo_rate)):
-        return sum(band) / 2 * at.redo_log
-    share = sh.checkpoint_age if share is None else share
-    return min((1.0 if share is None else share) * at.redo_log, max_checkpoint_age(at.redo_log, sh.page))
-
-
-def _age_told(at: UserNode, sh: Shares) -> str:
-    if at.checkpoint_age is not None:
-        return "given"
-    if band := held_band(at.redo_log, at.pool, sh.page, sh.redo_rate):
-        return (f"held at {band[0]:.2f}-{band[1]:.2f} of the redo log: the load writes up to the flush-ahead mark "
-                f"in {band[0] * at.redo_log / sh.redo_rate:.1f} s at the rungs' {human(sh.redo_rate)}/s of redo "
-                f"(held from {HELD_FROM_S} s)")
-    return ("the whole redo log: no rung's kill said" if sh.checkpoint_age is None
-            else f"{sh.checkpoint_age:.2f} of the redo log, as in the rungs' kills")
-
-
 def recovery_bytes(at: UserNode, sh: Shares) -> tuple[float, float]:
     """(redo since the checkpoint, bytes of pages recovered) of a crash at the user's node."""
     age = checkpoint_age(at, sh)
@@ -221,7 +197,7 @@ def quantities(at: UserNode, sh: Shares, kind: str) -> tuple[dict, dict, list[st
         out.update(redo_scan=work, redo_apply=work)
         if work:   # bytes read, pages applied a unit
             moved.update(redo_scan=age / work, redo_apply=pages / work)
-        words.append(f"checkpoint age {human(age)} at the kill ({_age_told(at, sh)}), {human(pages)} of pages "
+        words.append(f"checkpoint age {human(age)} at the kill ({age_told(at, sh)}), {human(pages)} of pages "
                      f"to recover")
     if kind == "node-restart-sst":   # the data files, what a datadir holds beside them, and the redo
         files, said = sst_files(at, sh)
@@ -277,33 +253,6 @@ def on_device(f: PhaseFit, how: str, devices: tuple[dict, dict | None], moved: f
     return f
 
 
-# MariaDB applies a recovery batch once its parsed redo records fill a third of the pool
-# (recv_sys_t::is_memory_exhausted)
-RECV_POOL_SHARE = 1 / 3
-
-
-def _refusal(kind: str, at: UserNode, sh: Shares) -> str | None:
-    """A regime no rung ran: crash recovery in several batches (MariaDB parses the redo into the
-    buffer pool and applies a batch once the parsed records fill a third of it). A checkpoint age
-    ÷ pool under a third, or within what a rung recovered in one batch, is one batch (parsed
-    records take less memory than their redo: rungs recovered 0.36 of their pool, and the first
-    restart check's every rung more than a third, in one batch); one at or past what a rung
-    needed several for is several; between, no answer."""
-    if kind != "crash-during-load":
-        return None
-    age = checkpoint_age(at, sh)
-    ratio = age / at.pool
-    one = max(sh.single_batch_up_to, RECV_POOL_SHARE)
-    if ratio <= one or ratio >= sh.multi_batch_from:
-        return None
-    return (f"recovering {human(age)} of redo with a {human(at.pool)} pool (checkpoint age {ratio:.2f} of the pool) "
-            f"may take several batches: MariaDB starts one past a third of the pool, the rungs recovered in one "
-            f"batch up to {sh.single_batch_up_to:.2f} of their pool"
-            f"{'' if math.isinf(sh.multi_batch_from) else f' and needed several from {sh.multi_batch_from:.2f}'}; "
-            f"run a rung whose checkpoint age is {ratio:.2f} of its innodb_buffer_pool_size or more "
-            f"(restart.settings), or give a --pool over {human(age / one)}")
-
-
 def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes], at: UserNode, confidence: float,
                  floor: float) -> dict:
     """One kind's phases and total at ``at``: seconds, interval, the dominant phase, what bounds
@@ -312,7 +261,7 @@ def predict_kind(kind: str, obs: list[PhaseObservation], sizes: list[RungSizes],
     here = _median_device(sizes)
     q, moved, words = quantities(at, sh, kind)
     out = {"kind": kind, "rungs": sorted({o.run for o in obs}), "regime": words, "confidence": confidence}
-    refused = _refusal(kind, at, sh)
+    refused = batch_refusal(kind, at, sh)
     if refused:
         return {**out, "refused": refused}
     mem = memory_phases(sizes, *recovery_bytes(at, sh), at.pool, out) if kind == "crash-during-load" else {}
