@@ -80,6 +80,10 @@ def test_restart_rungs_scale_the_cleaners_depth_and_span_the_time_down():
                    "server": {"settings": {"innodb_lru_scan_depth": 20000}}}, REPO)
     assert rungs(validate(own))[-1]["server"]["settings"]["innodb_lru_scan_depth"] == round(
         20000 * factors[-1])
+    restart_own = layered({"run": "rs", "base": str(REPO / "config/restart-study.yaml"),
+                           "restart": {"settings": {"innodb_lru_scan_depth": 20000}}}, REPO)
+    assert rungs(validate(restart_own))[-1]["restart"]["settings"]["innodb_lru_scan_depth"] == round(
+        20000 * factors[-1])    # a depth the restart's own settings give is scaled too
 
 
 def test_an_age_under_a_third_of_the_pool_is_one_batch_past_the_rungs_own():

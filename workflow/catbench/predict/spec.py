@@ -192,7 +192,8 @@ def _rung_restart(out: dict, spec: PredictSpec, factor: float, k: int, objects: 
     of the target's at the largest rung."""
     for part in (out["server"], out["restart"], out["cluster"]):
         part["settings"] = _scaled_settings(part["settings"], spec, factor, k, objects)
-    _scale_lru_depth(out["server"]["settings"], factor)
+        if part is out["server"] or "innodb_lru_scan_depth" in part["settings"]:   # where a depth is set
+            _scale_lru_depth(part["settings"], factor)
     down = spec.downtime_share * spec.target_rows * factor / max(spec.rows)
     cluster = out["cluster"]
     cluster["gcache_size"] = kib(max(2 ** 20, parse_size(cluster["gcache_size"]) * down), "K")
