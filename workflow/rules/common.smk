@@ -28,6 +28,8 @@ TABLE_REQUIRE = RUN.table_require
 # Targets that get a Galera cluster and the query suite (cluster.targets, queries.targets, or all).
 CLUSTER_TARGETS = RUN.stage_targets("cluster")
 QUERY_TARGETS = RUN.stage_targets("queries")
+# The query engines that run the suite (queries.engines).
+QUERY_ENGINES = config["queries"]["engines"]
 # Index input per schema variant: CHAR(28) keys, or numeric objectIds.
 INDEX_INPUT = RUN.index_input
 WORKING_SET = f"{RES}/index/working_set.json"

@@ -1,6 +1,7 @@
 # Stage `queries`: chunk tables and the secondary index loaded into each target's
 # private server, the LV/HV/SHV suite run the Qserv way (one query per chunk, merged),
-# the same suite in DuckDB over the Parquet chunks, and every answer cross-checked.
+# the same suite in DuckDB over the Parquet chunks and with LSDB over HATS catalogs built on each
+# target (queries.engines), and every answer cross-checked.
 
 
 rule queries_mysql:
@@ -53,9 +54,36 @@ rule queries_duckdb:
         "--config {params.cfg:q} --time-limit-min {resources.runtime:q} --out {output:q} > {log:q} 2>&1"
 
 
+rule queries_lsdb:
+    input:
+        chunks=rules.chunk_list.output.chunks,
+        target=rules.target_info.output,
+    output:
+        directory(f"{RES}/queries/{{target}}/lsdb"),
+    log:
+        f"{RES}/logs/queries/{{target}}-lsdb.log",
+    benchmark:
+        f"{RES}/benchmarks/queries/{{target}}-lsdb.tsv"
+    conda:
+        ENV_PY
+    threads: job_threads("queries_lsdb")
+    resources:
+        **job_resources("queries_lsdb"),
+    params:
+        cfg=cfg_json("run", "seed", "partition", "server", "queries"),
+        path=lambda wildcards: target_dir(wildcards.target),
+        env_args=target_env,
+        results=lambda wildcards, input: RUN.folder(input.chunks, 2),
+    shell:
+        "{params.env_args} catbench queries --query-engine lsdb --target {wildcards.target:q} --path {params.path:q} "
+        "--results {params.results:q} --config {params.cfg:q} --time-limit-min {resources.runtime:q} "
+        "--threads {threads} --mem-mb {resources.mem_mb} --out {output:q} > {log:q} 2>&1"
+
+
 QUERY_RUNS = [
-    *expand(rules.queries_mysql.output, target=QUERY_TARGETS),
-    *rules.queries_duckdb.output,
+    *(expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "mysql" in QUERY_ENGINES else []),
+    *(rules.queries_duckdb.output if "duckdb" in QUERY_ENGINES else []),
+    *(expand(rules.queries_lsdb.output, target=QUERY_TARGETS) if "lsdb" in QUERY_ENGINES else []),
 ]
 
 

@@ -47,7 +47,8 @@ def cmd_queries(args) -> int:
     results = Path(args.results)
     spec = QuerySpec.of(cfg, dict(params=_json_arg(args.params_json, "--params-json"),
                                   settings=_json_arg(args.settings_json, "--settings-json"),
-                                  time_limit_min=args.time_limit_min))
+                                  time_limit_min=args.time_limit_min, engine=args.query_engine,
+                                  threads=args.threads, mem_mb=args.mem_mb))
     paths = QueryPaths(results / "chunks", results / "index" / "input", Path(args.out))
     if QUERY_ENGINES[args.query_engine].on_target:
         if not args.target or not args.path:
@@ -71,7 +72,7 @@ def cmd_queries_check(args) -> int:
 
 
 def add_subcommands(subparsers) -> None:
-    p = subparsers.add_parser("queries", help="query suite on one target (mysql) or the Parquet files (duckdb)",
+    p = subparsers.add_parser("queries", help="query suite on one target (mysql, lsdb) or the Parquet files (duckdb)",
                               description=cmd_queries.__doc__)
     p.add_argument("--query-engine", choices=tuple(QUERY_ENGINES), default="mysql")
     p.add_argument("--target", help="storage target name (an engine on a target, mysql: required; one over "
@@ -84,6 +85,8 @@ def add_subcommands(subparsers) -> None:
     p.add_argument("--settings-json", help="server options as a JSON object (default server.settings)")
     p.add_argument("--time-limit-min", type=float, help="stop a query that would end past this many minutes "
                    "from the start, with a clear error (the workflow passes its rule's runtime, from the plan)")
+    p.add_argument("--threads", type=int, help="CPUs the job was given (the lsdb engine's Dask workers share them)")
+    p.add_argument("--mem-mb", type=int, help="memory the job was given, MiB (the lsdb engine's workers share it)")
     g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
     section_flags(p, "queries", group=g)
     section_flags(p, "server", "server-", lists=False, group=g)

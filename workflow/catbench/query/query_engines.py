@@ -1,6 +1,6 @@
 """The query engines, in one table: the CLI's ``--query-engine`` choices and the dispatch read
 it. An engine is its entry here and its module: a ``run(spec, paths, where) -> summary``
-function (``run_queries.py`` holds both of today's); a new one over the Parquet chunk files
+function (``run_queries.py`` holds the first two, ``lsdb/run.py`` the third); a new one over the Parquet chunk files
 can reuse ``run_queries_duckdb`` with an engine class of its own. Named by text
 (``module:function``), so reading the table loads no engine."""
 
@@ -31,6 +31,7 @@ class QueryLocation:
 QUERY_ENGINES = {e.name: e for e in (
     QueryEngine("mysql", "run_queries:run_queries", on_target=True),      # Qserv's plan, one query per chunk
     QueryEngine("duckdb", "run_queries:run_queries_duckdb", on_target=False),
+    QueryEngine("lsdb", "lsdb.run:run_queries_lsdb", on_target=True),       # HATS on the target, LSDB on Dask
 )}
 
 

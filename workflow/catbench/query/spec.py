@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import psutil
+
 from ..core.infra.jobs.repeat import Repeats
+from ..core.infra.sizes import parse_size
 from ..core.sky.geometry import Geometry
 from ..core.server.process import Launch
+from .lsdb.cluster import ClusterOptions
 from .suite import QUERY_NAMES, QueryError
 
 
@@ -37,6 +41,31 @@ class Draw:
 
 
 @dataclass(frozen=True)
+class LsdbSpec:
+    """The lsdb engine (queries.lsdb): its Dask cluster and how the HATS catalogs are cut."""
+    cluster: ClusterOptions
+    pixel_threshold: int | None
+    highest_order: int | None
+    n_neighbors: int
+
+    @classmethod
+    def of(cls, qs: dict, threads: int, mem_mb: int, minutes: int) -> LsdbSpec:
+        """From ``queries.lsdb`` and the job's ``threads`` and memory; refused naming the key when
+        the job cannot hold the workers."""
+        ls = qs["lsdb"]
+        workers = int(ls["workers"])
+        if workers > threads:
+            raise QueryError(f"config key 'queries.lsdb.workers': {workers} Dask workers in a job of {threads} "
+                             f"CPU(s) (jobs.cpus); at most {threads}")
+        # the job's memory shared (by hand, without --mem-mb: the machine's)
+        job = mem_mb << 20 if mem_mb else psutil.virtual_memory().total
+        memory = parse_size(ls["memory"]) if ls["memory"] else job // workers
+        kind = ClusterOptions.kind_for(ls["cluster"])
+        return cls(ClusterOptions(workers, max(1, threads // workers), memory, kind, minutes),
+                   ls["pixel_threshold"], ls["highest_order"], int(ls["n_neighbors"]))
+
+
+@dataclass(frozen=True)
 class QuerySpec:
     names: tuple[str, ...]    # queries.queries (or --queries)
     repeats: Repeats          # queries.repetitions, max_repetitions, precision, budget_s
@@ -52,6 +81,7 @@ class QuerySpec:
     launch: Launch            # server.binary, server.tcp, server.start_timeout_s
     time_limit_min: float | None = None   # the stage's (--time-limit-min: its rule's runtime)
     workers: int = 1          # worker servers the chunk tables are spread over (mysql engine)
+    lsdb: LsdbSpec | None = None   # the lsdb engine's (with the job's threads and memory: --threads, --mem-mb)
 
     @property
     def repetitions(self) -> int:
@@ -81,4 +111,6 @@ class QuerySpec:
                  int(qs["draw"]["target_pairs"]), float(qs["draw"]["budget_s"]), int(qs["draw"]["target_tests"])),
             Geometry(part["num_stripes"], part["num_sub_stripes_per_stripe"], float(part["overlap_deg"])),
             over.get("settings", server["settings"]),
-            Launch.of(server), over.get("time_limit_min"), int(over.get("workers", qs["workers"])))
+            Launch.of(server), over.get("time_limit_min"), int(over.get("workers", qs["workers"])),
+            LsdbSpec.of(qs, int(over.get("threads") or 1), int(over.get("mem_mb") or 0),
+                        int(over.get("time_limit_min") or 60)) if over.get("engine") == "lsdb" else None)

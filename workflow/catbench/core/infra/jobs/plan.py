@@ -83,7 +83,9 @@ def job_counts(sizes: RunSizes, loads: int) -> dict[str, dict[str, int]]:
     if "load_index" in stages:
         out["load_index"] = {"index_working_set": 1, "load_index_run": loads, "load_compare": 1}
     if "queries" in stages:
-        out["queries"] = {"queries_mysql": sizes.queries.targets, "queries_duckdb": 1, "queries_check": 1}
+        q = sizes.queries
+        jobs = {"mysql": ("queries_mysql", q.targets), "duckdb": ("queries_duckdb", 1), "lsdb": ("queries_lsdb", q.targets)}
+        out["queries"] = {**dict(jobs[e] for e in q.engines), "queries_check": 1}
     if "restart" in stages:
         out["restart"] = {"restart_run": targets}
     if "cluster" in stages:

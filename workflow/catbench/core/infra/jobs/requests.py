@@ -25,7 +25,7 @@ BASE_S = 300
 # Snakemake's job start and the command's imports, 2-3 s measured.
 START_S = 3
 # Rules that measure a target (or the engine under test): they run alone (see measure_domain).
-MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "restart_run", "cluster_restart_run",
+MEASURING = ("fio_run", "load_index_run", "queries_mysql", "queries_duckdb", "queries_lsdb", "restart_run", "cluster_restart_run",
              "ladder_rung")
 # Aggregations of small result files: they run where Snakemake runs (its localrules), not as a
 # cluster job each, and hold every measure domain while they run: a measuring job never meets
@@ -151,6 +151,8 @@ def _runtimes(sizes: RunSizes) -> dict:
         "load_index_run": (load_seconds(sizes), ir),
         "queries_mysql": (index_load + s.rows / rate + suite, r),
         "queries_duckdb": (suite, r),
+        # hats-import reads, maps, splits and writes every row (catalog, margin, index): ~5 passes
+        "queries_lsdb": (5 * s.rows / rate + suite, r),
         "load_compare": (0, r),
         "queries_check": (0, r),
         "restart_run": ((1 + crash_loads) * index_load + restart_runs * (rs.warm_timeout_s + 60), ir),
@@ -224,6 +226,8 @@ def expected_seconds(sizes: RunSizes) -> dict[str, float]:
     # the director index (a sorted load) and the chunk tables (~rate / 3 rows/s) before the suite
     out["queries_mysql"] = s.objects / rate + 3 * s.rows / rate + suite
     out["queries_duckdb"] = suite
+    # measured on the tiny run: ~40 s of hats-import's fixed cost (its Dask stages) beside the rows
+    out["queries_lsdb"] = 40 + 5 * s.rows / rate + suite
     # measured at the bench's 4.76 M rows: the replicated load at ~rate, a node back in 3-20 s,
     # an SST at ~25 MB/s after the donor's 10 s sleep (232 s a target against 370 s here)
     cl = sizes.cluster
@@ -265,6 +269,7 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
         "load_index_run": (mem["load"], server_key),
         "queries_mysql": (mem["server"] * sizes.queries.workers, server_key),   # each worker its own server
         "queries_duckdb": (4000, None),
+        "queries_lsdb": (4000, None),     # the Dask workers' share it (queries.lsdb.memory)
         "load_compare": (500, None),
         "queries_check": (1000, None),
         "restart_run": (mem["restart"], "restart.settings.innodb_buffer_pool_size"),

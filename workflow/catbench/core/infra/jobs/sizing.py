@@ -134,6 +134,7 @@ class QueryWork:
     shv1_tests: int = 0     # MySQL's distance tests SHV1's drawn box is sized to (queries.draw.target_tests)
     shv1_rows: int = 0      # the Objects a drawn box holds at most (queries.draw.target_rows)
     workers: int = 1        # worker servers a mysql query job starts (queries.workers)
+    engines: tuple[str, ...] = ("mysql", "duckdb")   # queries.engines
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,8 @@ class RunSizes:
                               targets=len(stage_targets(cfg, "queries")),
                               shv1_tests=0 if {"box_deg", "ra_min"} & set(q["parameters"].get("SHV1") or {})
                               else q["draw"]["target_tests"],
-                              shv1_rows=q["draw"]["target_rows"], workers=q["workers"]),
+                              shv1_rows=q["draw"]["target_rows"], workers=q["workers"],
+                              engines=tuple(q["engines"])),
             ladder=LadderWork(factors=tuple(ir["factors"]), targets=len(ladder_targets(cfg)),
                               loads=len(load["variants"]) * len(load["engines"]) * len(load["strategies"]),
                               repetitions=ir["repetitions"]),

@@ -1,0 +1,82 @@
+"""The ``lsdb`` engine's Dask cluster, started and stopped by the stage: a ``LocalCluster`` of
+``queries.lsdb.workers`` processes on 127.0.0.1 (no dashboard), or under Slurm a
+``dask_jobqueue.SLURMCluster`` whose worker jobs run on the job's own node. Either is closed on
+every way out (an error, Ctrl-C, a batch system's SIGTERM): its workers and their jobs with it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..suite import QueryError
+
+log = logging.getLogger(__name__)
+START_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Workers, each worker's threads and memory (bytes), where they spill, and the kind
+    (``local`` or ``slurm``); ``minutes``: a Slurm worker job's time limit."""
+    workers: int
+    threads: int
+    memory_bytes: int
+    kind: str = "local"
+    minutes: int = 60
+
+    @staticmethod
+    def kind_for(asked: str) -> str:
+        """``auto``: ``slurm`` inside a Slurm job where sbatch is at hand, else ``local``."""
+        if asked != "auto":
+            return asked
+        return "slurm" if os.environ.get("SLURM_JOB_ID") and shutil.which("sbatch") else "local"
+
+
+def _local(opts: ClusterOptions, scratch: Path):
+    from distributed import LocalCluster
+    return LocalCluster(n_workers=opts.workers, threads_per_worker=opts.threads, memory_limit=opts.memory_bytes,
+                        processes=True, host="127.0.0.1", dashboard_address=None, local_directory=str(scratch))
+
+
+def _slurm(opts: ClusterOptions, scratch: Path):
+    from dask_jobqueue import SLURMCluster
+    node = os.environ.get("SLURMD_NODENAME")
+    extra = [f"--nodelist={node}"] if node else []
+    if os.environ.get("SLURM_JOB_PARTITION"):
+        extra.append(f"--partition={os.environ['SLURM_JOB_PARTITION']}")
+    cluster = SLURMCluster(cores=opts.threads, processes=1, memory=f"{opts.memory_bytes // 2**20}MiB",
+                           walltime=f"{opts.minutes:d}", job_extra_directives=extra, local_directory=str(scratch),
+                           log_directory=str(scratch / "slurm"), scheduler_options={"dashboard_address": None},
+                           interface=None, name="catbench-lsdb")
+    cluster.scale(jobs=opts.workers)
+    return cluster
+
+
+KINDS = {"local": _local, "slurm": _slurm}
+
+
+@contextmanager
+def dask_client(opts: ClusterOptions, scratch: Path):
+    """A ``distributed.Client`` on a fresh cluster of ``opts``, every worker up; closed on exit."""
+    from distributed import Client
+    scratch.mkdir(parents=True, exist_ok=True)
+    cluster = KINDS[opts.kind](opts, scratch)
+    try:
+        client = Client(cluster)
+        try:
+            try:
+                client.wait_for_workers(opts.workers, timeout=START_TIMEOUT_S)
+            except TimeoutError:
+                raise QueryError(f"the lsdb engine's {opts.kind} Dask cluster did not start its {opts.workers} "
+                                 f"worker(s) within {START_TIMEOUT_S} s (queries.lsdb.workers)") from None
+            log.info("Dask %s cluster: %d worker(s) of %d thread(s), %.0f MiB each", opts.kind, opts.workers,
+                     opts.threads, opts.memory_bytes / 2**20)
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()

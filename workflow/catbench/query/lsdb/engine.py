@@ -1,0 +1,72 @@
+"""The ``lsdb`` query engine: the suite over the run's HATS collections (``build.py``) with LSDB,
+computed on the stage's Dask cluster (``cluster.py``); each query's expression is in
+``expressions.py``."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ..engines import Deadline
+from ..suite import Answer, Query, QueryError
+from .build import TABLES, chunk_files
+from .expressions import EXPRESSIONS, POSITIONS
+
+
+class LsdbEngine:
+    """Opens both collections (their margins and indexes with them) and runs a query's
+    expression; ``restart()`` of the cold runs restarts the Dask workers and opens them again."""
+
+    name = "lsdb"
+
+    def __init__(self, root: Path, client, chunks_dir, chunks, n_neighbors: int):
+        self.root, self.client = Path(root), client
+        # the chunk files' columns, in their order: SELECT *'s
+        self.columns = {t: [c for c in pq.read_schema(chunk_files(chunks_dir, chunks, t)[0]).names]
+                        for t in TABLES}
+        self.n_neighbors = self.neighbors_used = int(n_neighbors)
+        self.deadline = Deadline()
+        self._query = ""
+        self.catalogs: dict = {}
+        self.open()
+
+    def open(self):
+        import lsdb
+        # a partition function giving a count or a frame, not a catalog: the dask object is what is meant
+        warnings.filterwarnings("ignore", "output of the function must be a DataFrame", RuntimeWarning)
+        self.catalogs = {t: lsdb.open_catalog(self.root / t, columns="all") for t in TABLES}
+        # selecting columns of a catalog drops its margin: the cross-match and the join read these
+        self.positions = {t: lsdb.open_catalog(self.root / t, columns=list(POSITIONS[t])) for t in TABLES}
+        for t, cat in self.positions.items():
+            if cat.margin is None:
+                raise QueryError(f"HATS catalog {self.root / t} has no margin catalog: rebuild it")
+
+    def restart(self):
+        self.client.restart()
+        self.open()
+
+    def compute(self, what):
+        """``what`` computed on the cluster, stopped at the stage's deadline."""
+        fut = self.client.compute(what.to_dask_dataframe() if hasattr(what, "to_dask_dataframe") else what)
+        left = self.deadline.left(self._query)
+        try:
+            return fut.result(timeout=left)
+        except TimeoutError:
+            fut.cancel()
+            raise self.deadline.passed(self._query) from None
+
+    def run(self, q: Query, params: dict) -> Answer:
+        expression = EXPRESSIONS.get(q.name)
+        if expression is None:
+            raise QueryError(f"query {q.name}: the lsdb engine has no expression of it (query/lsdb/expressions.py)")
+        self._query = f"query {q.name}"
+        t0 = time.perf_counter()
+        ans = expression(self, params)
+        ans.seconds = time.perf_counter() - t0
+        return ans
+
+    def close(self):
+        self.catalogs = {}
