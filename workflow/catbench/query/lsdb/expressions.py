@@ -187,7 +187,7 @@ def filled(matched: pd.DataFrame, k: int) -> bool:
 
 def shv1(e, p: dict) -> Answer:
     box = _box(e.positions["Object"], p)
-    k = e.n_neighbors
+    k = e.neighbors_used     # what an earlier run of the query needed, else queries.lsdb.n_neighbors
     while True:
         m = e.compute(box.crossmatch(box, n_neighbors=k, radius_arcsec=3600.0 * float(p["radius_deg"]) * 1.001,
                                      suffixes=("_1", "_2"), suffix_method="all_columns",

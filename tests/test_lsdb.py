@@ -1,0 +1,147 @@
+"""The lsdb query engine: HATS catalogs from the chunk files, the suite with LSDB on a real Dask
+cluster, every answer equal to DuckDB's over the same chunk files; its semantics against DuckDB's
+where LSDB's differ (NaN and NULL fluxes, the cross-match's neighbour cap, margins)."""
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import psutil
+import pyarrow as pa
+import pytest
+import yaml
+from catbench.core.infra.config import validate
+from catbench.core.infra.resources import split_statements
+from catbench.query.check import check_answers
+from catbench.query.engines import udf_path
+from catbench.query.lsdb.build import margin_order, order_for
+from catbench.query.lsdb.expressions import ab_mag, filled, greater
+from catbench.query.query_engines import QUERY_ENGINES, QueryLocation
+from catbench.query.run_queries import QueryPaths, run_queries_duckdb
+from catbench.query.spec import QuerySpec
+from catbench.query.suite import QueryError
+from support.paths import REPO
+from support.querycat import build, small_config
+
+# a few tiles (the margins matter), two neighbours first (SHV1's box needs more), warm runs only
+LSDB = {"pixel_threshold": 3000, "n_neighbors": 2, "workers": 2}
+
+
+def _dask_processes() -> list:
+    return [p for p in psutil.process_iter(["cmdline"])
+            if any("distributed" in a or "dask" in a for a in (p.info["cmdline"] or []))]
+
+
+@pytest.fixture(scope="module")
+def engines():
+    root = Path(tempfile.mkdtemp(prefix="cblsdb-", dir="/tmp"))
+    try:
+        cfg = small_config()
+        build(cfg, root)
+        duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"),
+                                  QueryLocation("parquet"))
+        cfg["queries"]["lsdb"] = {**cfg["queries"]["lsdb"], **LSDB}
+        cfg["queries"].update(cold=False, concurrency={"streams": 1, "seconds": 0.5, "lv1_interval_s": 0.1})
+        before = {p.pid for p in _dask_processes()}
+        run = subprocess.run(
+            [sys.executable, "-m", "catbench", "queries", "--query-engine", "lsdb", "--target", "t1",
+             "--path", str(root / "target"), "--results", str(root), "--config", json.dumps(cfg),
+             "--params-json", json.dumps(duck["params"]), "--threads", "2", "--mem-mb", "2000",
+             "--out", str(root / "out/t1/lsdb")], capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        yield {"root": root, "duck": duck, "lsdb": json.loads((root / "out/t1/lsdb/summary.json").read_text()),
+               "left": [p for p in _dask_processes() if p.pid not in before]}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_every_answer_equals_duckdbs(engines):
+    root = engines["root"]
+    check = check_answers([root / "out/parquet/duckdb", root / "out/t1/lsdb"])
+    assert check["ok"] and set(check["queries"]) == set(engines["duck"]["answers"])
+    assert engines["lsdb"]["answers"]["SHV1"] == engines["duck"]["answers"]["SHV1"] != "n=0"
+
+
+@pytest.mark.slow
+def test_the_build_is_counted_timed_and_leaves_nothing(engines):
+    s = engines["lsdb"]
+    hats = s["load"]["hats"]["tables"]
+    assert f"n={hats['Object']['rows']}" == engines["duck"]["answers"]["HV1"]
+    assert hats["Source"]["rows"] > hats["Object"]["rows"]
+    for t in hats.values():
+        assert t["tiles"] > 1 and t["seconds"] > 0 and t["bytes"] > 0 and t["largest_tile_rows"] <= LSDB["pixel_threshold"]
+    assert not (engines["root"] / "target" / "catbench-lsdb").exists()    # removed, not kept
+    assert engines["left"] == [], f"Dask processes left: {engines['left']}"
+
+
+@pytest.mark.slow
+def test_the_cross_match_asked_again_while_a_point_filled_its_neighbours(engines):
+    # two neighbours (itself and one) cannot find every pair of a crowded box: asked again with more
+    assert engines["lsdb"]["dask"]["n_neighbors"] > LSDB["n_neighbors"]
+
+
+def _duck_mag(values: list) -> list:
+    con = duckdb.connect()
+    for stmt in split_statements(udf_path("duckdb").read_text()):
+        con.execute(stmt)
+    con.register("t", pa.table({"f": pa.array(values, pa.float32())}))
+    return [r[0] for r in con.execute("SELECT fluxToAbMag(f) FROM t").fetchall()]
+
+
+def test_flux_to_ab_mag_follows_duckdb_on_nan_null_and_non_positive_fluxes():
+    values = [3.6e-29, 0.0, -1.0, float("nan"), None, float("inf")]
+    s = pd.Series(pd.arrays.ArrowExtensionArray(pa.array(values, pa.float32())))     # NaN kept apart from NULL
+    mag, nulls = ab_mag(s)
+    want = _duck_mag(values)
+    for got, null, w in zip(mag, nulls, want):
+        assert (w is None) == bool(null)
+        if w is not None:
+            assert (np.isnan(got) and np.isnan(w)) or got == pytest.approx(w, rel=1e-12)
+    # DuckDB orders NaN above every number: a NaN colour passes a lower bound
+    assert list(greater(np.array([np.nan, 1.0, 5.0]), np.array([False, False, True]), 4.0)) == [True, False, False]
+
+
+def test_a_point_that_found_as_many_neighbours_as_asked_is_seen():
+    m = pd.DataFrame({"objectId_1": [1, 1, 2], "objectId_2": [1, 2, 2]})
+    assert filled(m, 2) and not filled(m, 3) and not filled(m.iloc[:0], 2)
+
+
+def test_margins_and_orders():
+    assert margin_order(60.0, 7) > 7 and margin_order(1.0, 7) == 10      # capped three orders past the tiles
+    with pytest.raises(QueryError, match="queries.lsdb.highest_order"):
+        margin_order(3600.0 * 10, 7)
+    assert order_for(50.0, 100) < order_for(5000.0, 100) <= 19
+
+
+def _spec(lsdb: dict, threads=2, mem_mb=2000):
+    cfg = validate({"run": "x", "queries": {"lsdb": lsdb}})
+    return QuerySpec.of(cfg, {"engine": "lsdb", "threads": threads, "mem_mb": mem_mb})
+
+
+def test_bad_lsdb_settings_are_refused_naming_the_key(tmp_path):
+    with pytest.raises(QueryError, match=r"queries\.lsdb\.workers.*jobs\.cpus"):
+        _spec({"workers": 4}, threads=2)
+    spec = _spec({"workers": 2, "memory": "1M", "pixel_threshold": 100000})
+    assert spec.lsdb.cluster.memory_bytes == 1 << 20 and spec.lsdb.cluster.threads == 1
+    from catbench.query.lsdb import run as lsdb_run
+    cfg = small_config()
+    build(cfg, tmp_path)
+    from catbench.query.chunk_tables import read_chunk_list
+    chunks = read_chunk_list(tmp_path / "chunks")
+    with pytest.raises(QueryError, match=r"queries\.lsdb\.memory.*pixel_threshold"):
+        lsdb_run._check_memory(spec, tmp_path / "chunks", chunks, lsdb_run._build_options(spec, chunks))
+    with pytest.raises(Exception, match="lsdb"):
+        validate({"run": "x", "queries": {"engines": ["mysql", "hive"]}})
+
+
+def test_the_schemas_engines_are_the_registrys():
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    engines = schema["properties"]["queries"]["properties"]["engines"]["items"]["enum"]
+    assert engines == list(QUERY_ENGINES)
