@@ -28,6 +28,7 @@ from catbench.query.spec import QuerySpec
 from catbench.query.suite import QueryError
 from support.paths import REPO
 from support.querycat import build, small_config
+from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 
 # a few tiles (the margins matter), two neighbours first (SHV1's box needs more), warm runs only
 LSDB = {"pixel_threshold": 3000, "n_neighbors": 2, "workers": 2}
@@ -48,12 +49,9 @@ def engines():
                                   QueryLocation("parquet"))
         cfg["queries"]["lsdb"] = {**cfg["queries"]["lsdb"], **LSDB}
         cfg["queries"].update(cold=False, concurrency={"streams": 1, "seconds": 0.5, "lv1_interval_s": 0.1})
+        (root / "lsdb.json").write_text(json.dumps(cfg))
         before = {p.pid for p in _dask_processes()}
-        run = subprocess.run(
-            [sys.executable, "-m", "catbench", "queries", "--query-engine", "lsdb", "--target", "t1",
-             "--path", str(root / "target"), "--results", str(root), "--config", json.dumps(cfg),
-             "--params-json", json.dumps(duck["params"]), "--threads", "2", "--mem-mb", "2000",
-             "--out", str(root / "out/t1/lsdb")], capture_output=True, text=True, timeout=600)
+        run = _lsdb_cli(root, cfg, duck["params"], root / "out/t1/lsdb")
         assert run.returncode == 0, run.stderr[-3000:]
         yield {"root": root, "duck": duck, "lsdb": json.loads((root / "out/t1/lsdb/summary.json").read_text()),
                "left": [p for p in _dask_processes() if p.pid not in before]}
@@ -145,3 +143,31 @@ def test_the_schemas_engines_are_the_registrys():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     engines = schema["properties"]["queries"]["properties"]["engines"]["items"]["enum"]
     assert engines == list(QUERY_ENGINES)
+
+
+def _lsdb_cli(root: Path, cfg: dict, params: dict, out: Path, env=None, timeout=600, minutes=20):
+    return subprocess.run(
+        [sys.executable, "-m", "catbench", "queries", "--query-engine", "lsdb", "--target", "t1",
+         "--path", str(root / "target"), "--results", str(root), "--config", json.dumps(cfg),
+         "--params-json", json.dumps(params), "--threads", "2", "--mem-mb", "2000", "--time-limit-min", str(minutes), "--out", str(out)],
+        capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(available() is not None, reason=str(available()))
+def test_a_slurm_cluster_of_two_worker_jobs_answers_as_the_local_one(engines):
+    root = engines["root"]
+    cfg = json.loads((root / "lsdb.json").read_text())
+    cfg["queries"]["lsdb"]["cluster"] = "slurm"
+    cfg["queries"]["concurrency"]["streams"] = 0
+    with slurm_cluster(max_time="00:30:00") as env:
+        base = env["CBSLURM_BASE"]
+        run = _lsdb_cli(root, cfg, engines["duck"]["params"], root / "out/slurm/lsdb", env=env)
+        assert run.returncode == 0, run.stderr[-3000:]
+        summary = json.loads((root / "out/slurm/lsdb/summary.json").read_text())
+        assert summary["dask"]["kind"] == "slurm" and summary["dask"]["workers"] == 2
+        jobs = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%j %T"], env=env, capture_output=True, text=True)
+        worker_jobs = [ln for ln in jobs.stdout.splitlines() if ln.startswith("catbench-lsdb")]
+        assert len(worker_jobs) >= 2 and not [ln for ln in worker_jobs if "RUNNING" in ln or "PENDING" in ln], jobs.stdout
+    assert check_answers([root / "out/t1/lsdb", root / "out/slurm/lsdb"])["ok"]
+    assert leftover_daemons(base) == [] and _dask_processes() == []

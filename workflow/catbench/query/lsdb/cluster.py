@@ -51,7 +51,7 @@ def _slurm(opts: ClusterOptions, scratch: Path):
     cluster = SLURMCluster(cores=opts.threads, processes=1, memory=f"{opts.memory_bytes // 2**20}MiB",
                            walltime=f"{opts.minutes:d}", job_extra_directives=extra, local_directory=str(scratch),
                            log_directory=str(scratch / "slurm"), scheduler_options={"dashboard_address": None},
-                           interface=None, name="catbench-lsdb")
+                           interface=None, job_name="catbench-lsdb")
     cluster.scale(jobs=opts.workers)
     return cluster
 
@@ -59,24 +59,52 @@ def _slurm(opts: ClusterOptions, scratch: Path):
 KINDS = {"local": _local, "slurm": _slurm}
 
 
-@contextmanager
-def dask_client(opts: ClusterOptions, scratch: Path):
-    """A ``distributed.Client`` on a fresh cluster of ``opts``, every worker up; closed on exit."""
-    from distributed import Client
-    scratch.mkdir(parents=True, exist_ok=True)
-    cluster = KINDS[opts.kind](opts, scratch)
-    try:
-        client = Client(cluster)
+class DaskCluster:
+    """A cluster of ``opts`` and its client; ``restart()`` (a cold run's) stops both and starts
+    fresh ones: a new set of worker processes, nothing of the last query kept."""
+
+    def __init__(self, opts: ClusterOptions, scratch: Path):
+        self.opts, self.scratch = opts, scratch
+        self.cluster = self.client = None
+
+    def start(self):
+        from distributed import Client
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        opts = self.opts
+        self.cluster = KINDS[opts.kind](opts, self.scratch)
+        self.client = Client(self.cluster)
         try:
-            try:
-                client.wait_for_workers(opts.workers, timeout=START_TIMEOUT_S)
-            except TimeoutError:
-                raise QueryError(f"the lsdb engine's {opts.kind} Dask cluster did not start its {opts.workers} "
-                                 f"worker(s) within {START_TIMEOUT_S} s (queries.lsdb.workers)") from None
-            log.info("Dask %s cluster: %d worker(s) of %d thread(s), %.0f MiB each", opts.kind, opts.workers,
-                     opts.threads, opts.memory_bytes / 2**20)
-            yield client
+            self.client.wait_for_workers(opts.workers, timeout=START_TIMEOUT_S)
+        except TimeoutError:
+            raise QueryError(f"the lsdb engine's {opts.kind} Dask cluster did not start its {opts.workers} "
+                             f"worker(s) within {START_TIMEOUT_S} s (queries.lsdb.workers"
+                             + ("; a Slurm worker job asks the query job's time limit, its cores and memory: "
+                                "squeue says why one is pending)" if opts.kind == "slurm" else ")")) from None
+        log.info("Dask %s cluster: %d worker(s) of %d thread(s), %.0f MiB each", opts.kind, opts.workers,
+                 opts.threads, opts.memory_bytes / 2**20)
+        return self.client
+
+    def stop(self):
+        try:
+            if self.client is not None:
+                self.client.close()
         finally:
-            client.close()
+            self.client = None
+            if self.cluster is not None:
+                self.cluster.close()
+                self.cluster = None
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+
+@contextmanager
+def dask_cluster(opts: ClusterOptions, scratch: Path):
+    """A started :class:`DaskCluster`, stopped on every way out."""
+    cluster = DaskCluster(opts, scratch)
+    try:
+        cluster.start()
+        yield cluster
     finally:
-        cluster.close()
+        cluster.stop()

@@ -18,12 +18,12 @@ from .expressions import EXPRESSIONS, POSITIONS
 
 class LsdbEngine:
     """Opens both collections (their margins and indexes with them) and runs a query's
-    expression; ``restart()`` of the cold runs restarts the Dask workers and opens them again."""
+    expression; ``restart()`` of the cold runs starts a new Dask cluster and opens them again."""
 
     name = "lsdb"
 
-    def __init__(self, root: Path, client, chunks_dir, chunks, n_neighbors: int):
-        self.root, self.client = Path(root), client
+    def __init__(self, root: Path, cluster, chunks_dir, chunks, n_neighbors: int):
+        self.root, self.cluster = Path(root), cluster
         # the chunk files' columns, in their order: SELECT *'s
         self.columns = {t: [c for c in pq.read_schema(chunk_files(chunks_dir, chunks, t)[0]).names]
                         for t in TABLES}
@@ -45,12 +45,12 @@ class LsdbEngine:
                 raise QueryError(f"HATS catalog {self.root / t} has no margin catalog: rebuild it")
 
     def restart(self):
-        self.client.restart()
+        self.cluster.restart()
         self.open()
 
     def compute(self, what):
         """``what`` computed on the cluster, stopped at the stage's deadline."""
-        fut = self.client.compute(what.to_dask_dataframe() if hasattr(what, "to_dask_dataframe") else what)
+        fut = self.cluster.client.compute(what.to_dask_dataframe() if hasattr(what, "to_dask_dataframe") else what)
         left = self.deadline.left(self._query)
         try:
             return fut.result(timeout=left)

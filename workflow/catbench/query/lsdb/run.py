@@ -23,7 +23,7 @@ from ..recorder import Recorder, drop_caches, run_concurrency_of, run_suite
 from ..spec import QuerySpec
 from ..suite import QueryError, load_suite
 from .build import BuildOptions, build_catalogs, chunk_files, order_for
-from .cluster import dask_client
+from .cluster import dask_cluster
 from .engine import LsdbEngine
 
 log = logging.getLogger(__name__)
@@ -113,11 +113,11 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
         shutil.rmtree(root, ignore_errors=True)       # what a killed run left
         opts = spec.lsdb.cluster
         try:
-            with dask_client(opts, root / "dask") as client:
-                built = build_catalogs(chunks_dir, chunks, root / "hats", build, client)
+            with dask_cluster(opts, root / "dask") as cluster:
+                built = build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
                 _check_tiles(spec, chunks_dir, chunks, built)
                 deadline.left(f"target {where.target}: building the HATS catalogs")
-                engine = LsdbEngine(root / "hats", client, chunks_dir, chunks, spec.lsdb.n_neighbors)
+                engine = LsdbEngine(root / "hats", cluster, chunks_dir, chunks, spec.lsdb.n_neighbors)
                 engine.deadline = deadline
                 dropped = drop_caches() if spec.cold else False
                 rec = Recorder(where.target, "lsdb", suite,
