@@ -77,7 +77,7 @@ rule queries_lsdb:
     shell:
         "{params.env_args} catbench queries --query-engine lsdb --target {wildcards.target:q} --path {params.path:q} "
         "--results {params.results:q} --config {params.cfg:q} --time-limit-min {resources.runtime:q} "
-        "--threads {threads} --mem-mb {resources.mem_mb} --out {output:q} > {log:q} 2>&1"
+        "--threads {threads:q} --mem-mb {resources.mem_mb:q} --out {output:q} > {log:q} 2>&1"
 
 
 QUERY_RUNS = [
