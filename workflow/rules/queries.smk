@@ -81,9 +81,17 @@ rule queries_lsdb:
 
 
 QUERY_RUNS = [
-    *(expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "mysql" in QUERY_ENGINES else []),
+    *(
+        expand(rules.queries_mysql.output, target=QUERY_TARGETS)
+        if "mysql" in QUERY_ENGINES
+        else []
+    ),
     *(rules.queries_duckdb.output if "duckdb" in QUERY_ENGINES else []),
-    *(expand(rules.queries_lsdb.output, target=QUERY_TARGETS) if "lsdb" in QUERY_ENGINES else []),
+    *(
+        expand(rules.queries_lsdb.output, target=QUERY_TARGETS)
+        if "lsdb" in QUERY_ENGINES
+        else []
+    ),
 ]
 
 
