@@ -60,8 +60,10 @@ def test_time_limits_scale_with_the_config():
     assert rs["load_index_run"].keys["runtime"] == "jobs.index_rows_per_s"
     slow = requests(RunSizes.of(_cfg(jobs={"index_rows_per_s": 200})))
     assert slow["load_index_run"].runtime > rs["load_index_run"].runtime
-    # the default run fits a site's 30-minute partition
-    assert max(r.runtime for r in rs.values()) <= 30, {k: r.runtime for k, r in rs.items()}
+    # the default run fits a site's 30-minute partition (the rules of query engines it does not run left out)
+    skipped = {f"queries_{e}" for e in ("mysql", "duckdb", "lsdb")} - {f"queries_{e}" for e in small["queries"]["engines"]}
+    assert skipped == {"queries_lsdb"}
+    assert max(r.runtime for k, r in rs.items() if k not in skipped) <= 30, {k: r.runtime for k, r in rs.items()}
 
 
 
