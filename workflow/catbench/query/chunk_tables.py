@@ -26,6 +26,7 @@ from ..core.infra.resources import split_statements
 from ..core.server.loaddata import LoadDestination, LoadError, line_count, load_data
 from ..core.server.rowsize import NOT_NULL, SQL_TYPES
 from ..core.sky.chunk_list import COUNTS, ChunkListError, parse_chunk_list
+from .suite import QueryError
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,19 @@ def read_chunk_list(chunks_dir) -> list[ChunkInfo]:
 def chunk_file(chunks_dir, kind: str, chunk_id: int, ext: str) -> Path:
     folder, suffix, _ = KINDS[kind]
     return Path(chunks_dir) / folder / f"chunk_{chunk_id}{suffix}.{ext}"
+
+
+def parquet_files(chunks_dir, chunks: list[ChunkInfo], kind: str, attr: str) -> list[str]:
+    """The Parquet chunk files of ``kind`` (Object, Source) for the chunks whose ``attr`` counts
+    rows (``object_rows``, ``source_rows``); one missing where chunks.tsv lists rows fails."""
+    out = []
+    for c in chunks:
+        if getattr(c, attr) > 0:
+            p = chunk_file(chunks_dir, kind, c.chunk_id, "parquet")
+            if not p.exists():
+                raise QueryError(f"{p} not found but chunks.tsv lists rows for it")
+            out.append(str(p))
+    return out
 
 
 def table_name(kind: str, chunk_id: int) -> str:

@@ -24,7 +24,7 @@ import pyarrow as pa
 from ..core.index.table import Variant
 from ..core.infra.resources import resource, split_statements
 from ..core.sky.geometry import Geometry
-from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, chunk_file, table_name
+from .chunk_tables import DATABASE, INDEX_TABLE, ChunkInfo, parquet_files, table_name
 from .suite import Answer, Query, QueryError, bind
 
 log = logging.getLogger(__name__)
@@ -249,14 +249,7 @@ class DuckdbEngine:
         self.open()
 
     def _files(self, kind: str, attr: str) -> list[str]:
-        out = []
-        for c in self.chunks:
-            if getattr(c, attr) > 0:
-                p = chunk_file(self.chunks_dir, kind, c.chunk_id, "parquet")
-                if not p.exists():
-                    raise QueryError(f"{p} not found but chunks.tsv lists rows for it")
-                out.append(str(p))
-        return out
+        return parquet_files(self.chunks_dir, self.chunks, kind, attr)
 
     def open(self):
         """A fresh in-process database (the 'restart' of an embedded engine)."""

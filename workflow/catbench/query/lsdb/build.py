@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from ..chunk_tables import ChunkInfo, chunk_file
+from ..chunk_tables import ChunkInfo, parquet_files
 from ..suite import QueryError
 
 log = logging.getLogger(__name__)
@@ -51,14 +51,7 @@ class BuildOptions:
 def chunk_files(chunks_dir, chunks: list[ChunkInfo], table: str) -> list[str]:
     """The chunk files holding ``table``'s rows (overlap files left out)."""
     folder, *_, attr = TABLES[table]
-    out = []
-    for c in chunks:
-        if getattr(c, attr) > 0:
-            p = chunk_file(chunks_dir, folder, c.chunk_id, "parquet")
-            if not p.exists():
-                raise QueryError(f"{p} not found but chunks.tsv lists rows for it")
-            out.append(str(p))
-    return out
+    return parquet_files(chunks_dir, chunks, folder, attr)
 
 
 def _tally(rel) -> tuple[int, int]:

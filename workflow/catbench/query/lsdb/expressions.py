@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..suite import Answer, QueryError
 
@@ -29,9 +30,9 @@ POSITIONS = {"Object": ("objectId", "ra_PS", "decl_PS"), "Source": ("sourceId", 
 def values(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(float64 values, NULL mask) of a column, NaN kept apart from NULL."""
     if isinstance(s.dtype, pd.ArrowDtype):
-        arr = s.array._pa_array.combine_chunks() if hasattr(s.array, "_pa_array") else None
-        nulls = np.asarray(arr.is_null().to_numpy(zero_copy_only=False)) if arr is not None else s.isna().to_numpy()
-        return s.astype("float64[pyarrow]").to_numpy(dtype="float64", na_value=np.nan), nulls
+        arr = pa.array(s.array)
+        return (arr.cast(pa.float64()).to_numpy(zero_copy_only=False),
+                arr.is_null().to_numpy(zero_copy_only=False))
     v = s.to_numpy(dtype="float64")
     return v, np.zeros(len(v), dtype=bool)
 
@@ -88,10 +89,10 @@ def answer(df: pd.DataFrame, columns: list[str], nulls: dict | None = None) -> A
 
 def _nan(s: pd.Series) -> np.ndarray:
     """Where a float column holds NaN (a value, not NULL)."""
-    if s.dtype.kind == "f" if not isinstance(s.dtype, pd.ArrowDtype) else pd.api.types.is_float_dtype(s.dtype):
-        v, nulls = values(s)
-        return np.isnan(v) & ~nulls
-    return np.zeros(len(s), dtype=bool)
+    if not pd.api.types.is_float_dtype(s.dtype):
+        return np.zeros(len(s), dtype=bool)
+    v, nulls = values(s)
+    return np.isnan(v) & ~nulls
 
 
 # -- the suite ----------------------------------------------------------------------------------
