@@ -52,6 +52,15 @@ def test_requests_come_from_the_config_not_the_host(monkeypatch):
     assert requests(RunSizes.of(_cfg()))["catalog_part"].threads == 1
 
 
+def test_an_lsdb_job_whose_workers_are_slurm_jobs_is_only_their_client():
+    # a SLURMCluster's worker jobs need the node's CPUs: their client must not hold it (exclusive)
+    own = requests(RunSizes.of(_cfg()))["queries_lsdb"]
+    cfg = _cfg()
+    cfg["queries"]["lsdb"]["cluster"] = "slurm"
+    client = requests(RunSizes.of(cfg))["queries_lsdb"]
+    assert own.measuring and own.threads == 2 and not client.measuring and client.threads == 1
+
+
 def test_time_limits_scale_with_the_config():
     small, big = _cfg(), _cfg(catalog={**_cfg()["catalog"], "sky": {"ra_min_deg": 0, "ra_max_deg": 360,
                                                                     "dec_min_deg": -30, "dec_max_deg": 30}})

@@ -4,9 +4,11 @@ where LSDB's differ (NaN and NULL fluxes, the cross-match's neighbour cap, margi
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import duckdb
@@ -20,18 +22,20 @@ from catbench.core.infra.config import validate
 from catbench.core.infra.resources import split_statements
 from catbench.query.check import check_answers
 from catbench.query.engines import udf_path
-from catbench.query.lsdb.build import margin_order, order_for
+from catbench.query.chunk_tables import read_chunk_list
+from catbench.query.lsdb.build import BuildOptions, kept_build, margin_order, order_for
 from catbench.query.lsdb.expressions import ab_mag, filled, greater
 from catbench.query.query_engines import QUERY_ENGINES, QueryLocation
 from catbench.query.run_queries import QueryPaths, run_queries_duckdb
 from catbench.query.spec import QuerySpec
 from catbench.query.suite import QueryError
+from catbench.report.views import LAYOUTS
 from support.paths import REPO
 from support.querycat import build, small_config
 from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 
-# a few tiles (the margins matter), two neighbours first (SHV1's box needs more), warm runs only
-LSDB = {"pixel_threshold": 3000, "n_neighbors": 2, "workers": 2}
+# a few tiles (the margins matter), 16 neighbours first (SHV1's crowded box needs 32), warm runs only
+LSDB = {"pixel_threshold": 3000, "n_neighbors": 16, "workers": 2}
 
 
 def _dask_processes() -> list:
@@ -51,7 +55,7 @@ def engines():
         cfg["queries"].update(cold=False, concurrency={"streams": 1, "seconds": 0.5, "lv1_interval_s": 0.1})
         (root / "lsdb.json").write_text(json.dumps(cfg))
         before = {p.pid for p in _dask_processes()}
-        run = _lsdb_cli(root, cfg, duck["params"], root / "out/t1/lsdb")
+        run = _lsdb_cli(root, cfg, duck["params"], root / "out/t1/lsdb", keep=True)    # the Slurm run reuses it
         assert run.returncode == 0, run.stderr[-3000:]
         yield {"root": root, "duck": duck, "lsdb": json.loads((root / "out/t1/lsdb/summary.json").read_text()),
                "left": [p for p in _dask_processes() if p.pid not in before]}
@@ -75,13 +79,30 @@ def test_the_build_is_counted_timed_and_leaves_nothing(engines):
     assert hats["Source"]["rows"] > hats["Object"]["rows"]
     for t in hats.values():
         assert t["tiles"] > 1 and t["seconds"] > 0 and t["bytes"] > 0 and t["largest_tile_rows"] <= LSDB["pixel_threshold"]
-    assert not (engines["root"] / "target" / "catbench-lsdb").exists()    # removed, not kept
+    layout = LAYOUTS["lsdb"](s["load"])      # the report's row: both collections, margins and indexes
+    assert layout["rows"] == sum(t["rows"] for t in hats.values()) and layout["bytes"] == sum(t["bytes"] for t in hats.values())
+    assert (engines["root"] / "target" / "catbench-lsdb" / "hats").is_dir() and "reused" not in s["load"]["hats"]
     assert engines["left"] == [], f"Dask processes left: {engines['left']}"
 
 
 @pytest.mark.slow
+def test_a_kept_build_is_reused_only_as_cut_and_while_its_rows_tally(engines, tmp_path):
+    root = engines["root"]
+    chunks = read_chunk_list(root / "chunks")
+    hats = tmp_path / "hats"
+    shutil.copytree(root / "target" / "catbench-lsdb" / "hats", hats)
+    built = engines["lsdb"]["load"]["hats"]
+    opts = BuildOptions(built["pixel_threshold"], built["highest_order"], small_config()["partition"]["overlap_deg"])
+    assert kept_build(hats, root / "chunks", chunks, opts) == {**built, "reused": True}
+    assert kept_build(hats, root / "chunks", chunks, BuildOptions(opts.pixel_threshold + 1, opts.highest_order,
+                                                                  opts.overlap_deg)) is None
+    next((hats / "Source" / "Source" / "dataset").rglob("Npix=*.parquet")).unlink()    # a tile lost
+    assert kept_build(hats, root / "chunks", chunks, opts) is None
+
+
+@pytest.mark.slow
 def test_the_cross_match_asked_again_while_a_point_filled_its_neighbours(engines):
-    # two neighbours (itself and one) cannot find every pair of a crowded box: asked again with more
+    # 16 neighbours cannot find every pair of the box's crowded part: asked again with more
     assert engines["lsdb"]["dask"]["n_neighbors"] > LSDB["n_neighbors"]
 
 
@@ -131,7 +152,6 @@ def test_bad_lsdb_settings_are_refused_naming_the_key(tmp_path):
     from catbench.query.lsdb import run as lsdb_run
     cfg = small_config()
     build(cfg, tmp_path)
-    from catbench.query.chunk_tables import read_chunk_list
     chunks = read_chunk_list(tmp_path / "chunks")
     with pytest.raises(QueryError, match=r"queries\.lsdb\.memory.*pixel_threshold"):
         lsdb_run._check_memory(spec, tmp_path / "chunks", chunks, lsdb_run._build_options(spec, chunks))
@@ -145,29 +165,63 @@ def test_the_schemas_engines_are_the_registrys():
     assert engines == list(QUERY_ENGINES)
 
 
-def _lsdb_cli(root: Path, cfg: dict, params: dict, out: Path, env=None, timeout=600, minutes=20):
-    return subprocess.run(
-        [sys.executable, "-m", "catbench", "queries", "--query-engine", "lsdb", "--target", "t1",
-         "--path", str(root / "target"), "--results", str(root), "--config", json.dumps(cfg),
-         "--params-json", json.dumps(params), "--threads", "2", "--mem-mb", "2000", "--time-limit-min", str(minutes), "--out", str(out)],
-        capture_output=True, text=True, timeout=timeout, env=env)
+def _lsdb_args(root: Path, cfg: dict, params: dict, out: Path, keep=False) -> list:
+    return [sys.executable, "-m", "catbench", "queries", "--query-engine", "lsdb", "--target", "t1",
+            "--path", str(root / "target"), "--results", str(root), "--config", json.dumps(cfg),
+            "--params-json", json.dumps(params), "--threads", "2", "--mem-mb", "2000", "--time-limit-min", "20",
+            "--out", str(out)] + (["--keep-data"] if keep else [])
+
+
+def _lsdb_cli(root: Path, cfg: dict, params: dict, out: Path, env=None, keep=False):
+    return subprocess.run(_lsdb_args(root, cfg, params, out, keep), capture_output=True, text=True, timeout=600,
+                          env=env)
+
+
+def _worker_jobs(env) -> list[str]:
+    jobs = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%j %T"], env=env, capture_output=True, text=True)
+    return [ln for ln in jobs.stdout.splitlines() if ln.startswith("catbench-lsdb")]
+
+
+def _live(env) -> list[str]:
+    return [ln for ln in _worker_jobs(env) if "RUNNING" in ln or "PENDING" in ln]
+
+
+def _until(cond, seconds: float, what: str):
+    end = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < end, what
+        time.sleep(0.5)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(available() is not None, reason=str(available()))
-def test_a_slurm_cluster_of_two_worker_jobs_answers_as_the_local_one(engines):
+def test_a_slurm_cluster_of_two_worker_jobs_answers_as_the_local_one_and_a_sigterm_ends_them(engines):
     root = engines["root"]
     cfg = json.loads((root / "lsdb.json").read_text())
     cfg["queries"]["lsdb"]["cluster"] = "slurm"
     cfg["queries"]["concurrency"]["streams"] = 0
     with slurm_cluster(max_time="00:30:00") as env:
         base = env["CBSLURM_BASE"]
-        run = _lsdb_cli(root, cfg, engines["duck"]["params"], root / "out/slurm/lsdb", env=env)
+        run = _lsdb_cli(root, cfg, engines["duck"]["params"], root / "out/slurm/lsdb", env=env, keep=True)
         assert run.returncode == 0, run.stderr[-3000:]
         summary = json.loads((root / "out/slurm/lsdb/summary.json").read_text())
         assert summary["dask"]["kind"] == "slurm" and summary["dask"]["workers"] == 2
-        jobs = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%j %T"], env=env, capture_output=True, text=True)
-        worker_jobs = [ln for ln in jobs.stdout.splitlines() if ln.startswith("catbench-lsdb")]
-        assert len(worker_jobs) >= 2 and not [ln for ln in worker_jobs if "RUNNING" in ln or "PENDING" in ln], jobs.stdout
+        assert summary["load"]["hats"]["reused"]      # the local run's, tallied again
+        assert len(_worker_jobs(env)) >= 2 and not _live(env), _worker_jobs(env)
+        # interrupted (a batch system's SIGTERM) while its worker jobs run: none left, no output, and
+        # (not kept this time) the catalogs removed
+        done = len(_worker_jobs(env))
+        p = subprocess.Popen(_lsdb_args(root, cfg, engines["duck"]["params"], root / "out/cut/lsdb"), env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            _until(lambda: sum("RUNNING" in ln for ln in _live(env)) >= 2 or p.poll() is not None, 120,
+                   "the worker jobs to run")
+            p.send_signal(signal.SIGTERM)
+            err = p.communicate(timeout=120)[1]
+        finally:
+            p.kill()
+        assert p.returncode != 0 and len(_worker_jobs(env)) >= done + 2, err[-3000:]
+        _until(lambda: not _live(env), 30, f"worker jobs left after a SIGTERM: {_live(env)}")
+        assert not (root / "out/cut/lsdb").exists() and not (root / "target" / "catbench-lsdb").exists()
     assert check_answers([root / "out/t1/lsdb", root / "out/slurm/lsdb"])["ok"]
     assert leftover_daemons(base) == [] and _dask_processes() == []

@@ -39,7 +39,9 @@ from catbench.query.suite import (
     load_suite,
 )
 from support.querycat import SHV1_BOX, build, small_config
+from support.runs import REPORT
 from support.servers import servers_under
+from catbench.report.tables import make_tables, read_tables
 
 @pytest.fixture(scope="module")
 def queried():
@@ -124,10 +126,28 @@ def test_results_layout_and_figures(queried):
     load = s["load"]["chunk_tables"]
     assert load["seconds"] > 0 and load["rows_by_table"]["Object"] == queried["objects"].num_rows
     assert s["load"]["secondary_index"]["rows"] == queried["objects"].num_rows
+    # what the layout keeps on the target: the tablespaces (each at least a few pages)
+    assert load["stored_bytes"] > 16384 * load["files"] and s["load"]["secondary_index"]["stored_bytes"] > 0
     assert s["concurrency"]["lv1_load"]["n"] > 0 and s["concurrency"]["hv2"]["n"] > 0
     assert s["stats"]["HV2"]["warm"]["p50_s"] > 0
     # the server's data are gone (core.server.session removes a finished job's server directory)
     assert not (queried["root"] / "target/catbench-queries/data").exists()
+
+
+@pytest.mark.server
+def test_the_report_sets_each_engines_layout_beside_the_others(queried, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "queries").symlink_to(queried["root"] / "out")        # queries/<target>/<engine>/ as a run has it
+    make_tables(run, tmp_path / "tables", report=REPORT)
+    got = {r["query_engine"]: r for r in read_tables(tmp_path / "tables")["layouts"]}
+    rows = queried["duck"]["load"]["parquet"]["rows"]
+    parquet = sum(f.stat().st_size for kind in ("Object", "Source")
+                  for f in (queried["root"] / "chunks" / kind).glob("chunk_*.parquet") if "_overlap" not in f.name)
+    assert got["duckdb"]["build_s"] is None and got["duckdb"]["MiB"] == round(parquet / 2**20, 1)
+    my = queried["mysql"]["load"]
+    assert got["mysql"]["rows"] == rows == my["chunk_tables"]["rows_by_table"]["Object"] + my["chunk_tables"]["rows_by_table"]["Source"]
+    assert got["mysql"]["build_s"] > 0 and got["mysql"]["index_s"] > 0 and got["mysql"]["MiB"] > got["duckdb"]["MiB"]
 
 
 @pytest.mark.server

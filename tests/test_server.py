@@ -309,6 +309,35 @@ def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(
     assert not cage.path.exists() and not _cgroup_paths("pagecage"), "cgroup left behind"
 
 
+PROCESS_CAGE = """
+import os, subprocess, sys, time
+from pathlib import Path
+from catbench.core.server.memory import HOLD_MARGIN, HOLD_S, process_cage
+big, page = Path(sys.argv[1]), 8 << 20
+home = Path("/proc/self/cgroup").read_text()
+with process_cage("proccage", page) as cage:
+    reader = subprocess.Popen(["sh", "-c", f"cat {big} > /dev/null; sleep 1"])   # a Dask worker's like
+    time.sleep(0.3)
+    assert cage.holds(reader.pid) and cage.holds(os.getpid())
+    reader.wait()
+    time.sleep(3 * HOLD_S)
+    own, cache, dirty, writeback = cage.split(dirty=True)
+    assert cache <= dirty + writeback + page + HOLD_MARGIN + (4 << 20), (own, cache)
+assert Path("/proc/self/cgroup").read_text() == home and not cage.path.exists()
+print("ok")
+"""
+
+
+@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+def test_an_engine_without_a_server_has_its_page_cache_held_with_the_processes_it_starts(tmp):
+    big = tmp / "big"
+    big.write_bytes(os.urandom(48 << 20))
+    # in a process of its own: the cage moves the process that asks for it
+    p = subprocess.run([sys.executable, "-c", PROCESS_CAGE, str(big)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+    assert not _cgroup_paths("proccage"), "cgroup left behind"
+
+
 @pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
 def test_a_ram_too_small_for_the_servers_start_names_the_oom_killer_and_the_key(tmp):
     s = Server("oomstart", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(ram=24 << 20))

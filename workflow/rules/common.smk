@@ -46,6 +46,7 @@ job_threads = RUN.job_threads
 job_resources = RUN.job_resources
 target_env = RUN.target_env
 target_dir = RUN.target_dir
+dask_cpus = RUN.dask_cpus
 
 
 onstart:

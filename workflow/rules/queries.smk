@@ -74,10 +74,11 @@ rule queries_lsdb:
         path=lambda wildcards: target_dir(wildcards.target),
         env_args=target_env,
         results=lambda wildcards, input: RUN.folder(input.chunks, 2),
+        dask_cpus=dask_cpus,
     shell:
         "{params.env_args} catbench queries --query-engine lsdb --target {wildcards.target:q} --path {params.path:q} "
         "--results {params.results:q} --config {params.cfg:q} --time-limit-min {resources.runtime:q} "
-        "--threads {threads:q} --mem-mb {resources.mem_mb:q} --out {output:q} > {log:q} 2>&1"
+        "--threads {params.dask_cpus:q} --mem-mb {resources.mem_mb:q} --out {output:q} > {log:q} 2>&1"
 
 
 QUERY_RUNS = [

@@ -90,7 +90,8 @@ def add_subcommands(subparsers) -> None:
     g = p.add_argument_group("overrides of config keys (default: the key's value in --config)")
     section_flags(p, "queries", group=g)
     section_flags(p, "server", "server-", lists=False, group=g)
-    p.add_argument("--keep-data", action="store_true", help="keep the server datadir afterwards")
+    p.add_argument("--keep-data", action="store_true", help="keep the server datadir (lsdb: the HATS catalogs, "
+                   "reused by a later run that keeps them) afterwards")
     p.set_defaults(func=guarded(measured(cmd_queries), EXPECTED, "queries"))
 
     p = subparsers.add_parser("queries-check", help="cross-check query answers of all targets and engines",

@@ -251,6 +251,13 @@ class DuckdbEngine:
     def _files(self, kind: str, attr: str) -> list[str]:
         return parquet_files(self.chunks_dir, self.chunks, kind, attr)
 
+    def layout(self) -> dict:
+        """What this engine reads: the Parquet chunk files as the partition wrote them (no load of
+        its own), their rows and bytes."""
+        files = self._files("Object", "object_rows") + self._files("Source", "source_rows")
+        return {"files": len(files), "rows": sum(c.object_rows + c.source_rows for c in self.chunks),
+                "bytes": sum(Path(f).stat().st_size for f in files), "seconds": None}
+
     def open(self):
         """A fresh in-process database (the 'restart' of an embedded engine)."""
         if self.con is not None:

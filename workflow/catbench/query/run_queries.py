@@ -26,12 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.index.input import list_input
+from ..core.index.table import DATABASE as INDEX_DATABASE
 from ..core.index.table import get_variant
-from ..core.infra.files import staged_output
+from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.targets import TargetError, check_target, describe_target
+from ..core.server.memory import process_cage
 from ..core.server.session import Datadir, private_server
 from ..core.server.status import variables
 from .chunk_tables import (
+    DATABASE,
     install_functions,
     load_chunk_tables,
     load_secondary_index,
@@ -83,7 +86,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
     chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
-    with staged_output(out_dir) as work:
+    with staged_output(out_dir) as work, process_cage(f"queries-{name}", spec.launch.page_cache_hold):
         engine = engine_class(chunks_dir, chunks)
         engine.deadline = deadline
         try:
@@ -103,7 +106,8 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
             engine.close()
         summary = {"target": target, "query_engine": name, "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
-                   "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": None}
+                   "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": {"parquet": engine.layout()},
+                   "page_cache_held": spec.launch.page_cache_hold}
         rec.write(work, summary)
     return summary
 
@@ -156,6 +160,9 @@ def _fill_servers(servers: list, chunks_dir, chunks, placement: dict, index_file
     loads = [load_chunk_tables(srv, chunks_dir, [c for c in chunks if c.chunk_id in held_by(placement, k)],
                                spec.load_connections) for k, srv in enumerate(servers)]
     load = _sum_loads(loads)
+    # what this layout keeps on the target: the tablespaces' files, beside the other engines' layouts
+    load["stored_bytes"] = sum(dir_bytes(srv.datadir / DATABASE) for srv in servers)
+    index["stored_bytes"] = dir_bytes(servers[0].datadir / INDEX_DATABASE)
     log.info("target %s: secondary index %d rows in %.2f s; chunk tables %d rows in %.2f s on %d worker(s)",
              servers[0].name, index["rows"], index["seconds"], load["rows"], load["seconds"], len(servers))
     return _Filled(server_info, load, index,

@@ -60,8 +60,7 @@ class LsdbSpec:
         # the job's memory shared (by hand, without --mem-mb: the machine's)
         job = mem_mb << 20 if mem_mb else psutil.virtual_memory().total
         memory = parse_size(ls["memory"]) if ls["memory"] else job // workers
-        kind = ClusterOptions.kind_for(ls["cluster"])
-        return cls(ClusterOptions(workers, max(1, threads // workers), memory, kind, minutes),
+        return cls(ClusterOptions(workers, max(1, threads // workers), memory, ls["cluster"], minutes),
                    ls["pixel_threshold"], ls["highest_order"], int(ls["n_neighbors"]))
 
 

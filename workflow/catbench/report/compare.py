@@ -37,6 +37,7 @@ KEYS = {
     "load_io": ("target", "variant", "engine", "strategy"),
     "queries": ("target", "query_engine", "query", "cache"),
     "chunk_load": ("target",),
+    "layouts": ("target", "query_engine"),
     "restart": ("target", "kind", "buffer_pool_load", "phase"),
     "cluster_restart": ("target", "kind", "phase"),
     "cluster_load": ("target", "kind", "window", "role"),

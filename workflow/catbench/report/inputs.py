@@ -68,7 +68,7 @@ from ..core.index.table import ENGINES
 from ..core.infra.metrics import OLD_LOAD_LAYOUT
 from .at_scale import curve_rows, prediction_row, query_tables, restart_rows
 from .spec import MetricsError
-from .views import I, REQUIRED, S, VIEWS, refuse_old_columns
+from .views import LAYOUTS, I, REQUIRED, S, VIEWS, refuse_old_columns
 
 log = logging.getLogger(__name__)
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")
@@ -330,6 +330,7 @@ class _Reader:
                 else:
                     self.add("query_runs", _rows_table(_json_rows(self.used(jp)), "query_runs", jp, const))
                 self._chunk_load(edir / "summary.json", tdir.name)
+                self._layout(edir / "summary.json", tdir.name, edir.name)
                 for name, view in (("chunk_loads", "chunk_load_files"), ("chunk_times", "query_chunk_runs")):
                     if (edir / f"{name}.parquet").is_file():   # per chunk (mysql engine)
                         self.add(view, _parquet(self.used(edir / f"{name}.parquet"), view,
@@ -343,6 +344,14 @@ class _Reader:
             idx = load.get("secondary_index") or {}
             row.update(index_rows=idx.get("rows"), index_seconds=idx.get("seconds"))
             self.add("chunk_loads", _rows_table([row], "chunk_loads", sp))
+
+    def _layout(self, sp: Path, target: str, engine: str) -> None:
+        """The engine's layout on the target: its rows, build seconds and bytes kept (LAYOUTS)."""
+        load = _json(self.used(sp)).get("load") if sp.is_file() else None
+        row = LAYOUTS.get(engine, lambda _load: None)(load) if isinstance(load, dict) else None
+        if row:
+            self.add("layout_loads", _rows_table([{**row, "target": target, "query_engine": engine}],
+                                                 "layout_loads", sp))
 
     def restarts(self) -> None:
         for tdir in self.dirs(self.run / "restart"):

@@ -26,6 +26,7 @@ TABLE_OF = {"storage": "storage", "loads": "load_time", "rate": "load_rate", "qu
             "query_runs": "query_runs", "restart_runs": "restart_runs", "not_run": "load_not_run",
             "cluster": "cluster_restart", "cluster_load": "cluster_load", "isolation": "isolation",
             "chunk_load_chunks": "chunk_load_chunks", "query_chunks": "query_chunks",
+            "layouts": "layouts",
             "prediction": "prediction",   # predict/prediction.json, a row per load
             "prediction_validation": "prediction_validation", "load_io": "load_io", "curve": "load_curve",
             "restart_at_scale": "restart_at_scale",   # predict/prediction.json "restarts"
@@ -232,7 +233,19 @@ def queries(t: Tables, report: ReportSpec) -> list:
                     + [" / ".join(num(c) for c in counts) or "–",
                        f"yes ({'both' if len(cols) == 2 else 'all'} empty)" if empty else "yes" if ag else "NO"])
     return [("h2", "Query latency"),
-            ("table", "Median seconds per query, target and query engine.", header, rows)]
+            ("table", "Median seconds per query, target and query engine.", header, rows)] + _layouts(t)
+
+
+def _layouts(t: Tables) -> list:
+    """Each engine's layout beside the others: its build (n = 1) and the bytes it keeps."""
+    if not t.layouts:
+        return []
+    rows = [[r["target"], r["query_engine"], r["layout"], num(r.get("rows")),
+             "– (the partition's files)" if r.get("build_s") is None else f"{num(r['build_s'])} s"
+             + (f" + index {num(r['index_s'])} s" if r.get("index_s") is not None else ""),
+             num(r.get("MiB")), num(r.get("bytes_per_row"))] for r in t.layouts]
+    return [("table", "What each engine reads on each target: its build (one run, n = 1) and the bytes it keeps.",
+             ["target", "engine", "layout", "rows", "build", "MiB", "bytes/row"], rows)]
 
 
 def restart(t: Tables, report: ReportSpec) -> list:

@@ -63,6 +63,39 @@ STAGE_METRICS = pa.schema([("stage", S), ("jobs", I), ("rows", I), ("wall_second
 CHUNK_LOADS = pa.schema([("target", S), ("chunks", I), ("files", I), ("rows", I), ("bytes", I),
                          ("create_s", F), ("load_s", F), ("seconds", F), ("connections", I),
                          ("index_rows", I), ("index_seconds", F)])
+# queries/<target>/<engine>/summary.json "load": what each engine reads, what building it took, the
+# bytes it keeps (mysql: the chunk tables and the index; lsdb: the HATS collections; duckdb: the chunk files)
+LAYOUT_LOADS = pa.schema([("target", S), ("query_engine", S), ("layout", S), ("rows", I), ("seconds", F),
+                          ("bytes", I), ("index_seconds", F), ("index_bytes", I)])
+
+
+def _mysql_layout(load: dict) -> dict | None:
+    tables, index = load.get("chunk_tables"), load.get("secondary_index") or {}
+    if not isinstance(tables, dict):
+        return None
+    by = tables.get("rows_by_table") or {}
+    return {"layout": "InnoDB chunk tables + secondary index", "rows": (by.get("Object") or 0) + (by.get("Source") or 0)
+            or tables.get("rows"), "seconds": tables.get("seconds"), "bytes": tables.get("stored_bytes"),
+            "index_seconds": index.get("seconds"), "index_bytes": index.get("stored_bytes")}
+
+
+def _hats_layout(load: dict) -> dict | None:
+    tables = (load.get("hats") or {}).get("tables")
+    if not isinstance(tables, dict):
+        return None
+    return {"layout": "HATS collections (tiles, margins, objectId index)"
+            + (", kept from an earlier run" if load["hats"].get("reused") else ""),
+            **{k: sum(t.get(k) or 0 for t in tables.values()) for k in ("rows", "seconds", "bytes")}}
+
+
+def _parquet_layout(load: dict) -> dict | None:
+    p = load.get("parquet")
+    return {"layout": "Parquet chunk files (the partition's)", "rows": p.get("rows"), "seconds": None,
+            "bytes": p.get("bytes")} if isinstance(p, dict) else None
+
+
+# query engine -> its summary.json "load" read into a LAYOUT_LOADS row
+LAYOUTS = {"mysql": _mysql_layout, "lsdb": _hats_layout, "duckdb": _parquet_layout}
 # queries/<target>/mysql/chunk_loads.parquet: each chunk file's load (query/recorder.py)
 CHUNK_LOAD_FILES = pa.schema([("target", S), ("kind", S), ("chunkId", I), ("rows", I), ("bytes", I),
                               ("seconds", F)])
@@ -96,7 +129,7 @@ VIEWS = {"fio_runs": FIO_RUNS, "load_summaries": LOAD_SUMMARIES, "load_runs": LO
          "load_intervals": LOAD_INTERVALS,
          "load_trace": LOAD_TRACE, "load_samples": LOAD_SAMPLES, "chunk_stats": CHUNK_STATS,
          "stage_metrics": STAGE_METRICS, "query_runs": QUERY_RUNS,
-         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS,
+         "restart_phases": RESTART_PHASES, "chunk_loads": CHUNK_LOADS, "layout_loads": LAYOUT_LOADS,
          "chunk_load_files": CHUNK_LOAD_FILES, "query_chunk_runs": QUERY_CHUNK_RUNS, "load_not_run": LOAD_NOT_RUN,
          "working_set": WORKING_SET, "cluster_phases": CLUSTER_PHASES, "cluster_load": CLUSTER_LOAD,
          "isolation": ISOLATION}
@@ -127,6 +160,7 @@ REQUIRED = {
     "query_runs": ("query", "cache", "seconds"),
     "restart_phases": ("phase", "seconds"),
     "chunk_loads": ("rows", "seconds"),
+    "layout_loads": ("query_engine", "layout", "rows"),
     "chunk_load_files": ("chunkId", "rows", "seconds"),
     "query_chunk_runs": ("query", "cache", "run", "chunkId", "seconds"),
     "load_not_run": ("engine", "strategy", "reason"),

@@ -209,6 +209,11 @@ class Dag:
             return max(req.threads, wf.cores or 1) if req.measuring and wf.local_exec else req.threads
         return threads
 
+    def dask_cpus(self, wildcards, threads) -> int:
+        """The lsdb engine's Dask workers' CPUs: its job's own, or where they are Slurm jobs of
+        their own (queries.lsdb.cluster slurm: the query job only their client) jobs.cpus."""
+        return self.config["jobs"]["cpus"] if self.sizes.queries.lsdb_jobs else threads
+
     def job_resources(self, rule: str) -> dict:
         """resources: of a rule: mem_mb, runtime (min), the target's node under Slurm (--nodelist)
         and, for a measuring rule, its node's measure resource (one at a time) and the whole Slurm

@@ -19,6 +19,7 @@ import os
 import re
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..infra.settings import ServerError
@@ -245,6 +246,26 @@ class PageCacheHold:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+
+
+@contextmanager
+def process_cage(name: str, hold: int | None):
+    """This process, and every process it starts meanwhile, in a memory cgroup holding ``hold``
+    bytes of page cache beside their own (``server.page_cache``): for an engine without a server
+    (DuckDB in this process, LSDB's Dask workers), whose page cache a run holds as a server's.
+    Back in its own cgroup on every way out, the cgroup removed; nothing done without ``hold``."""
+    if not hold:
+        yield None
+        return
+    home = _hierarchy()[1] / "cgroup.procs"
+    cage = MemoryCage(name, None, hold)
+    try:
+        cage.enter()
+        cage.hold.start()
+        yield cage
+    finally:
+        home.write_text(str(os.getpid()))
+        cage.remove()
 
 
 def meminfo(path: str = "/proc/meminfo") -> dict[str, int]:

@@ -13,10 +13,11 @@ a missing or duplicated row fails the stage naming the table.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
@@ -33,6 +34,7 @@ TABLES = {
     "Source": ("Source", "ra", "decl", "sourceId", "source_rows"),
 }
 INDEX_COLUMN = "objectId"
+RECORD = "build.json"      # beside the collections: the cut they were built with, and the build's figures
 # The margins' slack over the widest distance they must hold: hats-import's own distance test
 # and the suite's haversine differ in the last bits.
 MARGIN_SLACK = 1.01
@@ -169,4 +171,23 @@ def build_catalogs(chunks_dir, chunks: list[ChunkInfo], out: Path, opts: BuildOp
         log.info("HATS %s: %d rows in %d tiles, %.2f s (%.0f rows/s), %.1f MiB, margin %.2f arcsec", table,
                  want[0], len(tiles), seconds, want[0] / seconds if seconds > 0 else 0, nbytes / 2**20,
                  margins[table])
+    (out / RECORD).write_text(json.dumps({"options": asdict(opts), "built": summary}))
     return summary
+
+
+def kept_build(out: Path, chunks_dir, chunks: list[ChunkInfo], opts: BuildOptions) -> dict | None:
+    """The collections a run kept under ``out`` (``--keep-data``), reused when they were cut as
+    ``opts`` asks and every table's tiles still tally row for row with these chunk files: the
+    build's figures marked ``reused``; None where there is none or anything differs."""
+    try:
+        doc = json.loads((out / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    if doc.get("options") != asdict(opts) or set(doc["built"]["tables"]) != set(TABLES):
+        return None
+    for table, (_, _, _, id_column, _) in TABLES.items():
+        tiles = [str(p) for p in _tiles(out / table)]
+        if not tiles or tally_files(chunk_files(chunks_dir, chunks, table), id_column) != tally_files(tiles, id_column):
+            return None
+    log.info("HATS catalogs kept at %s: built as asked, every row tallied with the chunk files; reused", out)
+    return {**doc["built"], "reused": True}

@@ -1,13 +1,13 @@
 """The ``lsdb`` engine's Dask cluster, started and stopped by the stage: a ``LocalCluster`` of
-``queries.lsdb.workers`` processes on 127.0.0.1 (no dashboard), or under Slurm a
-``dask_jobqueue.SLURMCluster`` whose worker jobs run on the job's own node. Either is closed on
+``queries.lsdb.workers`` processes on 127.0.0.1 (no dashboard), inside the query job (under Slurm its
+allocation, the node held alone), or a ``dask_jobqueue.SLURMCluster`` whose worker jobs run on the
+query job's node (``queries.lsdb.cluster: slurm``; the query job is then their client, not exclusive). Either is closed on
 every way out (an error, Ctrl-C, a batch system's SIGTERM): its workers and their jobs with it."""
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +27,6 @@ class ClusterOptions:
     memory_bytes: int
     kind: str = "local"
     minutes: int = 60
-
-    @staticmethod
-    def kind_for(asked: str) -> str:
-        """``auto``: ``slurm`` inside a Slurm job where sbatch is at hand, else ``local``."""
-        if asked != "auto":
-            return asked
-        return "slurm" if os.environ.get("SLURM_JOB_ID") and shutil.which("sbatch") else "local"
 
 
 def _local(opts: ClusterOptions, scratch: Path):

@@ -3,7 +3,8 @@ from the chunk files (``build.py``, timed like the mysql engine's chunk load), t
 cold and warm and under the concurrency test with LSDB on the stage's Dask cluster
 (``cluster.py``), the same parameters as the other engines (drawn with DuckDB from the same
 chunk files), its files written as theirs (``recorder.py``). The collections are removed at the
-end unless the datadir is kept (``--keep-data``)."""
+end unless kept (``--keep-data``); a later run with ``--keep-data`` reuses kept ones that were cut
+as it asks and still tally with its chunk files (``build.kept_build``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 
 from ...core.infra.files import staged_output
 from ...core.infra.targets import TargetError, check_target, describe_target
+from ...core.server.memory import process_cage
 from ..chunk_tables import read_chunk_list
 from ..engines import Deadline
 from ..params import draw_parameters
@@ -22,7 +24,7 @@ from ..query_engines import QueryLocation
 from ..recorder import Recorder, drop_caches, run_concurrency_of, run_suite
 from ..spec import QuerySpec
 from ..suite import QueryError, load_suite
-from .build import BuildOptions, build_catalogs, chunk_files, order_for
+from .build import BuildOptions, build_catalogs, chunk_files, kept_build, order_for
 from .cluster import dask_cluster
 from .engine import LsdbEngine
 
@@ -88,6 +90,15 @@ def _check_tiles(spec: QuerySpec, chunks_dir, chunks, built: dict) -> None:
                              f"queries.lsdb.highest_order to split it")
 
 
+def _check_cage(spec: QuerySpec) -> None:
+    """A held page cache (server.page_cache) holds this job's processes: a SLURMCluster's workers
+    are jobs of their own, out of its reach."""
+    if spec.launch.page_cache_hold and spec.lsdb.cluster.kind != "local":
+        raise QueryError("config key 'server.page_cache': holds the page cache of the query job's own processes; "
+                         f"the lsdb engine's Dask workers are Slurm jobs of their own (queries.lsdb.cluster: "
+                         f"{spec.lsdb.cluster.kind}): leave it null or use queries.lsdb.cluster: local")
+
+
 def _check_room(where: QueryLocation, chunks_dir) -> None:
     """Room for the collections (the chunk files' Parquet bytes twice: the tiles, their margins
     and indexes, and hats-import's intermediate files) before anything is written."""
@@ -106,15 +117,19 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
     chunks = read_chunk_list(chunks_dir)
     build = _build_options(spec, chunks)
     _check_memory(spec, chunks_dir, chunks, build)
+    _check_cage(spec)
     _check_room(where, chunks_dir)
     root = where.path / FOLDER
     with staged_output(paths.out_dir) as work:
         params = spec.params or draw_parameters(spec, chunks_dir, chunks, suite)
-        shutil.rmtree(root, ignore_errors=True)       # what a killed run left
+        kept = kept_build(root / "hats", chunks_dir, chunks, build) if where.keep_data else None
+        shutil.rmtree(root if kept is None else root / "dask", ignore_errors=True)    # what a killed run left
         opts = spec.lsdb.cluster
         try:
-            with dask_cluster(opts, root / "dask") as cluster:
-                built = build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
+            # the workers are this job's processes: their page cache held as a server's (server.page_cache)
+            with process_cage("queries-lsdb", spec.launch.page_cache_hold), \
+                    dask_cluster(opts, root / "dask") as cluster:
+                built = kept or build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
                 _check_tiles(spec, chunks_dir, chunks, built)
                 deadline.left(f"target {where.target}: building the HATS catalogs")
                 engine = LsdbEngine(root / "hats", cluster, chunks_dir, chunks, spec.lsdb.n_neighbors)
@@ -143,6 +158,7 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                    "dask": {"kind": opts.kind, "workers": opts.workers, "threads": opts.threads,
                             "memory_bytes": opts.memory_bytes, "n_neighbors": engine.neighbors_used},
                    "versions": {"lsdb": lsdb.__version__, "dask": dask.__version__},
+                   "page_cache_held": spec.launch.page_cache_hold,
                    "storage": describe_target(where.path)}
         rec.write(work, summary)
     return summary

@@ -288,7 +288,9 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
     }
     out = {}
     for rule, (seconds, runtime_key) in _runtimes(sizes).items():
-        measuring = rule in MEASURING
+        # an lsdb job whose Dask workers are Slurm jobs of their own is their client: the worker
+        # jobs take the node's CPUs, which this job would hold were it exclusive (measuring)
+        measuring = rule in MEASURING and not (rule == "queries_lsdb" and sizes.queries.lsdb_jobs)
         mb, mem_key = mem_of[rule]
         many = measuring or rule in PARALLEL
         threads = (map_threads if rule == "partition_map" else cpus) if many else 1

@@ -135,6 +135,7 @@ class QueryWork:
     shv1_rows: int = 0      # the Objects a drawn box holds at most (queries.draw.target_rows)
     workers: int = 1        # worker servers a mysql query job starts (queries.workers)
     engines: tuple[str, ...] = ("mysql", "duckdb")   # queries.engines
+    lsdb_jobs: bool = False  # queries.lsdb.cluster slurm: the lsdb engine's Dask workers are Slurm jobs of their own
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ class RunSizes:
                               shv1_tests=0 if {"box_deg", "ra_min"} & set(q["parameters"].get("SHV1") or {})
                               else q["draw"]["target_tests"],
                               shv1_rows=q["draw"]["target_rows"], workers=q["workers"],
-                              engines=tuple(q["engines"])),
+                              engines=tuple(q["engines"]), lsdb_jobs=q["lsdb"]["cluster"] == "slurm"),
             ladder=LadderWork(factors=tuple(ir["factors"]), targets=len(ladder_targets(cfg)),
                               loads=len(load["variants"]) * len(load["engines"]) * len(load["strategies"]),
                               repetitions=ir["repetitions"]),
