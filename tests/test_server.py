@@ -320,6 +320,10 @@ with process_cage("proccage", page) as cage:
     time.sleep(0.3)
     assert cage.holds(reader.pid) and cage.holds(os.getpid())
     reader.wait()
+    # the processes' own memory grows past any limit set so far: the hold (not in the cage) follows
+    grown = subprocess.run([sys.executable, "-c", "b = bytearray(200 << 20)"], timeout=30)
+    mine = bytearray(200 << 20)
+    assert grown.returncode == 0 and len(mine) == 200 << 20
     time.sleep(3 * HOLD_S)
     own, cache, dirty, writeback = cage.split(dirty=True)
     assert cache <= dirty + writeback + page + HOLD_MARGIN + (4 << 20), (own, cache)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -248,23 +250,45 @@ class PageCacheHold:
             self._thread.join()
 
 
+# The hold of a process cage, run by a process of its own outside it: a hold inside the cage it
+# holds would wait at a page fault for the limit it alone raises.
+_HOLD_CODE = ("import sys; from catbench.core.server.memory import hold_until_orphaned; "
+              "hold_until_orphaned(sys.argv[1], int(sys.argv[2]))")
+
+
+def hold_until_orphaned(path: str, held: int) -> None:
+    """``PageCacheHold``'s steps for the cgroup at ``path`` until this process's parent is gone."""
+    cage = MemoryCage.__new__(MemoryCage)
+    cage.path, cage.version = Path(path), _hierarchy()[0]
+    hold, parent = PageCacheHold(cage, held), os.getppid()
+    while os.getppid() == parent and cage.path.exists():
+        hold.step()
+        time.sleep(HOLD_S)
+
+
 @contextmanager
 def process_cage(name: str, hold: int | None):
     """This process, and every process it starts meanwhile, in a memory cgroup holding ``hold``
     bytes of page cache beside their own (``server.page_cache``): for an engine without a server
     (DuckDB in this process, LSDB's Dask workers), whose page cache a run holds as a server's.
-    Back in its own cgroup on every way out, the cgroup removed; nothing done without ``hold``."""
+    The hold runs in a process of its own, outside the cgroup. Back in its own cgroup on every
+    way out, the cgroup removed; nothing done without ``hold``."""
     if not hold:
         yield None
         return
     home = _hierarchy()[1] / "cgroup.procs"
     cage = MemoryCage(name, None, hold)
+    holder = None
     try:
+        cage.hold.step()
+        holder = subprocess.Popen([sys.executable, "-c", _HOLD_CODE, str(cage.path), str(hold)])
         cage.enter()
-        cage.hold.start()
         yield cage
     finally:
         home.write_text(str(os.getpid()))
+        if holder is not None:
+            holder.terminate()
+            holder.wait()
         cage.remove()
 
 
