@@ -126,12 +126,16 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
         shutil.rmtree(root if kept is None else root / "dask", ignore_errors=True)    # what a killed run left
         opts = spec.lsdb.cluster
         try:
-            # the workers are this job's processes: their page cache held as a server's (server.page_cache)
+            if kept is None:
+                with dask_cluster(opts, root / "dask") as cluster:
+                    built = build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
+            built = kept or built
+            _check_tiles(spec, chunks_dir, chunks, built)
+            deadline.left(f"target {where.target}: building the HATS catalogs")
+            # the queries' workers are this job's processes: their page cache held as a server's
+            # (server.page_cache); not the build's, whose writes a held limit would fail
             with process_cage("queries-lsdb", spec.launch.page_cache_hold), \
                     dask_cluster(opts, root / "dask") as cluster:
-                built = kept or build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
-                _check_tiles(spec, chunks_dir, chunks, built)
-                deadline.left(f"target {where.target}: building the HATS catalogs")
                 engine = LsdbEngine(root / "hats", cluster, chunks_dir, chunks, spec.lsdb.n_neighbors)
                 engine.deadline = deadline
                 dropped = drop_caches() if spec.cold else False
