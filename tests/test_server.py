@@ -309,59 +309,6 @@ def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(
     assert not cage.path.exists() and not _cgroup_paths("pagecage"), "cgroup left behind"
 
 
-PROCESS_CAGE = """
-import os, subprocess, sys, time
-from pathlib import Path
-from catbench.core.server.memory import HOLD_MARGIN, HOLD_S, process_cage
-big, page = Path(sys.argv[1]), 8 << 20
-home = Path("/proc/self/cgroup").read_text()
-lib = big.with_name("lib")            # written before: a held cage is for reading engines
-lib.write_bytes(os.urandom(32 << 20))
-fd = os.open(lib, os.O_RDONLY)
-os.fsync(fd)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)      # out of the page cache: read again in the cage
-os.close(fd)
-with process_cage("proccage", page) as cage:
-    reader = subprocess.Popen(["sh", "-c", f"cat {big} > /dev/null; sleep 1"])   # a Dask worker's like
-    time.sleep(0.3)
-    assert cage.holds(reader.pid) and cage.holds(os.getpid())
-    reader.wait()
-    # the processes' own memory grows past any limit set so far: the hold (not in the cage) follows
-    grown = subprocess.run([sys.executable, "-c", "b = bytearray(200 << 20)"], timeout=30)
-    mine = bytearray(200 << 20)
-    assert grown.returncode == 0 and len(mine) == 200 << 20
-    # a file mapped whole and read again and again, as a Python engine's libraries: its own, not held
-    mapper = subprocess.Popen([sys.executable, "-c", "import mmap, sys, time; f = open(sys.argv[1], 'rb'); "
-                               "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ); "
-                               "[(sum(m[i] for i in range(0, len(m), 4096)), time.sleep(0.2)) for _ in range(6)]; "
-                               "print(flush=True); time.sleep(30)",
-                               str(lib)], stdout=subprocess.PIPE)
-    mapper.stdout.readline()
-    time.sleep(3 * HOLD_S)
-    stat = dict(line.split()[:2] for line in (cage.path / "memory.stat").read_text().splitlines())
-    v1 = "mapped_file" in stat
-    cache, dirty, wb, mapped = (int(stat[k]) for k in (("cache", "dirty", "writeback", "mapped_file") if v1
-                                                       else ("file", "file_dirty", "file_writeback", "file_mapped")))
-    limit = int((cage.path / ("memory.limit_in_bytes" if v1 else "memory.high")).read_text())
-    assert cache - dirty - wb - mapped <= page + HOLD_MARGIN + (4 << 20), stat
-    mapper.kill()
-    mapper.wait()
-    assert mapped > 24 << 20 and limit >= cage.unreclaimable() + page, (mapped, limit)
-assert Path("/proc/self/cgroup").read_text() == home and not cage.path.exists()
-print("ok")
-"""
-
-
-@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
-def test_an_engine_without_a_server_has_its_page_cache_held_with_the_processes_it_starts(tmp):
-    big = tmp / "big"
-    big.write_bytes(os.urandom(48 << 20))
-    # in a process of its own: the cage moves the process that asks for it
-    p = subprocess.run([sys.executable, "-c", PROCESS_CAGE, str(big)], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
-    assert not _cgroup_paths("proccage"), "cgroup left behind"
-
-
 @pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
 def test_a_ram_too_small_for_the_servers_start_names_the_oom_killer_and_the_key(tmp):
     s = Server("oomstart", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(ram=24 << 20))

@@ -30,7 +30,6 @@ from ..core.index.table import DATABASE as INDEX_DATABASE
 from ..core.index.table import get_variant
 from ..core.infra.files import dir_bytes, staged_output
 from ..core.infra.targets import TargetError, check_target, describe_target
-from ..core.server.memory import process_cage
 from ..core.server.session import Datadir, private_server
 from ..core.server.status import variables
 from .chunk_tables import (
@@ -86,7 +85,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
     chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
-    with staged_output(out_dir) as work, process_cage(f"queries-{name}", spec.launch.page_cache_hold):
+    with staged_output(out_dir) as work:
         engine = engine_class(chunks_dir, chunks)
         engine.deadline = deadline
         try:
@@ -106,8 +105,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
             engine.close()
         summary = {"target": target, "query_engine": name, "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
-                   "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": {"parquet": engine.layout()},
-                   "page_cache_held": spec.launch.page_cache_hold}
+                   "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": {"parquet": engine.layout()}}
         rec.write(work, summary)
     return summary
 

@@ -17,11 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..infra.settings import ServerError
@@ -99,7 +96,7 @@ class MemoryCage:
     """One server's memory cgroup: made with its limit before the server starts, the server's
     process put in it before it runs anything (``enter`` in the child), removed after it stops."""
 
-    def __init__(self, name: str, limit: int | None, hold: int | None = None, whole: bool = False):
+    def __init__(self, name: str, limit: int | None, hold: int | None = None):
         self.key = key = PAGE_KEY if hold else KEY
         if os.geteuid() != 0:
             raise MemoryLimitError(f"config key '{key}': a memory cgroup is set as root; run as root or "
@@ -119,7 +116,7 @@ class MemoryCage:
             if (self.path / "memory.swap.max").exists():    # the limit is RAM, not RAM and swap
                 (self.path / "memory.swap.max").write_text("0")
             if hold:
-                self.hold = PageCacheHold(self, int(hold), whole)
+                self.hold = PageCacheHold(self, int(hold))
         except OSError as exc:
             self.remove()
             raise MemoryLimitError(f"config key '{key}': the memory cgroup {self.path} could not be set to "
@@ -191,20 +188,6 @@ class MemoryCage:
         except (OSError, ValueError, KeyError):
             return None
 
-    def unreclaimable(self) -> int | None:
-        """Everything the cgroup holds but the clean page cache no process maps: its processes'
-        own memory, the kernel's for them, their mapped code and the pages not yet written;
-        None where not kept. A Python engine's libraries are hundreds of MiB of mapped pages."""
-        keys = (("file", "file_dirty", "file_writeback", "file_mapped") if self.version == 2
-                else ("cache", "dirty", "writeback", "mapped_file"))
-        try:
-            usage = int((self.path / ("memory.current" if self.version == 2 else "memory.usage_in_bytes")).read_text())
-            stat = dict(line.split()[:2] for line in (self.path / "memory.stat").read_text().splitlines())
-            cache, dirty, writeback, mapped = (int(stat[k]) for k in keys)
-        except (OSError, ValueError, KeyError):
-            return None
-        return usage - max(0, cache - dirty - writeback - mapped)
-
     def remove(self) -> None:
         """The cgroup's folder, once no process is in it (its page cache goes to the parent): a
         server that died may still be writing its core file for a few seconds."""
@@ -229,8 +212,8 @@ class PageCacheHold:
     instead of being killed). Its own thread: it must not wait on the server. It holds from
     ``start`` (the server up), not while the server starts (io_uring's rings, the pool)."""
 
-    def __init__(self, cage: MemoryCage, held_bytes: int, whole: bool = False):
-        self.cage, self.held_bytes, self.whole = cage, held_bytes, whole     # whole: cage.unreclaimable()
+    def __init__(self, cage: MemoryCage, held_bytes: int):
+        self.cage, self.held_bytes = cage, held_bytes
         self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
         if cage.version == 1:
             (cage.path / "memory.oom_control").write_text("1")
@@ -244,14 +227,11 @@ class PageCacheHold:
             self._thread.start()
 
     def step(self) -> None:
-        if self.whole:
-            kept = self.cage.unreclaimable()
-        else:
-            split = self.cage.split(dirty=True)
-            kept = None if split is None else split[0] + split[2] + split[3]
-        if kept is None:
+        split = self.cage.split(dirty=True)
+        if split is None:
             return
-        limit = kept + self.held_bytes + HOLD_MARGIN
+        own, _, dirty, writeback = split
+        limit = own + dirty + writeback + self.held_bytes + HOLD_MARGIN
         try:
             self.file.write_text(str(limit))
         except OSError:   # v1 could not reclaim down to it yet (EBUSY): the next step tries again
@@ -265,51 +245,6 @@ class PageCacheHold:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-
-
-# The hold of a process cage, run by a process of its own outside it: a hold inside the cage it
-# holds would wait at a page fault for the limit it alone raises. It holds the clean page cache no
-# process maps: the processes' own memory, the kernel's and their mapped libraries are theirs.
-_HOLD_CODE = ("import sys; from catbench.core.server.memory import hold_until_orphaned; "
-              "hold_until_orphaned(sys.argv[1], int(sys.argv[2]))")
-
-
-def hold_until_orphaned(path: str, held: int) -> None:
-    """``PageCacheHold``'s steps for the cgroup at ``path`` until this process's parent is gone."""
-    cage = MemoryCage.__new__(MemoryCage)
-    cage.path, cage.version = Path(path), _hierarchy()[0]
-    hold, parent = PageCacheHold(cage, held, whole=True), os.getppid()
-    while os.getppid() == parent and cage.path.exists():
-        hold.step()
-        time.sleep(HOLD_S)
-
-
-@contextmanager
-def process_cage(name: str, hold: int | None):
-    """This process, and every process it starts meanwhile, in a memory cgroup holding ``hold``
-    bytes of page cache beside their own (``server.page_cache``): for an engine without a server
-    (DuckDB in this process, LSDB's Dask workers), whose page cache a run holds as a server's.
-    The hold runs in a process of its own, outside the cgroup. Back in its own cgroup on every
-    way out, the cgroup removed; nothing done without ``hold``."""
-    if not hold:
-        yield None
-        return
-    home = _hierarchy()[1] / "cgroup.procs"
-    cage = MemoryCage(name, None, hold, whole=True)
-    holder = None
-    try:
-        cage.hold.step()
-        holder = subprocess.Popen([sys.executable, "-c", _HOLD_CODE, str(cage.path), str(hold)])
-        cage.enter()
-        yield cage
-    finally:
-        if holder is not None:
-            holder.terminate()
-            holder.wait()
-        # unlimited first: at its limit, this process's very move out would be refused (ENOMEM)
-        (cage.path / cage.hold.file.name).write_text("max" if cage.version == 2 else "-1")
-        home.write_text(str(os.getpid()))
-        cage.remove()
 
 
 def meminfo(path: str = "/proc/meminfo") -> dict[str, int]:

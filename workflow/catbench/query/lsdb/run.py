@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 
 from ...core.infra.files import staged_output
 from ...core.infra.targets import TargetError, check_target, describe_target
-from ...core.server.memory import process_cage
 from ..chunk_tables import read_chunk_list
 from ..engines import Deadline
 from ..params import draw_parameters
@@ -90,15 +89,6 @@ def _check_tiles(spec: QuerySpec, chunks_dir, chunks, built: dict) -> None:
                              f"queries.lsdb.highest_order to split it")
 
 
-def _check_cage(spec: QuerySpec) -> None:
-    """A held page cache (server.page_cache) holds this job's processes: a SLURMCluster's workers
-    are jobs of their own, out of its reach."""
-    if spec.launch.page_cache_hold and spec.lsdb.cluster.kind != "local":
-        raise QueryError("config key 'server.page_cache': holds the page cache of the query job's own processes; "
-                         f"the lsdb engine's Dask workers are Slurm jobs of their own (queries.lsdb.cluster: "
-                         f"{spec.lsdb.cluster.kind}): leave it null or use queries.lsdb.cluster: local")
-
-
 def _check_room(where: QueryLocation, chunks_dir) -> None:
     """Room for the collections (the chunk files' Parquet bytes twice: the tiles, their margins
     and indexes, and hats-import's intermediate files) before anything is written."""
@@ -117,7 +107,6 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
     chunks = read_chunk_list(chunks_dir)
     build = _build_options(spec, chunks)
     _check_memory(spec, chunks_dir, chunks, build)
-    _check_cage(spec)
     _check_room(where, chunks_dir)
     root = where.path / FOLDER
     with staged_output(paths.out_dir) as work:
@@ -126,16 +115,10 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
         shutil.rmtree(root if kept is None else root / "dask", ignore_errors=True)    # what a killed run left
         opts = spec.lsdb.cluster
         try:
-            if kept is None:
-                with dask_cluster(opts, root / "dask") as cluster:
-                    built = build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
-            built = kept or built
-            _check_tiles(spec, chunks_dir, chunks, built)
-            deadline.left(f"target {where.target}: building the HATS catalogs")
-            # the queries' workers are this job's processes: their page cache held as a server's
-            # (server.page_cache); not the build's, whose writes a held limit would fail
-            with process_cage("queries-lsdb", spec.launch.page_cache_hold), \
-                    dask_cluster(opts, root / "dask") as cluster:
+            with dask_cluster(opts, root / "dask") as cluster:
+                built = kept or build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
+                _check_tiles(spec, chunks_dir, chunks, built)
+                deadline.left(f"target {where.target}: building the HATS catalogs")
                 engine = LsdbEngine(root / "hats", cluster, chunks_dir, chunks, spec.lsdb.n_neighbors)
                 engine.deadline = deadline
                 dropped = drop_caches() if spec.cold else False
@@ -162,7 +145,6 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                    "dask": {"kind": opts.kind, "workers": opts.workers, "threads": opts.threads,
                             "memory_bytes": opts.memory_bytes, "n_neighbors": engine.neighbors_used},
                    "versions": {"lsdb": lsdb.__version__, "dask": dask.__version__},
-                   "page_cache_held": spec.launch.page_cache_hold,
                    "storage": describe_target(where.path)}
         rec.write(work, summary)
     return summary
