@@ -148,6 +148,7 @@ def _interrupt(wd: Path, disk: Path, target: str, server_dir: str, job_log: str,
         assert (not group and sig == signal.SIGTERM) or finished_before(console, out_rel), \
             f"{out_rel} survived {sig.name} as complete"
         assert (out / "summary.json").exists()
+        shutil.rmtree(out)      # the next signal's attempt then has a job to cut short
     # no half-written result directory of the job is left beside it
     assert not list(out.parent.glob(f".{out.name}.partial-*"))
     # the server dir keeps at most the logs and config of the interrupted server; a
