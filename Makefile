@@ -28,13 +28,14 @@ UV_VERSION := 0.13.9
 $(STAMP): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(VENV)/bin/python -r requirements.txt \
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python -r requirements.txt \
 	  || $(VENV)/bin/pip install --quiet -r requirements.txt
 	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python --no-deps -e . \
 	  || $(VENV)/bin/pip install --quiet --no-deps -e .
-	@# the project's bytecode once, as pip does for the packages: every job and Snakemake run
-	@# imports it, and where bytecode is not written at import each would compile it again
-	$(VENV)/bin/python -m compileall -q -j 0 workflow/catbench > /dev/null
+	@# the bytecode once, the packages' and the project's: every job and Snakemake run imports
+	@# them, and where bytecode is not written at import each would compile them again; not the
+	@# packages' own test suites (a third of their files, never imported: 13.6 s -> 9.9 s here)
+	$(VENV)/bin/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib/python3*/site-packages workflow/catbench > /dev/null
 	touch $@
 
 system: $(STAMP)

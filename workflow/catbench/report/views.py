@@ -96,6 +96,7 @@ def _parquet_layout(load: dict) -> dict | None:
 
 # query engine -> its summary.json "load" read into a LAYOUT_LOADS row
 LAYOUTS = {"mysql": _mysql_layout, "lsdb": _hats_layout, "duckdb": _parquet_layout}
+
 # queries/<target>/mysql/chunk_loads.parquet: each chunk file's load (query/recorder.py)
 CHUNK_LOAD_FILES = pa.schema([("target", S), ("kind", S), ("chunkId", I), ("rows", I), ("bytes", I),
                               ("seconds", F)])

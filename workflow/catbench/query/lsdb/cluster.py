@@ -1,8 +1,9 @@
 """The ``lsdb`` engine's Dask cluster, started and stopped by the stage: a ``LocalCluster`` of
-``queries.lsdb.workers`` processes on 127.0.0.1 (no dashboard), inside the query job (under Slurm its
-allocation, the node held alone), or a ``dask_jobqueue.SLURMCluster`` whose worker jobs run on the
-query job's node (``queries.lsdb.cluster: slurm``; the query job is then their client, not exclusive). Either is closed on
-every way out (an error, Ctrl-C, a batch system's SIGTERM): its workers and their jobs with it."""
+``queries.lsdb.workers`` processes on 127.0.0.1 (no dashboard), inside the query job (under Slurm
+its allocation, the node held alone), or a ``dask_jobqueue.SLURMCluster`` whose worker jobs run
+on the query job's node (``queries.lsdb.cluster: slurm``; the query job is then their client, not
+exclusive). Either is closed on every way out (an error, Ctrl-C, a batch system's SIGTERM): its
+workers and their jobs with it."""
 
 from __future__ import annotations
 
