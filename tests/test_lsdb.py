@@ -72,7 +72,7 @@ def test_every_answer_equals_duckdbs(engines):
 
 
 @pytest.mark.slow
-def test_the_build_is_counted_timed_and_leaves_nothing(engines):
+def test_the_build_is_counted_timed_kept_as_asked_and_leaves_no_dask_process(engines):
     s = engines["lsdb"]
     hats = s["load"]["hats"]["tables"]
     assert f"n={hats['Object']['rows']}" == engines["duck"]["answers"]["HV1"]

@@ -30,6 +30,7 @@ from catbench.query.engines import DuckdbEngine
 from catbench.query.query_engines import QueryLocation
 from catbench.query.run_queries import QueryPaths, run_queries, run_queries_duckdb
 from catbench.query.spec import Concurrency, QuerySpec
+from catbench.report.tables import make_tables, read_tables
 from catbench.query.suite import (
     QUERY_NAMES,
     Answer,
@@ -41,7 +42,6 @@ from catbench.query.suite import (
 from support.querycat import SHV1_BOX, build, small_config
 from support.runs import REPORT
 from support.servers import servers_under
-from catbench.report.tables import make_tables, read_tables
 
 @pytest.fixture(scope="module")
 def queried():
