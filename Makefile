@@ -34,7 +34,7 @@ $(STAMP): requirements.txt pyproject.toml
 	  || $(VENV)/bin/pip install --quiet --no-deps -e .
 	@# the bytecode once, the packages' and the project's: every job and Snakemake run imports
 	@# them, and where bytecode is not written at import each would compile them again; not the
-	@# packages' own test suites (a third of their files, never imported: 13.6 s -> 9.9 s here)
+	@# packages' own test suites (a third of their files, never imported: ~15 s -> ~10 s here)
 	$(VENV)/bin/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib/python3*/site-packages workflow/catbench > /dev/null
 	touch $@
 

@@ -31,6 +31,7 @@ the right header; a file that a present stage needs but is missing or unreadable
     targets/<target>.json                      filesystem, device, size (for provenance / summary)
     queries/<target>/<query_engine>/results.parquet  (or results.json) query runs, see QUERY_RUNS
     queries/<target>/mysql/chunk_loads.parquet, chunk_times.parquet  per chunk: file loads, chunk queries
+    queries/<target>/<query_engine>/summary.json  "load": the layout's build and bytes (view layout_loads)
     restart/<target>/<kind>.json               restart phases, see RESTART_PHASES
     cluster/<target>/<kind>.json               Galera node restarts (restart/cluster/run_cluster.py): "rows" =
                                                phases (CLUSTER_PHASES), "load" = the workload per window
@@ -55,20 +56,17 @@ default to the directory/file names; phases keep their order in the file)::
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from ..core.index.table import ENGINES
 from ..core.infra.metrics import OLD_LOAD_LAYOUT
 from .at_scale import curve_rows, prediction_row, query_tables, restart_rows
 from .spec import MetricsError
-from .views import LAYOUTS, I, REQUIRED, S, VIEWS, refuse_old_columns
+from .views import LAYOUTS, VIEWS, concat, csv_table, json_rows, parquet_table, read_json, rows_table
 
 log = logging.getLogger(__name__)
 STAGES = ("fio", "load", "chunks", "metrics", "queries", "restart", "cluster")
@@ -93,102 +91,12 @@ class RunInputs:
         return self.views[view].to_pylist()
 
 
-def _json(path: Path):
-    if not path.is_file():
-        raise MetricsError(f"{path}: missing metrics file")
-    try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MetricsError(f"{path}: not valid JSON ({exc})") from exc
-
-
-def _json_rows(path: Path) -> list:
-    doc = _json(path)
-    if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
-        doc = doc["rows"]
-    if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
-        raise MetricsError(f"{path}: expected a list of row objects (or {{\"rows\": [...]}})")
-    return doc
-
-
-def _conform(table: pa.Table, view: str, path: Path, const: dict | None = None) -> pa.Table:
-    """Select/cast the columns of ``view`` from ``table``; constants fill key columns (a
-    ``repetition`` column absent from the file is repetition 0)."""
-    schema, const = VIEWS[view], const or {}
-    refuse_old_columns(view, table.column_names, path)
-    if "repetition" in schema.names and "repetition" not in table.column_names:
-        table = table.append_column("repetition", pa.array([0] * len(table), I))
-    missing = [c for c in REQUIRED[view] if c not in table.column_names]
-    if missing:
-        raise MetricsError(f"{path}: missing column(s) {', '.join(missing)} "
-                           f"(has: {', '.join(table.column_names)})")
-    cols = []
-    for f in schema:
-        if f.name in table.column_names:
-            col = table.column(f.name)
-            if f.name in const:   # fill gaps of a key column from the path
-                col = pa.chunked_array([pa.array([const[f.name]] * len(table), S)]) \
-                    if col.null_count == len(table) else col
-            try:
-                col = col.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-                raise MetricsError(f"{path}: column {f.name} is not {f.type} ({exc})") from exc
-        elif f.name in const:
-            col = pa.array([const[f.name]] * len(table), f.type)
-        else:
-            col = pa.nulls(len(table), f.type)
-        cols.append(col)
-    return pa.Table.from_arrays(cols, schema=schema)
-
-
-def _rows_table(rows: list, view: str, path: Path, const: dict | None = None) -> pa.Table:
-    names = list(dict.fromkeys(k for r in rows for k in r))
-    fixed = []
-    for r in rows:
-        d = {}
-        for k in names:
-            v = r.get(k)
-            if k in ("answer", "digest") and v is not None and not isinstance(v, str):
-                v = json.dumps(v, sort_keys=True, default=str)
-            d[k] = v
-        fixed.append(d)
-    try:
-        raw = pa.Table.from_pylist(fixed) if fixed else pa.table({n: pa.array([], S) for n in names})
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
-        raise MetricsError(f"{path}: inconsistent value types ({exc})") from exc
-    return _conform(raw, view, path, const)
-
-
-def _parquet(path: Path, view: str, const: dict) -> pa.Table:
-    if not path.is_file():
-        raise MetricsError(f"{path}: missing metrics file")
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise MetricsError(f"{path}: not a readable Parquet file ({exc})") from exc
-    return _conform(table, view, path, const)
-
-
-def _csv(path: Path, view: str, const: dict | None = None, delimiter: str = ",") -> pa.Table:
-    if not path.is_file():
-        raise MetricsError(f"{path}: missing metrics file")
-    try:
-        table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter))
-    except (OSError, pa.ArrowException) as exc:
-        raise MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
-    return _conform(table, view, path, const)
-
-
-def _concat(view: str, parts: list) -> pa.Table:
-    return pa.concat_tables(parts) if parts else VIEWS[view].empty_table()
-
-
 def _subdirs(d: Path) -> list:
     return sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")) if d.is_dir() else []
 
 
 def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
-    s = _json(path)
+    s = read_json(path)
     if not isinstance(s, dict):
         raise MetricsError(f"{path}: expected a JSON object (a load summary)")
     row = dict(s)
@@ -211,7 +119,7 @@ def _load_summary(path: Path, key: dict) -> tuple[dict, pa.Table]:
         r.setdefault("repetition", i)
     row["n"] = len(runs)
     row = {k: v for k, v in row.items() if not isinstance(v, (dict, list))}
-    return s, _rows_table([row], "load_summaries", path), _rows_table(runs, "load_runs", path)
+    return s, rows_table([row], "load_summaries", path), rows_table(runs, "load_runs", path)
 
 
 class _Reader:
@@ -244,7 +152,7 @@ class _Reader:
     def fio(self) -> None:
         for tdir in self.dirs(self.run / "fio"):
             self.inp.present.add("fio")
-            self.add("fio_runs", _csv(self.used(tdir / "fio.csv"), "fio_runs", {"target": tdir.name}))
+            self.add("fio_runs", csv_table(self.used(tdir / "fio.csv"), "fio_runs", {"target": tdir.name}))
 
     def loads(self) -> None:
         for tdir in self.dirs(self.run / "load"):
@@ -257,17 +165,17 @@ class _Reader:
                         self._load(sdir, {"target": tdir.name, "variant": vdir.name, "engine": edir.name,
                                           "strategy": sdir.name})
         nr = self.run / "load" / "not_run.json"
-        rows = _json_rows(self.used(nr)) if nr.is_file() else []
+        rows = json_rows(self.used(nr)) if nr.is_file() else []
         if rows:
-            self.add("load_not_run", _rows_table(rows, "load_not_run", nr))
+            self.add("load_not_run", rows_table(rows, "load_not_run", nr))
         ws = self.run / "index" / "working_set.json"
         if ws.is_file():
-            doc = _json(self.used(ws))
+            doc = read_json(self.used(ws))
             if not isinstance(doc, dict) or not isinstance(doc.get("variants"), dict):
                 raise MetricsError(f"{ws}: expected an object with a \"variants\" object")
             rows = [{**v, "variant": name, "id_layout": doc.get("id_layout"), "order": doc.get("order"),
                      "pool_pages": doc.get("pool_pages")} for name, v in doc["variants"].items()]
-            self.add("working_set", _rows_table(rows, "working_set", ws))
+            self.add("working_set", rows_table(rows, "working_set", ws))
 
     def _load(self, sdir: Path, key: dict) -> None:
         summary, table, runs = _load_summary(self.used(sdir / "summary.json"), key)
@@ -275,35 +183,35 @@ class _Reader:
         self.inp.summaries.append((sdir / "summary.json", summary))
         self.add("load_summaries", table)
         self.add("load_runs", runs)
-        self.add("load_trace", _parquet(self.used(sdir / "trace.parquet"), "load_trace", key))
-        self.add("load_samples", _parquet(self.used(sdir / "samples.parquet"), "load_samples", key))
+        self.add("load_trace", parquet_table(self.used(sdir / "trace.parquet"), "load_trace", key))
+        self.add("load_samples", parquet_table(self.used(sdir / "samples.parquet"), "load_samples", key))
         ip = sdir / "intervals.parquet"
         if ip.is_file() or not (sdir / "intervals.csv").is_file():
-            self.add("load_intervals", _parquet(self.used(ip), "load_intervals", key))
+            self.add("load_intervals", parquet_table(self.used(ip), "load_intervals", key))
         else:
-            self.add("load_intervals", _csv(self.used(sdir / "intervals.csv"), "load_intervals", key))
+            self.add("load_intervals", csv_table(self.used(sdir / "intervals.csv"), "load_intervals", key))
 
     def chunks(self) -> None:
         if (self.run / "chunks").is_dir():
             self.inp.present.add("chunks")
-            self.add("chunk_stats", _csv(self.used(self.run / "chunks" / "chunks.tsv"), "chunk_stats", delimiter="\t"))
+            self.add("chunk_stats", csv_table(self.used(self.run / "chunks" / "chunks.tsv"), "chunk_stats", delimiter="\t"))
 
     def metrics(self) -> None:
         # partition.json: catalog + partition (its "catalog": at_scale.py your_catalog); index.json: an index study's
         for pj in (self.run / "metrics" / "partition.json", self.run / "metrics" / "index.json"):
             if pj.is_file():
                 self.inp.present.add("metrics")
-                doc = self.inp.own["stages_" + pj.stem] = _json(self.used(pj))
-                self.add("stage_metrics", _rows_table(_stage_rows(pj, doc), "stage_metrics", pj))
+                doc = self.inp.own["stages_" + pj.stem] = read_json(self.used(pj))
+                self.add("stage_metrics", rows_table(_stage_rows(pj, doc), "stage_metrics", pj))
         for jp in sorted((self.run / "metrics" / "jobs").glob("*.json")):
-            if not isinstance(_json(self.used(jp)), dict):
+            if not isinstance(read_json(self.used(jp)), dict):
                 raise MetricsError(f"{jp}: expected a JSON object (job metrics)")
 
     def targets(self) -> None:
         tps = sorted((self.run / "targets").glob("*.json"))
         self.inp.stale += [tp for tp in tps if not self.ours(tp)]
         for tp in (tp for tp in tps if self.ours(tp)):
-            doc = _json(self.used(tp))
+            doc = read_json(self.used(tp))
             if not isinstance(doc, dict):
                 raise MetricsError(f"{tp}: expected a JSON object (target description)")
             self.inp.targets[tp.stem] = doc
@@ -314,7 +222,7 @@ class _Reader:
         for kind, path in (("index", self.run / "index" / "sources.json"),
                            ("patch", self.run / "catalog" / "patch" / "files.json")):
             if path.is_file():
-                doc = _json(self.used(path))
+                doc = read_json(self.used(path))
                 if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
                     raise MetricsError(f"{path}: expected a JSON object with the files read")
                 self.inp.own[kind] = doc
@@ -326,32 +234,31 @@ class _Reader:
                 const = {"target": tdir.name, "query_engine": edir.name}
                 pp, jp = edir / "results.parquet", edir / "results.json"
                 if pp.is_file() or not jp.is_file():
-                    self.add("query_runs", _parquet(self.used(pp), "query_runs", const))
+                    self.add("query_runs", parquet_table(self.used(pp), "query_runs", const))
                 else:
-                    self.add("query_runs", _rows_table(_json_rows(self.used(jp)), "query_runs", jp, const))
-                self._chunk_load(edir / "summary.json", tdir.name)
-                self._layout(edir / "summary.json", tdir.name, edir.name)
+                    self.add("query_runs", rows_table(json_rows(self.used(jp)), "query_runs", jp, const))
+                self._loads(edir / "summary.json", tdir.name, edir.name)
                 for name, view in (("chunk_loads", "chunk_load_files"), ("chunk_times", "query_chunk_runs")):
                     if (edir / f"{name}.parquet").is_file():   # per chunk (mysql engine)
-                        self.add(view, _parquet(self.used(edir / f"{name}.parquet"), view,
+                        self.add(view, parquet_table(self.used(edir / f"{name}.parquet"), view,
                                                 {"target": tdir.name} if view == "chunk_load_files" else const))
 
-    def _chunk_load(self, sp: Path, target: str) -> None:
-        load = _json(self.used(sp)).get("load") if sp.is_file() else None
-        if isinstance(load, dict) and isinstance(load.get("chunk_tables"), dict):
+    def _loads(self, sp: Path, target: str, engine: str) -> None:
+        """The engine's summary.json ``load``: the chunk tables' load (mysql) and its layout on the
+        target, its rows, build seconds and bytes kept (views.LAYOUTS)."""
+        load = read_json(self.used(sp)).get("load") if sp.is_file() else None
+        if not isinstance(load, dict):
+            return
+        if isinstance(load.get("chunk_tables"), dict):
             # Loading the chunk tables into a target's server is a storage figure too.
             row = {**load["chunk_tables"], "target": target}
             idx = load.get("secondary_index") or {}
             row.update(index_rows=idx.get("rows"), index_seconds=idx.get("seconds"))
-            self.add("chunk_loads", _rows_table([row], "chunk_loads", sp))
-
-    def _layout(self, sp: Path, target: str, engine: str) -> None:
-        """The engine's layout on the target: its rows, build seconds and bytes kept (LAYOUTS)."""
-        load = _json(self.used(sp)).get("load") if sp.is_file() else None
-        row = LAYOUTS.get(engine, lambda _load: None)(load) if isinstance(load, dict) else None
-        if row:
-            self.add("layout_loads", _rows_table([{**row, "target": target, "query_engine": engine}],
-                                                 "layout_loads", sp))
+            self.add("chunk_loads", rows_table([row], "chunk_loads", sp))
+        layout = LAYOUTS[engine](load) if engine in LAYOUTS else None
+        if layout:
+            self.add("layout_loads", rows_table([{**layout, "target": target, "query_engine": engine}],
+                                                "layout_loads", sp))
 
     def restarts(self) -> None:
         for tdir in self.dirs(self.run / "restart"):
@@ -359,9 +266,9 @@ class _Reader:
             for kp in sorted(p for p in tdir.glob("*.json")
                              if p.stem not in ("summary", "isolation") and not p.name.endswith(".error.json")):
                 self.inp.present.add("restart")
-                rows = [dict(r, phase_order=i) for i, r in enumerate(_json_rows(self.used(kp)))]
+                rows = [dict(r, phase_order=i) for i, r in enumerate(json_rows(self.used(kp)))]
                 self.add("restart_phases",
-                         _rows_table(rows, "restart_phases", kp, {"target": tdir.name, "kind": kp.stem}))
+                         rows_table(rows, "restart_phases", kp, {"target": tdir.name, "kind": kp.stem}))
 
     def clusters(self) -> None:
         for tdir in self.dirs(self.run / "cluster"):
@@ -369,7 +276,7 @@ class _Reader:
             for kp in sorted(p for p in tdir.glob("*.json")
                              if p.stem not in ("summary", "isolation") and not p.name.endswith(".error.json")):
                 self.inp.present.add("cluster")
-                doc = _json(self.used(kp))
+                doc = read_json(self.used(kp))
                 rows, load = (doc.get("rows"), doc.get("load", [])) if isinstance(doc, dict) else (None, None)
                 if not all(isinstance(x, list) and all(isinstance(r, dict) for r in x) for x in (rows, load)):
                     raise MetricsError(f"{kp}: expected an object with \"rows\" and \"load\" lists of objects "
@@ -377,26 +284,26 @@ class _Reader:
                 const = {"target": tdir.name, "kind": kp.stem}
                 if rows:
                     rows = [dict(r, phase_order=i, failed=doc.get("failed")) for i, r in enumerate(rows)]
-                    self.add("cluster_phases", _rows_table(rows, "cluster_phases", kp, const))
+                    self.add("cluster_phases", rows_table(rows, "cluster_phases", kp, const))
                 if load:
-                    self.add("cluster_load", _rows_table(load, "cluster_load", kp, const))
+                    self.add("cluster_load", rows_table(load, "cluster_load", kp, const))
 
     def isolation(self) -> None:
         for stage in MEASURING:
             for ip in sorted(p for p in (self.run / stage).rglob("isolation.json") if self.ours(p.parent)):
-                rec = _json(self.used(ip))
+                rec = read_json(self.used(ip))
                 if not isinstance(rec, dict):
                     raise MetricsError(f"{ip}: expected a JSON object (an isolation record)")
                 row = {k: ("; ".join(map(str, v)) or None) if isinstance(v, list) else v
                        for k, v in rec.items() if not isinstance(v, dict)}
                 row.update(stage=stage, job=ip.parent.relative_to(self.run).as_posix())
-                self.add("isolation", _rows_table([row], "isolation", ip))
+                self.add("isolation", rows_table([row], "isolation", ip))
 
     def prediction(self) -> None:
         pp = self.run / "predict" / "prediction.json"
         if not pp.is_file():
             return
-        doc = _json(self.used(pp))
+        doc = read_json(self.used(pp))
         parts = [doc.get(k) if isinstance(doc, dict) else None for k in ("predictions", "validation")]
         if not all(isinstance(x, list) and all(isinstance(r, dict) and isinstance(r.get("key"), dict) for r in x)
                    for x in parts):
@@ -444,7 +351,7 @@ def collect(run_dir, require=(), only=None) -> RunInputs:
             where = {"metrics": "metrics/partition.json (or index.json)",
                      "chunks": "chunks/chunks.tsv"}.get(stage, f"{stage}/")
             raise MetricsError(f"{run / where}: required stage '{stage}' has no metrics in this run")
-    inp.views = {v: _concat(v, reader.parts[v]) for v in VIEWS}
+    inp.views = {v: concat(v, reader.parts[v]) for v in VIEWS}
     if inp.stale:
         log.warning(stale_note(inp))
     return inp

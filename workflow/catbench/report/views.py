@@ -1,10 +1,16 @@
-"""The views the final tables' SQL reads (DuckDB names): one pyarrow schema per view, and the
-columns a metrics file must have for it (the others of the schema may be absent -> NULL).
-``inputs`` fills them from the metrics files of a run."""
+"""The views the final tables' SQL reads (DuckDB names): one pyarrow schema per view, the
+columns a metrics file must have for it (the others of the schema may be absent -> NULL), and
+how one metrics file (JSON, Parquet, CSV) becomes a view's typed table. ``inputs`` walks a run's
+files and fills the views with them."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from .spec import MetricsError
 
@@ -170,3 +176,95 @@ REQUIRED = {
     "cluster_load": ("window", "node"),
     "isolation": ("alone",),
 }
+
+
+# ---- one metrics file read into a view's typed table (MetricsError naming the file)
+
+def read_json(path: Path):
+    if not path.is_file():
+        raise MetricsError(f"{path}: missing metrics file")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MetricsError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def json_rows(path: Path) -> list:
+    doc = read_json(path)
+    if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
+        doc = doc["rows"]
+    if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
+        raise MetricsError(f"{path}: expected a list of row objects (or {{\"rows\": [...]}})")
+    return doc
+
+
+def conform(table: pa.Table, view: str, path: Path, const: dict | None = None) -> pa.Table:
+    """Select/cast the columns of ``view`` from ``table``; constants fill key columns (a
+    ``repetition`` column absent from the file is repetition 0)."""
+    schema, const = VIEWS[view], const or {}
+    refuse_old_columns(view, table.column_names, path)
+    if "repetition" in schema.names and "repetition" not in table.column_names:
+        table = table.append_column("repetition", pa.array([0] * len(table), I))
+    missing = [c for c in REQUIRED[view] if c not in table.column_names]
+    if missing:
+        raise MetricsError(f"{path}: missing column(s) {', '.join(missing)} "
+                           f"(has: {', '.join(table.column_names)})")
+    cols = []
+    for f in schema:
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            if f.name in const:   # fill gaps of a key column from the path
+                col = pa.chunked_array([pa.array([const[f.name]] * len(table), S)]) \
+                    if col.null_count == len(table) else col
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise MetricsError(f"{path}: column {f.name} is not {f.type} ({exc})") from exc
+        elif f.name in const:
+            col = pa.array([const[f.name]] * len(table), f.type)
+        else:
+            col = pa.nulls(len(table), f.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def rows_table(rows: list, view: str, path: Path, const: dict | None = None) -> pa.Table:
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    fixed = []
+    for r in rows:
+        d = {}
+        for k in names:
+            v = r.get(k)
+            if k in ("answer", "digest") and v is not None and not isinstance(v, str):
+                v = json.dumps(v, sort_keys=True, default=str)
+            d[k] = v
+        fixed.append(d)
+    try:
+        raw = pa.Table.from_pylist(fixed) if fixed else pa.table({n: pa.array([], S) for n in names})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as exc:
+        raise MetricsError(f"{path}: inconsistent value types ({exc})") from exc
+    return conform(raw, view, path, const)
+
+
+def parquet_table(path: Path, view: str, const: dict) -> pa.Table:
+    if not path.is_file():
+        raise MetricsError(f"{path}: missing metrics file")
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise MetricsError(f"{path}: not a readable Parquet file ({exc})") from exc
+    return conform(table, view, path, const)
+
+
+def csv_table(path: Path, view: str, const: dict | None = None, delimiter: str = ",") -> pa.Table:
+    if not path.is_file():
+        raise MetricsError(f"{path}: missing metrics file")
+    try:
+        table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter))
+    except (OSError, pa.ArrowException) as exc:
+        raise MetricsError(f"{path}: not a readable CSV file ({exc})") from exc
+    return conform(table, view, path, const)
+
+
+def concat(view: str, parts: list) -> pa.Table:
+    return pa.concat_tables(parts) if parts else VIEWS[view].empty_table()
