@@ -138,17 +138,17 @@ def test_a_run_with_queries_answers_them_at_predict_queries_in_the_predict_stage
     from catbench.predict.spec import query_args
     assert query_args(DEFAULT) == "--nodes 25 --objects 10000000000 --chunks 8983 --node-ram 16G"
     mine = _with(predict__queries={"nodes": 150, "objects": 1.7e9, "chunks": 9000, "sources_per_object": 20.5,
-                                   "object_bytes": 1073, "ram": "16G"})
+                                   "object_bytes": 1073, "ram": "16G", "workers": 4})
     validate(mine)
     sub = argparse.ArgumentParser().add_subparsers()
     add_subcommands(sub)
     a = sub.choices["predict"].parse_args(["--config", "c", "--results", "r", *shlex.split(query_args(mine))])
-    assert (a.nodes, a.objects, a.chunks, a.sources_per_object, a.object_bytes, a.node_ram, a.ram) == \
-        (150, 1.7e9, 9000, 20.5, 1073, 16 * 2**30, None)
+    assert (a.nodes, a.objects, a.chunks, a.sources_per_object, a.object_bytes, a.node_ram, a.ram, a.workers) == \
+        (150, 1.7e9, 9000, 20.5, 1073, 16 * 2**30, None, 4)
     assert query_args(_with(stages=["fio", "load_index", "predict"])) == ""
     rule = (REPO / "workflow" / "rules" / "predict.smk").read_text()
     predict_loads = " ".join(rule[rule.index("rule predict_loads:"):rule.index("rule predict:")].split())
-    assert 'expand(rules.queries_mysql.output, target=QUERY_TARGETS) if "queries" in STAGES' in predict_loads
+    assert 'queries=QUERY_RUNS if "queries" in STAGES' in predict_loads      # every engine's results
     assert "query_args=RUN.query_args," in predict_loads
     from catbench.cli.workflow.dag import Dag
     dag = object.__new__(Dag)       # the rules' value for this config: predict/spec.py's, the one maker
@@ -178,7 +178,7 @@ def _query_rung(caches=("warm",)):
 def _ask(monkeypatch, rungs, cfg, **kw):
     import argparse
     from catbench.cli import predict_node
-    monkeypatch.setattr(predict_node, "_rungs", lambda results: {"disk": rungs})
+    monkeypatch.setattr(predict_node, "_rungs", lambda results: ({"disk": rungs}, {}))
     a = argparse.Namespace(**{**dict(results=["results/run"], objects=1.2e6, sources_per_object=None, nodes=5,
                                      chunks=None, ram=None, node_ram=2**40), **kw})
     return predict_node.predict_queries_at(a, None, cfg)["disk"]

@@ -198,6 +198,11 @@ def test_predict_nodes_answers_from_a_real_runs_query_results(tmp_path):
         assert p["seconds"] == pytest.approx(p["chunk_s"] + p["czar_s"]) and p["czar_rungs"] == 1, (name, p)
     assert "in-sample" in q["own_check_in_sample"] and set(q["own_check"]) == set(q["own_check_chunk_part"])
     assert "HV2:" in r.stdout and "bound:" in r.stdout
+    # DuckDB over the run's Parquet chunk files: one process; one warm repetition a class is not a fit
+    duck = json.loads(out.read_text())["queries"]["parquet"]["engines"]["duckdb"]
+    assert duck["nodes"] == 1 and duck["workers"] is None and duck["node_data_bytes"] > 0
+    assert all("1 whole queries measured warm" in p["refused"] for p in duck["classes"].values()), duck
+    assert "duckdb on 1 node(s) (one process), warm" in r.stdout
     # 10^9 objects on two nodes leave their memory: the run measured no cold query
     r = subprocess.run([*base, "--objects", "1e9"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "no rung measured a cold query" in r.stdout, r.stdout + r.stderr

@@ -193,7 +193,7 @@ def test_the_answer_gains_each_query_class_at_the_users_nodes_with_its_csv_and_p
     answer = _section(html, 'id="answer"', 'id="findings"')
     assert "No query answer" not in answer
     # the cluster, a node's data against its memory, and the fastest and slowest class with their times
-    assert line_with(answer, "disk: <strong>Queries on 25 nodes", "10,000,000,000 Objects", "105 chunks",
+    assert line_with(answer, "disk · mysql: <strong>Queries on 25 nodes", "10,000,000,000 Objects", "105 chunks",
                      "300.0 GiB", "16.0 GiB", "cold", "LV1 <strong>4 ms</strong>", "SHV1 <strong>40 s</strong>",
                      "tail chunk")
     assert "<td>HV2</td><td>400 ms</td><td>320 ms – 500 ms</td><td>31</td><td>cold</td><td>device sequential</td>" \
@@ -203,9 +203,10 @@ def test_the_answer_gains_each_query_class_at_the_users_nodes_with_its_csv_and_p
     assert answer.index('data-name="at_scale"') < answer.index('data-name="queries_at_scale"')
     assert (index.parent / "queries_at_scale.png").read_bytes()[:8] == PNG
     csv = (index.parent / "tables" / "queries_at_scale.csv").read_text().splitlines()
-    assert csv[0].split(",")[:12] == ["target", "query", "nodes", "objects", "chunks", "node_data_bytes", "ram_bytes",
-                                      "cache", "seconds", "ci_low_s", "ci_high_s", "n_chunk_queries"]
-    assert len(csv) == 4 and csv[2].startswith("disk,HV2,25,")
+    assert csv[0].split(",")[:14] == ["target", "engine", "query", "nodes", "workers", "objects", "chunks",
+                                      "node_data_bytes", "ram_bytes", "cache", "seconds", "ci_low_s", "ci_high_s",
+                                      "n_fitted"]
+    assert len(csv) == 4 and csv[2].startswith("disk,mysql,HV2,25,,")
     by_nodes = (index.parent / "tables" / "queries_by_nodes.csv").read_text().splitlines()
     assert by_nodes[0] == "target,query,nodes,seconds,asked" and len(by_nodes) == 1 + 4 * 3
     doc = documented_columns()      # every column of both files in columns.md, in order
@@ -217,7 +218,7 @@ def test_the_answer_gains_each_query_class_at_the_users_nodes_with_its_csv_and_p
 
 def test_a_refused_query_answer_is_one_sentence_naming_the_run_that_gives_it():
     from catbench.report.at_scale import answer
-    from catbench.report.at_scale import by_nodes_rows, query_rows
+    from catbench.report.findings.queries_at_scale import by_nodes_rows, query_rows
     from catbench.report.summary import Tables
     from pathlib import Path
     why = "a node holds 300.0 GiB past its 16.0 GiB of memory, and no rung measured a cold query"
@@ -227,7 +228,7 @@ def test_a_refused_query_answer_is_one_sentence_naming_the_run_that_gives_it():
                            queries_by_nodes=by_nodes_rows(doc)), REPORT)
     said = [b[1] for b in blocks if b[0] == "p" and "Queries on" in b[1]]
     [said] = said                                                        # one sentence: why, and the run
-    assert line_with(said, "disk: **Queries on 25 nodes", "10,000,000,000 Objects", "105 chunks", "300.0 GiB",
+    assert line_with(said, "disk · mysql: **Queries on 25 nodes", "10,000,000,000 Objects", "105 chunks", "300.0 GiB",
                      "16.0 GiB", "cold", why, run)
     assert not [b for b in blocks if b[0] == "table"] and by_nodes_rows(doc) == []
     # one class refused among answered ones: its row says why, once, and the run after the table
@@ -246,12 +247,46 @@ def test_a_refused_query_answer_is_one_sentence_naming_the_run_that_gives_it():
     blocks = answer(Tables(queries_at_scale=query_rows(Path("p.json"), doc)), REPORT)
     [said] = [b[1] for b in blocks if b[0] == "p" and "Queries on" in b[1]]
     assert not [b for b in blocks if b[0] == "table"]
-    assert line_with(said, "disk: **Queries on 200 nodes", "10,000,000,000 Objects", "--nodes 200 for 105 chunks",
+    assert line_with(said, "disk · mysql: **Queries on 200 nodes", "10,000,000,000 Objects", "--nodes 200 for 105 chunks",
                      "(--chunks)")
 
 
 def test_a_malformed_query_answer_is_named():
-    from catbench.report.at_scale import query_rows
+    from catbench.report.findings.queries_at_scale import query_rows
     from pathlib import Path
     with pytest.raises(MetricsError, match=r"p.json: queries.disk is not an object"):
         query_rows(Path("p.json"), {"disk": {"classes": ["HV2"]}})
+
+
+def test_the_engines_answers_stand_side_by_side_and_each_in_its_own_table():
+    """A prediction with DuckDB and LSDB beside Qserv's plan: one table of each class per target and
+    engine, then each engine's own lead (its nodes, workers, layout against memory) and table."""
+    from catbench.report.at_scale import answer
+    from catbench.report.findings.queries_at_scale import query_rows
+    from catbench.report.summary import Tables
+    from pathlib import Path
+    doc = queries_section()
+    lsdb = {"engine": "lsdb", "nodes": 25, "workers": 50, "objects": 1e10, "chunks": 105,
+            "node_data_bytes": 2 ** 30, "ram_bytes": 16 * 2 ** 30, "cache": "warm",
+            "classes": {"LV1": {"seconds": 0.5, "ci_low": 0.4, "ci_high": 0.7, "n": 9, "cache": "warm",
+                                "bound": "fixed cost (index lookup, task start)"},
+                        "HV2": {"refused": "HV2: 1 whole queries measured warm in the rungs; 2 or more are needed"}}}
+    doc["disk"]["engines"] = {"lsdb": lsdb}
+    doc["parquet"] = {"nodes": 25, "objects": 1e10, "engines": {"duckdb": {**lsdb, "engine": "duckdb", "nodes": 1,
+                                                                           "workers": None, "cache": "cold",
+                                                                           "node_data_bytes": 32 * 2 ** 30}}}
+    rows = query_rows(Path("p.json"), doc)
+    assert [(r["target"], r["engine"]) for r in rows if r["query"] == "LV1"] == \
+        [("disk", "mysql"), ("disk", "lsdb"), ("parquet", "duckdb")]
+    blocks = answer(Tables(queries_at_scale=rows), REPORT)
+    tables = [b for b in blocks if b[0] == "table" and "Each query class at your scale" in b[1]]
+    [(_, _, head, body)] = tables
+    assert head == ["class", "disk · mysql", "disk · lsdb", "parquet · duckdb"]
+    assert body[0] == ["LV1", "4 ms [3.2 ms, 5 ms]", "500 ms [400 ms, 700 ms]", "500 ms [400 ms, 700 ms]"]
+    assert body[1][2] == "–"                                     # a refused class: no figure
+    leads = [b[1] for b in blocks if b[0] == "p" and "Queries on" in b[1]]
+    assert line_with(leads[1], "disk · lsdb: **Queries on 25 nodes, 50 Dask workers", "1.0 GiB of its layout",
+                     "within its 16.0 GiB of memory: warm")
+    assert line_with(leads[2], "parquet · duckdb: **Queries on 1 node,", "past its 16.0 GiB of memory: cold")
+    own = [b for b in blocks if b[0] == "table" and b[1].startswith("disk · lsdb")]
+    assert own and "whole queries" in own[0][1] and own[0][3][1][5].startswith("refused")

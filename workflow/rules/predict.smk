@@ -2,7 +2,7 @@
 # rung is a run of its own at a multiple of the run's rows (results/<run>-rung<k>, its loads
 # alone), started by a job that holds the measuring slot; then every load of the ladder's
 # targets predicted at predict.target_rows, which the report opens with. With stage queries, the
-# run's own mysql chunk queries answer each query class on predict.queries.nodes too.
+# run's own queries answer each query class on predict.queries.nodes too, per engine.
 
 IN_RUN = RUN.in_run
 RUNG_NUMBERS = [str(k) for k in range(2, 2 + len(IN_RUN.factors))] if IN_RUN else []
@@ -46,11 +46,7 @@ rule predict_loads:
         rungs=expand(rules.ladder_rung.output, rung=RUNG_NUMBERS),
         loads=rules.load_index.input,
         fio=[rules.fio.input] if "fio" in STAGES else [],
-        queries=(
-            expand(rules.queries_mysql.output, target=QUERY_TARGETS)
-            if "queries" in STAGES
-            else []
-        ),
+        queries=QUERY_RUNS if "queries" in STAGES else [],
     output:
         PREDICTION,
     log:

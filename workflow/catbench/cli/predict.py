@@ -284,21 +284,25 @@ def _check_seal(path, sealed: dict, out: dict) -> None:
 
 
 def _score_queries(measured: list, answers: dict) -> dict:
-    """Each target's query answer (the sealed one's, the seal checked) against each --measured run."""
+    """Each target's query answer (the sealed one's, the seal checked), Qserv's plan's and each
+    engine's, against each --measured run."""
     from ..predict.queries.runs import read_rung
+    from ..predict.queries.scan import read_scan_rung
     from ..predict.queries.score import ScoreError, lines, score
     out = {}
     for run in measured:
         for target, answer in answers.items():
-            rung = read_rung(Path(run), target)
-            if rung is None or "classes" not in answer:
-                continue
-            try:
-                result = score(answer, rung)
-            except ScoreError as e:
-                raise ConfigError(str(e)) from None
-            out.setdefault(target, []).append(result)
-            print("\n".join(lines(result)))
+            pairs = [("mysql", answer, read_rung(Path(run), target)),
+                     *((e, a, read_scan_rung(Path(run), target, e)) for e, a in (answer.get("engines") or {}).items())]
+            for engine, ans, rung in pairs:
+                if rung is None or "classes" not in ans:
+                    continue
+                try:
+                    result = {"engine": engine, **score(ans, rung)}
+                except ScoreError as e:
+                    raise ConfigError(f"{target} {engine}: {e}") from None
+                out.setdefault(target, []).append(result)
+                print(f"{target} {engine}: " + "\n".join(lines(result)))
     return out
 
 

@@ -165,18 +165,24 @@ NODE_GRID = (1, 5, 25, 150)
 OBJECTS = 1.7e9      # --objects' default: DMTR-21's Objects
 
 
-def _rungs(results: list) -> dict:
-    """{target: [QueryRung]} of every run in ``results`` with mysql query results."""
+def _rungs(results: list) -> tuple[dict, dict]:
+    """({target: [QueryRung]} of every run in ``results`` with mysql query results, {target:
+    {engine: [ScanRung]}} of those with duckdb or lsdb results)."""
+    from ..predict.queries import scan
     from ..predict.queries.runs import read_rung
-    out: dict = {}
+    chunked: dict = {}
+    scans: dict = {}
     for d in dict.fromkeys(Path(r).resolve() for r in results):     # a run named twice is read once
-        for t in sorted(p.name for p in (d / "queries").glob("*") if (p / "mysql").is_dir()):
+        for t in sorted(p.name for p in (d / "queries").glob("*") if p.is_dir()):
             rung = read_rung(d, t)
             if rung:
-                out.setdefault(t, []).append(rung)
-    if not out:
-        raise ConfigError(f"--nodes: no query results in {', '.join(results)} (results/<run>/queries/<target>/mysql)")
-    return out
+                chunked.setdefault(t, []).append(rung)
+            for e in scan.ENGINES:
+                if (s := scan.read_scan_rung(d, t, e)):
+                    scans.setdefault(t, {}).setdefault(e, []).append(s)
+    if not chunked and not scans:
+        raise ConfigError(f"--nodes: no query results in {', '.join(results)} (results/<run>/queries/<target>/<engine>)")
+    return chunked, scans
 
 
 def _read_s(fig: dict):
@@ -211,27 +217,34 @@ def _cold_run(cfg: dict) -> str:
 def predict_queries_at(a, figures: dict | None, cfg: dict) -> dict:
     """Each query class at --nodes and --objects, per target, from the rungs' chunk queries."""
     from ..predict.queries.model import Catalog, predict_queries
+    from ..predict.queries.scan import predict_scan
     from ..predict.runs import device
     answers = {}
     sky = _user_chunks(a)
-    for target, rungs in _rungs(a.results).items():
-        mine, theirs = _read_s(device(Path(a.results[0]), target)), _read_s(figures or {})
+    chunked, scans = _rungs(a.results)
+    for target in sorted({*chunked, *scans}):
+        rungs = chunked.get(target)
+        # the device scales the chunk model's cold reads; the scan engines' are not scaled
+        mine, theirs = _read_s(device(Path(a.results[0]), target)), _read_s(figures or {}) if rungs else None
         if theirs and not mine:
             raise ConfigError(f"--device: the rungs of {target} ran no fio (stage fio): no sequential read "
                               "to set the device's against")
         ratio = theirs / mine if theirs else 1.0
         cat = Catalog(a.objects, a.sources_per_object, a.nodes, a.chunks, getattr(a, "node_ram", None) or a.ram,
                       ratio, getattr(a, "object_bytes", None), theirs or mine, sky)
-        # the asked cluster is kept where the model refuses it whole (more nodes than chunks)
-        errors: dict = {}
-        answer = {"nodes": a.nodes, "objects": a.objects, **predict_queries(rungs, cat, form_errors=errors),
-                  "device_ratio": ratio}
-        no_cold = all(x.cache == "warm" for r in rungs for x in r.obs)
-        for p in (answer.get("classes") or {}).values():
-            if "refused" in p and answer.get("cache") == "cold" and no_cold:
-                p["run"] = _cold_run(cfg)
-        if "classes" in answer:
-            answer["by_nodes"] = _by_nodes(rungs, cat, answer["chunks"], errors)
+        answer = {"nodes": a.nodes, "objects": a.objects, "device_ratio": ratio}
+        if rungs:
+            # the asked cluster is kept where the model refuses it whole (more nodes than chunks)
+            errors: dict = {}
+            answer.update(predict_queries(rungs, cat, form_errors=errors))
+            no_cold = all(x.cache == "warm" for r in rungs for x in r.obs)
+            for p in (answer.get("classes") or {}).values():
+                if "refused" in p and answer.get("cache") == "cold" and no_cold:
+                    p["run"] = _cold_run(cfg)
+            if "classes" in answer:
+                answer["by_nodes"] = _by_nodes(rungs, cat, answer["chunks"], errors)
+        answer["engines"] = {e: predict_scan(rs, cat, getattr(a, "workers", None))
+                             for e, rs in sorted(scans.get(target, {}).items())}
         answers[target] = answer
         _print(a, target, answer)
     return answers
@@ -272,6 +285,12 @@ def _print(a, target: str, answer: dict) -> None:
             continue
         print(f"  on {n} nodes: " + ", ".join(f"{q} {s:.3g} s" if s is not None else f"{q} refused"
                                                 for q, s in classes.items()))
+    for e, ans in (answer.get("engines") or {}).items():
+        w = f", {ans['workers']} workers" if ans.get("workers") else " (one process)"
+        print(f"  {e} on {ans['nodes']} node(s){w}, {ans['cache']}: " + "; ".join(
+            f"{q} {p['refused'].removeprefix(q + ': ')}" if "refused" in p else
+            f"{q} {p['seconds']:.3g} s [{p['ci_low']:.3g}, {p['ci_high']:.3g}] n {p['n']} ({p['bound']})"
+            for q, p in ans["classes"].items()))
 
 
 def add_query_arguments(p, rows, positive, at_least_one, size) -> None:
@@ -289,5 +308,7 @@ def add_query_arguments(p, rows, positive, at_least_one, size) -> None:
                    "at its own chunks' (default: the rungs' chunks at the mean objects a chunk)")
     p.add_argument("--object-bytes", type=positive, help="with --nodes: an Object row's bytes on disk, the table's "
                    "data file ÷ its rows (default the rungs'): a scan reads them")
+    p.add_argument("--workers", type=at_least_one, help="with --nodes: LSDB's Dask workers a node (default the "
+                   "rungs'); DuckDB is one process on one node")
     p.add_argument("--node-ram", type=size, help="with --nodes: a node's memory for its server and page cache "
                    "(e.g. 16G; default --ram, else the rungs' pool); --ram alone would set the loads' target too")

@@ -343,14 +343,14 @@ class InRun:
 
 def query_args(cfg: dict) -> str:
     """The predict stage's query flags of ``catbench predict`` (predict.queries; the run's own
-    mysql chunk queries are its rung): '' where the run has no stage ``queries``."""
+    query results are its rung): '' where the run has no stage ``queries``."""
     if "queries" not in cfg["stages"]:
         return ""
     own = cfg["predict"]["queries"]
     objects = own["objects"] if own["objects"] is not None else cfg["predict"]["target_rows"]
     flags = {"--nodes": own["nodes"], "--objects": f"{objects:.17g}", "--chunks": own["chunks"],
              "--sources-per-object": own["sources_per_object"], "--object-bytes": own["object_bytes"],
-             "--node-ram": own["ram"]}
+             "--node-ram": own["ram"], "--workers": own["workers"]}
     return " ".join(f"{k} {shlex.quote(str(v))}" for k, v in flags.items() if v is not None)
 
 

@@ -64,7 +64,8 @@ import pyarrow as pa
 
 from ..core.index.table import ENGINES
 from ..core.infra.metrics import OLD_LOAD_LAYOUT
-from .at_scale import curve_rows, prediction_row, query_tables, restart_rows
+from .at_scale import curve_rows, prediction_row, restart_rows
+from .findings.queries_at_scale import query_tables
 from .spec import MetricsError
 from .views import LAYOUTS, VIEWS, concat, csv_table, json_rows, parquet_table, read_json, rows_table
 
