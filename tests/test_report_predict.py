@@ -290,3 +290,4 @@ def test_the_engines_answers_stand_side_by_side_and_each_in_its_own_table():
     assert line_with(leads[2], "parquet · duckdb: **Queries on 1 node,", "past its 16.0 GiB of memory: cold")
     own = [b for b in blocks if b[0] == "table" and b[1].startswith("disk · lsdb")]
     assert own and "whole queries" in own[0][1] and own[0][3][1][5].startswith("refused")
+    assert own[0][2][-1] == "bound" and len(own[0][3][0]) == 6         # no chunk query: no largest chunk

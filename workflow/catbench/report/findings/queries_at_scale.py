@@ -193,9 +193,9 @@ def query_section(t) -> list:
                "rungs, not yet on more (workflow/catbench/predict/queries/model.md)." if chunked else
                "its time with the interval of the rungs' repetitions resampled, n the whole queries it was fitted "
                "on, the cache it runs from and what bounds it (workflow/catbench/predict/queries/scan.py).")
-        out.append(("table", f"{tg}: each query class on {_query_where(mine[0])}: {how}",
-                    ["class", "time", "interval", "n", "cache", "bound", "largest chunk"],
-                    [_query_row(r) for r in classes]))
+        head = ["class", "time", "interval", "n", "cache", "bound", *(["largest chunk"] if chunked else [])]
+        out.append(("table", f"{tg}: each query class on {_query_where(mine[0])}: {how}", head,
+                    [_query_row(r)[:len(head)] for r in classes]))
         runs = {r["run"] for r in classes if r.get("run")}
         out += [("p", f"To answer the refused classes, {run}.") for run in sorted(runs)]
     return out
