@@ -24,7 +24,7 @@ CHUNKS = 4                   # each a 1 x 1 deg square at ra 10..14
 
 def _law(kind: str, rows: float, box: float, cache: str) -> float:
     x = {"rows": rows, "box": box, "pairs": box ** 2 * 0.01, "lookup": 0.0}[kind]
-    return D + S * x * (4.0 if cache == "cold" else 1.0)
+    return D + S * x * {"cold": 4.0, "evicted": 2.0}.get(cache, 1.0)
 
 
 def _write(root, engine: str, objects: int, workers: int | None = 2, reps: int = 3, caches=("warm", "cold"),
@@ -111,7 +111,7 @@ def test_lsdb_divides_its_data_part_over_the_users_workers_and_duckdb_stays_one_
     assert duck["nodes"] == 1 and duck["workers"] is None and "one process" in duck["priced"]
 
 
-def test_a_layout_past_a_nodes_memory_is_priced_cold_or_refused(tmp_path):
+def test_a_layout_past_a_nodes_memory_is_priced_evicted_or_cold_or_refused(tmp_path):
     rungs = _ladder(tmp_path, "duckdb")
     # 1.6e6 Objects × 200 bytes = 320 MB of Parquet against 100 MB of memory
     ans = predict_scan(rungs, Catalog(1.6e6, None, 1, None, 100e6))
@@ -119,6 +119,11 @@ def test_a_layout_past_a_nodes_memory_is_priced_cold_or_refused(tmp_path):
     hv2 = ans["classes"]["HV2"]
     assert hv2["seconds"] == pytest.approx(_law("rows", 1.6e6, 0, "cold"), rel=0.1)
     assert hv2["bound"] == "reading the layout (cold)"
+    # rungs that also ran with the layout evicted and the engine kept: those runs price it
+    evicted = predict_scan(_ladder(tmp_path / "e", "duckdb", caches=("warm", "cold", "evicted")),
+                           Catalog(1.6e6, None, 1, None, 100e6))
+    assert evicted["cache"] == "evicted" and evicted["classes"]["HV2"]["bound"] == "reading the layout (evicted)"
+    assert evicted["classes"]["HV2"]["seconds"] == pytest.approx(_law("rows", 1.6e6, 0, "evicted"), rel=0.1)
     warm_only = _ladder(tmp_path / "w", "duckdb", caches=("warm",))
     refused = predict_scan(warm_only, Catalog(1.6e6, None, 1, None, 100e6))["classes"]["HV2"]
     assert "0 whole queries measured cold" in refused["refused"] and "queries.cold" in refused["refused"]

@@ -49,8 +49,8 @@ def queried():
     try:
         cfg = small_config()
         objects = build(cfg, root)
-        duck = run_queries_duckdb(QuerySpec.of(cfg), QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"),
-                                  QueryLocation("parquet"))
+        duck = run_queries_duckdb(QuerySpec.of(cfg, {"evicted": True}),
+                                  QueryPaths(root / "chunks", None, root / "out/parquet/duckdb"), QueryLocation("parquet"))
         my = run_queries(QuerySpec.of(cfg, {"settings": cfg["server"]["settings"]}),
                          QueryPaths(root / "chunks", root / "index/input", root / "out/t1/mysql"),
                          QueryLocation("t1", root / "target"))
@@ -77,6 +77,29 @@ def test_several_chunks_and_both_engines_agree(queried):
     # same digests, not only within tolerance
     assert queried["duck"]["digests"] == queried["mysql"]["digests"]
     assert json.loads((queried["root"] / "out/check.json").read_text())["ok"]
+
+
+def test_duckdb_runs_each_query_again_with_its_files_evicted_and_its_answer_unchanged(queried, tmp_path):
+    """queries.evicted: a run of each query after its Parquet files' page cache is dropped (the
+    engine kept); the drop is the kernel's, read back with fincore."""
+    rows = pq.read_table(queried["root"] / "out/parquet/duckdb/results.parquet").to_pylist()
+    for q in QUERY_NAMES:
+        (evicted,) = [r for r in rows if r["query"] == q and r["cache"] == "evicted"]
+        assert evicted["digest"] == next(r["digest"] for r in rows if r["query"] == q and r["cache"] == "warm")
+    assert "posix_fadvise" in queried["duck"]["evicted_method"]
+    f = Path(tempfile.mkdtemp(dir="/var/tmp")) / "layout.bin"     # a disk, not tmpfs: its pages can be dropped
+    try:
+        f.write_bytes(os.urandom(8 * 2**20))
+        f.read_bytes()
+
+        def resident() -> int:
+            out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(f)],
+                                 capture_output=True, text=True, check=True).stdout
+            return int(out.split()[0])
+        assert resident() > 0
+        assert query_run.evict([f.parent]) == 8 * 2**20 and resident() == 0
+    finally:
+        shutil.rmtree(f.parent)
 
 
 @pytest.mark.server

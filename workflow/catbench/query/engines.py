@@ -251,10 +251,13 @@ class DuckdbEngine:
     def _files(self, kind: str, attr: str) -> list[str]:
         return parquet_files(self.chunks_dir, self.chunks, kind, attr)
 
+    def files(self) -> list[str]:
+        """What this engine reads: the Parquet chunk files as the partition wrote them."""
+        return self._files("Object", "object_rows") + self._files("Source", "source_rows")
+
     def layout(self) -> dict:
-        """What this engine reads: the Parquet chunk files as the partition wrote them (no load of
-        its own), their rows and bytes."""
-        files = self._files("Object", "object_rows") + self._files("Source", "source_rows")
+        """The chunk files (no load of its own), their rows and bytes."""
+        files = self.files()
         return {"files": len(files), "rows": sum(c.object_rows + c.source_rows for c in self.chunks),
                 "bytes": sum(Path(f).stat().st_size for f in files), "seconds": None}
 

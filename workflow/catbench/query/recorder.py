@@ -51,6 +51,28 @@ def drop_caches() -> bool:
         return False
 
 
+# What an "evicted" run is (queries.evicted), as the engines' summaries record it
+EVICTED = "sync + posix_fadvise(DONTNEED) of the layout's files before each query, the engine kept"
+
+
+def evict(paths) -> int:
+    """Drop the page cache of ``paths`` (files, or folders walked) after a sync, so the next
+    query reads them from the device while its engine stays up: a layout far past the page
+    cache, where each pass evicts what it read before it comes round again. Returns the bytes."""
+    os.sync()         # a dirty page is not dropped
+    n = 0
+    for p in map(Path, paths):
+        for f in (p.rglob("*") if p.is_dir() else [p]):
+            if f.is_file():
+                fd = os.open(f, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+                n += f.stat().st_size
+    return n
+
+
 def latency_stats(xs) -> dict:
     a = np.asarray(xs, float)
     if a.size == 0:
@@ -135,10 +157,11 @@ def timed(engine, q, params) -> tuple[float, Answer]:
 
 
 def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, repeats: Repeats,
-              cold: bool) -> None:
+              cold: bool, evicted=None) -> None:
     """Cold runs (``restart()`` before each query: ``repeats.min_n`` of them) then warm runs (after
     one warm-up), as many as ``repeats`` asks for (core/infra/jobs/repeat.py; adaptive repeats' pilot
-    runs are dropped like the warm-up)."""
+    runs are dropped like the warm-up); then, with ``evicted`` (a callable that drops the layout's
+    page cache), ``repeats.min_n`` runs of each query with the engine kept and its data evicted."""
     if cold:
         for rep in range(1, repeats.min_n + 1):
             for n in names:
@@ -165,6 +188,12 @@ def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, 
                  float(np.median([r["seconds"] for r in rec.rows if r["query"] == n and r["cache"] == "warm"])),
                  c.summary(suite[n].order))
     rec.rows = [r for r in rec.rows if r["cache"] != "warmup"]
+    for rep in range(1, repeats.min_n + 1) if evicted else ():
+        for n in names:
+            evicted()
+            s, ans = timed(engine, suite[n], params[n])
+            c = rec.add(n, "evicted", rep, s, ans)
+            log.info("%s %s evicted run %d: %.4f s, %s", rec.target, n, rep, s, c.summary(suite[n].order))
 
 
 class _Streams:

@@ -43,7 +43,7 @@ from .engines import Deadline, DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters
 from .placement import held_by, place
 from .query_engines import QueryLocation
-from .recorder import Recorder, drop_caches, run_concurrency_of, run_suite, write_chunk_loads
+from .recorder import EVICTED, Recorder, drop_caches, evict, run_concurrency_of, run_suite, write_chunk_loads
 from .spec import QuerySpec
 from .suite import QueryError, load_suite
 
@@ -99,13 +99,15 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
                     drop_caches()
                 engine.open()
 
-            run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, cold)
+            run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, cold,
+                      (lambda: evict(engine.files())) if spec.evicted else None)
             conc = run_concurrency_of(spec, lambda: _DuckStream(engine), suite, params, rec)
         finally:
             engine.close()
         summary = {"target": target, "query_engine": name, "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
-                   "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": {"parquet": engine.layout()}}
+                   "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": {"parquet": engine.layout()},
+                   "evicted_method": EVICTED if spec.evicted else None}
         rec.write(work, summary)
     return summary
 

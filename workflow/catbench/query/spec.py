@@ -81,6 +81,7 @@ class QuerySpec:
     time_limit_min: float | None = None   # the stage's (--time-limit-min: its rule's runtime)
     workers: int = 1          # worker servers the chunk tables are spread over (mysql engine)
     lsdb: LsdbSpec | None = None   # the lsdb engine's (with the job's threads and memory: --threads, --mem-mb)
+    evicted: bool = False     # runs with the layout's page cache dropped, the engine kept (duckdb, lsdb)
 
     @property
     def repetitions(self) -> int:
@@ -112,4 +113,5 @@ class QuerySpec:
             over.get("settings", server["settings"]),
             Launch.of(server), over.get("time_limit_min"), int(over.get("workers", qs["workers"])),
             LsdbSpec.of(qs, int(over.get("threads") or 1), int(over.get("mem_mb") or 0),
-                        int(over.get("time_limit_min") or 60)) if over.get("engine") == "lsdb" else None)
+                        int(over.get("time_limit_min") or 60)) if over.get("engine") == "lsdb" else None,
+            bool(over.get("evicted", qs["evicted"])))

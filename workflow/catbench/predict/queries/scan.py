@@ -8,7 +8,8 @@ self-match, nothing for an index lookup): a fixed part plus a slope, as the chun
 Objects (a pass) and its mean Objects a chunk against the largest rung's (a box at the user's
 density). LSDB's data part divides over the user's workers (``--workers`` a node × nodes)
 against the rungs' own; DuckDB is one process, priced with the rungs' threads. A layout past a
-node's memory is priced from the cold repetitions (caches dropped before each). Intervals: each
+node's memory is priced from the evicted runs (the layout's page cache dropped before each, the
+engine kept: ``queries.evicted``) where the rungs ran them, else the cold ones. Intervals: each
 rung's repetitions resampled and the fit redone, widened by the form's own error (the largest
 rung predicted from the others)."""
 
@@ -168,7 +169,7 @@ def _bound(kind: str, cache: str, fixed: float, data: float) -> str:
         return "fixed cost a query (planning, task start, files opened)"
     if kind == "pairs":
         return "CPU (pairs compared)"
-    return "reading the layout (cold)" if cache != "warm" else "CPU (scan from memory)"
+    return f"reading the layout ({cache})" if cache != "warm" else "CPU (scan from memory)"
 
 
 def _class(rungs: list[ScanRung], query: str, cache: str, at: At, distance_rows: float) -> dict:
@@ -212,7 +213,9 @@ def predict_scan(rungs: list[ScanRung], cat, workers: int | None = None) -> dict
     w = (workers or big.workers) * nodes if big.workers else None
     at = At(rows, cat.objects / (cat.chunks or big.chunks), w)
     held = big.layout_bytes * cat.objects / max(big.data_rows(), 1.0) / nodes
-    cache = "warm" if cat.ram_bytes is None or held <= cat.ram_bytes else "cold"
+    # past memory: the runs with the layout evicted and the engine kept where the rungs ran them
+    past = "evicted" if any(c == "evicted" for r in rungs for _, c in r.query_s) else "cold"
+    cache = "warm" if cat.ram_bytes is None or held <= cat.ram_bytes else past
     out = {"engine": engine, "nodes": nodes, "objects": cat.objects, "chunks": cat.chunks or big.chunks,
            "node_data_bytes": held, "ram_bytes": cat.ram_bytes, "cache": cache, "workers": w,
            "rungs": sorted(r.run for r in rungs), "validated": False,

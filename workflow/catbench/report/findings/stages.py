@@ -29,7 +29,7 @@ def _class_runs(runs: list, cls: str, cache: str) -> dict:
 def queries(runs: list, thr: dict) -> list:
     out = []
     for cls in _order(query_class(r["query"]) for r in runs):
-        for cache in ("cold", "warm"):
+        for cache in ("cold", "warm", "evicted"):
             figs = {k: Figure.of(v) for k, v in _class_runs(runs, cls, cache).items() if v}
             if not figs:
                 continue

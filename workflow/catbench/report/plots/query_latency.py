@@ -8,16 +8,18 @@ from .style import _empty, _legend_from, _num, _order, _query_order, _save, colo
 
 ORDER = 3   # its place in the report
 TABLES = ('queries',)   # draw()'s arguments, in order
+# a panel each: after a restart, warm, and with the layout's page cache dropped, the engine kept
+CACHES = ("cold", "warm", "evicted")
 
 # ---------------------------------------------------------------- 4. query latency
 def draw(plt, queries: list, path: Path) -> bool:
-    """Median latency per query (log), cold and warm side by side, engines/targets as
+    """Median latency per query (log), cold, warm and evicted side by side, engines/targets as
     series, whiskers = interval of the typical value."""
-    rs = [r for r in queries if r["cache"] in ("cold", "warm") and _num(r.get("p50_s"))]
+    rs = [r for r in queries if r["cache"] in CACHES and _num(r.get("p50_s"))]
     if not rs:
         _empty(plt, path, "query results")
         return False
-    caches = [c for c in ("cold", "warm") if any(r["cache"] == c for r in rs)]
+    caches = [c for c in CACHES if any(r["cache"] == c for r in rs)]
     series = sorted(_order(f"{r['target']}/{r['query_engine']}" for r in rs))
     col = colours(series)
     qs = sorted(_order(r["query"] for r in rs), key=_query_order)
