@@ -394,3 +394,28 @@ def test_an_empty_answer_is_counted_and_its_agreement_said_as_such():
     table = query_table(Tables(queries=rows), REPORT)[1]
     assert table[2][-2:] == ["answer rows", "agrees"]
     assert table[3][1][-2:] == ["0", "yes (both empty)"] and table[3][0][-2:] == ["1", "yes"]
+
+
+def test_what_bounds_each_query_is_read_from_its_cache_states_with_the_rule():
+    """Reads where the evicted (or, without it, the cold) runs are told slower than the warm ones; the
+    engine's start where cold is told slower than evicted; neither: its own work. Differences the
+    rule cannot tell from noise name nothing."""
+    from catbench.report.summary import Tables, _bounds
+    runs = []
+    for q, tg, e, states in (
+            ("HV2", "parquet", "duckdb", {"warm": 0.09, "evicted": 0.2, "cold": 0.22}),
+            ("HV2", "disk", "lsdb", {"warm": 2.0, "evicted": 2.0, "cold": 4.2}),
+            ("SHV1", "disk", "lsdb", {"warm": 3.0, "evicted": 3.0, "cold": 3.0}),
+            ("HV2", "disk", "mysql", {"warm": 0.3, "cold": 1.2}),
+            ("LV1", "disk", "mysql", {"cold": 0.01})):
+        for cache, s in states.items():
+            runs += [{"query": q, "target": tg, "query_engine": e, "cache": cache, "seconds": s * (1 + 0.02 * k)}
+                     for k in (-1, 0, 1)]
+    [(kind, caption, head, rows)] = _bounds(Tables(query_runs=runs), REPORT)
+    assert head == ["query", "target/engine", "bound"] and "comparison rule" in caption
+    got = {(q, te): b for q, te, b in rows}
+    assert got[("HV2", "parquet/duckdb")] == "reading its data (evicted 2.2× warm)"
+    assert got[("HV2", "disk/lsdb")] == "the engine's start (cold 2.1× evicted)"
+    assert got[("SHV1", "disk/lsdb")] == "its own work (CPU, tasks): evicted not told from warm"
+    assert got[("HV2", "disk/mysql")] == "reading its data (cold (a restart too) 4× warm)"
+    assert ("LV1", "disk/mysql") not in got          # no warm runs: nothing to read a bound from

@@ -11,6 +11,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -156,12 +158,21 @@ def timed(engine, q, params) -> tuple[float, Answer]:
     return (wall if ans.seconds is None else ans.seconds), ans
 
 
-def run_suite(engine, restart, suite: dict, names, params: dict, rec: Recorder, repeats: Repeats,
-              cold: bool, evicted=None) -> None:
-    """Cold runs (``restart()`` before each query: ``repeats.min_n`` of them) then warm runs (after
-    one warm-up), as many as ``repeats`` asks for (core/infra/jobs/repeat.py; adaptive repeats' pilot
-    runs are dropped like the warm-up); then, with ``evicted`` (a callable that drops the layout's
-    page cache), ``repeats.min_n`` runs of each query with the engine kept and its data evicted."""
+@dataclass(frozen=True)
+class Caches:
+    """The states a suite runs in besides warm: cold runs after ``restart()`` (with ``cold``),
+    evicted runs after ``evict()`` (None: none)."""
+    restart: Callable[[], object]
+    cold: bool
+    evict: Callable[[], object] | None = None
+
+
+def run_suite(engine, caches: Caches, suite: dict, names, params: dict, rec: Recorder, repeats: Repeats) -> None:
+    """Cold runs (``caches.restart()`` before each query: ``repeats.min_n`` of them) then warm runs
+    (after one warm-up), as many as ``repeats`` asks for (core/infra/jobs/repeat.py; adaptive
+    repeats' pilot runs are dropped like the warm-up); then, with ``caches.evict`` (it drops the
+    layout's page cache), ``repeats.min_n`` runs of each query with the engine kept and its data evicted."""
+    cold, restart, evicted = caches.cold, caches.restart, caches.evict
     if cold:
         for rep in range(1, repeats.min_n + 1):
             for n in names:

@@ -43,7 +43,7 @@ from .engines import Deadline, DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters
 from .placement import held_by, place
 from .query_engines import QueryLocation
-from .recorder import EVICTED, Recorder, drop_caches, evict, run_concurrency_of, run_suite, write_chunk_loads
+from .recorder import EVICTED, Caches, Recorder, drop_caches, evict, run_concurrency_of, run_suite, write_chunk_loads
 from .spec import QuerySpec
 from .suite import QueryError, load_suite
 
@@ -99,8 +99,8 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
                     drop_caches()
                 engine.open()
 
-            run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, cold,
-                      (lambda: evict(engine.files())) if spec.evicted else None)
+            run_suite(engine, Caches(restart, cold, (lambda: evict(engine.files())) if spec.evicted else None),
+                      suite, spec.names, params, rec, spec.repeats)
             conc = run_concurrency_of(spec, lambda: _DuckStream(engine), suite, params, rec)
         finally:
             engine.close()
@@ -208,7 +208,7 @@ def _measure_on_server(workers: _Workers, spec: QuerySpec, suite: dict, chunks, 
             restarts.append(workers.restart(dropped))
             engine.open()
 
-        run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, cold)
+        run_suite(engine, Caches(restart, cold), suite, spec.names, params, rec, spec.repeats)
         conc = run_concurrency_of(spec, engine_of, suite, params, rec)
     finally:
         engine.close()

@@ -17,6 +17,7 @@ from .findings import PREDICTION_BAND, acked_lost
 from .findings.checks import checks, index_only
 from .findings import findings as _findings
 from .spec import ReportSpec
+from .stats import Figure, verdict
 from .wording import num, unbounded_once
 
 
@@ -233,7 +234,45 @@ def queries(t: Tables, report: ReportSpec) -> list:
                     + [" / ".join(num(c) for c in counts) or "–",
                        f"yes ({'both' if len(cols) == 2 else 'all'} empty)" if empty else "yes" if ag else "NO"])
     return [("h2", "Query latency"),
-            ("table", "Median seconds per query, target and query engine.", header, rows)] + _layouts(t)
+            ("table", "Median seconds per query, target and query engine.", header, rows)] + _bounds(t, report) \
+        + _layouts(t)
+
+
+def _told(a: list, b: list, report: ReportSpec) -> float | None:
+    """How many times b's runs take a's, where the rule tells b slower; None otherwise."""
+    v = verdict(Figure.of(a), Figure.of(b), threshold=report.practical_threshold, alpha=report.alpha)
+    return v.ratio if v.kind == "better" else None
+
+
+def _bound(secs: dict, report: ReportSpec) -> str:
+    """What a query's time is bound by, read from its cache states' runs (``secs``: state -> s)."""
+    warm, past = secs.get("warm"), secs.get("evicted") or secs.get("cold")
+    if not warm or not past:
+        return "–"
+    name = "evicted" if secs.get("evicted") else "cold (a restart too)"
+    read = _told(warm, past, report)
+    start = _told(secs["evicted"], secs["cold"], report) if secs.get("evicted") and secs.get("cold") else None
+    said = ([f"reading its data ({name} {read:.2g}× warm)"] if read else []) + \
+        ([f"the engine's start (cold {start:.2g}× evicted)"] if start else [])
+    return "; ".join(said) or f"its own work (CPU, tasks): {name} not told from warm"
+
+
+def _bounds(t: Tables, report: ReportSpec) -> list:
+    """Per query, target and engine, what bounds it: the data read (a past-the-cache state the rule
+    tells slower than warm), the engine's start (cold slower than evicted), or neither."""
+    runs: dict = {}
+    for r in t.query_runs or []:
+        if r.get("seconds") is not None:
+            runs.setdefault((r["query"], r["target"], r["query_engine"]), {}).setdefault(r["cache"], []) \
+                .append(r["seconds"])
+    rows = [[q, f"{tg}/{e}", _bound(secs, report)] for (q, tg, e), secs in runs.items()
+            if "warm" in secs and len(secs) > 1]
+    if not rows:
+        return []
+    return [("table", "What bounds each query, read from its cache states with the comparison rule (not a "
+                      "profile): evicted — the layout's page cache dropped, the engine kept (queries.evicted) — "
+                      "or cold against warm for its reads, cold against evicted for its start.",
+             ["query", "target/engine", "bound"], rows)]
 
 
 def _layouts(t: Tables) -> list:

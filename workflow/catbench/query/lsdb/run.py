@@ -20,7 +20,7 @@ from ..chunk_tables import read_chunk_list
 from ..engines import Deadline
 from ..params import draw_parameters
 from ..query_engines import QueryLocation
-from ..recorder import EVICTED, Recorder, drop_caches, evict, run_concurrency_of, run_suite
+from ..recorder import EVICTED, Caches, Recorder, drop_caches, evict, run_concurrency_of, run_suite
 from ..spec import QuerySpec
 from ..suite import QueryError, load_suite
 from .build import BuildOptions, build_catalogs, chunk_files, kept_build, order_for
@@ -131,8 +131,8 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                         drop_caches()
                     engine.restart()
 
-                run_suite(engine, restart, suite, spec.names, params, rec, spec.repeats, spec.cold,
-                          (lambda: evict([root / "hats"])) if spec.evicted else None)
+                run_suite(engine, Caches(restart, spec.cold, (lambda: evict([root / "hats"])) if spec.evicted else None),
+                          suite, spec.names, params, rec, spec.repeats)
                 conc = run_concurrency_of(spec, lambda: _Stream(engine), suite, params, rec)
                 engine.close()
         finally:
