@@ -204,7 +204,8 @@ def _class(rungs: list[ScanRung], query: str, cache: str, at: At, distance_rows:
 
 def predict_scan(rungs: list[ScanRung], cat, workers: int | None = None) -> dict:
     """Every class of the rungs' engine at ``cat`` (model.Catalog; ``workers``: LSDB's Dask
-    workers a node, None the rungs'): warm where a node's layout fits its memory, else cold."""
+    workers a node, None the rungs'): warm where a node's layout fits its memory, else from the
+    rungs' evicted runs where they ran them, else their cold ones."""
     big = max(rungs, key=lambda r: r.data_rows())
     engine = big.engine
     spo = cat.sources_per_object or big.data_rows("Source") / max(big.data_rows("Object"), 1.0)
