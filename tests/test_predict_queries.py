@@ -294,17 +294,17 @@ def test_the_users_own_chunks_price_a_box_at_its_own_rows_and_a_scan_at_theirs(t
 
 
 def test_the_interval_widens_by_the_forms_error_grown_with_the_distance_past_the_rungs():
-    from catbench.predict.queries.model import _widened, form_error
+    from catbench.predict.queries.model import form_error, widened
     rungs = [_rung(caches=("warm",), scale=k) for k in (1, 2, 4)]
     assert form_error(rungs[:2], "HV2", "warm") is None          # two rungs: nothing left out to check
     for r, whole in zip(rungs, (1.0, 2.0, 8.0)):                  # the largest's whole query twice the law's
         r.query_s[("HV2", "warm")] = [whole, whole]
     err = form_error(rungs, "HV2", "warm")
     assert err > 0.3
-    lo, hi = _widened(9.0, 11.0, 10.0, err, 16.0)                 # four doublings past the largest rung
+    lo, hi = widened(9.0, 11.0, 10.0, err, 16.0)                 # four doublings past the largest rung
     assert hi == pytest.approx(10.0 * np.exp(4 * err)) and lo == pytest.approx(10.0 / np.exp(4 * err))
-    assert _widened(9.0, 11.0, 10.0, err, 0.5) == pytest.approx((10.0 / np.exp(err), 10.0 * np.exp(err)))
-    assert _widened(9.0, 11.0, 10.0, None, 16.0) == (9.0, 11.0)
+    assert widened(9.0, 11.0, 10.0, err, 0.5) == pytest.approx((10.0 / np.exp(err), 10.0 * np.exp(err)))
+    assert widened(9.0, 11.0, 10.0, None, 16.0) == (9.0, 11.0)
 
 
 def test_a_box_chunk_is_priced_on_its_own_time_at_the_largest_rung():

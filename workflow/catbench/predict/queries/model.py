@@ -193,7 +193,7 @@ def _czar_at(rungs: list[RungCzar], d: float, s: float, x_user: float,
     return law.at(x_user), law
 
 
-def _interval(draw, seconds: float, widen: float) -> tuple[float, float]:
+def interval(draw, seconds: float, widen: float) -> tuple[float, float]:
     """The bootstrap's quantiles of ``draw(rng)``, holding ``seconds`` ± ``widen``."""
     rng = np.random.default_rng(SEED)
     boot = [draw(rng) for _ in range(BOOTSTRAP)]
@@ -205,7 +205,7 @@ def _interval(draw, seconds: float, widen: float) -> tuple[float, float]:
 def form_error(rungs: list[QueryRung], query: str, cache: str) -> float | None:
     """The form's own error: the largest rung's whole query (median) predicted from the smaller
     rungs alone at its own size, |ln(predicted ÷ measured)|; None with under three rungs or no
-    whole query timed there. The interval widens by it (``_widened``)."""
+    whole query timed there. The interval widens by it (``widened``)."""
     big = max(rungs, key=lambda r: r.data_bytes())
     rest = [r for r in rungs if r is not big]
     reps = big.query_s.get((query, cache))
@@ -215,7 +215,7 @@ def form_error(rungs: list[QueryRung], query: str, cache: str) -> float | None:
     return abs(float(np.log(p["seconds"] / np.median(reps)))) if p.get("seconds") else None
 
 
-def _widened(lo: float, hi: float, seconds: float, err: float | None, distance: float) -> tuple[float, float]:
+def widened(lo: float, hi: float, seconds: float, err: float | None, distance: float) -> tuple[float, float]:
     """The interval held at least ``seconds`` ×÷ e^(err × the doublings past the largest rung), one
     doubling at least: the form's error at one step past the rungs, grown with the distance."""
     if not err:
@@ -257,10 +257,10 @@ def predict_class(rungs: list[QueryRung], query: str, cat: Catalog, cache: str, 
     chunk_s, tc = at(d, s)
     czar_s, law = _czar_at(cz, d, s, cx_user)
     seconds = chunk_s + czar_s
-    lo, hi = _interval(draw, seconds, law.miss * czar_s if law else 0.0)
+    lo, hi = interval(draw, seconds, law.miss * czar_s if law else 0.0)
     # a node's data past the largest rung's: the doublings the form's error grows over
     distance = cat.objects / max(big.data_rows("Object"), 1.0) / cat.nodes
-    lo, hi = _widened(lo, hi, seconds, err, distance)
+    lo, hi = widened(lo, hi, seconds, err, distance)
     slowest = _class_time(tc, cat.nodes, big.connections)
     node_s = node_sums(tc, cat.nodes)[slowest[1]] / big.connections
     dispatch = d * len(tc) / cat.nodes / big.connections

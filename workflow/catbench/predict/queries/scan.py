@@ -25,11 +25,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ...core.infra.config.yamlfile import read, read_json, read_with
-from .model import fit
-from .runs import KIND, QueryRunError, read_user_chunks
+from .model import fit, interval, widened
+from .runs import KIND, QueryRunError, _finite, read_user_chunks
 
 DRIVERS_FILE = Path(__file__).resolve().parents[4] / "resources" / "predict" / "scan_drivers.yaml"
-BOOTSTRAP, CONFIDENCE, SEED = 200, 0.95, 13
 BOX_KEYS = ("ra_min", "ra_max", "dec_min", "dec_max")
 
 
@@ -63,12 +62,6 @@ class ScanRung:
         return self.layout_bytes
 
 
-def _finite(v, where: str) -> float:
-    if v is None or isinstance(v, bool) or not math.isfinite(float(v)) or float(v) < 0:
-        raise QueryRunError(f"{where}: {v!r} is not a finite figure ≥ 0 ({KIND})")
-    return float(v)
-
-
 def _layout(summary: dict, engine: str, where: str) -> tuple[float, int | None]:
     """(bytes the engine reads, its workers) from its summary.json."""
     load = summary.get("load") or {}
@@ -79,11 +72,14 @@ def _layout(summary: dict, engine: str, where: str) -> tuple[float, int | None]:
     return _finite((load.get("parquet") or {}).get("bytes"), f"{where}: load.parquet.bytes"), None
 
 
-def _box_objects(chunks_dir: Path, ids: list[int], p: dict) -> float:
-    """Objects of the run's chunk files (overlaps left out) inside the box ``p``."""
+@cache
+def _box_objects(chunks_dir: Path, ids: tuple[int, ...], box: tuple[float, ...]) -> float:
+    """Objects of the run's chunk files (overlaps left out) inside ``box`` (BOX_KEYS' values):
+    counted once a run, whichever engines drew the same box."""
     files = [f for f in (chunks_dir / "Object" / f"chunk_{c}.parquet" for c in ids) if f.exists()]
     if not files:
         raise QueryRunError(f"{chunks_dir}/Object: no chunk file to count a box's Objects in ({KIND})")
+    p = dict(zip(BOX_KEYS, box))
     f = ((ds.field("ra_PS") >= p["ra_min"]) & (ds.field("ra_PS") <= p["ra_max"])
          & (ds.field("decl_PS") >= p["dec_min"]) & (ds.field("decl_PS") <= p["dec_max"]))
     return float(ds.dataset([str(x) for x in files], format="parquet").count_rows(filter=f))
@@ -99,12 +95,14 @@ def read_scan_rung(results: Path, target: str, engine: str) -> ScanRung | None:
     rows = {t: float(sum(v.values())) for t, v in sky.items()}
     nbytes, workers = _layout(summary, engine, str(d / "summary.json"))
     rung = ScanRung(Path(results).name, target, engine, rows, len(sky["Object"]), nbytes, workers)
-    ids = sorted(sky["Object"])
+    ids = tuple(sorted(sky["Object"]))
     for q, (_, kind) in drivers()[engine].items():
         p = (summary.get("params") or {}).get(q) or {}
         if kind in ("box", "pairs") and all(k in p for k in BOX_KEYS):
             height = max(float(p["dec_max"]) - float(p["dec_min"]), 1e-12)
-            rung.box[q] = (_box_objects(Path(results) / "chunks", ids, p), float(p.get("radius_deg", 0.0)) / height)
+            box = tuple(float(p[k]) for k in BOX_KEYS)
+            rung.box[q] = (_box_objects(Path(results).resolve() / "chunks", ids, box),
+                           float(p.get("radius_deg", 0.0)) / height)
     for i, r in enumerate(read_with(pq.read_table, d / "results.parquet", "a query rung", KIND).to_pylist(), 1):
         if r["query"] in drivers()[engine] and r.get("seconds") is not None:
             rung.query_s.setdefault((r["query"], r["cache"]), []).append(
@@ -182,21 +180,18 @@ def _class(rungs: list[ScanRung], query: str, cache: str, at: At, distance_rows:
     x_user = driver(big, query, at) / (at.workers or 1)
     d, s, told = _fit(points)
     seconds = d + s * x_user
-    rng = np.random.default_rng(SEED)
-    boot = []
-    for _ in range(BOOTSTRAP):
+
+    def draw(rng: np.random.Generator) -> float:
+        # each rung's repetitions resampled, the fit redone
         db, sb, _ = _fit([(xr, t[rng.integers(0, len(t), len(t))]) for xr, t in points])
-        boot.append(db + sb * x_user)
-    a = (1 - CONFIDENCE) / 2
-    lo, hi = (float(v) for v in np.quantile(boot, [a, 1 - a]))
+        return db + sb * x_user
+
     err = form_error(rungs, query, cache)
     x_big = driver(big, query) / (big.workers or 1)
     distance = x_user / x_big if x_big > 0 else distance_rows
-    if err:
-        f = math.exp(err * max(1.0, math.log2(max(distance, 1.0))))
-        lo, hi = min(lo, seconds / f), max(hi, seconds * f)
+    lo, hi = widened(*interval(draw, seconds, 0.0), seconds, err, distance)
     kind = drivers()[big.engine][query][1]
-    return {"seconds": seconds, "ci_low": max(0.0, min(lo, seconds)), "ci_high": max(hi, seconds), "n": n,
+    return {"seconds": seconds, "ci_low": lo, "ci_high": hi, "n": n,
             "cache": cache, "bound": _bound(kind, cache, d, s * x_user), "dispatch_s": d, "slope": s,
             "slope_told": told, "driver": kind, "x_past_rungs": distance if x_big > 0 else None,
             "form_error": err}
