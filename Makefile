@@ -54,12 +54,15 @@ run: $(STAMP)
 	@$(call install_system,$(CONFIG))
 	python workflow/scripts/one_run.py $(SNAKEMAKE_RUN) --configfile $(CONFIG)
 
-# Two workers more than cores: the suite waits a fifth of its CPU's time (servers starting,
-# Slurm's queue, polling), which they fill (docs/results/2026-11-29-test-suite-cpu.md).
-# The venv and the system tools are installed side by side: neither needs the other.
+# One worker more than cores: the suite waits part of its time (servers starting, Slurm's
+# queue, polling), which one more worker fills; two more cost more CPU than they fill (their servers and
+# thread pools contend: docs/results/2026-12-07-make-test-workers-on-an-amd-vm.md). Bytecode
+# written for the tests' rewritten asserts, as pytest does unless told not to: each worker
+# otherwise rewrites every test module again. The venv and the system tools are installed side
+# by side: neither needs the other.
 test:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) system-all
-	pytest -n $$(( $$(nproc) + 2 )) --dist loadfile --no-loadscope-reorder --durations=10
+	env -u PYTHONDONTWRITEBYTECODE pytest -n $$(( $$(nproc) + 1 )) --dist loadfile --no-loadscope-reorder --durations=10
 
 # The developer's loop: no private server, no Snakemake run (tests marked server or slow skipped).
 test-fast: $(STAMP)

@@ -34,8 +34,9 @@ from support.paths import REPO
 from support.querycat import build, small_config
 from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 
-# a few tiles (the margins matter), 16 neighbours first (SHV1's crowded box needs 32), warm runs only
-LSDB = {"pixel_threshold": 3000, "n_neighbors": 16, "workers": 2}
+# a few tiles (the margins matter), 16 neighbours first (SHV1's crowded box needs 32), warm runs only, one
+# worker (the Slurm test runs two)
+LSDB = {"pixel_threshold": 6000, "n_neighbors": 16, "workers": 1}
 
 
 def _dask_processes() -> list:
@@ -198,7 +199,7 @@ def _until(cond, seconds: float, what: str):
 def test_a_slurm_cluster_of_two_worker_jobs_answers_as_the_local_one_and_a_sigterm_ends_them(engines):
     root = engines["root"]
     cfg = json.loads((root / "lsdb.json").read_text())
-    cfg["queries"]["lsdb"]["cluster"] = "slurm"
+    cfg["queries"]["lsdb"].update(cluster="slurm", workers=2)
     cfg["queries"]["concurrency"]["streams"] = 0
     with slurm_cluster(max_time="00:30:00") as env:
         base = env["CBSLURM_BASE"]

@@ -84,8 +84,8 @@ def test_server_tcp_wrong_type_is_refused_naming_the_key(tmp_path):
 def test_a_target_that_fills_during_a_load_is_named_with_its_free_bytes_and_the_file(tmp_path):
     """The room check passes, then something else fills the disk mid-load: the error says out
     of space, names the target, its path and free bytes, and the input file being loaded."""
-    files = write_files(tmp_path / "in", "char28", 60, 20000)
-    with tmpfs("1G") as small:
+    files = write_files(tmp_path / "in", "char28", 60, 5000)
+    with tmpfs("256M") as small:
         out = tmp_path / "load"
         settings = json.dumps({"innodb_log_file_size": "8M", "innodb_buffer_pool_size": "8M"})
         cmd = [str(CATBENCH), "load-index", "--target", "small", "--path", str(small / "run"),
