@@ -199,7 +199,8 @@ def _until(cond, seconds: float, what: str):
 def test_a_slurm_cluster_of_two_worker_jobs_answers_as_the_local_one_and_a_sigterm_ends_them(engines):
     root = engines["root"]
     cfg = json.loads((root / "lsdb.json").read_text())
-    cfg["queries"]["lsdb"].update(cluster="slurm", workers=2)
+    # the local run asked SHV1 again with more neighbours; here the count it ended at, asked once
+    cfg["queries"]["lsdb"].update(cluster="slurm", workers=2, n_neighbors=engines["lsdb"]["dask"]["n_neighbors"])
     cfg["queries"]["concurrency"]["streams"] = 0
     with slurm_cluster(max_time="00:30:00") as env:
         base = env["CBSLURM_BASE"]
