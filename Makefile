@@ -55,11 +55,11 @@ run: $(STAMP)
 	python workflow/scripts/one_run.py $(SNAKEMAKE_RUN) --configfile $(CONFIG)
 
 # One worker more than cores: the suite waits part of its time (servers starting, Slurm's
-# queue, polling), which one more worker fills; two more cost more CPU than they fill (their servers and
-# thread pools contend: docs/results/2026-12-07-make-test-workers-on-an-amd-vm.md). Bytecode
-# written for the tests' rewritten asserts, as pytest does unless told not to: each worker
-# otherwise rewrites every test module again. The venv and the system tools are installed side
-# by side: neither needs the other.
+# queue, polling), which one more worker fills; two more cost more CPU than they fill (their
+# servers and thread pools contend: docs/results/2026-12-07-make-test-workers-on-an-amd-vm.md).
+# Bytecode written for the tests' rewritten asserts, as pytest does unless told not to: each
+# worker otherwise rewrites every test module again. The venv and the system tools are
+# installed side by side: neither needs the other.
 test:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) system-all
 	env -u PYTHONDONTWRITEBYTECODE pytest -n $$(( $$(nproc) + 1 )) --dist loadfile --no-loadscope-reorder --durations=10

@@ -34,8 +34,8 @@ from support.paths import REPO
 from support.querycat import build, small_config
 from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 
-# a few tiles (the margins matter), 16 neighbours first (SHV1's crowded box needs 32), warm runs only, one
-# worker (the Slurm test runs two)
+# a few tiles (the margins matter), 16 neighbours first (SHV1's crowded box needs 32), warm runs
+# only, one worker (the Slurm test runs two)
 LSDB = {"pixel_threshold": 6000, "n_neighbors": 16, "workers": 1}
 
 
