@@ -61,7 +61,7 @@ class QueryRung:
         return float(sum(self.chunk_rows.get(table, {}).values()))
 
 
-def _finite(v, where: str) -> float:
+def finite(v, where: str) -> float:
     if v is None or not math.isfinite(float(v)) or float(v) < 0:
         raise QueryRunError(f"{where}: {v!r} is not a finite figure ≥ 0 ({KIND})")
     return float(v)
@@ -75,7 +75,7 @@ def read_rung(results: Path, target: str) -> QueryRung | None:
     summary = read_json(d / "summary.json", "a query rung", KIND)
     # the pool the server ran with (its own variable)
     pool = ((summary.get("server") or {}).get("variables") or {}).get("innodb_buffer_pool_size")
-    rung = QueryRung(results.name, target, _finite(pool, f"{d / 'summary.json'}: innodb_buffer_pool_size"),
+    rung = QueryRung(results.name, target, finite(pool, f"{d / 'summary.json'}: innodb_buffer_pool_size"),
                      int(summary.get("connections") or 1))
     loads = read_with(pq.read_table, d / "chunk_loads.parquet", "a query rung", KIND).to_pylist()
     for i, r in enumerate(loads, 1):
@@ -83,7 +83,7 @@ def read_rung(results: Path, target: str) -> QueryRung | None:
         # a chunk's table in several files: their sums
         for into, col in ((rung.chunk_bytes, "bytes"), (rung.chunk_rows, "rows")):
             per = into.setdefault(r["kind"], {})
-            per[r["chunkId"]] = per.get(r["chunkId"], 0.0) + _finite(r[col], where)
+            per[r["chunkId"]] = per.get(r["chunkId"], 0.0) + finite(r[col], where)
     times = read_with(pq.read_table, d / "chunk_times.parquet", "a query rung", KIND).to_pylist()
     for i, r in enumerate(times, 1):
         if r["query"] not in CLASSES:
@@ -91,13 +91,13 @@ def read_rung(results: Path, target: str) -> QueryRung | None:
         table = CLASSES[r["query"]][0]
         where = f"{d / 'chunk_times.parquet'} row {i}"
         rung.obs.append(ChunkObs(rung.run, r["query"], r["cache"], int(r["run"]), int(r["chunkId"]),
-                                 _finite(r["seconds"], where), rung.chunk_rows.get(table, {}).get(r["chunkId"], 0.0),
+                                 finite(r["seconds"], where), rung.chunk_rows.get(table, {}).get(r["chunkId"], 0.0),
                                  rung.chunk_bytes.get(table, {}).get(r["chunkId"], 0.0)))
     whole = read_with(pq.read_table, d / "results.parquet", "a query rung", KIND).to_pylist()
     for i, r in enumerate(whole, 1):
         if r["query"] in CLASSES and r.get("seconds") is not None:
             rung.query_s.setdefault((r["query"], r["cache"]), []).append(
-                _finite(r["seconds"], f"{d / 'results.parquet'} row {i}"))
+                finite(r["seconds"], f"{d / 'results.parquet'} row {i}"))
     return rung
 
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from ...core.infra.config.yamlfile import read, read_json, read_with
 from .model import fit, interval, widened
-from .runs import KIND, QueryRunError, _finite, read_user_chunks
+from .runs import KIND, QueryRunError, finite, read_user_chunks
 
 DRIVERS_FILE = Path(__file__).resolve().parents[4] / "resources" / "predict" / "scan_drivers.yaml"
 BOX_KEYS = ("ra_min", "ra_max", "dec_min", "dec_max")
@@ -67,9 +67,9 @@ def _layout(summary: dict, engine: str, where: str) -> tuple[float, int | None]:
     load = summary.get("load") or {}
     if engine == "lsdb":
         tables = (load.get("hats") or {}).get("tables") or {}
-        nbytes = sum(_finite((t or {}).get("bytes"), f"{where}: load.hats.tables bytes") for t in tables.values())
-        return nbytes, int(_finite((summary.get("dask") or {}).get("workers"), f"{where}: dask.workers"))
-    return _finite((load.get("parquet") or {}).get("bytes"), f"{where}: load.parquet.bytes"), None
+        nbytes = sum(finite((t or {}).get("bytes"), f"{where}: load.hats.tables bytes") for t in tables.values())
+        return nbytes, int(finite((summary.get("dask") or {}).get("workers"), f"{where}: dask.workers"))
+    return finite((load.get("parquet") or {}).get("bytes"), f"{where}: load.parquet.bytes"), None
 
 
 @cache
@@ -106,7 +106,7 @@ def read_scan_rung(results: Path, target: str, engine: str) -> ScanRung | None:
     for i, r in enumerate(read_with(pq.read_table, d / "results.parquet", "a query rung", KIND).to_pylist(), 1):
         if r["query"] in drivers()[engine] and r.get("seconds") is not None:
             rung.query_s.setdefault((r["query"], r["cache"]), []).append(
-                _finite(r["seconds"], f"{d / 'results.parquet'} row {i}"))
+                finite(r["seconds"], f"{d / 'results.parquet'} row {i}"))
     return rung
 
 
