@@ -28,6 +28,9 @@ def test_failed_jobs_name_the_first_error_line_and_the_log(tmp_path):
     assert line.startswith("load_index_run ") and str(job_log) in line
     assert "catbench load-index: error: target disk: the disk is full" in line and "boom" not in line
     assert failed_jobs("nothing failed") == []
+    # under Slurm Snakemake lists the job's Slurm log after the rule's own
+    slurm_log = snakemake_log.replace(" (check", f", {tmp_path / 'slurm_logs' / '12.log'} (check")
+    assert failed_jobs(slurm_log) == [line]
 
 
 def test_nan_coordinates_are_printed_as_numbers():

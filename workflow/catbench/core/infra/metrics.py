@@ -109,14 +109,16 @@ def setup_logging(level=logging.INFO):
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-_FAILED = re.compile(r"^Error in rule (\S+):\n(?:.*\n)*?\s+log: (\S+)", re.M)
+# a failed job's logs: the rule's own, then under Slurm the job's Slurm log ("log: a, b (check …)")
+_FAILED = re.compile(r"^Error in rule (\S+):\n(?:.*\n)*?\s+log: (.+?)(?: \(check log file\(s\)[^\n]*)?$", re.M)
 
 
 def failed_jobs(snakemake_log: str) -> list[str]:
     """For the console when a run fails: each failed job's rule, its own first error line
     (not Snakemake's long command line) and the log path, from Snakemake's own log."""
     out = []
-    for rule, path in dict.fromkeys(_FAILED.findall(snakemake_log)):
+    for rule, paths in dict.fromkeys(_FAILED.findall(snakemake_log)):
+        path = paths.split(", ")[0]
         first = _first_error(Path(path))
         out.append(f"{rule} failed: {first}  (log: {path})")
     return out
