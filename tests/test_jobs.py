@@ -53,12 +53,14 @@ def test_requests_come_from_the_config_not_the_host(monkeypatch):
 
 
 def test_an_lsdb_job_whose_workers_are_slurm_jobs_is_only_their_client():
-    # a SLURMCluster's worker jobs need the node's CPUs: their client must not hold it (exclusive)
+    # a SLURMCluster's worker jobs need the node's CPUs: their client must not hold it (exclusive),
+    # but it holds the node's measure domain, so no measuring job of the run queues ahead of them
     own = requests(RunSizes.of(_cfg()))["queries_lsdb"]
     cfg = _cfg()
     cfg["queries"]["lsdb"]["cluster"] = "slurm"
     client = requests(RunSizes.of(cfg))["queries_lsdb"]
-    assert own.measuring and own.threads == 2 and not client.measuring and client.threads == 1
+    assert own.measuring and own.whole_node and own.threads == 2
+    assert client.measuring and not client.whole_node and client.threads == 1
 
 
 def test_time_limits_scale_with_the_config():

@@ -202,11 +202,11 @@ class Dag:
 
     def job_threads(self, rule: str):
         """threads: of a rule (jobs.cpus for a measuring rule). On a local run a measuring job
-        takes every core given with --cores, so nothing runs beside it."""
+        that takes its node's CPUs takes every core given with --cores, so nothing runs beside it."""
         req, wf = self._request(rule), self.workflow
 
         def threads(wildcards):
-            return max(req.threads, wf.cores or 1) if req.measuring and wf.local_exec else req.threads
+            return max(req.threads, wf.cores or 1) if req.whole_node and wf.local_exec else req.threads
         return threads
 
     def dask_cpus(self, wildcards, threads) -> int:
@@ -216,15 +216,16 @@ class Dag:
 
     def job_resources(self, rule: str) -> dict:
         """resources: of a rule: mem_mb, runtime (min), the target's node under Slurm (--nodelist)
-        and, for a measuring rule, its node's measure resource (one at a time) and the whole Slurm
-        node (--exclusive, jobs.exclusive); a local rule holds every domain."""
+        and, for a measuring rule, its node's measure resource (one at a time) and, where it takes
+        the node's CPUs, the whole Slurm node (--exclusive, jobs.exclusive); a local rule holds
+        every domain."""
         req = self._request(rule)
         res = {"mem_mb": req.mem_mb, "runtime": req.runtime}
 
         def slurm_extra(wildcards):
             node = self.config["targets"][wildcards.target].get("node") if wildcards.get("target") else None
             pin = f"--nodelist={shlex.quote(node)}" if node else ""
-            return " ".join(x for x in ("--exclusive" if req.measuring and self.config["jobs"]["exclusive"] else "",
+            return " ".join(x for x in ("--exclusive" if req.whole_node and self.config["jobs"]["exclusive"] else "",
                                         pin) if x)
         res["slurm_extra"] = slurm_extra
         if req.measuring:

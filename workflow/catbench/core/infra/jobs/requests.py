@@ -47,7 +47,8 @@ class Request:
     mem_mb: int
     runtime: int
     keys: dict = field(default_factory=dict)
-    measuring: bool = False
+    measuring: bool = False      # holds its node's measure domain: no other measuring job beside it
+    whole_node: bool = False     # takes its node's CPUs (Slurm --exclusive; every core of a local run)
     local: bool = False          # runs where Snakemake runs (LOCAL)
 
     def as_dict(self) -> dict:
@@ -289,13 +290,16 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
     out = {}
     for rule, (seconds, runtime_key) in _runtimes(sizes).items():
         # an lsdb job whose Dask workers are Slurm jobs of their own is their client: the worker
-        # jobs take the node's CPUs, which this job would hold were it exclusive (measuring)
-        measuring = rule in MEASURING and not (rule == "queries_lsdb" and sizes.queries.lsdb_jobs)
+        # jobs take the node's CPUs, which this job would hold were it exclusive; it still holds the
+        # node's measure domain, or the run's next measuring job would queue for the node ahead of
+        # the worker jobs (and measure beside them)
+        measuring = rule in MEASURING
+        whole = measuring and not (rule == "queries_lsdb" and sizes.queries.lsdb_jobs)
         mb, mem_key = mem_of[rule]
-        many = measuring or rule in PARALLEL
+        many = whole or rule in PARALLEL
         threads = (map_threads if rule == "partition_map" else cpus) if many else 1
         out[rule] = Request(threads=threads, mem_mb=int(mb), runtime=_minutes(seconds),
-                            measuring=measuring, local=rule in LOCAL,
+                            measuring=measuring, whole_node=whole, local=rule in LOCAL,
                             keys={"threads": "jobs.cpus" if many else None,
                                   "mem_mb": mem_key, "runtime": runtime_key})
     return out
