@@ -61,6 +61,7 @@ def test_an_lsdb_job_whose_workers_are_slurm_jobs_is_only_their_client():
     client = requests(RunSizes.of(cfg))["queries_lsdb"]
     assert own.measuring and own.whole_node and own.threads == 2
     assert client.measuring and not client.whole_node and client.threads == 1
+    assert (own.beside, client.beside) == (0, cfg["jobs"]["cpus"])
 
 
 def test_time_limits_scale_with_the_config():
@@ -140,6 +141,11 @@ def test_partition_check_names_rule_request_limit_and_key():
     assert "partition 'gpu' (resource slurm_partition) does not exist" in problems[0]
     problems, _ = check_jobs([_job(runtime=45, overridden={"runtime": True})], parts)
     assert "the workflow profile's set-threads/set-resources" in problems[0]
+    # a SLURMCluster's client on a 2-CPU node: its worker jobs' CPUs must fit there beside its own
+    assert check_jobs([_job(rule="queries_lsdb", node="n1", threads=1, beside=1)], parts) == ([], [])
+    problems, _ = check_jobs([_job(rule="queries_lsdb", node="n1", threads=1, beside=2)], parts)
+    assert line_with(problems[0], "rule queries_lsdb", "Dask worker jobs", "2 CPUs on its node beside its own 1",
+                     "node n1", "'jobs.cpus' to at most 1", "local")
 
 
 def test_partition_check_warns_when_every_node_is_down():

@@ -268,6 +268,7 @@ class Dag:
         target = job.wildcards_dict.get("target")
         return {"rule": job.rule.name, "slurm_partition": res.get("slurm_partition"), **asked,
                 "node": cb_slurm.nodelist(res.get("slurm_extra")),
+                "beside": req.beside if req else 0,
                 "keys": {**(req.keys if req else {}), "node": f"targets.{target}.node"},
                 "overridden": {k: req is not None and v != getattr(req, k) for k, v in asked.items()}}
 

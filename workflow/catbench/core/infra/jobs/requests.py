@@ -49,6 +49,7 @@ class Request:
     keys: dict = field(default_factory=dict)
     measuring: bool = False      # holds its node's measure domain: no other measuring job beside it
     whole_node: bool = False     # takes its node's CPUs (Slurm --exclusive; every core of a local run)
+    beside: int = 0              # CPUs of the jobs it submits to its own node (a SLURMCluster's workers)
     local: bool = False          # runs where Snakemake runs (LOCAL)
 
     def as_dict(self) -> dict:
@@ -299,7 +300,8 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
         many = whole or rule in PARALLEL
         threads = (map_threads if rule == "partition_map" else cpus) if many else 1
         out[rule] = Request(threads=threads, mem_mb=int(mb), runtime=_minutes(seconds),
-                            measuring=measuring, whole_node=whole, local=rule in LOCAL,
+                            measuring=measuring, whole_node=whole, beside=cpus if measuring and not whole else 0,
+                            local=rule in LOCAL,
                             keys={"threads": "jobs.cpus" if many else None,
                                   "mem_mb": mem_key, "runtime": runtime_key})
     return out

@@ -107,7 +107,8 @@ def _fix(job: dict, what: str, default: str) -> str:
 
 def check_job(job: dict, parts: dict[str, SlurmPartition]) -> list[str]:
     """Problems of one job: ``job`` has rule, slurm_partition (None: the default), threads,
-    mem_mb, runtime (min), node (from --nodelist, or None), keys and overridden."""
+    mem_mb, runtime (min), node (from --nodelist, or None), keys and overridden; ``beside``: the
+    CPUs of the jobs it submits to its own node (the lsdb engine's Dask workers), if any."""
     rule = job["rule"]
     name = job.get("slurm_partition") or next((p.name for p in parts.values() if p.default), None)
     if name is None:
@@ -140,6 +141,11 @@ def check_job(job: dict, parts: dict[str, SlurmPartition]) -> list[str]:
     if job["threads"] > cpus:
         out.append(f"rule {rule}: asks {_plural(job['threads'], 'CPU')} per task, but {where} has at most "
                    f"{_plural(cpus, 'CPU')} per node; set {_fix(job, 'threads', 'its threads')} to at most {cpus}")
+    elif job["threads"] + job.get("beside", 0) > cpus:    # its own jobs must fit on its node beside it
+        out.append(f"rule {rule}: its Dask worker jobs (queries.lsdb.cluster: slurm) ask "
+                   f"{_plural(job['beside'], 'CPU')} on its node beside its own {job['threads']}, but {where} "
+                   f"has at most {_plural(cpus, 'CPU')} per node; set config key 'jobs.cpus' to at most "
+                   f"{cpus - job['threads']}, or queries.lsdb.cluster to local")
     mem = max((n["mem_mb"] for n in nodes.values()), default=0)
     if p.max_mem_per_node is not None:
         mem = min(mem, p.max_mem_per_node)
