@@ -212,7 +212,7 @@ class Dag:
     def dask_cpus(self, wildcards, threads) -> int:
         """The lsdb engine's Dask workers' CPUs: its job's own, or where they are Slurm jobs of
         their own (queries.lsdb.cluster slurm: the query job only their client) jobs.cpus."""
-        return self.config["jobs"]["cpus"] if self.sizes.queries.lsdb_jobs else threads
+        return self._request("queries_lsdb").beside or threads
 
     def job_resources(self, rule: str) -> dict:
         """resources: of a rule: mem_mb, runtime (min), the target's node under Slurm (--nodelist)

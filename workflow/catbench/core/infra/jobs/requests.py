@@ -294,13 +294,14 @@ def requests(sizes: RunSizes) -> dict[str, Request]:
         # jobs take the node's CPUs, which this job would hold were it exclusive; it still holds the
         # node's measure domain, or the run's next measuring job would queue for the node ahead of
         # the worker jobs (and measure beside them)
+        client = rule == "queries_lsdb" and sizes.queries.lsdb_jobs
         measuring = rule in MEASURING
-        whole = measuring and not (rule == "queries_lsdb" and sizes.queries.lsdb_jobs)
+        whole = measuring and not client
         mb, mem_key = mem_of[rule]
         many = whole or rule in PARALLEL
         threads = (map_threads if rule == "partition_map" else cpus) if many else 1
         out[rule] = Request(threads=threads, mem_mb=int(mb), runtime=_minutes(seconds),
-                            measuring=measuring, whole_node=whole, beside=cpus if measuring and not whole else 0,
+                            measuring=measuring, whole_node=whole, beside=cpus if client else 0,
                             local=rule in LOCAL,
                             keys={"threads": "jobs.cpus" if many else None,
                                   "mem_mb": mem_key, "runtime": runtime_key})
