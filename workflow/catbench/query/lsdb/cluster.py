@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from ..suite import QueryError
 
 log = logging.getLogger(__name__)
 START_TIMEOUT_S = 300
+GONE_TIMEOUT_S = 60
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,19 @@ def _slurm(opts: ClusterOptions, scratch: Path):
     return cluster
 
 
+def _until_gone(jobs: list[str]) -> None:
+    """Wait for cancelled worker jobs to leave the queue: slurmd writes a job's log into the
+    scratch folder as it ends, so a folder removed before that is left half removed."""
+    end = time.monotonic() + GONE_TIMEOUT_S
+    while jobs and time.monotonic() < end:
+        q = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True)
+        if q.returncode == 0 and not set(jobs) & set(q.stdout.split()):
+            return
+        time.sleep(0.5)
+    if jobs:
+        log.warning("Slurm worker job(s) %s still listed %d s after their cancel", ",".join(jobs), GONE_TIMEOUT_S)
+
+
 KINDS = {"local": _local, "slurm": _slurm}
 
 
@@ -79,6 +95,7 @@ class DaskCluster:
         return self.client
 
     def stop(self):
+        jobs = [j for w in getattr(self.cluster, "workers", {}).values() if (j := getattr(w, "job_id", None))]
         try:
             if self.client is not None:
                 self.client.close()
@@ -87,6 +104,7 @@ class DaskCluster:
             if self.cluster is not None:
                 self.cluster.close()
                 self.cluster = None
+            _until_gone(jobs)
 
     def restart(self):
         self.stop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -99,6 +100,16 @@ def _check_room(where: QueryLocation, chunks_dir) -> None:
         raise QueryError(str(exc)) from exc
 
 
+def _remove(root) -> None:
+    """Remove ``root``, again while an ending worker still writes its last lines into it."""
+    for _ in range(5):
+        shutil.rmtree(root, ignore_errors=True)
+        if not root.exists():
+            return
+        time.sleep(1)
+    log.warning("%s could not be removed: remove it by hand", root)
+
+
 def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
     """The suite with the lsdb engine on ``where`` (see the module docstring)."""
     deadline = Deadline.of(spec.time_limit_min)
@@ -137,7 +148,7 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                 engine.close()
         finally:
             if not where.keep_data:
-                shutil.rmtree(root, ignore_errors=True)
+                _remove(root)
         import dask
         import lsdb
         summary = {"target": where.target, "query_engine": "lsdb", "cold_method": rec.cold_method, "params": params,
