@@ -3,6 +3,7 @@ cluster, every answer equal to DuckDB's over the same chunk files; its semantics
 where LSDB's differ (NaN and NULL fluxes, the cross-match's neighbour cap, margins)."""
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -56,7 +57,9 @@ def engines():
         cfg["queries"].update(cold=False, concurrency={"streams": 1, "seconds": 0.5, "lv1_interval_s": 0.1})
         (root / "lsdb.json").write_text(json.dumps(cfg))
         before = {p.pid for p in _dask_processes()}
-        run = _lsdb_cli(root, cfg, duck["params"], root / "out/t1/lsdb", keep=True)    # the Slurm run reuses it
+        (root / "tmp").mkdir()     # the job's temporary folder: nothing of Dask's may be left there
+        run = _lsdb_cli(root, cfg, duck["params"], root / "out/t1/lsdb", keep=True,    # the Slurm run reuses it
+                        env={**os.environ, "TMPDIR": str(root / "tmp")})
         assert run.returncode == 0, run.stderr[-3000:]
         yield {"root": root, "duck": duck, "lsdb": json.loads((root / "out/t1/lsdb/summary.json").read_text()),
                "left": [p for p in _dask_processes() if p.pid not in before]}
@@ -84,6 +87,7 @@ def test_the_build_is_counted_timed_kept_as_asked_and_leaves_no_dask_process(eng
     assert layout["rows"] == sum(t["rows"] for t in hats.values()) and layout["bytes"] == sum(t["bytes"] for t in hats.values())
     assert (engines["root"] / "target" / "catbench-lsdb" / "hats").is_dir() and "reused" not in s["load"]["hats"]
     assert engines["left"] == [], f"Dask processes left: {engines['left']}"
+    assert not list((engines["root"] / "tmp").iterdir())      # its scheduler's scratch folder kept under the target
 
 
 @pytest.mark.slow

@@ -36,7 +36,8 @@ class ClusterOptions:
 def _local(opts: ClusterOptions, scratch: Path):
     from distributed import LocalCluster
     return LocalCluster(n_workers=opts.workers, threads_per_worker=opts.threads, memory_limit=opts.memory_bytes,
-                        processes=True, host="127.0.0.1", dashboard_address=None, local_directory=str(scratch))
+                        processes=True, host="127.0.0.1", dashboard_address=None, local_directory=str(scratch),
+                        scheduler_kwargs={"local_directory": str(scratch)})
 
 
 def _slurm(opts: ClusterOptions, scratch: Path):
@@ -47,8 +48,8 @@ def _slurm(opts: ClusterOptions, scratch: Path):
         extra.append(f"--partition={os.environ['SLURM_JOB_PARTITION']}")
     cluster = SLURMCluster(cores=opts.threads, processes=1, memory=f"{opts.memory_bytes // 2**20}MiB",
                            walltime=f"{opts.minutes:d}", job_extra_directives=extra, local_directory=str(scratch),
-                           log_directory=str(scratch / "slurm"), scheduler_options={"dashboard_address": None},
-                           interface=None, job_name="catbench-lsdb")
+                           log_directory=str(scratch / "slurm"), interface=None, job_name="catbench-lsdb",
+                           scheduler_options={"dashboard_address": None, "local_directory": str(scratch)})
     cluster.scale(jobs=opts.workers)
     return cluster
 
