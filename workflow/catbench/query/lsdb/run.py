@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -101,13 +100,10 @@ def _check_room(where: QueryLocation, chunks_dir) -> None:
 
 
 def _remove(root) -> None:
-    """Remove ``root``, again while an ending worker still writes its last lines into it."""
-    for _ in range(5):
-        shutil.rmtree(root, ignore_errors=True)
-        if not root.exists():
-            return
-        time.sleep(1)
-    log.warning("%s could not be removed: remove it by hand", root)
+    """Remove ``root`` (its Dask cluster stopped: no worker writes into it any more), naming it if left."""
+    shutil.rmtree(root, ignore_errors=True)
+    if root.exists():
+        log.warning("%s could not be removed: remove it by hand", root)
 
 
 def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
