@@ -3,6 +3,7 @@ server's own settings, a full disk named as such, nothing left behind."""
 
 import multiprocessing as mp
 import os
+import time
 
 import psutil
 import pytest
@@ -25,15 +26,25 @@ def _hold(root, ready, release):
         release.wait(120)
 
 
+def _wait_ready(first, ready, timeout: float):
+    """Until the holder's server is up; a holder that died is named at once, not after the timeout."""
+    deadline = time.monotonic() + timeout
+    while not ready.wait(0.5):
+        assert first.is_alive(), f"the first owner exited ({first.exitcode}) before its server was up"
+        assert time.monotonic() < deadline, f"the first owner's server not up within {timeout} s"
+
+
 def test_second_owner_fails_fast_and_touches_nothing(tmp_path):
     # two runs with one run name (two checkouts, two users) once stopped each other's
     # servers; now the second fails at once naming the first, whose server lives on
-    ctx = mp.get_context("fork")
+    # spawn, not fork: a fork of this threaded test worker can inherit a lock held by another
+    # thread and hang before the holder's server starts
+    ctx = mp.get_context("spawn")
     ready, release = ctx.Event(), ctx.Event()
     first = ctx.Process(target=_hold, args=(tmp_path, ready, release))
     first.start()
     try:
-        assert ready.wait(120)
+        _wait_ready(first, ready, 180)
         pids = [p.pid for p in server_procs(tmp_path)]
         with pytest.raises(ServerError, match=rf"in use by another live job .*\"pid\": {first.pid}"):
             with private_server("second", tmp_path, "shared"):
@@ -73,7 +84,6 @@ def test_a_full_disk_is_named_on_the_first_line(tmp_path):
 def test_an_install_that_waits_for_room_on_a_full_disk_is_stopped_and_named(tmp_path):
     """30 MiB with a 4 MiB redo log: the bootstrap fills the disk, then waits for room for ever
     (it once sat 10 minutes with no word; its logs, on that disk, cannot say why)."""
-    import time
     from catbench.core.server.process import Launch
     with tmpfs("30M") as small:
         t0 = time.monotonic()
