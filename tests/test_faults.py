@@ -34,6 +34,7 @@ from support.faultkit import (
     scratch_dirs,
     snakemake,
     start_snakemake,
+    start_with_server_up,
     stop_run,
     tiny_config,
     wait_no_jobs,
@@ -120,7 +121,7 @@ def test_interrupt_during_load_index_and_queries_then_resume(baseline, tmp_path,
 
 def _interrupt(wd: Path, disk: Path, target: str, server_dir: str, job_log: str, out_rel: str, sig, group: bool):
     """One attempt of ``target`` cut short by ``sig`` once its server is up, and what it left."""
-    proc = _caught_with_its_server_up(wd, disk, target, server_dir, job_log, out_rel, sig)
+    proc = start_with_server_up(wd, disk / RUN / server_dir, job_log, target, out_rel, f"{target}-{sig.name}.out")
     try:
         time.sleep(0.3)  # mid-job: loading / lookups / queries
         if group:
@@ -160,24 +161,6 @@ def _interrupt(wd: Path, disk: Path, target: str, server_dir: str, job_log: str,
             assert (sdir / "resume.json").exists(), sorted(p.name for p in sdir.iterdir())
         elif target != "load_index":
             assert not (sdir / "data").exists(), sorted(p.name for p in sdir.iterdir())
-
-
-def _caught_with_its_server_up(wd, disk, target, server_dir, job_log, out_rel, sig, tries: int = 3):
-    """snakemake running ``target`` with the job's server seen up. On a busy machine a job that
-    resumes from the attempt before can finish between two looks: its output is then checked
-    complete and removed, and the attempt made again (afresh: the finished job left no ledger)."""
-    for attempt in range(1, tries + 1):
-        proc = start_snakemake(wd, target, "--rerun-incomplete", log_name=f"{target}-{sig.name}.out")
-        try:
-            wait_server_up(disk / RUN / server_dir, wd / job_log, proc=proc)
-            return proc
-        except AssertionError:
-            stop_run(proc)
-            if proc.returncode != 0 or attempt == tries:
-                raise
-        console = (wd / f"{target}-{sig.name}.out").read_text()
-        assert finished_before(console, out_rel) and (wd / out_rel / "summary.json").exists(), console[-3000:]
-        shutil.rmtree(wd / out_rel)
 
 
 def test_server_killed_during_load_index(baseline, tmp_path):

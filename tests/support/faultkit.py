@@ -107,6 +107,25 @@ def wait_server_up(basedir: Path, job_log: Path, timeout: float = 90, proc: subp
                          f"{job_log.read_text(errors='replace')[-3000:] if job_log.exists() else '(none)'}")
 
 
+def start_with_server_up(wd: Path, basedir: Path, job_log: str, target: str, out_rel: str, log_name: str,
+                         tries: int = 3) -> subprocess.Popen:
+    """snakemake running ``target`` with the job's server seen up. On a busy machine a job that
+    resumes from the attempt before can finish between two looks: its output is then checked
+    complete and removed, and the attempt made again (afresh: the finished job left no ledger)."""
+    for attempt in range(1, tries + 1):
+        proc = start_snakemake(wd, target, "--rerun-incomplete", log_name=log_name)
+        try:
+            wait_server_up(basedir, wd / job_log, proc=proc)
+            return proc
+        except AssertionError:
+            stop_run(proc)
+            if proc.returncode != 0 or attempt == tries:
+                raise
+        console = (wd / log_name).read_text()
+        assert finished_before(console, out_rel) and (wd / out_rel / "summary.json").exists(), console[-3000:]
+        shutil.rmtree(wd / out_rel)
+
+
 def wait_no_jobs(workdir, timeout: float = 30) -> list[psutil.Process]:
     """[] once every catbench job run from ``workdir`` has exited, else the survivors. A
     signal to the process group ends the job's shell at once, so Snakemake may exit while
