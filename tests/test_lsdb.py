@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 import yaml
 from catbench.core.infra.config import validate
+from catbench.core.infra.sizes import parse_size
 from catbench.core.infra.resources import split_statements
 from catbench.query.check import check_answers
 from catbench.query.engines import udf_path
@@ -33,11 +34,13 @@ from catbench.query.suite import QueryError
 from catbench.report.views import LAYOUTS
 from support.paths import REPO
 from support.querycat import build, small_config
+from support.servers import cgroup_paths, no_memory_cgroup
 from support.slurm_cluster import available, leftover_daemons, slurm_cluster
 
 # a few tiles (the margins matter), 16 neighbours first (SHV1's crowded box needs 32), warm runs
 # only, one worker (the Slurm test runs two)
 LSDB = {"pixel_threshold": 6000, "n_neighbors": 16, "workers": 1}
+HELD = "1M"     # the least server.page_cache
 
 
 def _dask_processes() -> list:
@@ -56,12 +59,18 @@ def engines():
         cfg["queries"]["lsdb"] = {**cfg["queries"]["lsdb"], **LSDB}
         cfg["queries"].update(cold=False, concurrency={"streams": 1, "seconds": 0.5, "lv1_interval_s": 0.1})
         (root / "lsdb.json").write_text(json.dumps(cfg))
+        # both engines without a server also held as a server is, past their page cache where memory
+        # cgroups can be made (the layouts are a few MiB)
+        held = {**cfg, "server": {**cfg["server"], "page_cache": None if no_memory_cgroup() else HELD}}
         before = {p.pid for p in _dask_processes()}
         (root / "tmp").mkdir()     # the job's temporary folder: nothing of Dask's may be left there
-        run = _lsdb_cli(root, cfg, duck["params"], root / "out/t1/lsdb", keep=True,    # the Slurm run reuses it
+        run = _lsdb_cli(root, held, duck["params"], root / "out/t1/lsdb", keep=True,    # the Slurm run reuses it
                         env={**os.environ, "TMPDIR": str(root / "tmp")})
         assert run.returncode == 0, run.stderr[-3000:]
+        duck_held = _lsdb_cli(root, held, duck["params"], root / "out/held/duckdb", engine="duckdb")
+        assert duck_held.returncode == 0, duck_held.stderr[-3000:]
         yield {"root": root, "duck": duck, "lsdb": json.loads((root / "out/t1/lsdb/summary.json").read_text()),
+               "duck_held": json.loads((root / "out/held/duckdb/summary.json").read_text()),
                "left": [p for p in _dask_processes() if p.pid not in before]}
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -70,7 +79,7 @@ def engines():
 @pytest.mark.slow
 def test_every_answer_equals_duckdbs(engines):
     root = engines["root"]
-    check = check_answers([root / "out/parquet/duckdb", root / "out/t1/lsdb"])
+    check = check_answers([root / "out/parquet/duckdb", root / "out/t1/lsdb", root / "out/held/duckdb"])
     assert check["ok"] and set(check["queries"]) == set(engines["duck"]["answers"])
     assert engines["lsdb"]["answers"]["SHV1"] == engines["duck"]["answers"]["SHV1"] != "n=0"
 
@@ -88,6 +97,16 @@ def test_the_build_is_counted_timed_kept_as_asked_and_leaves_no_dask_process(eng
     assert (engines["root"] / "target" / "catbench-lsdb" / "hats").is_dir() and "reused" not in s["load"]["hats"]
     assert engines["left"] == [], f"Dask processes left: {engines['left']}"
     assert not list((engines["root"] / "tmp").iterdir())      # its scheduler's scratch folder kept under the target
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(no_memory_cgroup()), reason=no_memory_cgroup() or "-")
+def test_both_engines_without_a_server_are_held_as_a_server_is_and_leave_no_cgroup(engines):
+    for s in (engines["lsdb"], engines["duck_held"]):
+        held = s["page_cache"]
+        assert held["held_bytes"] == parse_size(HELD) and held["cache_peak_bytes"] > 0, held
+    assert engines["duck"]["page_cache"] is None
+    assert not cgroup_paths("t1-lsdb") and not cgroup_paths("t1-duckdb")
 
 
 @pytest.mark.slow
@@ -170,16 +189,16 @@ def test_the_schemas_engines_are_the_registrys():
     assert engines == list(QUERY_ENGINES)
 
 
-def _lsdb_args(root: Path, cfg: dict, params: dict, out: Path, keep=False) -> list:
-    return [sys.executable, "-m", "catbench", "queries", "--query-engine", "lsdb", "--target", "t1",
+def _lsdb_args(root: Path, cfg: dict, params: dict, out: Path, keep=False, engine="lsdb") -> list:
+    return [sys.executable, "-m", "catbench", "queries", "--query-engine", engine, "--target", "t1",
             "--path", str(root / "target"), "--results", str(root), "--config", json.dumps(cfg),
             "--params-json", json.dumps(params), "--threads", "2", "--mem-mb", "2000", "--time-limit-min", "20",
             "--out", str(out)] + (["--keep-data"] if keep else [])
 
 
-def _lsdb_cli(root: Path, cfg: dict, params: dict, out: Path, env=None, keep=False):
-    return subprocess.run(_lsdb_args(root, cfg, params, out, keep), capture_output=True, text=True, timeout=600,
-                          env=env)
+def _lsdb_cli(root: Path, cfg: dict, params: dict, out: Path, env=None, keep=False, engine="lsdb"):
+    return subprocess.run(_lsdb_args(root, cfg, params, out, keep, engine), capture_output=True, text=True,
+                          timeout=600, env=env)
 
 
 def _worker_jobs(env) -> list[str]:

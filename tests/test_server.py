@@ -14,7 +14,7 @@ from catbench.core.server.process import Launch, Server
 from catbench.core.infra.settings import ServerError, validate_settings
 from catbench.core.server.binaries import find_server_binary, server_version
 from catbench.core.server.status import status_counters, variables
-from support.servers import server_procs
+from support.servers import cgroup_paths, no_memory_cgroup, server_procs
 
 pytestmark = pytest.mark.server
 
@@ -251,22 +251,7 @@ def test_killed_job_leaves_no_server(tmp, sig):
     assert not [p for p in server_procs(tmp) if p.status() != psutil.STATUS_ZOMBIE]
 
 
-def _cgroup_paths(name: str) -> list[Path]:
-    return [p for p in Path("/sys/fs/cgroup").rglob(f"catbench-{name}-*") if p.is_dir()]
-
-
-def _no_memory_cgroup() -> str:
-    from catbench.core.server import memory
-    if os.geteuid() != 0:
-        return "a memory cgroup is set as root"
-    try:
-        memory._hierarchy()
-    except memory.MemoryLimitError as exc:
-        return str(exc)
-    return ""
-
-
-@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+@pytest.mark.skipif(bool(no_memory_cgroup()), reason=no_memory_cgroup() or "-")
 def test_ram_puts_the_server_and_its_page_cache_in_a_memory_cgroup(tmp):
     ram = 300 << 20
     with Server("ramcage", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(ram=ram)) as s:
@@ -282,11 +267,11 @@ def test_ram_puts_the_server_and_its_page_cache_in_a_memory_cgroup(tmp):
         own, cache = cage.split()
         rss = psutil.Process(s.pid).memory_info().rss
         assert 0.5 * rss <= own <= ram and 0 <= cache <= ram, (own, cache, rss)
-    assert s.cage is None and not cage.path.exists() and not _cgroup_paths("ramcage"), "cgroup left behind"
+    assert s.cage is None and not cage.path.exists() and not cgroup_paths("ramcage"), "cgroup left behind"
     assert 0 < s.ram_peak <= ram
 
 
-@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+@pytest.mark.skipif(bool(no_memory_cgroup()), reason=no_memory_cgroup() or "-")
 def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(tmp):
     from catbench.core.server.memory import HOLD_MARGIN, HOLD_S
     page = 8 << 20
@@ -306,20 +291,20 @@ def test_page_cache_holds_the_limit_at_the_servers_own_bytes_and_that_many_more(
         held = own + dirty + writeback + page + HOLD_MARGIN
         assert abs(limit - held) < 16 << 20 and cache <= dirty + writeback + page + HOLD_MARGIN + (4 << 20), \
             (own, cache, limit)
-    assert not cage.path.exists() and not _cgroup_paths("pagecage"), "cgroup left behind"
+    assert not cage.path.exists() and not cgroup_paths("pagecage"), "cgroup left behind"
 
 
-@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+@pytest.mark.skipif(bool(no_memory_cgroup()), reason=no_memory_cgroup() or "-")
 def test_a_ram_too_small_for_the_servers_start_names_the_oom_killer_and_the_key(tmp):
     s = Server("oomstart", tmp, {"innodb_buffer_pool_size": "16M"}, Launch(ram=24 << 20))
     s.initialize()
     # when, what killed it, and the key and its value
     with pytest.raises(ServerError, match=r"during start, .*OOM killer.*'server\.ram' of 25,165,824 bytes"):
         s.start()
-    assert not s.running and not server_procs(s.datadir) and not _cgroup_paths("oomstart")
+    assert not s.running and not server_procs(s.datadir) and not cgroup_paths("oomstart")
 
 
-@pytest.mark.skipif(bool(_no_memory_cgroup()), reason=_no_memory_cgroup() or "-")
+@pytest.mark.skipif(bool(no_memory_cgroup()), reason=no_memory_cgroup() or "-")
 def test_a_sigkilled_owners_cgroup_is_removed_by_the_next_catbench_command():
     # the owner makes a page-cache hold (v1: the OOM killer off) and is killed before remove()
     code = ("import os, sys, time\nfrom catbench.core.server.memory import MemoryCage\n"

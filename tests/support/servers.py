@@ -5,6 +5,7 @@ left only once no server of the test runs under it."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -83,3 +84,20 @@ def mounted(fstype: str, options: str):
 def tmpfs(size: str):
     """A size-limited tmpfs: a full target that is really full."""
     return mounted("tmpfs", f"size={size}")
+
+
+def cgroup_paths(name: str) -> list[Path]:
+    """The memory cgroups catbench made for ``name`` that are still there."""
+    return [p for p in Path("/sys/fs/cgroup").rglob(f"catbench-{name}-*") if p.is_dir()]
+
+
+def no_memory_cgroup() -> str:
+    """Why no memory cgroup can be made here ("" where one can)."""
+    from catbench.core.server import memory
+    if os.geteuid() != 0:
+        return "a memory cgroup is set as root"
+    try:
+        memory._hierarchy()
+    except memory.MemoryLimitError as exc:
+        return str(exc)
+    return ""

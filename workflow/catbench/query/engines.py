@@ -238,10 +238,10 @@ class DuckdbEngine:
 
     name = "duckdb"
 
-    def __init__(self, chunks_dir, chunks: list[ChunkInfo], threads: int | None = None):
+    def __init__(self, chunks_dir, chunks: list[ChunkInfo], threads: int | None = None, memory_limit: str | None = None):
         self.chunks_dir = Path(chunks_dir)
         self.chunks = chunks
-        self.threads = threads
+        self.threads, self.memory_limit = threads, memory_limit
         self.con = None
         self._cursors: list = []
         self._runner: cf.ThreadPoolExecutor | None = None
@@ -268,6 +268,8 @@ class DuckdbEngine:
         self.con = duckdb.connect()
         if self.threads:
             self.con.execute(f"SET threads = {int(self.threads)}")
+        if self.memory_limit:
+            self.con.execute("SET memory_limit = ?", [self.memory_limit])
         for stmt in split_statements(udf_path("duckdb").read_text()):
             self.con.execute(stmt)
         for view, kind, attr in (("Object", "Object", "object_rows"), ("Source", "Source", "source_rows")):

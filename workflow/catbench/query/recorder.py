@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.infra.jobs.repeat import Repeats
+from ..core.server.memory import JOB_HOLD_MARGIN, held_here
 from .spec import QuerySpec
 from .suite import Answer, QueryError, compare
 
@@ -73,6 +75,23 @@ def evict(paths) -> int:
                     os.close(fd)
                 n += f.stat().st_size
     return n
+
+
+@contextmanager
+def page_cache_held(held_bytes: int | None, name: str, files):
+    """The engines without a server held as a server is (``server.page_cache``): this job and the
+    processes it starts (a local Dask cluster's workers) in a memory cgroup whose clean page cache
+    stays at ``held_bytes``, the layout's ``files`` evicted first (pages cached before are charged
+    to whoever read them, and would be read past the hold). Yields the summary's record (the most
+    clean page cache seen filled in at the end); None where the key is null."""
+    if not held_bytes:
+        yield None
+        return
+    record = {"held_bytes": held_bytes, "margin_bytes": JOB_HOLD_MARGIN}
+    with held_here(name, held_bytes) as seen:
+        evict(files)
+        yield record
+    record["cache_peak_bytes"] = seen["cache_peak"]
 
 
 def latency_stats(xs) -> dict:

@@ -43,7 +43,8 @@ from .engines import Deadline, DuckdbEngine, MysqlEngine, udf_path
 from .params import draw_parameters
 from .placement import held_by, place
 from .query_engines import QueryLocation
-from .recorder import EVICTED, Caches, Recorder, drop_caches, evict, run_concurrency_of, run_suite, write_chunk_loads
+from .recorder import (EVICTED, Caches, Recorder, drop_caches, evict, page_cache_held, run_concurrency_of, run_suite,
+                       write_chunk_loads)
 from .spec import QuerySpec
 from .suite import QueryError, load_suite
 
@@ -85,29 +86,32 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
     chunks_dir, out_dir = paths.chunks_dir, paths.out_dir
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
+    # DuckDB sizes its memory from the cgroup it starts in; a held page cache's is not the job's memory
+    memory = duckdb.sql("SELECT current_setting('memory_limit')").fetchall()[0][0] if spec.launch.page_cache_hold else None
     with staged_output(out_dir) as work:
-        engine = engine_class(chunks_dir, chunks)
-        engine.deadline = deadline
-        try:
-            params = params or draw_parameters(spec, chunks_dir, chunks, suite, engine)
-            dropped = drop_caches() if cold else False
-            cold_method = "new-connection+drop_caches" if dropped else "new-connection-only"
-            rec = Recorder(target, name, suite, cold_method if cold else "none")
+        with page_cache_held(spec.launch.page_cache_hold, f"{target}-{name}", [chunks_dir]) as held:
+            engine = engine_class(chunks_dir, chunks, memory_limit=memory)
+            engine.deadline = deadline
+            try:
+                params = params or draw_parameters(spec, chunks_dir, chunks, suite, engine)
+                dropped = drop_caches() if cold else False
+                cold_method = "new-connection+drop_caches" if dropped else "new-connection-only"
+                rec = Recorder(target, name, suite, cold_method if cold else "none")
 
-            def restart():
-                if dropped:
-                    drop_caches()
-                engine.open()
+                def restart():
+                    if dropped:
+                        drop_caches()
+                    engine.open()
 
-            run_suite(engine, Caches(restart, cold, (lambda: evict(engine.files())) if spec.evicted else None),
-                      suite, spec.names, params, rec, spec.repeats)
-            conc = run_concurrency_of(spec, lambda: _DuckStream(engine), suite, params, rec)
-        finally:
-            engine.close()
+                run_suite(engine, Caches(restart, cold, (lambda: evict(engine.files())) if spec.evicted else None),
+                          suite, spec.names, params, rec, spec.repeats)
+                conc = run_concurrency_of(spec, lambda: _DuckStream(engine), suite, params, rec)
+            finally:
+                engine.close()
         summary = {"target": target, "query_engine": name, "cold_method": rec.cold_method, "params": params,
                    "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
                    "chunks": len(chunks), "duckdb_version": duckdb.__version__, "load": {"parquet": engine.layout()},
-                   "evicted_method": EVICTED if spec.evicted else None}
+                   "evicted_method": EVICTED if spec.evicted else None, "page_cache": held}
         rec.write(work, summary)
     return summary
 

@@ -17,8 +17,11 @@ from __future__ import annotations
 import logging
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..infra.settings import ServerError
@@ -27,9 +30,15 @@ ROOT = Path("/sys/fs/cgroup")
 KEY = "server.ram"
 PAGE_KEY = "server.page_cache"
 HOLD_S = 0.1          # how often the page cache's limit follows the server's own bytes
+# ... a job's (``held_here``): a Python job's own memory grows in bursts (imports, a JIT's
+# compiles), and past the limit it waits at each page fault for the next step
+JOB_HOLD_S = 0.01
 # Room beside the held page cache for what a step may add (the server's memory, a file's writes):
 # a limit met with nothing to reclaim fails the server's writes (MyRocks aborts on ENOMEM).
 HOLD_MARGIN = 8 * 2 ** 20
+# ... beside a job's: its processes' code is file pages too, and what a step evicts of it they
+# fault back at once (LLVM's, compiling a JIT's functions, thrashed for minutes in 8 MiB)
+JOB_HOLD_MARGIN = 64 * 2 ** 20
 REMOVE_TRIES = 100    # × 0.1 s for a dead server's last process (its core dump) to leave its cgroup
 
 
@@ -96,7 +105,7 @@ class MemoryCage:
     """One server's memory cgroup: made with its limit before the server starts, the server's
     process put in it before it runs anything (``enter`` in the child), removed after it stops."""
 
-    def __init__(self, name: str, limit: int | None, hold: int | None = None):
+    def __init__(self, name: str, limit: int | None, hold: int | None = None, kernel: bool = False):
         self.key = key = PAGE_KEY if hold else KEY
         if os.geteuid() != 0:
             raise MemoryLimitError(f"config key '{key}': a memory cgroup is set as root; run as root or "
@@ -116,7 +125,7 @@ class MemoryCage:
             if (self.path / "memory.swap.max").exists():    # the limit is RAM, not RAM and swap
                 (self.path / "memory.swap.max").write_text("0")
             if hold:
-                self.hold = PageCacheHold(self, int(hold))
+                self.hold = PageCacheHold(self, int(hold), kernel)
         except OSError as exc:
             self.remove()
             raise MemoryLimitError(f"config key '{key}': the memory cgroup {self.path} could not be set to "
@@ -175,18 +184,25 @@ class MemoryCage:
                 continue
         return None
 
-    def split(self, dirty: bool = False) -> tuple[int, ...] | None:
+    def split(self, dirty: bool = False, mapped: bool = False) -> tuple[int, ...] | None:
         """(the server's own bytes, its page cache's bytes) the cgroup holds now: v2's ``anon``
         and ``file``, v1's ``rss`` and ``cache`` (``dirty``: and the page cache's pages not yet
-        written or being written); None where not kept. What the page cache really had beside
+        written or being written; ``mapped``: and its pages mapped by the processes); None where not kept. What the page cache really had beside
         the server is what a model of misses served from RAM needs."""
-        keys = (("anon", "file", "file_dirty", "file_writeback") if self.version == 2
-                else ("rss", "cache", "dirty", "writeback"))
+        keys = (("anon", "file", "file_dirty", "file_writeback", "file_mapped") if self.version == 2
+                else ("rss", "cache", "dirty", "writeback", "mapped_file"))
         try:
             stat = dict(line.split()[:2] for line in (self.path / "memory.stat").read_text().splitlines())
-            return tuple(int(stat[k]) for k in keys[:4 if dirty else 2])
+            return tuple(int(stat[k]) for k in (keys if mapped else keys[:4] if dirty else keys[:2]))
         except (OSError, ValueError, KeyError):
             return None
+
+    def usage(self) -> int:
+        """All the cgroup is charged for now (its processes', their page cache's, the kernel's), bytes."""
+        try:
+            return int((self.path / ("memory.current" if self.version == 2 else "memory.usage_in_bytes")).read_text())
+        except (OSError, ValueError):
+            return 0
 
     def remove(self) -> None:
         """The cgroup's folder, once no process is in it (its page cache goes to the parent): a
@@ -204,16 +220,21 @@ class MemoryCage:
 
 
 class PageCacheHold:
-    """Keeps a cage's clean page cache at ``held_bytes`` (+ HOLD_MARGIN) bytes beside what the
+    """Keeps a cage's clean page cache at ``held_bytes`` (+ its margin) bytes beside what the
     server itself holds: every HOLD_S its limit is set to the server's own bytes, the pages not
     yet written back, ``held_bytes`` and the margin (v2 ``memory.high``, which reclaims and
     throttles and never kills; v1 ``memory.limit_in_bytes`` with the OOM killer off, so a server
     whose own memory jumps past it, as at a load's first file, waits a step at its page fault
     instead of being killed). Its own thread: it must not wait on the server. It holds from
-    ``start`` (the server up), not while the server starts (io_uring's rings, the pool)."""
+    ``start`` (the server up), not while the server starts (io_uring's rings, the pool).
+    ``kernel`` (a job's hold): the kernel's memory charged to the cage and the files its processes
+    map count as their own too (a Dask cluster's sockets and threads hold tens of MiB of the one,
+    v1 failing a kernel allocation past the limit; a Python job's libraries are the other).
+    ``cache_peak``: the most clean page cache (unmapped, for a job's) a step saw, bytes."""
 
-    def __init__(self, cage: MemoryCage, held_bytes: int):
-        self.cage, self.held_bytes = cage, held_bytes
+    def __init__(self, cage: MemoryCage, held_bytes: int, kernel: bool = False):
+        self.cage, self.held_bytes, self.kernel, self.cache_peak = cage, held_bytes, kernel, 0
+        self.every, self.margin = (JOB_HOLD_S, JOB_HOLD_MARGIN) if kernel else (HOLD_S, HOLD_MARGIN)
         self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
         if cage.version == 1:
             (cage.path / "memory.oom_control").write_text("1")
@@ -227,24 +248,85 @@ class PageCacheHold:
             self._thread.start()
 
     def step(self) -> None:
-        split = self.cage.split(dirty=True)
+        split = self.cage.split(dirty=True, mapped=self.kernel)
         if split is None:
             return
-        own, _, dirty, writeback = split
-        limit = own + dirty + writeback + self.held_bytes + HOLD_MARGIN
+        own, cache, dirty, writeback = split[:4]
+        if self.kernel:
+            # the files the processes map (their code) are theirs: held with the data they read,
+            # a job's Python, NumPy and Arrow thrash at each instruction
+            own = max(own, self.cage.usage() - cache) + split[4]
+            cache -= split[4]
+        self.cache_peak = max(self.cache_peak, cache - dirty - writeback)
+        limit = own + dirty + writeback + self.held_bytes + self.margin
         try:
             self.file.write_text(str(limit))
         except OSError:   # v1 could not reclaim down to it yet (EBUSY): the next step tries again
             pass
 
     def _run(self) -> None:
-        while not self._stop.wait(HOLD_S):
+        while not self._stop.wait(self.every):
             self.step()
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+
+
+@contextmanager
+def held_here(name: str, held_bytes: int):
+    """This process, and every process it starts inside, in a memory cgroup whose clean page cache
+    is held at ``held_bytes`` (``server.page_cache``) beside all else they hold; yields a dict whose
+    ``cache_peak`` (bytes) is filled in on the way out. The hold steps from a process of its own
+    outside the cage: a thread inside would wait at a page fault with the processes it must let
+    through. Back in its own cgroup after, the cage removed: the processes started inside must be
+    gone by then or are moved out with it."""
+    cage = MemoryCage(name, None, held_bytes, kernel=True)
+    seen = {"cache_peak": 0}
+    holder = None
+    try:
+        holder = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _hold; _hold()", str(cage.path),
+                                   str(cage.version), str(held_bytes)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if holder.stdout.readline().strip() != "holding":     # its first step taken: the cage has its limit
+            raise MemoryLimitError(f"config key '{PAGE_KEY}': the page cache of {cage.path} could not be held "
+                                   f"(its holder exited {holder.wait()})")
+        cage.enter()
+        yield seen
+    finally:
+        # with this process, what it started that lives on (multiprocessing's resource tracker
+        # ends with it): the hold is over
+        for pid in [os.getpid(), *_procs(cage.path)]:
+            try:
+                (cage.path.parent / "cgroup.procs").write_text(str(pid))
+            except OSError:     # gone
+                pass
+        if holder is not None:
+            out, _ = holder.communicate()     # its stdin closed: it ends, saying what it saw
+            seen["cache_peak"] = int(out or 0)
+        cage.remove()
+
+
+def _procs(path: Path) -> list[str]:
+    try:
+        return (path / "cgroup.procs").read_text().split()
+    except OSError:
+        return []
+
+
+def _hold() -> None:
+    """The holder of ``held_here``: steps until its stdin closes (the job done, or dead), then
+    prints the most clean page cache it saw."""
+    path, version, held = sys.argv[1:4]
+    cage = MemoryCage.__new__(MemoryCage)
+    cage.path, cage.version, cage.hold = Path(path), int(version), None
+    hold = PageCacheHold(cage, int(held), kernel=True)
+    hold.start()
+    print("holding", flush=True)
+    sys.stdin.read()
+    hold.stop()
+    print(hold.cache_peak)
 
 
 def meminfo(path: str = "/proc/meminfo") -> dict[str, int]:

@@ -20,7 +20,7 @@ from ..chunk_tables import read_chunk_list
 from ..engines import Deadline
 from ..params import draw_parameters
 from ..query_engines import QueryLocation
-from ..recorder import EVICTED, Caches, Recorder, drop_caches, evict, run_concurrency_of, run_suite
+from ..recorder import EVICTED, Caches, Recorder, drop_caches, evict, page_cache_held, run_concurrency_of, run_suite
 from ..spec import QuerySpec
 from ..suite import QueryError, load_suite
 from .build import BuildOptions, build_catalogs, chunk_files, kept_build, order_for
@@ -122,7 +122,8 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
         shutil.rmtree(root if kept is None else root / "dask", ignore_errors=True)    # what a killed run left
         opts = spec.lsdb.cluster
         try:
-            with dask_cluster(opts, root / "dask") as cluster:
+            with (page_cache_held(spec.launch.page_cache_hold, f"{where.target}-lsdb", [chunks_dir, root / "hats"])
+                  as held, dask_cluster(opts, root / "dask") as cluster):
                 built = kept or build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
                 _check_tiles(spec, chunks_dir, chunks, built)
                 deadline.left(f"target {where.target}: building the HATS catalogs")
@@ -152,7 +153,7 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                    "chunks": len(chunks), "load": {"hats": built},
                    "dask": {"kind": opts.kind, "workers": opts.workers, "threads": opts.threads,
                             "memory_bytes": opts.memory_bytes, "n_neighbors": engine.neighbors_used},
-                   "evicted_method": EVICTED if spec.evicted else None,
+                   "evicted_method": EVICTED if spec.evicted else None, "page_cache": held,
                    "versions": {"lsdb": lsdb.__version__, "dask": dask.__version__},
                    "storage": describe_target(where.path)}
         rec.write(work, summary)

@@ -230,6 +230,11 @@ def _check_semantics(cfg: dict, across_stages: bool = True):
     if cfg["server"].get("ram") and cfg["server"].get("page_cache"):
         raise ConfigError("config keys 'server.ram' and 'server.page_cache': give one (the RAM of the server and "
                           "its page cache, or its page cache beside whatever the server itself holds)")
+    if (cfg["server"].get("page_cache") and "lsdb" in cfg["queries"]["engines"]
+            and cfg["queries"]["lsdb"]["cluster"] == "slurm"):
+        raise ConfigError("config keys 'server.page_cache' and 'queries.lsdb.cluster': the page cache is held in the "
+                          "query job's memory cgroup, which a SLURMCluster's worker jobs are not in; set the cluster "
+                          "to local, or server.page_cache to null")
     for section in ("cluster", "queries"):
         unknown = [t for t in cfg[section]["targets"] or [] if t not in cfg["targets"]]
         if unknown:
