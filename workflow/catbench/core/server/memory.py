@@ -105,7 +105,7 @@ class MemoryCage:
     """One server's memory cgroup: made with its limit before the server starts, the server's
     process put in it before it runs anything (``enter`` in the child), removed after it stops."""
 
-    def __init__(self, name: str, limit: int | None, hold: int | None = None, kernel: bool = False):
+    def __init__(self, name: str, limit: int | None, hold: int | None = None, job: bool = False):
         self.key = key = PAGE_KEY if hold else KEY
         if os.geteuid() != 0:
             raise MemoryLimitError(f"config key '{key}': a memory cgroup is set as root; run as root or "
@@ -125,7 +125,7 @@ class MemoryCage:
             if (self.path / "memory.swap.max").exists():    # the limit is RAM, not RAM and swap
                 (self.path / "memory.swap.max").write_text("0")
             if hold:
-                self.hold = PageCacheHold(self, int(hold), kernel)
+                self.hold = PageCacheHold(self, int(hold), job)
         except OSError as exc:
             self.remove()
             raise MemoryLimitError(f"config key '{key}': the memory cgroup {self.path} could not be set to "
@@ -187,8 +187,9 @@ class MemoryCage:
     def split(self, dirty: bool = False, mapped: bool = False) -> tuple[int, ...] | None:
         """(the server's own bytes, its page cache's bytes) the cgroup holds now: v2's ``anon``
         and ``file``, v1's ``rss`` and ``cache`` (``dirty``: and the page cache's pages not yet
-        written or being written; ``mapped``: and its pages mapped by the processes); None where not kept. What the page cache really had beside
-        the server is what a model of misses served from RAM needs."""
+        written or being written; ``mapped``: and its pages the processes map); None where not kept.
+        What the page cache really had beside the server is what a model of misses served from RAM
+        needs."""
         keys = (("anon", "file", "file_dirty", "file_writeback", "file_mapped") if self.version == 2
                 else ("rss", "cache", "dirty", "writeback", "mapped_file"))
         try:
@@ -227,14 +228,15 @@ class PageCacheHold:
     whose own memory jumps past it, as at a load's first file, waits a step at its page fault
     instead of being killed). Its own thread: it must not wait on the server. It holds from
     ``start`` (the server up), not while the server starts (io_uring's rings, the pool).
-    ``kernel`` (a job's hold): the kernel's memory charged to the cage and the files its processes
-    map count as their own too (a Dask cluster's sockets and threads hold tens of MiB of the one,
-    v1 failing a kernel allocation past the limit; a Python job's libraries are the other).
+    ``job`` (``held_here``'s hold): the kernel's memory charged to the cage and the files its
+    processes map count as their own too (a Dask cluster's sockets and threads hold tens of MiB of
+    the one, v1 failing a kernel allocation past the limit; a Python job's libraries are the other),
+    in steps of JOB_HOLD_S with JOB_HOLD_MARGIN.
     ``cache_peak``: the most clean page cache (unmapped, for a job's) a step saw, bytes."""
 
-    def __init__(self, cage: MemoryCage, held_bytes: int, kernel: bool = False):
-        self.cage, self.held_bytes, self.kernel, self.cache_peak = cage, held_bytes, kernel, 0
-        self.every, self.margin = (JOB_HOLD_S, JOB_HOLD_MARGIN) if kernel else (HOLD_S, HOLD_MARGIN)
+    def __init__(self, cage: MemoryCage, held_bytes: int, job: bool = False):
+        self.cage, self.held_bytes, self.job, self.cache_peak = cage, held_bytes, job, 0
+        self.every, self.margin = (JOB_HOLD_S, JOB_HOLD_MARGIN) if job else (HOLD_S, HOLD_MARGIN)
         self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
         if cage.version == 1:
             (cage.path / "memory.oom_control").write_text("1")
@@ -248,11 +250,11 @@ class PageCacheHold:
             self._thread.start()
 
     def step(self) -> None:
-        split = self.cage.split(dirty=True, mapped=self.kernel)
+        split = self.cage.split(dirty=True, mapped=self.job)
         if split is None:
             return
         own, cache, dirty, writeback = split[:4]
-        if self.kernel:
+        if self.job:
             # the files the processes map (their code) are theirs: held with the data they read,
             # a job's Python, NumPy and Arrow thrash at each instruction
             own = max(own, self.cage.usage() - cache) + split[4]
@@ -282,7 +284,7 @@ def held_here(name: str, held_bytes: int):
     outside the cage: a thread inside would wait at a page fault with the processes it must let
     through. Back in its own cgroup after, the cage removed: the processes started inside must be
     gone by then or are moved out with it."""
-    cage = MemoryCage(name, None, held_bytes, kernel=True)
+    cage = MemoryCage(name, None, held_bytes, job=True)
     seen = {"cache_peak": 0}
     holder = None
     try:
@@ -321,7 +323,7 @@ def _hold() -> None:
     path, version, held = sys.argv[1:4]
     cage = MemoryCage.__new__(MemoryCage)
     cage.path, cage.version, cage.hold = Path(path), int(version), None
-    hold = PageCacheHold(cage, int(held), kernel=True)
+    hold = PageCacheHold(cage, int(held), job=True)
     hold.start()
     print("holding", flush=True)
     sys.stdin.read()
