@@ -297,17 +297,30 @@ def held_here(name: str, held_bytes: int):
         cage.enter()
         yield seen
     finally:
-        # with this process, what it started that lives on (multiprocessing's resource tracker
-        # ends with it): the hold is over
-        for pid in [os.getpid(), *_procs(cage.path)]:
-            try:
-                (cage.path.parent / "cgroup.procs").write_text(str(pid))
-            except OSError:     # gone
-                pass
+        _empty(cage.path)
         if holder is not None:
             out, _ = holder.communicate()     # its stdin closed: it ends, saying what it saw
             seen["cache_peak"] = int(out or 0)
         cage.remove()
+
+
+def _empty(path: Path) -> None:
+    """This process out of the cage at ``path``, and what it started that lives on (multiprocessing's
+    resource tracker ends with it): moved to the parent cgroup until none is left, for up to
+    REMOVE_TRIES steps; named in a warning past them."""
+    pids = [str(os.getpid())]
+    for _ in range(REMOVE_TRIES):
+        for pid in pids:
+            try:
+                (path.parent / "cgroup.procs").write_text(pid)
+            except OSError:     # gone
+                pass
+        pids = _procs(path)
+        if not pids:
+            return
+        time.sleep(0.1)
+    logging.getLogger(__name__).warning("processes %s still in %s; the next catbench command removes it once "
+                                        "they are gone", " ".join(pids), path)
 
 
 def _procs(path: Path) -> list[str]:
