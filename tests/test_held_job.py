@@ -24,7 +24,8 @@ from pathlib import Path
 from catbench.core.server.memory import held_here
 from catbench.query.recorder import evict
 big, small = sys.argv[1:3]
-mine = lambda: [l for l in Path("/proc/self/cgroup").read_text().splitlines() if "memory" in l.split(":")[1] or l.startswith("0::")]
+mine = lambda: [l for l in Path("/proc/self/cgroup").read_text().splitlines()
+                if "memory" in l.split(":")[1] or l.startswith("0::")]
 before = mine()
 with held_here("heldjob", int(sys.argv[3])) as seen:
     evict([big, small])

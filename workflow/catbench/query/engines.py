@@ -238,7 +238,8 @@ class DuckdbEngine:
 
     name = "duckdb"
 
-    def __init__(self, chunks_dir, chunks: list[ChunkInfo], threads: int | None = None, memory_limit: str | None = None):
+    def __init__(self, chunks_dir, chunks: list[ChunkInfo], threads: int | None = None,
+                 memory_limit: str | None = None):
         self.chunks_dir = Path(chunks_dir)
         self.chunks = chunks
         self.threads, self.memory_limit = threads, memory_limit

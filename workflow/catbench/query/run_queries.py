@@ -87,7 +87,8 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
     suite = load_suite()
     chunks = read_chunk_list(chunks_dir)
     # DuckDB sizes its memory from the cgroup it starts in; a held page cache's is not the job's memory
-    memory = duckdb.sql("SELECT current_setting('memory_limit')").fetchall()[0][0] if spec.launch.page_cache_hold else None
+    memory = (duckdb.sql("SELECT current_setting('memory_limit')").fetchall()[0][0] if spec.launch.page_cache_hold
+              else None)
     with staged_output(out_dir) as work:
         with page_cache_held(spec.launch.page_cache_hold, f"{target}-{name}", [chunks_dir]) as held:
             engine = engine_class(chunks_dir, chunks, memory_limit=memory)
