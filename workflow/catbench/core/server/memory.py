@@ -149,10 +149,7 @@ class MemoryCage:
             os.close(fd)
 
     def holds(self, pid: int) -> bool:
-        try:
-            return str(pid) in (self.path / "cgroup.procs").read_text().split()
-        except OSError:
-            return False
+        return str(pid) in _procs(self.path)
 
     def oom_kills(self) -> int:
         """Processes the kernel's OOM killer ended in this cgroup (its memory was the server's own
@@ -302,25 +299,19 @@ def held_here(name: str, held_bytes: int):
             out, _ = holder.communicate()     # its stdin closed: it ends, saying what it saw
             seen["cache_peak"] = int(out or 0)
         cage.remove()
+        if cage.path.exists():
+            logging.getLogger(__name__).warning("memory cgroup %s still holds %s; the next catbench command removes "
+                                                "it once they are gone", cage.path, " ".join(_procs(cage.path)))
 
 
 def _empty(path: Path) -> None:
     """This process out of the cage at ``path``, and what it started that lives on (multiprocessing's
-    resource tracker ends with it): moved to the parent cgroup until none is left, for up to
-    REMOVE_TRIES steps; named in a warning past them."""
-    pids = [str(os.getpid())]
-    for _ in range(REMOVE_TRIES):
-        for pid in pids:
-            try:
-                (path.parent / "cgroup.procs").write_text(pid)
-            except OSError:     # gone
-                pass
-        pids = _procs(path)
-        if not pids:
-            return
-        time.sleep(0.1)
-    logging.getLogger(__name__).warning("processes %s still in %s; the next catbench command removes it once "
-                                        "they are gone", " ".join(pids), path)
+    resource tracker ends with it): the hold is over."""
+    for pid in [str(os.getpid()), *_procs(path)]:
+        try:
+            (path.parent / "cgroup.procs").write_text(pid)
+        except OSError:     # gone
+            pass
 
 
 def _procs(path: Path) -> list[str]:
