@@ -102,9 +102,12 @@ def test_the_build_is_counted_timed_kept_as_asked_and_leaves_no_dask_process(eng
 @pytest.mark.slow
 @pytest.mark.skipif(bool(no_memory_cgroup()), reason=no_memory_cgroup() or "-")
 def test_both_engines_without_a_server_are_held_as_a_server_is_and_leave_no_cgroup(engines):
-    for s in (engines["lsdb"], engines["duck_held"]):
+    # LSDB's build of its catalogs (its writes) apart from its queries; DuckDB reads the chunks as they are
+    for s, phases in ((engines["lsdb"], ["build", "queries"]), (engines["duck_held"], ["queries"])):
         held = s["page_cache"]
         assert held["held_bytes"] == parse_size(HELD) and held["cache_peak_bytes"] > 0, held
+        by = held["cache_peak_bytes_by_phase"]
+        assert list(by) == phases and min(by.values()) > 0 and max(by.values()) == held["cache_peak_bytes"], held
     assert engines["duck"]["page_cache"] is None
     # left: a cgroup whose job is gone (another run of this module may hold its own meanwhile)
     left = [p for p in cgroup_paths("t1-lsdb") + cgroup_paths("t1-duckdb")

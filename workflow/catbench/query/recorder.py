@@ -78,20 +78,22 @@ def evict(paths) -> int:
 
 
 @contextmanager
-def page_cache_held(held_bytes: int | None, name: str, files):
+def page_cache_held(held_bytes: int | None, name: str, files, first: str = "queries"):
     """The engines without a server held as a server is (``server.page_cache``): this job and the
     processes it starts (a local Dask cluster's workers) in a memory cgroup whose clean page cache
     stays at ``held_bytes``, the layout's ``files`` evicted first (pages cached before are charged
-    to whoever read them, and would be read past the hold). Yields the summary's record (the most
-    clean page cache seen filled in at the end); None where the key is null."""
+    to whoever read them, and would be read past the hold). Yields (the summary's record, None
+    where the key is null; ``phase(name)``, which starts the job's next phase after ``first``):
+    the most clean page cache seen, in all and in each phase, is filled in at the end."""
     if not held_bytes:
-        yield None
+        yield None, lambda name: None
         return
     record = {"held_bytes": held_bytes, "margin_bytes": JOB_HOLD_MARGIN}
-    with held_here(name, held_bytes) as seen:
+    with held_here(name, held_bytes, first) as held:
         evict(files)
-        yield record
-    record["cache_peak_bytes"] = seen["cache_peak"]
+        yield record, held.phase
+    record["cache_peak_bytes"] = max(held.peaks.values(), default=0)
+    record["cache_peak_bytes_by_phase"] = held.peaks
 
 
 def latency_stats(xs) -> dict:

@@ -90,7 +90,7 @@ def run_queries_duckdb(spec: QuerySpec, paths: QueryPaths, where: QueryLocation,
     memory = (duckdb.sql("SELECT current_setting('memory_limit')").fetchall()[0][0] if spec.launch.page_cache_hold
               else None)
     with staged_output(out_dir) as work:
-        with page_cache_held(spec.launch.page_cache_hold, f"{target}-{name}", [chunks_dir]) as held:
+        with page_cache_held(spec.launch.page_cache_hold, f"{target}-{name}", [chunks_dir]) as (held, _):
             engine = engine_class(chunks_dir, chunks, memory_limit=memory)
             engine.deadline = deadline
             try:

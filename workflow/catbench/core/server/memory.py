@@ -14,6 +14,7 @@ whatever its server's own memory is (a rung's own is most of its RAM, and not th
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -233,6 +234,7 @@ class PageCacheHold:
 
     def __init__(self, cage: MemoryCage, held_bytes: int, job: bool = False):
         self.cage, self.held_bytes, self.job, self.cache_peak = cage, held_bytes, job, 0
+        self._peak_lock = threading.Lock()
         self.every, self.margin = (JOB_HOLD_S, JOB_HOLD_MARGIN) if job else (HOLD_S, HOLD_MARGIN)
         self.file = cage.path / ("memory.high" if cage.version == 2 else "memory.limit_in_bytes")
         if cage.version == 1:
@@ -256,12 +258,19 @@ class PageCacheHold:
             # a job's Python, NumPy and Arrow thrash at each instruction
             own = max(own, self.cage.usage() - cache) + split[4]
             cache -= split[4]
-        self.cache_peak = max(self.cache_peak, cache - dirty - writeback)
+        with self._peak_lock:
+            self.cache_peak = max(self.cache_peak, cache - dirty - writeback)
         limit = own + dirty + writeback + self.held_bytes + self.margin
         try:
             self.file.write_text(str(limit))
         except OSError:   # v1 could not reclaim down to it yet (EBUSY): the next step tries again
             pass
+
+    def take_peak(self) -> int:
+        """``cache_peak`` so far, counted again from 0."""
+        with self._peak_lock:
+            peak, self.cache_peak = self.cache_peak, 0
+        return peak
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
@@ -273,31 +282,45 @@ class PageCacheHold:
             self._thread.join()
 
 
+class Held:
+    """What ``held_here`` yields. ``phase(name)`` ends the job's phase and starts ``name`` (a
+    Python engine's build of its layout, then its queries): each has its own peak. ``peaks``:
+    {phase: the most clean page cache a step saw in it, bytes}, filled in on the way out."""
+
+    def __init__(self, holder: subprocess.Popen):
+        self._holder, self.peaks = holder, {}
+
+    def phase(self, name: str) -> None:
+        self._holder.stdin.write(f"{name}\n")
+        self._holder.stdin.flush()
+
+
 @contextmanager
-def held_here(name: str, held_bytes: int):
+def held_here(name: str, held_bytes: int, phase: str = "job"):
     """This process, and every process it starts inside, in a memory cgroup whose clean page cache
-    is held at ``held_bytes`` (``server.page_cache``) beside all else they hold; yields a dict whose
-    ``cache_peak`` (bytes) is filled in on the way out. The hold steps from a process of its own
-    outside the cage: a thread inside would wait at a page fault with the processes it must let
-    through. Back in its own cgroup after, the cage removed: the processes started inside must be
-    gone by then or are moved out with it."""
+    is held at ``held_bytes`` (``server.page_cache``) beside all else they hold; yields a ``Held``,
+    its first phase ``phase``. The hold steps from a process of its own outside the cage: a thread
+    inside would wait at a page fault with the processes it must let through. Back in its own
+    cgroup after, the cage removed: the processes started inside must be gone by then or are
+    moved out with it."""
     cage = MemoryCage(name, None, held_bytes, job=True)
-    seen = {"cache_peak": 0}
-    holder = None
+    holder = held = None
     try:
         holder = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _hold; _hold()", str(cage.path),
-                                   str(cage.version), str(held_bytes)],
+                                   str(cage.version), str(held_bytes), phase],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         if holder.stdout.readline().strip() != "holding":     # its first step taken: the cage has its limit
             raise MemoryLimitError(f"config key '{PAGE_KEY}': the page cache of {cage.path} could not be held "
                                    f"(its holder exited {holder.wait()})")
         cage.enter()
-        yield seen
+        held = Held(holder)
+        yield held
     finally:
         _empty(cage.path)
         if holder is not None:
             out, _ = holder.communicate()     # its stdin closed: it ends, saying what it saw
-            seen["cache_peak"] = int(out or 0)
+            if held is not None and out.strip():
+                held.peaks = json.loads(out)
         cage.remove()
         if cage.path.exists():
             logging.getLogger(__name__).warning("memory cgroup %s still holds %s; the next catbench command removes "
@@ -322,17 +345,21 @@ def _procs(path: Path) -> list[str]:
 
 
 def _hold() -> None:
-    """The holder of ``held_here``: steps until its stdin closes (the job done, or dead), then
-    prints the most clean page cache it saw."""
-    path, version, held = sys.argv[1:4]
+    """The holder of ``held_here``: steps until its stdin closes (the job done, or dead); each line
+    on it starts a phase of that name. Then prints {phase: the most clean page cache it saw}."""
+    path, version, held, phase = sys.argv[1:5]
     cage = MemoryCage.__new__(MemoryCage)
     cage.path, cage.version, cage.hold = Path(path), int(version), None
     hold = PageCacheHold(cage, int(held), job=True)
     hold.start()
     print("holding", flush=True)
-    sys.stdin.read()
+    peaks = {}
+    for line in sys.stdin:
+        peaks[phase] = max(peaks.get(phase, 0), hold.take_peak())
+        phase = line.strip()
     hold.stop()
-    print(hold.cache_peak)
+    peaks[phase] = max(peaks.get(phase, 0), hold.take_peak())
+    print(json.dumps(peaks))
 
 
 def meminfo(path: str = "/proc/meminfo") -> dict[str, int]:

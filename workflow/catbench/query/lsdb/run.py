@@ -122,9 +122,10 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
         shutil.rmtree(root if kept is None else root / "dask", ignore_errors=True)    # what a killed run left
         opts = spec.lsdb.cluster
         try:
-            with (page_cache_held(spec.launch.page_cache_hold, f"{where.target}-lsdb", [chunks_dir, root / "hats"])
-                  as held, dask_cluster(opts, root / "dask") as cluster):
+            with (page_cache_held(spec.launch.page_cache_hold, f"{where.target}-lsdb", [chunks_dir, root / "hats"],
+                                  first="build") as (held, phase), dask_cluster(opts, root / "dask") as cluster):
                 built = kept or build_catalogs(chunks_dir, chunks, root / "hats", build, cluster.client)
+                phase("queries")      # the build's writes and reads apart from what the queries cache
                 _check_tiles(spec, chunks_dir, chunks, built)
                 deadline.left(f"target {where.target}: building the HATS catalogs")
                 engine = LsdbEngine(root / "hats", cluster, chunks_dir, chunks, spec.lsdb.n_neighbors)
