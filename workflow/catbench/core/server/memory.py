@@ -291,8 +291,12 @@ class Held:
         self._holder, self.peaks = holder, {}
 
     def phase(self, name: str) -> None:
-        self._holder.stdin.write(f"{name}\n")
-        self._holder.stdin.flush()
+        try:
+            self._holder.stdin.write(f"{name}\n")
+            self._holder.stdin.flush()
+        except (BrokenPipeError, ValueError):     # the holder gone: nothing holds the page cache any more
+            raise MemoryLimitError(f"config key '{PAGE_KEY}': the holder of the page cache exited "
+                                   f"({self._holder.poll()}) before the job's phase {name!r}") from None
 
 
 @contextmanager
