@@ -76,11 +76,15 @@ def test_a_slurm_clusters_workers_cannot_be_held_and_the_keys_are_named():
 
 
 @pytest.mark.skipif(bool(no_memory_cgroup()), reason=no_memory_cgroup() or "-")
-def test_a_phase_after_the_holder_died_is_refused_naming_the_key_and_leaves_no_cgroup():
+def test_a_holder_that_died_fails_the_job_naming_the_key_and_leaves_no_cgroup():
     from catbench.core.server.memory import MemoryLimitError, held_here
     with pytest.raises(MemoryLimitError, match=r"server\.page_cache.*holder.*'queries'"):
         with held_here("heldjob-gone", HELD, "build") as held:
             held._holder.kill()
             held._holder.wait()
             held.phase("queries")
+    with pytest.raises(MemoryLimitError, match=r"server\.page_cache.*holder.*exited \(-9\) while the job ran"):
+        with held_here("heldjob-gone", HELD, "queries") as held:
+            held._holder.kill()
+            held._holder.wait()
     assert not cgroup_paths("heldjob-gone")

@@ -309,6 +309,7 @@ def held_here(name: str, held_bytes: int, phase: str = "job"):
     moved out with it."""
     cage = MemoryCage(name, None, held_bytes, job=True)
     holder = held = None
+    done = False
     try:
         holder = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _hold; _hold()", str(cage.path),
                                    str(cage.version), str(held_bytes), phase],
@@ -319,6 +320,7 @@ def held_here(name: str, held_bytes: int, phase: str = "job"):
         cage.enter()
         held = Held(holder)
         yield held
+        done = True
     finally:
         _empty(cage.path)
         if holder is not None:
@@ -329,6 +331,9 @@ def held_here(name: str, held_bytes: int, phase: str = "job"):
         if cage.path.exists():
             logging.getLogger(__name__).warning("memory cgroup %s still holds %s; the next catbench command removes "
                                                 "it once they are gone", cage.path, " ".join(_procs(cage.path)))
+    if done and holder.returncode:      # what the job measured was not held throughout
+        raise MemoryLimitError(f"config key '{PAGE_KEY}': the holder of the page cache exited ({holder.returncode}) "
+                               f"while the job ran")
 
 
 def _empty(path: Path) -> None:
