@@ -104,7 +104,8 @@ def check() -> None:
 
 class MemoryCage:
     """One server's memory cgroup: made with its limit before the server starts, the server's
-    process put in it before it runs anything (``enter`` in the child), removed after it stops."""
+    process put in it before it runs anything (``enter`` in the child), removed after it stops.
+    ``job``: a job's (``held_here``), whose page cache its holder process holds, not this one."""
 
     def __init__(self, name: str, limit: int | None, hold: int | None = None, job: bool = False):
         self.key = key = PAGE_KEY if hold else KEY
@@ -125,8 +126,8 @@ class MemoryCage:
                 (self.path / limit_file).write_text(str(self.limit))
             if (self.path / "memory.swap.max").exists():    # the limit is RAM, not RAM and swap
                 (self.path / "memory.swap.max").write_text("0")
-            if hold:
-                self.hold = PageCacheHold(self, int(hold), job)
+            if hold and not job:
+                self.hold = PageCacheHold(self, int(hold))
         except OSError as exc:
             self.remove()
             raise MemoryLimitError(f"config key '{key}': the memory cgroup {self.path} could not be set to "
