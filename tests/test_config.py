@@ -13,6 +13,7 @@ import yaml
 from catbench.core.infra.config import ConfigError, load, n_groups, validate
 from catbench.prepare import catalog as cat_mod
 from support.preflight import check
+from support import preloaded
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -208,7 +209,7 @@ def snakemake_dry_run(tmp_path, cfg_text, *extra):
     cfgfile = tmp_path / "bad.yaml"
     cfgfile.write_text(cfg_text)
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-    return subprocess.run(
+    return preloaded.run(
         [str(VENV_BIN / "snakemake"), "partition", "-n", "-s", str(REPO / "Snakefile"),
          "-d", str(tmp_path / "wd"), "--configfile", str(cfgfile), *extra],
         capture_output=True, text=True, env=env, timeout=120)
@@ -282,7 +283,7 @@ def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_pat
 def _one_run(tmp_path, *command, timeout=120):
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
     script = [str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"), *command]
-    return subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=timeout)
+    return preloaded.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -298,7 +299,7 @@ def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
     (tmp_path / "catbench").write_text("import time; time.sleep(60)\n")
     argv = ([str(VENV_BIN / "python"), "-c", "import time; time.sleep(60)", "snakemake"] if alive == "snakemake"
             else [str(VENV_BIN / "python"), str(tmp_path / "catbench"), alive.split()[-1].replace("job", "load-index")])
-    live = subprocess.Popen(argv, cwd=tmp_path)
+    live = preloaded.popen(argv, cwd=tmp_path)
     try:
         r = _one_run(tmp_path, timeout=60)
         if alive == "catbench coverage":
@@ -315,7 +316,7 @@ def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
 
 def _holding_the_run_lock(workdir: Path, seconds: int) -> subprocess.Popen:
     """`make run`'s wrapper running `sleep` in ``workdir``, once it holds the run lock."""
-    run = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
+    run = preloaded.popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
                             "sleep", str(seconds)], cwd=workdir,
                            env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"})
     lock = workdir / ".snakemake" / "catbench-run.lock"
@@ -356,11 +357,11 @@ def test_snakemake_unlock_is_refused_while_a_run_of_the_checkout_is_live(tmp_pat
     unlock = [str(VENV_BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "--unlock", "--configfile", str(cfg)]
     live = _holding_the_run_lock(tmp_path, 60)
     try:
-        r = subprocess.run(unlock, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        r = preloaded.run(unlock, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         said = r.stdout + r.stderr
         assert r.returncode != 0 and "is live (it holds " in said and f"catbench-run.lock, pid {live.pid})" in said, said
     finally:
         live.kill()
         live.wait()
-    r = subprocess.run(unlock, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    r = preloaded.run(unlock, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -4,7 +4,6 @@ the refusals before any work, and the stage end to end with the real Snakemake a
 import copy
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from catbench.cli.common import read_config
 from catbench.core.infra.config import ConfigError, validate
 from catbench.core.infra.targets import parse_size
 from catbench.predict.spec import InRun, rung_config
+from support import preloaded
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -98,7 +98,7 @@ def test_the_predict_stage_runs_its_rung_and_the_report_opens_with_the_answer(tm
     cfgfile = tmp_path / "c.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
     wd = tmp_path / "wd"
-    r = subprocess.run([str(VENV_BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(wd),
+    r = preloaded.run([str(VENV_BIN / "snakemake"), "-s", str(REPO / "Snakefile"), "-d", str(wd),
                         "--configfile", str(cfgfile), "--cores", "2"],
                        capture_output=True, text=True, env=ENV, timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

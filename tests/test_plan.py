@@ -4,7 +4,6 @@ minutes per stage) and its limit (run_limit_h): in the package and through `snak
 import dataclasses
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from catbench.load.spec import LoadSpec
 from catbench.load.strategies import get_strategy, load_pairs
 from support.text import line_with
 from support.preflight import check
+from support import preloaded
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -132,7 +132,7 @@ def dry_run(tmp_path, cfg: dict, *extra):
     cfgfile = tmp_path / "my.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
-    return subprocess.run([str(VENV_BIN / "snakemake"), "-n", "-s", str(REPO / "Snakefile"), "-d",
+    return preloaded.run([str(VENV_BIN / "snakemake"), "-n", "-s", str(REPO / "Snakefile"), "-d",
                            str(tmp_path / "wd"), "--configfile", str(cfgfile), *extra],
                           capture_output=True, text=True, env=env, timeout=300)
 

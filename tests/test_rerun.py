@@ -15,6 +15,7 @@ import pytest
 import yaml
 from support.faultkit import RUN, copy_workdir, foreground_signals
 from support.shared_run import shared_tiny_run
+from support import preloaded
 
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
@@ -44,7 +45,7 @@ def _cfg(tmp_path: Path, **extra) -> Path:
 def _run(tmp_path, *args, check=True, timeout=600):
     cmd = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2",
            *args, "--configfile", str(tmp_path / "config.yaml")]
-    r = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    r = preloaded.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
     if check:
         assert r.returncode == 0, f"{cmd}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
     return r
@@ -106,7 +107,7 @@ def test_interrupted_run_resumes_without_redoing_finished_jobs(tmp_path):
     _cfg(tmp_path)
     cmd = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "1",
            "partition", "--configfile", str(tmp_path / "config.yaml")]
-    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    p = preloaded.popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          preexec_fn=foreground_signals)
     parts = tmp_path / "results/rerun/catalog/Object"
     t0 = time.monotonic()

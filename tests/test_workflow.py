@@ -5,7 +5,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from catbench.prepare.catalog import part_copies
 from catbench.prepare.chunker import Chunker
 from support.faultkit import RUN, copy_workdir, tiny_config
 from support.shared_run import shared_tiny_run
+from support import preloaded
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -30,7 +30,7 @@ SMALL = yaml.safe_load((REPO / "tests" / "configs" / "small.yaml").read_text())
 def snakemake(workdir: Path, configfile: Path, *args, timeout=600):
     cmd = [SNAKEMAKE, *args, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
            "--configfile", str(configfile)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout,
+    return preloaded.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout,
                           cwd=workdir.parent)
 
 
@@ -143,7 +143,7 @@ def test_rerun_is_up_to_date(two_runs, tmp_path):
 
 @pytest.mark.slow
 def test_lint():
-    r = subprocess.run([SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True,
+    r = preloaded.run([SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True,
                        env=ENV, timeout=120)
     print(r.stdout, r.stderr)
     assert r.returncode == 0, r.stdout + r.stderr

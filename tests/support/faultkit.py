@@ -23,6 +23,7 @@ import yaml
 
 from .paths import CATBENCH, ENV, REPO, SNAKEMAKE
 from .servers import kill_servers, server_procs, wait_no_servers
+from . import preloaded
 
 RUN = "faults"
 LOAD_DIR = "catbench-load_index-bigint-innodb-one-file-at-a-time"
@@ -50,7 +51,7 @@ def snakemake_cmd(workdir: Path, *args, cores: int = 2) -> list[str]:
 
 
 def snakemake(workdir: Path, *args, check: bool = True, timeout: float = 300):
-    r = subprocess.run(snakemake_cmd(workdir, *args), env=ENV, capture_output=True, text=True,
+    r = preloaded.run(snakemake_cmd(workdir, *args), env=ENV, capture_output=True, text=True,
                        timeout=timeout)
     if check:
         assert r.returncode == 0, f"snakemake {args} failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
@@ -65,11 +66,11 @@ def foreground_signals():
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
-def start_snakemake(workdir: Path, *args, log_name: str = "snakemake.out") -> subprocess.Popen:
+def start_snakemake(workdir: Path, *args, log_name: str = "snakemake.out") -> preloaded.Popen:
     """snakemake in its own session (process group), as a shell runs a foreground job."""
     out = open(workdir / log_name, "wb")
     try:
-        return subprocess.Popen(snakemake_cmd(workdir, *args), env=ENV, stdout=out,
+        return preloaded.popen(snakemake_cmd(workdir, *args), env=ENV, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=foreground_signals)
     finally:

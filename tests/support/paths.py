@@ -18,4 +18,5 @@ def snakemake(workdir: Path, configfile: Path, *args, timeout: float = 900) -> s
     options) come before --configfile, which takes several values."""
     cmd = [str(SNAKEMAKE), *args, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
            "--configfile", str(configfile)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout, cwd=workdir.parent)
+    from . import preloaded     # it imports this module
+    return preloaded.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout, cwd=workdir.parent)

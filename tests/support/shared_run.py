@@ -9,7 +9,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ import psutil
 
 from .faultkit import ENV, fingerprint, snakemake_cmd, tiny_config
 from .servers import kill_servers, server_procs
+from . import preloaded
 
 # set by conftest.py before the workers start; removed by it once they have all finished
 SHARED_ENV = "CATBENCH_TEST_SHARED"
@@ -80,8 +80,8 @@ def shared_tiny_run() -> dict:
             tiny_config(wd, {"disk": disk})
             try:
                 with ListenWatch(disk) as watch:
-                    r = subprocess.run(snakemake_cmd(wd), env=ENV, capture_output=True, text=True,
-                                       timeout=600, preexec_fn=lambda: os.umask(UMASK))
+                    r = preloaded.run(snakemake_cmd(wd), env=ENV, capture_output=True, text=True,
+                                       timeout=600, umask=UMASK)
                 assert r.returncode == 0, f"the shared tiny run failed:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
             finally:
                 kill_servers(disk)
