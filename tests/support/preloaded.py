@@ -5,8 +5,9 @@ A start of the command imports Snakemake, its plugins and what they import (pand
 run. Here one server a test worker imports them, then forks once a run. Each run still is its
 own process: its own pid, process group where asked, working directory, environment, signal
 handlers and standard streams, Snakemake's own ``main`` from the same code, exit status as the
-command's. What differs: the command line ``/proc`` shows (the server's) and what a module read
-of the environment at import (the server's, the worker's: the tests' runs share it).
+command's. What differs: the command line ``/proc`` shows (the server's), what a module read of
+the environment at import (the server's, the worker's: the tests' runs share it) and the first
+folder of ``sys.path`` (``tests/``, whose modules no workflow code imports, not ``.venv/bin``).
 
 ``run`` and ``Popen`` take the subset of ``subprocess``'s arguments the tests use; any other
 command goes to ``subprocess`` itself."""
@@ -101,7 +102,6 @@ def _child(req: dict, fds: list[int]) -> None:
         os.environ.update(req["env"])
         tempfile.tempdir = None
         sys.argv = req["argv"]
-        sys.path[0] = os.path.dirname(req["argv"][0])     # as the console script's own folder
         from snakemake.cli import main
         try:
             ret = main()
