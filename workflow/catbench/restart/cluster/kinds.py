@@ -28,7 +28,7 @@ from . import galera_log
 from .node import state_parts, wsrep_status
 from .options import ClusterError
 from .rows import build
-from .session import joining, own_listeners
+from .session import OwnListeners, joining
 from .stream import StagingSampler
 from .workload import Workload
 
@@ -47,11 +47,12 @@ class StatusSampler(threading.Thread):
         super().__init__(name="catbench-wsrep-status", daemon=True)
         self.crun, self.samples, self.halt = crun, [], threading.Event()
         self.listeners: set = set()
+        self._own = OwnListeners()
 
     def run(self):
         conn = None
         while not self.halt.is_set():
-            self.listeners |= own_listeners()
+            self.listeners |= self._own.sample()
             try:
                 conn = conn or self.crun.cluster.conn(self.crun.insert_node)
                 st = wsrep_status(conn)
