@@ -220,3 +220,29 @@ def test_the_report_made_again_and_another_configs_results_left_out(tmp_path):
     md = (report.parent / "tables" / "summary.md").read_text()
     assert "not results of this config" in md and "targets/disk.json" in md
     assert list(json.loads((report / "provenance.json").read_text())["targets"]) == ["ssd"]
+
+
+def test_a_preloaded_snakemake_run_answers_as_the_command_does(tmp_path):
+    """support/preloaded.py: the same output and exit status as the venv's snakemake started
+    plainly, in its own session and folder where asked, and an interrupt ends it as it ends one."""
+    import signal
+    import subprocess
+
+    for args in (["--version"], ["--no-such-option"]):
+        plain = subprocess.run([SNAKEMAKE, *args], capture_output=True, text=True, env=ENV, timeout=120)
+        forked = preloaded.run([SNAKEMAKE, *args], capture_output=True, text=True, env=ENV, timeout=120)
+        # the last line: the usage above it lists sets, whose order each process's hash seed picks
+        assert (forked.returncode, forked.stdout, forked.stderr.splitlines()[-1:]) == \
+            (plain.returncode, plain.stdout, plain.stderr.splitlines()[-1:])
+    assert plain.returncode == 2 and "unrecognized arguments" in plain.stderr
+    (tmp_path / "Snakefile").write_text('rule wait:\n    shell: "sleep 60"\n')
+    p = preloaded.popen([SNAKEMAKE, "--cores", "1"], env=ENV, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert os.getpgid(p.pid) == p.pid and os.readlink(f"/proc/{p.pid}/cwd") == str(tmp_path)
+        assert p.poll() is None
+        time.sleep(3)
+        os.killpg(p.pid, signal.SIGINT)     # as a shell's Ctrl-C reaches a foreground job
+        assert p.wait(timeout=60) != 0
+    finally:
+        p.kill()

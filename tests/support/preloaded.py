@@ -6,8 +6,9 @@ run. Here one server a test worker imports them, then forks once a run. Each run
 own process: its own pid, process group where asked, working directory, environment, signal
 handlers and standard streams, Snakemake's own ``main`` from the same code, exit status as the
 command's. What differs: the command line ``/proc`` shows (the server's), what a module read of
-the environment at import (the server's, the worker's: the tests' runs share it) and the first
-folder of ``sys.path`` (``tests/``, whose modules no workflow code imports, not ``.venv/bin``).
+the environment at import (the server's, the worker's: the tests' runs share it), the hash seed
+(one a worker: a set is listed in the same order by each of its runs) and the first folder of
+``sys.path`` (``tests/``, whose modules no workflow code imports, not ``.venv/bin``).
 
 ``run`` and ``Popen`` take the subset of ``subprocess``'s arguments the tests use; any other
 command goes to ``subprocess`` itself."""
@@ -62,12 +63,15 @@ def _serve(path: str) -> None:
             elif key.data is None:
                 conn, _ = listener.accept()
                 msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                ready, told = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
-                    _child(json.loads(msg), fds)
-                for fd in fds:
+                    _child(json.loads(msg), fds, told)
+                for fd in (*fds, told):
                     os.close(fd)
+                os.read(ready, 1)       # its session and folder set, as subprocess's Popen returns
+                os.close(ready)
                 conn.sendall(f"{pid}\n".encode())
                 pidfd = os.pidfd_open(pid)
                 sel.register(pidfd, selectors.EVENT_READ, (pid, conn))
@@ -83,14 +87,13 @@ def _serve(path: str) -> None:
                 conn.close()
 
 
-def _child(req: dict, fds: list[int]) -> None:
-    """In the fork: the request's streams, folder, environment, session and signals; then
-    Snakemake's main as its console script calls it; never returns."""
+def _child(req: dict, fds: list[int], told: int) -> None:
+    """In the fork: the request's streams, folder, environment, session and signals (then a
+    byte on ``told``); then Snakemake's main as its console script calls it; never returns."""
     code = 1
     try:
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         if req["session"]:
             os.setsid()
         if req["foreground"]:         # as faultkit.foreground_signals before an exec
@@ -102,6 +105,8 @@ def _child(req: dict, fds: list[int]) -> None:
         os.environ.update(req["env"])
         tempfile.tempdir = None
         sys.argv = req["argv"]
+        os.write(told, b"1")
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         from snakemake.cli import main
         try:
             ret = main()
@@ -134,7 +139,7 @@ def _flush() -> None:
 def _address() -> str:
     """The worker's server, started on first use and stopped when the worker exits."""
     with _lock:
-        if _server.get("pid") != os.getpid():
+        if _server.get("pid") != os.getpid() or _server["proc"].poll() is not None:
             folder = tempfile.mkdtemp(prefix="cbt-preloaded-", dir="/tmp")
             path = os.path.join(folder, "s")
             # its stdin a pipe this process alone holds: it ends when the worker does, however
