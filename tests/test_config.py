@@ -283,7 +283,7 @@ def test_a_sections_key_from_the_command_line_is_typed_as_in_a_yaml_file(tmp_pat
 def _one_run(tmp_path, *command, timeout=120):
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
     script = [str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"), *command]
-    return preloaded.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run(script, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -299,7 +299,7 @@ def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
     (tmp_path / "catbench").write_text("import time; time.sleep(60)\n")
     argv = ([str(VENV_BIN / "python"), "-c", "import time; time.sleep(60)", "snakemake"] if alive == "snakemake"
             else [str(VENV_BIN / "python"), str(tmp_path / "catbench"), alive.split()[-1].replace("job", "load-index")])
-    live = preloaded.popen(argv, cwd=tmp_path)
+    live = subprocess.Popen(argv, cwd=tmp_path)
     try:
         r = _one_run(tmp_path, timeout=60)
         if alive == "catbench coverage":
@@ -316,7 +316,7 @@ def test_make_run_removes_a_stale_lock_and_stops_at_a_live_one(tmp_path, alive):
 
 def _holding_the_run_lock(workdir: Path, seconds: int) -> subprocess.Popen:
     """`make run`'s wrapper running `sleep` in ``workdir``, once it holds the run lock."""
-    run = preloaded.popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
+    run = subprocess.Popen([str(VENV_BIN / "python"), str(REPO / "workflow" / "scripts" / "one_run.py"),
                             "sleep", str(seconds)], cwd=workdir,
                            env={**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"})
     lock = workdir / ".snakemake" / "catbench-run.lock"

@@ -21,7 +21,6 @@ from catbench.load.load_index import run_load_index
 from catbench.load.spec import LoadCase
 from support.indexinput import write_files
 from support.text import line_with
-from support import preloaded
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
@@ -66,7 +65,7 @@ def _kill_after_repetitions(cmd: list, basedir: Path, log: Path, finished: int):
     """Runs the load ``cmd`` and kills it (SIGSTOP, then SIGKILL: its server stops with it)
     as soon as its ledger's resume.json has ``finished`` repetitions completed."""
     with open(log, "wb") as fh:
-        proc = preloaded.popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 180
         while True:
@@ -111,7 +110,7 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(scratch, en
     kill_at = random.Random().randrange(3, 40)
     log = scratch / "first.log"
     with open(log, "wb") as fh:
-        proc = preloaded.popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
         while _ledger_files(basedir, table) < kill_at:
@@ -124,7 +123,7 @@ def test_load_killed_at_a_random_file_resumes_with_the_same_checksum(scratch, en
         proc.wait()
     assert not out.exists()
     assert (basedir / "resume.json").exists()
-    r = preloaded.run(cmd, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "resuming after" in r.stderr or "resuming after" in r.stdout
     s = json.loads((out / "summary.json").read_text())
@@ -176,7 +175,7 @@ def test_a_committed_file_changed_in_place_stops_the_resume_naming_it(scratch):
            "--engine", "innodb", "--strategy", "one-file-at-a-time", "--optimize-limit-s", "0", "--lookup-count", "100",
            "--repetitions", "1"]
     with open(scratch / "first.log", "wb") as fh:
-        proc = preloaded.popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
         while _ledger_files(basedir, "bigint_one_file_at_a_time") < 5:
@@ -189,7 +188,7 @@ def test_a_committed_file_changed_in_place_stops_the_resume_naming_it(scratch):
     text = files[0].read_bytes()
     end = text.index(b"\n")                       # the first line's last digit (its subChunkId)
     files[0].write_bytes(text[:end - 1] + str((int(text[end - 1:end]) + 1) % 10).encode() + text[end:])
-    r = preloaded.run(cmd, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and not (out / "summary.json").exists()
     said = r.stdout + r.stderr
     assert line_with(said, "cannot resume", f"input file {files[0]} changed"), said[-3000:]
@@ -207,7 +206,7 @@ def test_a_load_killed_after_its_last_repetition_finished_writes_its_results_on_
     cmd = _innodb_load(files, out, target, "--repetitions", "1")
     _kill_after_repetitions(cmd, basedir, scratch / "first.log", 1)
     assert not out.exists()
-    r = preloaded.run(cmd, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["rows"] == rows and s["checksum_ok"] and s["checksum_table"] == checksum and s["server"]["variables"]
@@ -230,7 +229,7 @@ def test_a_load_stopped_before_its_table_was_made_resumes_from_its_first_file(sc
            "--strategy", strategy, "--optimize-limit-s", "0", "--lookup-count", "100", "--repetitions", "1"]
     log = scratch / "first.log"
     with open(log, "wb") as fh:
-        proc = preloaded.popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 120
         while _ledger_files(basedir, table) < 2:
@@ -249,7 +248,7 @@ def test_a_load_stopped_before_its_table_was_made_resumes_from_its_first_file(sc
         proc.kill()
         proc.wait()
     assert (basedir / "resume.json").exists()
-    r = preloaded.run(cmd, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     said = r.stdout + r.stderr
     assert r.returncode == 0, said[-3000:]
     assert line_with(said, "resuming after 0 of 12 committed files", "table was not made"), said[-3000:]
@@ -269,7 +268,7 @@ def test_an_adaptive_load_killed_after_its_pilot_resumes_to_the_same_number_of_l
     _kill_after_repetitions(cmd, basedir, scratch / "first.log", 2)
     pilot = [d["figures"]["rows_per_s"] for d in json.loads((basedir / "resume.json").read_text())["completed"][:2]]
     assert not out.exists()
-    r = preloaded.run(cmd, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert [p["rows_per_s"] for p in s["pilot"]] == pilot

@@ -21,7 +21,6 @@ from catbench.load.spec import LoadCase
 from catbench.load.job import LoadOptions
 from catbench.load.strategies import STRATEGIES, table_ddl
 from support.indexinput import write_files
-from support import preloaded
 
 pytestmark = pytest.mark.server
 VENV_BIN = Path(sys.executable).parent
@@ -164,7 +163,7 @@ def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
            "--sort-memory", "64MB"]
     log = root / "kill.log"
     with open(log, "wb") as fh:
-        proc = preloaded.popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 60
     while time.time() < deadline and b"with strategy bulk" not in log.read_bytes():
         assert proc.poll() is None, log.read_text()
@@ -181,7 +180,7 @@ def test_killed_load_leaves_no_results_and_rerun_succeeds(root):
     assert not out.exists()
     basedir = target / "catbench-load_index-char28-innodb-bulk"
     assert basedir.exists()  # a stale datadir, removed by the re-run
-    r = preloaded.run(cmd, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert s["rows"] == 200_000 and s["checksum_ok"] and s["strategy"] == "bulk"

@@ -95,13 +95,13 @@ def test_a_target_that_fills_during_a_load_is_named_with_its_free_bytes_and_the_
                "--repetitions", "1", "--settings-json", settings]
         log = tmp_path / "load.log"
         with open(log, "wb") as fh:
-            proc = preloaded.popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.time() + 120
             while b"loading 60 files" not in log.read_bytes():
                 assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
                 time.sleep(0.05)
-            preloaded.run(["dd", "if=/dev/zero", f"of={small / 'filler'}", "bs=1M"], capture_output=True)
+            subprocess.run(["dd", "if=/dev/zero", f"of={small / 'filler'}", "bs=1M"], capture_output=True)
             assert proc.wait(timeout=120) != 0
         finally:
             proc.kill()
@@ -132,7 +132,7 @@ def test_a_resumed_load_counts_its_kept_data_as_already_on_the_target(tmp_path):
                "--repetitions", "1", "--settings-json", json.dumps(given)]
         log = tmp_path / "first.log"
         with open(log, "wb") as fh:
-            proc = preloaded.popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.time() + 120
             while b"loaded 2" not in log.read_bytes() and b"loaded 3" not in log.read_bytes():
@@ -149,7 +149,7 @@ def test_a_resumed_load_counts_its_kept_data_as_already_on_the_target(tmp_path):
         with open(small / "filler", "wb") as f:
             f.truncate(0)
             f.write(b"\0" * max(0, free - leave))
-        r = preloaded.run(cmd, capture_output=True, text=True, timeout=300)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         said = r.stdout + r.stderr
         assert r.returncode == 0 and "resuming after" in said, said[-3000:]
         assert json.loads((tmp_path / "load" / "summary.json").read_text())["checksum_ok"]

@@ -133,9 +133,9 @@ def _listening() -> dict[int, tuple[str, int]]:
 class OwnListeners:
     """(address, port, process name) of every TCP socket listening in a descendant of this
     process: the nodes and their SST helpers (all must be on 127.0.0.1). A sample reads the
-    namespace's listening sockets once and the descendants' descriptors only when one is new;
-    psutil's per-process tables read the whole table again for each process (a sixth of a core
-    at five samples a second, on the machine whose restarts are measured)."""
+    namespace's listening sockets once and the descendants' descriptors only when one is new:
+    psutil's per-process tables read the whole table again for each node process, five times a
+    second, on the machine whose restarts are measured."""
 
     def __init__(self):
         self.owner: dict[int, str | None] = {}      # socket inode -> descendant's name, None: not ours
