@@ -23,6 +23,7 @@ from catbench.cli.cluster import cluster_spec
 from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
 from catbench.restart.cluster.run_cluster import run_cluster
+from catbench.restart.cluster.session import listening_sockets
 
 from support import indexinput
 from support.servers import tmpfs
@@ -55,27 +56,6 @@ def listening(ports: set[int]) -> list:
             if c.status == psutil.CONN_LISTEN and c.laddr.port in ports]
 
 
-def _listen_inodes() -> dict[int, tuple[str, int]]:
-    """{socket inode: (address, port)} of every TCP socket listening on this machine, from
-    /proc/net/tcp and tcp6: one read a sample, whatever the processes' threads and files."""
-    out = {}
-    for name, width in (("tcp", 8), ("tcp6", 32)):
-        try:
-            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            if f[3] != "0A":                       # TCP_LISTEN
-                continue
-            addr, port = f[1].split(":")
-            raw = bytes.fromhex(addr)
-            ip = (socket.inet_ntop(socket.AF_INET, raw[::-1]) if width == 8 else
-                  socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))))
-            out[int(f[9])] = (ip.removeprefix("::ffff:"), int(port, 16))
-    return out
-
-
 class ListenerWatch(threading.Thread):
     """Every TCP listener of this process's descendants, sampled every 0.1 s: the machine's
     listening sockets read each sample, their owner looked up once, when a socket first listens."""
@@ -99,7 +79,7 @@ class ListenerWatch(threading.Thread):
 
     def run(self):
         while not self.halt.is_set():
-            now = _listen_inodes()
+            now = listening_sockets()
             new = set(now) - self.known
             if new:
                 owned = self._owned(new)

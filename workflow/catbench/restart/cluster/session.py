@@ -110,7 +110,7 @@ def joining(node: Node):
                 signal.signal(sig, prev[sig])
 
 
-def _listening() -> dict[int, tuple[str, int]]:
+def listening_sockets() -> dict[int, tuple[str, int]]:
     """{socket inode: (address, port)} of every TCP socket listening in this network namespace:
     the LISTEN rows of /proc/net/tcp and tcp6, read once."""
     out = {}
@@ -141,7 +141,7 @@ class OwnListeners:
         self.owner: dict[int, str | None] = {}      # socket inode -> descendant's name, None: not ours
 
     def sample(self) -> set[tuple[str, int, str]]:
-        table = _listening()
+        table = listening_sockets()
         new = {i for i in table if i not in self.owner}
         if new:
             found = self._owners({f"socket:[{i}]": i for i in new})
