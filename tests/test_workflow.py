@@ -15,7 +15,7 @@ from catbench.core.infra.config import n_groups, validate
 from catbench.core.sky.copies import map_batches
 from catbench.prepare.catalog import part_copies
 from catbench.prepare.chunker import Chunker
-from support.faultkit import RUN, copy_workdir, tiny_config
+from support.faultkit import RUN, copy_workdir, foreground_signals, tiny_config
 from support.shared_run import shared_tiny_run
 from support import preloaded
 
@@ -236,8 +236,9 @@ def test_a_preloaded_snakemake_run_answers_as_the_command_does(tmp_path):
             (plain.returncode, plain.stdout, plain.stderr.splitlines()[-1:])
     assert plain.returncode == 2 and "unrecognized arguments" in plain.stderr
     (tmp_path / "Snakefile").write_text('rule wait:\n    shell: "sleep 60"\n')
+    # SIGINT at its default, as in a foreground job: a suite started in the background inherits it ignored
     p = preloaded.popen([SNAKEMAKE, "--cores", "1"], env=ENV, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, start_new_session=True)
+                        stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=foreground_signals)
     try:
         assert os.getpgid(p.pid) == p.pid and os.readlink(f"/proc/{p.pid}/cwd") == str(tmp_path)
         assert p.poll() is None
