@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import psutil
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from catbench.core.infra.config import validate
@@ -60,8 +61,9 @@ def engines():
         cfg["queries"].update(cold=False, concurrency={"streams": 1, "seconds": 0.5, "lv1_interval_s": 0.1})
         (root / "lsdb.json").write_text(json.dumps(cfg))
         # both engines without a server also held as a server is, past their page cache where memory
-        # cgroups can be made (the layouts are a few MiB)
-        held = {**cfg, "server": {**cfg["server"], "page_cache": None if no_memory_cgroup() else HELD}}
+        # cgroups can be made (the layouts are a few MiB), and each query run again with its layout evicted
+        held = {**cfg, "queries": {**cfg["queries"], "evicted": True},
+                "server": {**cfg["server"], "page_cache": None if no_memory_cgroup() else HELD}}
         before = {p.pid for p in _dask_processes()}
         (root / "tmp").mkdir()     # the job's temporary folder: nothing of Dask's may be left there
         run = _lsdb_cli(root, held, duck["params"], root / "out/t1/lsdb", keep=True,    # the Slurm run reuses it
@@ -82,6 +84,17 @@ def test_every_answer_equals_duckdbs(engines):
     check = check_answers([root / "out/parquet/duckdb", root / "out/t1/lsdb", root / "out/held/duckdb"])
     assert check["ok"] and set(check["queries"]) == set(engines["duck"]["answers"])
     assert engines["lsdb"]["answers"]["SHV1"] == engines["duck"]["answers"]["SHV1"] != "n=0"
+
+
+@pytest.mark.slow
+def test_each_query_runs_again_with_the_hats_catalogs_evicted_and_its_answer_unchanged(engines):
+    """queries.evicted: each query once more after the HATS files' page cache is dropped, the Dask
+    cluster kept (its workers read the tiles again from the device), the answer the warm run's."""
+    rows = pq.read_table(engines["root"] / "out/t1/lsdb/results.parquet").to_pylist()
+    for q in engines["duck"]["answers"]:
+        (evicted,) = [r for r in rows if r["query"] == q and r["cache"] == "evicted"]
+        assert evicted["digest"] == next(r["digest"] for r in rows if r["query"] == q and r["cache"] == "warm"), q
+    assert "posix_fadvise" in engines["lsdb"]["evicted_method"]
 
 
 @pytest.mark.slow
