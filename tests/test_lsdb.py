@@ -27,6 +27,7 @@ from catbench.query.check import check_answers
 from catbench.query.engines import udf_path
 from catbench.query.chunk_tables import read_chunk_list
 from catbench.query.lsdb.build import BuildOptions, kept_build, margin_order, order_for
+from catbench.query.lsdb.cluster import ClusterOptions, dask_cluster
 from catbench.query.lsdb.expressions import ab_mag, filled, greater
 from catbench.query.query_engines import QUERY_ENGINES, QueryLocation
 from catbench.query.run_queries import QueryPaths, run_queries_duckdb
@@ -173,6 +174,16 @@ def test_flux_to_ab_mag_follows_duckdb_on_nan_null_and_non_positive_fluxes():
 def test_a_point_that_found_as_many_neighbours_as_asked_is_seen():
     m = pd.DataFrame({"objectId_1": [1, 1, 2], "objectId_2": [1, 2, 2]})
     assert filled(m, 2) and not filled(m, 3) and not filled(m.iloc[:0], 2)
+
+
+@pytest.mark.slow
+def test_a_started_clusters_workers_have_imported_lsdb_before_any_query(tmp_path):
+    # a cold run's new workers (restart() is stop() and start()): its time is their reads and work,
+    # not Python's imports (~2 s a query here)
+    before = {p.pid for p in _dask_processes()}
+    with dask_cluster(ClusterOptions(1, 1, 2**30), tmp_path / "dask") as cluster:
+        assert set(cluster.client.run(lambda: "lsdb" in sys.modules).values()) == {True}
+    assert not [p for p in _dask_processes() if p.pid not in before]
 
 
 def test_margins_and_orders():

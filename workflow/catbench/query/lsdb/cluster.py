@@ -70,6 +70,13 @@ def _until_gone(jobs: list[str]) -> None:
 KINDS = {"local": _local, "slurm": _slurm}
 
 
+def _import_engine() -> None:
+    """On each worker as it joins: what its first task would import (LSDB, HATS, nested-pandas,
+    Dask's dataframes; ~2–4 CPU-s a process), so that a cold run times a new worker's reads and
+    work, as a restarted server's start is not timed, not Python's imports."""
+    import lsdb  # noqa: F401
+
+
 class DaskCluster:
     """A cluster of ``opts`` and its client; ``restart()`` (a cold run's) stops both and starts
     fresh ones: a new set of worker processes, nothing of the last query kept."""
@@ -91,6 +98,7 @@ class DaskCluster:
                              f"worker(s) within {START_TIMEOUT_S} s (queries.lsdb.workers"
                              + ("; a Slurm worker job asks the query job's time limit, its cores and memory: "
                                 "squeue says why one is pending)" if opts.kind == "slurm" else ")")) from None
+        self.client.run(_import_engine)
         log.info("Dask %s cluster: %d worker(s) of %d thread(s), %.0f MiB each", opts.kind, opts.workers,
                  opts.threads, opts.memory_bytes / 2**20)
         return self.client
