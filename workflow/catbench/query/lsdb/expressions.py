@@ -186,13 +186,31 @@ def filled(matched: pd.DataFrame, k: int) -> bool:
     return bool(len(matched)) and int(matched.groupby("objectId_1").size().max()) >= k
 
 
+def _pairs(box, k: int, p: dict):
+    """SHV1's plan: the box's cross-match with itself, ``k`` neighbours within the radius."""
+    return box.crossmatch(box, n_neighbors=k, radius_arcsec=3600.0 * float(p["radius_deg"]) * 1.001,
+                          suffixes=("_1", "_2"), suffix_method="all_columns", require_right_margin=True)
+
+
+def _joined(objects, sources):
+    """SHV2's plan: the box's Objects joined to their Sources by id."""
+    return objects.join(sources, left_on="objectId", right_on="objectId", suffixes=("_o", "_s"),
+                        suffix_method="overlapping_columns", log_changes=False)
+
+
+def plan_both(e, p: dict) -> None:
+    """SHV1's and SHV2's plans in the box ``p``, nothing computed (what the engine's start makes
+    HATS compile)."""
+    box = _box(e.positions["Object"], p)
+    _pairs(box, 2, p)
+    _joined(box, e.positions["Source"])
+
+
 def shv1(e, p: dict) -> Answer:
     box = _box(e.positions["Object"], p)
     k = e.neighbors_used     # what an earlier run of the query needed, else queries.lsdb.n_neighbors
     while True:
-        m = e.compute(box.crossmatch(box, n_neighbors=k, radius_arcsec=3600.0 * float(p["radius_deg"]) * 1.001,
-                                     suffixes=("_1", "_2"), suffix_method="all_columns",
-                                     require_right_margin=True))
+        m = e.compute(_pairs(box, k, p))
         if not filled(m, k):
             break
         if k >= MAX_NEIGHBORS:
@@ -206,8 +224,7 @@ def shv1(e, p: dict) -> Answer:
 def shv2(e, p: dict) -> Answer:
     objects = _box(e.positions["Object"], p)
     sources = e.positions["Source"]
-    j = e.compute(objects.join(sources, left_on="objectId", right_on="objectId", suffixes=("_o", "_s"),
-                               suffix_method="overlapping_columns", log_changes=False))
+    j = e.compute(_joined(objects, sources))
     keep = in_box(j, "ra_PS", "decl_PS", p) & (
         ang_sep(j["ra"], j["decl"], j["ra_PS"], j["decl_PS"]) > float(p["radius_deg"]))
     df = j[keep].rename(columns={"objectId_o": "objectId"})

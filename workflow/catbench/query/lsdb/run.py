@@ -130,6 +130,8 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                 deadline.left(f"target {where.target}: building the HATS catalogs")
                 engine = LsdbEngine(root / "hats", cluster, chunks_dir, chunks, spec.lsdb.n_neighbors)
                 engine.deadline = deadline
+                if {"SHV1", "SHV2"} & set(spec.names):
+                    engine.compile_joins(chunks_dir, chunks)
                 dropped = drop_caches() if spec.cold else False
                 rec = Recorder(where.target, "lsdb", suite,
                                ("cluster-restart+drop_caches" if dropped else "cluster-restart-only") if spec.cold
