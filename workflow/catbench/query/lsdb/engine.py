@@ -56,6 +56,12 @@ class LsdbEngine:
             plan_both(self, {"ra_min": max(x - 0.01, 0.0), "ra_max": min(x + 0.01, 360.0),
                              "dec_min": max(y - 0.01, -90.0), "dec_max": min(y + 0.01, 90.0), "radius_deg": 0.001})
 
+    @staticmethod
+    def alignment_compiles() -> int:
+        """The signatures numba has compiled of HATS' tile alignment in this process so far."""
+        from hats.pixel_tree import pixel_alignment
+        return sum(len(getattr(f, "signatures", ())) for f in vars(pixel_alignment).values())
+
     def restart(self):
         self.cluster.restart()
         self.open()

@@ -132,6 +132,7 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                 engine.deadline = deadline
                 if {"SHV1", "SHV2"} & set(spec.names):
                     engine.compile_joins(chunks_dir, chunks)
+                compiled = engine.alignment_compiles()
                 dropped = drop_caches() if spec.cold else False
                 rec = Recorder(where.target, "lsdb", suite,
                                ("cluster-restart+drop_caches" if dropped else "cluster-restart-only") if spec.cold
@@ -145,6 +146,8 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                 run_suite(engine, Caches(restart, spec.cold, (lambda: evict([root / "hats"])) if spec.evicted else None),
                           suite, spec.names, params, rec, spec.repeats)
                 conc = run_concurrency_of(spec, lambda: _Stream(engine), suite, params, rec)
+                # what the timed runs compiled of it (the start's plans leave them nothing)
+                compiles = {"at_start": compiled, "in_queries": engine.alignment_compiles() - compiled}
                 engine.close()
         finally:
             if not where.keep_data:
@@ -155,6 +158,7 @@ def run_queries_lsdb(spec: QuerySpec, paths, where: QueryLocation) -> dict:
                    "queries": list(spec.names), "repetitions": spec.repetitions, "concurrency": conc,
                    "chunks": len(chunks), "load": {"hats": built},
                    "dask": {"kind": opts.kind, "workers": opts.workers, "threads": opts.threads,
+                            "tile_alignment_compiles": compiles,
                             "memory_bytes": opts.memory_bytes, "n_neighbors": engine.neighbors_used},
                    "evicted_method": EVICTED if spec.evicted else None, "page_cache": held,
                    "versions": {"lsdb": lsdb.__version__, "dask": dask.__version__},
