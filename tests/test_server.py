@@ -14,6 +14,7 @@ from catbench.core.server.process import Launch, Server
 from catbench.core.infra.settings import ServerError, validate_settings
 from catbench.core.server.binaries import find_server_binary, server_version
 from catbench.core.server.status import status_counters, variables
+from support.faultkit import foreground_signals
 from support.servers import cgroup_paths, no_memory_cgroup, server_procs
 
 pytestmark = pytest.mark.server
@@ -234,7 +235,9 @@ def test_killed_job_leaves_no_server(tmp, sig):
     import signal
     import subprocess
     import sys
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp)], stdout=subprocess.PIPE, text=True)
+    # SIGINT at its default, as in a foreground job: a suite started in the background inherits it ignored
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp)], stdout=subprocess.PIPE, text=True,
+                             preexec_fn=foreground_signals)
     try:
         server_pid = int(child.stdout.readline())
         assert psutil.pid_exists(server_pid)
