@@ -23,7 +23,7 @@ from catbench.cli.cluster import cluster_spec
 from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
 from catbench.restart.cluster.run_cluster import run_cluster
-from catbench.restart.cluster.session import listening_sockets
+from catbench.restart.cluster.session import OwnListeners
 
 from support import indexinput
 from support.servers import tmpfs
@@ -57,34 +57,16 @@ def listening(ports: set[int]) -> list:
 
 
 class ListenerWatch(threading.Thread):
-    """Every TCP listener of this process's descendants, sampled every 0.1 s: the machine's
-    listening sockets read each sample, their owner looked up once, when a socket first listens."""
+    """Every TCP listener (address, port) of this process's descendants, sampled every 0.1 s (the
+    cluster job's own sampler: a socket's owner looked up once, when it first listens)."""
 
     def __init__(self):
         super().__init__(daemon=True)
-        self.seen, self.halt, self.known = set(), threading.Event(), set()
-
-    def _owned(self, inodes: set[int]) -> set[int]:
-        names = {f"socket:[{i}]": i for i in inodes}
-        mine = set()
-        for p in psutil.Process().children(recursive=True):
-            try:
-                for fd in os.listdir(f"/proc/{p.pid}/fd"):
-                    i = names.get(os.readlink(f"/proc/{p.pid}/fd/{fd}"))
-                    if i is not None:
-                        mine.add(i)
-            except OSError:
-                pass
-        return mine
+        self.seen, self.halt, self.own = set(), threading.Event(), OwnListeners()
 
     def run(self):
         while not self.halt.is_set():
-            now = listening_sockets()
-            new = set(now) - self.known
-            if new:
-                owned = self._owned(new)
-                self.seen |= {now[i] for i in owned}
-                self.known |= new        # a socket's owner is who made it: a foreign one stays foreign
+            self.seen |= {(address, port) for address, port, _ in self.own.sample()}
             self.halt.wait(0.1)
 
 
