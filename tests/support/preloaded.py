@@ -189,7 +189,7 @@ class Popen:
             raise TypeError("a preloaded run takes faultkit.foreground_signals as its only preexec_fn "
                             "(a umask is umask=)")
         self.args, self.returncode, self._text = list(map(str, args)), None, text
-        self.stdout = self.stderr = None
+        self.stdin = self.stdout = self.stderr = None
         ours, fds = [], []
         for i, (want, default) in enumerate(((stdin, 0), (stdout, 1), (stderr, 2))):
             if want == subprocess.PIPE:
@@ -213,10 +213,18 @@ class Popen:
                "cwd": str(cwd or os.getcwd()), "session": bool(start_new_session),
                "foreground": preexec_fn is not None, "umask": _umask() if umask is None else umask}
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._conn.connect(_address())
-        socket.send_fds(self._conn, [json.dumps(req).encode()], fds)
-        for fd in ours:
-            os.close(fd)
+        try:
+            self._conn.connect(_address())
+            socket.send_fds(self._conn, [json.dumps(req).encode()], fds)
+        except BaseException:       # no run: nothing of it kept open
+            self._conn.close()
+            for f in (self.stdin, self.stdout, self.stderr):
+                if f:
+                    f.close()
+            raise
+        finally:
+            for fd in ours:
+                os.close(fd)
         self._buf = b""
         self.pid = int(self._line(block=True))
 
