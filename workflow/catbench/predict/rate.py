@@ -225,12 +225,34 @@ def _misses_at(xc, x, y, inv, w, r) -> tuple[float, RateCurve | None]:
     return _log_rss(c, x, y, w), c
 
 
+def _misses_scores(mids, x, y, inv, w, r, block: int = 256) -> np.ndarray:
+    """``_misses_at``'s score at every x_c of ``mids`` at once: the same weighted least squares
+    of seconds per row on (1, m), solved in closed form for a block of x_c a step."""
+    out = np.full(len(mids), math.inf)
+    ww = w * r * r
+    for lo in range(0, len(mids), block):
+        xc = mids[lo:lo + block, None]
+        m = np.maximum(0.0, 1.0 - xc / x)
+        sw = ww.sum()
+        mbar = (m * ww).sum(axis=1, keepdims=True) / sw
+        ibar = float((inv * ww).sum() / sw)
+        dm = m - mbar
+        b = (dm * ww * (inv - ibar)).sum(axis=1) / np.maximum((dm * dm * ww).sum(axis=1), 1e-300)
+        a = ibar - b * mbar[:, 0]
+        ok = (np.count_nonzero(m, axis=1) >= 2) & (a > 0) & (b > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spr = a[:, None] + b[:, None] * m
+            score = (w * (y + np.log(spr)) ** 2).sum(axis=1)
+        out[lo:lo + block] = np.where(ok, score, math.inf)
+    return out
+
+
 def _fit_misses(x, y, inv, w, r) -> RateCurve | None:
     """x_c on every midpoint between distinct x, then refined between the neighbours of the
     best (near the break the miss ratio changes fast: a window just past it misses little)."""
     xs = np.unique(x)
     mids = (xs[1:] + xs[:-1]) / 2
-    scores = [_misses_at(xc, x, y, inv, w, r)[0] for xc in mids]
+    scores = list(_misses_scores(mids, x, y, inv, w, r))
     if not mids.size or not np.isfinite(min(scores)):
         return None
     j = int(np.argmin(scores))
