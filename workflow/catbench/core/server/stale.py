@@ -14,10 +14,14 @@ def cleanup(srv) -> list[str]:
     """Stop a leftover server of this datadir; remove dead pid/socket files."""
     actions = []
     ours = f"--defaults-file={srv.config_file}"
-    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
-        if proc.info["pid"] == srv.pid:
+    # by name first: a command line is read only of a server, not of every process on the host
+    for proc in psutil.process_iter(["name"]):
+        if proc.pid == srv.pid or proc.info["name"] not in ("mariadbd", "mysqld"):
             continue
-        cmdline = proc.info["cmdline"] or []
+        try:
+            cmdline = proc.cmdline()
+        except psutil.Error:
+            continue
         if ours in cmdline and Path(cmdline[0]).name in ("mariadbd", "mysqld"):
             actions.append(f"stopped leftover server pid {proc.pid} of {srv.datadir}")
             proc.terminate()
