@@ -48,7 +48,10 @@ class LsdbEngine:
         """HATS aligns two catalogs' tiles with functions numba compiles at a process's first
         cross-match and join of a box (~9 CPU-s here): SHV1's and SHV2's plans made once around an
         Object of the first chunk, nothing computed, so that their first cold runs time the query,
-        not this process's compiles."""
+        not this process's compiles. The compiled code is kept in numba's cache (beside HATS'
+        module, or numba's user cache where that is read-only), which a later job loads (~0.8 s)."""
+        for f in alignment_functions():
+            f.enable_caching()
         ra, dec = POSITIONS["Object"][1:]
         row = pq.read_table(chunk_files(chunks_dir, chunks, "Object")[0], columns=[ra, dec]).slice(0, 1).to_pylist()
         if row:
@@ -58,9 +61,9 @@ class LsdbEngine:
 
     @staticmethod
     def alignment_compiles() -> int:
-        """The signatures numba has compiled of HATS' tile alignment in this process so far."""
-        from hats.pixel_tree import pixel_alignment
-        return sum(len(getattr(f, "signatures", ())) for f in vars(pixel_alignment).values())
+        """The signatures of HATS' tile alignment numba has compiled, or loaded from its cache, in
+        this process so far (a cached entry point brings its callees inlined: fewer are counted)."""
+        return sum(len(f.signatures) for f in alignment_functions())
 
     def restart(self):
         self.cluster.restart()
@@ -88,3 +91,12 @@ class LsdbEngine:
 
     def close(self):
         self.catalogs = {}
+
+
+def alignment_functions() -> list:
+    """HATS' numba functions that align two catalogs' tiles: a module of HATS that is not its
+    public API (hats is pinned)."""
+    from hats.pixel_tree import pixel_alignment
+    from numba.core.registry import CPUDispatcher
+    return [f for f in vars(pixel_alignment).values()
+            if isinstance(f, CPUDispatcher) and f.py_func.__module__ == pixel_alignment.__name__]
