@@ -23,7 +23,7 @@ from catbench.cli.cluster import cluster_spec
 from catbench.core.infra.config import ConfigError
 from catbench.restart.cluster.options import ClusterError
 from catbench.restart.cluster.run_cluster import run_cluster
-from catbench.restart.cluster.session import OwnListeners
+from catbench.restart.cluster.session import OwnListeners, proc_net_listeners, listening_sockets
 
 from support import indexinput
 from support.servers import tmpfs
@@ -311,3 +311,17 @@ def test_galera_log_lines_name_the_transfer():
            (2.0, "x WSREP: Receiving IST: 1002 writesets, seqnos 2006-3007")]
     ev = gl.scan(ist)
     assert gl.transfer_kind(ev) == "IST" and gl.ist_writesets(ev) == 1002
+
+
+def test_the_listeners_the_kernel_reports_are_those_of_proc_net():
+    # the sampler asks the kernel's socket diagnostics; /proc/net/tcp and tcp6 say the same of
+    # this test's own listeners (v4 and v6), known by their inodes
+    with socket.socket() as v4, socket.socket(socket.AF_INET6) as v6:
+        v4.bind(("127.0.0.1", 0))
+        v6.bind(("::1", 0))
+        v4.listen()
+        v6.listen()
+        ours = {os.fstat(s.fileno()).st_ino: (host, s.getsockname()[1]) for s, host in ((v4, "127.0.0.1"), (v6, "::1"))}
+        got, proc = listening_sockets(), proc_net_listeners()
+    assert {i: got.get(i) for i in ours} == {i: proc.get(i) for i in ours} == ours
+
