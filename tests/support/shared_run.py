@@ -6,6 +6,7 @@ copies it first (faultkit.copy_workdir)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import psutil
+from catbench.restart.cluster.session import listening_sockets
 
 from .faultkit import ENV, fingerprint, snakemake_cmd, tiny_config
 from .servers import kill_servers, server_procs
@@ -33,21 +35,22 @@ class ListenWatch:
 
     def _poll(self):
         while not self._stop.is_set():
+            # the namespace's TCP listeners once a poll, each server's by its sockets' inodes:
+            # psutil's per-process inet table reads /proc/net/tcp whole (~10 ms) for each
+            listeners = listening_sockets()
             for p in server_procs(self.under):
                 try:
                     cmd = p.cmdline()
                     if "--bootstrap" in cmd:
                         continue
-                    inet = {(c.laddr.ip, c.laddr.port) for c in p.net_connections("inet")
-                            if c.status == psutil.CONN_LISTEN}
+                    inet = {listeners[i] for i in _socket_inodes(p.pid) if i in listeners}
                     unix = {c.laddr for c in p.net_connections("unix") if c.laddr}
-                except psutil.Error:
+                except (psutil.Error, OSError):
                     continue
                 rec = self.seen.setdefault(p.pid, {"cmdline": cmd, "inet": set(), "unix": set()})
                 rec["inet"] |= inet
                 rec["unix"] |= unix
-            # a server of the tiny run lives seconds; net_connections reads /proc/net whole
-            time.sleep(0.2)
+            time.sleep(0.2)     # a server of the tiny run lives seconds
 
     def __enter__(self):
         self._t.start()
@@ -56,6 +59,16 @@ class ListenWatch:
     def __exit__(self, *exc):
         self._stop.set()
         self._t.join()
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                out.add(int(link[8:-1]))
+    return out
 
 
 def _seen_json(seen: dict) -> dict:
