@@ -324,4 +324,3 @@ def test_the_listeners_the_kernel_reports_are_those_of_proc_net():
         ours = {os.fstat(s.fileno()).st_ino: (host, s.getsockname()[1]) for s, host in ((v4, "127.0.0.1"), (v6, "::1"))}
         got, proc = listening_sockets(), proc_net_listeners()
     assert {i: got.get(i) for i in ours} == {i: proc.get(i) for i in ours} == ours
-

@@ -184,7 +184,7 @@ def test_the_engines_start_compiles_what_the_first_cross_match_and_join_would(en
     # SHV1's first cold run (~9 CPU-s here) unless the engine's start did it
     assert engines["lsdb"]["dask"]["tile_alignment_compiles"]["at_start"] > 0
     assert engines["lsdb"]["dask"]["tile_alignment_compiles"]["in_queries"] == 0
-    # ... and keeps each function in numba's cache, which the next job loads (~9 CPU-s to ~0.8)
+    # ... and keeps each function in numba's cache, which the next job loads (~9 CPU-s to ~0.5)
     kept = {p.name.split("-")[0] for p in (engines["root"] / "numba").rglob("pixel_alignment.*.nbi")}
     assert kept == {f"pixel_alignment.{f.__name__}" for f in alignment_functions()}, kept
 

@@ -229,13 +229,13 @@ def _misses_scores(mids, x, y, inv, w, r, block: int = 256) -> np.ndarray:
     """``_misses_at``'s score at every x_c of ``mids`` at once: the same weighted least squares
     of seconds per row on (1, m), solved in closed form for a block of x_c a step."""
     out = np.full(len(mids), math.inf)
-    ww = w * r * r
+    ww = w * r * r              # lstsq's row weights (sqrt(w) r) squared
+    sw = ww.sum()
+    ibar = float((inv * ww).sum() / sw)
     for lo in range(0, len(mids), block):
         xc = mids[lo:lo + block, None]
         m = np.maximum(0.0, 1.0 - xc / x)
-        sw = ww.sum()
         mbar = (m * ww).sum(axis=1, keepdims=True) / sw
-        ibar = float((inv * ww).sum() / sw)
         dm = m - mbar
         b = (dm * ww * (inv - ibar)).sum(axis=1) / np.maximum((dm * dm * ww).sum(axis=1), 1e-300)
         a = ibar - b * mbar[:, 0]

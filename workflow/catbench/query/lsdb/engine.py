@@ -49,7 +49,7 @@ class LsdbEngine:
         cross-match and join of a box (~9 CPU-s here): SHV1's and SHV2's plans made once around an
         Object of the first chunk, nothing computed, so that their first cold runs time the query,
         not this process's compiles. The compiled code is kept in numba's cache (beside HATS'
-        module, or numba's user cache where that is read-only), which a later job loads (~0.8 s)."""
+        module, or numba's user cache where that is read-only), which a later job loads (~0.5 CPU-s)."""
         for f in alignment_functions():
             f.enable_caching()
         ra, dec = POSITIONS["Object"][1:]

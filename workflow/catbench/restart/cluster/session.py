@@ -137,6 +137,8 @@ def _diag_listeners(family: int) -> dict[int, tuple[str, int]]:
         nl.sendall(NLMSG_HEADER.pack(NLMSG_HEADER.size + len(req), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST_DUMP, 1, 0) + req)
         while True:
             data, at = nl.recv(1 << 16), 0
+            if not data:
+                raise OSError("the socket diagnostics' dump ended without its last message")
             while at + NLMSG_HEADER.size <= len(data):
                 length, kind = NLMSG_HEADER.unpack_from(data, at)[:2]
                 if kind == NLMSG_DONE:
