@@ -131,6 +131,7 @@ DIAG_INODE_AT = 4 + 48 + 16                 # inet_diag_msg: family..retrans, so
 
 
 def _diag_listeners(family: int) -> dict[int, tuple[str, int]]:
+    """One ``family``'s TCP listeners, dumped by the kernel's inet_diag (states: LISTEN only)."""
     req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN) + bytes(48)
     out = {}
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as nl:
@@ -154,6 +155,7 @@ def _diag_listeners(family: int) -> dict[int, tuple[str, int]]:
 
 
 def proc_net_listeners() -> dict[int, tuple[str, int]]:
+    """The same from the LISTEN rows of /proc/net/tcp and tcp6."""
     out = {}
     for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
         try:
