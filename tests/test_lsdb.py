@@ -28,7 +28,7 @@ from catbench.query.engines import udf_path
 from catbench.query.chunk_tables import read_chunk_list
 from catbench.query.lsdb.build import BuildOptions, kept_build, margin_order, order_for
 from catbench.query.lsdb.cluster import ClusterOptions, dask_cluster
-from catbench.query.lsdb.engine import alignment_functions
+from catbench.query.lsdb.engine import alignment_functions, keep_compiled
 from catbench.query.lsdb.expressions import ab_mag, filled, greater
 from catbench.query.query_engines import QUERY_ENGINES, QueryLocation
 from catbench.query.run_queries import QueryPaths, run_queries_duckdb
@@ -187,6 +187,12 @@ def test_the_engines_start_compiles_what_the_first_cross_match_and_join_would(en
     # ... and keeps each function in numba's cache, which the next job loads (~9 CPU-s to ~0.5)
     kept = {p.name.split("-")[0] for p in (engines["root"] / "numba").rglob("pixel_alignment.*.nbi")}
     assert kept == {f"pixel_alignment.{f.__name__}" for f in alignment_functions()}, kept
+
+
+def test_without_a_folder_numba_may_write_the_alignment_is_compiled_uncached(monkeypatch):
+    import numba.core.caching
+    monkeypatch.setattr(numba.core.caching.CacheImpl, "_locator_classes", [])   # no folder numba may use
+    assert keep_compiled(alignment_functions()) == 0
 
 
 @pytest.mark.slow

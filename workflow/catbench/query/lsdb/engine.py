@@ -4,6 +4,7 @@ computed on the stage's Dask cluster (``cluster.py``); each query's expression i
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from pathlib import Path
@@ -14,6 +15,8 @@ from ..engines import Deadline
 from ..suite import Answer, Query, QueryError
 from .build import TABLES, chunk_files
 from .expressions import EXPRESSIONS, POSITIONS, plan_both
+
+log = logging.getLogger(__name__)
 
 
 class LsdbEngine:
@@ -50,8 +53,7 @@ class LsdbEngine:
         Object of the first chunk, nothing computed, so that their first cold runs time the query,
         not this process's compiles. The compiled code is kept in numba's cache (beside HATS'
         module, or numba's user cache where that is read-only), which a later job loads (~0.5 CPU-s)."""
-        for f in alignment_functions():
-            f.enable_caching()
+        keep_compiled(alignment_functions())
         ra, dec = POSITIONS["Object"][1:]
         row = pq.read_table(chunk_files(chunks_dir, chunks, "Object")[0], columns=[ra, dec]).slice(0, 1).to_pylist()
         if row:
@@ -91,6 +93,19 @@ class LsdbEngine:
 
     def close(self):
         self.catalogs = {}
+
+
+def keep_compiled(functions: list) -> int:
+    """numba's cache turned on for ``functions``: how many it can keep (none where it has no
+    folder it may write; they are compiled as before)."""
+    kept = 0
+    for f in functions:
+        try:
+            f.enable_caching()
+            kept += 1
+        except RuntimeError as exc:
+            log.info("numba cannot keep %s: %s", f.__name__, exc)
+    return kept
 
 
 def alignment_functions() -> list:
