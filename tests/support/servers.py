@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from catbench.core.server.stale import server_processes
 
 
 def server_procs(under) -> list[psutil.Process]:
@@ -21,29 +22,13 @@ def server_procs(under) -> list[psutil.Process]:
     under ``under``."""
     under = str(under)
     out = []
-    for pid in _named_pids(("mariadbd", "mysqld")):
+    for p in server_processes():
         try:
-            p = psutil.Process(pid)
             if p.status() != psutil.STATUS_ZOMBIE and any(under in a for a in p.cmdline()):
                 out.append(p)
         except psutil.Error:
             pass
     return out
-
-
-def _named_pids(names: tuple) -> list[int]:
-    """Pids whose /proc comm is one of ``names``: one small read a process, as the servers' waits
-    poll this beside every process of the suite (psutil's scan costs several times it)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm") as f:
-                    if f.read().rstrip("\n") in names:
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
 
 
 def servers_under(d) -> list[int]:

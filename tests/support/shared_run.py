@@ -6,7 +6,6 @@ copies it first (faultkit.copy_workdir)."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -15,7 +14,7 @@ import time
 from pathlib import Path
 
 import psutil
-from catbench.restart.cluster.session import listening_sockets
+from catbench.restart.cluster.session import listening_sockets, socket_inodes
 
 from .faultkit import ENV, fingerprint, snakemake_cmd, tiny_config
 from .servers import kill_servers, server_procs
@@ -43,7 +42,7 @@ class ListenWatch:
                     cmd = p.cmdline()
                     if "--bootstrap" in cmd:
                         continue
-                    inet = {listeners[i] for i in _socket_inodes(p.pid) if i in listeners}
+                    inet = {listeners[i] for i in socket_inodes(p.pid) if i in listeners}
                     unix = {c.laddr for c in p.net_connections("unix") if c.laddr}
                 except (psutil.Error, OSError):
                     continue
@@ -59,16 +58,6 @@ class ListenWatch:
     def __exit__(self, *exc):
         self._stop.set()
         self._t.join()
-
-
-def _socket_inodes(pid: int) -> set[int]:
-    out = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(OSError):
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            if link.startswith("socket:["):
-                out.add(int(link[8:-1]))
-    return out
 
 
 def _seen_json(seen: dict) -> dict:

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from ..infra.settings import ServerError, option_name
 
+# the server binaries looked for, in this order (and what a server process is named)
+SERVER_NAMES = ("mariadbd", "mysqld")
+
 INSTALL_HINT = ("install MariaDB (Debian/Ubuntu: apt-get install mariadb-server; conda: "
                 "conda install -c conda-forge mariadb) or set server.binary in the config")
 
@@ -25,7 +28,7 @@ def find_server_binary(override: str | None = None) -> str:
         return str(found)
     search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/libexec",
                               "/usr/local/sbin", "/usr/local/libexec"])
-    for name in ("mariadbd", "mysqld"):
+    for name in SERVER_NAMES:
         found = shutil.which(name, path=search)
         if found:
             return found

@@ -3,26 +3,42 @@ or by its pid file, and stopped; dead pid and socket files removed."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psutil
 
 from ..infra.settings import ServerError
+from .binaries import SERVER_NAMES
+
+
+def server_processes() -> list[psutil.Process]:
+    """The host's processes named as a server is (bootstraps too), by each process's /proc comm:
+    one small read a process, where psutil's scan of every command line costs ~6x it."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().rstrip("\n") in SERVER_NAMES:
+                        out.append(psutil.Process(int(entry)))
+            except (OSError, psutil.Error):
+                pass
+    return out
 
 
 def cleanup(srv) -> list[str]:
     """Stop a leftover server of this datadir; remove dead pid/socket files."""
     actions = []
     ours = f"--defaults-file={srv.config_file}"
-    # by name first: a command line is read only of a server, not of every process on the host
-    for proc in psutil.process_iter(["name"]):
-        if proc.pid == srv.pid or proc.info["name"] not in ("mariadbd", "mysqld"):
+    for proc in server_processes():
+        if proc.pid == srv.pid:
             continue
         try:
             cmdline = proc.cmdline()
         except psutil.Error:
             continue
-        if ours in cmdline and Path(cmdline[0]).name in ("mariadbd", "mysqld"):
+        if ours in cmdline and Path(cmdline[0]).name in SERVER_NAMES:
             actions.append(f"stopped leftover server pid {proc.pid} of {srv.datadir}")
             proc.terminate()
             try:
@@ -39,7 +55,7 @@ def cleanup(srv) -> list[str]:
         if alive:
             try:
                 proc = psutil.Process(pid)
-                mine = proc.name() in ("mariadbd", "mysqld") and str(srv.datadir) in " ".join(
+                mine = proc.name() in SERVER_NAMES and str(srv.datadir) in " ".join(
                     proc.cmdline() + [proc.cwd()])
             except psutil.AccessDenied:
                 mine = None  # cannot tell: do not guess

@@ -187,22 +187,28 @@ class OwnListeners:
         table = listening_sockets()
         new = {i for i in table if i not in self.owner}
         if new:
-            found = self._owners({f"socket:[{i}]": i for i in new})
+            found = self._owners(new)
             self.owner.update({i: found.get(i) for i in new})
         return {(*table[i], self.owner[i]) for i in table if self.owner[i]}
 
     @staticmethod
-    def _owners(names: dict[str, int]) -> dict[int, str]:
+    def _owners(inodes: set[int]) -> dict[int, str]:
         out = {}
         for p in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.Error, OSError):
-                fds = os.listdir(f"/proc/{p.pid}/fd")
-                for fd in fds:
-                    with contextlib.suppress(OSError):
-                        inode = names.get(os.readlink(f"/proc/{p.pid}/fd/{fd}"))
-                        if inode is not None:
-                            out[inode] = p.name()
+                out.update({i: p.name() for i in socket_inodes(p.pid) & inodes})
         return out
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of the sockets process ``pid`` holds open (its /proc fd links)."""
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                out.add(int(link[8:-1]))
+    return out
 
 
 class Cluster:
