@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
+import psutil
 import pytest
 from catbench.core.server.process import Server
 from support.catalog import partitioned as build_partitioned
@@ -58,8 +60,44 @@ def partitioned(tmp_path_factory):
 SESSION_FOLDERS = {"CATBENCH_DATADIR_TEMPLATES": "cbt-templates-", SHARED_ENV: "cbt-shared-"}
 
 
+def _noted(signum, frame):
+    """A later SIGTERM (a process group's, after one forwarded) while the clean-up runs."""
+
+
+def _interrupt(signum, frame):
+    """SIGTERM (a CI's time limit, ``kill``) ends the tests as Ctrl-C does: the fixtures and
+    ``finally`` blocks stop their servers, Slurm daemons and clusters; by default the process
+    would end at once and leave them running."""
+    signal.signal(signal.SIGTERM, _noted)
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def _interrupt_workers(signum, frame):
+    """xdist's controller passes SIGTERM on to its workers first: they hold the fixtures, and a
+    worker inside a test would hear of the controller's end only after it (or be killed)."""
+    for worker in psutil.Process().children():
+        try:
+            worker.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            pass
+    _interrupt(signum, frame)
+
+
+@pytest.fixture(autouse=True)
+def _suite_signals():
+    """The suite's SIGTERM and SIGINT handlers back after each test: a command run in-process
+    (catbench's ``main``) installs its own, made for a process that runs one command."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for sig, handler in saved.items():
+        if signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
 def pytest_configure(config):
-    if hasattr(config, "workerinput"):
+    worker = hasattr(config, "workerinput")
+    signal.signal(signal.SIGTERM, _interrupt if worker else _interrupt_workers)
+    if worker:
         return
     config._session_folders = {}
     for var, prefix in SESSION_FOLDERS.items():
