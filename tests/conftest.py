@@ -94,11 +94,19 @@ def _suite_signals():
             signal.signal(sig, handler)
 
 
+# How long xdist's controller waits for its workers to end before it kills them (10 s of its
+# own): an interrupted worker's teardown stops Slurm daemons, servers and Dask clusters.
+WORKERS_END_S = 120
+
+
 def pytest_configure(config):
     worker = hasattr(config, "workerinput")
     signal.signal(signal.SIGTERM, _interrupt if worker else _interrupt_workers)
     if worker:
         return
+    if config.pluginmanager.hasplugin("xdist"):
+        from xdist.workermanage import NodeManager
+        NodeManager.EXIT_TIMEOUT = WORKERS_END_S
     config._session_folders = {}
     for var, prefix in SESSION_FOLDERS.items():
         if var not in os.environ:

@@ -16,6 +16,8 @@ from support.paths import REPO
 
 INNER = '''
 import os, subprocess, time
+from pathlib import Path
+
 import pytest
 
 @pytest.fixture

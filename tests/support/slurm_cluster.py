@@ -136,8 +136,11 @@ PartitionName={partition} Nodes={host} Default=YES MaxTime={max_time} State=UP
         _wait(idle, 60, "the Slurm node to be idle", [base / "slurmctld.log", base / "slurmd.log"])
         yield env
     finally:
-        # Jobs first (scancel), then the daemons; SIGKILL whatever does not stop.
-        subprocess.run(["scancel", "--full", "-u", "root"], env=env, capture_output=True)
+        # Jobs first (scancel, while the controller runs: without one it waits for it),
+        # then the daemons; SIGKILL whatever does not stop.
+        if len(procs) > 1 and procs[1].poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                subprocess.run(["scancel", "--full", "-u", "root"], env=env, capture_output=True, timeout=30)
         for p in reversed(procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -147,17 +150,48 @@ PartitionName={partition} Nodes={host} Default=YES MaxTime={max_time} State=UP
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        for proc in psutil.process_iter(["name", "cmdline"]):
-            if proc.info["name"] in (*DAEMONS, "slurmstepd") and \
-                    any(str(base) in c for c in proc.info["cmdline"] or []):
-                proc.kill()
+        for step in _ours(str(base)):      # a step's job (its shell, Snakemake, srun) with it
+            try:
+                family = [*step.children(recursive=True), step]
+            except psutil.Error:
+                family = [step]
+            for proc in family:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _cluster_of(pid: int) -> str:
+    """The CBSLURM_BASE a process was started with, read from the raw /proc environ: a job step
+    writes its title over the start of it, where psutil's reading stops."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return ""
+    return next((v.decode(errors="replace") for k, _, v in (e.partition(b"=") for e in raw.split(b"\0"))
+                 if k == b"CBSLURM_BASE"), "")
+
+
+def _ours(base: str) -> list[psutil.Process]:
+    """This cluster's daemons (``base``: its folder, or a prefix of such folders), by their
+    command lines, and its job steps, which name only their job (``slurmstepd: [5.batch]``), by
+    the CBSLURM_BASE slurmd passes them."""
+    out = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if proc.info["name"] in DAEMONS and any(base in c for c in proc.info["cmdline"] or []) or \
+                    proc.info["name"] == "slurmstepd" and _cluster_of(proc.pid).startswith(base):
+                out.append(proc)
+        except psutil.Error:
+            pass
+    return out
 
 
 def leftover_daemons(base_prefix: str = "/tmp/cbslurm-") -> list[str]:
     out = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if proc.info["name"] in (*DAEMONS, "slurmstepd") and base_prefix in cmd:
-            out.append(f"{proc.pid} {cmd}")
+    for proc in _ours(base_prefix):
+        try:
+            out.append(f"{proc.pid} {' '.join(proc.cmdline())}")
+        except psutil.Error:
+            pass
     return out
