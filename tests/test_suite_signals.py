@@ -1,6 +1,6 @@
 """The test suite itself stopped by SIGTERM to its process group (a CI's time limit, ``kill``):
 it ends as Ctrl-C ends it, every fixture's teardown run, so what only a teardown stops (a Slurm
-daemon, a Dask cluster, a Snakemake server in a session of its own) is not left running."""
+daemon, a Dask cluster, a process in a group of its own) is not left running."""
 
 from __future__ import annotations
 
