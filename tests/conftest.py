@@ -100,11 +100,12 @@ WORKERS_END_S = 120
 
 
 def pytest_configure(config):
-    worker = hasattr(config, "workerinput")
-    signal.signal(signal.SIGTERM, _interrupt if worker else _interrupt_workers)
-    if worker:
+    if hasattr(config, "workerinput"):
+        signal.signal(signal.SIGTERM, _interrupt)
         return
-    if config.pluginmanager.hasplugin("xdist"):
+    controller = bool(getattr(config.option, "numprocesses", None))     # xdist's -n, else the tests run here
+    signal.signal(signal.SIGTERM, _interrupt_workers if controller else _interrupt)
+    if controller:
         from xdist.workermanage import NodeManager
         NodeManager.EXIT_TIMEOUT = WORKERS_END_S
     config._session_folders = {}
